@@ -1,0 +1,188 @@
+package provider
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"unicode"
+)
+
+// Provider-ID errors. Parse wraps one of them in every error it returns, so
+// callers branch with errors.Is; ForeignSchemeError additionally carries the
+// scheme that was found.
+var (
+	// ErrForeignProviderID reports a provider ID that belongs to another
+	// provider (its scheme is not ours). A node with such an ID is not ours:
+	// InstancesV2 adapters return an error for it rather than "not found".
+	ErrForeignProviderID = errors.New("provider ID has a foreign scheme")
+	// ErrEmptyProviderID reports an empty provider ID, or one whose instance
+	// ID part is empty ("name://").
+	ErrEmptyProviderID = errors.New("provider ID is empty")
+	// ErrMalformedProviderID reports a provider ID that is not of the form
+	// "<scheme>://[<segment>/...]<id>".
+	ErrMalformedProviderID = errors.New("provider ID is malformed")
+)
+
+// ForeignSchemeError is returned by Codec.Parse for a well-formed provider ID
+// whose scheme is not the codec's. It matches ErrForeignProviderID with
+// errors.Is.
+type ForeignSchemeError struct {
+	// ProviderID is the input as given.
+	ProviderID string
+	// Scheme is the scheme found in ProviderID.
+	Scheme string
+	// Want is the codec's scheme.
+	Want string
+}
+
+// Error implements error.
+func (e *ForeignSchemeError) Error() string {
+	return fmt.Sprintf("provider ID %q: scheme %q is not %q: the node belongs to another provider", e.ProviderID, e.Scheme, e.Want)
+}
+
+// Is reports whether target is ErrForeignProviderID.
+func (e *ForeignSchemeError) Is(target error) bool { return target == ErrForeignProviderID }
+
+// ProviderID is a parsed provider ID: "<Scheme>://<Path[0]>/.../<ID>".
+type ProviderID struct {
+	// Scheme is the provider name, such as "fake".
+	Scheme string
+	// Path holds the optional segments between the scheme and the ID, such as
+	// a region or a project. It is nil when there are none.
+	Path []string
+	// ID is the instance ID, the last segment. Never empty after Parse.
+	ID string
+}
+
+// String returns the canonical spelling "<scheme>://<path...>/<id>".
+func (p ProviderID) String() string {
+	var b strings.Builder
+	b.WriteString(p.Scheme)
+	b.WriteString("://")
+	for _, s := range p.Path {
+		b.WriteString(s)
+		b.WriteByte('/')
+	}
+	b.WriteString(p.ID)
+	return b.String()
+}
+
+// Codec formats and parses the provider IDs of one provider. The zero value
+// is not usable: Scheme must be set to the provider name (the name given to
+// Register, which the node controller also uses as "<ProviderName()>://").
+//
+// Accepted spellings, for Scheme "acme":
+//
+//	acme://i-123             ID "i-123"
+//	acme://eu-1/i-123        Path ["eu-1"], ID "i-123"
+//	acme://eu-1/zone-a/i-123 Path ["eu-1" "zone-a"], ID "i-123"
+//	acme:///eu-1/i-123       the same as acme://eu-1/i-123 (one empty host
+//	                         segment, as some clouds write it, is ignored)
+//
+// Rejected: an empty string or "acme://" (ErrEmptyProviderID); a missing
+// "://", an empty scheme, an empty segment ("acme://a//b"), a trailing "/",
+// whitespace or control characters anywhere (ErrMalformedProviderID); a
+// well-formed ID of another scheme (ForeignSchemeError). The scheme is
+// compared exactly, as the node controller compares it.
+//
+// A Codec is a value and is safe for concurrent use.
+type Codec struct {
+	// Scheme is the provider name written before "://".
+	Scheme string
+}
+
+// Format returns "<scheme>://<path...>/<id>". It returns ErrEmptyProviderID
+// when id is empty and ErrMalformedProviderID when a segment is empty or
+// contains "/" or whitespace, so that every ID it formats parses back to the
+// same parts.
+func (c Codec) Format(id string, path ...string) (string, error) {
+	if err := checkScheme(c.Scheme); err != nil {
+		return "", err
+	}
+	if id == "" {
+		return "", fmt.Errorf("%w: instance ID must not be empty", ErrEmptyProviderID)
+	}
+	for _, s := range append(append([]string(nil), path...), id) {
+		if err := checkSegment(s); err != nil {
+			return "", fmt.Errorf("%w: segment %q: %v", ErrMalformedProviderID, s, err)
+		}
+	}
+	return ProviderID{Scheme: c.Scheme, Path: path, ID: id}.String(), nil
+}
+
+// Parse parses a provider ID of this codec's scheme. Errors wrap
+// ErrEmptyProviderID, ErrMalformedProviderID or ErrForeignProviderID (as a
+// *ForeignSchemeError) and quote the input.
+func (c Codec) Parse(providerID string) (ProviderID, error) {
+	p, err := ParseAny(providerID)
+	if err != nil {
+		return ProviderID{}, err
+	}
+	if p.Scheme != c.Scheme {
+		return ProviderID{}, &ForeignSchemeError{ProviderID: providerID, Scheme: p.Scheme, Want: c.Scheme}
+	}
+	return p, nil
+}
+
+// ID is Parse returning only the instance ID.
+func (c Codec) ID(providerID string) (string, error) {
+	p, err := c.Parse(providerID)
+	return p.ID, err
+}
+
+// ParseAny parses a provider ID of any scheme, with the rules documented on
+// Codec.
+func ParseAny(providerID string) (ProviderID, error) {
+	if providerID == "" {
+		return ProviderID{}, fmt.Errorf("%w: expected \"<scheme>://<id>\"", ErrEmptyProviderID)
+	}
+	scheme, rest, ok := strings.Cut(providerID, "://")
+	if !ok {
+		return ProviderID{}, fmt.Errorf("%w: %q: expected \"<scheme>://<id>\"", ErrMalformedProviderID, providerID)
+	}
+	if err := checkScheme(scheme); err != nil {
+		return ProviderID{}, fmt.Errorf("%w (in %q)", err, providerID)
+	}
+	rest = strings.TrimPrefix(rest, "/") // "scheme:///a/b": empty host segment
+	if rest == "" {
+		return ProviderID{}, fmt.Errorf("%w: %q has no instance ID after \"://\"", ErrEmptyProviderID, providerID)
+	}
+	segs := strings.Split(rest, "/")
+	for _, s := range segs {
+		if err := checkSegment(s); err != nil {
+			return ProviderID{}, fmt.Errorf("%w: %q: %v", ErrMalformedProviderID, providerID, err)
+		}
+	}
+	p := ProviderID{Scheme: scheme, ID: segs[len(segs)-1]}
+	if len(segs) > 1 {
+		p.Path = segs[:len(segs)-1]
+	}
+	return p, nil
+}
+
+func checkScheme(s string) error {
+	if s == "" {
+		return fmt.Errorf("%w: scheme is empty", ErrMalformedProviderID)
+	}
+	for _, r := range s {
+		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-' || r == '_' || r == '.' || r == '+') {
+			return fmt.Errorf("%w: scheme %q: character %q is not a letter, digit, '-', '_', '.' or '+'", ErrMalformedProviderID, s, r)
+		}
+	}
+	return nil
+}
+
+func checkSegment(s string) error {
+	if s == "" {
+		return errors.New("empty path segment (\"//\" or a trailing \"/\")")
+	}
+	for _, r := range s {
+		if r == '/' {
+			return errors.New("segment contains '/'")
+		}
+		if unicode.IsSpace(r) || unicode.IsControl(r) || r == unicode.ReplacementChar {
+			return fmt.Errorf("character %q is whitespace, a control character or invalid UTF-8", r)
+		}
+	}
+	return nil
+}
