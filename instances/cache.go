@@ -1,0 +1,271 @@
+package instances
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/ccmkit/ccmkit/provider"
+)
+
+// Cache defaults.
+const (
+	// DefaultCacheTTL is CacheOptions.TTL when it is zero.
+	DefaultCacheTTL = time.Minute
+	// DefaultCacheErrorTTL is CacheOptions.ErrorTTL when it is zero.
+	DefaultCacheErrorTTL = 5 * time.Second
+)
+
+// CacheOptions configures a Cache. The zero value is usable: a one-minute
+// TTL, failed List calls remembered for five seconds, and time.Now.
+type CacheOptions struct {
+	// TTL is how long one successful List serves look-ups, measured from
+	// the moment that List call started. Zero means DefaultCacheTTL;
+	// negative is an error.
+	TTL time.Duration
+	// ErrorTTL is how long a failed List is remembered: look-ups in that
+	// period return the same error without calling List again, so a cloud
+	// outage costs one List per ErrorTTL rather than one per look-up. Zero
+	// means DefaultCacheErrorTTL; negative disables it (every look-up after a
+	// failure lists again). A List that failed because its caller's context
+	// ended is never remembered.
+	ErrorTTL time.Duration
+	// Now returns the current time; nil means time.Now. Tests inject a
+	// fake clock here.
+	Now func() time.Time
+}
+
+// Cache is a Driver that answers GetByID and GetByName from the result of
+// one List call on the wrapped ListDriver, refreshed when it is older than
+// TTL. Wrap a ListDriver in a Cache and give the Cache to NewAdapter.
+//
+// Exactly one List runs at a time: look-ups that find no fresh list while a
+// List is running wait for it and share its result (a waiter whose own
+// context ends stops waiting with ctx.Err(); when the List fails only
+// because its caller's context ended, waiters with live contexts start a
+// new one).
+//
+// "Gone" is never decided from the list alone. An instance that is missing
+// from the list, listed as StateTerminated, or ambiguous (its ID listed
+// twice, or its name held by more than one live instance) is looked up
+// directly with the wrapped GetByID or GetByName, and that answer is
+// returned. A failed List is returned as an error (wrapped, and never
+// matching ErrNotFound), never as "not found".
+//
+// Staleness: an instance found in the list is reported as it was when that
+// List started, for at most TTL. Within that window a state change (running
+// to stopped, or to terminated or deleted), and changed addresses, type,
+// zone, region or labels are reported late; so InstanceExists may still say
+// true for up to TTL after an instance is deleted, and the shutdown taint
+// may come up to TTL late. Instances created after the List are found by the
+// direct look-up (one direct call per look-up until the next List). Call
+// Invalidate to drop the list at once, for example after the provider itself
+// deleted or created an instance.
+//
+// Instances returned share their Path, Addresses and Labels with the List
+// result; callers must not modify them (the Adapter does not). A Cache never
+// starts goroutines; List runs on the goroutine of the look-up that needed
+// it. It is safe for concurrent use if the wrapped ListDriver is.
+type Cache struct {
+	d        ListDriver
+	ttl      time.Duration
+	errorTTL time.Duration
+	now      func() time.Time
+
+	mu        sync.Mutex
+	snap      *snapshot // nil until the first successful List
+	flight    *flight   // the List in progress, or nil
+	failErr   error     // the last failed List, remembered until failUntil
+	failUntil time.Time
+}
+
+var (
+	_ Driver = (*Cache)(nil)
+	_ Lister = (*Cache)(nil)
+)
+
+// NewCache returns a Cache over d. It returns an error when d is nil or
+// opts.TTL is negative. It starts nothing and does not call d.
+func NewCache(d ListDriver, opts CacheOptions) (*Cache, error) {
+	if d == nil {
+		return nil, errors.New("instances.NewCache: driver is nil")
+	}
+	if opts.TTL < 0 {
+		return nil, fmt.Errorf("instances.NewCache: CacheOptions.TTL is %v: expected zero (default %v) or positive", opts.TTL, DefaultCacheTTL)
+	}
+	c := &Cache{d: d, ttl: opts.TTL, errorTTL: opts.ErrorTTL, now: opts.Now}
+	if c.ttl == 0 {
+		c.ttl = DefaultCacheTTL
+	}
+	if c.errorTTL == 0 {
+		c.errorTTL = DefaultCacheErrorTTL
+	}
+	if c.now == nil {
+		c.now = time.Now
+	}
+	return c, nil
+}
+
+// GetByID returns the listed instance with ID id.ID when it is listed once
+// and not terminated; otherwise it returns the wrapped Driver's GetByID
+// answer unchanged. A failed List is returned as an error; see Cache.
+func (c *Cache) GetByID(ctx context.Context, id provider.ProviderID) (Instance, error) {
+	s, err := c.snapshot(ctx)
+	if err != nil {
+		return Instance{}, err
+	}
+	if i, ok := s.byID[id.ID]; ok && i >= 0 && s.items[i].State != StateTerminated {
+		return s.items[i], nil
+	}
+	return c.d.GetByID(ctx, id)
+}
+
+// GetByName returns the one live (not terminated) listed instance named
+// name; when there is none or more than one, it returns the wrapped Driver's
+// GetByName answer unchanged. A failed List is returned as an error; see
+// Cache.
+func (c *Cache) GetByName(ctx context.Context, name string) (Instance, error) {
+	s, err := c.snapshot(ctx)
+	if err != nil {
+		return Instance{}, err
+	}
+	if i, ok := s.byName[name]; ok && i >= 0 {
+		return s.items[i], nil
+	}
+	return c.d.GetByName(ctx, name)
+}
+
+// List returns a copy of the cached list, listing first when it is missing
+// or older than TTL. The Instances share their slices and maps with the
+// wrapped List result; do not modify them.
+func (c *Cache) List(ctx context.Context) ([]Instance, error) {
+	s, err := c.snapshot(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return append([]Instance(nil), s.items...), nil
+}
+
+// Invalidate drops the cached list and any remembered List failure, so the
+// next look-up lists again. A List already running is not affected and its
+// result is still used.
+func (c *Cache) Invalidate() {
+	c.mu.Lock()
+	c.snap = nil
+	c.failErr = nil
+	c.mu.Unlock()
+}
+
+// snapshot is one List result with its indexes. It is immutable once built.
+type snapshot struct {
+	expires time.Time
+	items   []Instance
+	byID    map[string]int // index into items; -1 when the ID is listed twice
+	byName  map[string]int // index of the one live instance; -1 when ambiguous
+}
+
+func newSnapshot(items []Instance, expires time.Time) *snapshot {
+	s := &snapshot{
+		expires: expires,
+		items:   items,
+		byID:    make(map[string]int, len(items)),
+		byName:  make(map[string]int, len(items)),
+	}
+	for i, inst := range items {
+		if inst.ID != "" {
+			if _, dup := s.byID[inst.ID]; dup {
+				s.byID[inst.ID] = -1
+			} else {
+				s.byID[inst.ID] = i
+			}
+		}
+		if inst.Name != "" && inst.State != StateTerminated {
+			if _, dup := s.byName[inst.Name]; dup {
+				s.byName[inst.Name] = -1
+			} else {
+				s.byName[inst.Name] = i
+			}
+		}
+	}
+	return s
+}
+
+// flight is one List call in progress; done is closed when snap or err is
+// set.
+type flight struct {
+	done     chan struct{}
+	snap     *snapshot
+	err      error
+	canceled bool // the List failed and its caller's context had ended
+}
+
+// snapshot returns a fresh list, running or joining the one List call.
+func (c *Cache) snapshot(ctx context.Context) (*snapshot, error) {
+	for {
+		c.mu.Lock()
+		now := c.now()
+		if s := c.snap; s != nil && now.Before(s.expires) {
+			c.mu.Unlock()
+			return s, nil
+		}
+		if c.failErr != nil && now.Before(c.failUntil) {
+			err := c.failErr
+			c.mu.Unlock()
+			return nil, err
+		}
+		if f := c.flight; f != nil {
+			c.mu.Unlock()
+			select {
+			case <-f.done:
+			case <-ctx.Done():
+				return nil, ctx.Err()
+			}
+			if f.canceled && ctx.Err() == nil {
+				continue // the caller that listed gave up; list again
+			}
+			return f.snap, f.err
+		}
+		f := &flight{done: make(chan struct{})}
+		c.flight = f
+		c.mu.Unlock()
+		return c.list(ctx, f, now)
+	}
+}
+
+// list runs List for flight f, started at time start, and publishes the
+// result to f's waiters and the Cache.
+func (c *Cache) list(ctx context.Context, f *flight, start time.Time) (_ *snapshot, err error) {
+	var s *snapshot
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("instances cache: List panicked: %v", r)
+			defer panic(r)
+		}
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		c.flight = nil
+		f.snap, f.err = s, err
+		switch {
+		case err == nil:
+			c.snap, c.failErr = s, nil
+		case ctx.Err() != nil:
+			f.canceled = true
+		case c.errorTTL > 0:
+			c.failErr, c.failUntil = err, c.now().Add(c.errorTTL)
+		}
+		close(f.done)
+	}()
+	items, lerr := c.d.List(ctx)
+	if lerr != nil {
+		if errors.Is(lerr, ErrNotFound) {
+			// Not-found from List says nothing about one instance: keep the
+			// text, drop the sentinel so that it is never read as "gone".
+			return nil, fmt.Errorf("instances cache: listing instances: %v", lerr)
+		}
+		return nil, fmt.Errorf("instances cache: listing instances: %w", lerr)
+	}
+	s = newSnapshot(items, start.Add(c.ttl))
+	return s, nil
+}

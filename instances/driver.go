@@ -1,0 +1,151 @@
+package instances
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	v1 "k8s.io/api/core/v1"
+	cloudprovider "k8s.io/cloud-provider"
+
+	"github.com/ccmkit/ccmkit/provider"
+)
+
+// ErrNotFound is the sentinel a Driver returns when the cloud definitely
+// says an instance does not exist. It is cloudprovider.InstanceNotFound
+// itself, so a Driver may return either name, wrapped or not (the Adapter
+// and the Cache test with errors.Is).
+//
+// Return it only for a definite answer ("no such instance", HTTP 404 on the
+// instance resource): the Adapter turns it into InstanceExists == (false, nil),
+// and the node-lifecycle controller deletes the Node at once. Timeouts,
+// throttling, authorization failures, a 404 on the API endpoint itself and
+// every other doubt must be some other error.
+var ErrNotFound = cloudprovider.InstanceNotFound
+
+// ErrInvalidInstance is wrapped by the errors the Adapter and the Cache return
+// when a Driver hands back an Instance that breaks the Driver contract: an
+// empty or mismatched ID or Name, an unknown State, an invalid label, or
+// addresses BuildAddresses rejects. It is a driver bug, never "not found".
+var ErrInvalidInstance = errors.New("driver returned an invalid instance")
+
+// State is the lifecycle state of a cloud instance, as the Adapter reports
+// it. The zero value is StateRunning.
+type State int
+
+const (
+	// StateRunning is an instance that exists and is not shut down; map
+	// transitional states such as "pending", "starting" or "rebooting" to it.
+	// InstanceExists is (true, nil), InstanceShutdown is (false, nil).
+	StateRunning State = iota
+	// StateStopped is an instance that exists but is powered off or
+	// suspended; map "stopping" to it too. InstanceExists is (true, nil) and
+	// InstanceShutdown is (true, nil), so the node-lifecycle controller taints
+	// the Node node.cloudprovider.kubernetes.io/shutdown instead of deleting it.
+	StateStopped
+	// StateTerminated is an instance the cloud still lists but that is gone
+	// for good (deleted, terminated, "shutting-down" towards deletion).
+	// InstanceExists is (false, nil): the Node is deleted.
+	StateTerminated
+)
+
+// String returns "Running", "Stopped", "Terminated" or "State(n)".
+func (s State) String() string {
+	switch s {
+	case StateRunning:
+		return "Running"
+	case StateStopped:
+		return "Stopped"
+	case StateTerminated:
+		return "Terminated"
+	}
+	return fmt.Sprintf("State(%d)", int(s))
+}
+
+func (s State) valid() bool { return s >= StateRunning && s <= StateTerminated }
+
+// Instance is what a Driver knows about one cloud instance. It is a plain
+// value: the Adapter and the Cache never modify an Instance, its Addresses or
+// its Labels, and copy them before handing them on, so a Driver may return
+// slices and maps it keeps (it must not modify them afterwards while a Cache
+// holds them).
+type Instance struct {
+	// ID is the instance ID, the last segment of the provider ID. Required,
+	// unique within the provider (the Cache indexes on it), and accepted by
+	// provider.Codec.Format (no "/", whitespace or control characters).
+	ID string
+	// Path holds optional provider-ID segments written between the scheme
+	// and ID, such as a region: Path ["eu-1"] and ID "i-1" give
+	// "<scheme>://eu-1/i-1". It is used only to format the provider ID of a
+	// Node that has none yet; it is not part of the instance's identity.
+	Path []string
+	// Name is the name of the Node this instance registers as (usually its
+	// hostname). Required for look-ups by name and for the Cache's name
+	// index; GetByName must return an instance whose Name equals the name
+	// asked for.
+	Name string
+	// State is the lifecycle state; the zero value is StateRunning.
+	State State
+	// Type is the instance type, written to the node.kubernetes.io/instance-type
+	// label. Optional; when set it must be a valid label value.
+	Type string
+	// Zone and Region are written to the topology.kubernetes.io/zone and
+	// topology.kubernetes.io/region labels. Optional; when set they must be
+	// valid label values.
+	Zone, Region string
+	// Addresses are the instance's addresses in any order, with duplicates
+	// allowed; the Adapter runs them through BuildAddresses with its
+	// Options.Addresses. A running or stopped instance must have at least one
+	// InternalIP unless Options.Addresses.AllowNoInternalIP is set.
+	Addresses []v1.NodeAddress
+	// Labels become InstanceMetadata.AdditionalLabels. Keys must be valid
+	// qualified names, values valid label values, and no key may be in the
+	// kubernetes.io or k8s.io namespaces (including subdomains such as
+	// node.kubernetes.io/), which the node controller discards: the Adapter
+	// reports such a label as an ErrInvalidInstance error instead of letting
+	// it vanish silently.
+	Labels map[string]string
+}
+
+// Driver is the cloud-specific part an Adapter needs: two look-ups of a
+// single instance. Implementations must be safe for concurrent use: the
+// upstream controllers call the Adapter from several workers at once.
+//
+// Both methods return either a valid Instance and a nil error, or an error.
+// The error is ErrNotFound (== cloudprovider.InstanceNotFound, optionally
+// wrapped) only when the cloud definitely reports that no such instance
+// exists; any other error means "unknown" and is never reported as gone.
+// An instance the cloud still knows about but that was deleted may be
+// returned with StateTerminated instead of ErrNotFound; both mean gone.
+type Driver interface {
+	// GetByID returns the instance whose ID is id.ID. id is the parsed
+	// spec.providerID of a Node, already checked to have the Adapter's scheme;
+	// id.Path carries any segments before the ID (such as a region) for
+	// clouds that need them to find the instance. The returned Instance.ID
+	// must equal id.ID.
+	GetByID(ctx context.Context, id provider.ProviderID) (Instance, error)
+	// GetByName returns the instance that registers as the Node called
+	// name. It is used only for Nodes that have no spec.providerID yet.
+	// When more than one live instance has that name it must return an error
+	// other than ErrNotFound.
+	GetByName(ctx context.Context, name string) (Instance, error)
+}
+
+// Lister is the optional listing capability a Cache needs. A Driver that can
+// list every instance of the cluster in one call implements it too.
+// Implementations must be safe for concurrent use.
+type Lister interface {
+	// List returns every instance the provider may be asked about (it may
+	// return more). It returns an error, never a partial list, when it cannot
+	// list everything: an instance missing from a successful List is only a
+	// hint that it may be gone, which the Cache confirms with GetByID or
+	// GetByName before reporting it. The caller keeps the returned slice
+	// and the Instances in it: do not modify them afterwards.
+	List(ctx context.Context) ([]Instance, error)
+}
+
+// ListDriver is a Driver that can also list; it is what NewCache wraps.
+type ListDriver interface {
+	Driver
+	Lister
+}
