@@ -1,0 +1,230 @@
+// Package proc starts and stops the long-running child processes of the e2e
+// tests and the demo (etcd, kube-apiserver, the example CCM) so that none of
+// them outlives its owner.
+//
+// Every child runs in a process group of its own and gets SIGKILL from the
+// kernel when the parent dies (Linux PR_SET_PDEATHSIG), so a test binary that
+// is killed by `go test -timeout` or a demo that is interrupted leaves nothing
+// behind. Stop sends SIGTERM to the whole group, waits a grace period, then
+// sends SIGKILL and reaps the child.
+//
+// The package is Linux-only, like the rest of the e2e module.
+package proc
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// DefaultGrace is how long Stop waits after SIGTERM before it sends SIGKILL
+// when the caller passes a zero grace period.
+const DefaultGrace = 10 * time.Second
+
+// Config says what to start.
+//
+// The zero value is not usable: Path is required.
+type Config struct {
+	// Name is a short label used in errors ("etcd", "ccm-a"). Defaults to
+	// the base name of Path.
+	Name string
+	// Path is the executable to run. Required.
+	Path string
+	// Args are the arguments, without the program name.
+	Args []string
+	// Env is the environment; nil inherits the parent's.
+	Env []string
+	// Dir is the working directory; empty means the parent's.
+	Dir string
+	// LogPath, when set, receives the child's stdout and stderr (appended,
+	// created 0o644). When empty the output is discarded.
+	LogPath string
+}
+
+// Process is a started child process.
+//
+// A Process is safe for concurrent use: Stop, Kill, Done and Exited may be
+// called from any goroutine, any number of times.
+type Process struct {
+	name    string
+	logPath string
+	cmd     *exec.Cmd
+	done    chan struct{}
+	waitErr error
+	logFile *os.File
+
+	stopOnce sync.Once
+	stopErr  error
+}
+
+// Start starts the process described by cfg in a new process group with
+// Pdeathsig set to SIGKILL and returns once it has been forked. The caller
+// owns the process and must call Stop (or Kill) when done; a goroutine owned
+// by the Process reaps the child when it exits.
+//
+// Errors: a missing Path, an unopenable LogPath, or the fork/exec error from
+// os/exec (wrapped with %w).
+func Start(cfg Config) (*Process, error) {
+	if cfg.Path == "" {
+		return nil, errors.New("proc: Config.Path is empty: want the path of an executable")
+	}
+	name := cfg.Name
+	if name == "" {
+		name = cfg.Path[strings.LastIndex(cfg.Path, "/")+1:]
+	}
+	cmd := exec.Command(cfg.Path, cfg.Args...)
+	cmd.Env = cfg.Env
+	cmd.Dir = cfg.Dir
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	var logFile *os.File
+	if cfg.LogPath != "" {
+		f, err := os.OpenFile(cfg.LogPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+		if err != nil {
+			return nil, fmt.Errorf("proc: %s: opening log file: %w", name, err)
+		}
+		logFile = f
+		cmd.Stdout = f
+		cmd.Stderr = f
+	}
+	if err := cmd.Start(); err != nil {
+		if logFile != nil {
+			logFile.Close()
+		}
+		return nil, fmt.Errorf("proc: starting %s (%s): %w", name, cfg.Path, err)
+	}
+	p := &Process{name: name, logPath: cfg.LogPath, cmd: cmd, done: make(chan struct{}), logFile: logFile}
+	go func() {
+		p.waitErr = cmd.Wait()
+		if p.logFile != nil {
+			p.logFile.Close()
+		}
+		close(p.done)
+	}()
+	return p, nil
+}
+
+// Name returns the label given in Config.Name (or derived from Path).
+func (p *Process) Name() string { return p.name }
+
+// PID returns the process ID, which is also its process group ID.
+func (p *Process) PID() int { return p.cmd.Process.Pid }
+
+// LogPath returns Config.LogPath.
+func (p *Process) LogPath() string { return p.logPath }
+
+// Done is closed once the process has exited and been reaped.
+func (p *Process) Done() <-chan struct{} { return p.done }
+
+// Exited reports whether the process has exited, and if so the error from
+// exec.Cmd.Wait (nil for a zero exit status).
+func (p *Process) Exited() (bool, error) {
+	select {
+	case <-p.done:
+		return true, p.waitErr
+	default:
+		return false, nil
+	}
+}
+
+// Stop sends SIGTERM to the process group, waits up to grace (DefaultGrace
+// when zero) for the leader to exit, then sends SIGKILL to the group and
+// waits for the leader to be reaped. After Stop returns no process of the
+// group is left (a SIGKILL is also sent to the group when the leader exited
+// on its own, to catch grandchildren). Stop is idempotent; later calls return
+// the first call's result.
+//
+// It returns an error only if the group could not be signalled for a reason
+// other than "no such process"; the child's own exit status is not an error
+// here (see Exited).
+func (p *Process) Stop(grace time.Duration) error {
+	p.stopOnce.Do(func() { p.stopErr = p.stop(grace) })
+	return p.stopErr
+}
+
+// Kill is Stop with no grace period: the group gets SIGKILL at once, as when
+// a machine loses power. Use it to simulate a crash.
+func (p *Process) Kill() error {
+	p.stopOnce.Do(func() { p.stopErr = p.stop(-1) })
+	return p.stopErr
+}
+
+func (p *Process) stop(grace time.Duration) error {
+	if grace == 0 {
+		grace = DefaultGrace
+	}
+	pgid := p.PID()
+	var errs []error
+	if grace > 0 {
+		if err := signalGroup(pgid, syscall.SIGTERM); err != nil {
+			errs = append(errs, err)
+		}
+		select {
+		case <-p.done:
+		case <-time.After(grace):
+		}
+	}
+	if err := signalGroup(pgid, syscall.SIGKILL); err != nil {
+		errs = append(errs, err)
+	}
+	<-p.done
+	// The leader is reaped; wait for other members of the group (if any)
+	// to disappear so that the caller's "nothing left" check holds.
+	deadline := time.Now().Add(5 * time.Second)
+	for GroupAlive(pgid) && time.Now().Before(deadline) {
+		time.Sleep(20 * time.Millisecond)
+	}
+	if GroupAlive(pgid) {
+		errs = append(errs, fmt.Errorf("proc: %s: process group %d still has members 5s after SIGKILL", p.name, pgid))
+	}
+	return errors.Join(errs...)
+}
+
+func signalGroup(pgid int, sig syscall.Signal) error {
+	err := syscall.Kill(-pgid, sig)
+	if err == nil || errors.Is(err, syscall.ESRCH) {
+		return nil
+	}
+	return fmt.Errorf("proc: sending %v to process group %d: %w", sig, pgid, err)
+}
+
+// Alive reports whether a process with this PID exists (zombies included).
+func Alive(pid int) bool {
+	err := syscall.Kill(pid, 0)
+	return err == nil || errors.Is(err, syscall.EPERM)
+}
+
+// GroupAlive reports whether any process of the process group pgid exists.
+func GroupAlive(pgid int) bool {
+	err := syscall.Kill(-pgid, 0)
+	return err == nil || errors.Is(err, syscall.EPERM)
+}
+
+// LogTail returns the last n lines of the process's log file, or a note
+// saying why it cannot. It is meant for failure messages.
+func (p *Process) LogTail(n int) string {
+	return Tail(p.logPath, n)
+}
+
+// Tail returns the last n lines of the file at path, or a note saying why it
+// cannot be read. It is meant for failure messages.
+func Tail(path string, n int) string {
+	if path == "" {
+		return "(no log file)"
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return fmt.Sprintf("(cannot read %s: %v)", path, err)
+	}
+	b = bytes.TrimRight(b, "\n")
+	lines := bytes.Split(b, []byte("\n"))
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return string(bytes.Join(lines, []byte("\n")))
+}
