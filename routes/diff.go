@@ -1,0 +1,275 @@
+package routes
+
+import (
+	"net/netip"
+	"slices"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+)
+
+// NodeRoutes is the desired routing of one node: a route to Node for each of
+// its pod CIDRs.
+type NodeRoutes struct {
+	// Node is the node name, the routes' TargetNode.
+	Node types.NodeName
+	// NameHint is what the route controller passes to CreateRoute: the node
+	// UID (route_controller.go, reconcile: nameHint := string(node.UID)).
+	NameHint string
+	// CIDRs are node.spec.podCIDRs, spelled exactly as there: one per IP
+	// family on a dual-stack node.
+	CIDRs []string
+	// Addresses are node.status.addresses, compared with listed
+	// TargetNodeAddresses when DiffInput.CompareAddresses is set.
+	Addresses []v1.NodeAddress
+}
+
+// DesiredFromNodes returns the desired routing of nodes the way the route
+// controller computes it: one NodeRoutes per node with pod CIDRs, in the
+// given order; nodes without spec.podCIDRs are skipped. The result shares
+// the nodes' CIDR and address slices; nodes are not modified.
+func DesiredFromNodes(nodes []*v1.Node) []NodeRoutes {
+	out := make([]NodeRoutes, 0, len(nodes))
+	for _, n := range nodes {
+		if n == nil || len(n.Spec.PodCIDRs) == 0 {
+			continue
+		}
+		out = append(out, NodeRoutes{
+			Node:      types.NodeName(n.Name),
+			NameHint:  string(n.UID),
+			CIDRs:     n.Spec.PodCIDRs,
+			Addresses: n.Status.Addresses,
+		})
+	}
+	return out
+}
+
+// DiffInput is everything Diff looks at. Diff does not modify it.
+type DiffInput struct {
+	// Cluster is the owning cluster's name; created entries carry it in
+	// Entry.Cluster.
+	Cluster string
+	// ClusterCIDRs are the cluster's pod CIDRs (--cluster-cidr, one per
+	// family). An actual route is in range, as in the route controller's
+	// isResponsibleForRoute, when its first or last address lies in one of
+	// them; routes out of range are never deleted, and desired routes out
+	// of range are not created (they are reported in Plan.Skipped).
+	ClusterCIDRs []netip.Prefix
+	// Desired is the wanted routing; a (node, CIDR) listed twice counts once.
+	Desired []NodeRoutes
+	// Actual is the routes in the cloud, of every cluster and of none.
+	Actual []Entry
+	// Owned reports whether an actual route belongs to this cluster; routes
+	// not owned are never deleted. nil means e.Cluster == Cluster with a
+	// non-empty Cluster.
+	Owned func(Entry) bool
+	// CompareAddresses makes a route whose TargetNodeAddresses differ (as a
+	// set, like the route controller's equalNodeAddrs) from the node's
+	// addresses a changed next hop: deleted and created again. Set it when
+	// the Table lists routes with EnableNodeAddresses.
+	CompareAddresses bool
+	// Namer, when set, names the created entries (Entry.Name); otherwise
+	// their Name is empty and the applier names them.
+	Namer *Namer
+}
+
+// Create is one route Diff wants created.
+type Create struct {
+	// NameHint is the nameHint to pass to CreateRoute (the node UID).
+	NameHint string
+	// Entry is the route: Cluster, DestinationCIDR (the desired spelling),
+	// TargetNode and a copy of TargetNodeAddresses; Name when DiffInput.Namer
+	// is set.
+	Entry Entry
+}
+
+// Plan is the output of Diff. Apply Delete before Create: a changed next
+// hop is a delete and a create of the same (node, CIDR), and a CIDR that
+// moved to another node must be freed before it is routed again.
+type Plan struct {
+	// Delete lists actual routes to delete, as given in DiffInput.Actual, in
+	// its order: owned, in range, and blackhole, without a target, not
+	// desired, with changed addresses, or a duplicate (same node and CIDR,
+	// another name) of a route that is kept.
+	Delete []Entry
+	// Create lists desired routes that have no live, owned actual route, in
+	// the order of DiffInput.Desired.
+	Create []Create
+	// Skipped lists desired routes that are not created because their CIDR
+	// does not parse or lies outside every cluster CIDR, or their node name
+	// is empty.
+	Skipped []Create
+}
+
+// Empty reports whether the plan changes nothing.
+func (p Plan) Empty() bool { return len(p.Delete) == 0 && len(p.Create) == 0 }
+
+type routeKey struct {
+	node types.NodeName
+	cidr string
+}
+
+// Diff computes the routes to delete and to create so that the owned, in-range
+// routes of the cloud become exactly Desired. It is a pure function, runs in
+// time linear in the number of routes (maps, no sorting) and is safe for
+// concurrent use.
+//
+// Matching follows the route controller: an actual route satisfies a desired
+// one when TargetNode and the DestinationCIDR string are equal (a different
+// spelling of the same prefix does not match, since the controller would not
+// match it either). Applying the Plan and diffing again yields an empty Plan.
+func Diff(in DiffInput) Plan {
+	owned := in.Owned
+	if owned == nil {
+		cluster := in.Cluster
+		owned = func(e Entry) bool { return cluster != "" && e.Cluster == cluster }
+	}
+	ranges := maskAll(in.ClusterCIDRs)
+
+	n := 0
+	for _, d := range in.Desired {
+		n += len(d.CIDRs)
+	}
+	type want struct {
+		hint  string
+		addrs []v1.NodeAddress
+		kept  bool
+		name  string // Name of the kept actual route
+	}
+	wants := make([]want, 0, n)
+	order := make([]routeKey, 0, n)
+	index := make(map[routeKey]int, n)
+	var plan Plan
+	for _, d := range in.Desired {
+		for _, cidr := range d.CIDRs {
+			k := routeKey{d.Node, cidr}
+			if _, dup := index[k]; dup {
+				continue
+			}
+			index[k] = -1
+			if d.Node == "" || !inRange(cidr, ranges) {
+				plan.Skipped = append(plan.Skipped, in.create(d, cidr))
+				continue
+			}
+			index[k] = len(wants)
+			wants = append(wants, want{hint: d.NameHint, addrs: d.Addresses})
+			order = append(order, k)
+		}
+	}
+
+	for _, e := range in.Actual {
+		if !owned(e) || !inRange(e.DestinationCIDR, ranges) {
+			continue
+		}
+		if e.Blackhole || e.TargetNode == "" {
+			plan.Delete = append(plan.Delete, e)
+			continue
+		}
+		i, ok := index[routeKey{e.TargetNode, e.DestinationCIDR}]
+		switch {
+		case !ok || i < 0:
+			plan.Delete = append(plan.Delete, e)
+		case wants[i].kept:
+			// A second copy: the same route listed twice is kept, a
+			// distinct route for the same node and CIDR is deleted.
+			if e.Name != wants[i].name {
+				plan.Delete = append(plan.Delete, e)
+			}
+		case in.CompareAddresses && !equalAddrs(e.TargetNodeAddresses, wants[i].addrs):
+			plan.Delete = append(plan.Delete, e)
+		default:
+			wants[i].kept, wants[i].name = true, e.Name
+		}
+	}
+
+	for i, w := range wants {
+		if w.kept {
+			continue
+		}
+		k := order[i]
+		plan.Create = append(plan.Create, in.create(NodeRoutes{Node: k.node, NameHint: w.hint, Addresses: w.addrs}, k.cidr))
+	}
+	return plan
+}
+
+func (in *DiffInput) create(d NodeRoutes, cidr string) Create {
+	c := Create{NameHint: d.NameHint, Entry: Entry{
+		Cluster:             in.Cluster,
+		DestinationCIDR:     cidr,
+		TargetNode:          d.Node,
+		TargetNodeAddresses: slices.Clone(d.Addresses),
+	}}
+	if in.Namer != nil {
+		c.Entry.Name = in.Namer.Name(d.NameHint, cidr)
+	}
+	return c
+}
+
+func maskAll(ps []netip.Prefix) []netip.Prefix {
+	out := make([]netip.Prefix, 0, len(ps))
+	for _, p := range ps {
+		if p.IsValid() {
+			out = append(out, p.Masked())
+		}
+	}
+	return out
+}
+
+// inRange reports whether cidr parses and its first or last address lies in
+// one of ranges (route_controller.go, isResponsibleForRoute). A CIDR that
+// does not parse is never in range, so it is never touched.
+func inRange(cidr string, ranges []netip.Prefix) bool {
+	p, err := netip.ParsePrefix(cidr)
+	if err != nil {
+		return false
+	}
+	p = p.Masked()
+	first, last := p.Addr(), lastAddr(p)
+	for _, r := range ranges {
+		if r.Contains(first) || r.Contains(last) {
+			return true
+		}
+	}
+	return false
+}
+
+// lastAddr returns the last address of the masked prefix p.
+func lastAddr(p netip.Prefix) netip.Addr {
+	a := p.Addr()
+	if a.Is4() {
+		b := a.As4()
+		setHostBits(b[:], p.Bits())
+		return netip.AddrFrom4(b)
+	}
+	b := a.As16()
+	setHostBits(b[:], p.Bits())
+	return netip.AddrFrom16(b)
+}
+
+func setHostBits(b []byte, bits int) {
+	for i := range b {
+		switch {
+		case bits >= 8:
+			bits -= 8
+		case bits > 0:
+			b[i] |= 0xff >> bits
+			bits = 0
+		default:
+			b[i] = 0xff
+		}
+	}
+}
+
+// equalAddrs compares address lists as sets of equal size, like the route
+// controller's equalNodeAddrs. Lists are a handful of entries long.
+func equalAddrs(a, b []v1.NodeAddress) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for _, x := range a {
+		if !slices.Contains(b, x) {
+			return false
+		}
+	}
+	return true
+}

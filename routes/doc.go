@@ -1,0 +1,46 @@
+// Package routes implements cloudprovider.Routes for a cloud and provides the
+// pieces a provider needs to get routes right: a name codec, a pure differ
+// and a Table adapter.
+//
+// It is for providers whose cloud keeps pod-CIDR routes for the nodes of a
+// cluster, either one route at a time (RouteDriver: list, create, delete) or
+// as one route table that is read and replaced as a whole (TableDriver). It is
+// not a route controller: the upstream route controller
+// (k8s.io/cloud-provider controllers/route/route_controller.go) decides what
+// to create and delete; the Table only executes those calls correctly.
+//
+// The contracts come from k8s.io/cloud-provider v0.37.2:
+//
+//   - cloud.go, Routes: ListRoutes lists the managed routes of one cluster;
+//     CreateRoute ignores Route.Name and may use nameHint; DeleteRoute
+//     receives a route as ListRoutes returned it.
+//   - route_controller.go, RouteController.reconcile and getRouteAction: a
+//     listed route matches a node's pod CIDR only when DestinationCIDR is
+//     byte-identical to the spelling in node.spec.podCIDRs, so the Table
+//     stores the caller's string and never re-renders it. nameHint is the
+//     node UID, shared by a dual-stack node's IPv4 and IPv6 CIDRs, so names
+//     are derived from (nameHint, CIDR). Up to 200 (maxConcurrentRouteOperations)
+//     CreateRoute and DeleteRoute calls run at once; the Table coalesces
+//     them into one table write per batch for a TableDriver.
+//   - RouteController.reconcile deletes routes inside the cluster CIDRs
+//     (isResponsibleForRoute) that are Blackhole or whose node and CIDR are
+//     not wanted, and never touches routes outside them. The Table lists a
+//     route whose target instance is gone as Blackhole.
+//   - With Route.EnableNodeAddresses, getRouteAction compares
+//     TargetNodeAddresses (equalNodeAddrs) and replaces a route whose
+//     addresses changed: the Table lists exactly the addresses CreateRoute
+//     got.
+//
+// # Pieces
+//
+// Namer turns (nameHint, CIDR) into a deterministic cloud route name within a
+// configurable length and alphabet, and Parse maps a listed name back.
+//
+// Diff is a pure function from desired routes (NodeRoutes), actual routes
+// (Entry), the cluster CIDRs and an ownership predicate to a Plan of routes to
+// delete and to create. Providers that repair drift themselves, and tests,
+// use it; it follows the same rules as the route controller.
+//
+// Table implements cloudprovider.Routes over a RouteDriver (NewTable) or a
+// TableDriver (NewWholeTable). It is safe for concurrent use.
+package routes
