@@ -1,0 +1,218 @@
+package provider
+
+import (
+	"context"
+	"reflect"
+	"sync"
+
+	"k8s.io/client-go/informers"
+	cloudprovider "k8s.io/cloud-provider"
+)
+
+// Capabilities are the optional parts of a cloud provider. A nil field, or a
+// typed nil (a nil *T stored in the interface), means the provider does not
+// offer that capability and the matching accessor of Cloud returns
+// (nil, false).
+type Capabilities struct {
+	LoadBalancer cloudprovider.LoadBalancer
+	InstancesV2  cloudprovider.InstancesV2
+	// Instances is the legacy interface. The node controllers use InstancesV2
+	// when it is present and ignore Instances and Zones.
+	Instances cloudprovider.Instances
+	Zones     cloudprovider.Zones
+	Clusters  cloudprovider.Clusters
+	Routes    cloudprovider.Routes
+}
+
+// Initializer is implemented by capabilities that need the Kubernetes client
+// or run background work. Cloud.Initialize calls Initialize once on each
+// distinct capability that implements it, in the field order of
+// Capabilities.
+//
+// ctx is cancelled when the stop channel given to Cloud.Initialize is
+// closed; work started by the capability must end when ctx is done. The
+// capability owns any goroutine it starts.
+type Initializer interface {
+	Initialize(ctx context.Context, clientBuilder cloudprovider.ControllerClientBuilder)
+}
+
+// Cloud is a cloudprovider.Interface composed from Capabilities. Construct it
+// with New. Its accessors are safe for concurrent use; Initialize and
+// SetInformers are called once by the cloud-controller-manager, before the
+// controllers start.
+type Cloud struct {
+	name      string
+	clusterID string
+	caps      Capabilities
+
+	mu     sync.Mutex
+	ctx    context.Context
+	cancel context.CancelFunc
+	done   chan struct{}
+}
+
+var (
+	_ cloudprovider.Interface    = (*Cloud)(nil)
+	_ cloudprovider.InformerUser = (*Cloud)(nil)
+)
+
+// New returns a Cloud named name (the value of ProviderName, and the scheme
+// of the provider IDs it writes) offering caps. clusterID identifies the
+// cluster this provider's cloud resources belong to; HasClusterID reports
+// whether it is non-empty. New starts nothing.
+func New(name, clusterID string, caps Capabilities) *Cloud {
+	return &Cloud{name: name, clusterID: clusterID, caps: caps}
+}
+
+// present reports whether v holds a usable value: neither a nil interface
+// nor a typed nil pointer, map, slice, func or channel.
+func present(v any) bool {
+	if v == nil {
+		return false
+	}
+	rv := reflect.ValueOf(v)
+	switch rv.Kind() {
+	case reflect.Pointer, reflect.Map, reflect.Slice, reflect.Func, reflect.Chan, reflect.Interface:
+		return !rv.IsNil()
+	}
+	return true
+}
+
+// accessor implements the (impl, true) or (nil, false) rule of
+// k8s.io/cloud-provider cloud.go (Interface): the node-lifecycle controller
+// dereferences the value whenever the bool is true.
+func accessor[T any](v T) (T, bool) {
+	if !present(v) {
+		var zero T
+		return zero, false
+	}
+	return v, true
+}
+
+// LoadBalancer implements cloudprovider.Interface.
+func (c *Cloud) LoadBalancer() (cloudprovider.LoadBalancer, bool) { return accessor(c.caps.LoadBalancer) }
+
+// Instances implements cloudprovider.Interface.
+func (c *Cloud) Instances() (cloudprovider.Instances, bool) { return accessor(c.caps.Instances) }
+
+// InstancesV2 implements cloudprovider.Interface.
+func (c *Cloud) InstancesV2() (cloudprovider.InstancesV2, bool) { return accessor(c.caps.InstancesV2) }
+
+// Zones implements cloudprovider.Interface.
+func (c *Cloud) Zones() (cloudprovider.Zones, bool) { return accessor(c.caps.Zones) }
+
+// Clusters implements cloudprovider.Interface.
+func (c *Cloud) Clusters() (cloudprovider.Clusters, bool) { return accessor(c.caps.Clusters) }
+
+// Routes implements cloudprovider.Interface.
+func (c *Cloud) Routes() (cloudprovider.Routes, bool) { return accessor(c.caps.Routes) }
+
+// ProviderName implements cloudprovider.Interface: the name given to New.
+func (c *Cloud) ProviderName() string { return c.name }
+
+// HasClusterID implements cloudprovider.Interface: true when the cluster ID
+// given to New is not empty. Without one the cloud-controller-manager stops
+// unless --allow-untagged-cloud is set.
+func (c *Cloud) HasClusterID() bool { return c.clusterID != "" }
+
+// ClusterID returns the cluster ID given to New.
+func (c *Cloud) ClusterID() string { return c.clusterID }
+
+// Capabilities returns the capabilities given to New.
+func (c *Cloud) Capabilities() Capabilities { return c.caps }
+
+// distinct returns the present capabilities, each once, in field order.
+func (c *Cloud) distinct() []any {
+	var out []any
+	for _, v := range []any{c.caps.LoadBalancer, c.caps.InstancesV2, c.caps.Instances, c.caps.Zones, c.caps.Clusters, c.caps.Routes} {
+		if !present(v) {
+			continue
+		}
+		dup := false
+		for _, seen := range out {
+			if sameValue(seen, v) {
+				dup = true
+				break
+			}
+		}
+		if !dup {
+			out = append(out, v)
+		}
+	}
+	return out
+}
+
+// sameValue reports whether a and b are the same capability object, without
+// panicking on uncomparable dynamic types.
+func sameValue(a, b any) bool {
+	ta, tb := reflect.TypeOf(a), reflect.TypeOf(b)
+	if ta != tb || !ta.Comparable() {
+		return false
+	}
+	return a == b
+}
+
+// Initialize implements cloudprovider.Interface. It derives a context that
+// is cancelled when stop is closed and passes it, with clientBuilder, to
+// every capability that implements Initializer. The only goroutine it starts
+// waits for stop (or Shutdown) and ends with it. Calls after the first are
+// ignored.
+func (c *Cloud) Initialize(clientBuilder cloudprovider.ControllerClientBuilder, stop <-chan struct{}) {
+	c.mu.Lock()
+	if c.ctx != nil {
+		c.mu.Unlock()
+		return
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	c.ctx, c.cancel, c.done = ctx, cancel, make(chan struct{})
+	c.mu.Unlock()
+
+	go func() {
+		defer close(c.done)
+		select {
+		case <-stop:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	for _, v := range c.distinct() {
+		if in, ok := v.(Initializer); ok {
+			in.Initialize(ctx, clientBuilder)
+		}
+	}
+}
+
+// Context returns the context derived by Initialize, or nil before
+// Initialize. It is done once stop is closed or Shutdown is called.
+func (c *Cloud) Context() context.Context {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.ctx
+}
+
+// Shutdown cancels the context given to the capabilities, as closing the
+// stop channel does, and waits for Cloud's own goroutine to end. It is for
+// tests and embedders that own no stop channel; it is safe to call more than
+// once and before Initialize.
+func (c *Cloud) Shutdown() {
+	c.mu.Lock()
+	cancel, done := c.cancel, c.done
+	c.mu.Unlock()
+	if cancel == nil {
+		return
+	}
+	cancel()
+	<-done
+}
+
+// SetInformers implements cloudprovider.InformerUser: it passes the factory
+// to every capability that implements cloudprovider.InformerUser. The
+// cloud-controller-manager calls it after Initialize (k8s.io/cloud-provider
+// app/controllermanager.go, Run).
+func (c *Cloud) SetInformers(factory informers.SharedInformerFactory) {
+	for _, v := range c.distinct() {
+		if iu, ok := v.(cloudprovider.InformerUser); ok {
+			iu.SetInformers(factory)
+		}
+	}
+}

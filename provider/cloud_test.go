@@ -1,0 +1,174 @@
+package provider
+
+import (
+	"context"
+	"runtime"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes/fake"
+	cloudprovider "k8s.io/cloud-provider"
+	fakecloud "k8s.io/cloud-provider/fake"
+)
+
+func TestAccessorTruthTable(t *testing.T) {
+	full := &fakecloud.Cloud{}
+	var nilFake *fakecloud.Cloud // typed nil
+
+	tests := []struct {
+		name   string
+		reason string
+		caps   Capabilities
+		want   map[string]bool
+	}{
+		{
+			name:   "empty",
+			reason: "no capability: every accessor is (nil,false)",
+			want:   map[string]bool{},
+		},
+		{
+			name:   "all",
+			reason: "every capability set: every accessor is (impl,true)",
+			caps:   Capabilities{LoadBalancer: full, InstancesV2: full, Instances: full, Zones: full, Clusters: full, Routes: full},
+			want:   map[string]bool{"lb": true, "v2": true, "v1": true, "zones": true, "clusters": true, "routes": true},
+		},
+		{
+			name:   "typed nil",
+			reason: "a nil *T in the interface is absent; (nil,true) panics the node-lifecycle controller",
+			caps:   Capabilities{LoadBalancer: nilFake, InstancesV2: nilFake, Instances: nilFake, Zones: nilFake, Clusters: nilFake, Routes: nilFake},
+			want:   map[string]bool{},
+		},
+		{
+			name:   "mixed",
+			reason: "only the present capabilities are reported",
+			caps:   Capabilities{LoadBalancer: full, InstancesV2: nilFake, Routes: full},
+			want:   map[string]bool{"lb": true, "routes": true},
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			c := New("test", "", tc.caps)
+			check := func(key string, v any, ok bool) {
+				t.Helper()
+				if ok != tc.want[key] {
+					t.Errorf("%s: ok = %v, want %v (%s)", key, ok, tc.want[key], tc.reason)
+				}
+				if ok != present(v) {
+					t.Errorf("%s: returned (%#v, %v): value and bool disagree (%s)", key, v, ok, tc.reason)
+				}
+				if !ok && v != nil {
+					t.Errorf("%s: returned a non-nil interface %#v with false", key, v)
+				}
+			}
+			lb, ok := c.LoadBalancer()
+			check("lb", lb, ok)
+			v2, ok := c.InstancesV2()
+			check("v2", v2, ok)
+			v1, ok := c.Instances()
+			check("v1", v1, ok)
+			z, ok := c.Zones()
+			check("zones", z, ok)
+			cl, ok := c.Clusters()
+			check("clusters", cl, ok)
+			r, ok := c.Routes()
+			check("routes", r, ok)
+		})
+	}
+}
+
+func TestProviderNameAndClusterID(t *testing.T) {
+	if c := New("acme", "", Capabilities{}); c.ProviderName() != "acme" || c.HasClusterID() {
+		t.Errorf("New(acme, \"\"): ProviderName=%q HasClusterID=%v, want acme false", c.ProviderName(), c.HasClusterID())
+	}
+	if c := New("acme", "prod-1", Capabilities{}); !c.HasClusterID() || c.ClusterID() != "prod-1" {
+		t.Errorf("New(acme, prod-1): HasClusterID=%v ClusterID=%q, want true prod-1", c.HasClusterID(), c.ClusterID())
+	}
+}
+
+// worker is a capability that starts a goroutine in Initialize and stops it
+// when its context ends.
+type worker struct {
+	fakecloud.Cloud
+	inits    atomic.Int32
+	stopped  chan struct{}
+	builder  cloudprovider.ControllerClientBuilder
+	informer informers.SharedInformerFactory
+}
+
+func (w *worker) Initialize(ctx context.Context, cb cloudprovider.ControllerClientBuilder) {
+	w.inits.Add(1)
+	w.builder = cb
+	go func() {
+		<-ctx.Done()
+		close(w.stopped)
+	}()
+}
+
+func (w *worker) SetInformers(f informers.SharedInformerFactory) { w.informer = f }
+
+type builder struct{ cloudprovider.ControllerClientBuilder }
+
+func TestInitializeStopsEverythingOnStop(t *testing.T) {
+	before := runtime.NumGoroutine()
+	w := &worker{stopped: make(chan struct{})}
+	// The same object serves three capabilities: it is initialized once.
+	c := New("test", "id", Capabilities{LoadBalancer: w, InstancesV2: w, Routes: w})
+	stop := make(chan struct{})
+	cb := builder{}
+	c.Initialize(cb, stop)
+	c.Initialize(cb, stop) // ignored
+
+	if got := w.inits.Load(); got != 1 {
+		t.Fatalf("Initialize calls on a capability shared by three fields: got %d, want 1", got)
+	}
+	if w.builder != cb {
+		t.Errorf("capability got client builder %#v, want the one passed to Initialize", w.builder)
+	}
+	if err := c.Context().Err(); err != nil {
+		t.Fatalf("context done before stop: %v", err)
+	}
+	select {
+	case <-w.stopped:
+		t.Fatal("capability stopped before the stop channel was closed")
+	default:
+	}
+
+	close(stop)
+	select {
+	case <-w.stopped:
+	case <-time.After(10 * time.Second):
+		t.Fatal("capability context not cancelled 10s after stop was closed")
+	}
+	c.Shutdown() // waits for Cloud's own goroutine
+	deadline := time.Now().Add(10 * time.Second)
+	for runtime.NumGoroutine() > before {
+		if time.Now().After(deadline) {
+			buf := make([]byte, 1<<16)
+			t.Fatalf("goroutines after stop: %d, before Initialize: %d\n%s", runtime.NumGoroutine(), before, buf[:runtime.Stack(buf, true)])
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+func TestShutdownWithoutStop(t *testing.T) {
+	c := New("test", "", Capabilities{})
+	c.Shutdown() // before Initialize: no-op
+	c.Initialize(builder{}, make(chan struct{}))
+	c.Shutdown()
+	c.Shutdown()
+	if c.Context().Err() == nil {
+		t.Error("Context not done after Shutdown")
+	}
+}
+
+func TestSetInformersFansOut(t *testing.T) {
+	w := &worker{stopped: make(chan struct{})}
+	c := New("test", "", Capabilities{LoadBalancer: w, Zones: &fakecloud.Cloud{}})
+	f := informers.NewSharedInformerFactory(fake.NewClientset(), 0)
+	c.SetInformers(f)
+	if w.informer != f {
+		t.Errorf("InformerUser capability got factory %v, want %v", w.informer, f)
+	}
+}

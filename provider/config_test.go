@@ -1,0 +1,279 @@
+package provider
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	cloudprovider "k8s.io/cloud-provider"
+)
+
+type testConfig struct {
+	Endpoint string `json:"endpoint"`
+	Region   string `json:"region,omitempty"`
+	Token    Secret `json:"token,omitempty"`
+	Retries  int    `json:"retries,omitempty"`
+}
+
+// Validate requires an endpoint and a non-negative retry count.
+func (c *testConfig) Validate() error {
+	var errs field.ErrorList
+	if c.Endpoint == "" {
+		errs = append(errs, field.Required(field.NewPath("endpoint"), "the URL of the cloud API"))
+	}
+	if c.Retries < 0 {
+		errs = append(errs, field.Invalid(field.NewPath("retries"), c.Retries, "must be 0 or more"))
+	}
+	if c.Token != "" && len(c.Token) < 8 {
+		errs = append(errs, field.Invalid(field.NewPath("token"), c.Token, "must be at least 8 characters"))
+	}
+	return errs.ToAggregate()
+}
+
+// optional accepts the zero value.
+type optional struct {
+	Name string `json:"name"`
+}
+
+func TestDecodeConfig(t *testing.T) {
+	tests := []struct {
+		name    string
+		reason  string
+		in      io.Reader
+		want    *testConfig
+		wantErr []string // substrings the error must contain
+	}{
+		{
+			name: "yaml", reason: "YAML is the usual cloud-config format",
+			in:   strings.NewReader("endpoint: https://api.example\nregion: eu-1\nretries: 3\n"),
+			want: &testConfig{Endpoint: "https://api.example", Region: "eu-1", Retries: 3},
+		},
+		{
+			name: "json", reason: "JSON is YAML",
+			in:   strings.NewReader(`{"endpoint":"https://api.example","token":"s3cr3t-t0ken"}`),
+			want: &testConfig{Endpoint: "https://api.example", Token: "s3cr3t-t0ken"},
+		},
+		{
+			name: "unknown field", reason: "a typo must not be silently ignored",
+			in:      strings.NewReader("endpoint: x\nregoin: eu-1\n"),
+			wantErr: []string{"regoin", "unknown field"},
+		},
+		{
+			name: "duplicate field", reason: "strict decoding rejects a key given twice",
+			in:      strings.NewReader("endpoint: x\nendpoint: y\n"),
+			wantErr: []string{"endpoint"},
+		},
+		{
+			name: "bad yaml", reason: "a syntax error is reported, not a zero config",
+			in:      strings.NewReader("endpoint: [unterminated\n"),
+			wantErr: []string{"invalid cloud-config"},
+		},
+		{
+			name: "wrong type", reason: "a string where an int is expected names the field",
+			in:      strings.NewReader("endpoint: x\nretries: many\n"),
+			wantErr: []string{"retries"},
+		},
+		{
+			name: "nil reader", reason: "no --cloud-config gives the zero config, which validation rejects here",
+			in:      nil,
+			wantErr: []string{"endpoint", "Required"},
+		},
+		{
+			name: "empty document", reason: "an empty file is the zero config too",
+			in:      strings.NewReader("  \n"),
+			wantErr: []string{"endpoint", "Required"},
+		},
+		{
+			name: "validation failure", reason: "validation names the field, the value and what was expected",
+			in:      strings.NewReader("endpoint: x\nretries: -2\n"),
+			wantErr: []string{"retries", "-2", "must be 0 or more"},
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := DecodeConfig[testConfig](tc.in)
+			if tc.wantErr != nil {
+				if err == nil {
+					t.Fatalf("DecodeConfig = %+v, nil; want an error (%s)", got, tc.reason)
+				}
+				if !errors.Is(err, ErrInvalidConfig) {
+					t.Errorf("error %q does not wrap ErrInvalidConfig", err)
+				}
+				for _, s := range tc.wantErr {
+					if !strings.Contains(err.Error(), s) {
+						t.Errorf("error %q does not contain %q (%s)", err, s, tc.reason)
+					}
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("DecodeConfig: %v (%s)", err, tc.reason)
+			}
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("(-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestDecodeConfigZeroAccepted(t *testing.T) {
+	var nilFile *os.File // a typed-nil reader is "no config" too
+	for _, r := range []io.Reader{nil, nilFile} {
+		got, err := DecodeConfig[optional](r)
+		if err != nil || got == nil || *got != (optional{}) {
+			t.Errorf("DecodeConfig[optional](%#v) = %+v, %v; want the zero config", r, got, err)
+		}
+	}
+}
+
+func TestSecretRedacted(t *testing.T) {
+	const token = "hunter2-very-secret"
+	cfg := testConfig{Endpoint: "https://api", Token: token}
+	var logBuf bytes.Buffer
+	slog.New(slog.NewJSONHandler(&logBuf, nil)).Info("config", "cfg", cfg, "token", cfg.Token)
+	js, _ := json.Marshal(cfg)
+	outputs := map[string]string{
+		"%v":   fmt.Sprintf("%v", cfg),
+		"%+v":  fmt.Sprintf("%+v", cfg),
+		"%#v":  fmt.Sprintf("%#v", cfg),
+		"%s":   fmt.Sprintf("%s", cfg.Token),
+		"%q":   fmt.Sprintf("%q", cfg.Token),
+		"%x":   fmt.Sprintf("%x", cfg.Token),
+		"ptr":  fmt.Sprintf("%+v", &cfg),
+		"json": string(js),
+		"slog": logBuf.String(),
+	}
+	// A validation error about the token must not reveal it either.
+	bad := testConfig{Endpoint: "x", Token: "short"}
+	outputs["validation error"] = bad.Validate().Error()
+	_, err := DecodeConfig[testConfig](strings.NewReader("endpoint: x\ntoken: short\n"))
+	outputs["decode error"] = fmt.Sprint(err)
+
+	for name, out := range outputs {
+		if strings.Contains(out, token) || strings.Contains(out, "short\"") || strings.Contains(out, "\"short") {
+			t.Errorf("%s reveals the credential: %s", name, out)
+		}
+		if name != "%x" && !strings.Contains(out, "redacted") {
+			t.Errorf("%s does not show the redacted marker: %s", name, out)
+		}
+	}
+	if cfg.Token.Reveal() != token {
+		t.Errorf("Reveal() = %q, want %q", cfg.Token.Reveal(), token)
+	}
+	if Secret("").String() != "" {
+		t.Errorf("empty Secret prints %q, want \"\"", Secret("").String())
+	}
+}
+
+var registered = map[string]bool{}
+
+// registerOnce registers a test provider under a unique name per test binary.
+func registerTestProvider(t *testing.T, name string) {
+	t.Helper()
+	if registered[name] {
+		return
+	}
+	err := Register(name, func(cfg *testConfig) (cloudprovider.Interface, error) {
+		return New(name, cfg.Region, Capabilities{}), nil
+	})
+	if err != nil {
+		t.Fatalf("Register(%q): %v", name, err)
+	}
+	registered[name] = true
+}
+
+func TestInitCloudProviderWithConfigFile(t *testing.T) {
+	registerTestProvider(t, "ccmkit-test-file")
+	path := filepath.Join(t.TempDir(), "cloud.yaml")
+	if err := os.WriteFile(path, []byte("endpoint: https://api\nregion: eu-1\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cloud, err := cloudprovider.InitCloudProvider("ccmkit-test-file", path)
+	if err != nil {
+		t.Fatalf("InitCloudProvider: %v", err)
+	}
+	if cloud.ProviderName() != "ccmkit-test-file" || !cloud.HasClusterID() {
+		t.Errorf("got provider %q HasClusterID=%v; want ccmkit-test-file, true (region used as cluster ID)", cloud.ProviderName(), cloud.HasClusterID())
+	}
+
+	bad := filepath.Join(t.TempDir(), "bad.yaml")
+	if err := os.WriteFile(bad, []byte("endpoint: https://api\nzone: x\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cloudprovider.InitCloudProvider("ccmkit-test-file", bad); err == nil || !strings.Contains(err.Error(), "zone") {
+		t.Errorf("InitCloudProvider with an unknown field: err = %v, want an error naming \"zone\"", err)
+	}
+}
+
+func TestInitCloudProviderWithoutConfig(t *testing.T) {
+	registerTestProvider(t, "ccmkit-test-noconfig")
+	_, err := cloudprovider.InitCloudProvider("ccmkit-test-noconfig", "")
+	if err == nil || !strings.Contains(err.Error(), "endpoint") {
+		t.Fatalf("InitCloudProvider with no config: err = %v; want the validation error naming endpoint", err)
+	}
+
+	if err := Register("ccmkit-test-optional", func(*optional) (cloudprovider.Interface, error) {
+		return New("ccmkit-test-optional", "", Capabilities{}), nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	cloud, err := cloudprovider.InitCloudProvider("ccmkit-test-optional", "")
+	if err != nil || cloud == nil {
+		t.Fatalf("InitCloudProvider(optional, no config) = %v, %v; want a provider", cloud, err)
+	}
+}
+
+func TestRegisterErrors(t *testing.T) {
+	ok := func(*optional) (cloudprovider.Interface, error) { return New("x", "", Capabilities{}), nil }
+	if err := Register("ccmkit-test-twice", ok); err != nil {
+		t.Fatal(err)
+	}
+	if err := Register("ccmkit-test-twice", ok); !errors.Is(err, ErrAlreadyRegistered) {
+		t.Errorf("second Register = %v, want ErrAlreadyRegistered", err)
+	}
+	if err := Register("", ok); err == nil {
+		t.Error("Register with an empty name succeeded")
+	}
+	if err := Register[optional]("ccmkit-test-nilfactory", nil); err == nil {
+		t.Error("Register with a nil factory succeeded")
+	}
+	var nilCloud *Cloud
+	_, err := Build("x", nil, func(*optional) (cloudprovider.Interface, error) { return nilCloud, nil })
+	if err == nil || !strings.Contains(err.Error(), "nil provider") {
+		t.Errorf("Build with a factory returning typed nil: err = %v, want a nil-provider error", err)
+	}
+	_, err = Build("x", nil, func(*optional) (cloudprovider.Interface, error) { return nil, errors.New("boom") })
+	if err == nil || !strings.Contains(err.Error(), "boom") {
+		t.Errorf("Build with a failing factory: err = %v, want it to carry boom", err)
+	}
+}
+
+func FuzzDecodeConfig(f *testing.F) {
+	for _, s := range []string{
+		"endpoint: x\n", `{"endpoint":"x","retries":3}`, "endpoint: [", "retries: -1\n",
+		"token: abc\n", "a: b\n", "- 1\n- 2\n", "endpoint: x\nendpoint: y\n", "\x00", "&a [*a]",
+	} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, in string) {
+		cfg, err := DecodeConfig[testConfig](strings.NewReader(in))
+		if err != nil {
+			if !errors.Is(err, ErrInvalidConfig) {
+				t.Fatalf("error %v does not wrap ErrInvalidConfig", err)
+			}
+			return
+		}
+		if cfg == nil || cfg.Validate() != nil {
+			t.Fatalf("accepted %q but got %+v failing validation", in, cfg)
+		}
+	})
+}

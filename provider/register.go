@@ -1,0 +1,80 @@
+package provider
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"sync"
+
+	cloudprovider "k8s.io/cloud-provider"
+)
+
+// Factory builds a provider from its decoded and validated configuration.
+// It must not call Register or cloudprovider.RegisterCloudProvider: it runs
+// while the upstream registry lock is held (k8s.io/cloud-provider
+// plugins.go, GetCloudProvider).
+type Factory[C any] func(cfg *C) (cloudprovider.Interface, error)
+
+// ErrAlreadyRegistered is returned by Register for a name that is already
+// registered, by ccmkit or directly with cloudprovider.RegisterCloudProvider.
+var ErrAlreadyRegistered = errors.New("cloud provider already registered")
+
+var registerMu sync.Mutex
+
+// Register registers factory under name with the upstream registry
+// (cloudprovider.RegisterCloudProvider), so that --cloud-provider=name in a
+// cloud-controller-manager built on k8s.io/cloud-provider/app selects it.
+//
+// The upstream factory that Register installs decodes the --cloud-config
+// with DecodeConfig[C] (strict YAML or JSON, the zero C when there is no
+// file, then C's Validate), calls factory, and returns an error — never
+// panics — when any step fails or factory returns a nil provider.
+//
+// Register returns an error wrapping ErrAlreadyRegistered, instead of the
+// fatal exit of the upstream registry, when name is taken; an error for an
+// empty name or a nil factory. It is safe for concurrent use; a name
+// registered directly upstream at the same moment by other code is not
+// detected.
+func Register[C any](name string, factory Factory[C]) error {
+	if name == "" {
+		return errors.New("provider.Register: name is empty, expected the provider name used with --cloud-provider")
+	}
+	if factory == nil {
+		return fmt.Errorf("provider.Register(%q): factory is nil", name)
+	}
+	registerMu.Lock()
+	defer registerMu.Unlock()
+	if cloudprovider.IsCloudProvider(name) {
+		return fmt.Errorf("provider.Register(%q): %w", name, ErrAlreadyRegistered)
+	}
+	cloudprovider.RegisterCloudProvider(name, func(r io.Reader) (cloudprovider.Interface, error) {
+		return build(name, r, factory)
+	})
+	return nil
+}
+
+// Build decodes a cloud-config from r as Register's factory does and calls
+// factory with it, without touching the registry. It is for tests and for
+// programs that construct a provider outside the cloud-controller-manager.
+// A nil r means "no cloud-config".
+func Build[C any](name string, r io.Reader, factory Factory[C]) (cloudprovider.Interface, error) {
+	if factory == nil {
+		return nil, fmt.Errorf("provider.Build(%q): factory is nil", name)
+	}
+	return build(name, r, factory)
+}
+
+func build[C any](name string, r io.Reader, factory Factory[C]) (cloudprovider.Interface, error) {
+	cfg, err := DecodeConfig[C](r)
+	if err != nil {
+		return nil, fmt.Errorf("cloud provider %q: %w", name, err)
+	}
+	cloud, err := factory(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("cloud provider %q: %w", name, err)
+	}
+	if !present(cloud) {
+		return nil, fmt.Errorf("cloud provider %q: factory returned a nil provider and no error", name)
+	}
+	return cloud, nil
+}
