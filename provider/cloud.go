@@ -90,7 +90,9 @@ func accessor[T any](v T) (T, bool) {
 }
 
 // LoadBalancer implements cloudprovider.Interface.
-func (c *Cloud) LoadBalancer() (cloudprovider.LoadBalancer, bool) { return accessor(c.caps.LoadBalancer) }
+func (c *Cloud) LoadBalancer() (cloudprovider.LoadBalancer, bool) {
+	return accessor(c.caps.LoadBalancer)
+}
 
 // Instances implements cloudprovider.Interface.
 func (c *Cloud) Instances() (cloudprovider.Instances, bool) { return accessor(c.caps.Instances) }

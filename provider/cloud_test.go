@@ -108,7 +108,9 @@ func (w *worker) Initialize(ctx context.Context, cb cloudprovider.ControllerClie
 
 func (w *worker) SetInformers(f informers.SharedInformerFactory) { w.informer = f }
 
-type builder struct{ cloudprovider.ControllerClientBuilder }
+type builder struct {
+	cloudprovider.ControllerClientBuilder
+}
 
 func TestInitializeStopsEverythingOnStop(t *testing.T) {
 	before := runtime.NumGoroutine()
