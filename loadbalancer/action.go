@@ -1,0 +1,88 @@
+package loadbalancer
+
+import (
+	"fmt"
+	"net/netip"
+
+	v1 "k8s.io/api/core/v1"
+)
+
+// ActionKind is the type of an Action. Its value is readable in logs.
+type ActionKind string
+
+// The action kinds, in the order Plan emits them. Every kind is one write
+// to the cloud.
+const (
+	// ActionCreate creates the load balancer described by Action.Create
+	// (Name, Tags, Spec). Plan emits it alone, when there is no actual
+	// load balancer.
+	ActionCreate ActionKind = "CreateLoadBalancer"
+	// ActionUpdateTags sets Action.Tags (the ccmkit ownership tags) on the
+	// load balancer, leaving every other tag as it is. Emitted on adoption.
+	ActionUpdateTags ActionKind = "UpdateTags"
+	// ActionUpdateFrontend sets Action.IPFamilies and Action.RequestedIPs.
+	ActionUpdateFrontend ActionKind = "UpdateFrontend"
+	// ActionUpdateSettings sets the provider settings in Action.Settings,
+	// leaving other settings as they are.
+	ActionUpdateSettings ActionKind = "UpdateSettings"
+	// ActionUpdateHealthCheck sets Action.HealthCheck.
+	ActionUpdateHealthCheck ActionKind = "UpdateHealthCheck"
+	// ActionUpdateSourceRanges sets Action.SourceRanges (the full list).
+	ActionUpdateSourceRanges ActionKind = "UpdateSourceRanges"
+	// ActionUpdateSessionAffinity sets Action.SessionAffinity.
+	ActionUpdateSessionAffinity ActionKind = "UpdateSessionAffinity"
+	// ActionRemoveListener removes the listener Action.Listener (by key).
+	ActionRemoveListener ActionKind = "RemoveListener"
+	// ActionUpdateListener replaces the listener Action.OldListener (by
+	// key) with Action.Listener: the node port, or the port of a listener
+	// of the same family and protocol, changed.
+	ActionUpdateListener ActionKind = "UpdateListener"
+	// ActionAddListener adds Action.Listener.
+	ActionAddListener ActionKind = "AddListener"
+	// ActionAddBackends adds Action.Backends; a backend whose node is
+	// already present is replaced.
+	ActionAddBackends ActionKind = "AddBackends"
+	// ActionRemoveBackends removes Action.Backends (by node name).
+	ActionRemoveBackends ActionKind = "RemoveBackends"
+)
+
+// Action is one write to the cloud. Kind says which payload field is set;
+// the others are zero. Actions produced by Plan share no memory with its
+// arguments' maps and slices except where documented, and a Driver must not
+// modify them.
+type Action struct {
+	Kind ActionKind
+	// LoadBalancerID is the target (empty for ActionCreate).
+	LoadBalancerID string
+	// Reason says in words why the action is needed, for logs and events.
+	Reason string
+
+	// Create is the desired load balancer (ActionCreate).
+	Create *LoadBalancer
+	// Tags are the tags to set (ActionUpdateTags).
+	Tags map[string]string
+	// IPFamilies and RequestedIPs are the front end (ActionUpdateFrontend).
+	IPFamilies   []v1.IPFamily
+	RequestedIPs []netip.Addr
+	// Settings are the provider settings to set (ActionUpdateSettings).
+	Settings map[string]string
+	// HealthCheck is the new health check (ActionUpdateHealthCheck).
+	HealthCheck *HealthCheck
+	// SourceRanges is the new list (ActionUpdateSourceRanges).
+	SourceRanges []netip.Prefix
+	// SessionAffinity is the new affinity (ActionUpdateSessionAffinity).
+	SessionAffinity *SessionAffinity
+	// Listener is the listener to add or remove, or the new value
+	// (ActionAddListener, ActionRemoveListener, ActionUpdateListener).
+	Listener *Listener
+	// OldListener is the listener being replaced (ActionUpdateListener).
+	OldListener *Listener
+	// Backends are the backends to add or remove, sorted by node name
+	// (ActionAddBackends, ActionRemoveBackends).
+	Backends []Backend
+}
+
+// String returns the kind, target and reason, for logs.
+func (a Action) String() string {
+	return fmt.Sprintf("%s %s: %s", a.Kind, a.LoadBalancerID, a.Reason)
+}

@@ -1,0 +1,396 @@
+package loadbalancer
+
+import (
+	"errors"
+	"fmt"
+	"net/netip"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"k8s.io/apimachinery/pkg/util/validation"
+)
+
+// AnnotationKind is the value type of a declared annotation. Its value is
+// the name used in the Markdown reference.
+type AnnotationKind string
+
+// The annotation kinds and the values they accept. Surrounding white space
+// is ignored for every kind.
+const (
+	// KindBool accepts "true" or "false" (exactly these).
+	KindBool AnnotationKind = "bool"
+	// KindInt accepts a base-10 integer, within [Min, Max] when bounded.
+	KindInt AnnotationKind = "int"
+	// KindDuration accepts a non-negative Go duration ("30s", "1m30s").
+	KindDuration AnnotationKind = "duration"
+	// KindEnum accepts exactly one of Values.
+	KindEnum AnnotationKind = "enum"
+	// KindIP accepts one IPv4 or IPv6 address without zone.
+	KindIP AnnotationKind = "IP"
+	// KindCIDRList accepts a comma-separated, non-empty list of CIDRs
+	// ("10.0.0.0/8, 2001:db8::/32"); host bits are masked off.
+	KindCIDRList AnnotationKind = "CIDR list"
+	// KindString accepts any non-empty string.
+	KindString AnnotationKind = "string"
+)
+
+// Annotation declares one annotation of a provider. Declare it with
+// AnnotationSet.Declare; the *Annotation returned is immutable and its
+// methods are safe for concurrent use.
+//
+// Every typed getter (Bool, Int, Duration, Enum, Text, IP, CIDRs) returns
+// (value, set, err): when the annotation is present, value is its parsed
+// value and set is true; when absent, value is the declared Default (or the
+// zero value) and set is false, so "not set" is distinguishable from "set to
+// the default". A malformed value is an *AnnotationError
+// (errors.Is(err, ErrInvalidAnnotation)); it never falls back to the
+// default. Calling a getter of another kind is an error, not a panic.
+type Annotation struct {
+	// Name is the annotation key, a qualified name such as
+	// "lb.example.com/algorithm".
+	Name string
+	// Kind is the value type.
+	Kind AnnotationKind
+	// Default is the value used when the annotation is absent, written as
+	// a user would write it; "" means no default. It must parse.
+	Default string
+	// Doc describes the annotation for the Markdown reference (required).
+	Doc string
+	// Values are the allowed values of a KindEnum annotation.
+	Values []string
+	// Min and Max bound a KindInt annotation (inclusive) when either is
+	// non-zero.
+	Min, Max int64
+	// Setting makes Desired copy the annotation's canonical value into
+	// Spec.Settings, so that Plan keeps the cloud in sync with it.
+	Setting bool
+}
+
+// AnnotationError is a malformed annotation value.
+// errors.Is(err, ErrInvalidAnnotation) is true; Unwrap returns the parse
+// error, if any.
+type AnnotationError struct {
+	Name     string // the annotation key
+	Value    string // the value as found on the object
+	Expected string // what would have been accepted
+	Err      error
+}
+
+func (e *AnnotationError) Error() string {
+	return fmt.Sprintf("annotation %q: invalid value %q: expected %s", e.Name, e.Value, e.Expected)
+}
+
+// Is reports whether target is ErrInvalidAnnotation.
+func (e *AnnotationError) Is(target error) bool { return target == ErrInvalidAnnotation }
+
+// Unwrap returns the underlying parse error, if any.
+func (e *AnnotationError) Unwrap() error { return e.Err }
+
+// AnnotationSet is a provider's declared annotations. The zero value is an
+// empty set ready to use. Declare all annotations first (typically in
+// package-level variables via MustDeclare); Declare is not safe for
+// concurrent use, every other method is safe for concurrent use once
+// declaration is done.
+type AnnotationSet struct {
+	byName map[string]*Annotation
+	list   []*Annotation // sorted by name
+}
+
+// Declare validates a and adds it to the set, returning the declared
+// annotation. Errors (not wrapped) name the field and the value: an
+// invalid Name, an unknown Kind, a duplicate Name, a missing Doc, Values
+// on a non-enum or an empty enum, Min > Max, or a Default that does not
+// parse.
+func (s *AnnotationSet) Declare(a Annotation) (*Annotation, error) {
+	if errs := validation.IsQualifiedName(a.Name); len(errs) > 0 {
+		return nil, fmt.Errorf("Annotation.Name %q: expected a qualified name such as \"lb.example.com/algorithm\": %s", a.Name, strings.Join(errs, "; "))
+	}
+	if _, dup := s.byName[a.Name]; dup {
+		return nil, fmt.Errorf("Annotation.Name %q: already declared in this set", a.Name)
+	}
+	switch a.Kind {
+	case KindBool, KindInt, KindDuration, KindEnum, KindIP, KindCIDRList, KindString:
+	default:
+		return nil, fmt.Errorf("annotation %q: Kind %q: expected one of bool, int, duration, enum, IP, CIDR list, string", a.Name, a.Kind)
+	}
+	if strings.TrimSpace(a.Doc) == "" {
+		return nil, fmt.Errorf("annotation %q: Doc is empty: expected a description for the reference", a.Name)
+	}
+	if a.Kind == KindEnum {
+		if len(a.Values) == 0 {
+			return nil, fmt.Errorf("annotation %q: Values is empty: expected the allowed values of the enum", a.Name)
+		}
+		for i, v := range a.Values {
+			if v == "" || strings.TrimSpace(v) != v || slices.Contains(a.Values[:i], v) {
+				return nil, fmt.Errorf("annotation %q: Values[%d] %q: expected a non-empty, unique value without surrounding space", a.Name, i, v)
+			}
+		}
+	} else if len(a.Values) > 0 {
+		return nil, fmt.Errorf("annotation %q: Values %q: expected none for kind %s", a.Name, a.Values, a.Kind)
+	}
+	if a.Kind != KindInt && (a.Min != 0 || a.Max != 0) {
+		return nil, fmt.Errorf("annotation %q: Min %d, Max %d: expected none for kind %s", a.Name, a.Min, a.Max, a.Kind)
+	}
+	if a.Min > a.Max {
+		return nil, fmt.Errorf("annotation %q: Min %d > Max %d: expected Min <= Max", a.Name, a.Min, a.Max)
+	}
+	a.Values = slices.Clone(a.Values)
+	if a.Default != "" {
+		c, err := a.canonical(a.Default)
+		if err != nil {
+			return nil, fmt.Errorf("annotation %q: Default: %w", a.Name, err)
+		}
+		a.Default = c
+	}
+	if s.byName == nil {
+		s.byName = map[string]*Annotation{}
+	}
+	p := &a
+	s.byName[a.Name] = p
+	i, _ := slices.BinarySearchFunc(s.list, a.Name, func(x *Annotation, n string) int { return strings.Compare(x.Name, n) })
+	s.list = slices.Insert(s.list, i, p)
+	return p, nil
+}
+
+// MustDeclare is Declare that panics on error. It is meant for
+// package-level declarations, where an error is a programming mistake.
+func (s *AnnotationSet) MustDeclare(a Annotation) *Annotation {
+	p, err := s.Declare(a)
+	if err != nil {
+		panic(err)
+	}
+	return p
+}
+
+// Lookup returns the declared annotation with this name.
+func (s *AnnotationSet) Lookup(name string) (*Annotation, bool) {
+	a, ok := s.byName[name]
+	return a, ok
+}
+
+// All returns the declared annotations sorted by name (a new slice of
+// shared, immutable annotations).
+func (s *AnnotationSet) All() []*Annotation { return slices.Clone(s.list) }
+
+// Validate parses every declared annotation present in annotations and
+// returns all malformed ones joined (errors.Join of *AnnotationError), or
+// nil. Annotations not declared in the set are ignored.
+func (s *AnnotationSet) Validate(annotations map[string]string) error {
+	var errs []error
+	for _, a := range s.list {
+		if raw, ok := annotations[a.Name]; ok {
+			if _, err := a.canonical(raw); err != nil {
+				errs = append(errs, err)
+			}
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// Raw returns the annotation's value exactly as found, and whether it is
+// present.
+func (a *Annotation) Raw(annotations map[string]string) (string, bool) {
+	v, ok := annotations[a.Name]
+	return v, ok
+}
+
+// Canonical returns the annotation's value in canonical form (the form used
+// in Spec.Settings: "true", "42", "1m30s", "10.0.0.0/8,2001:db8::/32", ...)
+// and whether it is set; when absent it returns the canonical Default ("" if
+// none) and false. Works for every kind.
+func (a *Annotation) Canonical(annotations map[string]string) (string, bool, error) {
+	raw, ok := annotations[a.Name]
+	if !ok {
+		return a.Default, false, nil
+	}
+	c, err := a.canonical(raw)
+	return c, true, err
+}
+
+// Bool returns a KindBool annotation's value (see Annotation).
+func (a *Annotation) Bool(annotations map[string]string) (bool, bool, error) {
+	v, set, err := a.get(annotations, KindBool)
+	return v == "true", set, err
+}
+
+// Int returns a KindInt annotation's value (see Annotation).
+func (a *Annotation) Int(annotations map[string]string) (int64, bool, error) {
+	v, set, err := a.get(annotations, KindInt)
+	if v == "" || err != nil {
+		return 0, set, err
+	}
+	n, _ := strconv.ParseInt(v, 10, 64) // canonical: cannot fail
+	return n, set, nil
+}
+
+// Duration returns a KindDuration annotation's value (see Annotation).
+func (a *Annotation) Duration(annotations map[string]string) (time.Duration, bool, error) {
+	v, set, err := a.get(annotations, KindDuration)
+	if v == "" || err != nil {
+		return 0, set, err
+	}
+	d, _ := time.ParseDuration(v) // canonical: cannot fail
+	return d, set, nil
+}
+
+// Enum returns a KindEnum annotation's value (see Annotation).
+func (a *Annotation) Enum(annotations map[string]string) (string, bool, error) {
+	return a.get(annotations, KindEnum)
+}
+
+// Text returns a KindString annotation's value (see Annotation).
+func (a *Annotation) Text(annotations map[string]string) (string, bool, error) {
+	return a.get(annotations, KindString)
+}
+
+// IP returns a KindIP annotation's value (see Annotation); the zero Addr
+// when absent without default.
+func (a *Annotation) IP(annotations map[string]string) (netip.Addr, bool, error) {
+	v, set, err := a.get(annotations, KindIP)
+	if v == "" || err != nil {
+		return netip.Addr{}, set, err
+	}
+	ip, _ := netip.ParseAddr(v) // canonical: cannot fail
+	return ip, set, nil
+}
+
+// CIDRs returns a KindCIDRList annotation's value (see Annotation): masked,
+// sorted (IPv4 first), without duplicates; nil when absent without default.
+func (a *Annotation) CIDRs(annotations map[string]string) ([]netip.Prefix, bool, error) {
+	v, set, err := a.get(annotations, KindCIDRList)
+	if v == "" || err != nil {
+		return nil, set, err
+	}
+	ps, _ := parseCIDRList(v) // canonical: cannot fail
+	return ps, set, nil
+}
+
+// get returns the canonical value of an annotation of kind k.
+func (a *Annotation) get(annotations map[string]string, k AnnotationKind) (string, bool, error) {
+	if a.Kind != k {
+		return "", false, fmt.Errorf("annotation %q is declared as %s, not %s", a.Name, a.Kind, k)
+	}
+	return a.Canonical(annotations)
+}
+
+// expected describes the accepted values, for errors and the reference.
+func (a *Annotation) expected() string {
+	switch a.Kind {
+	case KindBool:
+		return `"true" or "false"`
+	case KindInt:
+		if a.Min != 0 || a.Max != 0 {
+			return fmt.Sprintf("an integer from %d to %d", a.Min, a.Max)
+		}
+		return "an integer"
+	case KindDuration:
+		return `a non-negative duration such as "30s" or "1m30s"`
+	case KindEnum:
+		return "one of " + quoteList(a.Values)
+	case KindIP:
+		return "an IPv4 or IPv6 address"
+	case KindCIDRList:
+		return `a comma-separated list of CIDRs such as "10.0.0.0/8,2001:db8::/32"`
+	}
+	return "a non-empty string"
+}
+
+// canonical parses raw per the kind and returns its canonical form.
+func (a *Annotation) canonical(raw string) (string, error) {
+	v := strings.TrimSpace(raw)
+	fail := func(err error) (string, error) {
+		return "", &AnnotationError{Name: a.Name, Value: raw, Expected: a.expected(), Err: err}
+	}
+	switch a.Kind {
+	case KindBool:
+		if v != "true" && v != "false" {
+			return fail(nil)
+		}
+		return v, nil
+	case KindInt:
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil {
+			return fail(err)
+		}
+		if (a.Min != 0 || a.Max != 0) && (n < a.Min || n > a.Max) {
+			return fail(nil)
+		}
+		return strconv.FormatInt(n, 10), nil
+	case KindDuration:
+		d, err := time.ParseDuration(v)
+		if err != nil {
+			return fail(err)
+		}
+		if d < 0 {
+			return fail(nil)
+		}
+		return d.String(), nil
+	case KindEnum:
+		if !slices.Contains(a.Values, v) {
+			return fail(nil)
+		}
+		return v, nil
+	case KindIP:
+		ip, err := netip.ParseAddr(v)
+		if err != nil {
+			return fail(err)
+		}
+		if ip.Zone() != "" {
+			return fail(nil)
+		}
+		return ip.String(), nil
+	case KindCIDRList:
+		ps, err := parseCIDRList(v)
+		if err != nil {
+			return fail(err)
+		}
+		return formatCIDRList(ps), nil
+	}
+	if v == "" {
+		return fail(nil)
+	}
+	return v, nil
+}
+
+// parseCIDRList parses a comma-separated list into masked, sorted, unique
+// prefixes.
+func parseCIDRList(v string) ([]netip.Prefix, error) {
+	if strings.TrimSpace(v) == "" {
+		return nil, errors.New("empty list")
+	}
+	parts := strings.Split(v, ",")
+	ps := make([]netip.Prefix, 0, len(parts))
+	for i, s := range parts {
+		p, err := netip.ParsePrefix(strings.TrimSpace(s))
+		if err != nil {
+			return nil, fmt.Errorf("item %d: %w", i, err)
+		}
+		if p.Addr().Zone() != "" {
+			return nil, fmt.Errorf("item %d: %q has a zone", i, s)
+		}
+		ps = append(ps, p.Masked())
+	}
+	slices.SortFunc(ps, comparePrefix)
+	return slices.Compact(ps), nil
+}
+
+func formatCIDRList(ps []netip.Prefix) string {
+	var b strings.Builder
+	for i, p := range ps {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		b.WriteString(p.String())
+	}
+	return b.String()
+}
+
+func quoteList(vs []string) string {
+	q := make([]string, len(vs))
+	for i, v := range vs {
+		q[i] = strconv.Quote(v)
+	}
+	return strings.Join(q, ", ")
+}

@@ -1,0 +1,79 @@
+// Package loadbalancer is the building block for the LoadBalancer part of a
+// cloud provider: it turns a Service and its Nodes into a provider-neutral
+// model of a cloud load balancer, plans the minimal set of cloud calls that
+// bring an existing load balancer to that model, and implements
+// k8s.io/cloud-provider's cloudprovider.LoadBalancer on top of a small
+// Driver that a provider team writes for its own cloud.
+//
+// The pieces, each usable on its own:
+//
+//   - Naming (Namer, NamingConfig): a deterministic, length- and
+//     charset-bounded cloud name with a readable namespace/name part and a
+//     hash of the cluster and Service UID.
+//   - Ownership (Owner, OwnerFromTags, the Tag* keys): the tags that make a
+//     cloud load balancer "ours"; names are for people, tags are identity.
+//   - Typed annotations (AnnotationSet, Annotation): declare a provider's
+//     annotations once (name, kind, default, doc), parse them strictly, and
+//     generate a Markdown reference (AnnotationSet.WriteMarkdown).
+//   - Desired state (Desired, Options, Capabilities): Service + Nodes →
+//     *LoadBalancer, rejecting what the provider cannot build.
+//   - Plan (Plan, Action, Apply): desired vs actual → ordered, typed,
+//     deterministic actions, empty when converged.
+//   - Status (StatusBuilder): a validated v1.LoadBalancerStatus.
+//   - Reconciler (NewReconciler, Config, Driver): cloudprovider.LoadBalancer
+//     with the guarantees the upstream service controller relies on.
+//
+// # Cluster identity
+//
+// Ownership is keyed by a cluster identity and the Service UID. The cluster
+// identity is the clusterName argument the service controller passes to
+// every LoadBalancer method (the CCM's --cluster-name flag, "kubernetes" by
+// default), unless Config.ClusterID is set, in which case Config.ClusterID
+// wins. Two clusters sharing one cloud account must have distinct identities.
+// Changing the identity of a running cluster orphans its load balancers:
+// keep Config.ClusterID at the old value to keep managing them.
+//
+// # Lookup order, rename and adoption
+//
+// The Reconciler finds "the load balancer of this Service" in this order
+// (Reconciler.find):
+//
+//  1. A stored ID: when Config.IDAnnotation is set and the Service carries
+//     that annotation, the load balancer with that cloud ID. If it carries no
+//     ccmkit ownership tags, EnsureLoadBalancer adopts it (adds the tags, and
+//     from then on manages it); if it is owned by another cluster or Service,
+//     every method refuses to touch it (ErrNotOwned).
+//  2. The ownership tags (TagCluster, TagServiceUID) of this cluster and
+//     this Service UID.
+//  3. The name (Namer.Name), and only if the load balancer found under that
+//     name carries this cluster's and this Service's ownership tags. A name
+//     match without ownership is a conflict (ErrNotOwned), never an adoption.
+//
+// Rename: names are derived from the Service (whose namespace and name are
+// immutable) and the naming configuration. Changing NamingConfig never
+// orphans or duplicates a load balancer, because step 2 finds it by tag; the
+// existing load balancer keeps its old name (Plan never renames). A Service
+// deleted and re-created under the same name has a new UID and therefore a
+// new load balancer; the service controller deletes the old one.
+//
+// Adoption: to hand an existing cloud load balancer (created by hand or by
+// another controller) to ccmkit, set the provider's ID annotation on the
+// Service to its cloud ID. EnsureLoadBalancer adds the ownership tags and
+// converges the rest of it to the Service. Load balancers are never adopted
+// by name.
+//
+// # Load balancer classes
+//
+// A Service with spec.loadBalancerClass set is not ours, as in the upstream
+// service controller (controllers/service/controller.go, wantsLoadBalancer):
+// EnsureLoadBalancer and UpdateLoadBalancer return
+// cloudprovider.ImplementedElsewhere, unwrapped, and change nothing.
+// GetLoadBalancer and EnsureLoadBalancerDeleted still act on what this
+// cluster owns for that Service UID (normally nothing), so a load balancer
+// that ccmkit did create is never leaked.
+//
+// This package is not a controller: it starts no goroutines, keeps no cache
+// and never reads flags, files or environment variables. Drift repair is the
+// provider's business: the service controller calls EnsureLoadBalancer on
+// Service changes and CCM restarts, not periodically.
+package loadbalancer

@@ -1,0 +1,58 @@
+package loadbalancer
+
+import "context"
+
+// Driver is what a provider team writes for its cloud: three calls that
+// the Reconciler composes into cloudprovider.LoadBalancer.
+//
+// Implementations must be safe for concurrent use: the Reconciler
+// serializes calls for one Service, but calls for different Services run
+// concurrently. Every returned *LoadBalancer belongs to the caller; the
+// Reconciler treats it as read-only, and the Driver must not change it
+// afterwards.
+//
+// A Driver may return a (possibly wrapped) *api.RetryError
+// (k8s.io/cloud-provider/api) from any method, for example while a load
+// balancer is still provisioning; EnsureLoadBalancer passes it through
+// (wrapped) so the service controller retries after the given delay.
+type Driver interface {
+	// Find returns the load balancers matching q, in any order, or an
+	// empty slice (not an error) when none match. Exactly one field of q
+	// is set. Each result has ID, Name, Tags, Spec (as configured in the
+	// cloud, see Spec.Canonical) and Ingress.
+	//
+	// A load balancer made of several cloud objects (a front end, a target
+	// pool, a firewall, ...) must be returned while any of them remains,
+	// so that GetLoadBalancer keeps reporting it and the service
+	// controller keeps calling EnsureLoadBalancerDeleted.
+	Find(ctx context.Context, q Query) ([]*LoadBalancer, error)
+
+	// Apply performs one Action (see ActionKind for the meaning of each,
+	// and Apply for a reference implementation on the model) and returns
+	// the load balancer as it is afterwards. For ActionCreate it creates
+	// the load balancer with a.Create's Name, Tags and Spec and returns it
+	// with its new ID; a Driver that creates in steps may fail half-way,
+	// the next EnsureLoadBalancer finds the partial load balancer by its
+	// tags and plans the rest. Every other kind targets a.LoadBalancerID.
+	//
+	// Apply must change only what the action names: never tags other than
+	// the ones given, never listeners or backends other than the ones
+	// given. It should return a wrapped error naming the action on failure.
+	Apply(ctx context.Context, a Action) (*LoadBalancer, error)
+
+	// Delete deletes lb (as returned by Find) and every cloud object that
+	// belongs to it. It returns nil when nothing is left, including when lb
+	// was already gone; it is called again after any error.
+	Delete(ctx context.Context, lb *LoadBalancer) error
+}
+
+// Query selects load balancers in Driver.Find. Exactly one field is set.
+type Query struct {
+	// ID selects the load balancer with this cloud ID (at most one).
+	ID string
+	// Tags selects load balancers carrying all of these tags with these
+	// values (the Reconciler passes Owner.Selector: cluster and Service UID).
+	Tags map[string]string
+	// Name selects load balancers with this exact cloud name.
+	Name string
+}

@@ -1,0 +1,76 @@
+package loadbalancer
+
+import (
+	"errors"
+	"fmt"
+)
+
+var (
+	// ErrInvalidService marks an error caused by the Service's spec (a
+	// field the user can fix). Errors are wrapped: test with errors.Is.
+	ErrInvalidService = errors.New("invalid service")
+
+	// ErrInvalidAnnotation marks a malformed annotation value; the
+	// concrete error is an *AnnotationError. Test with errors.Is.
+	ErrInvalidAnnotation = errors.New("invalid annotation")
+
+	// ErrUnsupported marks a Service feature the provider did not declare
+	// in its Capabilities; the concrete error is an *UnsupportedError.
+	ErrUnsupported = errors.New("unsupported by this provider")
+
+	// ErrNotOwned marks a load balancer owned by another cluster or
+	// Service (or by nobody, when found by name): ccmkit refuses to change
+	// or delete it. The concrete error is an *OwnershipError.
+	ErrNotOwned = errors.New("load balancer not owned by this service")
+
+	// ErrNotFound is returned (wrapped) by UpdateLoadBalancer when the
+	// Service has no load balancer, and by EnsureLoadBalancer when the
+	// stored ID names a load balancer that does not exist.
+	ErrNotFound = errors.New("load balancer not found")
+)
+
+// UnsupportedError reports a Service feature the provider cannot build.
+// errors.Is(err, ErrUnsupported) is true.
+type UnsupportedError struct {
+	// Feature is the Capabilities field that is false, e.g. "UDP".
+	Feature string
+	// Detail names the Service field and value that asked for it.
+	Detail string
+}
+
+func (e *UnsupportedError) Error() string {
+	return fmt.Sprintf("%s: %s is not supported by this provider (Capabilities.%s is false)", e.Detail, e.Feature, e.Feature)
+}
+
+// Is reports whether target is ErrUnsupported.
+func (e *UnsupportedError) Is(target error) bool { return target == ErrUnsupported }
+
+// OwnershipError reports a load balancer that is not ours to touch.
+// errors.Is(err, ErrNotOwned) is true.
+type OwnershipError struct {
+	// ID and Name identify the cloud load balancer.
+	ID, Name string
+	// Want is the owner ccmkit looked for.
+	Want Owner
+	// Got is the owner recorded in the load balancer's tags (zero when
+	// it has no ccmkit tags).
+	Got Owner
+	// How is how the load balancer was found: "id", "tags" or "name".
+	How string
+}
+
+func (e *OwnershipError) Error() string {
+	got := "no ccmkit ownership tags"
+	if e.Got.Cluster != "" || e.Got.UID != "" {
+		got = fmt.Sprintf("owned by cluster %q service UID %q (%s)", e.Got.Cluster, e.Got.UID, e.Got.NamespacedName())
+	}
+	return fmt.Sprintf("load balancer %q (id %q) found by %s is %s; expected cluster %q service UID %q: refusing to touch it",
+		e.Name, e.ID, e.How, got, e.Want.Cluster, e.Want.UID)
+}
+
+// Is reports whether target is ErrNotOwned.
+func (e *OwnershipError) Is(target error) bool { return target == ErrNotOwned }
+
+func invalidService(format string, args ...any) error {
+	return fmt.Errorf("%w: "+format, append([]any{ErrInvalidService}, args...)...)
+}

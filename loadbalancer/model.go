@@ -1,0 +1,209 @@
+package loadbalancer
+
+import (
+	"cmp"
+	"fmt"
+	"maps"
+	"net/netip"
+	"slices"
+
+	v1 "k8s.io/api/core/v1"
+)
+
+// LoadBalancer is the provider-neutral model of one cloud load balancer.
+//
+// It is used both for the desired state (built by Desired; ID and Ingress
+// are empty) and for the actual state a Driver reports (ID, Name, Tags,
+// Spec as configured in the cloud, Ingress as assigned by the cloud).
+// Plan compares Tags (only the ccmkit keys) and Spec; it never compares
+// Name, ID or Ingress.
+//
+// A LoadBalancer is a plain value: it is not safe for concurrent mutation,
+// and the functions of this package never mutate one they were given.
+type LoadBalancer struct {
+	// ID is the cloud-assigned identifier; empty in a desired model.
+	ID string
+	// Name is the cloud name (see Namer). It is for people; identity is
+	// in Tags.
+	Name string
+	// Tags are the load balancer's tags or labels. A desired model holds
+	// exactly the ownership tags (Owner.Tags); a Driver reports all tags
+	// it knows, and Plan only ever touches the ccmkit keys.
+	Tags map[string]string
+	// Spec is what ccmkit manages on the load balancer.
+	Spec Spec
+	// Ingress are the addresses the cloud assigned, in a stable order.
+	// Reported by the Driver; used to build the Service status.
+	Ingress []Ingress
+}
+
+// Spec is the part of a load balancer that ccmkit manages. Slices are kept
+// in canonical order (see the field docs) so that two Specs describing the
+// same load balancer compare equal; Canonical restores that order.
+type Spec struct {
+	// IPFamilies are the Service's IP families in the Service's order
+	// (primary family first). A single-stack Service has one.
+	IPFamilies []v1.IPFamily
+	// RequestedIPs are the addresses the user asked for
+	// (spec.loadBalancerIP or the provider's requested-IP annotation), at
+	// most one per family, sorted. Empty means "any address".
+	RequestedIPs []netip.Addr
+	// Listeners are the front-end listeners, one per (IP family, protocol,
+	// port), sorted by ListenerKey.
+	Listeners []Listener
+	// Backends are the nodes traffic is sent to, sorted by node name.
+	Backends []Backend
+	// HealthCheck is how the load balancer probes backends.
+	HealthCheck HealthCheck
+	// SourceRanges are the client CIDRs allowed to connect, masked and
+	// sorted (IPv4 before IPv6). Allow-all is 0.0.0.0/0 and/or ::/0, one
+	// per IP family of the Service.
+	SourceRanges []netip.Prefix
+	// SessionAffinity is the Service's session affinity.
+	SessionAffinity SessionAffinity
+	// Settings are provider settings taken from declared annotations with
+	// Annotation.Setting set: annotation name → canonical value ("" when
+	// the annotation is not set and has no default). Plan compares only
+	// the keys present in the desired Spec, so a Driver must report every
+	// key it was given.
+	Settings map[string]string
+}
+
+// ListenerKey identifies a listener: Plan matches desired and actual
+// listeners by key.
+type ListenerKey struct {
+	Family   v1.IPFamily
+	Protocol v1.Protocol
+	Port     int32
+}
+
+// String returns "IPv4/TCP/80".
+func (k ListenerKey) String() string {
+	return fmt.Sprintf("%s/%s/%d", k.Family, k.Protocol, k.Port)
+}
+
+// Compare orders keys by family (IPv4 first), protocol, port.
+func (k ListenerKey) Compare(o ListenerKey) int {
+	return cmp.Or(cmp.Compare(familyRank(k.Family), familyRank(o.Family)),
+		cmp.Compare(k.Family, o.Family),
+		cmp.Compare(k.Protocol, o.Protocol),
+		cmp.Compare(k.Port, o.Port))
+}
+
+// Listener is one front-end listener of a load balancer.
+type Listener struct {
+	ListenerKey
+	// NodePort is the Service node port traffic is sent to on every
+	// backend; 0 when the Service does not allocate node ports
+	// (spec.allocateLoadBalancerNodePorts=false), in which case the Driver
+	// routes to endpoints by its own means (Capabilities.NodePortless).
+	NodePort int32
+}
+
+// Backend is one node behind the load balancer.
+type Backend struct {
+	// NodeName is the Kubernetes Node name; backends are matched by it.
+	NodeName string
+	// ProviderID is the Node's spec.providerID (never empty).
+	ProviderID string
+	// IPv4 and IPv6 are the Node's first InternalIP of each family the
+	// Service uses; the zero Addr when the family is unused or the Node has
+	// no InternalIP of that family.
+	IPv4, IPv6 netip.Addr
+}
+
+// HealthCheckProtocol is the protocol of a health check.
+type HealthCheckProtocol string
+
+// HealthCheckHTTP is the only protocol Desired produces: both kube-proxy's
+// health endpoint and the per-Service healthCheckNodePort answer HTTP.
+const HealthCheckHTTP HealthCheckProtocol = "HTTP"
+
+// KubeProxyHealthzPort is kube-proxy's health port (--healthz-bind-address
+// default :10256), probed for externalTrafficPolicy=Cluster.
+const KubeProxyHealthzPort = 10256
+
+// HealthCheck describes how backends are probed: Protocol to Port, at Path.
+type HealthCheck struct {
+	Protocol HealthCheckProtocol
+	Port     int32
+	Path     string
+}
+
+// SessionAffinity is the Service's session affinity.
+type SessionAffinity struct {
+	// ClientIP is true for spec.sessionAffinity=ClientIP.
+	ClientIP bool
+	// TimeoutSeconds is the ClientIP timeout (0 when ClientIP is false).
+	TimeoutSeconds int32
+}
+
+// Ingress is one address of a load balancer, as the cloud reports it. The
+// StatusBuilder validates it.
+type Ingress struct {
+	// IP is the address, in any form netip.ParseAddr accepts. Exactly one
+	// of IP and Hostname is set.
+	IP string
+	// Hostname is a DNS-1123 subdomain that is not an IP.
+	Hostname string
+	// IPMode is VIP or Proxy, only with IP; empty leaves it unset.
+	IPMode v1.LoadBalancerIPMode
+	// Ports are optional per-port statuses.
+	Ports []v1.PortStatus
+}
+
+// Clone returns a deep copy of lb (nil for nil).
+func (lb *LoadBalancer) Clone() *LoadBalancer {
+	if lb == nil {
+		return nil
+	}
+	c := *lb
+	c.Tags = maps.Clone(lb.Tags)
+	c.Spec = lb.Spec.Clone()
+	c.Ingress = slices.Clone(lb.Ingress)
+	for i := range c.Ingress {
+		c.Ingress[i].Ports = slices.Clone(c.Ingress[i].Ports)
+	}
+	return &c
+}
+
+// Clone returns a deep copy of s.
+func (s Spec) Clone() Spec {
+	c := s
+	c.IPFamilies = slices.Clone(s.IPFamilies)
+	c.RequestedIPs = slices.Clone(s.RequestedIPs)
+	c.Listeners = slices.Clone(s.Listeners)
+	c.Backends = slices.Clone(s.Backends)
+	c.SourceRanges = slices.Clone(s.SourceRanges)
+	c.Settings = maps.Clone(s.Settings)
+	return c
+}
+
+// Canonical sorts the order-insensitive slices of s in place (RequestedIPs,
+// Listeners, Backends, SourceRanges) and masks the source ranges. A Driver
+// that cannot report in canonical order calls it before returning.
+func (s *Spec) Canonical() {
+	slices.SortFunc(s.RequestedIPs, compareAddr)
+	slices.SortFunc(s.Listeners, func(a, b Listener) int { return a.ListenerKey.Compare(b.ListenerKey) })
+	slices.SortFunc(s.Backends, func(a, b Backend) int { return cmp.Compare(a.NodeName, b.NodeName) })
+	for i, p := range s.SourceRanges {
+		s.SourceRanges[i] = p.Masked()
+	}
+	slices.SortFunc(s.SourceRanges, comparePrefix)
+}
+
+func familyRank(f v1.IPFamily) int {
+	switch f {
+	case v1.IPv4Protocol:
+		return 0
+	case v1.IPv6Protocol:
+		return 1
+	}
+	return 2
+}
+
+func compareAddr(a, b netip.Addr) int { return a.Compare(b) }
+
+func comparePrefix(a, b netip.Prefix) int {
+	return cmp.Or(a.Addr().Compare(b.Addr()), cmp.Compare(a.Bits(), b.Bits()))
+}

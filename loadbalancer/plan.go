@@ -1,0 +1,369 @@
+package loadbalancer
+
+import (
+	"errors"
+	"fmt"
+	"maps"
+	"net/netip"
+	"slices"
+	"strings"
+
+	v1 "k8s.io/api/core/v1"
+)
+
+// Plan returns the actions that bring actual to desired, in a fixed order:
+// create (alone, when actual is nil), then tags, front end, settings, health
+// check, source ranges, session affinity, listener removals, listener
+// updates, listener additions, backend additions, backend removals (new
+// backends are in service before old ones leave). Each Action carries
+// actual.ID and a readable Reason. The result is deterministic and empty
+// (nil) when actual already matches desired.
+//
+// Plan compares only what ccmkit manages: the ownership tags present in
+// desired.Tags (other tags are ignored), the Spec, and of Spec.Settings
+// only the keys present in desired. Name, ID and Ingress are never
+// compared, so a load balancer is never renamed.
+//
+// A listener whose key is gone and a new listener of the same family and
+// protocol (preferring the same node port) become one ActionUpdateListener,
+// so changing a Service port is one write. A backend whose address or
+// provider ID changed is removed and added again.
+//
+// desired and actual are only read; they need not be in canonical order
+// (see Spec.Canonical). Plan returns an error when desired is nil or has no
+// ownership tags, and an *OwnershipError (errors.Is ErrNotOwned) when
+// actual carries ownership tags of another cluster or Service; an actual
+// without ccmkit tags is adopted (ActionUpdateTags).
+func Plan(desired, actual *LoadBalancer) ([]Action, error) {
+	if desired == nil {
+		return nil, errors.New("loadbalancer.Plan: desired is nil")
+	}
+	owner, ok := OwnerFromTags(desired.Tags)
+	if !ok || owner.Cluster == "" || owner.UID == "" {
+		return nil, fmt.Errorf("loadbalancer.Plan: desired %q has tags %v; expected the ownership tags %s and %s", desired.Name, desired.Tags, TagCluster, TagServiceUID)
+	}
+	if actual == nil {
+		return []Action{{Kind: ActionCreate, Create: desired.Clone(),
+			Reason: fmt.Sprintf("no load balancer exists for service %s", owner.NamespacedName())}}, nil
+	}
+	if got, tagged := OwnerFromTags(actual.Tags); tagged && !owner.Owns(actual.Tags) {
+		return nil, &OwnershipError{ID: actual.ID, Name: actual.Name, Want: owner, Got: got, How: "plan"}
+	}
+	d, a := canonicalView(&desired.Spec), canonicalView(&actual.Spec)
+	p := planner{id: actual.ID}
+
+	var tagKeys []string
+	for k, v := range desired.Tags {
+		if cur, ok := actual.Tags[k]; !ok || cur != v {
+			tagKeys = append(tagKeys, k)
+		}
+	}
+	if len(tagKeys) > 0 {
+		slices.Sort(tagKeys)
+		p.add(Action{Kind: ActionUpdateTags, Tags: maps.Clone(desired.Tags)},
+			"ownership tags %s missing or different (adopting or repairing)", strings.Join(tagKeys, ", "))
+	}
+	if !slices.Equal(d.IPFamilies, a.IPFamilies) || !slices.Equal(d.RequestedIPs, a.RequestedIPs) {
+		p.add(Action{Kind: ActionUpdateFrontend, IPFamilies: slices.Clone(d.IPFamilies), RequestedIPs: slices.Clone(d.RequestedIPs)},
+			"front end is families %v, requested IPs %v; want families %v, requested IPs %v", a.IPFamilies, a.RequestedIPs, d.IPFamilies, d.RequestedIPs)
+	}
+	var changed map[string]string
+	for k, v := range d.Settings {
+		if cur, ok := a.Settings[k]; !ok || cur != v {
+			if changed == nil {
+				changed = map[string]string{}
+			}
+			changed[k] = v
+		}
+	}
+	if changed != nil {
+		p.add(Action{Kind: ActionUpdateSettings, Settings: changed}, "settings %s changed", strings.Join(slices.Sorted(maps.Keys(changed)), ", "))
+	}
+	if d.HealthCheck != a.HealthCheck {
+		hc := d.HealthCheck
+		p.add(Action{Kind: ActionUpdateHealthCheck, HealthCheck: &hc}, "health check is %s; want %s", formatHC(a.HealthCheck), formatHC(d.HealthCheck))
+	}
+	if !slices.Equal(d.SourceRanges, a.SourceRanges) {
+		p.add(Action{Kind: ActionUpdateSourceRanges, SourceRanges: slices.Clone(d.SourceRanges)},
+			"source ranges are [%s]; want [%s]", formatCIDRList(a.SourceRanges), formatCIDRList(d.SourceRanges))
+	}
+	if d.SessionAffinity != a.SessionAffinity {
+		sa := d.SessionAffinity
+		p.add(Action{Kind: ActionUpdateSessionAffinity, SessionAffinity: &sa}, "session affinity is %s; want %s", formatSA(a.SessionAffinity), formatSA(d.SessionAffinity))
+	}
+	p.listeners(d.Listeners, a.Listeners)
+	p.backends(d.Backends, a.Backends)
+	return p.actions, nil
+}
+
+type planner struct {
+	id      string
+	actions []Action
+}
+
+func (p *planner) add(a Action, format string, args ...any) {
+	a.LoadBalancerID = p.id
+	a.Reason = fmt.Sprintf(format, args...)
+	p.actions = append(p.actions, a)
+}
+
+// canonicalView returns s if its slices are in canonical order, else a
+// canonical copy: Plan never mutates its arguments and avoids copying the
+// (large) backend list when it is already sorted.
+func canonicalView(s *Spec) *Spec {
+	sorted := slices.IsSortedFunc(s.RequestedIPs, compareAddr) &&
+		slices.IsSortedFunc(s.Listeners, func(a, b Listener) int { return a.ListenerKey.Compare(b.ListenerKey) }) &&
+		slices.IsSortedFunc(s.Backends, func(a, b Backend) int { return strings.Compare(a.NodeName, b.NodeName) }) &&
+		slices.IsSortedFunc(s.SourceRanges, comparePrefix)
+	for _, r := range s.SourceRanges {
+		sorted = sorted && r == r.Masked()
+	}
+	if sorted {
+		return s
+	}
+	c := s.Clone()
+	c.Canonical()
+	return &c
+}
+
+func (p *planner) listeners(want, have []Listener) {
+	var removed, added []Listener
+	type update struct{ old, new Listener }
+	var updates []update
+	i, j := 0, 0
+	for i < len(want) || j < len(have) {
+		var c int
+		switch {
+		case i == len(want):
+			c = 1
+		case j == len(have):
+			c = -1
+		default:
+			c = want[i].ListenerKey.Compare(have[j].ListenerKey)
+		}
+		switch {
+		case c < 0:
+			added = append(added, want[i])
+			i++
+		case c > 0:
+			removed = append(removed, have[j])
+			j++
+		default:
+			if want[i] != have[j] {
+				updates = append(updates, update{have[j], want[i]})
+			}
+			i++
+			j++
+		}
+	}
+	// Pair removed and added listeners of the same family and protocol:
+	// first those keeping their node port, then any.
+	for _, sameNodePort := range []bool{true, false} {
+		for ri := 0; ri < len(removed); ri++ {
+			r := removed[ri]
+			ai := slices.IndexFunc(added, func(a Listener) bool {
+				return a.Family == r.Family && a.Protocol == r.Protocol && (!sameNodePort || a.NodePort == r.NodePort)
+			})
+			if ai < 0 {
+				continue
+			}
+			updates = append(updates, update{r, added[ai]})
+			removed = slices.Delete(removed, ri, ri+1)
+			added = slices.Delete(added, ai, ai+1)
+			ri--
+		}
+	}
+	slices.SortFunc(updates, func(a, b update) int { return a.new.ListenerKey.Compare(b.new.ListenerKey) })
+	for _, r := range removed {
+		l := r
+		p.add(Action{Kind: ActionRemoveListener, Listener: &l}, "listener %s is not a port of the service", r.ListenerKey)
+	}
+	for _, u := range updates {
+		o, n := u.old, u.new
+		if o.ListenerKey == n.ListenerKey {
+			p.add(Action{Kind: ActionUpdateListener, OldListener: &o, Listener: &n}, "listener %s node port is %d; want %d", n.ListenerKey, o.NodePort, n.NodePort)
+		} else {
+			p.add(Action{Kind: ActionUpdateListener, OldListener: &o, Listener: &n}, "service port changed: listener %s (node port %d) becomes %s (node port %d)", o.ListenerKey, o.NodePort, n.ListenerKey, n.NodePort)
+		}
+	}
+	for _, a := range added {
+		l := a
+		p.add(Action{Kind: ActionAddListener, Listener: &l}, "service port %s (node port %d) has no listener", a.ListenerKey, a.NodePort)
+	}
+}
+
+func (p *planner) backends(want, have []Backend) {
+	var add, remove []Backend
+	i, j := 0, 0
+	for i < len(want) || j < len(have) {
+		var c int
+		switch {
+		case i == len(want):
+			c = 1
+		case j == len(have):
+			c = -1
+		default:
+			c = strings.Compare(want[i].NodeName, have[j].NodeName)
+		}
+		switch {
+		case c < 0:
+			add = append(add, want[i])
+			i++
+		case c > 0:
+			remove = append(remove, have[j])
+			j++
+		default:
+			if want[i] != have[j] {
+				remove = append(remove, have[j])
+				add = append(add, want[i])
+			}
+			i++
+			j++
+		}
+	}
+	if len(add) > 0 {
+		p.add(Action{Kind: ActionAddBackends, Backends: add}, "%s not yet backends", nodeList(add))
+	}
+	if len(remove) > 0 {
+		p.add(Action{Kind: ActionRemoveBackends, Backends: remove}, "%s no longer backends (gone, excluded or changed)", nodeList(remove))
+	}
+}
+
+// nodeList names up to 5 nodes: "nodes a, b and 3 more are".
+func nodeList(bs []Backend) string {
+	const show = 5
+	var names []string
+	for i := 0; i < len(bs) && i < show; i++ {
+		names = append(names, bs[i].NodeName)
+	}
+	s := strings.Join(names, ", ")
+	if len(bs) > show {
+		s += fmt.Sprintf(" and %d more", len(bs)-show)
+	}
+	if len(bs) == 1 {
+		return "node " + s + " is"
+	}
+	return "nodes " + s + " are"
+}
+
+func formatHC(h HealthCheck) string {
+	if h == (HealthCheck{}) {
+		return "none"
+	}
+	return fmt.Sprintf("%s :%d%s", h.Protocol, h.Port, h.Path)
+}
+
+func formatSA(s SessionAffinity) string {
+	if !s.ClientIP {
+		return string(v1.ServiceAffinityNone)
+	}
+	return fmt.Sprintf("ClientIP (%ds)", s.TimeoutSeconds)
+}
+
+// Apply returns a copy of lb with a applied, the reference semantics of
+// each ActionKind; an in-memory Driver can store load balancers and call
+// it. For ActionCreate it returns a copy of a.Create (lb is ignored and may
+// be nil; the caller assigns the ID and Ingress). lb and a are only read.
+// It returns an error (not wrapped) for a nil lb, a wrong target ID, a
+// missing payload, adding a listener that exists, or removing or updating
+// one that does not.
+func Apply(lb *LoadBalancer, a Action) (*LoadBalancer, error) {
+	if a.Kind == ActionCreate {
+		if a.Create == nil {
+			return nil, fmt.Errorf("apply %s: Create is nil", a.Kind)
+		}
+		out := a.Create.Clone()
+		out.Spec.Canonical()
+		return out, nil
+	}
+	if lb == nil {
+		return nil, fmt.Errorf("apply %s: load balancer %q does not exist", a.Kind, a.LoadBalancerID)
+	}
+	if a.LoadBalancerID != lb.ID {
+		return nil, fmt.Errorf("apply %s: action targets %q, not %q", a.Kind, a.LoadBalancerID, lb.ID)
+	}
+	out := lb.Clone()
+	s := &out.Spec
+	s.Canonical()
+	missing := func(field string) error { return fmt.Errorf("apply %s on %q: %s is nil", a.Kind, lb.ID, field) }
+	switch a.Kind {
+	case ActionUpdateTags:
+		if out.Tags == nil {
+			out.Tags = map[string]string{}
+		}
+		maps.Copy(out.Tags, a.Tags)
+	case ActionUpdateFrontend:
+		s.IPFamilies = slices.Clone(a.IPFamilies)
+		s.RequestedIPs = slices.Clone(a.RequestedIPs)
+		slices.SortFunc(s.RequestedIPs, compareAddr)
+	case ActionUpdateSettings:
+		if s.Settings == nil {
+			s.Settings = map[string]string{}
+		}
+		maps.Copy(s.Settings, a.Settings)
+	case ActionUpdateHealthCheck:
+		if a.HealthCheck == nil {
+			return nil, missing("HealthCheck")
+		}
+		s.HealthCheck = *a.HealthCheck
+	case ActionUpdateSourceRanges:
+		s.SourceRanges = make([]netip.Prefix, len(a.SourceRanges))
+		for i, r := range a.SourceRanges {
+			s.SourceRanges[i] = r.Masked()
+		}
+		slices.SortFunc(s.SourceRanges, comparePrefix)
+		s.SourceRanges = slices.Compact(s.SourceRanges)
+	case ActionUpdateSessionAffinity:
+		if a.SessionAffinity == nil {
+			return nil, missing("SessionAffinity")
+		}
+		s.SessionAffinity = *a.SessionAffinity
+	case ActionAddListener, ActionRemoveListener, ActionUpdateListener:
+		if a.Listener == nil {
+			return nil, missing("Listener")
+		}
+		key := a.Listener.ListenerKey
+		if a.Kind != ActionAddListener {
+			if a.Kind == ActionUpdateListener {
+				if a.OldListener == nil {
+					return nil, missing("OldListener")
+				}
+				key = a.OldListener.ListenerKey
+			}
+			i := slices.IndexFunc(s.Listeners, func(l Listener) bool { return l.ListenerKey == key })
+			if i < 0 {
+				return nil, fmt.Errorf("apply %s on %q: listener %s does not exist", a.Kind, lb.ID, key)
+			}
+			s.Listeners = slices.Delete(s.Listeners, i, i+1)
+		}
+		if a.Kind != ActionRemoveListener {
+			if slices.ContainsFunc(s.Listeners, func(l Listener) bool { return l.ListenerKey == a.Listener.ListenerKey }) {
+				return nil, fmt.Errorf("apply %s on %q: listener %s already exists", a.Kind, lb.ID, a.Listener.ListenerKey)
+			}
+			s.Listeners = append(s.Listeners, *a.Listener)
+		}
+	case ActionAddBackends:
+		byName := make(map[string]int, len(s.Backends))
+		for i, b := range s.Backends {
+			byName[b.NodeName] = i
+		}
+		for _, b := range a.Backends {
+			if i, ok := byName[b.NodeName]; ok {
+				s.Backends[i] = b
+			} else {
+				byName[b.NodeName] = len(s.Backends)
+				s.Backends = append(s.Backends, b)
+			}
+		}
+	case ActionRemoveBackends:
+		gone := make(map[string]bool, len(a.Backends))
+		for _, b := range a.Backends {
+			gone[b.NodeName] = true
+		}
+		s.Backends = slices.DeleteFunc(s.Backends, func(b Backend) bool { return gone[b.NodeName] })
+	default:
+		return nil, fmt.Errorf("apply: unknown action kind %q", a.Kind)
+	}
+	s.Canonical()
+	return out, nil
+}

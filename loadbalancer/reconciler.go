@@ -1,0 +1,487 @@
+package loadbalancer
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	cloudprovider "k8s.io/cloud-provider"
+	"k8s.io/cloud-provider/api"
+	"k8s.io/klog/v2"
+)
+
+// DefaultRetryAfter is Config.RetryAfter's default.
+const DefaultRetryAfter = 10 * time.Second
+
+// Config configures a Reconciler. Only Driver is required; every other zero
+// value is a documented default.
+type Config struct {
+	// Driver talks to the cloud (required).
+	Driver Driver
+	// ClusterID, if set, is the cluster identity used for ownership and
+	// naming instead of the clusterName argument of each call (the CCM's
+	// --cluster-name). See the package doc.
+	ClusterID string
+	// Naming configures load-balancer names (zero: NamingConfig defaults).
+	Naming NamingConfig
+	// Capabilities are what the provider's load balancers support (zero:
+	// single-stack TCP only, see Capabilities).
+	Capabilities Capabilities
+	// Annotations are the provider's declared annotations (nil: none).
+	Annotations *AnnotationSet
+	// RequestedIPAnnotation, if set, is a declared KindIP annotation
+	// requesting an address (see Options.RequestedIPAnnotation).
+	RequestedIPAnnotation *Annotation
+	// IDAnnotation, if set, is a declared KindString annotation holding a
+	// stored cloud load-balancer ID: the first step of the lookup order and
+	// the way to adopt an existing load balancer (see the package doc).
+	IDAnnotation *Annotation
+	// RetryAfter is how long the service controller waits before calling
+	// EnsureLoadBalancer again when the load balancer has no address yet
+	// (an api.RetryError); 0 means DefaultRetryAfter.
+	RetryAfter time.Duration
+	// Hooks are optional callbacks for events and logs.
+	Hooks Hooks
+}
+
+// Hooks are optional callbacks. They are called synchronously on the
+// goroutine of the LoadBalancer method, while the Service's lock is held;
+// they must not call the Reconciler for the same Service, and must treat
+// svc as read-only. Nil hooks are skipped.
+type Hooks struct {
+	// UserError is called when a method fails because of something the
+	// user can fix on the Service or in the cloud: a malformed annotation
+	// (ErrInvalidAnnotation), an invalid field (ErrInvalidService), an
+	// unsupported feature (ErrUnsupported), a load balancer owned by
+	// someone else (ErrNotOwned) or a stored ID that does not exist
+	// (ErrNotFound). op is the method name, e.g. "EnsureLoadBalancer". A
+	// typical hook records a Warning event on svc.
+	UserError func(ctx context.Context, op string, svc *v1.Service, err error)
+	// Action is called after each Driver.Apply, with its error (nil on
+	// success), e.g. to record events or metrics.
+	Action func(ctx context.Context, svc *v1.Service, a Action, err error)
+}
+
+// Reconciler implements cloudprovider.LoadBalancer over a Driver.
+//
+// Guarantees (see the k8s.io/cloud-provider contract in cloud.go,
+// LoadBalancer, and controllers/service/controller.go):
+//   - EnsureLoadBalancer is idempotent: when the cloud matches the Service
+//     it makes no Driver.Apply call and returns the same status.
+//   - UpdateLoadBalancer changes backends only.
+//   - EnsureLoadBalancerDeleted is idempotent, returns nil when there is
+//     nothing to delete, and needs only the Service's namespace, name, UID
+//     and annotations (it works from a stale Service of type ClusterIP
+//     with node ports 0).
+//   - GetLoadBalancer reports exists while the Driver finds any owned load
+//     balancer (the Driver reports partial ones).
+//   - Calls for one Service (namespace/name) are serialized; calls for
+//     different Services run concurrently.
+//   - cloudprovider.ImplementedElsewhere is returned unwrapped (Services
+//     with spec.loadBalancerClass); an api.RetryError from the Driver is
+//     returned wrapped by EnsureLoadBalancer, so errors.As finds it.
+//   - Service and Node arguments are never modified.
+//   - A load balancer owned by another cluster or Service is never
+//     changed or deleted.
+//
+// A Reconciler is safe for concurrent use. It starts no goroutines.
+type Reconciler struct {
+	cfg   Config
+	namer *Namer
+
+	mu    sync.Mutex
+	locks map[string]*serviceLock
+}
+
+type serviceLock struct {
+	mu   sync.Mutex
+	refs int
+}
+
+var _ cloudprovider.LoadBalancer = (*Reconciler)(nil)
+
+// NewReconciler validates cfg and returns a Reconciler. Errors (not
+// wrapped) name the Config field: a nil Driver, an invalid Naming, an
+// annotation of the wrong kind or not declared in Annotations, a negative
+// RetryAfter.
+func NewReconciler(cfg Config) (*Reconciler, error) {
+	if cfg.Driver == nil {
+		return nil, errors.New("loadbalancer.Config.Driver is nil; expected a Driver")
+	}
+	namer, err := NewNamer(cfg.Naming)
+	if err != nil {
+		return nil, fmt.Errorf("loadbalancer.Config.Naming: %w", err)
+	}
+	for _, c := range []struct {
+		field string
+		a     *Annotation
+		kind  AnnotationKind
+	}{{"RequestedIPAnnotation", cfg.RequestedIPAnnotation, KindIP}, {"IDAnnotation", cfg.IDAnnotation, KindString}} {
+		if c.a == nil {
+			continue
+		}
+		if c.a.Kind != c.kind {
+			return nil, fmt.Errorf("loadbalancer.Config.%s %q is of kind %s; expected %s", c.field, c.a.Name, c.a.Kind, c.kind)
+		}
+		if d, ok := cfg.Annotations.lookup(c.a.Name); !ok || d != c.a {
+			return nil, fmt.Errorf("loadbalancer.Config.%s %q is not declared in Config.Annotations; expected an annotation returned by its Declare", c.field, c.a.Name)
+		}
+	}
+	if cfg.RetryAfter < 0 {
+		return nil, fmt.Errorf("loadbalancer.Config.RetryAfter %v; expected >= 0", cfg.RetryAfter)
+	}
+	if cfg.RetryAfter == 0 {
+		cfg.RetryAfter = DefaultRetryAfter
+	}
+	return &Reconciler{cfg: cfg, namer: namer, locks: map[string]*serviceLock{}}, nil
+}
+
+func (s *AnnotationSet) lookup(name string) (*Annotation, bool) {
+	if s == nil {
+		return nil, false
+	}
+	return s.Lookup(name)
+}
+
+// Namer returns the Reconciler's Namer.
+func (r *Reconciler) Namer() *Namer { return r.namer }
+
+// Options returns the Desired options the Reconciler uses for clusterName.
+func (r *Reconciler) Options(clusterName string) Options {
+	return Options{
+		Cluster:               r.cluster(clusterName),
+		Namer:                 r.namer,
+		Capabilities:          r.cfg.Capabilities,
+		Annotations:           r.cfg.Annotations,
+		RequestedIPAnnotation: r.cfg.RequestedIPAnnotation,
+	}
+}
+
+func (r *Reconciler) cluster(clusterName string) string {
+	return cmp.Or(r.cfg.ClusterID, clusterName)
+}
+
+// lock serializes calls for one Service and returns the unlock function.
+func (r *Reconciler) lock(svc *v1.Service) func() {
+	key := svc.Namespace + "/" + svc.Name
+	r.mu.Lock()
+	l := r.locks[key]
+	if l == nil {
+		l = &serviceLock{}
+		r.locks[key] = l
+	}
+	l.refs++
+	r.mu.Unlock()
+	l.mu.Lock()
+	return func() {
+		l.mu.Unlock()
+		r.mu.Lock()
+		if l.refs--; l.refs == 0 {
+			delete(r.locks, key)
+		}
+		r.mu.Unlock()
+	}
+}
+
+// GetLoadBalancerName returns the cloud name the Service's load balancer
+// is created with (Namer.Name). An adopted load balancer, or one created
+// under another NamingConfig, keeps its own name.
+func (r *Reconciler) GetLoadBalancerName(_ context.Context, clusterName string, svc *v1.Service) string {
+	return r.namer.Name(r.cluster(clusterName), svc)
+}
+
+// GetLoadBalancer reports whether the Service has a load balancer (any
+// owned one, following the lookup order) and its status. A load balancer
+// without an address yet exists with an empty status. Errors from the
+// Driver are wrapped; an invalid address reported by the Driver is an
+// error with exists=true.
+func (r *Reconciler) GetLoadBalancer(ctx context.Context, clusterName string, svc *v1.Service) (*v1.LoadBalancerStatus, bool, error) {
+	owner, err := r.owner(clusterName, svc)
+	if err != nil {
+		return nil, false, err
+	}
+	defer r.lock(svc)()
+	res, err := r.find(ctx, owner, svc)
+	if err != nil {
+		return nil, false, err
+	}
+	if len(res.owned) == 0 {
+		return nil, false, nil
+	}
+	lb := res.owned[0]
+	if len(lb.Ingress) == 0 {
+		return &v1.LoadBalancerStatus{}, true, nil
+	}
+	st, err := (&StatusBuilder{ingress: lb.Ingress}).Build()
+	if err != nil {
+		return nil, true, fmt.Errorf("load balancer %q (id %q): %w", lb.Name, lb.ID, err)
+	}
+	return st, true, nil
+}
+
+// EnsureLoadBalancer creates or converges the Service's load balancer and
+// returns its status. Returns cloudprovider.ImplementedElsewhere,
+// unwrapped, for a Service with spec.loadBalancerClass. Otherwise errors
+// are wrapped: the Desired errors (before any cloud call), an
+// *OwnershipError, ErrNotFound for a stored ID that does not exist, Driver
+// errors (an api.RetryError stays findable with errors.As), and an
+// api.RetryError after RetryAfter when the load balancer has no address
+// yet.
+func (r *Reconciler) EnsureLoadBalancer(ctx context.Context, clusterName string, svc *v1.Service, nodes []*v1.Node) (*v1.LoadBalancerStatus, error) {
+	const op = "EnsureLoadBalancer"
+	if svc != nil && svc.Spec.LoadBalancerClass != nil {
+		return nil, cloudprovider.ImplementedElsewhere
+	}
+	owner, err := r.owner(clusterName, svc)
+	if err != nil {
+		return nil, err
+	}
+	defer r.lock(svc)()
+	desired, err := Desired(svc, nodes, r.Options(clusterName))
+	if err != nil {
+		return nil, r.fail(ctx, op, svc, err)
+	}
+	res, err := r.find(ctx, owner, svc)
+	if err != nil {
+		return nil, r.fail(ctx, op, svc, err)
+	}
+	if res.err != nil {
+		return nil, r.fail(ctx, op, svc, res.err)
+	}
+	lb := res.target()
+	if len(res.owned) > 1 {
+		klog.FromContext(ctx).Info("Service owns several load balancers; managing the first, the others are deleted with the Service",
+			"service", klog.KObj(svc), "ids", ids(res.owned))
+	}
+	for round := 0; round < 2; round++ {
+		actions, err := Plan(desired, lb)
+		if err != nil {
+			return nil, r.fail(ctx, op, svc, err)
+		}
+		if len(actions) == 0 {
+			break
+		}
+		for _, a := range actions {
+			next, err := r.apply(ctx, svc, a)
+			if err != nil {
+				return nil, r.fail(ctx, op, svc, err)
+			}
+			lb = next
+		}
+		if actions[0].Kind != ActionCreate {
+			break // a create may be partial: plan once more
+		}
+	}
+	if len(lb.Ingress) == 0 {
+		return nil, api.NewRetryError(fmt.Sprintf("load balancer %q (id %q) of service %s has no address yet", lb.Name, lb.ID, owner.NamespacedName()), r.cfg.RetryAfter)
+	}
+	st, err := (&StatusBuilder{ingress: lb.Ingress}).Build()
+	if err != nil {
+		return nil, fmt.Errorf("load balancer %q (id %q): driver reported an invalid address: %w", lb.Name, lb.ID, err)
+	}
+	return st, nil
+}
+
+// UpdateLoadBalancer sets the backends of the Service's load balancer to
+// nodes (see Backends) and changes nothing else. It returns
+// cloudprovider.ImplementedElsewhere, unwrapped, for a Service with
+// spec.loadBalancerClass, ErrNotFound (wrapped) when the Service has no
+// load balancer, and Driver errors wrapped.
+func (r *Reconciler) UpdateLoadBalancer(ctx context.Context, clusterName string, svc *v1.Service, nodes []*v1.Node) error {
+	const op = "UpdateLoadBalancer"
+	if svc != nil && svc.Spec.LoadBalancerClass != nil {
+		return cloudprovider.ImplementedElsewhere
+	}
+	owner, err := r.owner(clusterName, svc)
+	if err != nil {
+		return err
+	}
+	defer r.lock(svc)()
+	res, err := r.find(ctx, owner, svc)
+	if err != nil {
+		return r.fail(ctx, op, svc, err)
+	}
+	lb := res.target()
+	if lb == nil || !owner.Owns(lb.Tags) {
+		return r.fail(ctx, op, svc, fmt.Errorf("%w: service %s has no load balancer to update", ErrNotFound, owner.NamespacedName()))
+	}
+	families, err := ServiceFamilies(svc)
+	if err != nil {
+		families = lb.Spec.IPFamilies
+	}
+	desired := *lb
+	desired.Spec.Backends = Backends(nodes, families)
+	actions, err := Plan(&desired, lb)
+	if err != nil {
+		return r.fail(ctx, op, svc, err)
+	}
+	for _, a := range actions {
+		if _, err := r.apply(ctx, svc, a); err != nil {
+			return r.fail(ctx, op, svc, err)
+		}
+	}
+	return nil
+}
+
+// EnsureLoadBalancerDeleted deletes every load balancer the Service owns
+// in this cluster (found by stored ID, tags or name, always with an
+// ownership check) and returns nil when none is left, including when there
+// was none. It ignores spec.type, ports and loadBalancerClass. Driver
+// errors are wrapped and joined.
+func (r *Reconciler) EnsureLoadBalancerDeleted(ctx context.Context, clusterName string, svc *v1.Service) error {
+	const op = "EnsureLoadBalancerDeleted"
+	owner, err := r.owner(clusterName, svc)
+	if err != nil {
+		return err
+	}
+	defer r.lock(svc)()
+	res, err := r.find(ctx, owner, svc)
+	if err != nil {
+		return r.fail(ctx, op, svc, err)
+	}
+	var errs []error
+	for _, lb := range res.owned {
+		klog.FromContext(ctx).V(2).Info("Deleting load balancer", "service", klog.KObj(svc), "id", lb.ID, "name", lb.Name)
+		if err := r.cfg.Driver.Delete(ctx, lb); err != nil {
+			errs = append(errs, fmt.Errorf("delete load balancer %q (id %q): %w", lb.Name, lb.ID, err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+func (r *Reconciler) owner(clusterName string, svc *v1.Service) (Owner, error) {
+	if svc == nil {
+		return Owner{}, invalidService("service is nil")
+	}
+	cluster := r.cluster(clusterName)
+	if cluster == "" {
+		return Owner{}, errors.New("loadbalancer: the cluster identity is empty; expected a clusterName argument (--cluster-name) or Config.ClusterID")
+	}
+	if svc.UID == "" {
+		return Owner{}, invalidService("service %s/%s: metadata.uid is empty; expected the Service's UID", svc.Namespace, svc.Name)
+	}
+	return OwnerOf(cluster, svc), nil
+}
+
+func (r *Reconciler) apply(ctx context.Context, svc *v1.Service, a Action) (*LoadBalancer, error) {
+	klog.FromContext(ctx).V(2).Info("Applying load balancer action", "service", klog.KObj(svc), "action", a.Kind, "id", a.LoadBalancerID, "reason", a.Reason)
+	lb, err := r.cfg.Driver.Apply(ctx, a)
+	if err == nil && lb == nil {
+		err = fmt.Errorf("driver returned no load balancer")
+	}
+	if r.cfg.Hooks.Action != nil {
+		r.cfg.Hooks.Action(ctx, svc, a, err)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("%s on load balancer %q: %w", a.Kind, a.LoadBalancerID, err)
+	}
+	return lb, nil
+}
+
+// fail wraps err with the Service, calls the UserError hook for
+// user-facing errors and returns the wrapped error.
+func (r *Reconciler) fail(ctx context.Context, op string, svc *v1.Service, err error) error {
+	if isUserError(err) && r.cfg.Hooks.UserError != nil {
+		r.cfg.Hooks.UserError(ctx, op, svc, err)
+	}
+	return fmt.Errorf("%s for service %s/%s: %w", op, svc.Namespace, svc.Name, err)
+}
+
+func isUserError(err error) bool {
+	for _, e := range []error{ErrInvalidService, ErrInvalidAnnotation, ErrUnsupported, ErrNotOwned, ErrNotFound} {
+		if errors.Is(err, e) {
+			return true
+		}
+	}
+	return false
+}
+
+// lookup is the result of find.
+type lookup struct {
+	owned     []*LoadBalancer // owned by (cluster, UID); the stored-ID one first
+	adoptable *LoadBalancer   // found by stored ID without ccmkit tags
+	err       error           // what stops EnsureLoadBalancer: conflict or missing stored ID
+}
+
+// target is the load balancer EnsureLoadBalancer converges (nil: create).
+func (l *lookup) target() *LoadBalancer {
+	if len(l.owned) > 0 {
+		return l.owned[0]
+	}
+	return l.adoptable
+}
+
+// find follows the documented lookup order: stored ID, ownership tags,
+// name with an ownership check.
+func (r *Reconciler) find(ctx context.Context, owner Owner, svc *v1.Service) (*lookup, error) {
+	var res lookup
+	seen := map[string]bool{}
+	addOwned := func(lb *LoadBalancer) {
+		if lb != nil && !seen[lb.ID] {
+			seen[lb.ID] = true
+			res.owned = append(res.owned, lb)
+		}
+	}
+	if a := r.cfg.IDAnnotation; a != nil {
+		if id, set, err := a.Text(svc.Annotations); err != nil {
+			res.err = err
+		} else if set {
+			lbs, err := r.cfg.Driver.Find(ctx, Query{ID: id})
+			if err != nil {
+				return nil, fmt.Errorf("find load balancer by id %q: %w", id, err)
+			}
+			switch {
+			case len(lbs) == 0:
+				res.err = fmt.Errorf("%w: annotation %q names load balancer id %q, which does not exist; expected the ID of an existing load balancer", ErrNotFound, a.Name, id)
+			case owner.Owns(lbs[0].Tags):
+				addOwned(lbs[0])
+			default:
+				if got, tagged := OwnerFromTags(lbs[0].Tags); tagged {
+					res.err = &OwnershipError{ID: lbs[0].ID, Name: lbs[0].Name, Want: owner, Got: got, How: "id annotation " + a.Name}
+				} else {
+					res.adoptable = lbs[0]
+				}
+			}
+		}
+	}
+	lbs, err := r.cfg.Driver.Find(ctx, Query{Tags: owner.Selector()})
+	if err != nil {
+		return nil, fmt.Errorf("find load balancers by tags: %w", err)
+	}
+	slices.SortFunc(lbs, func(a, b *LoadBalancer) int { return cmp.Compare(a.ID, b.ID) })
+	for _, lb := range lbs {
+		if owner.Owns(lb.Tags) {
+			addOwned(lb)
+		}
+	}
+	if len(res.owned) == 0 && res.adoptable == nil {
+		name := r.namer.Name(owner.Cluster, svc)
+		lbs, err := r.cfg.Driver.Find(ctx, Query{Name: name})
+		if err != nil {
+			return nil, fmt.Errorf("find load balancers by name %q: %w", name, err)
+		}
+		slices.SortFunc(lbs, func(a, b *LoadBalancer) int { return cmp.Compare(a.ID, b.ID) })
+		for _, lb := range lbs {
+			if owner.Owns(lb.Tags) {
+				addOwned(lb)
+			} else if res.err == nil {
+				got, _ := OwnerFromTags(lb.Tags)
+				res.err = &OwnershipError{ID: lb.ID, Name: lb.Name, Want: owner, Got: got, How: "name"}
+			}
+		}
+	}
+	return &res, nil
+}
+
+func ids(lbs []*LoadBalancer) []string {
+	out := make([]string, len(lbs))
+	for i, lb := range lbs {
+		out[i] = lb.ID
+	}
+	return out
+}
