@@ -3,9 +3,11 @@ module github.com/ccmkit/ccmkit/testing/e2e
 go 1.26.0
 
 require (
+	github.com/google/go-cmp v0.7.0
 	k8s.io/api v0.37.2
 	k8s.io/apimachinery v0.37.2
 	k8s.io/client-go v0.37.2
+	k8s.io/cloud-provider v0.37.2
 )
 
 require (

@@ -1,0 +1,26 @@
+// Package e2e holds ccmkit's end-to-end scenarios: the example
+// cloud-controller-manager (example/main.go, running the fake cloud) against
+// a real etcd and kube-apiserver on loopback. The scenarios are the package's
+// tests; the package itself has no API.
+//
+// The module github.com/ccmkit/ccmkit/testing/e2e is nested so that its
+// heavy, test-only dependencies never reach library users. etcd and
+// kube-apiserver are built from their own modules under tools/ (see package
+// controlplane), the CCM from the checked-out root module (package ccm).
+//
+// Run everything (the first run builds kube-apiserver, which takes minutes):
+//
+//	cd testing/e2e && go test -race -count=1 -timeout 40m ./...
+//
+// -short skips everything that starts a server. The demo is
+// `cd testing/e2e && go run ./cmd/demo`; the benchmark is
+// `cd testing/e2e && go run ./cmd/bench`.
+//
+// One control plane is shared by all scenarios of a test binary (TestMain);
+// each scenario starts its own CCM process(es) and fake cloud, and uses its
+// own namespace, node names and leader-election Lease, deleting its Nodes and
+// Services when it ends.
+//
+// Linux only (process groups and PR_SET_PDEATHSIG make sure no child
+// outlives the test binary).
+package e2e
