@@ -1,0 +1,72 @@
+// Package ccmkit is a library of building blocks for writing a Kubernetes
+// cloud-controller-manager (CCM): the cloudprovider.Interface implementation
+// that lets the upstream node, node-lifecycle, service and route controllers
+// of k8s.io/cloud-provider manage load balancers, nodes and routes on your
+// own cloud.
+//
+// The root package holds no code; it is the map. Each building block is a
+// package you compose into your provider, each is usable alone, and the fake
+// package shows them all composed into a complete, stateful cloud.
+//
+// # Getting Started
+//
+// Copy example/main.go into your repository as the main of your CCM. Write a
+// provider package whose init registers your cloud:
+//
+//	func init() {
+//		if err := provider.Register("acme", newCloud); err != nil {
+//			panic(err)
+//		}
+//	}
+//
+//	func newCloud(cfg *Config) (cloudprovider.Interface, error) {
+//		api := acme.NewClient(cfg.Endpoint, cfg.Token.Reveal())
+//		return provider.New("acme", cfg.ClusterID, provider.Capabilities{
+//			LoadBalancer: loadbalancer.NewReconciler(lbDriver{api}, ...),
+//			InstancesV2:  instances.New(instanceDriver{api}, ...),
+//			Routes:       routes.NewTable(...),
+//		}), nil
+//	}
+//
+// Each capability is a small Driver interface of a few methods that call
+// your cloud's API; ccmkit turns it into the full upstream interface and
+// keeps the contracts the controllers rely on. Then run the conformance
+// suite (testing/conformance) against your provider in go test. README.md
+// walks through it.
+//
+// # Packages
+//
+// provider: the registrable skeleton. provider.New composes optional
+// capabilities into a cloudprovider.Interface, counting typed nils as absent;
+// provider.Register registers it under a name with a strictly decoded,
+// validated, typed cloud-config; provider.Codec formats and parses provider
+// IDs; provider.Secret keeps credentials out of logs.
+//
+// loadbalancer: naming and ownership tags for cloud load balancers, typed
+// Service annotations, the provider-neutral desired state of a load
+// balancer, Plan (desired versus actual, as the fewest cloud actions), a
+// status builder, and a Reconciler that implements cloudprovider.LoadBalancer
+// over a small Driver.
+//
+// routes: route naming per (node, CIDR), a pure differ between desired and
+// actual route tables, and a Table that implements cloudprovider.Routes over
+// a per-route or a whole-table driver, coalescing concurrent calls into one
+// table write.
+//
+// instances: canonical node addresses, and an adapter that implements
+// cloudprovider.InstancesV2 over a small Driver, with an optional list-based
+// cache so that one cloud call serves every node in a sync period.
+//
+// fake: an in-memory, stateful fake cloud composed from the packages above,
+// with fault injection and per-operation call counters. It backs the
+// examples, the tests and the demo, and is the reference composition.
+//
+// testing/conformance: the shared conformance suite: rules from the
+// upstream controllers' contracts, checked by direct calls and by running the
+// real upstream controllers against a fake clientset.
+//
+// testing/e2e (a nested module): a real etcd and kube-apiserver on loopback,
+// the example CCM against them, and the demo.
+//
+// example: the CCM main to copy, and example/deploy with its manifests.
+package ccmkit

@@ -1,0 +1,92 @@
+// Command example is the cloud-controller-manager main a team copies to start
+// its own CCM. It runs the four upstream controllers (cloud-node,
+// cloud-node-lifecycle, service, route) from k8s.io/cloud-provider/app
+// against the provider named by --cloud-provider, here ccmkit's fake cloud:
+//
+//	go run ./example --cloud-provider=fake --cloud-config=example/cloud-config.yaml \
+//	    --kubeconfig=$HOME/.kube/config --leader-elect=false
+//
+// To make it yours: replace the fake import with your provider package (whose
+// init calls provider.Register), and keep the rest.
+package main
+
+import (
+	"maps"
+	"os"
+
+	"k8s.io/apimachinery/pkg/util/wait"
+	cloudprovider "k8s.io/cloud-provider"
+	"k8s.io/cloud-provider/app"
+	"k8s.io/cloud-provider/app/config"
+	"k8s.io/cloud-provider/names"
+	"k8s.io/cloud-provider/options"
+	"k8s.io/component-base/cli"
+	cliflag "k8s.io/component-base/cli/flag"
+	_ "k8s.io/component-base/logs/json/register"          // --logging-format=json
+	_ "k8s.io/component-base/metrics/prometheus/clientgo" // client-go metrics on /metrics
+	_ "k8s.io/component-base/metrics/prometheus/version"  // version metric
+	"k8s.io/klog/v2"
+)
+
+func main() {
+	opts, err := options.NewCloudControllerManagerOptions()
+	if err != nil {
+		klog.Fatalf("unable to initialize command options: %v", err)
+	}
+	// NewCloudControllerManagerCommand registers the controller, leader
+	// election, authentication and logging flags (--v, --logging-format, ...).
+	cmd := app.NewCloudControllerManagerCommand(opts, initCloud, controllers(), names.CCMControllerAliases(), cliflag.NamedFlagSets{}, wait.NeverStop)
+	os.Exit(cli.Run(cmd))
+}
+
+// controllers returns the controller set to run. It clones
+// app.DefaultInitFuncConstructors before any change: the upstream sample
+// (k8s.io/cloud-provider/sample/basic_main.go) edits the package-level map in
+// place, which leaks into every other user of the app package. Change the
+// clone here, e.g. to give each controller its own client name when running
+// with --use-service-account-credentials.
+func controllers() map[string]app.ControllerInitFuncConstructor {
+	return maps.Clone(app.DefaultInitFuncConstructors)
+}
+
+// initCloud builds the provider named by --cloud-provider from
+// --cloud-config. A CCM that cannot build its cloud must not start, so the
+// failures here are fatal, with a message that says what to fix.
+func initCloud(c *config.CompletedConfig) cloudprovider.Interface {
+	shared := c.ComponentConfig.KubeCloudShared
+	name, path := shared.CloudProvider.Name, shared.CloudProvider.CloudConfigFile
+	if name == "" || cloudprovider.IsExternal(name) {
+		klog.Fatalf("--cloud-provider is %q: set it to the name of a registered provider (this binary registers %q)", name, providerNames())
+	}
+	cloud, err := cloudprovider.InitCloudProvider(name, path)
+	if err != nil {
+		klog.Fatalf("cloud provider %q could not be initialized from --cloud-config=%q: %v", name, path, err)
+	}
+	if cloud == nil {
+		klog.Fatalf("cloud provider %q is not registered in this binary (it registers %q)", name, providerNames())
+	}
+	// k8s.io/cloud-provider/app does not check the cluster ID itself: a
+	// provider without one could adopt or delete another cluster's resources.
+	if !cloud.HasClusterID() {
+		if shared.AllowUntaggedCloud {
+			klog.Warningf("cloud provider %q has no cluster ID; continuing because --allow-untagged-cloud is set", name)
+		} else {
+			klog.Fatalf("cloud provider %q has no cluster ID: set one in --cloud-config, or pass --allow-untagged-cloud to run without one", name)
+		}
+	}
+	return cloud
+}
+
+// providerNames lists the providers this binary knows, for error messages.
+func providerNames() []string {
+	var out []string
+	for _, n := range knownProviders {
+		if cloudprovider.IsCloudProvider(n) {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+// knownProviders are the providers this binary imports.
+var knownProviders = []string{"fake"}

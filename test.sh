@@ -1,0 +1,15 @@
+#!/usr/bin/env bash
+# Runs every test of ccmkit: the root module (library, fake, conformance
+# suite, examples) and the nested testing/e2e module (a real etcd and
+# kube-apiserver on loopback, the example CCM against them). Everything runs
+# with the race detector.
+set -euo pipefail
+cd "$(dirname "$0")"
+
+echo "== go test -race ./... (root module)"
+go test -race -count=1 -timeout 15m ./...
+
+if [ -f testing/e2e/go.mod ]; then
+	echo "== go test -race ./... (testing/e2e)"
+	go -C testing/e2e test -race -count=1 -timeout 45m ./...
+fi
