@@ -170,6 +170,11 @@ func (s *AnnotationSet) Lookup(name string) (*Annotation, bool) {
 	return a, ok
 }
 
+func (s *AnnotationSet) declared(name string) bool {
+	_, ok := s.byName[name]
+	return ok
+}
+
 // All returns the declared annotations sorted by name (a new slice of
 // shared, immutable annotations).
 func (s *AnnotationSet) All() []*Annotation { return slices.Clone(s.list) }

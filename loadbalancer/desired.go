@@ -234,7 +234,10 @@ func Desired(svc *v1.Service, nodes []*v1.Node, opts Options) (*LoadBalancer, er
 
 	// Requested IP.
 	if ips, err := requestedIPs(svc, key, families, opts.RequestedIPAnnotation); err != nil {
-		fail(err)
+		var ae *AnnotationError
+		if !errors.As(err, &ae) || opts.Annotations == nil || !opts.Annotations.declared(ae.Name) {
+			fail(err) // else already reported by Validate
+		}
 	} else if len(ips) > 0 {
 		if !caps.RequestedIP {
 			fail(&UnsupportedError{Feature: "RequestedIP", Detail: fmt.Sprintf("service %s: requested IP %s", key, ips[0])})
