@@ -39,8 +39,8 @@ const (
 	ActionUpdateListener ActionKind = "UpdateListener"
 	// ActionAddListener adds Action.Listener.
 	ActionAddListener ActionKind = "AddListener"
-	// ActionAddBackends adds Action.Backends; a backend whose node is
-	// already present is replaced.
+	// ActionAddBackends adds Action.Backends; a backend whose node name is
+	// already present is replaced (its address or provider ID changed).
 	ActionAddBackends ActionKind = "AddBackends"
 	// ActionRemoveBackends removes Action.Backends (by node name).
 	ActionRemoveBackends ActionKind = "RemoveBackends"

@@ -179,17 +179,20 @@ func (s Spec) Clone() Spec {
 	return c
 }
 
-// Canonical sorts the order-insensitive slices of s in place (RequestedIPs,
-// Listeners, Backends, SourceRanges) and masks the source ranges. A Driver
-// that cannot report in canonical order calls it before returning.
+// Canonical puts s in canonical form in place: RequestedIPs sorted and
+// unique, Listeners sorted by key, Backends sorted by node name,
+// SourceRanges masked, sorted and unique. A Driver that cannot report in
+// canonical order may call it before returning; Plan copes either way.
 func (s *Spec) Canonical() {
 	slices.SortFunc(s.RequestedIPs, compareAddr)
-	slices.SortFunc(s.Listeners, func(a, b Listener) int { return a.ListenerKey.Compare(b.ListenerKey) })
-	slices.SortFunc(s.Backends, func(a, b Backend) int { return cmp.Compare(a.NodeName, b.NodeName) })
+	s.RequestedIPs = slices.Compact(s.RequestedIPs)
+	slices.SortStableFunc(s.Listeners, func(a, b Listener) int { return a.ListenerKey.Compare(b.ListenerKey) })
+	slices.SortStableFunc(s.Backends, func(a, b Backend) int { return cmp.Compare(a.NodeName, b.NodeName) })
 	for i, p := range s.SourceRanges {
 		s.SourceRanges[i] = p.Masked()
 	}
 	slices.SortFunc(s.SourceRanges, comparePrefix)
+	s.SourceRanges = slices.Compact(s.SourceRanges)
 }
 
 func familyRank(f v1.IPFamily) int {

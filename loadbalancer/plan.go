@@ -27,7 +27,8 @@ import (
 // A listener whose key is gone and a new listener of the same family and
 // protocol (preferring the same node port) become one ActionUpdateListener,
 // so changing a Service port is one write. A backend whose address or
-// provider ID changed is removed and added again.
+// provider ID changed is sent again in ActionAddBackends (which replaces by
+// node name), so it is one write too.
 //
 // desired and actual are only read; they need not be in canonical order
 // (see Spec.Canonical). Plan returns an error when desired is nil or has no
@@ -114,7 +115,8 @@ func canonicalView(s *Spec) *Spec {
 	sorted := slices.IsSortedFunc(s.RequestedIPs, compareAddr) &&
 		slices.IsSortedFunc(s.Listeners, func(a, b Listener) int { return a.ListenerKey.Compare(b.ListenerKey) }) &&
 		slices.IsSortedFunc(s.Backends, func(a, b Backend) int { return strings.Compare(a.NodeName, b.NodeName) }) &&
-		slices.IsSortedFunc(s.SourceRanges, comparePrefix)
+		isStrictlySorted(s.SourceRanges, comparePrefix) &&
+		isStrictlySorted(s.RequestedIPs, compareAddr)
 	for _, r := range s.SourceRanges {
 		sorted = sorted && r == r.Masked()
 	}
@@ -124,6 +126,15 @@ func canonicalView(s *Spec) *Spec {
 	c := s.Clone()
 	c.Canonical()
 	return &c
+}
+
+func isStrictlySorted[T any](s []T, cmp func(a, b T) int) bool {
+	for i := 1; i < len(s); i++ {
+		if cmp(s[i-1], s[i]) >= 0 {
+			return false
+		}
+	}
+	return true
 }
 
 func (p *planner) listeners(want, have []Listener) {
@@ -214,22 +225,21 @@ func (p *planner) backends(want, have []Backend) {
 			j++
 		default:
 			if want[i] != have[j] {
-				remove = append(remove, have[j])
-				add = append(add, want[i])
+				add = append(add, want[i]) // AddBackends replaces by node name
 			}
 			i++
 			j++
 		}
 	}
 	if len(add) > 0 {
-		p.add(Action{Kind: ActionAddBackends, Backends: add}, "%s not yet backends", nodeList(add))
+		p.add(Action{Kind: ActionAddBackends, Backends: add}, "new or changed backends: %s", nodeList(add))
 	}
 	if len(remove) > 0 {
-		p.add(Action{Kind: ActionRemoveBackends, Backends: remove}, "%s no longer backends (gone, excluded or changed)", nodeList(remove))
+		p.add(Action{Kind: ActionRemoveBackends, Backends: remove}, "no longer backends: %s", nodeList(remove))
 	}
 }
 
-// nodeList names up to 5 nodes: "nodes a, b and 3 more are".
+// nodeList names up to 5 nodes: "node a", "nodes a, b and 3 more".
 func nodeList(bs []Backend) string {
 	const show = 5
 	var names []string
@@ -241,9 +251,9 @@ func nodeList(bs []Backend) string {
 		s += fmt.Sprintf(" and %d more", len(bs)-show)
 	}
 	if len(bs) == 1 {
-		return "node " + s + " is"
+		return "node " + s
 	}
-	return "nodes " + s + " are"
+	return "nodes " + s
 }
 
 func formatHC(h HealthCheck) string {
