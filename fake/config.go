@@ -1,0 +1,237 @@
+package fake
+
+import (
+	"fmt"
+	"net"
+	"net/netip"
+	"strconv"
+	"strings"
+
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+)
+
+// Defaults of Config, used for its zero-valued fields.
+const (
+	// DefaultInstanceCIDR is the network instances get their InternalIP from
+	// when Config.InstanceCIDRs is empty.
+	DefaultInstanceCIDR = "10.0.0.0/16"
+	// DefaultIPv4Pool is LoadBalancerConfig.IPv4Pool's default (RFC 2544
+	// benchmarking space: 131,070 usable addresses).
+	DefaultIPv4Pool = "198.18.0.0/15"
+	// DefaultIPv6Pool is LoadBalancerConfig.IPv6Pool's default (inside the
+	// RFC 3849 documentation prefix).
+	DefaultIPv6Pool = "2001:db8:1b::/112"
+	// DefaultZone, DefaultRegion and DefaultInstanceType fill the fields of
+	// an Instance added without them.
+	DefaultZone         = "zone-a"
+	DefaultRegion       = "region-1"
+	DefaultInstanceType = "fake.small"
+)
+
+// Config is the fake's configuration and the format of its --cloud-config
+// file (YAML or JSON, decoded strictly by provider.DecodeConfig: an unknown
+// or repeated field is an error). Every field is optional; the zero value is
+// a cloud without instances, without a cluster ID (HasClusterID is false),
+// with the default address pools and without the admin endpoint. See the
+// package documentation for an annotated example.
+//
+// A Config is a plain value; New copies what it needs.
+type Config struct {
+	// ClusterID tags this cluster's cloud resources; HasClusterID reports
+	// whether it is set. It is not the ownership key of load balancers and
+	// routes, which is the --cluster-name the controllers pass (see the
+	// package documentation).
+	ClusterID string `json:"clusterID,omitempty"`
+	// Instances are created, in order, when the cloud is built.
+	Instances []Instance `json:"instances,omitempty"`
+	// InstanceCIDRs are at most one IPv4 and one IPv6 network. An instance
+	// added without InternalIPs gets the next free address of each of them.
+	// Empty means [DefaultInstanceCIDR].
+	InstanceCIDRs []string `json:"instanceCIDRs,omitempty"`
+	// InstanceCacheTTL is how long one instance list answers look-ups
+	// (instances.CacheOptions.TTL); zero means instances.DefaultCacheTTL.
+	// Changes made through the control surface or the admin endpoint drop
+	// the cached list at once.
+	InstanceCacheTTL metav1.Duration `json:"instanceCacheTTL,omitempty"`
+	// LoadBalancers configures load-balancer addresses.
+	LoadBalancers LoadBalancerConfig `json:"loadBalancers,omitempty"`
+	// Routes configures the route table.
+	Routes RoutesConfig `json:"routes,omitempty"`
+	// Admin configures the admin HTTP endpoint (off unless Address is set).
+	Admin AdminConfig `json:"admin,omitempty"`
+}
+
+// LoadBalancerConfig configures how load balancers are addressed.
+type LoadBalancerConfig struct {
+	// IPv4Pool and IPv6Pool are the networks VIPs are allocated from, one
+	// per IP family of the Service; an address is released when its load
+	// balancer is deleted or changes family. The first address of each
+	// pool, and the last of an IPv4 pool, are never allocated. Empty means
+	// DefaultIPv4Pool and DefaultIPv6Pool.
+	IPv4Pool string `json:"ipv4Pool,omitempty"`
+	IPv6Pool string `json:"ipv6Pool,omitempty"`
+	// HostnameSuffix, when set, switches to hostname mode: the ingress of a
+	// load balancer is the hostname "<name>.<HostnameSuffix>" instead of
+	// its VIPs (which are still allocated). It must be a DNS-1123 subdomain.
+	HostnameSuffix string `json:"hostnameSuffix,omitempty"`
+	// IPMode is the ipMode reported with each VIP: "" (unset), "VIP" or
+	// "Proxy". It must be empty in hostname mode.
+	IPMode v1.LoadBalancerIPMode `json:"ipMode,omitempty"`
+}
+
+// RoutesConfig configures the route table (see routes.Config).
+type RoutesConfig struct {
+	// IPv4Only rejects IPv6 destinations (routes.ErrIPv6Unsupported).
+	IPv4Only bool `json:"ipv4Only,omitempty"`
+	// EnableNodeAddresses lists routes with EnableNodeAddresses, so the
+	// route controller compares their TargetNodeAddresses.
+	EnableNodeAddresses bool `json:"enableNodeAddresses,omitempty"`
+}
+
+// AdminConfig configures the admin HTTP endpoint.
+type AdminConfig struct {
+	// Address is the loopback "host:port" the endpoint listens on, such as
+	// "127.0.0.1:8089", "[::1]:8089" or "localhost:0" (localhost means
+	// 127.0.0.1; port 0 picks a free port). Any other host is rejected.
+	// Empty means no endpoint.
+	Address string `json:"address,omitempty"`
+	// AddressFile, when set, is a file the fake writes the address it
+	// actually listens on to (useful with port 0), once it listens.
+	AddressFile string `json:"addressFile,omitempty"`
+}
+
+// Validate implements provider.Validator. It returns every problem found,
+// each naming the field path, the value and what was expected (an
+// apimachinery field.ErrorList aggregate), or nil.
+func (c *Config) Validate() error {
+	var errs field.ErrorList
+	var v4, v6 []netip.Prefix
+	cidrs := field.NewPath("instanceCIDRs")
+	for i, s := range c.InstanceCIDRs {
+		p, err := parsePool(s)
+		if err != nil {
+			errs = append(errs, field.Invalid(cidrs.Index(i), s, err.Error()))
+			continue
+		}
+		if p.Addr().Is4() {
+			v4 = append(v4, p)
+		} else {
+			v6 = append(v6, p)
+		}
+	}
+	if len(v4) > 1 || len(v6) > 1 {
+		errs = append(errs, field.Invalid(cidrs, c.InstanceCIDRs, "expected at most one IPv4 and one IPv6 CIDR"))
+	}
+	lbp := field.NewPath("loadBalancers")
+	for _, pool := range []struct {
+		name, value string
+		want4       bool
+	}{{"ipv4Pool", c.LoadBalancers.IPv4Pool, true}, {"ipv6Pool", c.LoadBalancers.IPv6Pool, false}} {
+		if pool.value == "" {
+			continue
+		}
+		p, err := parsePool(pool.value)
+		switch {
+		case err != nil:
+			errs = append(errs, field.Invalid(lbp.Child(pool.name), pool.value, err.Error()))
+		case p.Addr().Is4() != pool.want4:
+			errs = append(errs, field.Invalid(lbp.Child(pool.name), pool.value, "expected a CIDR of the pool's IP family"))
+		}
+	}
+	if s := c.LoadBalancers.HostnameSuffix; s != "" {
+		if msgs := validation.IsDNS1123Subdomain(s); len(msgs) > 0 {
+			errs = append(errs, field.Invalid(lbp.Child("hostnameSuffix"), s, "expected a DNS-1123 subdomain: "+strings.Join(msgs, "; ")))
+		}
+		if c.LoadBalancers.IPMode != "" {
+			errs = append(errs, field.Invalid(lbp.Child("ipMode"), c.LoadBalancers.IPMode, "expected empty with hostnameSuffix: ipMode applies to IP ingress only"))
+		}
+	}
+	switch c.LoadBalancers.IPMode {
+	case "", v1.LoadBalancerIPModeVIP, v1.LoadBalancerIPModeProxy:
+	default:
+		errs = append(errs, field.NotSupported(lbp.Child("ipMode"), c.LoadBalancers.IPMode, []string{"", "VIP", "Proxy"}))
+	}
+	if c.InstanceCacheTTL.Duration < 0 {
+		errs = append(errs, field.Invalid(field.NewPath("instanceCacheTTL"), c.InstanceCacheTTL.Duration.String(), "expected zero (the default) or a positive duration"))
+	}
+	if a := c.Admin.Address; a != "" {
+		if _, err := loopbackAddress(a); err != nil {
+			errs = append(errs, field.Invalid(field.NewPath("admin", "address"), a, err.Error()))
+		}
+	}
+	ids := map[string]bool{}
+	ips := map[netip.Addr]string{}
+	inst := field.NewPath("instances")
+	for i := range c.Instances {
+		in := c.Instances[i]
+		errs = append(errs, in.validate(inst.Index(i))...)
+		if in.ID != "" {
+			if ids[in.ID] {
+				errs = append(errs, field.Duplicate(inst.Index(i).Child("id"), in.ID))
+			}
+			ids[in.ID] = true
+		}
+		for j, s := range in.InternalIPs {
+			if ip, err := netip.ParseAddr(s); err == nil {
+				if other, dup := ips[ip]; dup {
+					errs = append(errs, field.Invalid(inst.Index(i).Child("internalIPs").Index(j), s, "expected an address no other instance has; "+other+" has it"))
+				}
+				ips[ip] = fmt.Sprintf("instances[%d]", i)
+			}
+		}
+	}
+	return errs.ToAggregate()
+}
+
+// withDefaults returns c with the documented defaults filled in.
+func (c Config) withDefaults() Config {
+	if len(c.InstanceCIDRs) == 0 {
+		c.InstanceCIDRs = []string{DefaultInstanceCIDR}
+	}
+	if c.LoadBalancers.IPv4Pool == "" {
+		c.LoadBalancers.IPv4Pool = DefaultIPv4Pool
+	}
+	if c.LoadBalancers.IPv6Pool == "" {
+		c.LoadBalancers.IPv6Pool = DefaultIPv6Pool
+	}
+	return c
+}
+
+// parsePool parses a pool CIDR, which must be in canonical (masked) form
+// and hold at least one allocatable address.
+func parsePool(s string) (netip.Prefix, error) {
+	p, err := netip.ParsePrefix(s)
+	if err != nil {
+		return netip.Prefix{}, fmt.Errorf("expected a CIDR such as 10.0.0.0/16 or fd00::/64")
+	}
+	if p != p.Masked() {
+		return netip.Prefix{}, fmt.Errorf("expected the network address %s (host bits set)", p.Masked())
+	}
+	if p.Addr().BitLen()-p.Bits() < 2 {
+		return netip.Prefix{}, fmt.Errorf("expected a prefix length of at most /%d, to leave allocatable addresses", p.Addr().BitLen()-2)
+	}
+	return p, nil
+}
+
+// loopbackAddress parses an admin address and returns it with "localhost"
+// spelled 127.0.0.1. It refuses any host that is not a loopback IP.
+func loopbackAddress(addr string) (string, error) {
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return "", fmt.Errorf("expected host:port: %v", err)
+	}
+	if n, err := strconv.Atoi(port); err != nil || n < 0 || n > 65535 {
+		return "", fmt.Errorf("port %q: expected a number from 0 to 65535", port)
+	}
+	if host == "localhost" {
+		host = "127.0.0.1"
+	}
+	ip, err := netip.ParseAddr(host)
+	if err != nil || !ip.IsLoopback() || ip.Zone() != "" {
+		return "", fmt.Errorf("host %q: expected a loopback address (127.0.0.1, ::1 or localhost): the admin endpoint has no authentication", host)
+	}
+	return net.JoinHostPort(ip.String(), port), nil
+}

@@ -1,0 +1,76 @@
+package fake_test
+
+import (
+	"errors"
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/ccmkit/ccmkit/fake"
+	"github.com/ccmkit/ccmkit/provider"
+)
+
+// TestExampleCloudConfig keeps example/cloud-config.yaml, which the example
+// CCM's documentation runs, valid.
+func TestExampleCloudConfig(t *testing.T) {
+	f, err := os.Open("../example/cloud-config.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	cfg, err := provider.DecodeConfig[fake.Config](f)
+	if err != nil {
+		t.Fatalf("DecodeConfig(example/cloud-config.yaml) = %v, want nil", err)
+	}
+	if cfg.ClusterID == "" || len(cfg.Instances) == 0 || cfg.Admin.Address == "" {
+		t.Errorf("example cloud-config = %+v; want a cluster ID, instances and an admin address", cfg)
+	}
+}
+
+func TestConfigValidate(t *testing.T) {
+	tests := []struct {
+		name   string
+		reason string
+		config string
+		want   []string // substrings of the error; nil: valid
+	}{
+		{name: "empty", reason: "every field is optional", config: ""},
+		{name: "unknown field", reason: "strict decoding names the field", config: "cluster: x", want: []string{`unknown field "cluster"`}},
+		{name: "public admin address", reason: "the admin endpoint has no authentication", config: "admin: {address: '0.0.0.0:8089'}",
+			want: []string{"admin.address", "0.0.0.0:8089", "loopback"}},
+		{name: "admin without port", reason: "host:port is required", config: "admin: {address: '127.0.0.1'}", want: []string{"admin.address", "host:port"}},
+		{name: "localhost admin", reason: "localhost is loopback", config: "admin: {address: 'localhost:0'}"},
+		{name: "ipv6 loopback admin", reason: "::1 is loopback", config: "admin: {address: '[::1]:9'}"},
+		{name: "bad pool", reason: "pools are CIDRs", config: "loadBalancers: {ipv4Pool: 198.18.0.1/15}", want: []string{"loadBalancers.ipv4Pool", "198.18.0.1/15", "network address"}},
+		{name: "pool of wrong family", reason: "ipv6Pool holds IPv6", config: "loadBalancers: {ipv6Pool: 10.0.0.0/8}", want: []string{"loadBalancers.ipv6Pool", "family"}},
+		{name: "bad ip mode", reason: "VIP or Proxy", config: "loadBalancers: {ipMode: Direct}", want: []string{"loadBalancers.ipMode", "Direct"}},
+		{name: "ip mode with hostname", reason: "ipMode needs an IP ingress", config: "loadBalancers: {ipMode: VIP, hostnameSuffix: lb.example}", want: []string{"loadBalancers.ipMode"}},
+		{name: "two ipv4 instance CIDRs", reason: "one network per family", config: "instanceCIDRs: [10.0.0.0/16, 10.1.0.0/16]", want: []string{"instanceCIDRs", "at most one IPv4"}},
+		{name: "instance without name", reason: "the name is the Node name", config: "instances: [{id: i-1}]", want: []string{"instances[0].name", "Required"}},
+		{name: "instance bad ip", reason: "addresses are IPs", config: "instances: [{name: a, internalIPs: [10.0.0.300]}]", want: []string{"instances[0].internalIPs[0]", "10.0.0.300"}},
+		{name: "duplicate id", reason: "IDs are unique", config: "instances: [{name: a, id: i-1}, {name: b, id: i-1}]", want: []string{"instances[1].id", "Duplicate"}},
+		{name: "shared ip", reason: "an address belongs to one instance", config: "instances: [{name: a, internalIPs: [10.0.0.5]}, {name: b, internalIPs: [10.0.0.5]}]", want: []string{"instances[1].internalIPs[0]"}},
+		{name: "bad state", reason: "three states", config: "instances: [{name: a, state: paused}]", want: []string{"instances[0].state", "paused"}},
+		{name: "kubernetes label", reason: "the node controller drops kubernetes.io labels", config: "instances: [{name: a, labels: {node.kubernetes.io/x: y}}]", want: []string{"instances[0].labels[node.kubernetes.io/x]"}},
+		{name: "negative ttl", reason: "a TTL is positive", config: "instanceCacheTTL: -1s", want: []string{"instanceCacheTTL"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := provider.DecodeConfig[fake.Config](strings.NewReader(tt.config))
+			if tt.want == nil {
+				if err != nil {
+					t.Fatalf("DecodeConfig(%q) = %v, want nil (%s)", tt.config, err, tt.reason)
+				}
+				return
+			}
+			if err == nil || !errors.Is(err, provider.ErrInvalidConfig) {
+				t.Fatalf("DecodeConfig(%q) = %v, want an ErrInvalidConfig error (%s)", tt.config, err, tt.reason)
+			}
+			for _, w := range tt.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("DecodeConfig(%q) = %q, want it to contain %q (%s)", tt.config, err, w, tt.reason)
+				}
+			}
+		})
+	}
+}

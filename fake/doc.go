@@ -1,0 +1,148 @@
+// Package fake is an in-memory, stateful fake cloud registered as the cloud
+// provider "fake": instances, load balancers with addresses from pools, and
+// a route table, behind the cloudprovider.Interface that ccmkit's building
+// blocks make of them. Tests, the example cloud-controller-manager and the
+// end-to-end demo run against it, and it is the reference for how a
+// provider team composes ccmkit.
+//
+// It is not a model of any real cloud's API, and not the upstream
+// k8s.io/cloud-provider/fake (a call recorder without state): what
+// EnsureLoadBalancer stores, GetLoadBalancer finds; every instance has its
+// own addresses; every method is safe for concurrent use.
+//
+// # Composition
+//
+// The fake is three small drivers over one in-memory store, one file per
+// capability, given to ccmkit's adapters and composed with provider.New:
+//
+//	loadbalancer.go  loadbalancer.Driver (Find, Apply, Delete)  → loadbalancer.Reconciler
+//	routes.go        routes.TableDriver (ReadTable, WriteTable) → routes.Table (whole table, coalesced)
+//	instances.go     instances.ListDriver (GetByID, GetByName, List) → instances.Cache → instances.Adapter
+//	cloud.go         provider.New("fake", clusterID, provider.Capabilities{...})
+//
+// Between each adapter and its driver sits the fake's "cloud API" layer
+// (instrument.go): it counts every call (Calls) and injects faults
+// (InjectFault, InjectRandomFaults, SetInterceptor). A real provider puts its
+// cloud client where the store is.
+//
+// # Construction
+//
+//	cloud, err := fake.New(fake.Config{ClusterID: "test"},
+//		fake.WithInstances(fake.Instance{Name: "node-a"}, fake.Instance{Name: "node-b"}))
+//
+// or, as the cloud-controller-manager does, through the registry:
+// --cloud-provider=fake --cloud-config=<file>. The package's init registers
+// the provider with provider.Register; a registration error (the name
+// "fake" is taken by another package) is logged and returned by
+// RegisterError, and the binary then reports "fake" as not registered.
+//
+// # Cloud-config
+//
+// The --cloud-config file is Config, in YAML or JSON, decoded strictly (an
+// unknown field is an error naming it). Every field is optional:
+//
+//	clusterID: demo                  # HasClusterID() is false without it
+//	instanceCIDRs: [10.0.0.0/16, fd00:10::/64] # default [10.0.0.0/16]; auto InternalIPs
+//	instanceCacheTTL: 1m             # instances.Cache TTL; default 1m
+//	instances:                       # created in order
+//	  - name: node-a                 # required: the Node name
+//	    id: i-1                      # default: the next free i-<n>
+//	    zone: zone-a                 # default zone-a
+//	    region: region-1             # default region-1
+//	    type: fake.small             # default fake.small
+//	    internalIPs: [10.0.0.11]     # default: next free of each instanceCIDR
+//	    externalIPs: [203.0.113.11]  # default none
+//	    hostname: node-a             # default: name
+//	    labels: {fake.ccmkit.io/rack: r1}
+//	    state: running               # running (default), stopped or terminated
+//	loadBalancers:
+//	  ipv4Pool: 198.18.0.0/15        # default; VIPs come from here
+//	  ipv6Pool: 2001:db8:1b::/112    # default
+//	  hostnameSuffix: ""             # set: ingress is <lb name>.<suffix>
+//	  ipMode: ""                     # "", VIP or Proxy
+//	routes:
+//	  ipv4Only: false
+//	  enableNodeAddresses: false
+//	admin:
+//	  address: 127.0.0.1:8089        # loopback only; empty: no endpoint
+//	  addressFile: ""                # set: the bound address is written here
+//
+// # Admin endpoint
+//
+// With admin.address set, the fake serves a small HTTP API on that loopback
+// address, from the moment the cloud-controller-manager calls Initialize
+// (which it does once it leads, after leader election) until the stop
+// channel closes (or Shutdown). It has no authentication, which is why only
+// loopback addresses are accepted. Bodies are JSON; every error is a 4xx or
+// 5xx status with the body {"error": "<message>"}.
+//
+//	GET    /state                     200 State: the whole cloud
+//	GET    /instances                 200 [Instance]
+//	POST   /instances                 201 Instance; body: Instance (only name required)
+//	GET    /instances/{id}            200 Instance
+//	DELETE /instances/{id}            204; the instance is forgotten (look-ups: not found)
+//	POST   /instances/{id}/stop       200 Instance; running → stopped
+//	POST   /instances/{id}/start      200 Instance; stopped → running
+//	POST   /instances/{id}/terminate  200 Instance; → terminated (the Node is deleted)
+//	GET    /loadbalancers             200 [LoadBalancer]
+//	GET    /routes                    200 [Route]; ?cluster=NAME keeps one cluster's
+//	GET    /calls                     200 Calls: cloud API calls so far
+//	POST   /calls/reset               204; counters back to zero
+//	POST   /faults                    204; body {"op": "ApplyLoadBalancer", "times": 2,
+//	                                      "error": "boom", "retryAfter": "5s"}
+//	DELETE /faults                    204; every injected fault removed
+//
+// Statuses: 400 for a body that is not valid JSON, has unknown fields or
+// invalid values; 404 for an unknown path or instance; 405 for a wrong
+// method; 409 for starting or stopping a terminated instance or adding an
+// existing ID; 413 for a body over 1 MiB; 415 for a Content-Type other than
+// application/json. In POST /faults, "op" is one of the Op constants
+// ("" means every operation), "times" is how many calls fail (-1: every call
+// until DELETE /faults), "retryAfter" (a Go duration) makes the fault a
+// throttle (an api.RetryError), and "error" is the message.
+//
+// JSON shapes (field names as in the json tags of the Go types):
+//
+//	Instance     {"id", "name", "zone", "region", "type", "internalIPs": [], "externalIPs": [],
+//	              "hostname", "labels": {}, "state": "running|stopped|terminated"}
+//	LoadBalancer {"id", "name", "tags": {}, "ipFamilies": [], "requestedIPs": [],
+//	              "listeners": [{"family", "protocol", "port", "nodePort"}],
+//	              "backends": [{"nodeName", "providerID", "ipv4", "ipv6"}],
+//	              "healthCheck": {"protocol", "port", "path"}, "sourceRanges": [],
+//	              "sessionAffinity": {"clientIP", "timeoutSeconds"}, "settings": {},
+//	              "vips": [], "ingress": [{"ip", "hostname", "ipMode"}]}
+//	Route        {"cluster", "name", "destinationCIDR", "targetNode", "targetNodeAddresses": []}
+//	State        {"clusterID", "instances": [], "loadBalancers": [], "routes": [],
+//	              "pools": [{"purpose", "cidr", "allocated"}]}
+//	Calls        {"reads", "writes", "faults", "byOp": {"<Op>": n}}
+//
+// # Identity
+//
+// Provider IDs are "fake://<instance ID>". Load balancers and routes are
+// owned by the --cluster-name the controllers pass (loadbalancer.TagCluster
+// and routes.Entry.Cluster), not by clusterID, so two clusters sharing one
+// fake cloud never touch each other's resources.
+//
+// # Known limitations
+//
+//   - State lives in the process: two cloud-controller-manager replicas each
+//     have their own fake cloud, and a restart starts from the cloud-config
+//     again. The admin endpoint of a standby replica starts only when it
+//     becomes leader.
+//   - Operations are atomic and take effect at once: there is no
+//     provisioning delay, no partially built load balancer, and no eventual
+//     consistency, unless a test injects them with interceptor Funcs.
+//   - The route table is one table for the whole cloud; WriteTable fails
+//     with routes.ErrConflict only when the table changed since it was read
+//     (which the routes.Table's serialized calls never cause by themselves).
+//   - Instance look-ups are answered from an instances.Cache: a change made
+//     outside the control surface is seen after instanceCacheTTL; changes
+//     through the control surface and the admin endpoint are seen at once.
+//   - Terminated instances keep their addresses until RemoveInstance (or
+//     DELETE /instances/{id}) frees them.
+//   - Random faults are deterministic for a seed in call order: with
+//     concurrent callers the order, and so which call fails, can vary.
+//   - Load balancers support every loadbalancer.Capabilities feature unless
+//     WithLoadBalancerCapabilities narrows them; nothing is actually
+//     forwarded, and health checks are recorded, not run.
+package fake
