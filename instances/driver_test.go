@@ -89,8 +89,8 @@ func (c *memCloud) GetByName(ctx context.Context, name string) (instances.Instan
 		return instances.Instance{}, c.getErr
 	}
 	var found []instances.Instance
-	for _, id := range slices.Sorted(maps.Keys(c.instances)) {
-		if i := c.instances[id]; i.Name == name && i.State != instances.StateTerminated {
+	for _, i := range c.instances {
+		if i.Name == name && i.State != instances.StateTerminated {
 			found = append(found, i)
 		}
 	}
