@@ -1,0 +1,655 @@
+package loadbalancer_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"runtime"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	v1 "k8s.io/api/core/v1"
+	cloudprovider "k8s.io/cloud-provider"
+	"k8s.io/cloud-provider/api"
+
+	"github.com/ccmkit/ccmkit/loadbalancer"
+)
+
+// countingDriver wraps the in-memory driver of example_test.go, records
+// every call and lets a test inject errors (nil funcs do nothing).
+type countingDriver struct {
+	mem *memDriver
+
+	mu      sync.Mutex
+	finds   int
+	applied []loadbalancer.ActionKind
+	deleted []string
+
+	onApply  func(a loadbalancer.Action) error
+	onDelete func(lb *loadbalancer.LoadBalancer) error
+
+	inflight atomic.Int32
+	overlap  atomic.Bool
+}
+
+func newCountingDriver() *countingDriver { return &countingDriver{mem: newMemDriver()} }
+
+// enter detects two calls in flight at once (the tests use one Service).
+func (d *countingDriver) enter() func() {
+	if d.inflight.Add(1) > 1 {
+		d.overlap.Store(true)
+	}
+	runtime.Gosched()
+	return func() { d.inflight.Add(-1) }
+}
+
+func (d *countingDriver) Find(ctx context.Context, q loadbalancer.Query) ([]*loadbalancer.LoadBalancer, error) {
+	defer d.enter()()
+	d.mu.Lock()
+	d.finds++
+	d.mu.Unlock()
+	return d.mem.Find(ctx, q)
+}
+
+func (d *countingDriver) Apply(ctx context.Context, a loadbalancer.Action) (*loadbalancer.LoadBalancer, error) {
+	defer d.enter()()
+	d.mu.Lock()
+	d.applied = append(d.applied, a.Kind)
+	hook := d.onApply
+	d.mu.Unlock()
+	if hook != nil {
+		if err := hook(a); err != nil {
+			return nil, err
+		}
+	}
+	return d.mem.Apply(ctx, a)
+}
+
+func (d *countingDriver) Delete(ctx context.Context, lb *loadbalancer.LoadBalancer) error {
+	defer d.enter()()
+	d.mu.Lock()
+	d.deleted = append(d.deleted, lb.ID)
+	hook := d.onDelete
+	d.mu.Unlock()
+	if hook != nil {
+		if err := hook(lb); err != nil {
+			return err
+		}
+	}
+	return d.mem.Delete(ctx, lb)
+}
+
+// writes returns and resets the applied action kinds and deleted IDs.
+func (d *countingDriver) writes() (applied []loadbalancer.ActionKind, deleted []string) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	applied, deleted = d.applied, d.deleted
+	d.applied, d.deleted = nil, nil
+	return applied, deleted
+}
+
+// stored returns a copy of every load balancer in the cloud, by ID.
+func (d *countingDriver) stored() map[string]*loadbalancer.LoadBalancer {
+	d.mem.mu.Lock()
+	defer d.mem.mu.Unlock()
+	out := map[string]*loadbalancer.LoadBalancer{}
+	for id, lb := range d.mem.lbs {
+		out[id] = lb.Clone()
+	}
+	return out
+}
+
+func newReconciler(t *testing.T, cfg loadbalancer.Config) (*loadbalancer.Reconciler, *countingDriver) {
+	t.Helper()
+	d := newCountingDriver()
+	if cfg.Driver == nil {
+		cfg.Driver = d
+	}
+	if cfg.Capabilities == (loadbalancer.Capabilities{}) {
+		cfg.Capabilities = allCaps
+	}
+	r, err := loadbalancer.NewReconciler(cfg)
+	if err != nil {
+		t.Fatalf("NewReconciler: %v", err)
+	}
+	return r, d
+}
+
+func threeNodes() []*v1.Node {
+	return []*v1.Node{node("n1", "10.0.0.1"), node("n2", "10.0.0.2"), node("n3", "10.0.0.3")}
+}
+
+func mustEnsure(t *testing.T, r *loadbalancer.Reconciler, cluster string, svc *v1.Service, nodes []*v1.Node) *v1.LoadBalancerStatus {
+	t.Helper()
+	st, err := r.EnsureLoadBalancer(t.Context(), cluster, svc, nodes)
+	if err != nil {
+		t.Fatalf("EnsureLoadBalancer: %v", err)
+	}
+	return st
+}
+
+func kinds(ks ...loadbalancer.ActionKind) []loadbalancer.ActionKind { return ks }
+
+func TestEnsureWrites(t *testing.T) {
+	cases := []struct {
+		name, reason string
+		svc2         *v1.Service
+		nodes2       []*v1.Node
+		want         []loadbalancer.ActionKind
+	}{
+		{"converged", "a converged Ensure makes no write", lbService(), threeNodes(), nil},
+		{"node added", "one more node is exactly one backend write",
+			lbService(), append(threeNodes(), node("n4", "10.0.0.4")), kinds(loadbalancer.ActionAddBackends)},
+		{"node removed", "one node less is exactly one backend write",
+			lbService(), threeNodes()[:2], kinds(loadbalancer.ActionRemoveBackends)},
+		{"port changed", "a Service port change is one listener write",
+			lbService(func(s *v1.Service) { s.Spec.Ports[0].Port = 8080 }), threeNodes(), kinds(loadbalancer.ActionUpdateListener)},
+		{"node port changed", "a node port change is one listener write",
+			lbService(func(s *v1.Service) { s.Spec.Ports[0].NodePort = 31000 }), threeNodes(), kinds(loadbalancer.ActionUpdateListener)},
+		{"source ranges changed", "one source-range write",
+			lbService(func(s *v1.Service) { s.Spec.LoadBalancerSourceRanges = []string{"10.0.0.0/8"} }), threeNodes(), kinds(loadbalancer.ActionUpdateSourceRanges)},
+		{"traffic policy Local", "one health-check write",
+			lbService(func(s *v1.Service) {
+				s.Spec.ExternalTrafficPolicy = v1.ServiceExternalTrafficPolicyLocal
+				s.Spec.HealthCheckNodePort = 32100
+			}), threeNodes(), kinds(loadbalancer.ActionUpdateHealthCheck)},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			r, d := newReconciler(t, loadbalancer.Config{})
+			st1 := mustEnsure(t, r, "c1", lbService(), threeNodes())
+			if applied, _ := d.writes(); !slices.Equal(applied, kinds(loadbalancer.ActionCreate)) {
+				t.Fatalf("first Ensure wrote %v; want one create", applied)
+			}
+			st2 := mustEnsure(t, r, "c1", tc.svc2, tc.nodes2)
+			applied, deleted := d.writes()
+			if diff := cmp.Diff(tc.want, applied); diff != "" || len(deleted) > 0 {
+				t.Errorf("%s: writes (-want +got):\n%s deleted: %v", tc.reason, diff, deleted)
+			}
+			if diff := cmp.Diff(st1, st2); diff != "" {
+				t.Errorf("%s: status changed (-first +second):\n%s", tc.reason, diff)
+			}
+			if again := mustEnsure(t, r, "c1", tc.svc2, tc.nodes2); again == nil {
+				t.Fatal("nil status")
+			}
+			if applied, _ := d.writes(); len(applied) != 0 {
+				t.Errorf("%s: Ensure after converging wrote %v; want nothing", tc.reason, applied)
+			}
+		})
+	}
+}
+
+func TestUpdateChangesBackendsOnly(t *testing.T) {
+	r, d := newReconciler(t, loadbalancer.Config{})
+	mustEnsure(t, r, "c1", lbService(), threeNodes())
+	d.writes()
+	before := d.stored()
+	// The Service changed too, but Update must only touch backends.
+	svc := lbService(func(s *v1.Service) { s.Spec.Ports[0].Port = 8080; s.Spec.SessionAffinity = v1.ServiceAffinityClientIP })
+	nodes := append(threeNodes()[1:], node("n4", "10.0.0.4"))
+	if err := r.UpdateLoadBalancer(t.Context(), "c1", svc, nodes); err != nil {
+		t.Fatalf("UpdateLoadBalancer: %v", err)
+	}
+	applied, _ := d.writes()
+	if diff := cmp.Diff(kinds(loadbalancer.ActionAddBackends, loadbalancer.ActionRemoveBackends), applied); diff != "" {
+		t.Errorf("Update writes (-want +got):\n%s", diff)
+	}
+	after := d.stored()
+	for id, lb := range after {
+		old := before[id]
+		wantSpec := old.Spec.Clone()
+		wantSpec.Backends = []loadbalancer.Backend{
+			{NodeName: "n2", ProviderID: "test://n2", IPv4: addr("10.0.0.2")},
+			{NodeName: "n3", ProviderID: "test://n3", IPv4: addr("10.0.0.3")},
+			{NodeName: "n4", ProviderID: "test://n4", IPv4: addr("10.0.0.4")},
+		}
+		if diff := cmp.Diff(wantSpec, lb.Spec, cmpOpts); diff != "" {
+			t.Errorf("after Update (-want +got):\n%s", diff)
+		}
+	}
+	if err := r.UpdateLoadBalancer(t.Context(), "c1", svc, nodes); err != nil {
+		t.Fatal(err)
+	}
+	if applied, _ := d.writes(); len(applied) != 0 {
+		t.Errorf("a converged Update wrote %v", applied)
+	}
+}
+
+func TestUpdateWithoutLoadBalancer(t *testing.T) {
+	r, d := newReconciler(t, loadbalancer.Config{})
+	err := r.UpdateLoadBalancer(t.Context(), "c1", lbService(), threeNodes())
+	if !errors.Is(err, loadbalancer.ErrNotFound) {
+		t.Errorf("Update without a load balancer: %v; want ErrNotFound", err)
+	}
+	if applied, _ := d.writes(); len(applied) != 0 {
+		t.Errorf("wrote %v", applied)
+	}
+}
+
+func TestDelete(t *testing.T) {
+	r, d := newReconciler(t, loadbalancer.Config{})
+	ctx := t.Context()
+	if err := r.EnsureLoadBalancerDeleted(ctx, "c1", lbService()); err != nil {
+		t.Fatalf("Delete of an unknown load balancer: %v; want nil", err)
+	}
+	mustEnsure(t, r, "c1", lbService(), threeNodes())
+	// The controller may hold a stale Service: type ClusterIP, node ports 0.
+	stale := lbService(func(s *v1.Service) {
+		s.Spec.Type = v1.ServiceTypeClusterIP
+		s.Spec.Ports[0].NodePort = 0
+	})
+	for i := range 2 {
+		if err := r.EnsureLoadBalancerDeleted(ctx, "c1", stale); err != nil {
+			t.Fatalf("Delete #%d: %v", i+1, err)
+		}
+	}
+	if got := d.stored(); len(got) != 0 {
+		t.Errorf("after Delete the cloud still has %v", got)
+	}
+	if _, exists, err := r.GetLoadBalancer(ctx, "c1", stale); exists || err != nil {
+		t.Errorf("Get after Delete = %v, %v; want false, nil", exists, err)
+	}
+	// Ensure after Delete recreates.
+	mustEnsure(t, r, "c1", lbService(), threeNodes())
+	if got := d.stored(); len(got) != 1 {
+		t.Errorf("Ensure after Delete: %d load balancers; want 1", len(got))
+	}
+}
+
+func TestGetExistsWhileAnyPartRemains(t *testing.T) {
+	r, d := newReconciler(t, loadbalancer.Config{})
+	ctx := t.Context()
+	st := mustEnsure(t, r, "c1", lbService(), threeNodes())
+	got, exists, err := r.GetLoadBalancer(ctx, "c1", lbService())
+	if err != nil || !exists || !cmp.Equal(st, got) {
+		t.Fatalf("Get = %v, %v, %v; want %v, true, nil", got, exists, err, st)
+	}
+	// A delete that fails half-way leaves the load balancer findable.
+	d.onDelete = func(*loadbalancer.LoadBalancer) error { return errors.New("firewall still in use") }
+	if err := r.EnsureLoadBalancerDeleted(ctx, "c1", lbService()); err == nil || !strings.Contains(err.Error(), "firewall still in use") {
+		t.Fatalf("Delete = %v; want the driver's error", err)
+	}
+	if _, exists, _ := r.GetLoadBalancer(ctx, "c1", lbService()); !exists {
+		t.Errorf("Get after a failed delete: exists=false; want true while anything remains")
+	}
+	d.onDelete = nil
+	if err := r.EnsureLoadBalancerDeleted(ctx, "c1", lbService()); err != nil {
+		t.Fatal(err)
+	}
+	if _, exists, _ := r.GetLoadBalancer(ctx, "c1", lbService()); exists {
+		t.Errorf("Get after delete: exists=true")
+	}
+}
+
+func TestOtherClusterNeverTouched(t *testing.T) {
+	d := newCountingDriver()
+	rA, _ := newReconciler(t, loadbalancer.Config{Driver: d})
+	rB, _ := newReconciler(t, loadbalancer.Config{Driver: d})
+	ctx := t.Context()
+	// Same namespace/name, and even the same UID (a cloned cluster).
+	mustEnsure(t, rA, "cluster-a", lbService(), threeNodes())
+	snapshot := d.stored()
+	d.writes()
+
+	svcB := lbService()
+	if _, exists, _ := rB.GetLoadBalancer(ctx, "cluster-b", svcB); exists {
+		t.Errorf("cluster B sees cluster A's load balancer")
+	}
+	if err := rB.UpdateLoadBalancer(ctx, "cluster-b", svcB, threeNodes()[:1]); !errors.Is(err, loadbalancer.ErrNotFound) {
+		t.Errorf("cluster B Update: %v; want ErrNotFound", err)
+	}
+	if err := rB.EnsureLoadBalancerDeleted(ctx, "cluster-b", svcB); err != nil {
+		t.Errorf("cluster B Delete: %v", err)
+	}
+	mustEnsure(t, rB, "cluster-b", svcB, threeNodes()[:1])
+	if err := rB.EnsureLoadBalancerDeleted(ctx, "cluster-b", svcB); err != nil {
+		t.Errorf("cluster B Delete: %v", err)
+	}
+	applied, deleted := d.writes()
+	if len(applied) != 1 || len(deleted) != 1 {
+		t.Errorf("cluster B wrote %v and deleted %v; want its own create and delete only", applied, deleted)
+	}
+	if diff := cmp.Diff(snapshot, d.stored(), cmpOpts); diff != "" {
+		t.Errorf("cluster A's load balancer changed (-before +after):\n%s", diff)
+	}
+}
+
+func TestNameConflictIsNotAdopted(t *testing.T) {
+	r, d := newReconciler(t, loadbalancer.Config{})
+	ctx := t.Context()
+	// Someone created a load balancer under our name, without our tags.
+	name := r.GetLoadBalancerName(ctx, "c1", lbService())
+	squatter := &loadbalancer.LoadBalancer{ID: "lb-x", Name: name, Tags: map[string]string{"team": "x"}}
+	d.mem.lbs["lb-x"] = squatter
+	_, err := r.EnsureLoadBalancer(ctx, "c1", lbService(), threeNodes())
+	var oe *loadbalancer.OwnershipError
+	if !errors.As(err, &oe) || oe.How != "name" || oe.ID != "lb-x" {
+		t.Errorf("Ensure over a squatted name: %v; want an *OwnershipError found by name", err)
+	}
+	if _, exists, err := r.GetLoadBalancer(ctx, "c1", lbService()); exists || err != nil {
+		t.Errorf("Get = %v, %v; want false, nil: a name alone is not ownership", exists, err)
+	}
+	if err := r.EnsureLoadBalancerDeleted(ctx, "c1", lbService()); err != nil {
+		t.Errorf("Delete = %v", err)
+	}
+	if applied, deleted := d.writes(); len(applied)+len(deleted) != 0 {
+		t.Errorf("wrote %v, deleted %v; want nothing", applied, deleted)
+	}
+	if _, ok := d.stored()["lb-x"]; !ok {
+		t.Errorf("the squatter was deleted")
+	}
+}
+
+func TestNameFindsOwnedWhenTagSearchMisses(t *testing.T) {
+	// A cloud whose tag search is eventually consistent: Find by tags sees
+	// nothing, Find by name sees the load balancer.
+	base := newCountingDriver()
+	d := &noTagSearch{base}
+	r, _ := newReconciler(t, loadbalancer.Config{Driver: d})
+	mustEnsure(t, r, "c1", lbService(), threeNodes())
+	base.writes()
+	mustEnsure(t, r, "c1", lbService(), threeNodes())
+	if applied, _ := base.writes(); len(applied) != 0 {
+		t.Errorf("second Ensure wrote %v; want nothing (found by name with ownership check)", applied)
+	}
+	if len(base.stored()) != 1 {
+		t.Errorf("%d load balancers; want 1", len(base.stored()))
+	}
+}
+
+type noTagSearch struct{ *countingDriver }
+
+func (d *noTagSearch) Find(ctx context.Context, q loadbalancer.Query) ([]*loadbalancer.LoadBalancer, error) {
+	if len(q.Tags) > 0 {
+		return nil, nil
+	}
+	return d.countingDriver.Find(ctx, q)
+}
+
+func TestMalformedAnnotationChangesNothing(t *testing.T) {
+	set, _ := testAnnotations(t)
+	var hooked []error
+	r, d := newReconciler(t, loadbalancer.Config{Annotations: set, Hooks: loadbalancer.Hooks{
+		UserError: func(_ context.Context, op string, svc *v1.Service, err error) {
+			hooked = append(hooked, fmt.Errorf("%s %s/%s: %w", op, svc.Namespace, svc.Name, err))
+		},
+	}})
+	mustEnsure(t, r, "c1", lbService(), threeNodes())
+	d.writes()
+	before := d.stored()
+	bad := lbService(func(s *v1.Service) {
+		s.Annotations = map[string]string{"lb.example.com/algorithm": "fastest"}
+		s.Spec.Ports[0].Port = 8080 // a valid change that must not be applied either
+	})
+	_, err := r.EnsureLoadBalancer(t.Context(), "c1", bad, append(threeNodes(), node("n4", "10.0.0.4")))
+	if !errors.Is(err, loadbalancer.ErrInvalidAnnotation) || !strings.Contains(err.Error(), `annotation "lb.example.com/algorithm": invalid value "fastest": expected one of "round-robin", "least-connections"`) {
+		t.Errorf("Ensure with a malformed annotation: %v; want an error naming it, the value and the expectation", err)
+	}
+	if applied, deleted := d.writes(); len(applied)+len(deleted) != 0 {
+		t.Errorf("wrote %v, deleted %v; want nothing", applied, deleted)
+	}
+	if diff := cmp.Diff(before, d.stored(), cmpOpts); diff != "" {
+		t.Errorf("the cloud changed (-before +after):\n%s", diff)
+	}
+	if len(hooked) != 1 || !errors.Is(hooked[0], loadbalancer.ErrInvalidAnnotation) || !strings.HasPrefix(hooked[0].Error(), "EnsureLoadBalancer shop/web") {
+		t.Errorf("UserError hook calls: %v; want one for the annotation", hooked)
+	}
+}
+
+func TestImplementedElsewhere(t *testing.T) {
+	r, d := newReconciler(t, loadbalancer.Config{})
+	svc := lbService(func(s *v1.Service) { s.Spec.LoadBalancerClass = ptr("example.com/other") })
+	if _, err := r.EnsureLoadBalancer(t.Context(), "c1", svc, threeNodes()); err != cloudprovider.ImplementedElsewhere {
+		t.Errorf("Ensure = %v; want ImplementedElsewhere unwrapped", err)
+	}
+	if err := r.UpdateLoadBalancer(t.Context(), "c1", svc, threeNodes()); err != cloudprovider.ImplementedElsewhere {
+		t.Errorf("Update = %v; want ImplementedElsewhere unwrapped", err)
+	}
+	if _, exists, err := r.GetLoadBalancer(t.Context(), "c1", svc); exists || err != nil {
+		t.Errorf("Get = %v, %v; want false, nil", exists, err)
+	}
+	if err := r.EnsureLoadBalancerDeleted(t.Context(), "c1", svc); err != nil {
+		t.Errorf("Delete = %v; want nil", err)
+	}
+	if applied, deleted := d.writes(); len(applied)+len(deleted) != 0 {
+		t.Errorf("wrote %v, deleted %v; want nothing", applied, deleted)
+	}
+}
+
+func TestRetryError(t *testing.T) {
+	r, d := newReconciler(t, loadbalancer.Config{})
+	d.onApply = func(loadbalancer.Action) error {
+		return fmt.Errorf("cloud says: %w", api.NewRetryError("quota window", 42*time.Second))
+	}
+	_, err := r.EnsureLoadBalancer(t.Context(), "c1", lbService(), threeNodes())
+	var re *api.RetryError
+	if !errors.As(err, &re) || re.RetryAfter() != 42*time.Second {
+		t.Errorf("Ensure with a driver RetryError: %v; want it findable with errors.As", err)
+	}
+
+	// No address yet: the Reconciler asks to be called again.
+	r2, _ := newReconciler(t, loadbalancer.Config{Driver: &stripIngress{newCountingDriver()}, RetryAfter: 7 * time.Second})
+	_, err = r2.EnsureLoadBalancer(t.Context(), "c1", lbService(), threeNodes())
+	if !errors.As(err, &re) || re.RetryAfter() != 7*time.Second || !strings.Contains(err.Error(), "no address yet") {
+		t.Errorf("Ensure without an address: %v; want a RetryError after 7s", err)
+	}
+	if _, exists, err := r2.GetLoadBalancer(t.Context(), "c1", lbService()); !exists || err != nil {
+		t.Errorf("Get of a provisioning load balancer = %v, %v; want true, nil", exists, err)
+	}
+}
+
+type stripIngress struct{ *countingDriver }
+
+func (d *stripIngress) Apply(ctx context.Context, a loadbalancer.Action) (*loadbalancer.LoadBalancer, error) {
+	lb, err := d.countingDriver.Apply(ctx, a)
+	if lb != nil {
+		lb.Ingress = nil
+		d.mem.mu.Lock()
+		d.mem.lbs[lb.ID].Ingress = nil
+		d.mem.mu.Unlock()
+	}
+	return lb, err
+}
+
+func TestPartialCreateIsFinished(t *testing.T) {
+	base := newCountingDriver()
+	r, _ := newReconciler(t, loadbalancer.Config{Driver: &stepCreate{base}})
+	mustEnsure(t, r, "c1", lbService(), threeNodes())
+	applied, _ := base.writes()
+	if diff := cmp.Diff(kinds(loadbalancer.ActionCreate, loadbalancer.ActionAddBackends), applied); diff != "" {
+		t.Errorf("writes (-want +got):\n%s", diff)
+	}
+	mustEnsure(t, r, "c1", lbService(), threeNodes())
+	if applied, _ := base.writes(); len(applied) != 0 {
+		t.Errorf("second Ensure wrote %v", applied)
+	}
+}
+
+// stepCreate creates load balancers without backends, as a cloud that
+// needs a second call for them.
+type stepCreate struct{ *countingDriver }
+
+func (d *stepCreate) Apply(ctx context.Context, a loadbalancer.Action) (*loadbalancer.LoadBalancer, error) {
+	if a.Kind == loadbalancer.ActionCreate {
+		c := a.Create.Clone()
+		c.Spec.Backends = nil
+		a.Create = c
+	}
+	return d.countingDriver.Apply(ctx, a)
+}
+
+func TestAdoptionByID(t *testing.T) {
+	set := &loadbalancer.AnnotationSet{}
+	idAnn := set.MustDeclare(loadbalancer.Annotation{Name: "lb.example.com/id", Kind: loadbalancer.KindString, Doc: "Cloud ID to adopt."})
+	withID := func(id string) *v1.Service {
+		return lbService(func(s *v1.Service) { s.Annotations = map[string]string{idAnn.Name: id} })
+	}
+	t.Run("untagged is adopted", func(t *testing.T) {
+		r, d := newReconciler(t, loadbalancer.Config{Annotations: set, IDAnnotation: idAnn})
+		d.mem.lbs["lb-old"] = &loadbalancer.LoadBalancer{ID: "lb-old", Name: "hand-made", Tags: map[string]string{"team": "x"},
+			Ingress: []loadbalancer.Ingress{{IP: "198.51.100.1"}}}
+		st := mustEnsure(t, r, "c1", withID("lb-old"), threeNodes())
+		if st.Ingress[0].IP != "198.51.100.1" {
+			t.Errorf("status %v; want the adopted address", st)
+		}
+		applied, _ := d.writes()
+		if len(applied) == 0 || applied[0] != loadbalancer.ActionUpdateTags || slices.Contains(applied, loadbalancer.ActionCreate) {
+			t.Errorf("writes %v; want tags first and no create", applied)
+		}
+		lb := d.stored()["lb-old"]
+		if lb.Tags["team"] != "x" || lb.Tags[loadbalancer.TagCluster] != "c1" || lb.Name != "hand-made" {
+			t.Errorf("adopted load balancer %+v: want its own tags and name kept plus ours", lb)
+		}
+		mustEnsure(t, r, "c1", withID("lb-old"), threeNodes())
+		if applied, _ := d.writes(); len(applied) != 0 {
+			t.Errorf("second Ensure wrote %v", applied)
+		}
+		if err := r.EnsureLoadBalancerDeleted(t.Context(), "c1", withID("lb-old")); err != nil || len(d.stored()) != 0 {
+			t.Errorf("Delete = %v, left %v", err, d.stored())
+		}
+	})
+	t.Run("owned by another cluster", func(t *testing.T) {
+		r, d := newReconciler(t, loadbalancer.Config{Annotations: set, IDAnnotation: idAnn})
+		d.mem.lbs["lb-b"] = &loadbalancer.LoadBalancer{ID: "lb-b", Tags: loadbalancer.OwnerOf("cluster-b", lbService()).Tags()}
+		_, err := r.EnsureLoadBalancer(t.Context(), "c1", withID("lb-b"), threeNodes())
+		if !errors.Is(err, loadbalancer.ErrNotOwned) || !strings.Contains(err.Error(), `owned by cluster "cluster-b"`) {
+			t.Errorf("Ensure = %v; want ErrNotOwned naming cluster-b", err)
+		}
+		if err := r.EnsureLoadBalancerDeleted(t.Context(), "c1", withID("lb-b")); err != nil {
+			t.Errorf("Delete = %v", err)
+		}
+		if applied, deleted := d.writes(); len(applied)+len(deleted) != 0 || len(d.stored()) != 1 {
+			t.Errorf("wrote %v, deleted %v; want nothing", applied, deleted)
+		}
+	})
+	t.Run("missing ID", func(t *testing.T) {
+		r, d := newReconciler(t, loadbalancer.Config{Annotations: set, IDAnnotation: idAnn})
+		_, err := r.EnsureLoadBalancer(t.Context(), "c1", withID("lb-gone"), threeNodes())
+		if !errors.Is(err, loadbalancer.ErrNotFound) || !strings.Contains(err.Error(), `"lb-gone"`) {
+			t.Errorf("Ensure = %v; want ErrNotFound naming the ID", err)
+		}
+		if applied, _ := d.writes(); len(applied) != 0 {
+			t.Errorf("wrote %v; want nothing", applied)
+		}
+		if err := r.EnsureLoadBalancerDeleted(t.Context(), "c1", withID("lb-gone")); err != nil {
+			t.Errorf("Delete with a stale ID annotation = %v; want nil", err)
+		}
+	})
+}
+
+func TestClusterIdentity(t *testing.T) {
+	r, d := newReconciler(t, loadbalancer.Config{ClusterID: "fixed"})
+	mustEnsure(t, r, "kubernetes", lbService(), threeNodes())
+	for _, lb := range d.stored() {
+		if lb.Tags[loadbalancer.TagCluster] != "fixed" {
+			t.Errorf("cluster tag %q; want Config.ClusterID", lb.Tags[loadbalancer.TagCluster])
+		}
+	}
+	// The clusterName argument no longer matters.
+	if _, exists, _ := r.GetLoadBalancer(t.Context(), "other", lbService()); !exists {
+		t.Errorf("Get with another clusterName: exists=false; want Config.ClusterID to win")
+	}
+	r2, _ := newReconciler(t, loadbalancer.Config{})
+	if _, err := r2.EnsureLoadBalancer(t.Context(), "", lbService(), threeNodes()); err == nil || !strings.Contains(err.Error(), "cluster identity is empty") {
+		t.Errorf("Ensure without a cluster identity: %v", err)
+	}
+	noUID := lbService(func(s *v1.Service) { s.UID = "" })
+	if _, err := r2.EnsureLoadBalancer(t.Context(), "c1", noUID, nil); !errors.Is(err, loadbalancer.ErrInvalidService) {
+		t.Errorf("Ensure without a UID: %v; want ErrInvalidService", err)
+	}
+}
+
+func TestArgumentsNotMutated(t *testing.T) {
+	set, _ := testAnnotations(t)
+	r, _ := newReconciler(t, loadbalancer.Config{Annotations: set})
+	svc := lbService(func(s *v1.Service) {
+		s.Spec.IPFamilies = []v1.IPFamily{v1.IPv6Protocol, v1.IPv4Protocol}
+		s.Spec.Ports = append(s.Spec.Ports, v1.ServicePort{Protocol: v1.ProtocolUDP, Port: 53, NodePort: 30053})
+		s.Spec.LoadBalancerSourceRanges = []string{"10.0.0.1/8"}
+		s.Annotations = map[string]string{"lb.example.com/algorithm": "least-connections"}
+	})
+	nodes := []*v1.Node{node("n2", "fd00::2", "10.0.0.2"), node("n1", "10.0.0.1", "fd00::1")}
+	svcBefore, nodesBefore := svc.DeepCopy(), deepCopyNodes(nodes)
+	ctx := t.Context()
+	mustEnsure(t, r, "c1", svc, nodes)
+	_ = r.UpdateLoadBalancer(ctx, "c1", svc, nodes)
+	_, _, _ = r.GetLoadBalancer(ctx, "c1", svc)
+	_ = r.GetLoadBalancerName(ctx, "c1", svc)
+	_ = r.EnsureLoadBalancerDeleted(ctx, "c1", svc)
+	if diff := cmp.Diff(svcBefore, svc); diff != "" {
+		t.Errorf("Service modified (-before +after):\n%s", diff)
+	}
+	if diff := cmp.Diff(nodesBefore, nodes); diff != "" {
+		t.Errorf("Nodes modified (-before +after):\n%s", diff)
+	}
+}
+
+// TestSerialized runs Ensure and Update for one Service concurrently; the
+// driver flags any two calls in flight at once.
+func TestSerialized(t *testing.T) {
+	r, d := newReconciler(t, loadbalancer.Config{})
+	mustEnsure(t, r, "c1", lbService(), threeNodes())
+	var wg sync.WaitGroup
+	for i := range 20 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			nodes := threeNodes()[:1+i%3]
+			if i%2 == 0 {
+				_, _ = r.EnsureLoadBalancer(context.Background(), "c1", lbService(), nodes)
+			} else {
+				_ = r.UpdateLoadBalancer(context.Background(), "c1", lbService(), nodes)
+			}
+		}()
+	}
+	wg.Wait()
+	if d.overlap.Load() {
+		t.Errorf("driver calls for one Service overlapped")
+	}
+	if n := len(d.stored()); n != 1 {
+		t.Errorf("%d load balancers; want 1", n)
+	}
+}
+
+func TestActionHook(t *testing.T) {
+	var got []string
+	r, _ := newReconciler(t, loadbalancer.Config{Hooks: loadbalancer.Hooks{
+		Action: func(_ context.Context, svc *v1.Service, a loadbalancer.Action, err error) {
+			got = append(got, fmt.Sprintf("%s %s %v", svc.Name, a.Kind, err))
+		},
+	}})
+	mustEnsure(t, r, "c1", lbService(), threeNodes())
+	if diff := cmp.Diff([]string{"web CreateLoadBalancer <nil>"}, got); diff != "" {
+		t.Errorf("Action hook calls (-want +got):\n%s", diff)
+	}
+}
+
+func TestNewReconcilerErrors(t *testing.T) {
+	set := &loadbalancer.AnnotationSet{}
+	ip := set.MustDeclare(loadbalancer.Annotation{Name: "x.io/ip", Kind: loadbalancer.KindIP, Doc: "d"})
+	undeclared := &loadbalancer.Annotation{Name: "x.io/id", Kind: loadbalancer.KindString}
+	d := newCountingDriver()
+	cases := []struct {
+		name, reason string
+		cfg          loadbalancer.Config
+		wantSubstr   string
+	}{
+		{"no driver", "nothing to talk to", loadbalancer.Config{}, "Config.Driver is nil"},
+		{"bad naming", "naming is validated", loadbalancer.Config{Driver: d, Naming: loadbalancer.NamingConfig{MaxLength: 5}}, "Config.Naming: NamingConfig.MaxLength 5"},
+		{"wrong kind", "the ID annotation is a string", loadbalancer.Config{Driver: d, Annotations: set, IDAnnotation: ip}, `Config.IDAnnotation "x.io/ip" is of kind IP`},
+		{"undeclared", "annotations come from the set", loadbalancer.Config{Driver: d, Annotations: set, IDAnnotation: undeclared}, "not declared in Config.Annotations"},
+		{"negative retry", "durations are >= 0", loadbalancer.Config{Driver: d, RetryAfter: -time.Second}, "Config.RetryAfter -1s"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			if _, err := loadbalancer.NewReconciler(tc.cfg); err == nil || !strings.Contains(err.Error(), tc.wantSubstr) {
+				t.Errorf("%s: NewReconciler error = %v; want it to contain %q", tc.reason, err, tc.wantSubstr)
+			}
+		})
+	}
+}
