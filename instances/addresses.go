@@ -222,7 +222,14 @@ func parseAddress(a v1.NodeAddress, preferIPv6 bool) (addrEntry, error) {
 			return addrEntry{}, errors.New("expected a unicast address, got an unspecified or multicast address")
 		}
 		e.ip = ip
-		e.text = ip.String()
+		// Keep the caller's string when it is already canonical (the common
+		// case), which saves an allocation per address.
+		var buf [64]byte
+		if canon := ip.AppendTo(buf[:0]); string(canon) == a.Address {
+			e.text = a.Address
+		} else {
+			e.text = string(canon)
+		}
 		if ip.Is6() != preferIPv6 {
 			e.family = 1
 		}
