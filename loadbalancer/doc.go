@@ -36,7 +36,7 @@
 // # Lookup order, rename and adoption
 //
 // The Reconciler finds "the load balancer of this Service" in this order
-// (Reconciler.find):
+// (every Reconciler method uses it):
 //
 //  1. A stored ID: when Config.IDAnnotation is set and the Service carries
 //     that annotation, the load balancer with that cloud ID. If it carries no

@@ -141,32 +141,14 @@ func (p *planner) listeners(want, have []Listener) {
 	var removed, added []Listener
 	type update struct{ old, new Listener }
 	var updates []update
-	i, j := 0, 0
-	for i < len(want) || j < len(have) {
-		var c int
-		switch {
-		case i == len(want):
-			c = 1
-		case j == len(have):
-			c = -1
-		default:
-			c = want[i].ListenerKey.Compare(have[j].ListenerKey)
-		}
-		switch {
-		case c < 0:
-			added = append(added, want[i])
-			i++
-		case c > 0:
-			removed = append(removed, have[j])
-			j++
-		default:
-			if want[i] != have[j] {
-				updates = append(updates, update{have[j], want[i]})
+	mergeSorted(want, have, func(a, b Listener) int { return a.ListenerKey.Compare(b.ListenerKey) },
+		func(w Listener) { added = append(added, w) },
+		func(h Listener) { removed = append(removed, h) },
+		func(w, h Listener) {
+			if w != h {
+				updates = append(updates, update{h, w})
 			}
-			i++
-			j++
-		}
-	}
+		})
 	// Pair removed and added listeners of the same family and protocol:
 	// first those keeping their node port, then any.
 	for _, sameNodePort := range []bool{true, false} {
@@ -205,37 +187,45 @@ func (p *planner) listeners(want, have []Listener) {
 
 func (p *planner) backends(want, have []Backend) {
 	var add, remove []Backend
-	i, j := 0, 0
-	for i < len(want) || j < len(have) {
-		var c int
-		switch {
-		case i == len(want):
-			c = 1
-		case j == len(have):
-			c = -1
-		default:
-			c = strings.Compare(want[i].NodeName, have[j].NodeName)
-		}
-		switch {
-		case c < 0:
-			add = append(add, want[i])
-			i++
-		case c > 0:
-			remove = append(remove, have[j])
-			j++
-		default:
-			if want[i] != have[j] {
-				add = append(add, want[i]) // AddBackends replaces by node name
+	mergeSorted(want, have, func(a, b Backend) int { return strings.Compare(a.NodeName, b.NodeName) },
+		func(w Backend) { add = append(add, w) },
+		func(h Backend) { remove = append(remove, h) },
+		func(w, h Backend) {
+			if w != h {
+				add = append(add, w) // AddBackends replaces by node name
 			}
-			i++
-			j++
-		}
-	}
+		})
 	if len(add) > 0 {
 		p.add(Action{Kind: ActionAddBackends, Backends: add}, "new or changed backends: %s", nodeList(add))
 	}
 	if len(remove) > 0 {
 		p.add(Action{Kind: ActionRemoveBackends, Backends: remove}, "no longer backends: %s", nodeList(remove))
+	}
+}
+
+// mergeSorted walks two slices sorted by cmp in one pass, calling onlyWant,
+// onlyHave or both for each element or matching pair.
+func mergeSorted[T any](want, have []T, cmp func(a, b T) int, onlyWant, onlyHave func(T), both func(w, h T)) {
+	i, j := 0, 0
+	for i < len(want) && j < len(have) {
+		switch c := cmp(want[i], have[j]); {
+		case c < 0:
+			onlyWant(want[i])
+			i++
+		case c > 0:
+			onlyHave(have[j])
+			j++
+		default:
+			both(want[i], have[j])
+			i++
+			j++
+		}
+	}
+	for ; i < len(want); i++ {
+		onlyWant(want[i])
+	}
+	for ; j < len(have); j++ {
+		onlyHave(have[j])
 	}
 }
 

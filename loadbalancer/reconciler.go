@@ -59,7 +59,7 @@ type Hooks struct {
 	// (ErrInvalidAnnotation), an invalid field (ErrInvalidService), an
 	// unsupported feature (ErrUnsupported), a load balancer owned by
 	// someone else (ErrNotOwned) or a stored ID that does not exist
-	// (ErrNotFound). op is the method name, e.g. "EnsureLoadBalancer". A
+	// (ErrNotFound from EnsureLoadBalancer). op is the method name, e.g. "EnsureLoadBalancer". A
 	// typical hook records a Warning event on svc.
 	UserError func(ctx context.Context, op string, svc *v1.Service, err error)
 	// Action is called after each Driver.Apply, with its error (nil on
@@ -201,15 +201,11 @@ func (r *Reconciler) GetLoadBalancerName(_ context.Context, clusterName string, 
 // Driver are wrapped; an invalid address reported by the Driver is an
 // error with exists=true.
 func (r *Reconciler) GetLoadBalancer(ctx context.Context, clusterName string, svc *v1.Service) (*v1.LoadBalancerStatus, bool, error) {
-	owner, err := r.owner(clusterName, svc)
+	_, res, unlock, err := r.begin(ctx, "GetLoadBalancer", clusterName, svc)
 	if err != nil {
 		return nil, false, err
 	}
-	defer r.lock(svc)()
-	res, err := r.find(ctx, owner, svc)
-	if err != nil {
-		return nil, false, err
-	}
+	defer unlock()
 	if len(res.owned) == 0 {
 		return nil, false, nil
 	}
@@ -237,19 +233,19 @@ func (r *Reconciler) EnsureLoadBalancer(ctx context.Context, clusterName string,
 	if svc != nil && svc.Spec.LoadBalancerClass != nil {
 		return nil, cloudprovider.ImplementedElsewhere
 	}
-	owner, err := r.owner(clusterName, svc)
-	if err != nil {
+	if _, err := r.owner(clusterName, svc); err != nil {
 		return nil, err
 	}
-	defer r.lock(svc)()
+	// Desired is pure: a Service we cannot build causes no cloud call.
 	desired, err := Desired(svc, nodes, r.Options(clusterName))
 	if err != nil {
 		return nil, r.fail(ctx, op, svc, err)
 	}
-	res, err := r.find(ctx, owner, svc)
+	owner, res, unlock, err := r.begin(ctx, op, clusterName, svc)
 	if err != nil {
-		return nil, r.fail(ctx, op, svc, err)
+		return nil, err
 	}
+	defer unlock()
 	if res.err != nil {
 		return nil, r.fail(ctx, op, svc, res.err)
 	}
@@ -297,18 +293,17 @@ func (r *Reconciler) UpdateLoadBalancer(ctx context.Context, clusterName string,
 	if svc != nil && svc.Spec.LoadBalancerClass != nil {
 		return cloudprovider.ImplementedElsewhere
 	}
-	owner, err := r.owner(clusterName, svc)
+	owner, res, unlock, err := r.begin(ctx, op, clusterName, svc)
 	if err != nil {
 		return err
 	}
-	defer r.lock(svc)()
-	res, err := r.find(ctx, owner, svc)
-	if err != nil {
-		return r.fail(ctx, op, svc, err)
-	}
+	defer unlock()
 	lb := res.target()
 	if lb == nil || !owner.Owns(lb.Tags) {
-		return r.fail(ctx, op, svc, fmt.Errorf("%w: service %s has no load balancer to update", ErrNotFound, owner.NamespacedName()))
+		// Not a user error: the controller calls Update for every
+		// LoadBalancer Service on node changes, also before Ensure
+		// succeeded, and then checks GetLoadBalancer.
+		return fmt.Errorf("%s for service %s: %w: nothing to update", op, owner.NamespacedName(), ErrNotFound)
 	}
 	families, err := ServiceFamilies(svc)
 	if err != nil {
@@ -335,15 +330,11 @@ func (r *Reconciler) UpdateLoadBalancer(ctx context.Context, clusterName string,
 // errors are wrapped and joined.
 func (r *Reconciler) EnsureLoadBalancerDeleted(ctx context.Context, clusterName string, svc *v1.Service) error {
 	const op = "EnsureLoadBalancerDeleted"
-	owner, err := r.owner(clusterName, svc)
+	_, res, unlock, err := r.begin(ctx, op, clusterName, svc)
 	if err != nil {
 		return err
 	}
-	defer r.lock(svc)()
-	res, err := r.find(ctx, owner, svc)
-	if err != nil {
-		return r.fail(ctx, op, svc, err)
-	}
+	defer unlock()
 	var errs []error
 	for _, lb := range res.owned {
 		klog.FromContext(ctx).V(2).Info("Deleting load balancer", "service", klog.KObj(svc), "id", lb.ID, "name", lb.Name)
@@ -352,6 +343,22 @@ func (r *Reconciler) EnsureLoadBalancerDeleted(ctx context.Context, clusterName 
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// begin checks the arguments, takes the Service's lock and runs the lookup.
+// The caller must call unlock when err is nil.
+func (r *Reconciler) begin(ctx context.Context, op, clusterName string, svc *v1.Service) (owner Owner, res *lookup, unlock func(), err error) {
+	owner, err = r.owner(clusterName, svc)
+	if err != nil {
+		return owner, nil, nil, err
+	}
+	unlock = r.lock(svc)
+	res, err = r.find(ctx, owner, svc)
+	if err != nil {
+		unlock()
+		return owner, nil, nil, r.fail(ctx, op, svc, err)
+	}
+	return owner, res, unlock, nil
 }
 
 func (r *Reconciler) owner(clusterName string, svc *v1.Service) (Owner, error) {
