@@ -78,6 +78,7 @@ type AnnotationError struct {
 	Err      error
 }
 
+// Error names the annotation, the value and what was expected.
 func (e *AnnotationError) Error() string {
 	return fmt.Sprintf("annotation %q: invalid value %q: expected %s", e.Name, e.Value, e.Expected)
 }

@@ -38,6 +38,7 @@ type UnsupportedError struct {
 	Detail string
 }
 
+// Error names the Service field, the feature and the Capabilities field.
 func (e *UnsupportedError) Error() string {
 	return fmt.Sprintf("%s: %s is not supported by this provider (Capabilities.%s is false)", e.Detail, e.Feature, e.Feature)
 }
@@ -59,6 +60,8 @@ type OwnershipError struct {
 	How string
 }
 
+// Error names the load balancer, how it was found, its owner and the
+// expected owner.
 func (e *OwnershipError) Error() string {
 	got := "no ccmkit ownership tags"
 	if e.Got.Cluster != "" || e.Got.UID != "" {
