@@ -67,7 +67,7 @@ type Options struct {
 // ErrProvidedNodeIP.
 //
 // Node arguments are never modified. An Adapter is safe for concurrent use if
-// its Driver is.
+// its Driver is. Create it with NewAdapter; the zero value is not usable.
 type Adapter struct {
 	driver Driver
 	opts   Options

@@ -33,7 +33,8 @@ type CacheOptions struct {
 	// ended is never remembered.
 	ErrorTTL time.Duration
 	// Now returns the current time; nil means time.Now. Tests inject a
-	// fake clock here.
+	// fake clock here. It is called concurrently and with the Cache's lock
+	// held, so it must be safe for concurrent use and must not call the Cache.
 	Now func() time.Time
 }
 
@@ -67,7 +68,8 @@ type CacheOptions struct {
 // Instances returned share their Path, Addresses and Labels with the List
 // result; callers must not modify them (the Adapter does not). A Cache never
 // starts goroutines; List runs on the goroutine of the look-up that needed
-// it. It is safe for concurrent use if the wrapped ListDriver is.
+// it. It is safe for concurrent use if the wrapped ListDriver is. Create it
+// with NewCache; the zero value is not usable.
 type Cache struct {
 	d        ListDriver
 	ttl      time.Duration

@@ -23,7 +23,7 @@ import (
 // every other doubt must be some other error.
 var ErrNotFound = cloudprovider.InstanceNotFound
 
-// ErrInvalidInstance is wrapped by the errors the Adapter and the Cache return
+// ErrInvalidInstance is wrapped by the errors the Adapter returns
 // when a Driver hands back an Instance that breaks the Driver contract: an
 // empty or mismatched ID or Name, an unknown State, an invalid label, or
 // addresses BuildAddresses rejects. It is a driver bug, never "not found".
