@@ -1,0 +1,315 @@
+package conformance
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/netip"
+	"slices"
+	"testing"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	cloudprovider "k8s.io/cloud-provider"
+)
+
+// Config describes the provider under test. Only NewTarget is required; the
+// zero value of every other field is a documented default.
+type Config struct {
+	// NewTarget returns a fresh provider under test, with its fixtures and
+	// hooks. It is called once per rule, so that rules are independent: the
+	// returned cloud holds no load balancers and no routes of its own, and
+	// the instances of Target.Nodes exist and run. ctx is the rule's context.
+	NewTarget func(ctx context.Context) (*Target, error)
+
+	// Claims lists the capabilities and features the provider offers. A rule
+	// that needs an unclaimed one is skipped with the reason.
+	Claims Claims
+
+	// ProviderName is the name the provider is registered under with
+	// cloudprovider.RegisterCloudProvider. Empty skips PROVIDER-REGISTRATION
+	// and PROVIDER-BAD-CONFIG; otherwise it must also equal ProviderName().
+	ProviderName string
+	// CloudConfig is a valid --cloud-config for the registered factory. Empty
+	// means the factory must work with no config (a nil reader).
+	CloudConfig string
+	// BadCloudConfig is a --cloud-config the registered factory must reject
+	// with an error. Empty skips PROVIDER-BAD-CONFIG.
+	BadCloudConfig string
+
+	// AllowUntaggedCloud declares that the provider is run with
+	// --allow-untagged-cloud, and skips PROVIDER-CLUSTER-ID.
+	AllowUntaggedCloud bool
+
+	// ClusterName is the --cluster-name the controllers pass to the provider.
+	// Default "conformance". CrossClusterName, default ClusterName+"-other",
+	// is the second cluster of the isolation rules.
+	ClusterName      string
+	CrossClusterName string
+
+	// ClusterCIDRs is the --cluster-cidr of the route rules and the route
+	// controller: one CIDR per IP family. Default "10.244.0.0/16", plus
+	// "fd00:10:244::/56" when Claims.DualStack. Pod CIDRs given to nodes are
+	// carved from them (/24 for IPv4, /64 for IPv6).
+	ClusterCIDRs []string
+
+	// Timeout bounds every wait for a controller to reach a state, and every
+	// single provider call made with a cancelled context. Default 30s. A rule
+	// as a whole is abandoned after 4×Timeout.
+	Timeout time.Duration
+
+	// Skip maps rule IDs to the reason they are not run (a known failure, a
+	// rule that does not apply). An ID that names no rule is a configuration
+	// error.
+	Skip map[string]string
+}
+
+// Claims lists what the provider offers. Capabilities select whole groups of
+// rules; features select the load-balancer and route variants that are
+// checked to work, while the load-balancer variants of unclaimed features are
+// checked to be rejected with an error (LB-UNSUPPORTED-REJECTED).
+type Claims struct {
+	// Capabilities: the accessors of cloudprovider.Interface that return
+	// (impl, true).
+	LoadBalancer bool
+	InstancesV2  bool
+	Routes       bool
+	Zones        bool
+
+	// UDP, SCTP: Services with ports of that protocol.
+	UDP  bool
+	SCTP bool
+	// MixedProtocols: one Service with TCP and UDP ports.
+	MixedProtocols bool
+	// DualStack: IPv6 and dual-stack wherever the capability exists: load
+	// balancers for RequireDualStack Services, routes for IPv6 pod CIDRs,
+	// node addresses of both families.
+	DualStack bool
+	// HostnameIngress: the load balancer may report a hostname instead of an
+	// IP as its ingress.
+	HostnameIngress bool
+	// NodePortLess: Services with allocateLoadBalancerNodePorts=false.
+	NodePortLess bool
+}
+
+// Target is one fresh provider under test, its fixtures and its hooks.
+type Target struct {
+	// Cloud is the provider under test, as its factory returns it. The suite
+	// calls Initialize (and SetInformers, for a cloudprovider.InformerUser)
+	// before a rule uses it, as the cloud-controller-manager does.
+	Cloud cloudprovider.Interface
+
+	// Nodes are Node objects, as kubelets register them, whose cloud
+	// instances exist and run. The suite never modifies them (it works on
+	// copies). Instance rules need at least 1, backend rules at least 2.
+	Nodes []*v1.Node
+
+	// Hooks arrange and inspect cloud state. Each is optional: a rule that
+	// needs a missing hook is skipped with the reason.
+	Hooks Hooks
+
+	// Close, if set, is called when the rule that created the target ends.
+	Close func()
+}
+
+// Hooks let the suite arrange and inspect cloud state directly, bypassing the
+// provider. Each hook may be nil. Hooks are called from the rule's goroutine
+// and, in controller rules, while controllers call the provider: they must be
+// safe for concurrent use with the provider.
+type Hooks struct {
+	// CreateInstance creates a new running instance named name and returns
+	// the Node a kubelet on it would register.
+	CreateInstance func(ctx context.Context, name string) (*v1.Node, error)
+	// StopInstance stops (shuts down, without deleting) node's instance.
+	StopInstance func(ctx context.Context, node *v1.Node) error
+	// StartInstance starts node's stopped instance again.
+	StartInstance func(ctx context.Context, node *v1.Node) error
+	// TerminateInstance deletes node's instance for good.
+	TerminateInstance func(ctx context.Context, node *v1.Node) error
+
+	// Owned lists identifiers of every cloud resource the provider created
+	// and still owns (load balancers and their parts, routes…), in any
+	// order. It detects leaks: after a delete, the list must be back to what
+	// it was.
+	Owned func(ctx context.Context) ([]string, error)
+	// Writes returns how many mutating calls the provider has made to the
+	// cloud API so far.
+	Writes func() int64
+	// Outage makes every cloud API call fail until the returned function is
+	// called. It is for the rules that check the provider reports doubt as
+	// an error.
+	Outage func() (restore func())
+
+	// Backends returns the names of the nodes behind svc's load balancer in
+	// clusterName, in any order.
+	Backends func(ctx context.Context, clusterName string, svc *v1.Service) ([]string, error)
+	// Listeners returns the front-end ports of svc's load balancer.
+	Listeners func(ctx context.Context, clusterName string, svc *v1.Service) ([]Listener, error)
+	// SourceRanges returns the CIDRs allowed to reach svc's load balancer.
+	SourceRanges func(ctx context.Context, clusterName string, svc *v1.Service) ([]string, error)
+	// HealthCheck returns the health check of svc's load balancer's backends.
+	HealthCheck func(ctx context.Context, clusterName string, svc *v1.Service) (HealthCheck, error)
+}
+
+// Listener is one front-end port of a load balancer, forwarding to NodePort
+// on the backends (0 for a Service with allocateLoadBalancerNodePorts=false).
+type Listener struct {
+	Protocol v1.Protocol
+	Port     int32
+	NodePort int32
+}
+
+// HealthCheck is how a load balancer checks its backends: an HTTP GET of Path
+// on Port of each node. Path is empty for a TCP check.
+type HealthCheck struct {
+	Port int32
+	Path string
+}
+
+// Rule describes one rule of the suite.
+type Rule struct {
+	// ID names the rule in subtests, failures and Config.Skip, such as
+	// "LB-IDEMPOTENT".
+	ID string
+	// Statement is the rule in one sentence.
+	Statement string
+	// Source is where the contract comes from, as "file function" in
+	// k8s.io/cloud-provider@v0.37.2.
+	Source string
+}
+
+// Rules returns every rule of the suite, in the order Run and Check run
+// them. The slice is a copy.
+func Rules() []Rule {
+	out := make([]Rule, len(rules))
+	for i, r := range rules {
+		out[i] = Rule{ID: r.id, Statement: r.statement, Source: r.source}
+	}
+	return out
+}
+
+// Failure is one broken rule, as Check reports it.
+type Failure struct {
+	// Rule is the ID of the broken rule.
+	Rule string
+	// Message says what was observed and what was expected.
+	Message string
+}
+
+// Error returns "RULE-ID: message".
+func (f *Failure) Error() string { return f.Rule + ": " + f.Message }
+
+// Run runs every rule as a subtest of t named by the rule ID, in the order of
+// Rules; a rule whose capability, feature or hook is missing is skipped with
+// the reason. Filter rules with go test -run 'TestX/LB-'. Run returns when
+// every rule has ended; it does not call t.Parallel.
+func Run(t *testing.T, cfg Config) {
+	t.Helper()
+	c, err := cfg.normalize()
+	if err != nil {
+		t.Fatalf("conformance: %v", err)
+	}
+	for i := range rules {
+		rl := &rules[i]
+		t.Run(rl.id, func(t *testing.T) {
+			res := execute(t.Context(), c, rl)
+			for _, l := range res.logs {
+				t.Log(l)
+			}
+			if res.skip != "" {
+				t.Skip(res.skip)
+			}
+			if len(res.errs) > 0 {
+				t.Logf("rule: %s (source: %s)", rl.statement, rl.source)
+			}
+			for _, e := range res.errs {
+				t.Error(e)
+			}
+		})
+	}
+}
+
+// Check runs every rule, in the order of Rules, and returns every failure
+// joined with errors.Join: each joined error is a *Failure naming its rule.
+// Skipped rules are not errors. Check returns nil when no rule fails, and an
+// error that is not a *Failure when cfg is invalid. It stops early, with
+// ctx's error, when ctx is done.
+func Check(ctx context.Context, cfg Config) error {
+	c, err := cfg.normalize()
+	if err != nil {
+		return fmt.Errorf("conformance: %w", err)
+	}
+	var errs []error
+	for i := range rules {
+		if err := ctx.Err(); err != nil {
+			return errors.Join(append(errs, err)...)
+		}
+		res := execute(ctx, c, &rules[i])
+		for _, e := range res.errs {
+			errs = append(errs, &Failure{Rule: rules[i].id, Message: e})
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// normalize validates cfg and fills in defaults.
+func (cfg Config) normalize() (*Config, error) {
+	c := cfg
+	if c.NewTarget == nil {
+		return nil, errors.New("Config.NewTarget is nil, expected a constructor of a fresh provider under test")
+	}
+	if c.ClusterName == "" {
+		c.ClusterName = "conformance"
+	}
+	if c.CrossClusterName == "" {
+		c.CrossClusterName = c.ClusterName + "-other"
+	}
+	if c.CrossClusterName == c.ClusterName {
+		return nil, fmt.Errorf("Config.CrossClusterName %q equals ClusterName, expected a different cluster", c.CrossClusterName)
+	}
+	if c.Timeout == 0 {
+		c.Timeout = 30 * time.Second
+	}
+	if c.Timeout < 0 {
+		return nil, fmt.Errorf("Config.Timeout %v is negative, expected a positive duration or 0 for the default", c.Timeout)
+	}
+	if len(c.ClusterCIDRs) == 0 {
+		c.ClusterCIDRs = []string{"10.244.0.0/16"}
+		if c.Claims.DualStack {
+			c.ClusterCIDRs = append(c.ClusterCIDRs, "fd00:10:244::/56")
+		}
+	}
+	var fams []bool
+	for i, s := range c.ClusterCIDRs {
+		p, err := netip.ParsePrefix(s)
+		if err != nil || p.Masked() != p {
+			return nil, fmt.Errorf("Config.ClusterCIDRs[%d] %q is not a CIDR in canonical form, expected such as 10.244.0.0/16", i, s)
+		}
+		limit := 24
+		if p.Addr().Is6() {
+			limit = 64
+		}
+		if p.Bits() > limit-4 {
+			return nil, fmt.Errorf("Config.ClusterCIDRs[%d] %q is too small, expected room for 16 /%d pod CIDRs", i, s, limit)
+		}
+		if slices.Contains(fams, p.Addr().Is6()) {
+			return nil, fmt.Errorf("Config.ClusterCIDRs[%d] %q repeats an IP family, expected at most one CIDR per family", i, s)
+		}
+		fams = append(fams, p.Addr().Is6())
+	}
+	for id := range c.Skip {
+		if ruleByID(id) == nil {
+			return nil, fmt.Errorf("Config.Skip names rule %q, which does not exist (see Rules)", id)
+		}
+	}
+	return &c, nil
+}
+
+func ruleByID(id string) *rule {
+	for i := range rules {
+		if rules[i].id == id {
+			return &rules[i]
+		}
+	}
+	return nil
+}

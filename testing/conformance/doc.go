@@ -1,0 +1,63 @@
+// Package conformance is the shared conformance suite for implementations
+// of k8s.io/cloud-provider's cloudprovider.Interface: it checks, in go test
+// and without a cluster, the contracts the upstream cloud-controller-manager
+// controllers (k8s.io/cloud-provider@v0.37.2/controllers: service, cloud
+// node, cloud node lifecycle and route) rely on.
+//
+// It follows testing/fstest and testing/slogtest: one table of rules and two
+// entry points over it. [Run] runs each rule as a subtest named by its ID;
+// [Check] runs them all and returns every failure joined with errors.Join,
+// each a [*Failure] naming its rule.
+//
+//	func TestConformance(t *testing.T) {
+//		conformance.Run(t, conformance.Config{
+//			NewTarget: func(ctx context.Context) (*conformance.Target, error) {
+//				cloud, nodes := newTestCloud() // a fresh provider and its nodes
+//				return &conformance.Target{Cloud: cloud, Nodes: nodes}, nil
+//			},
+//			Claims: conformance.Claims{LoadBalancer: true, InstancesV2: true},
+//		})
+//	}
+//
+// # What is checked
+//
+// Direct-call rules call the provider the way the controllers do and check
+// the answers: accessors, registration, load-balancer idempotency,
+// existence, deletion, backends, ports, source ranges, health checks,
+// unsupported features, cross-cluster isolation and concurrency; instance
+// existence, shutdown, metadata and addresses; route round trips, names and
+// deletion; sentinel errors, unmodified arguments and cancelled contexts.
+// Controller rules (CTRL-*) run the real upstream controllers against a
+// client-go fake clientset and the provider, with periods of tens of
+// milliseconds, and wait (at most Config.Timeout) for the outcome: an
+// initialized Node, a deleted or tainted Node, a Service with its finalizer
+// and ingress, routes that appear, stay and go.
+//
+// # Independence and skipping
+//
+// Every rule gets a fresh provider from Config.NewTarget and initializes it
+// as the cloud-controller-manager does (Initialize, then SetInformers for a
+// cloudprovider.InformerUser). A rule whose capability, feature or hook is
+// not available is skipped with the reason; so is a rule whose precondition
+// (a first EnsureLoadBalancer, a first InstanceMetadata, a working accessor)
+// fails, because the rule that owns that precondition reports it: one
+// mistake, one failing rule.
+//
+// Hooks arrange and inspect cloud state that the cloudprovider interfaces
+// cannot: stop, start, terminate or create an instance, list what the
+// provider owns (to find leaks), count cloud writes, simulate an outage, and
+// read a load balancer's backends, listeners, source ranges and health
+// check. The richer the hooks, the more rules run.
+//
+// # Concurrency and output
+//
+// Run and Check run the rules one after the other; rules start goroutines of
+// their own (the concurrency rules and the controllers), so run the suite
+// with -race. A provider that panics fails the rule it panicked in; a
+// provider call that blocks fails its rule after 4×Config.Timeout and is
+// abandoned. The upstream controllers log through klog; silence it in your
+// test with klog.SetOutput and klog.LogToStderr(false) if the output is
+// noisy.
+//
+// The rules, with the upstream source each comes from, follow.
+package conformance

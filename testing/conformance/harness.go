@@ -1,0 +1,308 @@
+package conformance
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"runtime/debug"
+	"sync"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	utilfeature "k8s.io/apiserver/pkg/util/feature"
+	"k8s.io/client-go/kubernetes/fake"
+	cloudprovider "k8s.io/cloud-provider"
+	nodecontroller "k8s.io/cloud-provider/controllers/node"
+	nodelifecyclecontroller "k8s.io/cloud-provider/controllers/nodelifecycle"
+	routecontroller "k8s.io/cloud-provider/controllers/route"
+	servicecontroller "k8s.io/cloud-provider/controllers/service"
+	controllersmetrics "k8s.io/component-base/metrics/prometheus/controllers"
+
+	// The route controller reads its feature gates from the default gate.
+	_ "k8s.io/controller-manager/pkg/features/register"
+)
+
+// Periods of the controllers the suite runs: short, so that scenarios end in
+// well under a second against an in-memory provider.
+const (
+	nodeStatusPeriod   = 200 * time.Millisecond
+	nodeMonitorPeriod  = 50 * time.Millisecond
+	routeReconcilePeri = 50 * time.Millisecond
+	// nodeWorkerSettle is how long the service controller's node worker is
+	// given to drain its initial queue (see settleNodeWorker).
+	nodeWorkerSettle = 200 * time.Millisecond
+)
+
+// harness runs upstream controllers against a fake clientset and the rule's
+// target, seen through a guard that records calls and contains panics.
+type harness struct {
+	r       *rt
+	g       *guard
+	kube    *fake.Clientset
+	ctx     context.Context
+	wg      sync.WaitGroup
+	metrics *controllersmetrics.ControllerManagerMetrics
+}
+
+// harness creates the rule's target and initializes it against a new, empty
+// fake clientset, as the cloud-controller-manager does before starting its
+// controllers. The controllers started later stop when the rule ends.
+func (r *rt) harness() *harness {
+	tgt := r.newTarget()
+	kube := fake.NewClientset()
+	r.initialize(tgt, kube)
+	ctx, cancel := context.WithCancel(r.ctx)
+	h := &harness{r: r, g: &guard{r: r, inner: tgt.Cloud}, kube: kube, ctx: ctx, metrics: controllersmetrics.NewControllerManagerMetrics("conformance")}
+	r.Cleanup(func() {
+		cancel()
+		h.wg.Wait()
+	})
+	return h
+}
+
+func (h *harness) goRun(f func()) {
+	h.wg.Add(1)
+	go func() {
+		defer h.wg.Done()
+		f()
+	}()
+}
+
+// startInformers starts the informers controllers asked for since the last
+// call.
+func (h *harness) startInformers() { h.r.inf.Start(h.r.stop) }
+
+func (h *harness) startServiceController() {
+	sc, err := servicecontroller.New(h.g, h.kube, h.r.inf.Core().V1().Services(), h.r.inf.Core().V1().Nodes(), h.r.cfg.ClusterName, utilfeature.DefaultFeatureGate)
+	if err != nil {
+		h.r.Fatalf("service controller: New: %v", err)
+	}
+	h.startInformers()
+	h.goRun(func() { sc.Run(h.ctx, 1, h.metrics) })
+}
+
+func (h *harness) startNodeController() {
+	nc, err := nodecontroller.NewCloudNodeController(h.r.inf.Core().V1().Nodes(), h.kube, h.g, nodeStatusPeriod, 1, 1)
+	if err != nil {
+		h.r.Fatalf("cloud node controller: NewCloudNodeController: %v", err)
+	}
+	h.startInformers()
+	h.goRun(func() { nc.RunWithContext(h.ctx, h.metrics) })
+}
+
+func (h *harness) startNodeLifecycleController() {
+	lc, err := nodelifecyclecontroller.NewCloudNodeLifecycleController(h.r.inf.Core().V1().Nodes(), h.kube, h.g, nodeMonitorPeriod, 1)
+	if err != nil {
+		h.r.Fatalf("cloud node lifecycle controller: NewCloudNodeLifecycleController: %v", err)
+	}
+	h.startInformers()
+	h.goRun(func() { lc.Run(h.ctx, h.metrics) })
+}
+
+func (h *harness) startRouteController() {
+	rs, ok := h.g.Routes()
+	if !ok {
+		h.r.Fatalf("Routes() returned false")
+	}
+	var cidrs []*net.IPNet
+	for _, s := range h.r.cfg.ClusterCIDRs {
+		_, n, err := net.ParseCIDR(s)
+		if err != nil {
+			h.r.Fatalf("Config.ClusterCIDRs %q: %v", s, err)
+		}
+		cidrs = append(cidrs, n)
+	}
+	rc, err := routecontroller.New(rs, h.kube, h.r.inf.Core().V1().Nodes(), h.r.cfg.ClusterName, cidrs)
+	if err != nil {
+		h.r.Fatalf("route controller: New: %v", err)
+	}
+	h.startInformers()
+	h.goRun(func() { rc.Run(h.ctx, routeReconcilePeri, h.metrics) })
+}
+
+// call is one provider call made by a controller.
+type call struct {
+	method string
+	key    string // namespace/name of a Service, node name, or route CIDR
+	ports  []v1.ServicePort
+	err    error
+}
+
+// guard is the cloudprovider.Interface the controllers get: it forwards to
+// the provider under test, records each call of LoadBalancer, InstancesV2
+// and Routes, and turns a panic of the provider into a failure of the rule
+// and an error to the controller (the controllers re-panic, which would end
+// the test binary).
+type guard struct {
+	r     *rt
+	inner cloudprovider.Interface
+
+	mu    sync.Mutex
+	calls []call
+}
+
+var _ cloudprovider.Interface = (*guard)(nil)
+
+func (g *guard) do(c call, f func() error) {
+	defer func() {
+		if p := recover(); p != nil {
+			g.r.Errorf("the provider panicked in %s(%s), called by a controller: %v\n%s", c.method, c.key, p, debug.Stack())
+			c.err = fmt.Errorf("conformance: the provider panicked: %v", p)
+		}
+		g.mu.Lock()
+		g.calls = append(g.calls, c)
+		g.mu.Unlock()
+	}()
+	c.err = f()
+}
+
+// count returns how many calls satisfy match.
+func (g *guard) count(match func(call) bool) int {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	n := 0
+	for _, c := range g.calls {
+		if match(c) {
+			n++
+		}
+	}
+	return n
+}
+
+func (g *guard) Initialize(cloudprovider.ControllerClientBuilder, <-chan struct{}) {}
+func (g *guard) Instances() (cloudprovider.Instances, bool)                        { return g.inner.Instances() }
+func (g *guard) Zones() (cloudprovider.Zones, bool)                                { return g.inner.Zones() }
+func (g *guard) Clusters() (cloudprovider.Clusters, bool)                          { return g.inner.Clusters() }
+func (g *guard) ProviderName() string                                              { return g.inner.ProviderName() }
+func (g *guard) HasClusterID() bool                                                { return g.inner.HasClusterID() }
+
+func (g *guard) LoadBalancer() (cloudprovider.LoadBalancer, bool) {
+	v, ok := g.inner.LoadBalancer()
+	if !ok || isNil(v) {
+		return nil, false
+	}
+	return guardLB{g, v}, true
+}
+
+func (g *guard) InstancesV2() (cloudprovider.InstancesV2, bool) {
+	v, ok := g.inner.InstancesV2()
+	if !ok || isNil(v) {
+		return nil, false
+	}
+	return guardInst{g, v}, true
+}
+
+func (g *guard) Routes() (cloudprovider.Routes, bool) {
+	v, ok := g.inner.Routes()
+	if !ok || isNil(v) {
+		return nil, false
+	}
+	return guardRoutes{g, v}, true
+}
+
+type guardLB struct {
+	g  *guard
+	lb cloudprovider.LoadBalancer
+}
+
+func lbCall(method string, svc *v1.Service) call {
+	return call{method: method, key: svcKey(svc), ports: append([]v1.ServicePort(nil), svc.Spec.Ports...)}
+}
+
+func (l guardLB) GetLoadBalancer(ctx context.Context, cluster string, svc *v1.Service) (st *v1.LoadBalancerStatus, ok bool, err error) {
+	l.g.do(lbCall("GetLoadBalancer", svc), func() error {
+		st, ok, err = l.lb.GetLoadBalancer(ctx, cluster, svc)
+		return err
+	})
+	return st, ok, err
+}
+
+func (l guardLB) GetLoadBalancerName(ctx context.Context, cluster string, svc *v1.Service) (name string) {
+	l.g.do(lbCall("GetLoadBalancerName", svc), func() error {
+		name = l.lb.GetLoadBalancerName(ctx, cluster, svc)
+		return nil
+	})
+	return name
+}
+
+func (l guardLB) EnsureLoadBalancer(ctx context.Context, cluster string, svc *v1.Service, nodes []*v1.Node) (st *v1.LoadBalancerStatus, err error) {
+	l.g.do(lbCall("EnsureLoadBalancer", svc), func() error {
+		st, err = l.lb.EnsureLoadBalancer(ctx, cluster, svc, nodes)
+		return err
+	})
+	return st, err
+}
+
+func (l guardLB) UpdateLoadBalancer(ctx context.Context, cluster string, svc *v1.Service, nodes []*v1.Node) (err error) {
+	l.g.do(lbCall("UpdateLoadBalancer", svc), func() error {
+		err = l.lb.UpdateLoadBalancer(ctx, cluster, svc, nodes)
+		return err
+	})
+	return err
+}
+
+func (l guardLB) EnsureLoadBalancerDeleted(ctx context.Context, cluster string, svc *v1.Service) (err error) {
+	l.g.do(lbCall("EnsureLoadBalancerDeleted", svc), func() error {
+		err = l.lb.EnsureLoadBalancerDeleted(ctx, cluster, svc)
+		return err
+	})
+	return err
+}
+
+type guardInst struct {
+	g    *guard
+	inst cloudprovider.InstancesV2
+}
+
+func (i guardInst) InstanceExists(ctx context.Context, n *v1.Node) (ok bool, err error) {
+	i.g.do(call{method: "InstanceExists", key: n.Name}, func() error {
+		ok, err = i.inst.InstanceExists(ctx, n)
+		return err
+	})
+	return ok, err
+}
+
+func (i guardInst) InstanceShutdown(ctx context.Context, n *v1.Node) (down bool, err error) {
+	i.g.do(call{method: "InstanceShutdown", key: n.Name}, func() error {
+		down, err = i.inst.InstanceShutdown(ctx, n)
+		return err
+	})
+	return down, err
+}
+
+func (i guardInst) InstanceMetadata(ctx context.Context, n *v1.Node) (md *cloudprovider.InstanceMetadata, err error) {
+	i.g.do(call{method: "InstanceMetadata", key: n.Name}, func() error {
+		md, err = i.inst.InstanceMetadata(ctx, n)
+		return err
+	})
+	return md, err
+}
+
+type guardRoutes struct {
+	g  *guard
+	rs cloudprovider.Routes
+}
+
+func (r guardRoutes) ListRoutes(ctx context.Context, cluster string) (list []*cloudprovider.Route, err error) {
+	r.g.do(call{method: "ListRoutes", key: cluster}, func() error {
+		list, err = r.rs.ListRoutes(ctx, cluster)
+		return err
+	})
+	return list, err
+}
+
+func (r guardRoutes) CreateRoute(ctx context.Context, cluster, hint string, rt *cloudprovider.Route) (err error) {
+	r.g.do(call{method: "CreateRoute", key: rt.DestinationCIDR}, func() error {
+		err = r.rs.CreateRoute(ctx, cluster, hint, rt)
+		return err
+	})
+	return err
+}
+
+func (r guardRoutes) DeleteRoute(ctx context.Context, cluster string, rt *cloudprovider.Route) (err error) {
+	r.g.do(call{method: "DeleteRoute", key: rt.DestinationCIDR}, func() error {
+		err = r.rs.DeleteRoute(ctx, cluster, rt)
+		return err
+	})
+	return err
+}

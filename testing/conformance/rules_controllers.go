@@ -1,0 +1,388 @@
+package conformance
+
+import (
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	v1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	cloudproviderapi "k8s.io/cloud-provider/api"
+	nodehelpers "k8s.io/cloud-provider/node/helpers"
+	servicehelpers "k8s.io/cloud-provider/service/helpers"
+)
+
+// initializedNodes returns copies of the fixture nodes as the cloud node
+// controller leaves them: provider ID set (from InstanceMetadata when the
+// fixture has none and InstancesV2 works), no uninitialized taint.
+func (r *rt) initializedNodes(atLeast int) []*v1.Node {
+	nodes := withUID(r.nodes(atLeast))
+	inst, ok := r.target().Cloud.InstancesV2()
+	for _, n := range nodes {
+		n.ResourceVersion = ""
+		if n.Spec.ProviderID != "" || !ok || isNil(inst) {
+			continue
+		}
+		if md, err := inst.InstanceMetadata(r.ctx, n); err == nil && md != nil {
+			n.Spec.ProviderID = md.ProviderID
+		}
+	}
+	return nodes
+}
+
+func (h *harness) createNode(n *v1.Node) {
+	if _, err := h.kube.CoreV1().Nodes().Create(h.r.ctx, n, metav1.CreateOptions{}); err != nil {
+		h.r.Fatalf("creating Node %s: %v", n.Name, err)
+	}
+}
+
+func (h *harness) node(name string) (*v1.Node, error) {
+	return h.kube.CoreV1().Nodes().Get(h.r.ctx, name, metav1.GetOptions{})
+}
+
+func (h *harness) service(name string) *v1.Service {
+	s, err := h.kube.CoreV1().Services(namespace).Get(h.r.ctx, name, metav1.GetOptions{})
+	if err != nil {
+		h.r.Fatalf("getting Service %s/%s: %v", namespace, name, err)
+	}
+	return s
+}
+
+func hasTaint(n *v1.Node, key string) bool {
+	return slices.ContainsFunc(n.Spec.Taints, func(t v1.Taint) bool { return t.Key == key })
+}
+
+func ruleCtrlNodeInit(r *rt) {
+	h := r.harness()
+	inst := r.inst()
+	nodes := withUID(r.nodes(1))
+	want := map[string]*v1.Node{}
+	for _, n := range nodes {
+		n.ResourceVersion = ""
+		n.Spec.Taints = append(n.Spec.Taints, v1.Taint{Key: cloudproviderapi.TaintExternalCloudProvider, Value: "true", Effect: v1.TaintEffectNoSchedule})
+		want[n.Name] = n
+	}
+	h.startNodeController()
+	for _, n := range nodes {
+		h.createNode(n)
+	}
+	for _, n := range nodes {
+		md := r.mustMetadata(inst, n)
+		addrs := md.NodeAddresses
+		if ann := n.Annotations[providedNodeIP]; ann != "" {
+			if a, err := nodehelpers.GetNodeAddressesFromNodeIP(ann, addrs); err == nil {
+				addrs = a
+			}
+		}
+		var last *v1.Node
+		r.eventually(fmt.Sprintf("node %s to lose the taint %s and get its addresses", n.Name, cloudproviderapi.TaintExternalCloudProvider), func() (bool, string) {
+			got, err := h.node(n.Name)
+			if err != nil {
+				return false, err.Error()
+			}
+			last = got
+			missing := slices.ContainsFunc(addrs, func(a v1.NodeAddress) bool { return !slices.Contains(got.Status.Addresses, a) })
+			return !hasTaint(got, cloudproviderapi.TaintExternalCloudProvider) && !missing,
+				fmt.Sprintf("taints %v, addresses %v (want %v)", got.Spec.Taints, got.Status.Addresses, addrs)
+		})
+		if last.Spec.ProviderID != md.ProviderID {
+			r.Errorf("node %s has spec.providerID %q, expected %q from InstanceMetadata", n.Name, last.Spec.ProviderID, md.ProviderID)
+		}
+		for label, v := range map[string]string{v1.LabelTopologyZone: md.Zone, v1.LabelTopologyRegion: md.Region, v1.LabelInstanceTypeStable: md.InstanceType} {
+			if v != "" && last.Labels[label] != v {
+				r.Errorf("node %s has label %s=%q, expected %q from InstanceMetadata", n.Name, label, last.Labels[label], v)
+			}
+		}
+	}
+}
+
+// lifecycleNodes creates the fixture nodes initialized and NotReady (the
+// node lifecycle controller only asks the cloud about NotReady nodes), starts
+// the node lifecycle controller, and waits until it has asked about each
+// node at least twice.
+func (h *harness) lifecycleNodes() []*v1.Node {
+	nodes := h.r.initializedNodes(1)
+	for _, n := range nodes {
+		setCondition(n, v1.NodeReady, v1.ConditionFalse)
+		h.createNode(n)
+	}
+	h.startNodeLifecycleController()
+	for _, n := range nodes {
+		h.r.eventually(fmt.Sprintf("the node lifecycle controller to check node %s twice", n.Name), func() (bool, string) {
+			c := h.g.count(func(c call) bool { return c.method == "InstanceExists" && c.key == n.Name })
+			return c >= 2, fmt.Sprintf("%d InstanceExists calls", c)
+		})
+		if _, err := h.node(n.Name); err != nil {
+			h.r.Fatalf("the node lifecycle controller deleted (or lost) Node %s of a running instance: %v", n.Name, err)
+		}
+	}
+	return nodes
+}
+
+func ruleCtrlNodeTerminated(r *rt) {
+	h := r.harness()
+	r.inst()
+	term := r.target().Hooks.TerminateInstance
+	r.needHook("TerminateInstance", term)
+	nodes := h.lifecycleNodes()
+	if err := term(r.ctx, nodes[0]); err != nil {
+		r.Fatalf("Hooks.TerminateInstance(%s): %v", nodes[0].Name, err)
+	}
+	r.eventually(fmt.Sprintf("Node %s of a terminated instance to be deleted", nodes[0].Name), func() (bool, string) {
+		_, err := h.node(nodes[0].Name)
+		return apierrors.IsNotFound(err), fmt.Sprintf("Get: %v", err)
+	})
+	calls := h.g.count(func(c call) bool { return c.method == "InstanceExists" })
+	r.eventually("two more monitoring passes", func() (bool, string) {
+		c := h.g.count(func(c call) bool { return c.method == "InstanceExists" })
+		return c >= calls+2*len(nodes[1:]), fmt.Sprintf("%d InstanceExists calls", c)
+	})
+	for _, n := range nodes[1:] {
+		if _, err := h.node(n.Name); err != nil {
+			r.Errorf("Node %s of a running instance is gone after another instance was terminated: %v", n.Name, err)
+		}
+	}
+}
+
+func ruleCtrlNodeShutdown(r *rt) {
+	h := r.harness()
+	r.inst()
+	stop := r.target().Hooks.StopInstance
+	r.needHook("StopInstance", stop)
+	nodes := h.lifecycleNodes()
+	if err := stop(r.ctx, nodes[0]); err != nil {
+		r.Fatalf("Hooks.StopInstance(%s): %v", nodes[0].Name, err)
+	}
+	r.eventually(fmt.Sprintf("Node %s of a stopped instance to get the taint %s", nodes[0].Name, cloudproviderapi.TaintNodeShutdown), func() (bool, string) {
+		n, err := h.node(nodes[0].Name)
+		if err != nil {
+			return false, fmt.Sprintf("Get: %v", err)
+		}
+		return hasTaint(n, cloudproviderapi.TaintNodeShutdown), fmt.Sprintf("taints %v", n.Spec.Taints)
+	})
+	for _, n := range nodes[1:] {
+		got, err := h.node(n.Name)
+		if err != nil {
+			r.Errorf("Node %s of a running instance is gone: %v", n.Name, err)
+		} else if hasTaint(got, cloudproviderapi.TaintNodeShutdown) {
+			r.Errorf("Node %s of a running instance has the shutdown taint", n.Name)
+		}
+	}
+}
+
+// serviceScenario creates the fixture nodes (Ready, initialized), starts the
+// service controller and creates svc; it returns once svc has the finalizer
+// and an ingress.
+func (h *harness) serviceScenario(svc *v1.Service) *v1.Service {
+	for _, n := range h.r.initializedNodes(1) {
+		setCondition(n, v1.NodeReady, v1.ConditionTrue)
+		h.createNode(n)
+	}
+	h.startServiceController()
+	h.settleNodeWorker()
+	svc.ResourceVersion = ""
+	if _, err := h.kube.CoreV1().Services(namespace).Create(h.r.ctx, svc, metav1.CreateOptions{}); err != nil {
+		h.r.Fatalf("creating Service %s: %v", svcKey(svc), err)
+	}
+	var last *v1.Service
+	h.r.eventually(fmt.Sprintf("Service %s to get the finalizer %s and an ingress", svcKey(svc), servicehelpers.LoadBalancerCleanupFinalizer), func() (bool, string) {
+		last = h.service(svc.Name)
+		return servicehelpers.HasLBFinalizer(last) && len(last.Status.LoadBalancer.Ingress) > 0,
+			fmt.Sprintf("finalizers %v, ingress %v, provider calls %v", last.Finalizers, last.Status.LoadBalancer.Ingress, h.g.summary(svcKey(svc)))
+	})
+	return last
+}
+
+// settleNodeWorker waits until the service controller's node worker has
+// handled the initial Node events, before any Service exists.
+//
+// k8s.io/cloud-provider@v0.37.2 controllers/service/controller.go has a data
+// race: processServiceCreateOrUpdate writes cachedService.state outside the
+// cache lock while the node worker (syncNodes, serviceCache.allServices)
+// reads it. The suite avoids it, so that -race reports only the provider's
+// races: Services are created once the node worker is idle, and no Node
+// changes afterwards. The worker's queue is not observable, hence a fixed
+// settling delay after the informers have synced.
+func (h *harness) settleNodeWorker() {
+	for typ, ok := range h.r.inf.WaitForCacheSync(h.ctx.Done()) {
+		if !ok {
+			h.r.Fatalf("informer for %v did not sync", typ)
+		}
+	}
+	select {
+	case <-time.After(nodeWorkerSettle):
+	case <-h.ctx.Done():
+	}
+}
+
+// summary renders the calls made for key, for failure messages.
+func (g *guard) summary(key string) []string {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	var out []string
+	for _, c := range g.calls {
+		if c.key == key {
+			s := c.method
+			if c.err != nil {
+				s += fmt.Sprintf(" (error: %v)", c.err)
+			}
+			out = append(out, s)
+		}
+	}
+	if len(out) > 10 {
+		out = append(out[:5], append([]string{fmt.Sprintf("… %d more …", len(out)-10)}, out[len(out)-5:]...)...)
+	}
+	return out
+}
+
+func ruleCtrlServiceLB(r *rt) {
+	h := r.harness()
+	lb := r.lb()
+	svc := h.serviceScenario(service("ctrl-lb"))
+	if !r.exists(r.ctx, lb, r.cfg.ClusterName, svc) {
+		r.Errorf("Service %s has an ingress, but GetLoadBalancer reports exists=false", svcKey(svc))
+	}
+}
+
+func ruleCtrlServicePort(r *rt) {
+	h := r.harness()
+	lb := r.lb()
+	svc := h.serviceScenario(service("ctrl-port"))
+	svc.Spec.Ports[0].Port = 8080
+	svc.Spec.Ports[0].NodePort = 30081
+	if _, err := h.kube.CoreV1().Services(namespace).Update(r.ctx, svc, metav1.UpdateOptions{}); err != nil {
+		r.Fatalf("updating Service %s: %v", svcKey(svc), err)
+	}
+	if r.target().Hooks.Listeners != nil {
+		want := wantListeners(svc)
+		r.eventually(fmt.Sprintf("the listeners of %s to follow port 80 changed to 8080", svcKey(svc)), func() (bool, string) {
+			got, err := r.target().Hooks.Listeners(r.ctx, r.cfg.ClusterName, svc)
+			if err != nil {
+				return false, err.Error()
+			}
+			d := cmp.Diff(want, sortListeners(got), cmpOpts)
+			return d == "", "(-want +got):\n" + d
+		})
+		return
+	}
+	r.eventually(fmt.Sprintf("a successful EnsureLoadBalancer(%s) with port 8080", svcKey(svc)), func() (bool, string) {
+		n := h.g.count(func(c call) bool {
+			return c.method == "EnsureLoadBalancer" && c.key == svcKey(svc) && c.err == nil && len(c.ports) > 0 && c.ports[0].Port == 8080
+		})
+		return n > 0, fmt.Sprintf("provider calls %v", h.g.summary(svcKey(svc)))
+	})
+	_ = lb
+}
+
+func ruleCtrlServiceDelete(r *rt) {
+	h := r.harness()
+	lb := r.lb()
+	before := r.owned()
+	svc := h.serviceScenario(service("ctrl-delete"))
+	// The fake clientset ignores finalizers: play the API server's part of a
+	// graceful delete by setting the deletion timestamp.
+	now := metav1.NewTime(time.Now())
+	svc.DeletionTimestamp = &now
+	if _, err := h.kube.CoreV1().Services(namespace).Update(r.ctx, svc, metav1.UpdateOptions{}); err != nil {
+		r.Fatalf("marking Service %s deleted: %v", svcKey(svc), err)
+	}
+	r.eventually(fmt.Sprintf("the finalizer of deleted Service %s to be removed", svcKey(svc)), func() (bool, string) {
+		s := h.service(svc.Name)
+		return !servicehelpers.HasLBFinalizer(s), fmt.Sprintf("finalizers %v, provider calls %v", s.Finalizers, h.g.summary(svcKey(svc)))
+	})
+	if r.exists(r.ctx, lb, r.cfg.ClusterName, svc) {
+		r.Errorf("the finalizer of deleted Service %s is gone, but GetLoadBalancer reports exists=true: the load balancer leaks", svcKey(svc))
+	}
+	r.checkOwned(fmt.Sprintf("after Service %s was deleted", svcKey(svc)), before)
+}
+
+func ruleCtrlServiceClass(r *rt) {
+	h := r.harness()
+	lb := r.lb()
+	class := service("ctrl-class")
+	class.Spec.LoadBalancerClass = ptr("example.com/another-controller")
+	class.ResourceVersion = ""
+	if _, err := h.kube.CoreV1().Services(namespace).Create(r.ctx, class, metav1.CreateOptions{}); err != nil {
+		r.Fatalf("creating Service %s: %v", svcKey(class), err)
+	}
+	h.serviceScenario(service("ctrl-class-barrier"))
+	got := h.service(class.Name)
+	if servicehelpers.HasLBFinalizer(got) || len(got.Status.LoadBalancer.Ingress) > 0 {
+		r.Errorf("Service %s with spec.loadBalancerClass got finalizers %v and ingress %v, expected neither", svcKey(class), got.Finalizers, got.Status.LoadBalancer.Ingress)
+	}
+	if calls := h.g.summary(svcKey(class)); len(calls) > 0 {
+		r.Errorf("the provider was called for Service %s with spec.loadBalancerClass: %v", svcKey(class), calls)
+	}
+	if r.exists(r.ctx, lb, r.cfg.ClusterName, class) {
+		r.Errorf("GetLoadBalancer(%s) reports a load balancer for a Service with spec.loadBalancerClass", svcKey(class))
+	}
+}
+
+func ruleCtrlRoutes(r *rt) {
+	h := r.harness()
+	rs := r.routes()
+	nodes := r.initializedNodes(1)
+	want := map[string]string{}
+	for i, n := range nodes {
+		cidr, ok := r.cfg.podCIDR(i, false)
+		if !ok {
+			cidr, _ = r.cfg.podCIDR(i, true)
+		}
+		n.Spec.PodCIDR, n.Spec.PodCIDRs = cidr, []string{cidr}
+		want[cidr] = n.Name
+		h.createNode(n)
+	}
+	h.startRouteController()
+	listed := func() (map[string]string, string) {
+		list, err := rs.ListRoutes(r.ctx, r.cfg.ClusterName)
+		if err != nil {
+			return nil, err.Error()
+		}
+		got := map[string]string{}
+		for _, rt := range list {
+			if rt != nil {
+				got[rt.DestinationCIDR] = string(rt.TargetNode)
+			}
+		}
+		return got, fmt.Sprintf("routes %v", got)
+	}
+	r.eventually("routes for every node's pod CIDR", func() (bool, string) {
+		got, s := listed()
+		return got != nil && cmp.Equal(want, got), fmt.Sprintf("%s, want %v", s, want)
+	})
+	for _, n := range nodes {
+		r.eventually(fmt.Sprintf("node %s to get NetworkUnavailable=False", n.Name), func() (bool, string) {
+			got, err := h.node(n.Name)
+			if err != nil {
+				return false, err.Error()
+			}
+			for _, c := range got.Status.Conditions {
+				if c.Type == v1.NodeNetworkUnavailable {
+					return c.Status == v1.ConditionFalse, fmt.Sprintf("%s=%s (%s)", c.Type, c.Status, c.Reason)
+				}
+			}
+			return false, "no NetworkUnavailable condition"
+		})
+	}
+	lists := h.g.count(func(c call) bool { return c.method == "ListRoutes" })
+	r.eventually("three more route reconciliations", func() (bool, string) {
+		n := h.g.count(func(c call) bool { return c.method == "ListRoutes" })
+		return n >= lists+3, fmt.Sprintf("%d ListRoutes calls", n)
+	})
+	creates := h.g.count(func(c call) bool { return c.method == "CreateRoute" && c.err == nil })
+	deletes := h.g.count(func(c call) bool { return c.method == "DeleteRoute" })
+	if creates != len(want) || deletes != 0 {
+		r.Errorf("with nothing changing, the route controller made %d successful CreateRoute and %d DeleteRoute calls, expected %d and 0: the listed routes do not match what was created", creates, deletes, len(want))
+	}
+	gone := nodes[len(nodes)-1]
+	if err := h.kube.CoreV1().Nodes().Delete(r.ctx, gone.Name, metav1.DeleteOptions{}); err != nil {
+		r.Fatalf("deleting Node %s: %v", gone.Name, err)
+	}
+	delete(want, gone.Spec.PodCIDRs[0])
+	r.eventually(fmt.Sprintf("the route of deleted Node %s to go away", gone.Name), func() (bool, string) {
+		got, s := listed()
+		return got != nil && cmp.Equal(want, got, cmpOpts), fmt.Sprintf("%s, want %v", s, want)
+	})
+}

@@ -1,0 +1,404 @@
+package conformance
+
+import (
+	"fmt"
+	"regexp"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/validate/content"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/uuid"
+	cloudprovider "k8s.io/cloud-provider"
+	nodehelpers "k8s.io/cloud-provider/node/helpers"
+)
+
+// mustMetadata is InstanceMetadata as a precondition: when it fails, the
+// rule is skipped and INST-METADATA reports the problem, once.
+func (r *rt) mustMetadata(inst cloudprovider.InstancesV2, n *v1.Node) *cloudprovider.InstanceMetadata {
+	md, err := inst.InstanceMetadata(r.ctx, n)
+	if err != nil || md == nil {
+		r.Skipf("precondition failed: InstanceMetadata(%s) = (%v, %v): see INST-METADATA", n.Name, md, err)
+	}
+	return md
+}
+
+// eventually polls cond until it reports true or Config.Timeout passes, and
+// then fails the rule with cond's last description.
+func (r *rt) eventually(what string, cond func() (bool, string)) {
+	deadline := time.Now().Add(r.cfg.Timeout)
+	delay := 5 * time.Millisecond
+	for {
+		ok, last := cond()
+		if ok {
+			return
+		}
+		if time.Now().After(deadline) {
+			r.Fatalf("timed out after %v (Config.Timeout) waiting for %s; last observed: %s", r.cfg.Timeout, what, last)
+		}
+		select {
+		case <-r.ctx.Done():
+			r.Fatalf("waiting for %s: %v; last observed: %s", what, r.ctx.Err(), last)
+		case <-time.After(delay):
+		}
+		delay = min(2*delay, 100*time.Millisecond)
+	}
+}
+
+// lookups returns a fixture node as the controllers present it: as given and,
+// when it has a provider ID, without it (looked up by name).
+func lookups(n *v1.Node) []struct {
+	how  string
+	node *v1.Node
+} {
+	out := []struct {
+		how  string
+		node *v1.Node
+	}{{"by provider ID", n}}
+	if n.Spec.ProviderID == "" {
+		out[0].how = "by name"
+		return out
+	}
+	return append(out, struct {
+		how  string
+		node *v1.Node
+	}{"by name", byName(n)})
+}
+
+func ruleInstExists(r *rt) {
+	inst := r.inst()
+	nodes := r.nodes(1)
+	for _, n := range nodes {
+		for _, l := range lookups(n) {
+			ok, err := inst.InstanceExists(r.ctx, l.node)
+			if err != nil || !ok {
+				r.Errorf("InstanceExists(%s) %s = (%v, %v), expected (true, nil) for a running instance", n.Name, l.how, ok, err)
+			}
+		}
+	}
+	pid := nodes[0].Spec.ProviderID
+	if md, err := inst.InstanceMetadata(r.ctx, nodes[0]); err == nil && md != nil && md.ProviderID != "" {
+		pid = md.ProviderID
+	}
+	missing := missingNode(pid)
+	for _, l := range lookups(missing) {
+		ok, err := inst.InstanceExists(r.ctx, l.node)
+		if err != nil || ok {
+			r.Errorf("InstanceExists(%s, providerID %q) %s of an instance that never existed = (%v, %v), expected (false, nil): the node lifecycle controller could never delete its Node", l.node.Name, l.node.Spec.ProviderID, l.how, ok, err)
+		}
+	}
+}
+
+func ruleInstTerminated(r *rt) {
+	inst := r.inst()
+	r.needHook("TerminateInstance", r.target().Hooks.TerminateInstance)
+	nodes := r.nodes(1)
+	victim := nodes[0]
+	if err := r.target().Hooks.TerminateInstance(r.ctx, victim); err != nil {
+		r.Fatalf("Hooks.TerminateInstance(%s): %v", victim.Name, err)
+	}
+	for _, l := range lookups(victim) {
+		r.eventually(fmt.Sprintf("InstanceExists(%s) %s of a terminated instance to be (false, nil)", victim.Name, l.how), func() (bool, string) {
+			ok, err := inst.InstanceExists(r.ctx, l.node)
+			return !ok && err == nil, fmt.Sprintf("(%v, %v)", ok, err)
+		})
+	}
+	for _, n := range nodes[1:] {
+		if ok, err := inst.InstanceExists(r.ctx, n); err != nil || !ok {
+			r.Errorf("InstanceExists(%s) of a running instance after another was terminated = (%v, %v), expected (true, nil)", n.Name, ok, err)
+		}
+	}
+}
+
+func ruleInstShutdown(r *rt) {
+	inst := r.inst()
+	for _, n := range r.nodes(1) {
+		for _, l := range lookups(n) {
+			down, err := inst.InstanceShutdown(r.ctx, l.node)
+			if err != nil || down {
+				r.Errorf("InstanceShutdown(%s) %s of a running instance = (%v, %v), expected (false, nil)", n.Name, l.how, down, err)
+			}
+		}
+	}
+}
+
+func ruleInstStopped(r *rt) {
+	inst := r.inst()
+	h := r.target().Hooks
+	r.needHook("StopInstance", h.StopInstance)
+	n := r.nodes(1)[0]
+	if err := h.StopInstance(r.ctx, n); err != nil {
+		r.Fatalf("Hooks.StopInstance(%s): %v", n.Name, err)
+	}
+	r.eventually(fmt.Sprintf("InstanceShutdown(%s) of a stopped instance to be (true, nil)", n.Name), func() (bool, string) {
+		down, err := inst.InstanceShutdown(r.ctx, n)
+		return down && err == nil, fmt.Sprintf("(%v, %v)", down, err)
+	})
+	for _, l := range lookups(n) {
+		if ok, err := inst.InstanceExists(r.ctx, l.node); err != nil || !ok {
+			r.Errorf("InstanceExists(%s) %s of a stopped instance = (%v, %v), expected (true, nil): (false, nil) deletes the Node of a merely stopped machine", n.Name, l.how, ok, err)
+		}
+	}
+	if h.StartInstance == nil {
+		r.Logf("Hooks.StartInstance is nil: restarting was not checked")
+		return
+	}
+	if err := h.StartInstance(r.ctx, n); err != nil {
+		r.Fatalf("Hooks.StartInstance(%s): %v", n.Name, err)
+	}
+	r.eventually(fmt.Sprintf("InstanceShutdown(%s) of a restarted instance to be (false, nil)", n.Name), func() (bool, string) {
+		down, err := inst.InstanceShutdown(r.ctx, n)
+		return !down && err == nil, fmt.Sprintf("(%v, %v)", down, err)
+	})
+}
+
+func ruleInstMetadata(r *rt) {
+	inst := r.inst()
+	prefix := r.target().Cloud.ProviderName() + "://"
+	nodes := r.nodes(1)
+	for _, n := range nodes {
+		var first *cloudprovider.InstanceMetadata
+		for _, l := range lookups(n) {
+			md, err := inst.InstanceMetadata(r.ctx, l.node)
+			if err != nil || md == nil {
+				r.Errorf("InstanceMetadata(%s) %s = (%v, %v), expected metadata for a running instance", n.Name, l.how, md, err)
+				continue
+			}
+			if !strings.HasPrefix(md.ProviderID, prefix) || len(md.ProviderID) == len(prefix) {
+				r.Errorf("InstanceMetadata(%s) %s: ProviderID %q, expected %q followed by the instance ID", n.Name, l.how, md.ProviderID, prefix)
+			}
+			if n.Spec.ProviderID != "" && md.ProviderID != n.Spec.ProviderID {
+				r.Errorf("InstanceMetadata(%s) %s: ProviderID %q differs from spec.providerID %q, expected them equal", n.Name, l.how, md.ProviderID, n.Spec.ProviderID)
+			}
+			for _, p := range labelValueProblems("InstanceType", md.InstanceType) {
+				r.Errorf("InstanceMetadata(%s): %s", n.Name, p)
+			}
+			for _, p := range labelValueProblems("Zone", md.Zone) {
+				r.Errorf("InstanceMetadata(%s): %s", n.Name, p)
+			}
+			for _, p := range labelValueProblems("Region", md.Region) {
+				r.Errorf("InstanceMetadata(%s): %s", n.Name, p)
+			}
+			if first == nil {
+				first = md
+				continue
+			}
+			type key struct{ ProviderID, InstanceType, Zone, Region string }
+			if d := cmp.Diff(key{first.ProviderID, first.InstanceType, first.Zone, first.Region}, key{md.ProviderID, md.InstanceType, md.Zone, md.Region}); d != "" {
+				r.Errorf("InstanceMetadata(%s) by provider ID and by name disagree (-by provider ID +by name):\n%s", n.Name, d)
+			}
+		}
+	}
+	missing := missingNode(nodes[0].Spec.ProviderID)
+	for _, l := range lookups(missing) {
+		md, err := inst.InstanceMetadata(r.ctx, l.node)
+		if err == nil && md != nil {
+			r.Errorf("InstanceMetadata(%s, providerID %q) %s of an instance that never existed returned %+v and no error, expected an error", l.node.Name, l.node.Spec.ProviderID, l.how, *md)
+		}
+	}
+}
+
+func ruleInstAddresses(r *rt) {
+	inst := r.inst()
+	for _, n := range r.nodes(1) {
+		first := r.mustMetadata(inst, n)
+		for _, p := range addressProblems(first.NodeAddresses, r.cfg.Claims.DualStack) {
+			r.Errorf("InstanceMetadata(%s).NodeAddresses: %s", n.Name, p)
+		}
+		for i, l := range append(lookups(n), lookups(n)...) {
+			md, err := inst.InstanceMetadata(r.ctx, l.node)
+			if err != nil || md == nil {
+				r.Errorf("InstanceMetadata(%s) %s, call #%d = (%v, %v)", n.Name, l.how, i+2, md, err)
+				continue
+			}
+			if d := cmp.Diff(first.NodeAddresses, md.NodeAddresses, cmpOpts); d != "" {
+				r.Errorf("InstanceMetadata(%s) %s, call #%d returned the addresses in another order or set (-call #1 +now): the node controller rewrites the Node on every sync\n%s", n.Name, l.how, i+2, d)
+			}
+		}
+	}
+}
+
+func ruleInstProvidedNodeIP(r *rt) {
+	inst := r.inst()
+	for _, n := range r.nodes(1) {
+		ann := n.Annotations[providedNodeIP]
+		node := n
+		if ann == "" {
+			md := r.mustMetadata(inst, n)
+			ip4, ok4 := firstIP(md.NodeAddresses, false)
+			ip6, ok6 := firstIP(md.NodeAddresses, true)
+			switch {
+			case ok4 && ok6 && r.cfg.Claims.DualStack:
+				ann = ip4 + "," + ip6
+			case ok4:
+				ann = ip4
+			case ok6:
+				ann = ip6
+			default:
+				r.Skipf("precondition failed: InstanceMetadata(%s) has no InternalIP: see INST-ADDRESSES", n.Name)
+			}
+			node = n.DeepCopy()
+			if node.Annotations == nil {
+				node.Annotations = map[string]string{}
+			}
+			node.Annotations[providedNodeIP] = ann
+		}
+		md, err := inst.InstanceMetadata(r.ctx, node)
+		if err != nil || md == nil {
+			r.Errorf("InstanceMetadata(%s) with annotation %s=%q = (%v, %v), expected metadata", n.Name, providedNodeIP, ann, md, err)
+			continue
+		}
+		if _, err := nodehelpers.GetNodeAddressesFromNodeIP(ann, md.NodeAddresses); err != nil {
+			r.Errorf("InstanceMetadata(%s) with annotation %s=%q: %v (addresses %v): the node controller would never initialize the node", n.Name, providedNodeIP, ann, err, md.NodeAddresses)
+		}
+	}
+}
+
+// k8sNamespace matches label keys the node controller discards
+// (controllers/node/node_controller.go getNodeModifiersFromCloudProvider).
+var k8sNamespace = regexp.MustCompile(`(^|\.)(kubernetes|k8s)\.io/`)
+
+func ruleInstLabels(r *rt) {
+	inst := r.inst()
+	for _, n := range r.nodes(1) {
+		md := r.mustMetadata(inst, n)
+		for k, v := range md.AdditionalLabels {
+			for _, m := range content.IsLabelKey(k) {
+				r.Errorf("InstanceMetadata(%s).AdditionalLabels key %q is not a valid label key: %s", n.Name, k, m)
+			}
+			for _, p := range labelValueProblems(fmt.Sprintf("AdditionalLabels[%q]", k), v) {
+				r.Errorf("InstanceMetadata(%s): %s", n.Name, p)
+			}
+			if k8sNamespace.MatchString(k) {
+				r.Errorf("InstanceMetadata(%s).AdditionalLabels key %q is under kubernetes.io or k8s.io: the node controller discards it, expected a key under the provider's own domain", n.Name, k)
+			}
+		}
+	}
+}
+
+func ruleInstNewInstance(r *rt) {
+	inst := r.inst()
+	create := r.target().Hooks.CreateInstance
+	r.needHook("CreateInstance", create)
+	for _, n := range r.nodes(1) {
+		r.mustMetadata(inst, n) // warm any cache
+	}
+	name := "conformance-new-" + string(uuid.NewUUID())[:8]
+	n, err := create(r.ctx, name)
+	if err != nil || n == nil {
+		r.Fatalf("Hooks.CreateInstance(%q) = (%v, %v)", name, n, err)
+	}
+	n = n.DeepCopy()
+	for _, l := range lookups(n) {
+		if ok, err := inst.InstanceExists(r.ctx, l.node); !ok && err == nil {
+			r.Errorf("InstanceExists(%s) %s of a just created instance = (false, nil): the node lifecycle controller deletes a new, still NotReady Node at once; expected (true, nil), or an error while unsure", n.Name, l.how)
+		}
+		r.eventually(fmt.Sprintf("InstanceMetadata(%s) %s of a new instance", n.Name, l.how), func() (bool, string) {
+			md, err := inst.InstanceMetadata(r.ctx, l.node)
+			return err == nil && md != nil && md.ProviderID != "", fmt.Sprintf("(%v, %v)", md, err)
+		})
+	}
+}
+
+func ruleInstOutage(r *rt) {
+	inst := r.inst()
+	r.needHook("Outage", r.target().Hooks.Outage)
+	nodes := r.nodes(1)
+	for _, n := range nodes {
+		r.mustMetadata(inst, n)
+	}
+	restore := r.target().Hooks.Outage()
+	defer restore()
+	for _, n := range nodes {
+		for _, l := range lookups(n) {
+			if ok, err := inst.InstanceExists(r.ctx, l.node); !ok && err == nil {
+				r.Errorf("InstanceExists(%s) %s during a cloud outage = (false, nil): the node lifecycle controller deletes the Node at once; expected an error", n.Name, l.how)
+			}
+		}
+	}
+}
+
+func ruleInstConcurrent(r *rt) {
+	inst := r.inst()
+	nodes := r.nodes(1)
+	want := map[string]*cloudprovider.InstanceMetadata{}
+	for _, n := range nodes {
+		want[n.Name] = r.mustMetadata(inst, n)
+	}
+	var mu sync.Mutex
+	var errs []string
+	report := func(format string, args ...any) {
+		mu.Lock()
+		defer mu.Unlock()
+		errs = append(errs, fmt.Sprintf(format, args...))
+	}
+	var waits []func()
+	for range 4 {
+		for _, n := range nodes {
+			waits = append(waits, r.Go(func() {
+				if ok, err := inst.InstanceExists(r.ctx, n); err != nil || !ok {
+					report("concurrent InstanceExists(%s) = (%v, %v), expected (true, nil)", n.Name, ok, err)
+				}
+				if down, err := inst.InstanceShutdown(r.ctx, n); err != nil || down {
+					report("concurrent InstanceShutdown(%s) = (%v, %v), expected (false, nil)", n.Name, down, err)
+				}
+				md, err := inst.InstanceMetadata(r.ctx, n)
+				if err != nil || md == nil {
+					report("concurrent InstanceMetadata(%s) = (%v, %v)", n.Name, md, err)
+					return
+				}
+				if d := cmp.Diff(want[n.Name], md, cmpOpts); d != "" {
+					report("concurrent InstanceMetadata(%s) differs from a sequential call (-sequential +concurrent):\n%s", n.Name, d)
+				}
+			}))
+		}
+	}
+	for _, w := range waits {
+		w()
+	}
+	for _, e := range errs {
+		r.Errorf("%s", e)
+	}
+}
+
+func ruleZonesLookup(r *rt) {
+	zones := r.zones()
+	var inst cloudprovider.InstancesV2
+	if v, ok := r.target().Cloud.InstancesV2(); ok && !isNil(v) {
+		inst = v
+	}
+	for _, n := range r.nodes(1) {
+		byName, err := zones.GetZoneByNodeName(r.ctx, types.NodeName(n.Name))
+		if err != nil {
+			r.Errorf("GetZoneByNodeName(%s): %v", n.Name, err)
+			continue
+		}
+		for _, p := range append(labelValueProblems("FailureDomain", byName.FailureDomain), labelValueProblems("Region", byName.Region)...) {
+			r.Errorf("GetZoneByNodeName(%s): %s", n.Name, p)
+		}
+		pid := n.Spec.ProviderID
+		var md *cloudprovider.InstanceMetadata
+		if inst != nil {
+			if m, err := inst.InstanceMetadata(r.ctx, n); err == nil && m != nil {
+				md = m
+				if pid == "" {
+					pid = m.ProviderID
+				}
+			}
+		}
+		if pid != "" {
+			byID, err := zones.GetZoneByProviderID(r.ctx, pid)
+			if err != nil {
+				r.Errorf("GetZoneByProviderID(%q): %v", pid, err)
+			} else if byID != byName {
+				r.Errorf("GetZoneByProviderID(%q) = %+v, but GetZoneByNodeName(%s) = %+v, expected the same zone", pid, byID, n.Name, byName)
+			}
+		}
+		if md != nil && (md.Zone != "" || md.Region != "") && (md.Zone != byName.FailureDomain || md.Region != byName.Region) {
+			r.Errorf("InstanceMetadata(%s) says zone %q region %q, but Zones says %+v, expected the same", n.Name, md.Zone, md.Region, byName)
+		}
+	}
+}

@@ -1,0 +1,632 @@
+package conformance
+
+import (
+	"context"
+	"fmt"
+	"net/netip"
+	"slices"
+	"sync"
+
+	"github.com/google/go-cmp/cmp"
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	cloudprovider "k8s.io/cloud-provider"
+)
+
+// mustEnsure is EnsureLoadBalancer as a precondition: when it does not
+// succeed with an ingress, the rule is skipped and LB-ENSURE-STATUS reports
+// the problem, once.
+func (r *rt) mustEnsure(lb cloudprovider.LoadBalancer, cluster string, svc *v1.Service, nodes []*v1.Node) *v1.LoadBalancerStatus {
+	st, err := lb.EnsureLoadBalancer(r.ctx, cluster, svc, nodes)
+	if err != nil || st == nil || len(st.Ingress) == 0 {
+		r.Skipf("precondition failed: EnsureLoadBalancer(%s) = (%v, %v): see LB-ENSURE-STATUS", svcKey(svc), st, err)
+	}
+	return st
+}
+
+// exists calls GetLoadBalancer and fails the rule on an error.
+func (r *rt) exists(ctx context.Context, lb cloudprovider.LoadBalancer, cluster string, svc *v1.Service) bool {
+	_, ok, err := lb.GetLoadBalancer(ctx, cluster, svc)
+	if err != nil {
+		r.Fatalf("GetLoadBalancer(%s, %s): %v", cluster, svcKey(svc), err)
+	}
+	return ok
+}
+
+// owned returns Hooks.Owned sorted, or nil when the hook is missing.
+func (r *rt) owned() []string {
+	h := r.target().Hooks.Owned
+	if h == nil {
+		return nil
+	}
+	o, err := h(r.ctx)
+	if err != nil {
+		r.Fatalf("Hooks.Owned: %v", err)
+	}
+	return sortedStrings(o)
+}
+
+// checkOwned compares Hooks.Owned with want (sorted), when the hook exists.
+func (r *rt) checkOwned(when string, want []string) {
+	if r.target().Hooks.Owned == nil {
+		return
+	}
+	if d := cmp.Diff(want, r.owned(), cmpOpts); d != "" {
+		r.Errorf("%s, the cloud resources the provider owns differ (-want +got):\n%s", when, d)
+	}
+}
+
+// backends returns Hooks.Backends sorted.
+func (r *rt) backends(cluster string, svc *v1.Service) []string {
+	b, err := r.target().Hooks.Backends(r.ctx, cluster, svc)
+	if err != nil {
+		r.Fatalf("Hooks.Backends(%s, %s): %v", cluster, svcKey(svc), err)
+	}
+	return sortedStrings(b)
+}
+
+func (r *rt) checkBackends(when, cluster string, svc *v1.Service, want []*v1.Node) {
+	if d := cmp.Diff(sortedStrings(names(want)), r.backends(cluster, svc), cmpOpts); d != "" {
+		r.Errorf("%s, backends of %s differ from the nodes given (-want +got):\n%s", when, svcKey(svc), d)
+	}
+}
+
+func ruleLBEnsureStatus(r *rt) {
+	lb := r.lb()
+	nodes := r.nodes(1)
+	c := r.cfg.ClusterName
+	for _, tc := range []struct {
+		svc   *v1.Service
+		nodes []*v1.Node
+	}{
+		{service("ensure-status"), nodes},
+		{service("ensure-status-no-nodes"), nil},
+	} {
+		st, err := lb.EnsureLoadBalancer(r.ctx, c, tc.svc, tc.nodes)
+		switch {
+		case err != nil:
+			r.Errorf("EnsureLoadBalancer(%s) with %d nodes: %v, expected success for a plain TCP Service", svcKey(tc.svc), len(tc.nodes), err)
+		case st == nil:
+			r.Errorf("EnsureLoadBalancer(%s) with %d nodes returned a nil status and no error: the service controller fails with \"service status returned by EnsureLoadBalancer is nil\"", svcKey(tc.svc), len(tc.nodes))
+		case len(st.Ingress) == 0:
+			r.Errorf("EnsureLoadBalancer(%s) with %d nodes returned no ingress, expected at least one IP or hostname", svcKey(tc.svc), len(tc.nodes))
+		}
+	}
+}
+
+func ruleLBIngressValid(r *rt) {
+	lb := r.lb()
+	svc := service("ingress-valid")
+	st := r.mustEnsure(lb, r.cfg.ClusterName, svc, r.nodes(1))
+	for _, p := range ingressProblems(st, r.cfg.Claims.HostnameIngress) {
+		r.Errorf("EnsureLoadBalancer(%s): %s", svcKey(svc), p)
+	}
+	got, ok, err := lb.GetLoadBalancer(r.ctx, r.cfg.ClusterName, svc)
+	if err == nil && ok && got != nil {
+		for _, p := range ingressProblems(got, r.cfg.Claims.HostnameIngress) {
+			r.Errorf("GetLoadBalancer(%s): %s", svcKey(svc), p)
+		}
+	}
+}
+
+func ruleLBGetExists(r *rt) {
+	lb := r.lb()
+	nodes := r.nodes(1)
+	c := r.cfg.ClusterName
+	svc := service("get-exists")
+	if r.exists(r.ctx, lb, c, svc) {
+		r.Errorf("GetLoadBalancer(%s) before any Ensure reported exists=true, expected false", svcKey(svc))
+	}
+	r.mustEnsure(lb, c, svc, nodes)
+	if !r.exists(r.ctx, lb, c, svc) {
+		r.Errorf("GetLoadBalancer(%s) after EnsureLoadBalancer reported exists=false: the service controller would drop the finalizer without deleting", svcKey(svc))
+	}
+	if err := lb.UpdateLoadBalancer(r.ctx, c, svc, nil); err != nil {
+		r.Fatalf("UpdateLoadBalancer(%s) with no nodes: %v", svcKey(svc), err)
+	}
+	if !r.exists(r.ctx, lb, c, svc) {
+		r.Errorf("GetLoadBalancer(%s) after UpdateLoadBalancer with no nodes reported exists=false, expected true: the load balancer is still there", svcKey(svc))
+	}
+	empty := service("get-exists-no-nodes")
+	r.mustEnsure(lb, c, empty, nil)
+	if !r.exists(r.ctx, lb, c, empty) {
+		r.Errorf("GetLoadBalancer(%s) after EnsureLoadBalancer with no nodes reported exists=false, expected true", svcKey(empty))
+	}
+}
+
+func ruleLBIdempotent(r *rt) {
+	lb := r.lb()
+	nodes := r.nodes(1)
+	c := r.cfg.ClusterName
+	svc := service("idempotent")
+	first := r.mustEnsure(lb, c, svc, nodes)
+	before := r.owned()
+	reversed := slices.Clone(nodes)
+	slices.Reverse(reversed)
+	for i, ns := range [][]*v1.Node{nodes, reversed} {
+		// A restarted CCM sees an equal Service in a new object.
+		st, err := lb.EnsureLoadBalancer(r.ctx, c, svc.DeepCopy(), ns)
+		if err != nil {
+			r.Errorf("EnsureLoadBalancer(%s) #%d on a converged load balancer: %v, expected success", svcKey(svc), i+2, err)
+			continue
+		}
+		if st == nil {
+			r.Errorf("EnsureLoadBalancer(%s) #%d returned a nil status", svcKey(svc), i+2)
+			continue
+		}
+		if d := cmp.Diff(first.Ingress, st.Ingress, cmpOpts); d != "" {
+			r.Errorf("EnsureLoadBalancer(%s) #%d returned another ingress than #1 (-first +now):\n%s", svcKey(svc), i+2, d)
+		}
+	}
+	r.checkOwned("after repeating EnsureLoadBalancer", before)
+}
+
+func ruleLBConverged(r *rt) {
+	lb := r.lb()
+	r.needHook("Writes", r.target().Hooks.Writes)
+	nodes := r.nodes(1)
+	c := r.cfg.ClusterName
+	svc := service("converged")
+	r.mustEnsure(lb, c, svc, nodes)
+	writes := r.target().Hooks.Writes
+	w0 := writes()
+	if _, err := lb.EnsureLoadBalancer(r.ctx, c, svc.DeepCopy(), nodes); err != nil {
+		r.Fatalf("EnsureLoadBalancer(%s) again: %v", svcKey(svc), err)
+	}
+	if w := writes(); w != w0 {
+		r.Errorf("EnsureLoadBalancer(%s) on a converged load balancer made %d cloud writes, expected 0 (Ensure runs for every Service on every CCM restart)", svcKey(svc), w-w0)
+	}
+	w0 = writes()
+	if err := lb.UpdateLoadBalancer(context.TODO(), c, svc, nodes); err != nil {
+		r.Fatalf("UpdateLoadBalancer(%s) with the same nodes: %v", svcKey(svc), err)
+	}
+	if w := writes(); w != w0 {
+		r.Errorf("UpdateLoadBalancer(%s) with unchanged nodes made %d cloud writes, expected 0", svcKey(svc), w-w0)
+	}
+}
+
+func ruleLBDelete(r *rt) {
+	lb := r.lb()
+	nodes := r.nodes(1)
+	c := r.cfg.ClusterName
+	before := r.owned()
+	svc := service("delete")
+	r.mustEnsure(lb, c, svc, nodes)
+	if err := lb.EnsureLoadBalancerDeleted(r.ctx, c, svc); err != nil {
+		r.Fatalf("EnsureLoadBalancerDeleted(%s): %v", svcKey(svc), err)
+	}
+	if r.exists(r.ctx, lb, c, svc) {
+		r.Errorf("GetLoadBalancer(%s) after EnsureLoadBalancerDeleted reported exists=true, expected false", svcKey(svc))
+	}
+	r.checkOwned("after EnsureLoadBalancerDeleted", before)
+}
+
+func ruleLBDeleteUnknown(r *rt) {
+	lb := r.lb()
+	nodes := r.nodes(1)
+	c := r.cfg.ClusterName
+	never := service("delete-unknown")
+	if err := lb.EnsureLoadBalancerDeleted(r.ctx, c, never); err != nil {
+		r.Errorf("EnsureLoadBalancerDeleted(%s) of a load balancer that never existed: %v, expected nil", svcKey(never), err)
+	}
+	if err := lb.EnsureLoadBalancerDeleted(r.ctx, c, stale(never)); err != nil {
+		r.Errorf("EnsureLoadBalancerDeleted(%s) of a never-created load balancer, from a ClusterIP Service: %v, expected nil", svcKey(never), err)
+	}
+	svc := service("delete-twice")
+	r.mustEnsure(lb, c, svc, nodes)
+	if err := lb.EnsureLoadBalancerDeleted(r.ctx, c, svc); err != nil {
+		r.Skipf("precondition failed: EnsureLoadBalancerDeleted(%s): %v: see LB-DELETE", svcKey(svc), err)
+	}
+	if err := lb.EnsureLoadBalancerDeleted(r.ctx, c, svc); err != nil {
+		r.Errorf("EnsureLoadBalancerDeleted(%s) of an already deleted load balancer: %v, expected nil", svcKey(svc), err)
+	}
+}
+
+func ruleLBDeleteStale(r *rt) {
+	lb := r.lb()
+	nodes := r.nodes(1)
+	c := r.cfg.ClusterName
+	before := r.owned()
+	svc := service("delete-stale", withLocalTraffic(32100))
+	if _, err := lb.EnsureLoadBalancer(r.ctx, c, svc, nodes); err != nil {
+		svc = service("delete-stale")
+		r.mustEnsure(lb, c, svc, nodes)
+	}
+	if err := lb.EnsureLoadBalancerDeleted(r.ctx, c, stale(svc)); err != nil {
+		r.Fatalf("EnsureLoadBalancerDeleted(%s) from a stale Service (type ClusterIP, node ports 0): %v, expected nil", svcKey(svc), err)
+	}
+	if r.exists(r.ctx, lb, c, svc) {
+		r.Errorf("after EnsureLoadBalancerDeleted(%s) from a stale Service (type ClusterIP, node ports 0), GetLoadBalancer still reports exists=true", svcKey(svc))
+	}
+	r.checkOwned("after EnsureLoadBalancerDeleted from a stale Service", before)
+}
+
+func ruleLBRecreate(r *rt) {
+	lb := r.lb()
+	nodes := r.nodes(1)
+	c := r.cfg.ClusterName
+	svc := service("recreate")
+	r.mustEnsure(lb, c, svc, nodes)
+	if err := lb.EnsureLoadBalancerDeleted(r.ctx, c, svc); err != nil {
+		r.Skipf("precondition failed: EnsureLoadBalancerDeleted(%s): %v: see LB-DELETE", svcKey(svc), err)
+	}
+	st, err := lb.EnsureLoadBalancer(r.ctx, c, svc, nodes)
+	if err != nil || st == nil || len(st.Ingress) == 0 {
+		r.Fatalf("EnsureLoadBalancer(%s) after EnsureLoadBalancerDeleted = (%v, %v), expected a status with an ingress", svcKey(svc), st, err)
+	}
+	if !r.exists(r.ctx, lb, c, svc) {
+		r.Errorf("GetLoadBalancer(%s) after re-creating reported exists=false", svcKey(svc))
+	}
+	if r.target().Hooks.Backends != nil {
+		r.checkBackends("after re-creating", c, svc, nodes)
+	}
+}
+
+func ruleLBBackends(r *rt) {
+	lb := r.lb()
+	r.needHook("Backends", r.target().Hooks.Backends)
+	nodes := r.nodes(2)
+	c := r.cfg.ClusterName
+	svc := service("backends")
+	r.mustEnsure(lb, c, svc, nodes[:2])
+	r.checkBackends("after EnsureLoadBalancer", c, svc, nodes[:2])
+	// The node worker calls Update with context.TODO().
+	steps := []struct {
+		what  string
+		nodes []*v1.Node
+	}{
+		{"after UpdateLoadBalancer with one node fewer", nodes[:1]},
+		{"after UpdateLoadBalancer with a NotReady node (the controller does not filter on readiness)", []*v1.Node{nodes[0], notReady(nodes[1])}},
+		{"after UpdateLoadBalancer with no nodes", nil},
+		{"after UpdateLoadBalancer with every node", nodes},
+	}
+	for _, s := range steps {
+		if err := lb.UpdateLoadBalancer(context.TODO(), c, svc, s.nodes); err != nil {
+			r.Errorf("UpdateLoadBalancer(%s, %v): %v", svcKey(svc), names(s.nodes), err)
+			continue
+		}
+		r.checkBackends(s.what, c, svc, s.nodes)
+	}
+	if _, err := lb.EnsureLoadBalancer(r.ctx, c, svc, nodes[1:2]); err != nil {
+		r.Fatalf("EnsureLoadBalancer(%s, %v): %v", svcKey(svc), names(nodes[1:2]), err)
+	}
+	r.checkBackends("after EnsureLoadBalancer with another node", c, svc, nodes[1:2])
+}
+
+// listeners returns Hooks.Listeners sorted by port.
+func (r *rt) listeners(svc *v1.Service) []Listener {
+	ls, err := r.target().Hooks.Listeners(r.ctx, r.cfg.ClusterName, svc)
+	if err != nil {
+		r.Fatalf("Hooks.Listeners(%s): %v", svcKey(svc), err)
+	}
+	return sortListeners(ls)
+}
+
+func sortListeners(ls []Listener) []Listener {
+	ls = slices.Clone(ls)
+	slices.SortFunc(ls, func(a, b Listener) int {
+		if a.Port != b.Port {
+			return int(a.Port - b.Port)
+		}
+		return cmpString(string(a.Protocol), string(b.Protocol))
+	})
+	return ls
+}
+
+func cmpString(a, b string) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
+
+// wantListeners are the listeners svc asks for.
+func wantListeners(svc *v1.Service) []Listener {
+	var out []Listener
+	for _, p := range svc.Spec.Ports {
+		out = append(out, Listener{Protocol: p.Protocol, Port: p.Port, NodePort: p.NodePort})
+	}
+	return sortListeners(out)
+}
+
+func ruleLBPorts(r *rt) {
+	lb := r.lb()
+	r.needHook("Listeners", r.target().Hooks.Listeners)
+	nodes := r.nodes(1)
+	c := r.cfg.ClusterName
+	svc := service("ports")
+	r.mustEnsure(lb, c, svc, nodes)
+	check := func(what string) {
+		if d := cmp.Diff(wantListeners(svc), r.listeners(svc), cmpOpts); d != "" {
+			r.Errorf("%s, the listeners of %s differ from its ports (-want +got):\n%s", what, svcKey(svc), d)
+		}
+	}
+	check("after EnsureLoadBalancer")
+	svc = svc.DeepCopy()
+	svc.Spec.Ports[0].Port = 8080
+	svc.Spec.Ports[0].NodePort = 30081
+	if _, err := lb.EnsureLoadBalancer(r.ctx, c, svc, nodes); err != nil {
+		r.Fatalf("EnsureLoadBalancer(%s) with port 80 changed to 8080: %v", svcKey(svc), err)
+	}
+	check("after changing port 80 to 8080")
+	svc = svc.DeepCopy()
+	svc.Spec.Ports = append(svc.Spec.Ports, tcpPort("https", 443, 30443))
+	if _, err := lb.EnsureLoadBalancer(r.ctx, c, svc, nodes); err != nil {
+		r.Fatalf("EnsureLoadBalancer(%s) with port 443 added: %v", svcKey(svc), err)
+	}
+	check("after adding port 443")
+}
+
+// prefixSet parses and sorts CIDRs for comparison.
+func prefixSet(cidrs []string) ([]string, error) {
+	out := make([]string, 0, len(cidrs))
+	for _, s := range cidrs {
+		p, err := netip.ParsePrefix(s)
+		if err != nil {
+			return nil, fmt.Errorf("%q is not a CIDR: %v", s, err)
+		}
+		out = append(out, p.Masked().String())
+	}
+	slices.Sort(out)
+	return slices.Compact(out), nil
+}
+
+func ruleLBSourceRanges(r *rt) {
+	lb := r.lb()
+	nodes := r.nodes(1)
+	c := r.cfg.ClusterName
+	bad := service("source-ranges-bad", withAnnotation(v1.AnnotationLoadBalancerSourceRangesKey, "10.0.0.0/8,not-a-cidr"))
+	if st, err := lb.EnsureLoadBalancer(r.ctx, c, bad, nodes); err == nil {
+		r.Errorf("EnsureLoadBalancer(%s) with annotation %s=%q returned %v and no error, expected an error naming the malformed value (not a silent allow-all)", svcKey(bad), v1.AnnotationLoadBalancerSourceRangesKey, bad.Annotations[v1.AnnotationLoadBalancerSourceRangesKey], st)
+	}
+	hook := r.target().Hooks.SourceRanges
+	if hook == nil {
+		r.Logf("Hooks.SourceRanges is nil: only the malformed annotation was checked")
+		return
+	}
+	type tc struct {
+		what    string
+		svc     *v1.Service
+		want    []string
+		contain bool
+	}
+	cases := []tc{
+		{"spec.loadBalancerSourceRanges", service("source-ranges-spec", withSourceRanges("192.0.2.0/24", "198.51.100.0/25")), []string{"192.0.2.0/24", "198.51.100.0/25"}, false},
+		{"the source-ranges annotation", service("source-ranges-annotation", withAnnotation(v1.AnnotationLoadBalancerSourceRangesKey, "203.0.113.0/24")), []string{"203.0.113.0/24"}, false},
+		{"spec and annotation (spec wins)", service("source-ranges-both", withSourceRanges("192.0.2.0/24"), withAnnotation(v1.AnnotationLoadBalancerSourceRangesKey, "203.0.113.0/24")), []string{"192.0.2.0/24"}, false},
+		{"neither (allow all IPv4)", service("source-ranges-none"), []string{"0.0.0.0/0"}, true},
+	}
+	if r.cfg.Claims.DualStack {
+		cases = append(cases, tc{"neither, dual-stack Service (allow all of both families)", service("source-ranges-none-ds", withDualStack()), []string{"0.0.0.0/0", "::/0"}, true})
+	}
+	for _, k := range cases {
+		if _, err := lb.EnsureLoadBalancer(r.ctx, c, k.svc, nodes); err != nil {
+			r.Errorf("EnsureLoadBalancer(%s) with %s: %v", svcKey(k.svc), k.what, err)
+			continue
+		}
+		raw, err := hook(r.ctx, c, k.svc)
+		if err != nil {
+			r.Fatalf("Hooks.SourceRanges(%s): %v", svcKey(k.svc), err)
+		}
+		got, err := prefixSet(raw)
+		if err != nil {
+			r.Errorf("Hooks.SourceRanges(%s): %v", svcKey(k.svc), err)
+			continue
+		}
+		if k.contain {
+			for _, w := range k.want {
+				if !slices.Contains(got, w) {
+					r.Errorf("with %s, the sources allowed to %s are %v, expected them to include %s", k.what, svcKey(k.svc), got, w)
+				}
+			}
+			continue
+		}
+		if d := cmp.Diff(k.want, got, cmpOpts); d != "" {
+			r.Errorf("with %s, the sources allowed to %s differ (-want +got):\n%s", k.what, svcKey(k.svc), d)
+		}
+	}
+}
+
+func ruleLBHealthCheck(r *rt) {
+	lb := r.lb()
+	r.needHook("HealthCheck", r.target().Hooks.HealthCheck)
+	nodes := r.nodes(1)
+	c := r.cfg.ClusterName
+	svc := service("health-check", withLocalTraffic(32123))
+	check := func(what string, want HealthCheck) {
+		if _, err := lb.EnsureLoadBalancer(r.ctx, c, svc, nodes); err != nil {
+			r.Fatalf("EnsureLoadBalancer(%s) with %s: %v", svcKey(svc), what, err)
+		}
+		got, err := r.target().Hooks.HealthCheck(r.ctx, c, svc)
+		if err != nil {
+			r.Fatalf("Hooks.HealthCheck(%s): %v", svcKey(svc), err)
+		}
+		if d := cmp.Diff(want, got); d != "" {
+			r.Errorf("with %s, the health check of %s differs (-want +got):\n%s", what, svcKey(svc), d)
+		}
+	}
+	check("externalTrafficPolicy Local and healthCheckNodePort 32123", HealthCheck{Port: 32123, Path: "/healthz"})
+	svc = svc.DeepCopy()
+	svc.Spec.ExternalTrafficPolicy = v1.ServiceExternalTrafficPolicyCluster
+	svc.Spec.HealthCheckNodePort = 0
+	check("externalTrafficPolicy changed to Cluster", HealthCheck{Port: 10256, Path: "/healthz"})
+}
+
+// featureCase is one load-balancer variant behind a feature claim.
+type featureCase struct {
+	name    string
+	claimed bool
+	svc     *v1.Service
+}
+
+func (r *rt) featureCases() []featureCase {
+	cl := r.cfg.Claims
+	udp := v1.ServicePort{Name: "dns", Protocol: v1.ProtocolUDP, Port: 53, TargetPort: intstr.FromInt32(53), NodePort: 30053}
+	sctp := v1.ServicePort{Name: "sctp", Protocol: v1.ProtocolSCTP, Port: 9999, TargetPort: intstr.FromInt32(9999), NodePort: 30999}
+	return []featureCase{
+		{"UDP", cl.UDP, service("feature-udp", withPorts(udp))},
+		{"SCTP", cl.SCTP, service("feature-sctp", withPorts(sctp))},
+		{"MixedProtocols", cl.MixedProtocols, service("feature-mixed", withPorts(tcpPort("dns-tcp", 53, 30054), udp))},
+		{"DualStack", cl.DualStack, service("feature-dual-stack", withDualStack())},
+		{"NodePortLess", cl.NodePortLess, service("feature-no-node-ports", withoutNodePorts())},
+	}
+}
+
+func ruleLBUnsupportedRejected(r *rt) {
+	lb := r.lb()
+	nodes := r.nodes(1)
+	ran := false
+	for _, fc := range r.featureCases() {
+		if fc.claimed {
+			continue
+		}
+		ran = true
+		st, err := lb.EnsureLoadBalancer(r.ctx, r.cfg.ClusterName, fc.svc, nodes)
+		if err == nil {
+			r.Errorf("EnsureLoadBalancer(%s) needs %s, which is not claimed, but returned %v and no error: expected an error, not a load balancer built differently", svcKey(fc.svc), fc.name, st)
+		}
+	}
+	if !ran {
+		r.Skipf("every feature is claimed")
+	}
+}
+
+func ruleLBClaimedFeatures(r *rt) {
+	lb := r.lb()
+	nodes := r.nodes(1)
+	ran := false
+	for _, fc := range r.featureCases() {
+		if !fc.claimed {
+			continue
+		}
+		ran = true
+		st, err := lb.EnsureLoadBalancer(r.ctx, r.cfg.ClusterName, fc.svc, nodes)
+		if err != nil || st == nil || len(st.Ingress) == 0 {
+			r.Errorf("EnsureLoadBalancer(%s) with claimed feature %s = (%v, %v), expected a status with an ingress", svcKey(fc.svc), fc.name, st, err)
+			continue
+		}
+		if fc.name == "DualStack" && !r.cfg.Claims.HostnameIngress {
+			fams := map[bool]bool{}
+			for _, in := range st.Ingress {
+				if ip, err := netip.ParseAddr(in.IP); err == nil {
+					fams[ip.Is6()] = true
+				}
+			}
+			if !fams[false] || !fams[true] {
+				r.Errorf("EnsureLoadBalancer(%s) with RequireDualStack returned ingress %v, expected an IP of each family", svcKey(fc.svc), st.Ingress)
+			}
+		}
+		if r.target().Hooks.Listeners != nil {
+			if d := cmp.Diff(wantListeners(fc.svc), r.listeners(fc.svc), cmpOpts); d != "" {
+				r.Errorf("with claimed feature %s, the listeners of %s differ from its ports (-want +got):\n%s", fc.name, svcKey(fc.svc), d)
+			}
+		}
+	}
+	if !ran {
+		r.Skipf("no load-balancer feature is claimed")
+	}
+}
+
+func ruleLBClusterIsolation(r *rt) {
+	lb := r.lb()
+	nodes := r.nodes(1)
+	a, b := r.cfg.ClusterName, r.cfg.CrossClusterName
+	svcA := service("shared-name")
+	svcB := service("shared-name") // same namespace/name, another cluster's UID
+	stA := r.mustEnsure(lb, a, svcA, nodes)
+	ownedA := r.owned()
+	if r.exists(r.ctx, lb, b, svcB) {
+		r.Errorf("GetLoadBalancer(cluster %q, %s) reports exists=true for cluster %q's load balancer: cluster %q would adopt or delete it", b, svcKey(svcB), a, b)
+	}
+	if _, err := lb.EnsureLoadBalancer(r.ctx, b, svcB, nodes[:1]); err != nil {
+		r.Fatalf("EnsureLoadBalancer(cluster %q, %s): %v", b, svcKey(svcB), err)
+	}
+	if err := lb.UpdateLoadBalancer(context.TODO(), b, svcB, nil); err != nil {
+		r.Fatalf("UpdateLoadBalancer(cluster %q, %s, no nodes): %v", b, svcKey(svcB), err)
+	}
+	if r.target().Hooks.Backends != nil {
+		r.checkBackends(fmt.Sprintf("after cluster %q updated its own %s", b, svcKey(svcB)), a, svcA, nodes)
+	}
+	if err := lb.EnsureLoadBalancerDeleted(r.ctx, b, svcB); err != nil {
+		r.Fatalf("EnsureLoadBalancerDeleted(cluster %q, %s): %v", b, svcKey(svcB), err)
+	}
+	st, ok, err := lb.GetLoadBalancer(r.ctx, a, svcA)
+	if err != nil || !ok {
+		r.Fatalf("after cluster %q deleted its %s, GetLoadBalancer(cluster %q) = (exists %v, %v), expected cluster %q's load balancer to remain", b, svcKey(svcB), a, ok, err, a)
+	}
+	if st != nil {
+		if d := cmp.Diff(stA.Ingress, st.Ingress, cmpOpts); d != "" {
+			r.Errorf("cluster %q's ingress changed after cluster %q's calls (-before +after):\n%s", a, b, d)
+		}
+	}
+	r.checkOwned(fmt.Sprintf("after cluster %q created and deleted its own load balancer", b), ownedA)
+}
+
+func ruleLBConcurrent(r *rt) {
+	lb := r.lb()
+	nodes := r.nodes(1)
+	c := r.cfg.ClusterName
+	shared := service("concurrent-shared")
+	r.mustEnsure(lb, c, shared, nodes)
+	var others []*v1.Service
+	for i := range 4 {
+		others = append(others, service(fmt.Sprintf("concurrent-%d", i)))
+	}
+	var mu sync.Mutex
+	var errs []string
+	report := func(format string, args ...any) {
+		mu.Lock()
+		defer mu.Unlock()
+		errs = append(errs, fmt.Sprintf(format, args...))
+	}
+	var waits []func()
+	for i := range 3 {
+		waits = append(waits, r.Go(func() {
+			if _, err := lb.EnsureLoadBalancer(r.ctx, c, shared.DeepCopy(), nodes); err != nil {
+				report("concurrent EnsureLoadBalancer(%s) #%d: %v", svcKey(shared), i, err)
+			}
+		}), r.Go(func() {
+			if err := lb.UpdateLoadBalancer(context.TODO(), c, shared.DeepCopy(), nodes); err != nil {
+				report("concurrent UpdateLoadBalancer(%s) #%d: %v", svcKey(shared), i, err)
+			}
+		}))
+	}
+	for _, s := range others {
+		waits = append(waits, r.Go(func() {
+			if _, err := lb.EnsureLoadBalancer(r.ctx, c, s, nodes); err != nil {
+				report("concurrent EnsureLoadBalancer(%s): %v", svcKey(s), err)
+			}
+		}))
+	}
+	for _, w := range waits {
+		w()
+	}
+	for _, e := range errs {
+		r.Errorf("%s", e)
+	}
+	for _, s := range append(others, shared) {
+		if !r.exists(r.ctx, lb, c, s) {
+			r.Errorf("after concurrent Ensure calls, GetLoadBalancer(%s) reports exists=false", svcKey(s))
+		}
+		if r.target().Hooks.Backends != nil {
+			r.checkBackends("after concurrent Ensure and Update calls with the same nodes", c, s, nodes)
+		}
+	}
+}
+
+func ruleLBOutage(r *rt) {
+	lb := r.lb()
+	r.needHook("Outage", r.target().Hooks.Outage)
+	c := r.cfg.ClusterName
+	svc := service("outage")
+	r.mustEnsure(lb, c, svc, r.nodes(1))
+	restore := r.target().Hooks.Outage()
+	defer restore()
+	_, ok, err := lb.GetLoadBalancer(r.ctx, c, svc)
+	if err == nil && !ok {
+		r.Errorf("GetLoadBalancer(%s) during a cloud outage returned exists=false and no error: the service controller would remove the finalizer of a deleted Service and leak its load balancer; expected an error", svcKey(svc))
+	}
+}

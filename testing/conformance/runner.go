@@ -1,0 +1,340 @@
+package conformance
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"reflect"
+	"runtime"
+	"runtime/debug"
+	"sync"
+
+	v1 "k8s.io/api/core/v1"
+	k8sruntime "k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/informers"
+	clientset "k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/kubernetes/fake"
+	restclient "k8s.io/client-go/rest"
+	cloudprovider "k8s.io/cloud-provider"
+)
+
+// rule is one entry of the suite's table.
+type rule struct {
+	id        string
+	statement string
+	source    string
+	run       func(r *rt)
+}
+
+// result is what one execution of a rule observed.
+type result struct {
+	skip string
+	errs []string
+	logs []string
+}
+
+// rt is the handle a rule body gets: it reports like testing.T (Errorf,
+// Fatalf and Skipf end the rule goroutine with runtime.Goexit) and builds the
+// fresh target lazily. It is safe for concurrent use by the goroutines a rule
+// starts with r.Go.
+type rt struct {
+	ctx  context.Context
+	cfg  *Config
+	rule *rule
+
+	mu       sync.Mutex
+	res      result
+	done     bool
+	cleanups []func()
+
+	tgt   *Target
+	cloud cloudprovider.Interface
+	kube  *fake.Clientset
+	inf   informers.SharedInformerFactory
+	stop  chan struct{}
+}
+
+// execute runs one rule in its own goroutine and returns what it reported.
+// The goroutine is abandoned, and the rule failed, when it outlives
+// 4×cfg.Timeout or parent.
+func execute(parent context.Context, cfg *Config, rl *rule) result {
+	if reason, ok := cfg.Skip[rl.id]; ok {
+		return result{skip: "skipped by Config.Skip: " + reason}
+	}
+	ctx, cancel := context.WithTimeout(parent, 4*cfg.Timeout)
+	defer cancel()
+	r := &rt{ctx: ctx, cfg: cfg, rule: rl}
+	finished := make(chan struct{})
+	go func() {
+		defer close(finished)
+		defer r.runCleanups()
+		defer r.recoverPanic()
+		rl.run(r)
+	}()
+	select {
+	case <-finished:
+	case <-ctx.Done():
+		if parent.Err() != nil {
+			r.errorf("rule interrupted: %v", parent.Err())
+		} else {
+			r.errorf("rule did not finish within %v (4×Config.Timeout): a provider call or hook may be blocked", 4*cfg.Timeout)
+		}
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.done = true
+	res := result{skip: r.res.skip, errs: slices0(r.res.errs), logs: slices0(r.res.logs)}
+	if len(res.errs) > 0 {
+		res.skip = ""
+	}
+	return res
+}
+
+func slices0(s []string) []string { return append([]string(nil), s...) }
+
+// recoverPanic turns a panic of the rule goroutine (typically in the
+// provider) into a failure of the rule.
+func (r *rt) recoverPanic() {
+	if p := recover(); p != nil {
+		r.errorf("panic (in the provider or a hook): %v\n%s", p, debug.Stack())
+	}
+}
+
+func (r *rt) runCleanups() {
+	r.mu.Lock()
+	cs := r.cleanups
+	r.cleanups = nil
+	r.mu.Unlock()
+	for i := len(cs) - 1; i >= 0; i-- {
+		func() {
+			defer r.recoverPanic()
+			cs[i]()
+		}()
+	}
+}
+
+// Cleanup registers f to run when the rule ends, last registered first.
+func (r *rt) Cleanup(f func()) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.cleanups = append(r.cleanups, f)
+}
+
+func (r *rt) errorf(format string, args ...any) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.done {
+		return
+	}
+	r.res.errs = append(r.res.errs, fmt.Sprintf(format, args...))
+}
+
+// Errorf records a failure and continues.
+func (r *rt) Errorf(format string, args ...any) { r.errorf(format, args...) }
+
+// Fatalf records a failure and ends the rule.
+func (r *rt) Fatalf(format string, args ...any) {
+	r.errorf(format, args...)
+	runtime.Goexit()
+}
+
+// Skipf ends the rule as skipped (unless it already failed).
+func (r *rt) Skipf(format string, args ...any) {
+	r.mu.Lock()
+	if !r.done {
+		r.res.skip = fmt.Sprintf(format, args...)
+	}
+	r.mu.Unlock()
+	runtime.Goexit()
+}
+
+// Logf records a line shown by Run.
+func (r *rt) Logf(format string, args ...any) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if !r.done {
+		r.res.logs = append(r.res.logs, fmt.Sprintf(format, args...))
+	}
+}
+
+// failed reports whether the rule has recorded a failure.
+func (r *rt) failed() bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return len(r.res.errs) > 0
+}
+
+// Go runs f in a goroutine whose panics and Fatalf are reported to the rule,
+// and returns a function that waits for it.
+func (r *rt) Go(f func()) (wait func()) {
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		defer r.recoverPanic()
+		f()
+	}()
+	return func() { <-done }
+}
+
+// target returns the rule's fresh target, initialized as the
+// cloud-controller-manager initializes a provider, against a fake clientset
+// that holds copies of the fixture nodes.
+func (r *rt) target() *Target {
+	if r.tgt == nil {
+		var objs []k8sruntime.Object
+		tgt := r.newTarget()
+		for _, n := range tgt.Nodes {
+			objs = append(objs, n.DeepCopy())
+		}
+		r.initialize(tgt, fake.NewClientset(objs...))
+	}
+	return r.tgt
+}
+
+// newTarget calls Config.NewTarget and validates what it returns.
+func (r *rt) newTarget() *Target {
+	tgt, err := r.cfg.NewTarget(r.ctx)
+	if err != nil {
+		r.Fatalf("Config.NewTarget: %v", err)
+	}
+	if tgt == nil || isNil(tgt.Cloud) {
+		r.Fatalf("Config.NewTarget returned no Target.Cloud, expected the provider under test")
+	}
+	if tgt.Close != nil {
+		r.Cleanup(tgt.Close)
+	}
+	seen := map[string]bool{}
+	for i, n := range tgt.Nodes {
+		if n == nil || n.Name == "" {
+			r.Fatalf("Config.NewTarget: Target.Nodes[%d] has no name, expected a Node as a kubelet registers it", i)
+		}
+		if seen[n.Name] {
+			r.Fatalf("Config.NewTarget: Target.Nodes[%d] repeats node name %q", i, n.Name)
+		}
+		seen[n.Name] = true
+	}
+	return tgt
+}
+
+// initialize does what app/controllermanager.go startControllers does before
+// starting controllers: cloud.Initialize(clientBuilder, stop), then
+// SetInformers for a cloudprovider.InformerUser, then starts the informers.
+func (r *rt) initialize(tgt *Target, kube *fake.Clientset) {
+	r.tgt, r.cloud, r.kube = tgt, tgt.Cloud, kube
+	r.stop = make(chan struct{})
+	r.inf = informers.NewSharedInformerFactory(kube, 0)
+	stop := r.stop
+	r.Cleanup(func() {
+		close(stop)
+		r.inf.Shutdown()
+	})
+	tgt.Cloud.Initialize(clientBuilder{kube}, r.stop)
+	if iu, ok := tgt.Cloud.(cloudprovider.InformerUser); ok {
+		iu.SetInformers(r.inf)
+	}
+	r.inf.Start(r.stop)
+	for typ, ok := range r.inf.WaitForCacheSync(r.ctx.Done()) {
+		if !ok {
+			r.Fatalf("informer for %v did not sync: %v", typ, r.ctx.Err())
+		}
+	}
+}
+
+// nodes returns deep copies of the fixture nodes, failing (skipping) the
+// rule when there are fewer than n.
+func (r *rt) nodes(n int) []*v1.Node {
+	tgt := r.target()
+	if len(tgt.Nodes) < n {
+		r.Skipf("needs at least %d fixture nodes in Target.Nodes, got %d", n, len(tgt.Nodes))
+	}
+	out := make([]*v1.Node, len(tgt.Nodes))
+	for i, n := range tgt.Nodes {
+		out[i] = n.DeepCopy()
+	}
+	return out
+}
+
+// needHook skips the rule when hook (a func field of Hooks) is nil.
+func (r *rt) needHook(name string, hook any) {
+	if isNil(hook) {
+		r.Skipf("needs Hooks.%s", name)
+	}
+}
+
+// capability returns the provider's capability through accessor, skipping
+// the rule when it is not claimed or when the accessor breaks
+// PROVIDER-ACCESSORS (that rule reports it, once).
+func capability[T any](r *rt, name string, claimed bool, accessor func() (T, bool)) T {
+	if !claimed {
+		r.Skipf("%s is not claimed (Config.Claims.%s)", name, name)
+	}
+	r.target()
+	v, ok := accessor()
+	if !ok || isNil(v) {
+		r.Skipf("%s() returned (%v, %v): see PROVIDER-ACCESSORS", name, describe(v), ok)
+	}
+	return v
+}
+
+func (r *rt) lb() cloudprovider.LoadBalancer {
+	return capability(r, "LoadBalancer", r.cfg.Claims.LoadBalancer, func() (cloudprovider.LoadBalancer, bool) { return r.target().Cloud.LoadBalancer() })
+}
+
+func (r *rt) inst() cloudprovider.InstancesV2 {
+	return capability(r, "InstancesV2", r.cfg.Claims.InstancesV2, func() (cloudprovider.InstancesV2, bool) { return r.target().Cloud.InstancesV2() })
+}
+
+func (r *rt) routes() cloudprovider.Routes {
+	return capability(r, "Routes", r.cfg.Claims.Routes, func() (cloudprovider.Routes, bool) { return r.target().Cloud.Routes() })
+}
+
+func (r *rt) zones() cloudprovider.Zones {
+	return capability(r, "Zones", r.cfg.Claims.Zones, func() (cloudprovider.Zones, bool) { return r.target().Cloud.Zones() })
+}
+
+func (r *rt) needFeature(name string, claimed bool) {
+	if !claimed {
+		r.Skipf("feature %s is not claimed (Config.Claims.%s)", name, name)
+	}
+}
+
+// isNil reports whether v is nil or an interface holding a typed nil.
+func isNil(v any) bool {
+	if v == nil {
+		return true
+	}
+	rv := reflect.ValueOf(v)
+	switch rv.Kind() {
+	case reflect.Pointer, reflect.Map, reflect.Slice, reflect.Func, reflect.Chan, reflect.Interface, reflect.UnsafePointer:
+		return rv.IsNil()
+	}
+	return false
+}
+
+// describe renders an accessor's value for a message: "nil", "typed nil
+// *pkg.T" or the dynamic type.
+func describe(v any) string {
+	if v == nil {
+		return "nil"
+	}
+	if isNil(v) {
+		return fmt.Sprintf("typed nil %T", v)
+	}
+	return fmt.Sprintf("%T", v)
+}
+
+// clientBuilder is the cloudprovider.ControllerClientBuilder given to
+// Initialize: every client is the rule's fake clientset.
+type clientBuilder struct{ kube clientset.Interface }
+
+func (b clientBuilder) Config(name string) (*restclient.Config, error) {
+	return nil, errors.New("conformance: no REST config, the suite runs against a fake clientset (use Client)")
+}
+
+func (b clientBuilder) ConfigOrDie(name string) *restclient.Config {
+	return &restclient.Config{Host: "http://127.0.0.1:0", UserAgent: name}
+}
+
+func (b clientBuilder) Client(name string) (clientset.Interface, error) { return b.kube, nil }
+
+func (b clientBuilder) ClientOrDie(name string) clientset.Interface { return b.kube }
