@@ -26,6 +26,8 @@ import (
 	_ "k8s.io/component-base/metrics/prometheus/clientgo" // client-go metrics on /metrics
 	_ "k8s.io/component-base/metrics/prometheus/version"  // version metric
 	"k8s.io/klog/v2"
+
+	_ "github.com/ccmkit/ccmkit/fake" // registers provider "fake"
 )
 
 func main() {

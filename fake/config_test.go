@@ -6,6 +6,9 @@ import (
 	"strings"
 	"testing"
 
+	v1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/yaml"
+
 	"github.com/ccmkit/ccmkit/fake"
 	"github.com/ccmkit/ccmkit/provider"
 )
@@ -72,5 +75,25 @@ func TestConfigValidate(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestDeploySecretCloudConfig keeps the cloud-config in
+// example/deploy/secret.yaml valid.
+func TestDeploySecretCloudConfig(t *testing.T) {
+	data, err := os.ReadFile("../example/deploy/secret.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var secret v1.Secret
+	if err := yaml.UnmarshalStrict(data, &secret); err != nil {
+		t.Fatalf("example/deploy/secret.yaml: %v", err)
+	}
+	cc, ok := secret.StringData["cloud-config.yaml"]
+	if !ok {
+		t.Fatalf("example/deploy/secret.yaml has no stringData[cloud-config.yaml]")
+	}
+	if _, err := provider.Build(fake.ProviderName, strings.NewReader(cc), fake.Factory); err != nil {
+		t.Errorf("building the fake from example/deploy/secret.yaml: %v", err)
 	}
 }

@@ -1,0 +1,210 @@
+package fake
+
+import (
+	"context"
+	"fmt"
+	"net/netip"
+	"strconv"
+
+	v1 "k8s.io/api/core/v1"
+
+	"github.com/ccmkit/ccmkit/loadbalancer"
+)
+
+// lbDriver is the fake's loadbalancer.Driver: load balancers are stored as
+// the loadbalancer model, changed with loadbalancer.Apply (the reference
+// semantics of each action), plus VIPs from the pools.
+type lbDriver struct{ s *store }
+
+var _ loadbalancer.Driver = lbDriver{}
+
+// Find returns copies of the load balancers matching q, using the name and
+// Service-UID indexes.
+func (d lbDriver) Find(_ context.Context, q loadbalancer.Query) ([]*loadbalancer.LoadBalancer, error) {
+	d.s.mu.RLock()
+	defer d.s.mu.RUnlock()
+	var ids []string
+	switch uid, byUID := q.Tags[loadbalancer.TagServiceUID]; {
+	case q.ID != "":
+		ids = []string{q.ID}
+	case q.Name != "":
+		ids = keys(d.s.lbNames[q.Name])
+	case byUID:
+		ids = keys(d.s.lbUIDs[uid])
+	default:
+		ids = keys(d.s.lbs)
+	}
+	out := []*loadbalancer.LoadBalancer{}
+	for _, id := range ids {
+		r := d.s.lbs[id]
+		if r != nil && hasTags(r.lb.Tags, q.Tags) {
+			out = append(out, r.lb.Clone())
+		}
+	}
+	return out, nil
+}
+
+func keys[V any](m map[string]V) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	return out
+}
+
+func hasTags(tags, want map[string]string) bool {
+	for k, v := range want {
+		if got, ok := tags[k]; !ok || got != v {
+			return false
+		}
+	}
+	return true
+}
+
+// Apply performs one action atomically: on error nothing changes.
+func (d lbDriver) Apply(_ context.Context, a loadbalancer.Action) (*loadbalancer.LoadBalancer, error) {
+	d.s.mu.Lock()
+	defer d.s.mu.Unlock()
+	var cur *lbRecord
+	if a.Kind != loadbalancer.ActionCreate {
+		if cur = d.s.lbs[a.LoadBalancerID]; cur == nil {
+			return nil, fmt.Errorf("fake: %s: load balancer %q does not exist", a.Kind, a.LoadBalancerID)
+		}
+	}
+	var curLB *loadbalancer.LoadBalancer
+	if cur != nil {
+		curLB = cur.lb
+	}
+	next, err := loadbalancer.Apply(curLB, a)
+	if err != nil {
+		return nil, fmt.Errorf("fake: %s: %w", a.Kind, err)
+	}
+	rec := &lbRecord{lb: next}
+	switch a.Kind {
+	case loadbalancer.ActionCreate:
+		d.s.nextLB++
+		next.ID = "lb-" + strconv.Itoa(d.s.nextLB)
+		if rec.vips, err = d.s.allocateVIPs(nil, next.Spec); err != nil {
+			return nil, fmt.Errorf("fake: %s %q: %w", a.Kind, next.Name, err)
+		}
+	case loadbalancer.ActionUpdateFrontend:
+		if rec.vips, err = d.s.allocateVIPs(cur.vips, next.Spec); err != nil {
+			return nil, fmt.Errorf("fake: %s %q: %w", a.Kind, next.ID, err)
+		}
+	default:
+		rec.vips = cur.vips
+	}
+	next.Ingress = d.s.ingress(next.Name, rec.vips)
+	if cur != nil {
+		d.s.unindexLB(cur.lb)
+	}
+	d.s.lbs[next.ID] = rec
+	d.s.indexLB(next)
+	return next.Clone(), nil
+}
+
+// Delete removes lb and releases its VIPs; a missing one is not an error.
+func (d lbDriver) Delete(_ context.Context, lb *loadbalancer.LoadBalancer) error {
+	d.s.mu.Lock()
+	defer d.s.mu.Unlock()
+	r := d.s.lbs[lb.ID]
+	if r == nil {
+		return nil
+	}
+	for _, ip := range r.vips {
+		d.s.lbPools[ip.Is4()].release(ip)
+	}
+	d.s.unindexLB(r.lb)
+	delete(d.s.lbs, lb.ID)
+	return nil
+}
+
+func (s *store) indexLB(lb *loadbalancer.LoadBalancer) {
+	s.lbNames.add(lb.Name, lb.ID)
+	if uid, ok := lb.Tags[loadbalancer.TagServiceUID]; ok {
+		s.lbUIDs.add(uid, lb.ID)
+	}
+}
+
+func (s *store) unindexLB(lb *loadbalancer.LoadBalancer) {
+	s.lbNames.remove(lb.Name, lb.ID)
+	if uid, ok := lb.Tags[loadbalancer.TagServiceUID]; ok {
+		s.lbUIDs.remove(uid, lb.ID)
+	}
+}
+
+// allocateVIPs returns one VIP per family of spec: the requested address
+// of that family if any, else the current VIP of that family, else the next
+// free one. Current VIPs not kept are released; on error nothing changes.
+func (s *store) allocateVIPs(current []netip.Addr, spec loadbalancer.Spec) ([]netip.Addr, error) {
+	var taken, out []netip.Addr
+	undo := func() {
+		for _, ip := range taken {
+			s.lbPools[ip.Is4()].release(ip)
+		}
+	}
+	for _, fam := range spec.IPFamilies {
+		is4 := fam == v1.IPv4Protocol
+		p := s.lbPools[is4]
+		var want, have netip.Addr
+		for _, ip := range spec.RequestedIPs {
+			if ip.Is4() == is4 {
+				want = ip
+			}
+		}
+		for _, ip := range current {
+			if ip.Is4() == is4 {
+				have = ip
+			}
+		}
+		switch {
+		case want.IsValid() && want == have, !want.IsValid() && have.IsValid():
+			out = append(out, have)
+		case want.IsValid():
+			if !p.contains(want) {
+				undo()
+				return nil, fmt.Errorf("requested IP %s is outside the %s pool %s; expected an address of the pool", want, fam, p.prefix)
+			}
+			if err := p.take(want); err != nil {
+				undo()
+				return nil, fmt.Errorf("requested IP %s: %w", want, err)
+			}
+			taken, out = append(taken, want), append(out, want)
+		default:
+			ip, err := p.allocate()
+			if err != nil {
+				undo()
+				return nil, err
+			}
+			taken, out = append(taken, ip), append(out, ip)
+		}
+	}
+	for _, ip := range current {
+		if !containsAddr(out, ip) {
+			s.lbPools[ip.Is4()].release(ip)
+		}
+	}
+	return out, nil
+}
+
+func containsAddr(list []netip.Addr, a netip.Addr) bool {
+	for _, b := range list {
+		if a == b {
+			return true
+		}
+	}
+	return false
+}
+
+// ingress is what a load balancer reports: its hostname in hostname mode,
+// otherwise its VIPs with the configured ipMode.
+func (s *store) ingress(name string, vips []netip.Addr) []loadbalancer.Ingress {
+	if s.lbCfg.HostnameSuffix != "" {
+		return []loadbalancer.Ingress{{Hostname: name + "." + s.lbCfg.HostnameSuffix}}
+	}
+	out := make([]loadbalancer.Ingress, 0, len(vips))
+	for _, ip := range vips {
+		out = append(out, loadbalancer.Ingress{IP: ip.String(), IPMode: s.lbCfg.IPMode})
+	}
+	return out
+}
