@@ -223,7 +223,7 @@ func (t *Table) goneTargets(ctx context.Context, entries []Entry) (map[types.Nod
 	seen := make(map[types.NodeName]bool)
 	var targets []types.NodeName
 	for _, e := range entries {
-		if e.Blackhole || e.TargetNode == "" || seen[e.TargetNode] {
+		if _, dup := seen[e.TargetNode]; dup || e.Blackhole || e.TargetNode == "" {
 			continue
 		}
 		seen[e.TargetNode] = false

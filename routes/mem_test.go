@@ -1,0 +1,161 @@
+package routes_test
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strconv"
+	"sync"
+	"sync/atomic"
+
+	"github.com/ccmkit/ccmkit/routes"
+)
+
+// memTable is an in-memory routes.TableDriver with revisions, call counters,
+// error injection and a detector for concurrent calls.
+type memTable struct {
+	mu        sync.Mutex
+	entries   []routes.Entry
+	rev       int
+	reads     int
+	writes    int
+	conflicts int   // reject this many more writes with ErrConflict
+	readErr   error // returned by every ReadTable while set
+	writeErr  error // returned by every WriteTable while set
+	// gate, when set, is received from before each ReadTable proceeds.
+	gate chan struct{}
+
+	inCall     atomic.Int32
+	overlapped atomic.Bool
+}
+
+func (m *memTable) enter() func() {
+	if m.inCall.Add(1) > 1 {
+		m.overlapped.Store(true)
+	}
+	return func() { m.inCall.Add(-1) }
+}
+
+func (m *memTable) ReadTable(ctx context.Context) ([]routes.Entry, string, error) {
+	defer m.enter()()
+	if m.gate != nil {
+		select {
+		case <-m.gate:
+		case <-ctx.Done():
+			return nil, "", ctx.Err()
+		}
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.reads++
+	if m.readErr != nil {
+		return nil, "", m.readErr
+	}
+	out := make([]routes.Entry, len(m.entries))
+	for i, e := range m.entries {
+		e.TargetNodeAddresses = slices.Clone(e.TargetNodeAddresses)
+		out[i] = e
+	}
+	return out, strconv.Itoa(m.rev), nil
+}
+
+func (m *memTable) WriteTable(ctx context.Context, revision string, entries []routes.Entry) error {
+	defer m.enter()()
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.writes++
+	if m.writeErr != nil {
+		return m.writeErr
+	}
+	if m.conflicts > 0 {
+		m.conflicts--
+		m.rev++ // someone else wrote
+		return fmt.Errorf("mem: table at revision %d: %w", m.rev, routes.ErrConflict)
+	}
+	if revision != strconv.Itoa(m.rev) {
+		return fmt.Errorf("mem: write at revision %s, table at %d: %w", revision, m.rev, routes.ErrConflict)
+	}
+	m.entries = entries
+	m.rev++
+	return nil
+}
+
+func (m *memTable) snapshot() []routes.Entry {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return slices.Clone(m.entries)
+}
+
+func (m *memTable) counts() (reads, writes int) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.reads, m.writes
+}
+
+// memRoutes is an in-memory routes.RouteDriver: a name-keyed store with call
+// counters and error injection, safe for concurrent use.
+type memRoutes struct {
+	mu                   sync.Mutex
+	entries              []routes.Entry
+	lists, creates, dels int
+	listErr, createErr   error
+	deleteErr            error
+}
+
+func (m *memRoutes) ListRoutes(ctx context.Context, clusterName string) ([]routes.Entry, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.lists++
+	if m.listErr != nil {
+		return nil, m.listErr
+	}
+	out := make([]routes.Entry, 0, len(m.entries))
+	for _, e := range m.entries {
+		e.TargetNodeAddresses = slices.Clone(e.TargetNodeAddresses)
+		out = append(out, e)
+	}
+	return out, nil
+}
+
+func (m *memRoutes) CreateRoute(ctx context.Context, e routes.Entry) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.creates++
+	if m.createErr != nil {
+		return m.createErr
+	}
+	for _, x := range m.entries {
+		if x.Name == e.Name {
+			return fmt.Errorf("mem: route %q: %w", e.Name, routes.ErrAlreadyExists)
+		}
+	}
+	m.entries = append(m.entries, e)
+	return nil
+}
+
+func (m *memRoutes) DeleteRoute(ctx context.Context, e routes.Entry) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.dels++
+	if m.deleteErr != nil {
+		return m.deleteErr
+	}
+	n := len(m.entries)
+	m.entries = slices.DeleteFunc(m.entries, func(x routes.Entry) bool { return x.Name == e.Name && x.Cluster == e.Cluster })
+	if len(m.entries) == n {
+		return fmt.Errorf("mem: route %q: %w", e.Name, routes.ErrNotFound)
+	}
+	return nil
+}
+
+func (m *memRoutes) snapshot() []routes.Entry {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return slices.Clone(m.entries)
+}
+
+func (m *memRoutes) calls() int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.lists + m.creates + m.dels
+}
