@@ -206,6 +206,14 @@ func start(ctx context.Context, cfg Config) (_ *ControlPlane, err error) {
 		"--tls-private-key-file=" + cp.pki.servingKey,
 		"--client-ca-file=" + cp.pki.caFile,
 		"--token-auth-file=" + cp.pki.tokenFile,
+		// Fill the requestheader part of the extension-apiserver-
+		// authentication ConfigMap, which delegated authentication (the
+		// CCM's secure port) reads; nothing here sends such headers.
+		"--requestheader-client-ca-file=" + cp.pki.caFile,
+		"--requestheader-allowed-names=front-proxy-client",
+		"--requestheader-username-headers=X-Remote-User",
+		"--requestheader-group-headers=X-Remote-Group",
+		"--requestheader-extra-headers-prefix=X-Remote-Extra-",
 		"--authorization-mode=RBAC",
 		"--service-account-issuer=https://kubernetes.default.svc.cluster.local",
 		"--service-account-key-file=" + cp.pki.saPub,

@@ -119,3 +119,53 @@ func TestPoll(t *testing.T) {
 		t.Errorf("Poll timeout error = %v, want what was awaited, for how long and the last state", err)
 	}
 }
+
+func TestDecodeManifests(t *testing.T) {
+	tests := []struct {
+		name    string
+		reason  string
+		in      string
+		want    []string // kind/name
+		wantErr string
+	}{
+		{
+			name:   "multi-document with comments and empty documents",
+			reason: "every non-empty document becomes one object, in order",
+			in:     "# c\n---\napiVersion: v1\nkind: ServiceAccount\nmetadata:\n  name: a\n---\n---\napiVersion: rbac.authorization.k8s.io/v1\nkind: ClusterRole\nmetadata:\n  name: b\n",
+			want:   []string{"ServiceAccount/a", "ClusterRole/b"},
+		},
+		{
+			name:    "missing kind",
+			reason:  "an object without kind cannot be applied; the error names the document",
+			in:      "apiVersion: v1\nmetadata:\n  name: a\n",
+			wantErr: "document 1",
+		},
+		{
+			name:    "bad YAML",
+			reason:  "a syntax error names the document",
+			in:      "apiVersion: v1\nkind: A\nmetadata:\n  name: a\n---\nkind: [\n",
+			wantErr: "document 2",
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			objs, err := DecodeManifests([]byte(tt.in))
+			if tt.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+					t.Fatalf("%s: err = %v, want one containing %q", tt.reason, err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("%s: %v", tt.reason, err)
+			}
+			var got []string
+			for _, o := range objs {
+				got = append(got, o.GetKind()+"/"+o.GetName())
+			}
+			if diff := cmp.Diff(tt.want, got); diff != "" {
+				t.Errorf("%s: (-want +got):\n%s", tt.reason, diff)
+			}
+		})
+	}
+}

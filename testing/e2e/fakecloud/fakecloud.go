@@ -1,0 +1,283 @@
+// Package fakecloud is the e2e side of ccmkit's fake cloud (package fake)
+// running inside a cloud-controller-manager process: it writes the fake's
+// cloud-config, and it reads and changes the cloud's state from outside the
+// process through the fake's loopback admin HTTP endpoint (documented in the
+// fake package).
+//
+// The types are the fake's own (fake.Config, fake.State, fake.Instance, ...);
+// this package adds no model of its own.
+package fakecloud
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"strings"
+	"time"
+
+	"sigs.k8s.io/yaml"
+
+	"github.com/ccmkit/ccmkit/fake"
+)
+
+// WriteConfig writes cfg as the YAML --cloud-config file at path, after
+// checking it with the fake's own validation (fake.Config.Validate), so a
+// bad config fails here rather than as a CCM that exits at start-up.
+func WriteConfig(path string, cfg fake.Config) error {
+	if err := cfg.Validate(); err != nil {
+		return fmt.Errorf("fakecloud: invalid cloud-config for %s: %w", path, err)
+	}
+	b, err := yaml.Marshal(cfg)
+	if err != nil {
+		return fmt.Errorf("fakecloud: %w", err)
+	}
+	if err := os.WriteFile(path, b, 0o600); err != nil {
+		return fmt.Errorf("fakecloud: %w", err)
+	}
+	return nil
+}
+
+// Zones are the zones Instances spreads instances over, in turn.
+var Zones = []string{"zone-a", "zone-b", "zone-c"}
+
+// Instances returns n running instances named <prefix>-1 ... <prefix>-n,
+// with IDs i-<prefix>-<k>, zones taken in turn from Zones, the default
+// region and instance type, and InternalIPs left to the fake's allocator.
+func Instances(prefix string, n int) []fake.Instance {
+	out := make([]fake.Instance, n)
+	for i := range out {
+		out[i] = fake.Instance{
+			ID:   fmt.Sprintf("i-%s-%d", prefix, i+1),
+			Name: fmt.Sprintf("%s-%d", prefix, i+1),
+			Zone: Zones[i%len(Zones)],
+		}
+	}
+	return out
+}
+
+// Admin is a client of the fake's admin endpoint. It is safe for concurrent
+// use. Every method returns an *APIError for a non-2xx answer.
+type Admin struct {
+	base   string
+	client *http.Client
+}
+
+// NewAdmin returns a client for the admin endpoint at addr ("host:port").
+func NewAdmin(addr string) *Admin {
+	return &Admin{base: "http://" + addr, client: &http.Client{Timeout: 10 * time.Second}}
+}
+
+// WaitAdmin waits until the fake has written its admin address to
+// addressFile (fake.AdminConfig.AddressFile) and the endpoint answers, then
+// returns a client for it. The fake starts the endpoint when the CCM
+// initializes the cloud, which a CCM with leader election does only once it
+// leads: so this also waits for leadership. exited, when non-nil, is polled
+// so that a CCM that dies is reported at once.
+func WaitAdmin(ctx context.Context, addressFile string, exited func() error) (*Admin, error) {
+	var last error
+	for {
+		b, err := os.ReadFile(addressFile)
+		addr := strings.TrimSpace(string(b))
+		switch {
+		case err != nil:
+			last = err
+		case addr == "":
+			last = errors.New("address file is empty")
+		default:
+			if _, _, err := net.SplitHostPort(addr); err != nil {
+				last = fmt.Errorf("address file holds %q: %w", addr, err)
+				break
+			}
+			a := NewAdmin(addr)
+			if _, err := a.Calls(ctx); err != nil {
+				last = err
+				break
+			}
+			return a, nil
+		}
+		if exited != nil {
+			if err := exited(); err != nil {
+				return nil, fmt.Errorf("fakecloud: waiting for the admin endpoint in %s: %w", addressFile, err)
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return nil, fmt.Errorf("fakecloud: waiting for the admin endpoint in %s: %w (last: %v)", addressFile, ctx.Err(), last)
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
+// Address returns the "host:port" the client talks to.
+func (a *Admin) Address() string { return strings.TrimPrefix(a.base, "http://") }
+
+// APIError is a non-2xx answer of the admin endpoint.
+type APIError struct {
+	Method, Path string
+	StatusCode   int
+	// Message is the "error" field of the body (or the raw body).
+	Message string
+}
+
+func (e *APIError) Error() string {
+	return fmt.Sprintf("fakecloud: %s %s: %d %s", e.Method, e.Path, e.StatusCode, e.Message)
+}
+
+func (a *Admin) do(ctx context.Context, method, path string, body, out any) error {
+	var rd io.Reader
+	if body != nil {
+		b, err := json.Marshal(body)
+		if err != nil {
+			return fmt.Errorf("fakecloud: %s %s: %w", method, path, err)
+		}
+		rd = bytes.NewReader(b)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, a.base+path, rd)
+	if err != nil {
+		return fmt.Errorf("fakecloud: %w", err)
+	}
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	resp, err := a.client.Do(req)
+	if err != nil {
+		return fmt.Errorf("fakecloud: %s %s: %w", method, path, err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(io.LimitReader(resp.Body, 64<<20))
+	if err != nil {
+		return fmt.Errorf("fakecloud: %s %s: reading body: %w", method, path, err)
+	}
+	if resp.StatusCode/100 != 2 {
+		var e struct {
+			Error string `json:"error"`
+		}
+		msg := strings.TrimSpace(string(b))
+		if json.Unmarshal(b, &e) == nil && e.Error != "" {
+			msg = e.Error
+		}
+		return &APIError{Method: method, Path: path, StatusCode: resp.StatusCode, Message: msg}
+	}
+	if out != nil {
+		if err := json.Unmarshal(b, out); err != nil {
+			return fmt.Errorf("fakecloud: %s %s: decoding %q: %w", method, path, b, err)
+		}
+	}
+	return nil
+}
+
+// State returns the whole cloud (GET /state).
+func (a *Admin) State(ctx context.Context) (fake.State, error) {
+	var s fake.State
+	err := a.do(ctx, http.MethodGet, "/state", nil, &s)
+	return s, err
+}
+
+// Instances returns every instance (GET /instances).
+func (a *Admin) Instances(ctx context.Context) ([]fake.Instance, error) {
+	var out []fake.Instance
+	err := a.do(ctx, http.MethodGet, "/instances", nil, &out)
+	return out, err
+}
+
+// Instance returns one instance (GET /instances/{id}).
+func (a *Admin) Instance(ctx context.Context, id string) (fake.Instance, error) {
+	var out fake.Instance
+	err := a.do(ctx, http.MethodGet, "/instances/"+url.PathEscape(id), nil, &out)
+	return out, err
+}
+
+// AddInstance adds an instance (POST /instances) and returns it with the
+// fake's defaults filled in.
+func (a *Admin) AddInstance(ctx context.Context, in fake.Instance) (fake.Instance, error) {
+	var out fake.Instance
+	err := a.do(ctx, http.MethodPost, "/instances", in, &out)
+	return out, err
+}
+
+// DeleteInstance forgets an instance (DELETE /instances/{id}).
+func (a *Admin) DeleteInstance(ctx context.Context, id string) error {
+	return a.do(ctx, http.MethodDelete, "/instances/"+url.PathEscape(id), nil, nil)
+}
+
+// StopInstance stops a running instance (POST /instances/{id}/stop).
+func (a *Admin) StopInstance(ctx context.Context, id string) (fake.Instance, error) {
+	return a.instanceAction(ctx, id, "stop")
+}
+
+// StartInstance starts a stopped instance (POST /instances/{id}/start).
+func (a *Admin) StartInstance(ctx context.Context, id string) (fake.Instance, error) {
+	return a.instanceAction(ctx, id, "start")
+}
+
+// TerminateInstance terminates an instance (POST /instances/{id}/terminate).
+func (a *Admin) TerminateInstance(ctx context.Context, id string) (fake.Instance, error) {
+	return a.instanceAction(ctx, id, "terminate")
+}
+
+func (a *Admin) instanceAction(ctx context.Context, id, action string) (fake.Instance, error) {
+	var out fake.Instance
+	err := a.do(ctx, http.MethodPost, "/instances/"+url.PathEscape(id)+"/"+action, nil, &out)
+	return out, err
+}
+
+// LoadBalancers returns every load balancer (GET /loadbalancers).
+func (a *Admin) LoadBalancers(ctx context.Context) ([]fake.LoadBalancer, error) {
+	var out []fake.LoadBalancer
+	err := a.do(ctx, http.MethodGet, "/loadbalancers", nil, &out)
+	return out, err
+}
+
+// Routes returns the routes of one cluster (--cluster-name), or of every
+// cluster when cluster is empty (GET /routes).
+func (a *Admin) Routes(ctx context.Context, cluster string) ([]fake.Route, error) {
+	path := "/routes"
+	if cluster != "" {
+		path += "?cluster=" + url.QueryEscape(cluster)
+	}
+	var out []fake.Route
+	err := a.do(ctx, http.MethodGet, path, nil, &out)
+	return out, err
+}
+
+// Calls returns the cloud API call counters (GET /calls).
+func (a *Admin) Calls(ctx context.Context) (fake.Calls, error) {
+	var out fake.Calls
+	err := a.do(ctx, http.MethodGet, "/calls", nil, &out)
+	return out, err
+}
+
+// ResetCalls sets the counters back to zero (POST /calls/reset).
+func (a *Admin) ResetCalls(ctx context.Context) error {
+	return a.do(ctx, http.MethodPost, "/calls/reset", nil, nil)
+}
+
+// FaultRequest is the body of POST /faults (see the fake package's admin
+// endpoint documentation).
+type FaultRequest struct {
+	// Op is a fake.Op; "" means every operation.
+	Op fake.Op `json:"op"`
+	// Times is how many calls fail; -1 means every call until ClearFaults.
+	Times int `json:"times"`
+	// Error is the message of the injected error.
+	Error string `json:"error,omitempty"`
+	// RetryAfter, a Go duration, makes the fault a throttle.
+	RetryAfter string `json:"retryAfter,omitempty"`
+}
+
+// InjectFault adds a scripted fault (POST /faults).
+func (a *Admin) InjectFault(ctx context.Context, f FaultRequest) error {
+	return a.do(ctx, http.MethodPost, "/faults", f, nil)
+}
+
+// ClearFaults removes every injected fault (DELETE /faults).
+func (a *Admin) ClearFaults(ctx context.Context) error {
+	return a.do(ctx, http.MethodDelete, "/faults", nil, nil)
+}

@@ -1,0 +1,309 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/ccmkit/ccmkit/fake"
+	"github.com/ccmkit/ccmkit/loadbalancer"
+	"github.com/ccmkit/ccmkit/testing/e2e/ccm"
+	"github.com/ccmkit/ccmkit/testing/e2e/fakecloud"
+	"github.com/ccmkit/ccmkit/testing/e2e/internal/proc"
+	"github.com/ccmkit/ccmkit/testing/e2e/workload"
+)
+
+// scenarioLabel marks the Nodes a scenario created, so that its cleanup
+// finds them.
+const scenarioLabel = "e2e.ccmkit.io/scenario"
+
+// Timeouts of the waits. They are generous (2 shared cores, -race), and a
+// wait that times out says what it waited for and what it saw last.
+const (
+	// initTimeout bounds a Node's initialization or a Service's first
+	// ingress by a running CCM.
+	initTimeout = 90 * time.Second
+	// changeTimeout bounds the CCM's reaction to a change.
+	changeTimeout = 60 * time.Second
+	// takeoverTimeout bounds a standby's takeover after the leader dies:
+	// the lease duration (4s) plus start-up of the controllers.
+	takeoverTimeout = 90 * time.Second
+)
+
+// scenario is one test's slice of the shared control plane: a namespace,
+// Nodes labelled with its name, its own CCM processes and fake clouds.
+type scenario struct {
+	t      *testing.T
+	name   string
+	ns     string
+	client kubernetes.Interface
+	dir    string
+}
+
+// newScenario skips under -short, fails if the shared setup failed, and
+// creates the scenario's namespace. Its cleanup (registered first, so it runs
+// after the CCMs are stopped) deletes the scenario's Services (removing any
+// finalizer left) and Nodes, so that the next scenario's CCM never sees them.
+func newScenario(t *testing.T, name string) *scenario {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("-short: this scenario needs etcd, kube-apiserver and the example CCM")
+	}
+	if shared.setupErr != nil {
+		t.Fatalf("shared setup failed: %v", shared.setupErr)
+	}
+	s := &scenario{t: t, name: name, ns: "e2e-" + name, client: shared.client, dir: t.TempDir()}
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: s.ns}}
+	if _, err := s.client.CoreV1().Namespaces().Create(t.Context(), ns, metav1.CreateOptions{}); err != nil {
+		t.Fatalf("creating namespace %s: %v", s.ns, err)
+	}
+	t.Cleanup(s.cleanup)
+	return s
+}
+
+func (s *scenario) cleanup() {
+	// t.Context() is already canceled in cleanups.
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	svcs, err := s.client.CoreV1().Services(s.ns).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		s.t.Errorf("cleanup: listing services: %v", err)
+	}
+	for _, svc := range svcs.Items {
+		if len(svc.Finalizers) > 0 {
+			patch := []byte(`{"metadata":{"finalizers":null}}`)
+			if _, err := s.client.CoreV1().Services(s.ns).Patch(ctx, svc.Name, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil && !apierrors.IsNotFound(err) {
+				s.t.Errorf("cleanup: removing finalizers of service %s: %v", svc.Name, err)
+			}
+		}
+		if err := s.client.CoreV1().Services(s.ns).Delete(ctx, svc.Name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+			s.t.Errorf("cleanup: deleting service %s: %v", svc.Name, err)
+		}
+	}
+	sel := metav1.ListOptions{LabelSelector: scenarioLabel + "=" + s.name}
+	if err := s.client.CoreV1().Nodes().DeleteCollection(ctx, metav1.DeleteOptions{}, sel); err != nil {
+		s.t.Errorf("cleanup: deleting nodes: %v", err)
+	}
+}
+
+// runningCCM is a CCM process with its fake cloud.
+type runningCCM struct {
+	*ccm.Process
+	addressFile string
+}
+
+// startCCM writes cloud as the fake's cloud-config (with the admin endpoint
+// on a free loopback port) and starts the example CCM with cfg, filling in
+// the binary, the admin kubeconfig (unless cfg has one), the cloud-config,
+// a log file, --cluster-name=<scenario> and a Lease of the scenario's own.
+// Its cleanup stops the process, checks that it is gone, and logs the tail
+// of its log if the test failed.
+func (s *scenario) startCCM(name string, cloud fake.Config, cfg ccm.Config) *runningCCM {
+	s.t.Helper()
+	addressFile := filepath.Join(s.dir, name+".admin-address")
+	cloud.Admin = fake.AdminConfig{Address: "127.0.0.1:0", AddressFile: addressFile}
+	if cloud.ClusterID == "" {
+		cloud.ClusterID = s.name
+	}
+	cloudConfig := filepath.Join(s.dir, name+".cloud-config.yaml")
+	if err := fakecloud.WriteConfig(cloudConfig, cloud); err != nil {
+		s.t.Fatal(err)
+	}
+	cfg.Binary = shared.ccmBinary
+	cfg.Name = name
+	cfg.CloudConfig = cloudConfig
+	cfg.LogPath = filepath.Join(s.dir, name+".log")
+	if cfg.Kubeconfig == "" {
+		cfg.Kubeconfig = shared.cp.KubeconfigPath()
+	}
+	if cfg.ClusterName == "" {
+		cfg.ClusterName = s.name
+	}
+	if cfg.LeaseName == "" {
+		cfg.LeaseName = "e2e-" + s.name
+	}
+	p, err := ccm.Start(cfg)
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	s.t.Cleanup(func() {
+		if err := p.Stop(); err != nil {
+			s.t.Errorf("stopping %s: %v", name, err)
+		}
+		if proc.Alive(p.PID()) || proc.GroupAlive(p.PID()) {
+			s.t.Errorf("CCM %s (pid %d) still alive after Stop", name, p.PID())
+		}
+		if s.t.Failed() {
+			s.t.Logf("last lines of %s's log (%s):\n%s", name, p.LogPath(), p.LogTail(60))
+		}
+	})
+	return &runningCCM{Process: p, addressFile: addressFile}
+}
+
+// admin waits for the CCM's fake cloud to serve its admin endpoint (which
+// it does once the CCM has initialized the cloud: at start-up, or on
+// becoming leader) and returns a client for it.
+func (s *scenario) admin(c *runningCCM, timeout time.Duration) *fakecloud.Admin {
+	s.t.Helper()
+	ctx, cancel := context.WithTimeout(s.t.Context(), timeout)
+	defer cancel()
+	a, err := fakecloud.WaitAdmin(ctx, c.addressFile, func() error {
+		if exited, err := c.Exited(); exited {
+			return fmt.Errorf("CCM %s exited (%v); last log lines:\n%s", c.Name(), err, c.LogTail(40))
+		}
+		return nil
+	})
+	if err != nil {
+		s.t.Fatalf("after %s: %v", timeout, err)
+	}
+	return a
+}
+
+// poll waits for cond (see workload.Poll) and fails the test with what it
+// waited for if it times out.
+func (s *scenario) poll(timeout time.Duration, what string, cond func(context.Context) (bool, string)) {
+	s.t.Helper()
+	if err := workload.Poll(s.t.Context(), timeout, what, cond); err != nil {
+		s.t.Fatal(err)
+	}
+}
+
+// createNodes creates Nodes as kubelets with --cloud-provider=external
+// register them, labelled with the scenario's name.
+func (s *scenario) createNodes(names []string, opts func(i int) workload.NodeOptions) {
+	s.t.Helper()
+	for i, name := range names {
+		var o workload.NodeOptions
+		if opts != nil {
+			o = opts(i)
+		}
+		o.Labels = mergeLabels(o.Labels, map[string]string{scenarioLabel: s.name})
+		if _, err := s.client.CoreV1().Nodes().Create(s.t.Context(), workload.Node(name, o), metav1.CreateOptions{}); err != nil {
+			s.t.Fatalf("creating node %s: %v", name, err)
+		}
+	}
+}
+
+func mergeLabels(a, b map[string]string) map[string]string {
+	out := map[string]string{}
+	for k, v := range a {
+		out[k] = v
+	}
+	for k, v := range b {
+		out[k] = v
+	}
+	return out
+}
+
+// node returns the current Node or fails the test.
+func (s *scenario) node(name string) *corev1.Node {
+	s.t.Helper()
+	n, err := s.client.CoreV1().Nodes().Get(s.t.Context(), name, metav1.GetOptions{})
+	if err != nil {
+		s.t.Fatalf("getting node %s: %v", name, err)
+	}
+	return n
+}
+
+// waitNodesInitialized waits until every named Node has a providerID and no
+// uninitialized taint.
+func (s *scenario) waitNodesInitialized(names []string, timeout time.Duration) {
+	s.t.Helper()
+	s.poll(timeout, fmt.Sprintf("nodes %v to be initialized (providerID set, taint %s removed)", names, workload.UninitializedTaint),
+		func(ctx context.Context) (bool, string) {
+			var pending []string
+			for _, name := range names {
+				n, err := s.client.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
+				if err != nil {
+					pending = append(pending, fmt.Sprintf("%s: %v", name, err))
+				} else if !workload.Initialized(n) {
+					pending = append(pending, workload.DescribeNode(n))
+				}
+			}
+			return len(pending) == 0, strings.Join(pending, "; ")
+		})
+}
+
+// createService creates a LoadBalancer Service in the scenario's namespace.
+func (s *scenario) createService(svc *corev1.Service) *corev1.Service {
+	s.t.Helper()
+	got, err := s.client.CoreV1().Services(s.ns).Create(s.t.Context(), svc, metav1.CreateOptions{})
+	if err != nil {
+		s.t.Fatalf("creating service %s: %v", svc.Name, err)
+	}
+	return got
+}
+
+// service returns the current Service or fails the test.
+func (s *scenario) service(name string) *corev1.Service {
+	s.t.Helper()
+	svc, err := s.client.CoreV1().Services(s.ns).Get(s.t.Context(), name, metav1.GetOptions{})
+	if err != nil {
+		s.t.Fatalf("getting service %s: %v", name, err)
+	}
+	return svc
+}
+
+// updateService applies mutate to the current Service and updates it,
+// retrying on conflicts (the CCM writes the same object).
+func (s *scenario) updateService(name string, mutate func(*corev1.Service)) *corev1.Service {
+	s.t.Helper()
+	for attempt := 0; ; attempt++ {
+		svc := s.service(name)
+		mutate(svc)
+		got, err := s.client.CoreV1().Services(s.ns).Update(s.t.Context(), svc, metav1.UpdateOptions{})
+		if err == nil {
+			return got
+		}
+		if !apierrors.IsConflict(err) || attempt > 10 {
+			s.t.Fatalf("updating service %s: %v", name, err)
+		}
+	}
+}
+
+// waitIngress waits until the Service has at least one ingress entry and
+// returns it.
+func (s *scenario) waitIngress(name string, timeout time.Duration) *corev1.Service {
+	s.t.Helper()
+	var svc *corev1.Service
+	s.poll(timeout, fmt.Sprintf("service %s/%s to get a load-balancer ingress", s.ns, name), func(ctx context.Context) (bool, string) {
+		got, err := s.client.CoreV1().Services(s.ns).Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return false, err.Error()
+		}
+		svc = got
+		return len(got.Status.LoadBalancer.Ingress) > 0, workload.DescribeService(got)
+	})
+	return svc
+}
+
+// lbsOf returns the load balancers of the cloud owned by the Service with
+// this UID (ownership tag loadbalancer.TagServiceUID).
+func lbsOf(lbs []fake.LoadBalancer, uid types.UID) []fake.LoadBalancer {
+	var out []fake.LoadBalancer
+	for _, lb := range lbs {
+		if lb.Tags[loadbalancer.TagServiceUID] == string(uid) {
+			out = append(out, lb)
+		}
+	}
+	return out
+}
+
+// describeLBs is a short summary of load balancers for failure messages.
+func describeLBs(lbs []fake.LoadBalancer) string {
+	var parts []string
+	for _, lb := range lbs {
+		parts = append(parts, fmt.Sprintf("{%s %s tags=%v listeners=%v backends=%d hc=%+v vips=%v}",
+			lb.ID, lb.Name, lb.Tags, lb.Listeners, len(lb.Backends), lb.HealthCheck, lb.VIPs))
+	}
+	return fmt.Sprintf("%d load balancers %s", len(lbs), strings.Join(parts, " "))
+}
