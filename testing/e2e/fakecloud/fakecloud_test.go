@@ -1,0 +1,194 @@
+package fakecloud_test
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/ccmkit/ccmkit/fake"
+	"github.com/ccmkit/ccmkit/provider"
+	"github.com/ccmkit/ccmkit/testing/e2e/fakecloud"
+)
+
+// startCloud runs a fake cloud in this process with its admin endpoint on
+// a free loopback port, as the CCM would after Initialize, and returns it
+// with a client from WaitAdmin.
+func startCloud(t *testing.T, cfg fake.Config) (*fake.Cloud, *fakecloud.Admin) {
+	t.Helper()
+	addrFile := filepath.Join(t.TempDir(), "admin.addr")
+	cfg.Admin = fake.AdminConfig{Address: "127.0.0.1:0", AddressFile: addrFile}
+	cloud, err := fake.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stop := make(chan struct{})
+	cloud.Initialize(nil, stop)
+	t.Cleanup(func() { close(stop); cloud.Shutdown() })
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	admin, err := fakecloud.WaitAdmin(ctx, addrFile, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cloud, admin
+}
+
+func TestWriteConfigRoundTrip(t *testing.T) {
+	cfg := fake.Config{
+		ClusterID:     "c1",
+		InstanceCIDRs: []string{"10.0.0.0/16", "fd00:10::/64"},
+		Instances:     fakecloud.Instances("n", 4),
+		Admin:         fake.AdminConfig{Address: "127.0.0.1:0", AddressFile: "/tmp/x"},
+	}
+	path := filepath.Join(t.TempDir(), "cloud.yaml")
+	if err := fakecloud.WriteConfig(path, cfg); err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	// The file must decode with the fake's own strict decoder, as the CCM
+	// decodes --cloud-config.
+	got, err := provider.DecodeConfig[fake.Config](f)
+	if err != nil {
+		t.Fatalf("the fake's decoder rejects what WriteConfig wrote: %v", err)
+	}
+	if diff := cmp.Diff(cfg, *got); diff != "" {
+		t.Errorf("round trip (-written +decoded):\n%s", diff)
+	}
+	if zones := []string{got.Instances[0].Zone, got.Instances[1].Zone, got.Instances[2].Zone, got.Instances[3].Zone}; !cmp.Equal(zones, []string{"zone-a", "zone-b", "zone-c", "zone-a"}) {
+		t.Errorf("Instances zones = %v, want them spread over %v in turn", zones, fakecloud.Zones)
+	}
+}
+
+func TestWriteConfigRejectsInvalid(t *testing.T) {
+	err := fakecloud.WriteConfig(filepath.Join(t.TempDir(), "c.yaml"), fake.Config{Instances: []fake.Instance{{Name: "Not_A_Node"}}})
+	if err == nil || !strings.Contains(err.Error(), "instances[0].name") {
+		t.Errorf("WriteConfig with an invalid instance name: err = %v, want one naming instances[0].name", err)
+	}
+}
+
+// TestAdmin drives every method of the client against a real fake cloud and
+// checks each change in the cloud's own snapshot.
+func TestAdmin(t *testing.T) {
+	ctx := t.Context()
+	cloud, admin := startCloud(t, fake.Config{ClusterID: "c1", Instances: fakecloud.Instances("n", 2)})
+
+	st, err := admin.State(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(cloud.Snapshot(), st); diff != "" {
+		t.Errorf("State() differs from the cloud's snapshot (-cloud +admin):\n%s", diff)
+	}
+	ins, err := admin.Instances(ctx)
+	if err != nil || len(ins) != 2 {
+		t.Fatalf("Instances() = %v, %v; want the 2 seeded", ins, err)
+	}
+
+	steps := []struct {
+		name   string
+		reason string
+		do     func() (fake.Instance, error)
+		id     string
+		want   fake.InstanceState
+	}{
+		{"stop", "POST /instances/{id}/stop stops", func() (fake.Instance, error) { return admin.StopInstance(ctx, "i-n-1") }, "i-n-1", fake.StateStopped},
+		{"start", "POST /instances/{id}/start starts", func() (fake.Instance, error) { return admin.StartInstance(ctx, "i-n-1") }, "i-n-1", fake.StateRunning},
+		{"terminate", "POST /instances/{id}/terminate terminates", func() (fake.Instance, error) { return admin.TerminateInstance(ctx, "i-n-2") }, "i-n-2", fake.StateTerminated},
+		{"add", "POST /instances adds with defaults", func() (fake.Instance, error) { return admin.AddInstance(ctx, fake.Instance{ID: "i-new", Name: "new"}) }, "i-new", fake.StateRunning},
+	}
+	for _, s := range steps {
+		got, err := s.do()
+		if err != nil {
+			t.Fatalf("%s: %v", s.name, err)
+		}
+		if got.ID != s.id || got.State != s.want {
+			t.Errorf("%s: %s: returned %v, want %s %s", s.name, s.reason, got, s.id, s.want)
+		}
+		if in, ok := cloud.InstanceByID(s.id); !ok || in.State != s.want {
+			t.Errorf("%s: %s: the cloud has %v (found %v), want state %s", s.name, s.reason, in, ok, s.want)
+		}
+		if one, err := admin.Instance(ctx, s.id); err != nil || one.State != s.want {
+			t.Errorf("%s: Instance(%s) = %v, %v; want state %s", s.name, s.id, one, err, s.want)
+		}
+	}
+	if err := admin.DeleteInstance(ctx, "i-new"); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := cloud.InstanceByID("i-new"); ok {
+		t.Error("DeleteInstance: the cloud still knows i-new")
+	}
+
+	// Errors come back as *APIError with the status and the message.
+	_, err = admin.StartInstance(ctx, "i-n-2")
+	var apiErr *fakecloud.APIError
+	if !errors.As(err, &apiErr) || apiErr.StatusCode != http.StatusConflict || apiErr.Message == "" {
+		t.Errorf("starting a terminated instance: err = %#v, want an *APIError 409 with a message", err)
+	}
+	_, err = admin.Instance(ctx, "i-nope")
+	if !errors.As(err, &apiErr) || apiErr.StatusCode != http.StatusNotFound {
+		t.Errorf("an unknown instance: err = %v, want an *APIError 404", err)
+	}
+
+	// Faults and counters.
+	if err := admin.InjectFault(ctx, fakecloud.FaultRequest{Op: fake.OpListInstances, Times: 1, Error: "boom"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := admin.InjectFault(ctx, fakecloud.FaultRequest{Op: "NoSuchOp", Times: 1}); err == nil || !errors.As(err, &apiErr) || apiErr.StatusCode != http.StatusBadRequest {
+		t.Errorf("a fault for an unknown op: err = %v, want an *APIError 400", err)
+	}
+	if err := admin.ClearFaults(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := admin.ResetCalls(ctx); err != nil {
+		t.Fatal(err)
+	}
+	calls, err := admin.Calls(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if calls.Reads != 0 || calls.Writes != 0 {
+		t.Errorf("Calls() after ResetCalls = %+v, want zero", calls)
+	}
+	lbs, err := admin.LoadBalancers(ctx)
+	if err != nil || len(lbs) != 0 {
+		t.Errorf("LoadBalancers() = %v, %v; want none", lbs, err)
+	}
+	if err := cloud.AddRoute(fake.Route{Cluster: "c1", Name: "r1", DestinationCIDR: "10.244.1.0/24", TargetNode: "n-1"}); err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range []struct {
+		cluster string
+		want    int
+	}{{"c1", 1}, {"other", 0}, {"", 1}} {
+		routes, err := admin.Routes(ctx, tt.cluster)
+		if err != nil || len(routes) != tt.want {
+			t.Errorf("Routes(%q) = %v, %v; want %d", tt.cluster, routes, err, tt.want)
+		}
+	}
+}
+
+func TestWaitAdminReportsExit(t *testing.T) {
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+	defer cancel()
+	_, err := fakecloud.WaitAdmin(ctx, filepath.Join(t.TempDir(), "never"), func() error { return errors.New("ccm exited") })
+	if err == nil || !strings.Contains(err.Error(), "ccm exited") {
+		t.Errorf("WaitAdmin with a dead CCM: err = %v, want the exit reported", err)
+	}
+	ctx2, cancel2 := context.WithTimeout(t.Context(), 300*time.Millisecond)
+	defer cancel2()
+	_, err = fakecloud.WaitAdmin(ctx2, filepath.Join(t.TempDir(), "never"), nil)
+	if err == nil || !strings.Contains(err.Error(), "waiting for the admin endpoint") {
+		t.Errorf("WaitAdmin timing out: err = %v, want a timeout naming the wait", err)
+	}
+}
