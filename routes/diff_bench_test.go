@@ -1,0 +1,73 @@
+package routes_test
+
+import (
+	"fmt"
+	"net/netip"
+	"testing"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/ccmkit/ccmkit/routes"
+)
+
+// benchInput builds n dual-stack nodes and their routes; churn nodes are
+// replaced (their routes are stale, new nodes have none). 1% of the table
+// belongs to another cluster.
+func benchInput(n, churn int) routes.DiffInput {
+	in := routes.DiffInput{
+		Cluster:          cluster,
+		ClusterCIDRs:     []netip.Prefix{netip.MustParsePrefix("10.0.0.0/8"), netip.MustParsePrefix("fd00:10:244::/48")},
+		CompareAddresses: true,
+	}
+	node := func(i int) routes.NodeRoutes {
+		return routes.NodeRoutes{
+			Node:     types.NodeName(fmt.Sprintf("node-%d", i)),
+			NameHint: fmt.Sprintf("00000000-0000-4000-8000-%012x", i),
+			CIDRs:    []string{fmt.Sprintf("10.%d.%d.0/24", i/256, i%256), fmt.Sprintf("fd00:10:244:%x::/64", i)},
+			Addresses: []v1.NodeAddress{
+				{Type: v1.NodeInternalIP, Address: fmt.Sprintf("192.168.%d.%d", i/256, i%256)},
+				{Type: v1.NodeInternalIP, Address: fmt.Sprintf("fd00::%x", i)},
+			},
+		}
+	}
+	for i := range n {
+		d := node(i)
+		if i >= churn {
+			in.Desired = append(in.Desired, d)
+		} else {
+			in.Desired = append(in.Desired, node(n+i))
+		}
+		for j, c := range d.CIDRs {
+			in.Actual = append(in.Actual, routes.Entry{Name: fmt.Sprintf("r-%d-%d", i, j), Cluster: cluster, TargetNode: d.Node, DestinationCIDR: c, TargetNodeAddresses: d.Addresses})
+		}
+		if i%100 == 0 {
+			in.Actual = append(in.Actual, routes.Entry{Name: fmt.Sprintf("o-%d", i), Cluster: "other", TargetNode: "x", DestinationCIDR: fmt.Sprintf("10.%d.%d.0/24", 200+i/256, i%256)})
+		}
+	}
+	return in
+}
+
+// BenchmarkDiffer measures Diff on 1k, 5k and 20k dual-stack nodes, steady
+// state and with 1% of the nodes replaced. It should scale linearly.
+func BenchmarkDiffer(b *testing.B) {
+	for _, n := range []int{1000, 5000, 20000} {
+		for _, churn := range []struct {
+			name string
+			pct  int
+		}{{"steady", 0}, {"churn1pct", 1}} {
+			b.Run(fmt.Sprintf("nodes=%d/%s", n, churn.name), func(b *testing.B) {
+				in := benchInput(n, n*churn.pct/100)
+				want := 2 * n * churn.pct / 100
+				b.ReportAllocs()
+				b.ResetTimer()
+				for b.Loop() {
+					p := routes.Diff(in)
+					if len(p.Create) != want || len(p.Delete) != want {
+						b.Fatalf("plan: %d creates, %d deletes, want %d each", len(p.Create), len(p.Delete), want)
+					}
+				}
+			})
+		}
+	}
+}

@@ -1,0 +1,211 @@
+package routes_test
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"net/netip"
+	"reflect"
+	"slices"
+	"testing"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/ccmkit/ccmkit/routes"
+)
+
+// world is a random desired state and cloud table.
+type world struct {
+	in routes.DiffInput
+}
+
+var addrPool = addrs("192.168.0.1", "192.168.0.2", "fd00::1", "fd00::2")
+
+func randAddrs(r *rand.Rand) []v1.NodeAddress {
+	out := slices.Clone(addrPool)
+	r.Shuffle(len(out), func(i, j int) { out[i], out[j] = out[j], out[i] })
+	return out[:r.IntN(len(out)+1)]
+}
+
+func randomWorld(r *rand.Rand, namer *routes.Namer) world {
+	in := routes.DiffInput{Cluster: cluster, ClusterCIDRs: clusterCIDRs, CompareAddresses: r.IntN(2) == 0, Namer: namer}
+	nameSeq := 0
+	entry := func(clusterName, node, cidr string, a []v1.NodeAddress) routes.Entry {
+		nameSeq++
+		return routes.Entry{Name: fmt.Sprintf("r%d", nameSeq), Cluster: clusterName, TargetNode: types.NodeName(node), DestinationCIDR: cidr, TargetNodeAddresses: slices.Clone(a)}
+	}
+	nodes := r.IntN(40)
+	for i := range nodes {
+		node := fmt.Sprintf("node-%d", i)
+		d := routes.NodeRoutes{Node: types.NodeName(node), NameHint: fmt.Sprintf("uid-%d", i), Addresses: randAddrs(r)}
+		switch r.IntN(4) {
+		case 0:
+			d.CIDRs = []string{fmt.Sprintf("10.244.%d.0/24", i)}
+		case 1:
+			d.CIDRs = []string{fmt.Sprintf("fd00:10:244:%x::/64", i)}
+		default:
+			d.CIDRs = []string{fmt.Sprintf("10.244.%d.0/24", i), fmt.Sprintf("fd00:10:244:%x::/64", i)}
+		}
+		if r.IntN(10) == 0 {
+			d.CIDRs = append(d.CIDRs, fmt.Sprintf("172.16.%d.0/24", i)) // out of range
+		}
+		if r.IntN(10) == 0 {
+			d.CIDRs = append(d.CIDRs, d.CIDRs[0]) // listed twice
+		}
+		in.Desired = append(in.Desired, d)
+		for _, cidr := range d.CIDRs {
+			switch r.IntN(9) {
+			case 0: // missing
+			case 1:
+				e := entry(cluster, node, cidr, d.Addresses)
+				e.Blackhole = true
+				in.Actual = append(in.Actual, e)
+			case 2:
+				in.Actual = append(in.Actual, entry(cluster, node, cidr, randAddrs(r)))
+			case 3: // a distinct duplicate
+				in.Actual = append(in.Actual, entry(cluster, node, cidr, d.Addresses), entry(cluster, node, cidr, d.Addresses))
+			case 4: // the same route listed twice
+				e := entry(cluster, node, cidr, d.Addresses)
+				in.Actual = append(in.Actual, e, e)
+			case 5: // routed to another node
+				in.Actual = append(in.Actual, entry(cluster, fmt.Sprintf("node-%d", i+1000), cidr, nil))
+			default:
+				in.Actual = append(in.Actual, entry(cluster, node, cidr, d.Addresses))
+			}
+		}
+	}
+	for i := range r.IntN(15) {
+		switch r.IntN(6) {
+		case 0:
+			in.Actual = append(in.Actual, entry("other", "node-x", fmt.Sprintf("10.244.%d.0/24", 200+i), nil))
+		case 1:
+			e := entry("", "", fmt.Sprintf("10.244.%d.0/24", 200+i), nil)
+			e.Blackhole = true
+			in.Actual = append(in.Actual, e)
+		case 2:
+			in.Actual = append(in.Actual, entry(cluster, "node-1", fmt.Sprintf("10.%d.0.0/24", 100+i), nil)) // out of range
+		case 3:
+			in.Actual = append(in.Actual, entry(cluster, "node-1", fmt.Sprintf("garbage-%d", i), nil))
+		case 4:
+			in.Actual = append(in.Actual, entry(cluster, fmt.Sprintf("gone-%d", i), fmt.Sprintf("fd00:10:244:%x::/64", 200+i), nil))
+		default:
+			in.Actual = append(in.Actual, entry(cluster, "", fmt.Sprintf("10.244.%d.0/24", 200+i), nil))
+		}
+	}
+	r.Shuffle(len(in.Actual), func(i, j int) { in.Actual[i], in.Actual[j] = in.Actual[j], in.Actual[i] })
+	return world{in}
+}
+
+// applyPlan deletes every entry equal to a planned delete, then appends the
+// creates: what a Table does when the controller executes the plan.
+func applyPlan(actual []routes.Entry, p routes.Plan) []routes.Entry {
+	out := slices.DeleteFunc(slices.Clone(actual), func(e routes.Entry) bool {
+		return slices.ContainsFunc(p.Delete, func(d routes.Entry) bool { return reflect.DeepEqual(d, e) })
+	})
+	for _, c := range p.Create {
+		out = append(out, c.Entry)
+	}
+	return out
+}
+
+func inClusterRange(cidr string) bool {
+	p, err := netip.ParsePrefix(cidr)
+	if err != nil {
+		return false
+	}
+	for _, c := range clusterCIDRs {
+		if c.Contains(p.Masked().Addr()) {
+			return true
+		}
+	}
+	return false
+}
+
+type key struct {
+	node types.NodeName
+	cidr string
+}
+
+// Property: applying Diff's plan to the actual table yields the desired
+// table within ownership (and leaves everything else alone), and a second
+// Diff is empty.
+func TestDiffProperty(t *testing.T) {
+	namer, err := routes.NewNamer(routes.NameFormat{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for seed := range uint64(500) {
+		r := rand.New(rand.NewPCG(seed, 0x5eed))
+		w := randomWorld(r, namer)
+		plan := routes.Diff(w.in)
+		after := applyPlan(w.in.Actual, plan)
+		mine := func(e routes.Entry) bool { return e.Cluster == cluster && inClusterRange(e.DestinationCIDR) }
+
+		// Everything outside ownership or range is untouched.
+		var before, kept []routes.Entry
+		for _, e := range w.in.Actual {
+			if !mine(e) {
+				before = append(before, e)
+			}
+		}
+		for _, e := range after {
+			if !mine(e) {
+				kept = append(kept, e)
+			}
+		}
+		if !reflect.DeepEqual(before, kept) {
+			t.Fatalf("seed %d: routes outside ownership or range changed:\nbefore %+v\nafter  %+v", seed, before, kept)
+		}
+
+		// Within ownership the table is the desired one.
+		wantKeys := map[key][]v1.NodeAddress{}
+		for _, d := range w.in.Desired {
+			for _, c := range d.CIDRs {
+				if inClusterRange(c) {
+					wantKeys[key{d.Node, c}] = d.Addresses
+				}
+			}
+		}
+		names := map[key]string{}
+		for _, e := range after {
+			if !mine(e) {
+				continue
+			}
+			k := key{e.TargetNode, e.DestinationCIDR}
+			a, ok := wantKeys[k]
+			switch {
+			case !ok:
+				t.Fatalf("seed %d: undesired owned route left: %+v", seed, e)
+			case e.Blackhole:
+				t.Fatalf("seed %d: blackhole route left: %+v", seed, e)
+			case w.in.CompareAddresses && !sameAddrSet(a, e.TargetNodeAddresses):
+				t.Fatalf("seed %d: route %+v has addresses %v, want %v", seed, e, e.TargetNodeAddresses, a)
+			}
+			if n, dup := names[k]; dup && n != e.Name {
+				t.Fatalf("seed %d: two distinct routes for %v: %q and %q", seed, k, n, e.Name)
+			}
+			names[k] = e.Name
+		}
+		if len(names) != len(wantKeys) {
+			t.Fatalf("seed %d: %d desired (node, CIDR) pairs, %d routed", seed, len(wantKeys), len(names))
+		}
+
+		// Converged: a second diff has nothing to do.
+		w.in.Actual = after
+		if again := routes.Diff(w.in); !again.Empty() {
+			t.Fatalf("seed %d: second Diff not empty: %+v", seed, again)
+		}
+	}
+}
+
+func sameAddrSet(a, b []v1.NodeAddress) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for _, x := range a {
+		if !slices.Contains(b, x) {
+			return false
+		}
+	}
+	return true
+}
