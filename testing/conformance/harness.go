@@ -28,9 +28,6 @@ const (
 	nodeStatusPeriod   = 200 * time.Millisecond
 	nodeMonitorPeriod  = 50 * time.Millisecond
 	routeReconcilePeri = 50 * time.Millisecond
-	// nodeWorkerSettle is how long the service controller's node worker is
-	// given to drain its initial queue (see settleNodeWorker).
-	nodeWorkerSettle = 200 * time.Millisecond
 )
 
 // harness runs upstream controllers against a fake clientset and the rule's
@@ -125,6 +122,7 @@ type call struct {
 	method string
 	key    string // namespace/name of a Service, node name, or route CIDR
 	ports  []v1.ServicePort
+	nodes  int // len(nodes) of Ensure and Update
 	err    error
 }
 
@@ -226,7 +224,9 @@ func (l guardLB) GetLoadBalancerName(ctx context.Context, cluster string, svc *v
 }
 
 func (l guardLB) EnsureLoadBalancer(ctx context.Context, cluster string, svc *v1.Service, nodes []*v1.Node) (st *v1.LoadBalancerStatus, err error) {
-	l.g.do(lbCall("EnsureLoadBalancer", svc), func() error {
+	c := lbCall("EnsureLoadBalancer", svc)
+	c.nodes = len(nodes)
+	l.g.do(c, func() error {
 		st, err = l.lb.EnsureLoadBalancer(ctx, cluster, svc, nodes)
 		return err
 	})
@@ -234,7 +234,9 @@ func (l guardLB) EnsureLoadBalancer(ctx context.Context, cluster string, svc *v1
 }
 
 func (l guardLB) UpdateLoadBalancer(ctx context.Context, cluster string, svc *v1.Service, nodes []*v1.Node) (err error) {
-	l.g.do(lbCall("UpdateLoadBalancer", svc), func() error {
+	c := lbCall("UpdateLoadBalancer", svc)
+	c.nodes = len(nodes)
+	l.g.do(c, func() error {
 		err = l.lb.UpdateLoadBalancer(ctx, cluster, svc, nodes)
 		return err
 	})

@@ -57,12 +57,14 @@ func hasTaint(n *v1.Node, key string) bool {
 func ruleCtrlNodeInit(r *rt) {
 	h := r.harness()
 	inst := r.inst()
+	// As a kubelet with --cloud-provider=external registers: no provider ID
+	// (the provider looks the node up by name), the uninitialized taint.
 	nodes := withUID(r.nodes(1))
-	want := map[string]*v1.Node{}
-	for _, n := range nodes {
+	for i, n := range nodes {
+		n = byName(n)
 		n.ResourceVersion = ""
 		n.Spec.Taints = append(n.Spec.Taints, v1.Taint{Key: cloudproviderapi.TaintExternalCloudProvider, Value: "true", Effect: v1.TaintEffectNoSchedule})
-		want[n.Name] = n
+		nodes[i] = n
 	}
 	h.startNodeController()
 	for _, n := range nodes {
@@ -172,49 +174,37 @@ func ruleCtrlNodeShutdown(r *rt) {
 	}
 }
 
-// serviceScenario creates the fixture nodes (Ready, initialized), starts the
-// service controller and creates svc; it returns once svc has the finalizer
-// and an ingress.
+// serviceScenario starts the service controller, creates svc and waits
+// until it has the finalizer and an ingress; then it creates one Node
+// (Ready, initialized) and waits until the controller has put it behind the
+// load balancer with UpdateLoadBalancer. It returns svc as stored.
+//
+// The order avoids a data race of k8s.io/cloud-provider@v0.37.2
+// controllers/service/controller.go, so that -race reports only the
+// provider's races: processServiceCreateOrUpdate writes cachedService.state
+// outside the cache lock while the node worker (syncNodes,
+// serviceCache.allServices) reads it. Each Node event is handled once, after
+// the Service has been synced and observed; the Service changes again only
+// after that handling has been observed, so every access is ordered.
 func (h *harness) serviceScenario(svc *v1.Service) *v1.Service {
-	for _, n := range h.r.initializedNodes(1) {
-		setCondition(n, v1.NodeReady, v1.ConditionTrue)
-		h.createNode(n)
-	}
 	h.startServiceController()
-	h.settleNodeWorker()
 	svc.ResourceVersion = ""
 	if _, err := h.kube.CoreV1().Services(namespace).Create(h.r.ctx, svc, metav1.CreateOptions{}); err != nil {
 		h.r.Fatalf("creating Service %s: %v", svcKey(svc), err)
 	}
-	var last *v1.Service
 	h.r.eventually(fmt.Sprintf("Service %s to get the finalizer %s and an ingress", svcKey(svc), servicehelpers.LoadBalancerCleanupFinalizer), func() (bool, string) {
-		last = h.service(svc.Name)
-		return servicehelpers.HasLBFinalizer(last) && len(last.Status.LoadBalancer.Ingress) > 0,
-			fmt.Sprintf("finalizers %v, ingress %v, provider calls %v", last.Finalizers, last.Status.LoadBalancer.Ingress, h.g.summary(svcKey(svc)))
+		got := h.service(svc.Name)
+		return servicehelpers.HasLBFinalizer(got) && len(got.Status.LoadBalancer.Ingress) > 0,
+			fmt.Sprintf("finalizers %v, ingress %v, provider calls %v", got.Finalizers, got.Status.LoadBalancer.Ingress, h.g.summary(svcKey(svc)))
 	})
-	return last
-}
-
-// settleNodeWorker waits until the service controller's node worker has
-// handled the initial Node events, before any Service exists.
-//
-// k8s.io/cloud-provider@v0.37.2 controllers/service/controller.go has a data
-// race: processServiceCreateOrUpdate writes cachedService.state outside the
-// cache lock while the node worker (syncNodes, serviceCache.allServices)
-// reads it. The suite avoids it, so that -race reports only the provider's
-// races: Services are created once the node worker is idle, and no Node
-// changes afterwards. The worker's queue is not observable, hence a fixed
-// settling delay after the informers have synced.
-func (h *harness) settleNodeWorker() {
-	for typ, ok := range h.r.inf.WaitForCacheSync(h.ctx.Done()) {
-		if !ok {
-			h.r.Fatalf("informer for %v did not sync", typ)
-		}
-	}
-	select {
-	case <-time.After(nodeWorkerSettle):
-	case <-h.ctx.Done():
-	}
+	n := h.r.initializedNodes(1)[0]
+	setCondition(n, v1.NodeReady, v1.ConditionTrue)
+	h.createNode(n)
+	h.r.eventually(fmt.Sprintf("UpdateLoadBalancer(%s) to put new Node %s behind the load balancer", svcKey(svc), n.Name), func() (bool, string) {
+		c := h.g.count(func(c call) bool { return c.method == "UpdateLoadBalancer" && c.key == svcKey(svc) && c.err == nil && c.nodes == 1 })
+		return c > 0, fmt.Sprintf("provider calls %v", h.g.summary(svcKey(svc)))
+	})
+	return h.service(svc.Name)
 }
 
 // summary renders the calls made for key, for failure messages.

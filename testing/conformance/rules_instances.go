@@ -306,10 +306,10 @@ func ruleInstNewInstance(r *rt) {
 func ruleInstOutage(r *rt) {
 	inst := r.inst()
 	r.needHook("Outage", r.target().Hooks.Outage)
+	// No warm-up: a provider that answers from a cache filled before the
+	// outage may say (true, nil); one that must ask the cloud must not say
+	// (false, nil).
 	nodes := r.nodes(1)
-	for _, n := range nodes {
-		r.mustMetadata(inst, n)
-	}
 	restore := r.target().Hooks.Outage()
 	defer restore()
 	for _, n := range nodes {
