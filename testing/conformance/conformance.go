@@ -68,6 +68,7 @@ type Config struct {
 // rules; features select the load-balancer and route variants that are
 // checked to work, while the load-balancer variants of unclaimed features are
 // checked to be rejected with an error (LB-UNSUPPORTED-REJECTED).
+// Claim only what the provider builds as asked.
 type Claims struct {
 	// Capabilities: the accessors of cloudprovider.Interface that return
 	// (impl, true).
@@ -90,6 +91,10 @@ type Claims struct {
 	HostnameIngress bool
 	// NodePortLess: Services with allocateLoadBalancerNodePorts=false.
 	NodePortLess bool
+	// SourceRanges: load balancers restricted to the client CIDRs of
+	// spec.loadBalancerSourceRanges or its annotation. Unclaimed, a Service
+	// asking for a restriction must be rejected, not opened to everyone.
+	SourceRanges bool
 }
 
 // Target is one fresh provider under test, its fixtures and its hooks.

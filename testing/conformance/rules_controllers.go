@@ -201,7 +201,9 @@ func (h *harness) serviceScenario(svc *v1.Service) *v1.Service {
 	setCondition(n, v1.NodeReady, v1.ConditionTrue)
 	h.createNode(n)
 	h.r.eventually(fmt.Sprintf("UpdateLoadBalancer(%s) to put new Node %s behind the load balancer", svcKey(svc), n.Name), func() (bool, string) {
-		c := h.g.count(func(c call) bool { return c.method == "UpdateLoadBalancer" && c.key == svcKey(svc) && c.err == nil && c.nodes == 1 })
+		c := h.g.count(func(c call) bool {
+			return c.method == "UpdateLoadBalancer" && c.key == svcKey(svc) && c.err == nil && c.nodes == 1
+		})
 		return c > 0, fmt.Sprintf("provider calls %v", h.g.summary(svcKey(svc)))
 	})
 	return h.service(svc.Name)

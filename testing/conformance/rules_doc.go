@@ -42,11 +42,11 @@
 //     Source: controllers/service/controller.go nodeSyncService, lockedUpdateLoadBalancerHosts, stableNodeSetPredicates.
 //   - LB-PORTS: The listeners follow the Service ports: a changed port replaces the old one, an added port is added.
 //     Source: controllers/service/controller.go needsUpdate, portEqualForLB.
-//   - LB-SOURCE-RANGES: Allowed sources are spec.loadBalancerSourceRanges, else the annotation, else all of each IP family of the Service; a malformed annotation is an error.
+//   - LB-SOURCE-RANGES: Allowed sources are spec.loadBalancerSourceRanges, else the annotation (with Claims.SourceRanges), else all of each IP family of the Service; a malformed annotation is an error.
 //     Source: service/helpers/helper.go GetLoadBalancerSourceRanges.
 //   - LB-HEALTH-CHECK: With externalTrafficPolicy Local backends are checked on spec.healthCheckNodePort /healthz, with Cluster on kube-proxy's 10256 /healthz.
 //     Source: service/helpers/helper.go GetServiceHealthCheckPathPort.
-//   - LB-UNSUPPORTED-REJECTED: EnsureLoadBalancer returns an error for an unclaimed feature (UDP, SCTP, mixed protocols, RequireDualStack, no node ports) instead of building something else.
+//   - LB-UNSUPPORTED-REJECTED: EnsureLoadBalancer returns an error for an unclaimed feature (UDP, SCTP, mixed protocols, RequireDualStack, no node ports, source ranges) instead of building something else.
 //     Source: controllers/service/controller.go ensureLoadBalancer.
 //   - LB-CLAIMED-FEATURES: EnsureLoadBalancer builds each claimed feature as asked: protocols, ports, node-port-less listeners, an ingress per IP family for RequireDualStack.
 //     Source: controllers/service/controller.go ensureLoadBalancer.

@@ -393,12 +393,17 @@ func ruleLBSourceRanges(r *rt) {
 		want    []string
 		contain bool
 	}
-	cases := []tc{
-		{"spec.loadBalancerSourceRanges", service("source-ranges-spec", withSourceRanges("192.0.2.0/24", "198.51.100.0/25")), []string{"192.0.2.0/24", "198.51.100.0/25"}, false},
-		{"the source-ranges annotation", service("source-ranges-annotation", withAnnotation(v1.AnnotationLoadBalancerSourceRangesKey, "203.0.113.0/24")), []string{"203.0.113.0/24"}, false},
-		{"spec and annotation (spec wins)", service("source-ranges-both", withSourceRanges("192.0.2.0/24"), withAnnotation(v1.AnnotationLoadBalancerSourceRangesKey, "203.0.113.0/24")), []string{"192.0.2.0/24"}, false},
-		{"neither (allow all IPv4)", service("source-ranges-none"), []string{"0.0.0.0/0"}, true},
+	var cases []tc
+	if r.cfg.Claims.SourceRanges {
+		cases = []tc{
+			{"spec.loadBalancerSourceRanges", service("source-ranges-spec", withSourceRanges("192.0.2.0/24", "198.51.100.0/25")), []string{"192.0.2.0/24", "198.51.100.0/25"}, false},
+			{"the source-ranges annotation", service("source-ranges-annotation", withAnnotation(v1.AnnotationLoadBalancerSourceRangesKey, "203.0.113.0/24")), []string{"203.0.113.0/24"}, false},
+			{"spec and annotation (spec wins)", service("source-ranges-both", withSourceRanges("192.0.2.0/24"), withAnnotation(v1.AnnotationLoadBalancerSourceRangesKey, "203.0.113.0/24")), []string{"192.0.2.0/24"}, false},
+		}
+	} else {
+		r.Logf("Claims.SourceRanges is false: only the allow-all default was checked (LB-UNSUPPORTED-REJECTED checks restrictions are rejected)")
 	}
+	cases = append(cases, tc{"neither (allow all IPv4)", service("source-ranges-none"), []string{"0.0.0.0/0"}, true})
 	if r.cfg.Claims.DualStack {
 		cases = append(cases, tc{"neither, dual-stack Service (allow all of both families)", service("source-ranges-none-ds", withDualStack()), []string{"0.0.0.0/0", "::/0"}, true})
 	}
@@ -472,6 +477,7 @@ func (r *rt) featureCases() []featureCase {
 		{"MixedProtocols", cl.MixedProtocols, service("feature-mixed", withPorts(tcpPort("dns-tcp", 53, 30054), udp))},
 		{"DualStack", cl.DualStack, service("feature-dual-stack", withDualStack())},
 		{"NodePortLess", cl.NodePortLess, service("feature-no-node-ports", withoutNodePorts())},
+		{"SourceRanges", cl.SourceRanges, service("feature-source-ranges", withSourceRanges("192.0.2.0/24"))},
 	}
 }
 
