@@ -235,12 +235,14 @@ func (c *Cloud) InjectRandomFaults(r RandomFaults) error {
 	return nil
 }
 
-// ClearFaults removes every scripted and random fault. Interceptor Funcs
-// stay. Safe for concurrent use.
+// ClearFaults removes every scripted and random fault, and drops the
+// instance cache's memory of a failed list, so the provider sees the end of
+// an outage at once. Interceptor Funcs stay. Safe for concurrent use.
 func (c *Cloud) ClearFaults() {
 	c.meter.mu.Lock()
-	defer c.meter.mu.Unlock()
 	c.meter.script, c.meter.random = nil, nil
+	c.meter.mu.Unlock()
+	c.cache.Invalidate()
 }
 
 // SetInterceptor replaces the interceptor Funcs (the zero Funcs removes

@@ -1,0 +1,299 @@
+package fake_test
+
+import (
+	"encoding/json"
+	"errors"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/ccmkit/ccmkit/fake"
+)
+
+// startAdmin builds a fake with the admin endpoint on a free loopback port,
+// initializes it as the CCM does, and returns its base URL.
+func startAdmin(t *testing.T, cfg fake.Config, opts ...fake.Option) (*fake.Cloud, string) {
+	t.Helper()
+	if cfg.Admin.Address == "" {
+		cfg.Admin.Address = "127.0.0.1:0"
+	}
+	c := newCloud(t, cfg, opts...)
+	stop := make(chan struct{})
+	t.Cleanup(func() { close(stop); c.Shutdown() })
+	c.Initialize(nil, stop)
+	addr, err := c.AdminAddr()
+	if err != nil || addr == "" {
+		t.Fatalf("AdminAddr() = %q, %v; want a listening address", addr, err)
+	}
+	return c, "http://" + addr
+}
+
+// do sends a request and returns the status, the body and the response.
+func do(t *testing.T, method, url, contentType, body string) (int, []byte, *http.Response) {
+	t.Helper()
+	req, err := http.NewRequestWithContext(t.Context(), method, url, strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if contentType != "" {
+		req.Header.Set("Content-Type", contentType)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatalf("%s %s: %v", method, url, err)
+	}
+	defer resp.Body.Close()
+	data, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp.StatusCode, data, resp
+}
+
+func decode[T any](t *testing.T, data []byte) T {
+	t.Helper()
+	var v T
+	if err := json.Unmarshal(data, &v); err != nil {
+		t.Fatalf("decoding %s: %v", data, err)
+	}
+	return v
+}
+
+func TestAdminOffByDefault(t *testing.T) {
+	c := newCloud(t, fake.Config{})
+	stop := make(chan struct{})
+	defer close(stop)
+	c.Initialize(nil, stop)
+	if addr, err := c.AdminAddr(); addr != "" || err != nil {
+		t.Errorf("AdminAddr() without admin.address = %q, %v; want \"\", nil", addr, err)
+	}
+}
+
+func TestAdminRefusesNonLoopback(t *testing.T) {
+	for _, addr := range []string{"0.0.0.0:8089", "[::]:8089", ":8089", "192.0.2.1:8089", "example.com:80", "127.0.0.1:99999"} {
+		_, err := fake.New(fake.Config{Admin: fake.AdminConfig{Address: addr}})
+		if err == nil || !strings.Contains(err.Error(), "admin.address") {
+			t.Errorf("New with admin.address %q = %v; want an error naming admin.address", addr, err)
+		}
+	}
+}
+
+func TestAdminLifecycle(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "admin-addr")
+	c := newCloud(t, fake.Config{Admin: fake.AdminConfig{Address: "localhost:0", AddressFile: file}})
+	if addr, _ := c.AdminAddr(); addr != "" {
+		t.Fatalf("AdminAddr() before Initialize = %q; New must start nothing", addr)
+	}
+	stop := make(chan struct{})
+	c.Initialize(nil, stop)
+	addr, err := c.AdminAddr()
+	if err != nil {
+		t.Fatal(err)
+	}
+	host, _, _ := net.SplitHostPort(addr)
+	if host != "127.0.0.1" {
+		t.Errorf("listening on %q; want 127.0.0.1 only", addr)
+	}
+	if data, err := os.ReadFile(file); err != nil || string(data) != addr {
+		t.Errorf("address file = %q, %v; want %q", data, err, addr)
+	}
+	if code, _, _ := do(t, "GET", "http://"+addr+"/state", "", ""); code != http.StatusOK {
+		t.Errorf("GET /state = %d; want 200", code)
+	}
+	close(stop)
+	c.Shutdown() // waits for the endpoint to stop
+	if conn, err := net.Dial("tcp", addr); err == nil {
+		conn.Close()
+		t.Errorf("the admin endpoint still accepts connections after stop")
+	}
+}
+
+func TestAdminListenFailureIsReported(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	c := newCloud(t, fake.Config{Admin: fake.AdminConfig{Address: ln.Addr().String()}})
+	stop := make(chan struct{})
+	defer close(stop)
+	c.Initialize(nil, stop)
+	if addr, err := c.AdminAddr(); addr != "" || err == nil {
+		t.Errorf("AdminAddr() with the port taken = %q, %v; want an error", addr, err)
+	}
+	if _, ok := c.LoadBalancer(); !ok {
+		t.Error("the cloud must work without its admin endpoint")
+	}
+}
+
+func TestAdminAPI(t *testing.T) {
+	c, base := startAdmin(t, fake.Config{ClusterID: "demo"}, fake.WithInstances(fake.Instance{Name: "node-a"}))
+	v2 := instancesOf(t, c)
+
+	code, body, _ := do(t, "POST", base+"/instances", "application/json", `{"name": "node-x", "zone": "zone-z"}`)
+	if code != http.StatusCreated {
+		t.Fatalf("POST /instances = %d %s; want 201", code, body)
+	}
+	added := decode[fake.Instance](t, body)
+	if added.ID != "i-2" || added.Zone != "zone-z" || added.State != fake.StateRunning || len(added.InternalIPs) != 1 {
+		t.Errorf("added instance = %+v; want i-2 in zone-z, running, with an address", added)
+	}
+	node := &v1.Node{ObjectMeta: metav1.ObjectMeta{Name: "node-x"}}
+	if meta, err := v2.InstanceMetadata(t.Context(), node); err != nil || meta.ProviderID != "fake://i-2" {
+		t.Errorf("InstanceMetadata of the added instance = %+v, %v; want fake://i-2 (the cache must see it)", meta, err)
+	}
+
+	for _, step := range []struct {
+		action   string
+		state    fake.InstanceState
+		exists   bool
+		shutdown bool
+	}{
+		{"stop", fake.StateStopped, true, true},
+		{"start", fake.StateRunning, true, false},
+		{"terminate", fake.StateTerminated, false, false},
+	} {
+		code, body, _ := do(t, "POST", base+"/instances/i-2/"+step.action, "", "")
+		if code != http.StatusOK || decode[fake.Instance](t, body).State != step.state {
+			t.Fatalf("POST /instances/i-2/%s = %d %s; want 200 and state %s", step.action, code, body, step.state)
+		}
+		exists, err := v2.InstanceExists(t.Context(), node)
+		if err != nil || exists != step.exists {
+			t.Errorf("after %s: InstanceExists = %v, %v; want %v", step.action, exists, err, step.exists)
+		}
+		if exists {
+			if shut, _ := v2.InstanceShutdown(t.Context(), node); shut != step.shutdown {
+				t.Errorf("after %s: InstanceShutdown = %v; want %v", step.action, shut, step.shutdown)
+			}
+		}
+	}
+
+	code, body, _ = do(t, "GET", base+"/instances/i-1", "", "")
+	if code != http.StatusOK || decode[fake.Instance](t, body).Name != "node-a" {
+		t.Errorf("GET /instances/i-1 = %d %s", code, body)
+	}
+	if code, body, _ := do(t, "DELETE", base+"/instances/i-2", "", ""); code != http.StatusNoContent {
+		t.Errorf("DELETE /instances/i-2 = %d %s; want 204", code, body)
+	}
+	if code, _, _ := do(t, "GET", base+"/instances/i-2", "", ""); code != http.StatusNotFound {
+		t.Errorf("GET of a removed instance = %d; want 404", code)
+	}
+
+	nodeA := mustNode(t, c, "i-1")
+	if _, err := lbOf(t, c).EnsureLoadBalancer(t.Context(), cluster, service("web"), []*v1.Node{nodeA}); err != nil {
+		t.Fatal(err)
+	}
+	code, body, _ = do(t, "GET", base+"/loadbalancers", "", "")
+	lbs := decode[[]fake.LoadBalancer](t, body)
+	if code != http.StatusOK || len(lbs) != 1 || len(lbs[0].VIPs) != 1 || lbs[0].Backends[0].NodeName != "node-a" {
+		t.Errorf("GET /loadbalancers = %d %s; want one load balancer with node-a behind it", code, body)
+	}
+
+	if err := c.AddRoute(fake.Route{Cluster: "other", Name: "r", DestinationCIDR: "10.244.0.0/24", TargetNode: "node-a"}); err != nil {
+		t.Fatal(err)
+	}
+	_, body, _ = do(t, "GET", base+"/routes?cluster=other", "", "")
+	if rs := decode[[]fake.Route](t, body); len(rs) != 1 {
+		t.Errorf("GET /routes?cluster=other = %s; want one route", body)
+	}
+	_, body, _ = do(t, "GET", base+"/routes?cluster="+cluster, "", "")
+	if rs := decode[[]fake.Route](t, body); len(rs) != 0 {
+		t.Errorf("GET /routes?cluster=%s = %s; want none", cluster, body)
+	}
+
+	_, body, _ = do(t, "GET", base+"/state", "", "")
+	st := decode[fake.State](t, body)
+	if diff := cmp.Diff(c.Snapshot(), st); diff != "" {
+		t.Errorf("GET /state differs from Snapshot (-Snapshot +GET):\n%s", diff)
+	}
+
+	_, body, _ = do(t, "GET", base+"/calls", "", "")
+	if calls := decode[fake.Calls](t, body); calls.Writes != 1 || calls.ByOp[fake.OpApplyLoadBalancer] != 1 {
+		t.Errorf("GET /calls = %s; want the create counted", body)
+	}
+	if code, _, _ := do(t, "POST", base+"/calls/reset", "", ""); code != http.StatusNoContent || c.Calls().Reads != 0 {
+		t.Errorf("POST /calls/reset = %d, calls %+v; want 204 and zero", code, c.Calls())
+	}
+
+	code, body, _ = do(t, "POST", base+"/faults", "application/json", `{"op": "FindLoadBalancers", "times": 1, "retryAfter": "7s"}`)
+	if code != http.StatusNoContent {
+		t.Fatalf("POST /faults = %d %s; want 204", code, body)
+	}
+	if _, err := lbOf(t, c).EnsureLoadBalancer(t.Context(), cluster, service("web"), []*v1.Node{nodeA}); err == nil || !strings.Contains(err.Error(), "retry after 7s") {
+		t.Errorf("Ensure after a throttle fault = %v; want a RetryError", err)
+	}
+	if code, body, _ := do(t, "POST", base+"/faults", "application/json", `{"times": -1, "error": "cloud down"}`); code != http.StatusNoContent {
+		t.Fatalf("POST /faults (outage) = %d %s; want 204", code, body)
+	}
+	if _, err := lbOf(t, c).EnsureLoadBalancer(t.Context(), cluster, service("web"), []*v1.Node{nodeA}); !errors.Is(err, fake.ErrInjected) || !strings.Contains(err.Error(), "cloud down") {
+		t.Errorf("Ensure during an outage = %v; want the injected error", err)
+	}
+	if code, _, _ := do(t, "DELETE", base+"/faults", "", ""); code != http.StatusNoContent {
+		t.Errorf("DELETE /faults = %d; want 204", code)
+	}
+	if _, err := lbOf(t, c).EnsureLoadBalancer(t.Context(), cluster, service("web"), []*v1.Node{nodeA}); err != nil {
+		t.Errorf("Ensure after DELETE /faults: %v", err)
+	}
+}
+
+func TestAdminRejectsMalformedRequests(t *testing.T) {
+	c, base := startAdmin(t, fake.Config{}, fake.WithInstances(fake.Instance{Name: "node-a", ID: "i-1"}, fake.Instance{Name: "node-t", ID: "i-t", State: fake.StateTerminated}))
+	tests := []struct {
+		name, method, path, contentType, body string
+		reason                                string
+		status                                int
+		message                               string
+	}{
+		{"not json", "POST", "/instances", "application/json", `{"name": `, "a truncated body", 400, "malformed JSON"},
+		{"unknown field", "POST", "/instances", "", `{"name": "n", "flavor": "x"}`, "strict decoding", 400, `unknown field "flavor"`},
+		{"empty body", "POST", "/instances", "", ``, "an object is required", 400, "empty body"},
+		{"trailing data", "POST", "/instances", "", `{"name": "n"} {}`, "one object", 400, "data after"},
+		{"wrong type", "POST", "/instances", "", `{"name": 7}`, "types are checked", 400, "malformed JSON"},
+		{"invalid instance", "POST", "/instances", "", `{"name": "Not_A_Node"}`, "fields are validated", 400, "instance.name"},
+		{"missing name", "POST", "/instances", "", `{"zone": "z"}`, "the name is required", 400, "instance.name"},
+		{"taken id", "POST", "/instances", "", `{"name": "n", "id": "i-1"}`, "IDs are unique", 409, "already exists"},
+		{"content type", "POST", "/instances", "text/plain", `{"name": "n"}`, "JSON only", 415, "application/json"},
+		{"too large", "POST", "/instances", "", `{"name": "` + strings.Repeat("a", 2<<20) + `"}`, "bodies are bounded", 413, "larger than"},
+		{"method", "DELETE", "/state", "", "", "state is read-only", 405, "expected GET"},
+		{"method on action", "GET", "/instances/i-1/stop", "", "", "actions are POST", 405, "expected POST"},
+		{"unknown path", "GET", "/nope", "", "", "no such resource", 404, "no such path"},
+		{"unknown action", "POST", "/instances/i-1/reboot", "", "", "three actions", 404, "reboot"},
+		{"unknown instance", "POST", "/instances/i-404/stop", "", "", "no such instance", 404, "i-404"},
+		{"start terminated", "POST", "/instances/i-t/start", "", "", "terminated is final", 409, "terminated"},
+		{"bad fault op", "POST", "/faults", "", `{"op": "Reboot", "times": 1}`, "ops are checked", 400, "Fault.Op"},
+		{"bad fault times", "POST", "/faults", "", `{"times": 0}`, "times is required", 400, "Fault.Times"},
+		{"bad retryAfter", "POST", "/faults", "", `{"times": 1, "retryAfter": "soon"}`, "a Go duration", 400, "retryAfter"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			code, body, resp := do(t, tt.method, base+tt.path, tt.contentType, tt.body)
+			if code != tt.status {
+				t.Errorf("%s %s = %d %s; want %d (%s)", tt.method, tt.path, code, body, tt.status, tt.reason)
+			}
+			if ct := resp.Header.Get("Content-Type"); ct != "application/json" {
+				t.Errorf("Content-Type %q; want application/json", ct)
+			}
+			msg := decode[map[string]string](t, body)["error"]
+			if !strings.Contains(msg, tt.message) {
+				t.Errorf("error message %q; want it to contain %q", msg, tt.message)
+			}
+			if code == http.StatusMethodNotAllowed && resp.Header.Get("Allow") == "" {
+				t.Error("405 without an Allow header")
+			}
+		})
+	}
+	if n := len(c.Snapshot().Instances); n != 2 {
+		t.Errorf("%d instances after rejected requests; want 2", n)
+	}
+	if st, _ := c.InstanceByID("i-1"); st.State != fake.StateRunning {
+		t.Errorf("i-1 is %s; want running", st.State)
+	}
+}

@@ -1,0 +1,104 @@
+package fake_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/cloud-provider/api"
+
+	"github.com/ccmkit/ccmkit/fake"
+	"github.com/ccmkit/ccmkit/loadbalancer"
+)
+
+// A cloud with two instances and one load balancer.
+func ExampleNew() {
+	ctx := context.Background()
+	cloud, err := fake.New(fake.Config{ClusterID: "demo"},
+		fake.WithInstances(fake.Instance{Name: "node-a"}, fake.Instance{Name: "node-b", Zone: "zone-b"}))
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	a, _ := cloud.NodeFor("i-1")
+	b, _ := cloud.NodeFor("i-2")
+
+	// The node controller asks InstancesV2 about a new Node.
+	nodes, _ := cloud.InstancesV2()
+	meta, _ := nodes.InstanceMetadata(ctx, &v1.Node{ObjectMeta: metav1.ObjectMeta{Name: "node-b"}})
+	fmt.Println(meta.ProviderID, meta.Zone, meta.NodeAddresses)
+
+	// The service controller ensures a load balancer.
+	svc := &v1.Service{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "web", UID: "5b8f0d3e-9b1a-4c55-8d1e-2f7d1c3a9e01"},
+		Spec: v1.ServiceSpec{
+			Type:  v1.ServiceTypeLoadBalancer,
+			Ports: []v1.ServicePort{{Protocol: v1.ProtocolTCP, Port: 80, NodePort: 30080}},
+		},
+	}
+	lbs, _ := cloud.LoadBalancer()
+	status, err := lbs.EnsureLoadBalancer(ctx, "kubernetes", svc, []*v1.Node{a, b})
+	fmt.Println(status.Ingress[0].IP, err)
+
+	lb, _ := cloud.LoadBalancerFor("kubernetes", svc)
+	fmt.Println(lb.ID, lb.Listeners, len(lb.Backends), lb.HealthCheck)
+	// Output:
+	// fake://i-2 zone-b [{InternalIP 10.0.0.2} {Hostname node-b}]
+	// 198.18.0.1 <nil>
+	// lb-1 [{IPv4 TCP 80 30080}] 2 {HTTP 10256 /healthz}
+}
+
+// Fault injection: a scripted error, a throttle, and an interceptor that
+// adds latency.
+func ExampleCloud_InjectFault() {
+	ctx := context.Background()
+	cloud, _ := fake.New(fake.Config{}, fake.WithInstances(fake.Instance{Name: "node-a"}))
+	node, _ := cloud.NodeFor("i-1")
+	svc := &v1.Service{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "web", UID: "5b8f0d3e-9b1a-4c55-8d1e-2f7d1c3a9e01"},
+		Spec:       v1.ServiceSpec{Type: v1.ServiceTypeLoadBalancer, Ports: []v1.ServicePort{{Protocol: v1.ProtocolTCP, Port: 80, NodePort: 30080}}},
+	}
+	lbs, _ := cloud.LoadBalancer()
+
+	outage := errors.New("cloud API unavailable")
+	_ = cloud.InjectFault(fake.Fault{Op: fake.OpApplyLoadBalancer, Times: 1, Err: outage})
+	_, err := lbs.EnsureLoadBalancer(ctx, "kubernetes", svc, []*v1.Node{node})
+	fmt.Println(errors.Is(err, outage))
+
+	_ = cloud.InjectFault(fake.Fault{Op: fake.OpFindLoadBalancers, Times: 1, RetryAfter: 30 * time.Second})
+	_, err = lbs.EnsureLoadBalancer(ctx, "kubernetes", svc, []*v1.Node{node})
+	var retry *api.RetryError
+	fmt.Println(errors.As(err, &retry), retry.RetryAfter())
+
+	cloud.SetInterceptor(fake.Funcs{FindLoadBalancers: func(ctx context.Context, next loadbalancer.Driver, q loadbalancer.Query) ([]*loadbalancer.LoadBalancer, error) {
+		time.Sleep(time.Millisecond) // a slow cloud
+		return next.Find(ctx, q)
+	}})
+	_, err = lbs.EnsureLoadBalancer(ctx, "kubernetes", svc, []*v1.Node{node})
+	fmt.Println(err)
+	// Output:
+	// true
+	// true 30s
+	// <nil>
+}
+
+// Call counters: what a scenario costs in cloud API calls.
+func ExampleCloud_Calls() {
+	ctx := context.Background()
+	cloud, _ := fake.New(fake.Config{}, fake.WithInstances(fake.Instance{Name: "node-a"}, fake.Instance{Name: "node-b"}))
+	nodes, _ := cloud.InstancesV2()
+	for _, name := range []string{"node-a", "node-b", "node-a"} {
+		_, _ = nodes.InstanceMetadata(ctx, &v1.Node{ObjectMeta: metav1.ObjectMeta{Name: name}})
+	}
+	calls := cloud.Calls()
+	fmt.Println(calls.Reads, calls.Writes, calls.ByOp)
+
+	cloud.ResetCalls()
+	fmt.Println(cloud.Calls().Reads)
+	// Output:
+	// 1 0 map[ListInstances:1]
+	// 0
+}

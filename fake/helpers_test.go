@@ -1,0 +1,86 @@
+package fake_test
+
+import (
+	"testing"
+
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	cloudprovider "k8s.io/cloud-provider"
+
+	"github.com/ccmkit/ccmkit/fake"
+)
+
+const cluster = "test-cluster"
+
+// newCloud builds a fake with cfg and opts, failing the test on error.
+func newCloud(t testing.TB, cfg fake.Config, opts ...fake.Option) *fake.Cloud {
+	t.Helper()
+	c, err := fake.New(cfg, opts...)
+	if err != nil {
+		t.Fatalf("fake.New: %v", err)
+	}
+	t.Cleanup(c.Shutdown)
+	return c
+}
+
+// cloudWithNodes builds a fake with n running instances node-1..node-n and
+// returns their Nodes.
+func cloudWithNodes(t testing.TB, cfg fake.Config, n int, opts ...fake.Option) (*fake.Cloud, []*v1.Node) {
+	t.Helper()
+	for i := range n {
+		cfg.Instances = append(cfg.Instances, fake.Instance{Name: nodeName(i + 1)})
+	}
+	c := newCloud(t, cfg, opts...)
+	var nodes []*v1.Node
+	for _, in := range c.Snapshot().Instances {
+		nodes = append(nodes, mustNode(t, c, in.ID))
+	}
+	return c, nodes
+}
+
+func nodeName(i int) string { return "node-" + string(rune('0'+i/10)) + string(rune('0'+i%10)) }
+
+func mustNode(t testing.TB, c *fake.Cloud, id string) *v1.Node {
+	t.Helper()
+	n, err := c.NodeFor(id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+// capability calls an accessor and fails the test unless it returns
+// (impl, true).
+func capability[T any](t testing.TB, name string, accessor func() (T, bool)) T {
+	t.Helper()
+	v, ok := accessor()
+	if !ok || any(v) == nil {
+		t.Fatalf("%s() = %v, %v; want an implementation", name, v, ok)
+	}
+	return v
+}
+
+func lbOf(t testing.TB, c cloudprovider.Interface) cloudprovider.LoadBalancer {
+	return capability(t, "LoadBalancer", c.LoadBalancer)
+}
+
+func routesOf(t testing.TB, c cloudprovider.Interface) cloudprovider.Routes {
+	return capability(t, "Routes", c.Routes)
+}
+
+func instancesOf(t testing.TB, c cloudprovider.Interface) cloudprovider.InstancesV2 {
+	return capability(t, "InstancesV2", c.InstancesV2)
+}
+
+// service returns a LoadBalancer Service with one TCP port.
+func service(name string) *v1.Service {
+	return &v1.Service{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: name, UID: types.UID("uid-" + name)},
+		Spec: v1.ServiceSpec{
+			Type:       v1.ServiceTypeLoadBalancer,
+			Ports:      []v1.ServicePort{{Name: "http", Protocol: v1.ProtocolTCP, Port: 80, NodePort: 30080}},
+			IPFamilies: []v1.IPFamily{v1.IPv4Protocol},
+		},
+	}
+}

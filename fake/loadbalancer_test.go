@@ -1,0 +1,482 @@
+package fake_test
+
+import (
+	"errors"
+	"net/netip"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	v1 "k8s.io/api/core/v1"
+	cloudprovider "k8s.io/cloud-provider"
+	"k8s.io/utils/ptr"
+
+	"github.com/ccmkit/ccmkit/fake"
+	"github.com/ccmkit/ccmkit/loadbalancer"
+)
+
+// checkStatus enforces the status contract: non-nil, ≥1 ingress, each a
+// valid IP or a hostname that is not an IP, ipMode only with an IP.
+func checkStatus(t *testing.T, st *v1.LoadBalancerStatus) {
+	t.Helper()
+	if st == nil || len(st.Ingress) == 0 {
+		t.Fatalf("status = %+v; want at least one ingress", st)
+	}
+	for i, in := range st.Ingress {
+		_, ipErr := netip.ParseAddr(in.IP)
+		_, hostIsIP := netip.ParseAddr(in.Hostname)
+		switch {
+		case in.IP != "" && in.Hostname != "":
+			t.Errorf("ingress[%d] = %+v; want an IP or a hostname, not both", i, in)
+		case in.IP != "" && ipErr != nil:
+			t.Errorf("ingress[%d].ip %q is not an IP", i, in.IP)
+		case in.IP == "" && (in.Hostname == "" || hostIsIP == nil):
+			t.Errorf("ingress[%d] = %+v; want a valid IP or a hostname that is not an IP", i, in)
+		case in.IP == "" && in.IPMode != nil:
+			t.Errorf("ingress[%d] has ipMode %v without an IP", i, *in.IPMode)
+		}
+	}
+}
+
+func TestEnsureIdempotent(t *testing.T) {
+	c, nodes := cloudWithNodes(t, fake.Config{}, 3)
+	lb := lbOf(t, c)
+	svc := service("web")
+	st1, err := lb.EnsureLoadBalancer(t.Context(), cluster, svc, nodes)
+	if err != nil {
+		t.Fatalf("EnsureLoadBalancer: %v", err)
+	}
+	checkStatus(t, st1)
+
+	// Every CCM restart calls Ensure again: same ingress, no cloud write.
+	before := c.Calls()
+	st2, err := lb.EnsureLoadBalancer(t.Context(), cluster, svc, nodes)
+	if err != nil {
+		t.Fatalf("second EnsureLoadBalancer: %v", err)
+	}
+	if diff := cmp.Diff(st1, st2); diff != "" {
+		t.Errorf("second Ensure status (-want +got):\n%s", diff)
+	}
+	if w := c.Calls().Writes - before.Writes; w != 0 {
+		t.Errorf("second Ensure made %d cloud writes; want 0 when converged", w)
+	}
+	if got := len(c.Snapshot().LoadBalancers); got != 1 {
+		t.Errorf("cloud has %d load balancers; want 1", got)
+	}
+}
+
+func TestLoadBalancerLifecycle(t *testing.T) {
+	c, nodes := cloudWithNodes(t, fake.Config{}, 2)
+	lb := lbOf(t, c)
+	svc := service("web")
+
+	if _, exists, err := lb.GetLoadBalancer(t.Context(), cluster, svc); exists || err != nil {
+		t.Fatalf("Get before Ensure = exists %v, %v; want false, nil", exists, err)
+	}
+	if err := lb.EnsureLoadBalancerDeleted(t.Context(), cluster, svc); err != nil {
+		t.Errorf("Delete of an unknown load balancer = %v; want nil", err)
+	}
+	st, err := lb.EnsureLoadBalancer(t.Context(), cluster, svc, nodes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, exists, err := lb.GetLoadBalancer(t.Context(), cluster, svc)
+	if !exists || err != nil {
+		t.Fatalf("Get after Ensure = exists %v, %v; want true, nil", exists, err)
+	}
+	if diff := cmp.Diff(st, got); diff != "" {
+		t.Errorf("Get status (-Ensure +Get):\n%s", diff)
+	}
+	if p := lbPoolUse(c); p != 1 {
+		t.Errorf("IPv4 pool has %d addresses allocated; want 1", p)
+	}
+
+	// The controller deletes from a stale Service: type ClusterIP, no node ports.
+	stale := svc.DeepCopy()
+	stale.Spec.Type = v1.ServiceTypeClusterIP
+	for i := range stale.Spec.Ports {
+		stale.Spec.Ports[i].NodePort = 0
+	}
+	if err := lb.EnsureLoadBalancerDeleted(t.Context(), cluster, stale); err != nil {
+		t.Fatalf("Delete from a stale Service: %v", err)
+	}
+	if _, exists, err := lb.GetLoadBalancer(t.Context(), cluster, svc); exists || err != nil {
+		t.Errorf("Get after Delete = exists %v, %v; want false, nil", exists, err)
+	}
+	if p := lbPoolUse(c); p != 0 {
+		t.Errorf("IPv4 pool has %d addresses allocated after Delete; want 0 (released)", p)
+	}
+	if err := lb.EnsureLoadBalancerDeleted(t.Context(), cluster, stale); err != nil {
+		t.Errorf("second Delete = %v; want nil", err)
+	}
+
+	// Ensure after Delete recreates.
+	if _, err := lb.EnsureLoadBalancer(t.Context(), cluster, svc, nodes); err != nil {
+		t.Fatalf("Ensure after Delete: %v", err)
+	}
+	if _, exists, _ := lb.GetLoadBalancer(t.Context(), cluster, svc); !exists {
+		t.Error("Get after re-Ensure: exists false; want true")
+	}
+}
+
+func lbPoolUse(c *fake.Cloud) int {
+	for _, p := range c.Snapshot().Pools {
+		if p.Purpose == "loadBalancers" && p.CIDR == fake.DefaultIPv4Pool {
+			return p.Allocated
+		}
+	}
+	return -1
+}
+
+func TestExistsWhileAnyPieceRemains(t *testing.T) {
+	c, nodes := cloudWithNodes(t, fake.Config{}, 1)
+	lb := lbOf(t, c)
+	svc := service("web")
+	if _, err := lb.EnsureLoadBalancer(t.Context(), cluster, svc, nodes); err != nil {
+		t.Fatal(err)
+	}
+	boom := errors.New("delete failed")
+	if err := c.InjectFault(fake.Fault{Op: fake.OpDeleteLoadBalancer, Times: 1, Err: boom}); err != nil {
+		t.Fatal(err)
+	}
+	if err := lb.EnsureLoadBalancerDeleted(t.Context(), cluster, svc); !errors.Is(err, boom) {
+		t.Fatalf("Delete with a failing cloud = %v; want %v", err, boom)
+	}
+	if _, exists, err := lb.GetLoadBalancer(t.Context(), cluster, svc); !exists || err != nil {
+		t.Errorf("Get after a failed Delete = exists %v, %v; want true, nil (the finalizer must stay)", exists, err)
+	}
+}
+
+func TestUpdateSetsBackendsAndNeverMutatesArguments(t *testing.T) {
+	c, nodes := cloudWithNodes(t, fake.Config{}, 4)
+	lb := lbOf(t, c)
+	svc := service("web")
+	svcCopy := svc.DeepCopy()
+	nodesCopy := make([]*v1.Node, len(nodes))
+	for i, n := range nodes {
+		nodesCopy[i] = n.DeepCopy()
+	}
+	if _, err := lb.EnsureLoadBalancer(t.Context(), cluster, svc, nodes[:2]); err != nil {
+		t.Fatal(err)
+	}
+	if err := lb.UpdateLoadBalancer(t.Context(), cluster, svc, nodes[1:]); err != nil {
+		t.Fatal(err)
+	}
+	got, _ := c.LoadBalancerFor(cluster, svc)
+	var names []string
+	for _, b := range got.Backends {
+		names = append(names, b.NodeName)
+	}
+	if diff := cmp.Diff([]string{"node-02", "node-03", "node-04"}, names); diff != "" {
+		t.Errorf("backends after Update (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff(svcCopy, svc); diff != "" {
+		t.Errorf("Service argument modified (-before +after):\n%s", diff)
+	}
+	if diff := cmp.Diff(nodesCopy, nodes); diff != "" {
+		t.Errorf("Node arguments modified (-before +after):\n%s", diff)
+	}
+	// NotReady nodes and nodes without a providerID are not dropped by the
+	// controller; a node without a providerID cannot be a backend.
+	notReady := nodes[0].DeepCopy()
+	notReady.Status.Conditions = []v1.NodeCondition{{Type: v1.NodeReady, Status: v1.ConditionFalse}}
+	if err := lb.UpdateLoadBalancer(t.Context(), cluster, svc, []*v1.Node{notReady}); err != nil {
+		t.Fatal(err)
+	}
+	got, _ = c.LoadBalancerFor(cluster, svc)
+	if len(got.Backends) != 1 || got.Backends[0].NodeName != notReady.Name {
+		t.Errorf("backends = %+v; want exactly the NotReady node %s", got.Backends, notReady.Name)
+	}
+}
+
+func TestLoadBalancerFeatures(t *testing.T) {
+	_, nodes := cloudWithNodes(t, fake.Config{}, 2)
+	tests := []struct {
+		name      string
+		reason    string
+		mutate    func(*v1.Service)
+		listeners []fake.Listener
+		health    fake.HealthCheck
+		ranges    []string
+		vips      int
+	}{
+		{
+			name: "tcp cluster policy", reason: "Cluster policy probes kube-proxy :10256/healthz",
+			mutate:    func(*v1.Service) {},
+			listeners: []fake.Listener{{Family: "IPv4", Protocol: "TCP", Port: 80, NodePort: 30080}},
+			health:    fake.HealthCheck{Protocol: "HTTP", Port: 10256, Path: "/healthz"},
+			ranges:    []string{"0.0.0.0/0"}, vips: 1,
+		},
+		{
+			name: "local policy", reason: "Local policy probes spec.healthCheckNodePort /healthz",
+			mutate: func(s *v1.Service) {
+				s.Spec.ExternalTrafficPolicy = v1.ServiceExternalTrafficPolicyLocal
+				s.Spec.HealthCheckNodePort = 31999
+			},
+			listeners: []fake.Listener{{Family: "IPv4", Protocol: "TCP", Port: 80, NodePort: 30080}},
+			health:    fake.HealthCheck{Protocol: "HTTP", Port: 31999, Path: "/healthz"},
+			ranges:    []string{"0.0.0.0/0"}, vips: 1,
+		},
+		{
+			name: "mixed tcp udp sctp", reason: "every protocol is supported, on one load balancer",
+			mutate: func(s *v1.Service) {
+				s.Spec.Ports = append(s.Spec.Ports,
+					v1.ServicePort{Name: "dns", Protocol: v1.ProtocolUDP, Port: 53, NodePort: 30053},
+					v1.ServicePort{Name: "sig", Protocol: v1.ProtocolSCTP, Port: 9, NodePort: 30009})
+			},
+			listeners: []fake.Listener{
+				{Family: "IPv4", Protocol: "SCTP", Port: 9, NodePort: 30009},
+				{Family: "IPv4", Protocol: "TCP", Port: 80, NodePort: 30080},
+				{Family: "IPv4", Protocol: "UDP", Port: 53, NodePort: 30053},
+			},
+			health: fake.HealthCheck{Protocol: "HTTP", Port: 10256, Path: "/healthz"},
+			ranges: []string{"0.0.0.0/0"}, vips: 1,
+		},
+		{
+			name: "no node ports", reason: "allocateLoadBalancerNodePorts=false gives listeners without node port",
+			mutate: func(s *v1.Service) {
+				s.Spec.AllocateLoadBalancerNodePorts = ptr.To(false)
+				s.Spec.Ports[0].NodePort = 0
+			},
+			listeners: []fake.Listener{{Family: "IPv4", Protocol: "TCP", Port: 80}},
+			health:    fake.HealthCheck{Protocol: "HTTP", Port: 10256, Path: "/healthz"},
+			ranges:    []string{"0.0.0.0/0"}, vips: 1,
+		},
+		{
+			name: "source ranges from spec", reason: "spec.loadBalancerSourceRanges wins over the annotation",
+			mutate: func(s *v1.Service) {
+				s.Spec.LoadBalancerSourceRanges = []string{"192.0.2.0/24"}
+				s.Annotations = map[string]string{v1.AnnotationLoadBalancerSourceRangesKey: "198.51.100.0/24"}
+			},
+			listeners: []fake.Listener{{Family: "IPv4", Protocol: "TCP", Port: 80, NodePort: 30080}},
+			health:    fake.HealthCheck{Protocol: "HTTP", Port: 10256, Path: "/healthz"},
+			ranges:    []string{"192.0.2.0/24"}, vips: 1,
+		},
+		{
+			name: "source ranges from annotation", reason: "the annotation applies when the spec has none",
+			mutate: func(s *v1.Service) {
+				s.Annotations = map[string]string{v1.AnnotationLoadBalancerSourceRangesKey: "198.51.100.0/24"}
+			},
+			listeners: []fake.Listener{{Family: "IPv4", Protocol: "TCP", Port: 80, NodePort: 30080}},
+			health:    fake.HealthCheck{Protocol: "HTTP", Port: 10256, Path: "/healthz"},
+			ranges:    []string{"198.51.100.0/24"}, vips: 1,
+		},
+		{
+			name: "dual stack", reason: "one VIP per family; allow-all for every family",
+			mutate: func(s *v1.Service) {
+				s.Spec.IPFamilies = []v1.IPFamily{v1.IPv6Protocol, v1.IPv4Protocol}
+				s.Spec.IPFamilyPolicy = ptr.To(v1.IPFamilyPolicyRequireDualStack)
+			},
+			listeners: []fake.Listener{
+				{Family: "IPv4", Protocol: "TCP", Port: 80, NodePort: 30080},
+				{Family: "IPv6", Protocol: "TCP", Port: 80, NodePort: 30080},
+			},
+			health: fake.HealthCheck{Protocol: "HTTP", Port: 10256, Path: "/healthz"},
+			ranges: []string{"0.0.0.0/0", "::/0"}, vips: 2,
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := newCloud(t, fake.Config{InstanceCIDRs: []string{"10.0.0.0/16"}}, fake.WithInstances(fake.Instance{Name: "node-01"}, fake.Instance{Name: "node-02"}))
+			svc := service("web")
+			tt.mutate(svc)
+			st, err := lbOf(t, c).EnsureLoadBalancer(t.Context(), cluster, svc, nodes)
+			if err != nil {
+				t.Fatalf("EnsureLoadBalancer: %v (%s)", err, tt.reason)
+			}
+			checkStatus(t, st)
+			got, ok := c.LoadBalancerFor(cluster, svc)
+			if !ok {
+				t.Fatal("no load balancer in the cloud")
+			}
+			if diff := cmp.Diff(tt.listeners, got.Listeners); diff != "" {
+				t.Errorf("listeners (-want +got), %s:\n%s", tt.reason, diff)
+			}
+			if diff := cmp.Diff(tt.health, got.HealthCheck); diff != "" {
+				t.Errorf("health check (-want +got), %s:\n%s", tt.reason, diff)
+			}
+			if diff := cmp.Diff(tt.ranges, got.SourceRanges); diff != "" {
+				t.Errorf("source ranges (-want +got), %s:\n%s", tt.reason, diff)
+			}
+			if len(got.VIPs) != tt.vips || len(st.Ingress) != tt.vips {
+				t.Errorf("VIPs %v, ingress %v; want %d of each (%s)", got.VIPs, st.Ingress, tt.vips, tt.reason)
+			}
+		})
+	}
+}
+
+func TestUnsupportedFeaturesAreRejected(t *testing.T) {
+	c, nodes := cloudWithNodes(t, fake.Config{}, 1, fake.WithLoadBalancerCapabilities(loadbalancer.Capabilities{}))
+	tests := []struct {
+		name   string
+		reason string
+		mutate func(*v1.Service)
+	}{
+		{"udp", "a TCP-only cloud must not build a TCP listener for UDP", func(s *v1.Service) { s.Spec.Ports[0].Protocol = v1.ProtocolUDP }},
+		{"sctp", "no SCTP", func(s *v1.Service) { s.Spec.Ports[0].Protocol = v1.ProtocolSCTP }},
+		{"mixed", "no mixed protocols", func(s *v1.Service) {
+			s.Spec.Ports = append(s.Spec.Ports, v1.ServicePort{Name: "u", Protocol: v1.ProtocolUDP, Port: 53, NodePort: 30053})
+		}},
+		{"no node ports", "no node-portless forwarding", func(s *v1.Service) {
+			s.Spec.AllocateLoadBalancerNodePorts = ptr.To(false)
+			s.Spec.Ports[0].NodePort = 0
+		}},
+		{"dual stack", "no dual stack", func(s *v1.Service) {
+			s.Spec.IPFamilies = []v1.IPFamily{v1.IPv4Protocol, v1.IPv6Protocol}
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			svc := service("svc-" + tt.name[:3])
+			tt.mutate(svc)
+			before := c.Calls().Writes
+			_, err := lbOf(t, c).EnsureLoadBalancer(t.Context(), cluster, svc, nodes)
+			if !errors.Is(err, loadbalancer.ErrUnsupported) {
+				t.Errorf("EnsureLoadBalancer = %v; want an ErrUnsupported error (%s)", err, tt.reason)
+			}
+			if w := c.Calls().Writes - before; w != 0 {
+				t.Errorf("rejected Service caused %d cloud writes; want 0", w)
+			}
+		})
+	}
+}
+
+func TestLoadBalancerClassIsNotOurs(t *testing.T) {
+	c, nodes := cloudWithNodes(t, fake.Config{}, 1)
+	svc := service("web")
+	svc.Spec.LoadBalancerClass = ptr.To("example.com/other")
+	_, err := lbOf(t, c).EnsureLoadBalancer(t.Context(), cluster, svc, nodes)
+	if err != cloudprovider.ImplementedElsewhere {
+		t.Errorf("Ensure with loadBalancerClass = %v; want cloudprovider.ImplementedElsewhere, unwrapped", err)
+	}
+	if err := lbOf(t, c).UpdateLoadBalancer(t.Context(), cluster, svc, nodes); err != cloudprovider.ImplementedElsewhere {
+		t.Errorf("Update with loadBalancerClass = %v; want cloudprovider.ImplementedElsewhere, unwrapped", err)
+	}
+	if n := len(c.Snapshot().LoadBalancers); n != 0 {
+		t.Errorf("cloud has %d load balancers; want 0", n)
+	}
+}
+
+func TestTwoClustersNeverTouchEachOther(t *testing.T) {
+	c, nodes := cloudWithNodes(t, fake.Config{}, 1)
+	lb := lbOf(t, c)
+	svc := service("web") // same namespace/name and even UID in both clusters
+	a, err := lb.EnsureLoadBalancer(t.Context(), "cluster-a", svc, nodes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := lb.EnsureLoadBalancer(t.Context(), "cluster-b", svc, nodes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a.Ingress[0].IP == b.Ingress[0].IP {
+		t.Errorf("both clusters got %s; want two load balancers", a.Ingress[0].IP)
+	}
+	if err := lb.EnsureLoadBalancerDeleted(t.Context(), "cluster-a", svc); err != nil {
+		t.Fatal(err)
+	}
+	if _, exists, _ := lb.GetLoadBalancer(t.Context(), "cluster-b", svc); !exists {
+		t.Error("deleting cluster-a's load balancer removed cluster-b's")
+	}
+	if _, ok := c.LoadBalancerFor("cluster-a", svc); ok {
+		t.Error("cluster-a's load balancer still exists")
+	}
+}
+
+func TestRequestedIP(t *testing.T) {
+	c, nodes := cloudWithNodes(t, fake.Config{}, 1)
+	lb := lbOf(t, c)
+	svc := service("web")
+	svc.Spec.LoadBalancerIP = "198.18.7.7"
+	st, err := lb.EnsureLoadBalancer(t.Context(), cluster, svc, nodes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Ingress[0].IP != "198.18.7.7" {
+		t.Errorf("ingress %s; want the requested 198.18.7.7", st.Ingress[0].IP)
+	}
+	other := service("other")
+	other.Spec.LoadBalancerIP = "198.18.7.7"
+	if _, err := lb.EnsureLoadBalancer(t.Context(), cluster, other, nodes); err == nil {
+		t.Error("a second Service got the same requested IP; want an error")
+	}
+	outside := service("outside")
+	outside.Spec.LoadBalancerIP = "203.0.113.9"
+	if _, err := lb.EnsureLoadBalancer(t.Context(), cluster, outside, nodes); err == nil {
+		t.Error("a requested IP outside the pool was accepted; want an error")
+	}
+	// Changing the request moves the VIP and frees the old one.
+	svc.Spec.LoadBalancerIP = "198.18.8.8"
+	st, err = lb.EnsureLoadBalancer(t.Context(), cluster, svc, nodes)
+	if err != nil || st.Ingress[0].IP != "198.18.8.8" {
+		t.Fatalf("Ensure with a new requested IP = %v, %v; want 198.18.8.8", st, err)
+	}
+	other.Spec.LoadBalancerIP = "198.18.7.7"
+	if _, err := lb.EnsureLoadBalancer(t.Context(), cluster, other, nodes); err != nil {
+		t.Errorf("the freed address was not reusable: %v", err)
+	}
+}
+
+func TestIngressModes(t *testing.T) {
+	_, nodes := cloudWithNodes(t, fake.Config{}, 1)
+	tests := []struct {
+		name   string
+		reason string
+		lbs    fake.LoadBalancerConfig
+		want   func(v1.LoadBalancerIngress) bool
+	}{
+		{"default", "an IP without ipMode", fake.LoadBalancerConfig{},
+			func(in v1.LoadBalancerIngress) bool { return in.IP != "" && in.IPMode == nil }},
+		{"proxy", "an IP with ipMode Proxy", fake.LoadBalancerConfig{IPMode: v1.LoadBalancerIPModeProxy},
+			func(in v1.LoadBalancerIngress) bool {
+				return in.IP != "" && in.IPMode != nil && *in.IPMode == v1.LoadBalancerIPModeProxy
+			}},
+		{"hostname", "a hostname, no IP, no ipMode", fake.LoadBalancerConfig{HostnameSuffix: "lb.example.test"},
+			func(in v1.LoadBalancerIngress) bool {
+				return in.IP == "" && in.IPMode == nil &&
+					strings.HasPrefix(in.Hostname, "k8s-default-web-") && strings.HasSuffix(in.Hostname, ".lb.example.test")
+			}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := newCloud(t, fake.Config{LoadBalancers: tt.lbs}, fake.WithInstances(fake.Instance{Name: "node-01"}))
+			st, err := lbOf(t, c).EnsureLoadBalancer(t.Context(), cluster, service("web"), nodes)
+			if err != nil {
+				t.Fatal(err)
+			}
+			checkStatus(t, st)
+			if !tt.want(st.Ingress[0]) {
+				t.Errorf("ingress %+v; want %s", st.Ingress[0], tt.reason)
+			}
+		})
+	}
+}
+
+func TestPoolExhaustion(t *testing.T) {
+	c, nodes := cloudWithNodes(t, fake.Config{LoadBalancers: fake.LoadBalancerConfig{IPv4Pool: "198.18.0.0/30"}}, 1)
+	lb := lbOf(t, c)
+	var ips []string
+	for _, name := range []string{"a", "b"} {
+		st, err := lb.EnsureLoadBalancer(t.Context(), cluster, service(name), nodes)
+		if err != nil {
+			t.Fatalf("Ensure %s: %v", name, err)
+		}
+		ips = append(ips, st.Ingress[0].IP)
+	}
+	if diff := cmp.Diff([]string{"198.18.0.1", "198.18.0.2"}, ips); diff != "" {
+		t.Errorf("VIPs (-want +got):\n%s", diff)
+	}
+	if _, err := lb.EnsureLoadBalancer(t.Context(), cluster, service("c"), nodes); !errors.Is(err, fake.ErrPoolExhausted) {
+		t.Errorf("third Ensure on a /30 = %v; want ErrPoolExhausted", err)
+	}
+	if err := lb.EnsureLoadBalancerDeleted(t.Context(), cluster, service("a")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := lb.EnsureLoadBalancer(t.Context(), cluster, service("c"), nodes); err != nil {
+		t.Errorf("Ensure after a release: %v", err)
+	}
+	if n := len(c.Snapshot().LoadBalancers); n != 2 || !slices.ContainsFunc(c.Snapshot().LoadBalancers, func(l fake.LoadBalancer) bool { return l.VIPs[0] == "198.18.0.1" }) {
+		t.Errorf("load balancers %+v; want 2, one reusing 198.18.0.1", c.Snapshot().LoadBalancers)
+	}
+}
