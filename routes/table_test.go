@@ -3,7 +3,6 @@ package routes_test
 import (
 	"context"
 	"errors"
-	"fmt"
 	"strings"
 	"sync"
 	"testing"
@@ -378,11 +377,4 @@ func TestConstructorsValidate(t *testing.T) {
 			}
 		})
 	}
-}
-
-func ExampleTable_errors() {
-	tbl, _ := routes.NewTable(&memRoutes{}, routes.Config{IPv4Only: true})
-	err := tbl.CreateRoute(context.Background(), "kubernetes", uidA, route("node-a", "fd00:10:244:1::/64"))
-	fmt.Println(errors.Is(err, routes.ErrIPv6Unsupported))
-	// Output: true
 }
