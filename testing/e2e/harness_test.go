@@ -3,7 +3,6 @@ package e2e
 import (
 	"context"
 	"fmt"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -19,6 +18,7 @@ import (
 	"github.com/ccmkit/ccmkit/testing/e2e/ccm"
 	"github.com/ccmkit/ccmkit/testing/e2e/fakecloud"
 	"github.com/ccmkit/ccmkit/testing/e2e/internal/proc"
+	"github.com/ccmkit/ccmkit/testing/e2e/stack"
 	"github.com/ccmkit/ccmkit/testing/e2e/workload"
 )
 
@@ -95,33 +95,17 @@ func (s *scenario) cleanup() {
 	}
 }
 
-// runningCCM is a CCM process with its fake cloud.
-type runningCCM struct {
-	*ccm.Process
-	addressFile string
-}
-
-// startCCM writes cloud as the fake's cloud-config (with the admin endpoint
-// on a free loopback port) and starts the example CCM with cfg, filling in
-// the binary, the admin kubeconfig (unless cfg has one), the cloud-config,
-// a log file, --cluster-name=<scenario> and a Lease of the scenario's own.
-// Its cleanup stops the process, checks that it is gone, and logs the tail
-// of its log if the test failed.
-func (s *scenario) startCCM(name string, cloud fake.Config, cfg ccm.Config) *runningCCM {
+// startCCM starts the example CCM with cloud as its fake cloud
+// (stack.StartCCM), filling in the binary, the admin kubeconfig (unless cfg
+// has one), --cluster-name=<scenario> and a Lease of the scenario's own. Its
+// cleanup stops the process, checks that no process of its group is left,
+// and logs the tail of its log if the test failed.
+func (s *scenario) startCCM(name string, cloud fake.Config, cfg ccm.Config) *stack.CCM {
 	s.t.Helper()
-	addressFile := filepath.Join(s.dir, name+".admin-address")
-	cloud.Admin = fake.AdminConfig{Address: "127.0.0.1:0", AddressFile: addressFile}
 	if cloud.ClusterID == "" {
 		cloud.ClusterID = s.name
 	}
-	cloudConfig := filepath.Join(s.dir, name+".cloud-config.yaml")
-	if err := fakecloud.WriteConfig(cloudConfig, cloud); err != nil {
-		s.t.Fatal(err)
-	}
 	cfg.Binary = shared.ccmBinary
-	cfg.Name = name
-	cfg.CloudConfig = cloudConfig
-	cfg.LogPath = filepath.Join(s.dir, name+".log")
 	if cfg.Kubeconfig == "" {
 		cfg.Kubeconfig = shared.cp.KubeconfigPath()
 	}
@@ -131,37 +115,32 @@ func (s *scenario) startCCM(name string, cloud fake.Config, cfg ccm.Config) *run
 	if cfg.LeaseName == "" {
 		cfg.LeaseName = "e2e-" + s.name
 	}
-	p, err := ccm.Start(cfg)
+	c, err := stack.StartCCM(s.dir, name, cloud, cfg)
 	if err != nil {
 		s.t.Fatal(err)
 	}
 	s.t.Cleanup(func() {
-		if err := p.Stop(); err != nil {
+		if err := c.Stop(); err != nil {
 			s.t.Errorf("stopping %s: %v", name, err)
 		}
-		if proc.Alive(p.PID()) || proc.GroupAlive(p.PID()) {
-			s.t.Errorf("CCM %s (pid %d) still alive after Stop", name, p.PID())
+		if proc.Alive(c.PID()) || proc.GroupAlive(c.PID()) {
+			s.t.Errorf("CCM %s (pid %d) still alive after Stop", name, c.PID())
 		}
 		if s.t.Failed() {
-			s.t.Logf("last lines of %s's log (%s):\n%s", name, p.LogPath(), p.LogTail(60))
+			s.t.Logf("last lines of %s's log (%s):\n%s", name, c.LogPath(), c.LogTail(60))
 		}
 	})
-	return &runningCCM{Process: p, addressFile: addressFile}
+	return c
 }
 
 // admin waits for the CCM's fake cloud to serve its admin endpoint (which
 // it does once the CCM has initialized the cloud: at start-up, or on
 // becoming leader) and returns a client for it.
-func (s *scenario) admin(c *runningCCM, timeout time.Duration) *fakecloud.Admin {
+func (s *scenario) admin(c *stack.CCM, timeout time.Duration) *fakecloud.Admin {
 	s.t.Helper()
 	ctx, cancel := context.WithTimeout(s.t.Context(), timeout)
 	defer cancel()
-	a, err := fakecloud.WaitAdmin(ctx, c.addressFile, func() error {
-		if exited, err := c.Exited(); exited {
-			return fmt.Errorf("CCM %s exited (%v); last log lines:\n%s", c.Name(), err, c.LogTail(40))
-		}
-		return nil
-	})
+	a, err := c.Admin(ctx)
 	if err != nil {
 		s.t.Fatalf("after %s: %v", timeout, err)
 	}
@@ -218,7 +197,7 @@ func (s *scenario) node(name string) *corev1.Node {
 // uninitialized taint.
 func (s *scenario) waitNodesInitialized(names []string, timeout time.Duration) {
 	s.t.Helper()
-	s.poll(timeout, fmt.Sprintf("nodes %v to be initialized (providerID set, taint %s removed)", names, workload.UninitializedTaint),
+	s.poll(timeout, fmt.Sprintf("nodes %v to be initialized (providerID and addresses set, taint %s removed)", names, workload.UninitializedTaint),
 		func(ctx context.Context) (bool, string) {
 			var pending []string
 			for _, name := range names {

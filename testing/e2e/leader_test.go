@@ -59,8 +59,8 @@ func TestLeaderElectionFailover(t *testing.T) {
 	if b.IsLeader() {
 		t.Fatalf("both replicas logged that they acquired the lease")
 	}
-	if _, err := os.Stat(b.addressFile); !os.IsNotExist(err) {
-		t.Errorf("the standby initialized its cloud (admin address file %s exists, stat err %v): it acted without the lease", b.addressFile, err)
+	if _, err := os.Stat(b.AddressFile); !os.IsNotExist(err) {
+		t.Errorf("the standby initialized its cloud (admin address file %s exists, stat err %v): it acted without the lease", b.AddressFile, err)
 	}
 
 	// The leader crashes.

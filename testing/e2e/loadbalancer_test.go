@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"os"
 	"slices"
 	"strings"
 	"testing"
@@ -288,5 +289,43 @@ func TestRestartMidProvisioning(t *testing.T) {
 			return false, err.Error()
 		}
 		return len(lbs) == 0 && len(svcs.Items) == 0, fmt.Sprintf("%s; %d services left", describeLBs(lbs), len(svcs.Items))
+	})
+}
+
+// TestBackendsOfNodesInitializedAfterTheService: a Service created before
+// its Nodes are initialized ends up with every Node as a backend. The cloud
+// node controller sets spec.providerID (which makes the service controller
+// sync the node set) before it patches the Node's addresses, and an address
+// change alone triggers no further sync (service controller,
+// shouldSyncUpdatedNode): a provider that needs node addresses for backends
+// must not lose a node in that window.
+//
+// Known to fail with ccmkit at the time of writing: the loadbalancer
+// package leaves out nodes without an InternalIP, and the late node stays
+// out until some other change syncs the Service. Skipped unless
+// CCMKIT_E2E_KNOWN_BUGS=1, so that the suite stays green while the fix is
+// pending; remove the skip once it lands.
+func TestBackendsOfNodesInitializedAfterTheService(t *testing.T) {
+	if os.Getenv("CCMKIT_E2E_KNOWN_BUGS") != "1" {
+		t.Skip("known bug: a node whose addresses arrive after its providerID is left out of load-balancer backends (loadbalancer: backends need an InternalIP; the service controller does not resync on address changes); set CCMKIT_E2E_KNOWN_BUGS=1 to run")
+	}
+	s := newScenario(t, "late-nodes")
+	c := s.startCCM("ccm", fake.Config{Instances: fakecloud.Instances("late", 4)}, ccm.Config{})
+	admin := s.admin(c, initTimeout)
+	svc := s.createService(workload.LoadBalancerService(s.ns, "web", 80))
+	nodes := []string{"late-1", "late-2", "late-3", "late-4"}
+	s.createNodes(nodes, nil)
+	s.waitNodesInitialized(nodes, initTimeout)
+	s.waitIngress("web", initTimeout)
+	s.waitLB(admin, svc.UID, changeTimeout, fmt.Sprintf("the load balancer of service web to have every node %v as a backend", nodes), func(l []fake.LoadBalancer) bool {
+		if len(l) != 1 {
+			return false
+		}
+		var got []string
+		for _, b := range l[0].Backends {
+			got = append(got, b.NodeName)
+		}
+		slices.Sort(got)
+		return slices.Equal(got, nodes)
 	})
 }

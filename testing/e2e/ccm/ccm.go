@@ -217,6 +217,9 @@ func (c *Process) LogPath() string { return c.p.LogPath() }
 // LogTail returns the last n lines of the CCM's log.
 func (c *Process) LogTail(n int) string { return c.p.LogTail(n) }
 
+// Done is closed once the process has exited.
+func (c *Process) Done() <-chan struct{} { return c.p.Done() }
+
 // Exited reports whether the process has exited and with what error.
 func (c *Process) Exited() (bool, error) { return c.p.Exited() }
 

@@ -98,9 +98,13 @@ func HasTaint(n *corev1.Node, key string) bool {
 }
 
 // Initialized reports whether the cloud node controller has initialized n:
-// a providerID is set and the uninitialized taint is gone.
+// a providerID is set, the uninitialized taint is gone and the node has
+// addresses. The controller (k8s.io/cloud-provider controllers/node,
+// syncNode) removes the taint and sets the providerID in one update and
+// patches the addresses right after, so a Node counts as initialized here
+// once all three are visible.
 func Initialized(n *corev1.Node) bool {
-	return n.Spec.ProviderID != "" && !HasTaint(n, UninitializedTaint)
+	return n.Spec.ProviderID != "" && !HasTaint(n, UninitializedTaint) && len(n.Status.Addresses) > 0
 }
 
 // IngressIPs returns the IPs (or hostnames) of a Service's load-balancer

@@ -69,8 +69,12 @@ func TestInitialized(t *testing.T) {
 		t.Error("Initialized = true with the uninitialized taint still on")
 	}
 	n.Spec.Taints = nil
+	if Initialized(n) {
+		t.Error("Initialized = true without addresses (the controller sets them right after the taint)")
+	}
+	n.Status.Addresses = []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: "10.0.0.1"}}
 	if !Initialized(n) {
-		t.Error("Initialized = false with a providerID and no taint")
+		t.Error("Initialized = false with a providerID, addresses and no taint")
 	}
 	n.Spec.ProviderID = ""
 	if Initialized(n) {

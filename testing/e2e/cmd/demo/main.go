@@ -1,0 +1,310 @@
+// Command demo shows ccmkit's example cloud-controller-manager at work: it
+// starts a real etcd and kube-apiserver on loopback, the example CCM
+// (example/main.go) running ccmkit's fake cloud, registers a few Nodes the
+// way kubelets with --cloud-provider=external do and creates LoadBalancer
+// Services, prints what the CCM does as it happens, then a summary table.
+// It keeps running, with a kubeconfig for kubectl, until interrupted.
+//
+//	cd testing/e2e && go run ./cmd/demo
+//
+// The first run builds kube-apiserver and etcd from Go modules (minutes);
+// later runs reuse them from testing/e2e/.cache. Flags:
+//
+//	-nodes N               Nodes (and cloud instances) to create (default 3)
+//	-services N            LoadBalancer Services to create (default 2)
+//	-exit-after-summary    stop everything and exit after the summary
+//	-timeout D             how long to wait for convergence (default 2m)
+//	-dir PATH              keep everything (logs, kubeconfig) in PATH
+//
+// Everything it starts is stopped on exit, on Ctrl-C and on SIGTERM; the
+// child processes also die with it if it is killed.
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"slices"
+	"strings"
+	"syscall"
+	"text/tabwriter"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/ccmkit/ccmkit/fake"
+	"github.com/ccmkit/ccmkit/loadbalancer"
+	"github.com/ccmkit/ccmkit/testing/e2e/ccm"
+	"github.com/ccmkit/ccmkit/testing/e2e/fakecloud"
+	"github.com/ccmkit/ccmkit/testing/e2e/stack"
+	"github.com/ccmkit/ccmkit/testing/e2e/workload"
+)
+
+const (
+	namespace   = "demo"
+	clusterName = "demo"
+	clusterCIDR = "10.244.0.0/16"
+)
+
+func main() {
+	var (
+		nodes        = flag.Int("nodes", 3, "number of Nodes (and cloud instances) to create")
+		services     = flag.Int("services", 2, "number of LoadBalancer Services to create")
+		exitAfter    = flag.Bool("exit-after-summary", false, "stop everything and exit after printing the summary")
+		timeout      = flag.Duration("timeout", 2*time.Minute, "how long to wait for the nodes and services to converge")
+		dir          = flag.String("dir", "", "directory for logs, data and the kubeconfig (kept); default: a temporary directory removed on exit")
+		buildTimeout = 30 * time.Minute
+	)
+	flag.Parse()
+	if *nodes < 1 || *nodes > 250 {
+		fmt.Fprintf(os.Stderr, "demo: -nodes=%d: want 1 to 250 (one /24 pod CIDR each in %s)\n", *nodes, clusterCIDR)
+		os.Exit(2)
+	}
+	if *services < 0 {
+		fmt.Fprintf(os.Stderr, "demo: -services=%d: want 0 or more\n", *services)
+		os.Exit(2)
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	d := &demo{out: os.Stdout, start: time.Now(), nodes: *nodes, services: *services,
+		seenNode: map[string]bool{}, seenSvc: map[string]bool{}}
+	err := d.run(ctx, *dir, buildTimeout, *timeout, *exitAfter)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "demo:", err)
+		os.Exit(1)
+	}
+}
+
+type demo struct {
+	out      io.Writer
+	start    time.Time
+	nodes    int
+	services int
+	st       *stack.Stack
+
+	seenNode, seenSvc map[string]bool
+	routes            int
+}
+
+// logf prints a progress line stamped with the time since start.
+func (d *demo) logf(format string, args ...any) {
+	fmt.Fprintf(d.out, "[%6.1fs] %s\n", time.Since(d.start).Seconds(), fmt.Sprintf(format, args...))
+}
+
+// Write makes the demo a progress writer for the stack.
+func (d *demo) Write(p []byte) (int, error) {
+	d.logf("%s", strings.TrimRight(string(p), "\n"))
+	return len(p), nil
+}
+
+func (d *demo) run(ctx context.Context, dir string, buildTimeout, timeout time.Duration, exitAfter bool) (err error) {
+	fmt.Fprintln(d.out, "ccmkit demo: the example cloud-controller-manager and the fake cloud against a real kube-apiserver on 127.0.0.1")
+	startCtx, cancel := context.WithTimeout(ctx, buildTimeout)
+	defer cancel()
+	cloud := fake.Config{
+		ClusterID:     clusterName,
+		InstanceCIDRs: []string{"10.0.0.0/16", "fd00:10::/64"},
+		Instances:     fakecloud.Instances("node", d.nodes),
+	}
+	d.st, err = stack.Start(startCtx, stack.Config{
+		Dir:      dir,
+		Cloud:    cloud,
+		CCM:      ccm.Config{LeaderElect: true, ClusterName: clusterName, ClusterCIDR: clusterCIDR},
+		Progress: d,
+	})
+	if err != nil {
+		return err
+	}
+	defer func() {
+		d.logf("stopping the CCM, kube-apiserver and etcd")
+		if stopErr := d.st.Stop(); stopErr != nil && err == nil {
+			err = stopErr
+		}
+	}()
+
+	// Nodes first, as in a cluster: kubelets register, the CCM initializes
+	// them; then workloads ask for load balancers.
+	if err := d.createNodes(ctx); err != nil {
+		return err
+	}
+	if err := d.watch(ctx, timeout, false); err != nil {
+		return err
+	}
+	if err := d.createServices(ctx); err != nil {
+		return err
+	}
+	if err := d.watch(ctx, timeout, true); err != nil {
+		return err
+	}
+	if err := d.summary(ctx); err != nil {
+		return err
+	}
+	if exitAfter {
+		return nil
+	}
+	fmt.Fprintf(d.out, "\nThe cluster keeps running. Try:\n")
+	fmt.Fprintf(d.out, "  kubectl --kubeconfig %s get nodes -o wide\n", d.st.ControlPlane.KubeconfigPath())
+	fmt.Fprintf(d.out, "  kubectl --kubeconfig %s get services -n %s\n", d.st.ControlPlane.KubeconfigPath(), namespace)
+	fmt.Fprintf(d.out, "  curl -s http://%s/state            # the fake cloud\n", d.st.Admin.Address())
+	fmt.Fprintf(d.out, "  curl -s -X POST http://%s/instances/i-node-1/terminate   # watch node-1 go\n", d.st.Admin.Address())
+	fmt.Fprintf(d.out, "CCM log: %s\nPress Ctrl-C to stop.\n", d.st.CCM.LogPath())
+	select {
+	case <-ctx.Done():
+		fmt.Fprintln(d.out)
+	case <-d.st.CCM.Done():
+		return fmt.Errorf("the CCM exited; last log lines:\n%s", d.st.CCM.LogTail(30))
+	}
+	return nil
+}
+
+func (d *demo) nodeName(i int) string { return fmt.Sprintf("node-%d", i+1) }
+func (d *demo) serviceName(i int) string {
+	return []string{"web", "api", "db", "cache", "queue"}[i%5] + suffix(i)
+}
+
+func suffix(i int) string {
+	if i < 5 {
+		return ""
+	}
+	return fmt.Sprintf("-%d", i/5+1)
+}
+
+func (d *demo) createNodes(ctx context.Context) error {
+	c := d.st.Client
+	var names []string
+	for i := range d.nodes {
+		n := workload.Node(d.nodeName(i), workload.NodeOptions{PodCIDRs: []string{fmt.Sprintf("10.244.%d.0/24", i+1)}})
+		if _, err := c.CoreV1().Nodes().Create(ctx, n, metav1.CreateOptions{}); err != nil {
+			return fmt.Errorf("creating node %s: %w", n.Name, err)
+		}
+		names = append(names, n.Name)
+	}
+	d.logf("created nodes %s, tainted %s as kubelets with --cloud-provider=external register them", strings.Join(names, ", "), workload.UninitializedTaint)
+	return nil
+}
+
+func (d *demo) createServices(ctx context.Context) error {
+	c := d.st.Client
+	if _, err := c.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: namespace}}, metav1.CreateOptions{}); err != nil {
+		return fmt.Errorf("creating namespace %s: %w", namespace, err)
+	}
+	var names []string
+	for i := range d.services {
+		svc := workload.LoadBalancerService(namespace, d.serviceName(i), 80, 443)
+		if _, err := c.CoreV1().Services(namespace).Create(ctx, svc, metav1.CreateOptions{}); err != nil {
+			return fmt.Errorf("creating service %s: %w", svc.Name, err)
+		}
+		names = append(names, namespace+"/"+svc.Name)
+	}
+	if len(names) > 0 {
+		d.logf("created LoadBalancer services %s", strings.Join(names, ", "))
+	}
+	return nil
+}
+
+// watch polls until every node is initialized and has its route (and,
+// with services, every service has an ingress), printing each as it
+// happens.
+func (d *demo) watch(ctx context.Context, timeout time.Duration, services bool) error {
+	want := d.services
+	if !services {
+		want = 0
+	}
+	what := fmt.Sprintf("%d nodes initialized with their routes", d.nodes)
+	if services {
+		what = fmt.Sprintf("%d services with an ingress", d.services)
+	}
+	err := workload.Poll(ctx, timeout, what, func(ctx context.Context) (bool, string) {
+		nodes, err := d.st.Client.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return false, err.Error()
+		}
+		for _, n := range nodes.Items {
+			if workload.Initialized(&n) && !d.seenNode[n.Name] {
+				d.seenNode[n.Name] = true
+				d.logf("node %s initialized: providerID %s, zone %s, type %s, %d addresses, taint removed",
+					n.Name, n.Spec.ProviderID, n.Labels[corev1.LabelTopologyZone], n.Labels[corev1.LabelInstanceTypeStable], len(n.Status.Addresses))
+			}
+		}
+		svcs, err := d.st.Client.CoreV1().Services(namespace).List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return false, err.Error()
+		}
+		for _, s := range svcs.Items {
+			if ips := workload.IngressIPs(&s); len(ips) > 0 && !d.seenSvc[s.Name] {
+				d.seenSvc[s.Name] = true
+				d.logf("service %s/%s: load balancer ready, ingress %s", s.Namespace, s.Name, strings.Join(ips, ", "))
+			}
+		}
+		if rs, err := d.st.Admin.Routes(ctx, clusterName); err == nil && len(rs) != d.routes {
+			d.routes = len(rs)
+			d.logf("cloud route table: %d routes for the nodes' pod CIDRs", d.routes)
+		}
+		done := len(d.seenNode) == d.nodes && len(d.seenSvc) == want && d.routes == d.nodes
+		return done, fmt.Sprintf("%d/%d nodes initialized, %d/%d services with ingress, %d/%d routes", len(d.seenNode), d.nodes, len(d.seenSvc), want, d.routes, d.nodes)
+	})
+	if err != nil {
+		return fmt.Errorf("%w\nCCM log: %s\n%s", err, d.st.CCM.LogPath(), d.st.CCM.LogTail(20))
+	}
+	if services {
+		d.logf("converged: %d services with an ingress", d.services)
+	} else {
+		d.logf("converged: %d nodes initialized, %d routes", d.nodes, d.routes)
+	}
+	return nil
+}
+
+func (d *demo) summary(ctx context.Context) error {
+	nodes, err := d.st.Client.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return err
+	}
+	slices.SortFunc(nodes.Items, func(a, b corev1.Node) int { return strings.Compare(a.Name, b.Name) })
+	fmt.Fprintln(d.out)
+	tw := tabwriter.NewWriter(d.out, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "NODE\tPROVIDER ID\tZONE\tTYPE\tPOD CIDR\tADDRESSES")
+	for _, n := range nodes.Items {
+		var addrs []string
+		for _, a := range n.Status.Addresses {
+			addrs = append(addrs, fmt.Sprintf("%s=%s", a.Type, a.Address))
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", n.Name, n.Spec.ProviderID, n.Labels[corev1.LabelTopologyZone],
+			n.Labels[corev1.LabelInstanceTypeStable], n.Spec.PodCIDR, strings.Join(addrs, " "))
+	}
+	tw.Flush()
+	fmt.Fprintln(d.out)
+	svcs, err := d.st.Client.CoreV1().Services(namespace).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return err
+	}
+	lbs, err := d.st.Admin.LoadBalancers(ctx)
+	if err != nil {
+		return err
+	}
+	lbByUID := map[string]fake.LoadBalancer{}
+	for _, lb := range lbs {
+		lbByUID[lb.Tags[loadbalancer.TagServiceUID]] = lb
+	}
+	fmt.Fprintln(tw, "SERVICE\tPORTS\tINGRESS\tCLOUD LOAD BALANCER\tBACKENDS")
+	for _, s := range svcs.Items {
+		var ports []string
+		for _, p := range s.Spec.Ports {
+			ports = append(ports, fmt.Sprintf("%d:%d/%s", p.Port, p.NodePort, p.Protocol))
+		}
+		lb := lbByUID[string(s.UID)]
+		fmt.Fprintf(tw, "%s/%s\t%s\t%s\t%s\t%d\n", s.Namespace, s.Name, strings.Join(ports, ","),
+			strings.Join(workload.IngressIPs(&s), ","), lb.Name, len(lb.Backends))
+	}
+	tw.Flush()
+	calls, err := d.st.Admin.Calls(ctx)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(d.out, "\nfake cloud: %d instances, %d load balancers; cloud API calls so far: %d reads, %d writes\n",
+		d.nodes, len(lbs), calls.Reads, calls.Writes)
+	return nil
+}
