@@ -1,12 +1,16 @@
 package fake_test
 
 import (
+	"bytes"
 	"errors"
 	"os"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/google/go-cmp/cmp"
 	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/yaml"
 
 	"github.com/ccmkit/ccmkit/fake"
@@ -95,5 +99,36 @@ func TestDeploySecretCloudConfig(t *testing.T) {
 	}
 	if _, err := provider.Build(fake.ProviderName, strings.NewReader(cc), fake.Factory); err != nil {
 		t.Errorf("building the fake from example/deploy/secret.yaml: %v", err)
+	}
+}
+
+// TestConfigYAMLRoundTrip: a Config marshalled to YAML (as a test harness
+// writes a cloud-config) decodes back to itself.
+func TestConfigYAMLRoundTrip(t *testing.T) {
+	in := fake.Config{
+		ClusterID:     "demo",
+		InstanceCIDRs: []string{"10.0.0.0/16", "fd00:10::/64"},
+		Instances: []fake.Instance{
+			{Name: "a", ID: "i-a", Zone: "z", InternalIPs: []string{"10.0.0.9"}, Labels: map[string]string{"fake.ccmkit.io/x": "y"}, State: fake.StateStopped},
+			{Name: "b"},
+		},
+		InstanceCacheTTL: metav1.Duration{Duration: 90 * time.Second},
+		LoadBalancers:    fake.LoadBalancerConfig{IPv4Pool: "192.0.2.0/24", IPMode: v1.LoadBalancerIPModeProxy},
+		Routes:           fake.RoutesConfig{EnableNodeAddresses: true},
+		Admin:            fake.AdminConfig{Address: "127.0.0.1:0", AddressFile: "/tmp/x"},
+	}
+	data, err := yaml.Marshal(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := provider.DecodeConfig[fake.Config](bytes.NewReader(data))
+	if err != nil {
+		t.Fatalf("DecodeConfig(%s) = %v", data, err)
+	}
+	if diff := cmp.Diff(in, *out); diff != "" {
+		t.Errorf("round trip through\n%s\n(-want +got):\n%s", data, diff)
+	}
+	if _, err := provider.DecodeConfig[fake.Config](bytes.NewReader([]byte("instanceCacheTTL: 1m30s\n"))); err != nil {
+		t.Errorf("a Go duration string: %v", err)
 	}
 }

@@ -73,7 +73,8 @@
 // address, from the moment the cloud-controller-manager calls Initialize
 // (which it does once it leads, after leader election) until the stop
 // channel closes (or Shutdown). It has no authentication, which is why only
-// loopback addresses are accepted. Bodies are JSON; every error is a 4xx or
+// loopback addresses are accepted (AdminHandler serves the same API
+// anywhere else). Bodies are JSON; every error is a 4xx or
 // 5xx status with the body {"error": "<message>"}.
 //
 //	GET    /state                     200 State: the whole cloud
@@ -135,9 +136,16 @@
 //   - The route table is one table for the whole cloud; WriteTable fails
 //     with routes.ErrConflict only when the table changed since it was read
 //     (which the routes.Table's serialized calls never cause by themselves).
-//   - Instance look-ups are answered from an instances.Cache: a change made
-//     outside the control surface is seen after instanceCacheTTL; changes
-//     through the control surface and the admin endpoint are seen at once.
+//   - Instance look-ups are answered from an instances.Cache (one
+//     ListInstances call per instanceCacheTTL). Changes through the control
+//     surface and the admin endpoint drop the cache, so they are seen at
+//     once; a failed list is remembered for the cache's ErrorTTL (5s by
+//     default, see WithInstanceCache) unless ClearFaults is called.
+//   - ListRoutes costs a ListInstances call besides ReadRouteTable: it marks
+//     routes whose target instance is gone as Blackhole.
+//   - The first CreateRoute or DeleteRoute of an idle route table waits
+//     routes.DefaultBatchWindow (2ms) for others to join its batch, so
+//     sequential route calls take at least that long each.
 //   - Terminated instances keep their addresses until RemoveInstance (or
 //     DELETE /instances/{id}) frees them.
 //   - Random faults are deterministic for a seed in call order: with

@@ -62,14 +62,17 @@ func capability[T any](t testing.TB, name string, accessor func() (T, bool)) T {
 }
 
 func lbOf(t testing.TB, c cloudprovider.Interface) cloudprovider.LoadBalancer {
+	t.Helper()
 	return capability(t, "LoadBalancer", c.LoadBalancer)
 }
 
 func routesOf(t testing.TB, c cloudprovider.Interface) cloudprovider.Routes {
+	t.Helper()
 	return capability(t, "Routes", c.Routes)
 }
 
 func instancesOf(t testing.TB, c cloudprovider.Interface) cloudprovider.InstancesV2 {
+	t.Helper()
 	return capability(t, "InstancesV2", c.InstancesV2)
 }
 
