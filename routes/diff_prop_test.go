@@ -1,15 +1,18 @@
 package routes_test
 
 import (
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"net/netip"
 	"reflect"
 	"slices"
+	"sync"
 	"testing"
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
+	cloudprovider "k8s.io/cloud-provider"
 
 	"github.com/ccmkit/ccmkit/routes"
 )
@@ -208,4 +211,40 @@ func sameAddrSet(a, b []v1.NodeAddress) bool {
 		}
 	}
 	return true
+}
+
+// Property, end to end: executing Diff's plan through a Table (deletes, then
+// creates, each phase concurrently like the route controller) converges the
+// driver's table, on both kinds of driver.
+func TestDiffThroughTableProperty(t *testing.T) {
+	namer := mustNamer(t, routes.NameFormat{})
+	forEachBackend(t, func(t *testing.T, b backend) {
+		for seed := range uint64(60) {
+			w := randomWorld(rand.New(rand.NewPCG(seed, 0x7ab1e)), namer)
+			tbl, stored, _ := b.make(t, routes.Config{EnableNodeAddresses: true}, slices.Clone(w.in.Actual)...)
+			plan := routes.Diff(w.in)
+			var wg sync.WaitGroup
+			errs := make([]error, len(plan.Delete)+len(plan.Create))
+			for i, e := range plan.Delete {
+				wg.Go(func() {
+					errs[i] = tbl.DeleteRoute(t.Context(), cluster, &cloudprovider.Route{Name: e.Name, TargetNode: e.TargetNode, DestinationCIDR: e.DestinationCIDR})
+				})
+			}
+			wg.Wait()
+			for i, c := range plan.Create {
+				wg.Go(func() {
+					errs[len(plan.Delete)+i] = tbl.CreateRoute(t.Context(), cluster, c.NameHint, &cloudprovider.Route{
+						TargetNode: c.Entry.TargetNode, DestinationCIDR: c.Entry.DestinationCIDR, TargetNodeAddresses: c.Entry.TargetNodeAddresses})
+				})
+			}
+			wg.Wait()
+			if err := errors.Join(errs...); err != nil {
+				t.Fatalf("seed %d: executing the plan: %v", seed, err)
+			}
+			w.in.Actual = stored()
+			if again := routes.Diff(w.in); !again.Empty() {
+				t.Fatalf("seed %d: after executing the plan through the Table, Diff is not empty: %+v", seed, again)
+			}
+		}
+	})
 }
