@@ -1,0 +1,645 @@
+package conformance_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/netip"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/informers"
+	cloudprovider "k8s.io/cloud-provider"
+
+	"github.com/ccmkit/ccmkit/testing/conformance"
+)
+
+// broken wraps a correct provider (ccmkit's fake) and replaces parts of it.
+type broken struct {
+	cloudprovider.Interface
+	lb        func(brokenLB) cloudprovider.LoadBalancer
+	inst      func(brokenInst) cloudprovider.InstancesV2
+	routes    func(brokenRoutes) cloudprovider.Routes
+	clusters  func() (cloudprovider.Clusters, bool)
+	instances func() (cloudprovider.Instances, bool)
+	untagged  bool
+}
+
+func (b *broken) LoadBalancer() (cloudprovider.LoadBalancer, bool) {
+	v, ok := b.Interface.LoadBalancer()
+	if ok && b.lb != nil {
+		return b.lb(brokenLB{LoadBalancer: v}), true
+	}
+	return v, ok
+}
+
+func (b *broken) InstancesV2() (cloudprovider.InstancesV2, bool) {
+	v, ok := b.Interface.InstancesV2()
+	if ok && b.inst != nil {
+		return b.inst(brokenInst{InstancesV2: v}), true
+	}
+	return v, ok
+}
+
+func (b *broken) Routes() (cloudprovider.Routes, bool) {
+	v, ok := b.Interface.Routes()
+	if ok && b.routes != nil {
+		return b.routes(brokenRoutes{Routes: v}), true
+	}
+	return v, ok
+}
+
+func (b *broken) Clusters() (cloudprovider.Clusters, bool) {
+	if b.clusters != nil {
+		return b.clusters()
+	}
+	return b.Interface.Clusters()
+}
+
+func (b *broken) Instances() (cloudprovider.Instances, bool) {
+	if b.instances != nil {
+		return b.instances()
+	}
+	return b.Interface.Instances()
+}
+
+func (b *broken) HasClusterID() bool { return !b.untagged && b.Interface.HasClusterID() }
+
+func (b *broken) SetInformers(f informers.SharedInformerFactory) {
+	if iu, ok := b.Interface.(cloudprovider.InformerUser); ok {
+		iu.SetInformers(f)
+	}
+}
+
+// brokenLB replaces the methods whose func is set; next is the correct one.
+type brokenLB struct {
+	cloudprovider.LoadBalancer
+	get    func(next cloudprovider.LoadBalancer, ctx context.Context, cluster string, svc *v1.Service) (*v1.LoadBalancerStatus, bool, error)
+	ensure func(next cloudprovider.LoadBalancer, ctx context.Context, cluster string, svc *v1.Service, nodes []*v1.Node) (*v1.LoadBalancerStatus, error)
+	update func(next cloudprovider.LoadBalancer, ctx context.Context, cluster string, svc *v1.Service, nodes []*v1.Node) error
+	del    func(next cloudprovider.LoadBalancer, ctx context.Context, cluster string, svc *v1.Service) error
+}
+
+func (b brokenLB) GetLoadBalancer(ctx context.Context, c string, s *v1.Service) (*v1.LoadBalancerStatus, bool, error) {
+	if b.get != nil {
+		return b.get(b.LoadBalancer, ctx, c, s)
+	}
+	return b.LoadBalancer.GetLoadBalancer(ctx, c, s)
+}
+
+func (b brokenLB) EnsureLoadBalancer(ctx context.Context, c string, s *v1.Service, n []*v1.Node) (*v1.LoadBalancerStatus, error) {
+	if b.ensure != nil {
+		return b.ensure(b.LoadBalancer, ctx, c, s, n)
+	}
+	return b.LoadBalancer.EnsureLoadBalancer(ctx, c, s, n)
+}
+
+func (b brokenLB) UpdateLoadBalancer(ctx context.Context, c string, s *v1.Service, n []*v1.Node) error {
+	if b.update != nil {
+		return b.update(b.LoadBalancer, ctx, c, s, n)
+	}
+	return b.LoadBalancer.UpdateLoadBalancer(ctx, c, s, n)
+}
+
+func (b brokenLB) EnsureLoadBalancerDeleted(ctx context.Context, c string, s *v1.Service) error {
+	if b.del != nil {
+		return b.del(b.LoadBalancer, ctx, c, s)
+	}
+	return b.LoadBalancer.EnsureLoadBalancerDeleted(ctx, c, s)
+}
+
+type brokenInst struct {
+	cloudprovider.InstancesV2
+	exists   func(next cloudprovider.InstancesV2, ctx context.Context, n *v1.Node) (bool, error)
+	metadata func(next cloudprovider.InstancesV2, ctx context.Context, n *v1.Node) (*cloudprovider.InstanceMetadata, error)
+}
+
+func (b brokenInst) InstanceExists(ctx context.Context, n *v1.Node) (bool, error) {
+	if b.exists != nil {
+		return b.exists(b.InstancesV2, ctx, n)
+	}
+	return b.InstancesV2.InstanceExists(ctx, n)
+}
+
+func (b brokenInst) InstanceMetadata(ctx context.Context, n *v1.Node) (*cloudprovider.InstanceMetadata, error) {
+	if b.metadata != nil {
+		return b.metadata(b.InstancesV2, ctx, n)
+	}
+	return b.InstancesV2.InstanceMetadata(ctx, n)
+}
+
+type brokenRoutes struct {
+	cloudprovider.Routes
+	list func(next cloudprovider.Routes, ctx context.Context, cluster string) ([]*cloudprovider.Route, error)
+	del  func(next cloudprovider.Routes, ctx context.Context, cluster string, r *cloudprovider.Route) error
+}
+
+func (b brokenRoutes) ListRoutes(ctx context.Context, c string) ([]*cloudprovider.Route, error) {
+	if b.list != nil {
+		return b.list(b.Routes, ctx, c)
+	}
+	return b.Routes.ListRoutes(ctx, c)
+}
+
+func (b brokenRoutes) DeleteRoute(ctx context.Context, c string, r *cloudprovider.Route) error {
+	if b.del != nil {
+		return b.del(b.Routes, ctx, c, r)
+	}
+	return b.Routes.DeleteRoute(ctx, c, r)
+}
+
+// legacyInstances is a legacy Instances implementation; a nil
+// *legacyInstances is the typed nil of one broken provider.
+type legacyInstances struct{ cloudprovider.Instances }
+
+// counter counts per key, safely for concurrent use.
+type counter struct {
+	mu sync.Mutex
+	n  map[string]int
+}
+
+func (c *counter) set(k string, v int) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.n == nil {
+		c.n = map[string]int{}
+	}
+	c.n[k] = v
+}
+
+func (c *counter) add(k string) int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.n == nil {
+		c.n = map[string]int{}
+	}
+	c.n[k]++
+	return c.n[k]
+}
+
+func (c *counter) get(k string) (int, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	v, ok := c.n[k]
+	return v, ok
+}
+
+func lbKey(cluster string, svc *v1.Service) string { return cluster + "/" + string(svc.UID) }
+
+func readyFalse(n *v1.Node) bool {
+	for _, c := range n.Status.Conditions {
+		if c.Type == v1.NodeReady {
+			return c.Status == v1.ConditionFalse
+		}
+	}
+	return false
+}
+
+// rewriteMetadata breaks InstanceMetadata by applying f to a copy of every
+// successful answer.
+func rewriteMetadata(f func(n *v1.Node, md *cloudprovider.InstanceMetadata)) broken {
+	return broken{inst: func(b brokenInst) cloudprovider.InstancesV2 {
+		b.metadata = func(next cloudprovider.InstancesV2, ctx context.Context, n *v1.Node) (*cloudprovider.InstanceMetadata, error) {
+			md, err := next.InstanceMetadata(ctx, n)
+			if err == nil && md != nil {
+				c := *md
+				f(n, &c)
+				md = &c
+			}
+			return md, err
+		}
+		return b
+	}}
+}
+
+// brokenCases are deliberately broken providers: each breaks one contract
+// and must fail exactly the rule named.
+func brokenCases() []struct {
+	name, reason, want string
+	claims             func(*conformance.Claims)
+	b                  broken
+} {
+	type bc = struct {
+		name, reason, want string
+		claims             func(*conformance.Claims)
+		b                  broken
+	}
+	return []bc{
+		{
+			name: "accessor-nil-true", want: "PROVIDER-ACCESSORS",
+			reason: "Clusters() returns (nil, true): the controllers call methods on the value",
+			b:      broken{clusters: func() (cloudprovider.Clusters, bool) { return nil, true }},
+		},
+		{
+			name: "accessor-typed-nil", want: "PROVIDER-ACCESSORS",
+			reason: "Instances() returns a typed nil with true, the classic `return c.legacy, true`",
+			b:      broken{instances: func() (cloudprovider.Instances, bool) { var l *legacyInstances; return l, true }},
+		},
+		{
+			name: "untagged", want: "PROVIDER-CLUSTER-ID",
+			reason: "HasClusterID() is false: the CCM exits without --allow-untagged-cloud",
+			b:      broken{untagged: true},
+		},
+		{
+			name: "ensure-new-ip", want: "LB-IDEMPOTENT",
+			reason: "every Ensure after the first reports a new IP, as if it allocated an address each time",
+			b: broken{lb: func(b brokenLB) cloudprovider.LoadBalancer {
+				var calls counter
+				b.ensure = func(next cloudprovider.LoadBalancer, ctx context.Context, c string, s *v1.Service, n []*v1.Node) (*v1.LoadBalancerStatus, error) {
+					st, err := next.EnsureLoadBalancer(ctx, c, s, n)
+					if k := calls.add(lbKey(c, s)); err == nil && k > 1 && len(st.Ingress) > 0 {
+						st = st.DeepCopy()
+						st.Ingress[0].IP = fmt.Sprintf("198.19.255.%d", k%250+1)
+					}
+					return st, err
+				}
+				return b
+			}},
+		},
+		{
+			name: "ensure-rewrites-backends", want: "LB-CONVERGED",
+			reason: "Ensure removes and re-adds a backend on every call: the right end state, but writes when converged",
+			b: broken{lb: func(b brokenLB) cloudprovider.LoadBalancer {
+				b.ensure = func(next cloudprovider.LoadBalancer, ctx context.Context, c string, s *v1.Service, n []*v1.Node) (*v1.LoadBalancerStatus, error) {
+					if len(n) > 0 {
+						_ = next.UpdateLoadBalancer(ctx, c, s, n[:len(n)-1])
+					}
+					return next.EnsureLoadBalancer(ctx, c, s, n)
+				}
+				return b
+			}},
+		},
+		{
+			name: "get-not-exists-without-backends", want: "LB-GET-EXISTS",
+			reason: "Get finds the load balancer through its backends, so one without backends is reported missing",
+			b: broken{lb: func(b brokenLB) cloudprovider.LoadBalancer {
+				var backends counter
+				b.ensure = func(next cloudprovider.LoadBalancer, ctx context.Context, c string, s *v1.Service, n []*v1.Node) (*v1.LoadBalancerStatus, error) {
+					backends.set(lbKey(c, s), len(n))
+					return next.EnsureLoadBalancer(ctx, c, s, n)
+				}
+				b.update = func(next cloudprovider.LoadBalancer, ctx context.Context, c string, s *v1.Service, n []*v1.Node) error {
+					backends.set(lbKey(c, s), len(n))
+					return next.UpdateLoadBalancer(ctx, c, s, n)
+				}
+				b.get = func(next cloudprovider.LoadBalancer, ctx context.Context, c string, s *v1.Service) (*v1.LoadBalancerStatus, bool, error) {
+					if n, ok := backends.get(lbKey(c, s)); ok && n == 0 {
+						return nil, false, nil
+					}
+					return next.GetLoadBalancer(ctx, c, s)
+				}
+				return b
+			}},
+		},
+		{
+			name: "delete-unknown-errors", want: "LB-DELETE-UNKNOWN",
+			reason: "deleting a load balancer that is not there is an error",
+			b: broken{lb: func(b brokenLB) cloudprovider.LoadBalancer {
+				b.del = func(next cloudprovider.LoadBalancer, ctx context.Context, c string, s *v1.Service) error {
+					if _, ok, err := next.GetLoadBalancer(ctx, c, s); err == nil && !ok {
+						return fmt.Errorf("load balancer of %s/%s not found", s.Namespace, s.Name)
+					}
+					return next.EnsureLoadBalancerDeleted(ctx, c, s)
+				}
+				return b
+			}},
+		},
+		{
+			name: "delete-needs-lb-type", want: "LB-DELETE-STALE",
+			reason: "Delete does nothing for a Service that is no longer type LoadBalancer",
+			b: broken{lb: func(b brokenLB) cloudprovider.LoadBalancer {
+				b.del = func(next cloudprovider.LoadBalancer, ctx context.Context, c string, s *v1.Service) error {
+					if s.Spec.Type != v1.ServiceTypeLoadBalancer {
+						return nil
+					}
+					return next.EnsureLoadBalancerDeleted(ctx, c, s)
+				}
+				return b
+			}},
+		},
+		{
+			name: "cross-cluster-hijack", want: "LB-CLUSTER-ISOLATION",
+			reason: "load balancers are identified by namespace/name alone, ignoring the cluster (and so the Service UID)",
+			b: broken{lb: func(b brokenLB) cloudprovider.LoadBalancer {
+				var mu sync.Mutex
+				uids := map[string]types.UID{}
+				// one maps every cluster's Service ns/name to the first one seen.
+				one := func(s *v1.Service) *v1.Service {
+					mu.Lock()
+					defer mu.Unlock()
+					k := s.Namespace + "/" + s.Name
+					if _, ok := uids[k]; !ok {
+						uids[k] = s.UID
+					}
+					s = s.DeepCopy()
+					s.UID = uids[k]
+					return s
+				}
+				const c0 = "conformance"
+				b.get = func(next cloudprovider.LoadBalancer, ctx context.Context, _ string, s *v1.Service) (*v1.LoadBalancerStatus, bool, error) {
+					return next.GetLoadBalancer(ctx, c0, one(s))
+				}
+				b.ensure = func(next cloudprovider.LoadBalancer, ctx context.Context, _ string, s *v1.Service, n []*v1.Node) (*v1.LoadBalancerStatus, error) {
+					return next.EnsureLoadBalancer(ctx, c0, one(s), n)
+				}
+				b.update = func(next cloudprovider.LoadBalancer, ctx context.Context, _ string, s *v1.Service, n []*v1.Node) error {
+					return next.UpdateLoadBalancer(ctx, c0, one(s), n)
+				}
+				b.del = func(next cloudprovider.LoadBalancer, ctx context.Context, _ string, s *v1.Service) error {
+					return next.EnsureLoadBalancerDeleted(ctx, c0, one(s))
+				}
+				return b
+			}},
+		},
+		{
+			name: "mutates-service", want: "ARGS-NOT-MUTATED",
+			reason: "Ensure defaults an annotation in the Service it was given, which lives in the informer cache",
+			b: broken{lb: func(b brokenLB) cloudprovider.LoadBalancer {
+				b.ensure = func(next cloudprovider.LoadBalancer, ctx context.Context, c string, s *v1.Service, n []*v1.Node) (*v1.LoadBalancerStatus, error) {
+					if s.Annotations == nil {
+						s.Annotations = map[string]string{}
+					}
+					s.Annotations["example.com/lb-flavor"] = "standard"
+					return next.EnsureLoadBalancer(ctx, c, s, n)
+				}
+				return b
+			}},
+		},
+		{
+			name: "udp-built-as-tcp", want: "LB-UNSUPPORTED-REJECTED",
+			reason: "UDP is not supported, and UDP ports are silently built as TCP",
+			claims: func(c *conformance.Claims) { c.UDP, c.MixedProtocols = false, false },
+			b: broken{lb: func(b brokenLB) cloudprovider.LoadBalancer {
+				b.ensure = func(next cloudprovider.LoadBalancer, ctx context.Context, c string, s *v1.Service, n []*v1.Node) (*v1.LoadBalancerStatus, error) {
+					s = s.DeepCopy()
+					for i := range s.Spec.Ports {
+						if s.Spec.Ports[i].Protocol == v1.ProtocolUDP {
+							s.Spec.Ports[i].Protocol = v1.ProtocolTCP
+						}
+					}
+					return next.EnsureLoadBalancer(ctx, c, s, n)
+				}
+				return b
+			}},
+		},
+		{
+			name: "hostname-is-ip", want: "LB-INGRESS-VALID",
+			reason: "the ingress repeats its IP as hostname, which the API server rejects",
+			b: broken{lb: func(b brokenLB) cloudprovider.LoadBalancer {
+				ipAsHostname := func(st *v1.LoadBalancerStatus) *v1.LoadBalancerStatus {
+					if st == nil {
+						return nil
+					}
+					st = st.DeepCopy()
+					for i := range st.Ingress {
+						st.Ingress[i].Hostname = st.Ingress[i].IP
+					}
+					return st
+				}
+				b.ensure = func(next cloudprovider.LoadBalancer, ctx context.Context, c string, s *v1.Service, n []*v1.Node) (*v1.LoadBalancerStatus, error) {
+					st, err := next.EnsureLoadBalancer(ctx, c, s, n)
+					return ipAsHostname(st), err
+				}
+				b.get = func(next cloudprovider.LoadBalancer, ctx context.Context, c string, s *v1.Service) (*v1.LoadBalancerStatus, bool, error) {
+					st, ok, err := next.GetLoadBalancer(ctx, c, s)
+					return ipAsHostname(st), ok, err
+				}
+				return b
+			}},
+		},
+		{
+			name: "ignores-local-traffic", want: "LB-HEALTH-CHECK",
+			reason: "externalTrafficPolicy is ignored: Local Services are health-checked like Cluster ones",
+			b: broken{lb: func(b brokenLB) cloudprovider.LoadBalancer {
+				b.ensure = func(next cloudprovider.LoadBalancer, ctx context.Context, c string, s *v1.Service, n []*v1.Node) (*v1.LoadBalancerStatus, error) {
+					s = s.DeepCopy()
+					s.Spec.ExternalTrafficPolicy, s.Spec.HealthCheckNodePort = v1.ServiceExternalTrafficPolicyCluster, 0
+					return next.EnsureLoadBalancer(ctx, c, s, n)
+				}
+				return b
+			}},
+		},
+		{
+			name: "drops-notready-nodes", want: "LB-BACKENDS",
+			reason: "NotReady nodes are filtered out, which the service controller deliberately does not do",
+			b: broken{lb: func(b brokenLB) cloudprovider.LoadBalancer {
+				ready := func(n []*v1.Node) []*v1.Node { return slices.DeleteFunc(slices.Clone(n), readyFalse) }
+				b.ensure = func(next cloudprovider.LoadBalancer, ctx context.Context, c string, s *v1.Service, n []*v1.Node) (*v1.LoadBalancerStatus, error) {
+					return next.EnsureLoadBalancer(ctx, c, s, ready(n))
+				}
+				b.update = func(next cloudprovider.LoadBalancer, ctx context.Context, c string, s *v1.Service, n []*v1.Node) error {
+					return next.UpdateLoadBalancer(ctx, c, s, ready(n))
+				}
+				return b
+			}},
+		},
+		{
+			name: "ignores-source-ranges-annotation", want: "LB-SOURCE-RANGES",
+			reason: "only spec.loadBalancerSourceRanges is read; the annotation is ignored, a malformed one too",
+			b: broken{lb: func(b brokenLB) cloudprovider.LoadBalancer {
+				b.ensure = func(next cloudprovider.LoadBalancer, ctx context.Context, c string, s *v1.Service, n []*v1.Node) (*v1.LoadBalancerStatus, error) {
+					s = s.DeepCopy()
+					delete(s.Annotations, v1.AnnotationLoadBalancerSourceRangesKey)
+					return next.EnsureLoadBalancer(ctx, c, s, n)
+				}
+				return b
+			}},
+		},
+		{
+			name: "get-not-exists-on-error", want: "LB-OUTAGE",
+			reason: "any cloud error from the look-up is taken for \"not found\"",
+			b: broken{lb: func(b brokenLB) cloudprovider.LoadBalancer {
+				b.get = func(next cloudprovider.LoadBalancer, ctx context.Context, c string, s *v1.Service) (*v1.LoadBalancerStatus, bool, error) {
+					st, ok, err := next.GetLoadBalancer(ctx, c, s)
+					if err != nil && ctx.Err() == nil {
+						return nil, false, nil
+					}
+					return st, ok, err
+				}
+				return b
+			}},
+		},
+		{
+			name: "exists-false-on-error", want: "INST-OUTAGE",
+			reason: "any cloud error from the look-up is taken for \"instance gone\"",
+			b: broken{inst: func(b brokenInst) cloudprovider.InstancesV2 {
+				b.exists = func(next cloudprovider.InstancesV2, ctx context.Context, n *v1.Node) (bool, error) {
+					ok, err := next.InstanceExists(ctx, n)
+					if err != nil && ctx.Err() == nil {
+						return false, nil
+					}
+					return ok, err
+				}
+				return b
+			}},
+		},
+		{
+			name: "exists-false-when-cancelled", want: "CTX-CANCELLED",
+			reason: "a cancelled context is taken for \"instance gone\"",
+			b: broken{inst: func(b brokenInst) cloudprovider.InstancesV2 {
+				b.exists = func(next cloudprovider.InstancesV2, ctx context.Context, n *v1.Node) (bool, error) {
+					if ctx.Err() != nil {
+						return false, nil
+					}
+					return next.InstanceExists(ctx, n)
+				}
+				return b
+			}},
+		},
+		{
+			name: "wrapped-instance-not-found", want: "SENTINELS-UNWRAPPED",
+			reason: "a missing instance is reported as fmt.Errorf(\"...: %w\", cloudprovider.InstanceNotFound)",
+			b: broken{inst: func(b brokenInst) cloudprovider.InstancesV2 {
+				b.metadata = func(next cloudprovider.InstancesV2, ctx context.Context, n *v1.Node) (*cloudprovider.InstanceMetadata, error) {
+					md, err := next.InstanceMetadata(ctx, n)
+					if err != nil && ctx.Err() == nil {
+						return nil, fmt.Errorf("instance of node %s: %w", n.Name, cloudprovider.InstanceNotFound)
+					}
+					return md, err
+				}
+				return b
+			}},
+		},
+		{
+			name: "addresses-reordered-by-name", want: "INST-ADDRESSES",
+			reason: "a look-up by name returns the addresses in another order than a look-up by provider ID",
+			b: rewriteMetadata(func(n *v1.Node, md *cloudprovider.InstanceMetadata) {
+				if n.Spec.ProviderID == "" {
+					md.NodeAddresses = slices.Clone(md.NodeAddresses)
+					slices.Reverse(md.NodeAddresses)
+				}
+			}),
+		},
+		{
+			name: "provider-id-rerendered", want: "INST-METADATA",
+			reason: "metadata spells the provider ID differently from the node's spec.providerID",
+			b: rewriteMetadata(func(_ *v1.Node, md *cloudprovider.InstanceMetadata) {
+				md.ProviderID = strings.Replace(md.ProviderID, "fake://", "fake:///", 1)
+			}),
+		},
+		{
+			name: "kubernetes-io-labels", want: "INST-LABELS",
+			reason: "an additional label under node.kubernetes.io, which the node controller discards",
+			b: rewriteMetadata(func(_ *v1.Node, md *cloudprovider.InstanceMetadata) {
+				labels := map[string]string{"node.kubernetes.io/pool": "general"}
+				for k, v := range md.AdditionalLabels {
+					labels[k] = v
+				}
+				md.AdditionalLabels = labels
+			}),
+		},
+		{
+			name: "route-cidr-rerendered", want: "ROUTE-CIDR-VERBATIM",
+			reason: "listed destinations are parsed and printed again, so a non-canonical pod CIDR comes back changed",
+			b: broken{routes: func(b brokenRoutes) cloudprovider.Routes {
+				b.list = func(next cloudprovider.Routes, ctx context.Context, c string) ([]*cloudprovider.Route, error) {
+					list, err := next.ListRoutes(ctx, c)
+					for i, r := range list {
+						if p, perr := netip.ParsePrefix(r.DestinationCIDR); perr == nil {
+							cp := *r
+							cp.DestinationCIDR = p.String()
+							list[i] = &cp
+						}
+					}
+					return list, err
+				}
+				return b
+			}},
+		},
+		{
+			name: "route-names-per-node", want: "ROUTE-NAMES",
+			reason: "routes are named after the node only, so a node's IPv4 and IPv6 routes share a name",
+			b: broken{routes: func(b brokenRoutes) cloudprovider.Routes {
+				b.list = func(next cloudprovider.Routes, ctx context.Context, c string) ([]*cloudprovider.Route, error) {
+					list, err := next.ListRoutes(ctx, c)
+					for i, r := range list {
+						cp := *r
+						cp.Name = "route-" + string(r.TargetNode)
+						list[i] = &cp
+					}
+					return list, err
+				}
+				b.del = func(next cloudprovider.Routes, ctx context.Context, c string, r *cloudprovider.Route) error {
+					list, err := next.ListRoutes(ctx, c)
+					if err != nil {
+						return err
+					}
+					for _, l := range list {
+						if l.DestinationCIDR == r.DestinationCIDR && l.TargetNode == r.TargetNode {
+							return next.DeleteRoute(ctx, c, l)
+						}
+					}
+					return next.DeleteRoute(ctx, c, r)
+				}
+				return b
+			}},
+		},
+		{
+			name: "routes-empty-on-error", want: "ROUTE-OUTAGE",
+			reason: "a failed route-table read is reported as an empty table",
+			b: broken{routes: func(b brokenRoutes) cloudprovider.Routes {
+				b.list = func(next cloudprovider.Routes, ctx context.Context, c string) ([]*cloudprovider.Route, error) {
+					list, err := next.ListRoutes(ctx, c)
+					if err != nil && ctx.Err() == nil {
+						return nil, nil
+					}
+					return list, err
+				}
+				return b
+			}},
+		},
+	}
+}
+
+// TestBrokenProviders feeds deliberately broken providers to Check: each
+// must fail exactly the rule it breaks, and no other. The checks run
+// concurrently (they mostly wait for controllers), then each case reports as
+// a subtest.
+func TestBrokenProviders(t *testing.T) {
+	cases := brokenCases()
+	if len(cases) < 12 {
+		t.Fatalf("only %d broken providers, expected at least 12", len(cases))
+	}
+	results := make([]error, len(cases))
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, 8)
+	for i, tc := range cases {
+		cfg := fakeConfig()
+		if tc.claims != nil {
+			tc.claims(&cfg.Claims)
+		}
+		cfg.NewTarget = func(ctx context.Context) (*conformance.Target, error) {
+			tgt, err := newFakeTarget(ctx)
+			if err != nil {
+				return nil, err
+			}
+			b := tc.b
+			b.Interface = tgt.Cloud
+			tgt.Cloud = &b
+			return tgt, nil
+		}
+		wg.Go(func() {
+			sem <- struct{}{}
+			defer func() { <-sem }()
+			results[i] = conformance.Check(t.Context(), cfg)
+		})
+	}
+	wg.Wait()
+	for i, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			err := results[i]
+			if d := cmp.Diff([]string{tc.want}, failedRules(t, err)); d != "" {
+				t.Errorf("%s (%s): failing rules differ (-want +got):\n%s\nreport:\n%v", tc.name, tc.reason, d, err)
+			}
+			var f *conformance.Failure
+			if errors.As(err, &f) {
+				t.Logf("caught: %v", f)
+			}
+		})
+	}
+}
