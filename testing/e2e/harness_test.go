@@ -147,6 +147,22 @@ func (s *scenario) admin(c *stack.CCM, timeout time.Duration) *fakecloud.Admin {
 	return a
 }
 
+// startWithNodes starts a CCM named "ccm" whose fake cloud has n instances
+// <prefix>-1..n (IDs i-<prefix>-1..n, see fakecloud.Instances), creates
+// their Nodes, waits until they are initialized and returns the CCM, its
+// cloud's admin client and the node names.
+func (s *scenario) startWithNodes(prefix string, n int, cfg ccm.Config) (*stack.CCM, *fakecloud.Admin, []string) {
+	s.t.Helper()
+	c := s.startCCM("ccm", fake.Config{Instances: fakecloud.Instances(prefix, n)}, cfg)
+	var names []string
+	for i := range n {
+		names = append(names, fmt.Sprintf("%s-%d", prefix, i+1))
+	}
+	s.createNodes(names, nil)
+	s.waitNodesInitialized(names, initTimeout)
+	return c, s.admin(c, initTimeout), names
+}
+
 // poll waits for cond (see workload.Poll) and fails the test with what it
 // waited for if it times out.
 func (s *scenario) poll(timeout time.Duration, what string, cond func(context.Context) (bool, string)) {

@@ -79,11 +79,7 @@ func ingressOf(lb fake.LoadBalancer) []string {
 // from the cloud and the Service object gone (finalizer removed).
 func TestLoadBalancerLifecycle(t *testing.T) {
 	s := newScenario(t, "lb")
-	c := s.startCCM("ccm", fake.Config{Instances: fakecloud.Instances("lb", 2)}, ccm.Config{})
-	nodes := []string{"lb-1", "lb-2"}
-	s.createNodes(nodes, nil)
-	s.waitNodesInitialized(nodes, initTimeout)
-	admin := s.admin(c, initTimeout)
+	_, admin, nodes := s.startWithNodes("lb", 2, ccm.Config{})
 
 	// Create → ingress.
 	svc := s.createService(workload.LoadBalancerService(s.ns, "web", 80))

@@ -137,17 +137,11 @@ func sortedAddresses(in []corev1.NodeAddress) []corev1.NodeAddress {
 // cloud, the node-lifecycle controller deletes its Node (and only its Node).
 func TestTerminatedInstanceNodeDeleted(t *testing.T) {
 	s := newScenario(t, "terminate")
-	c := s.startCCM("ccm", fake.Config{Instances: []fake.Instance{
-		{ID: "i-t1", Name: "terminate-1"}, {ID: "i-t2", Name: "terminate-2"},
-	}}, ccm.Config{})
-	names := []string{"terminate-1", "terminate-2"}
-	s.createNodes(names, nil)
-	s.waitNodesInitialized(names, initTimeout)
-	admin := s.admin(c, initTimeout)
-	if _, err := admin.TerminateInstance(t.Context(), "i-t1"); err != nil {
+	_, admin, _ := s.startWithNodes("terminate", 2, ccm.Config{})
+	if _, err := admin.TerminateInstance(t.Context(), "i-terminate-1"); err != nil {
 		t.Fatal(err)
 	}
-	s.poll(changeTimeout, "node terminate-1 to be deleted after its instance i-t1 was terminated", func(ctx context.Context) (bool, string) {
+	s.poll(changeTimeout, "node terminate-1 to be deleted after its instance i-terminate-1 was terminated", func(ctx context.Context) (bool, string) {
 		n, err := s.client.CoreV1().Nodes().Get(ctx, "terminate-1", metav1.GetOptions{})
 		if apierrors.IsNotFound(err) {
 			return true, ""
@@ -157,7 +151,7 @@ func TestTerminatedInstanceNodeDeleted(t *testing.T) {
 		}
 		return false, workload.DescribeNode(n)
 	})
-	// The other node survives several monitor periods.
+	// The other node was checked in the same monitor pass and survives.
 	if n := s.node("terminate-2"); n.DeletionTimestamp != nil {
 		t.Errorf("node terminate-2, whose instance runs, is being deleted")
 	}
@@ -168,14 +162,8 @@ func TestTerminatedInstanceNodeDeleted(t *testing.T) {
 // runs again and its kubelet reports Ready, the taint is removed.
 func TestStoppedInstanceNodeTainted(t *testing.T) {
 	s := newScenario(t, "stop")
-	c := s.startCCM("ccm", fake.Config{Instances: []fake.Instance{
-		{ID: "i-s1", Name: "stop-1"}, {ID: "i-s2", Name: "stop-2"},
-	}}, ccm.Config{})
-	names := []string{"stop-1", "stop-2"}
-	s.createNodes(names, nil)
-	s.waitNodesInitialized(names, initTimeout)
-	admin := s.admin(c, initTimeout)
-	if _, err := admin.StopInstance(t.Context(), "i-s1"); err != nil {
+	_, admin, _ := s.startWithNodes("stop", 2, ccm.Config{})
+	if _, err := admin.StopInstance(t.Context(), "i-stop-1"); err != nil {
 		t.Fatal(err)
 	}
 	waitTaint := func(node string, want bool, why string) {
@@ -188,7 +176,7 @@ func TestStoppedInstanceNodeTainted(t *testing.T) {
 				return workload.HasTaint(n, workload.ShutdownTaint) == want, workload.DescribeNode(n)
 			})
 	}
-	waitTaint("stop-1", true, "its instance i-s1 was stopped")
+	waitTaint("stop-1", true, "its instance i-stop-1 was stopped")
 	if n := s.node("stop-2"); workload.HasTaint(n, workload.ShutdownTaint) {
 		t.Errorf("node stop-2, whose instance runs, has the shutdown taint: %s", workload.DescribeNode(n))
 	}
@@ -198,7 +186,7 @@ func TestStoppedInstanceNodeTainted(t *testing.T) {
 	}
 
 	// Start the instance again and report Ready, as its kubelet would.
-	if _, err := admin.StartInstance(t.Context(), "i-s1"); err != nil {
+	if _, err := admin.StartInstance(t.Context(), "i-stop-1"); err != nil {
 		t.Fatal(err)
 	}
 	n := s.node("stop-1")

@@ -1,23 +1,3 @@
-// Command demo shows ccmkit's example cloud-controller-manager at work: it
-// starts a real etcd and kube-apiserver on loopback, the example CCM
-// (example/main.go) running ccmkit's fake cloud, registers a few Nodes the
-// way kubelets with --cloud-provider=external do and creates LoadBalancer
-// Services, prints what the CCM does as it happens, then a summary table.
-// It keeps running, with a kubeconfig for kubectl, until interrupted.
-//
-//	cd testing/e2e && go run ./cmd/demo
-//
-// The first run builds kube-apiserver and etcd from Go modules (minutes);
-// later runs reuse them from testing/e2e/.cache. Flags:
-//
-//	-nodes N               Nodes (and cloud instances) to create (default 3)
-//	-services N            LoadBalancer Services to create (default 2)
-//	-exit-after-summary    stop everything and exit after the summary
-//	-timeout D             how long to wait for convergence (default 2m)
-//	-dir PATH              keep everything (logs, kubeconfig) in PATH
-//
-// Everything it starts is stopped on exit, on Ctrl-C and on SIGTERM; the
-// child processes also die with it if it is killed.
 package main
 
 import (
