@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"slices"
 	"sync"
+	"sync/atomic"
 
 	cloudprovider "k8s.io/cloud-provider"
 
@@ -114,10 +115,11 @@ func New(cfg Config, opts ...Option) (*Cloud, error) {
 	if o.cache != nil {
 		cacheOpts = *o.cache
 	}
-	if c.cache, err = instances.NewCache(instanceAPI, cacheOpts); err != nil {
+	listed := new(atomic.Uint64)
+	if c.cache, err = instances.NewCache(cacheLister{instanceAPI, listed}, cacheOpts); err != nil {
 		return nil, fmt.Errorf("fake: instances: %w", err)
 	}
-	nodes, err := instances.NewAdapter(c.cache, instances.Options{Codec: provider.Codec{Scheme: ProviderName}})
+	nodes, err := instances.NewAdapter(freshCache{c.cache, st, listed}, instances.Options{Codec: provider.Codec{Scheme: ProviderName}})
 	if err != nil {
 		return nil, fmt.Errorf("fake: instances: %w", err)
 	}

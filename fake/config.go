@@ -53,8 +53,8 @@ type Config struct {
 	InstanceCIDRs []string `json:"instanceCIDRs,omitempty"`
 	// InstanceCacheTTL is how long one instance list answers look-ups
 	// (instances.CacheOptions.TTL); zero means instances.DefaultCacheTTL.
-	// Changes made through the control surface or the admin endpoint drop
-	// the cached list at once.
+	// Instances changed through the control surface or the admin endpoint
+	// are seen at the next look-up whatever the TTL.
 	InstanceCacheTTL metav1.Duration `json:"instanceCacheTTL,omitempty"`
 	// LoadBalancers configures load-balancer addresses.
 	LoadBalancers LoadBalancerConfig `json:"loadBalancers,omitempty"`

@@ -16,54 +16,34 @@ import (
 
 // The control surface: what a test (or the admin endpoint) does to the cloud
 // behind the provider's back. These methods are not cloud API calls: they
-// are not counted and never fail with injected faults. Changes to instances
-// drop the instance cache, so the provider sees them at once.
+// are not counted and never fail with injected faults. The provider sees
+// changes to instances at its next look-up (see freshCache).
 
 // AddInstance creates an instance (see Instance for the defaults) and
 // returns it as stored. Errors wrap ErrInvalidInstance (naming each bad
 // field), ErrInstanceExists or ErrPoolExhausted.
-func (c *Cloud) AddInstance(in Instance) (Instance, error) {
-	out, err := c.store.addInstance(in)
-	if err == nil {
-		c.cache.Invalidate()
-	}
-	return out, err
-}
+func (c *Cloud) AddInstance(in Instance) (Instance, error) { return c.store.addInstance(in) }
 
 // StopInstance shuts instance id down: the provider reports it shut down
 // (the node gets the shutdown taint) but existing. Stopping a stopped
 // instance is a no-op. Errors wrap ErrInstanceNotFound or
 // ErrInstanceTerminated.
-func (c *Cloud) StopInstance(id string) (Instance, error) { return c.setState(id, StateStopped) }
+func (c *Cloud) StopInstance(id string) (Instance, error) { return c.store.setState(id, StateStopped) }
 
 // StartInstance runs a stopped instance again; starting a running one is a
 // no-op. Errors wrap ErrInstanceNotFound or ErrInstanceTerminated.
-func (c *Cloud) StartInstance(id string) (Instance, error) { return c.setState(id, StateRunning) }
+func (c *Cloud) StartInstance(id string) (Instance, error) { return c.store.setState(id, StateRunning) }
 
 // TerminateInstance terminates instance id for good: the provider reports
 // it gone (the node-lifecycle controller deletes the Node) while the cloud
 // still lists it as terminated. Errors wrap ErrInstanceNotFound.
 func (c *Cloud) TerminateInstance(id string) (Instance, error) {
-	return c.setState(id, StateTerminated)
-}
-
-func (c *Cloud) setState(id string, s InstanceState) (Instance, error) {
-	out, err := c.store.setState(id, s)
-	if err == nil {
-		c.cache.Invalidate()
-	}
-	return out, err
+	return c.store.setState(id, StateTerminated)
 }
 
 // RemoveInstance forgets instance id entirely and frees its addresses:
 // look-ups then answer "not found". Errors wrap ErrInstanceNotFound.
-func (c *Cloud) RemoveInstance(id string) error {
-	err := c.store.removeInstance(id)
-	if err == nil {
-		c.cache.Invalidate()
-	}
-	return err
-}
+func (c *Cloud) RemoveInstance(id string) error { return c.store.removeInstance(id) }
 
 // InstanceByID returns a copy of instance id.
 func (c *Cloud) InstanceByID(id string) (Instance, bool) { return c.store.instance(id) }

@@ -137,10 +137,12 @@
 //     with routes.ErrConflict only when the table changed since it was read
 //     (which the routes.Table's serialized calls never cause by themselves).
 //   - Instance look-ups are answered from an instances.Cache (one
-//     ListInstances call per instanceCacheTTL). Changes through the control
-//     surface and the admin endpoint drop the cache, so they are seen at
-//     once; a failed list is remembered for the cache's ErrorTTL (5s by
-//     default, see WithInstanceCache) unless ClearFaults is called.
+//     ListInstances call per instanceCacheTTL). An instance changed through
+//     the control surface or the admin endpoint is seen at the next
+//     look-up: the cache is dropped when an instance changed since it
+//     listed. A failed list is remembered for the cache's ErrorTTL (5s by
+//     default, see WithInstanceCache) unless ClearFaults is called or an
+//     instance changes.
 //   - ListRoutes costs a ListInstances call besides ReadRouteTable: it marks
 //     routes whose target instance is gone as Blackhole.
 //   - The first CreateRoute or DeleteRoute of an idle route table waits

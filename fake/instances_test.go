@@ -1,8 +1,10 @@
 package fake_test
 
 import (
+	"context"
 	"errors"
 	"net/netip"
+	"sync"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -13,6 +15,7 @@ import (
 	cloudproviderapi "k8s.io/cloud-provider/api"
 
 	"github.com/ccmkit/ccmkit/fake"
+	"github.com/ccmkit/ccmkit/instances"
 )
 
 func TestInstanceStates(t *testing.T) {
@@ -236,5 +239,35 @@ func TestDuplicateNamesAreAnErrorNotGone(t *testing.T) {
 	}
 	if exists, err := instancesOf(t, c).InstanceExists(t.Context(), &v1.Node{ObjectMeta: metav1.ObjectMeta{Name: "twin"}}); !exists || err != nil {
 		t.Errorf("InstanceExists with one live twin = %v, %v; want true, nil", exists, err)
+	}
+}
+
+// TestChangeDuringListIsSeenAtNextLookup: a stop that lands while the
+// instance cache is listing is seen by the next look-up, not a TTL later.
+func TestChangeDuringListIsSeenAtNextLookup(t *testing.T) {
+	c, nodes := cloudWithNodes(t, fake.Config{}, 1)
+	v2 := instancesOf(t, c)
+	read, release := make(chan struct{}), make(chan struct{})
+	var once sync.Once
+	c.SetInterceptor(fake.Funcs{ListInstances: func(ctx context.Context, next instances.ListDriver) ([]instances.Instance, error) {
+		out, err := next.List(ctx)
+		once.Do(func() { close(read); <-release }) // the first list is slow
+		return out, err
+	}})
+	done := make(chan error)
+	go func() {
+		_, err := v2.InstanceShutdown(t.Context(), nodes[0])
+		done <- err
+	}()
+	<-read
+	if _, err := c.StopInstance("i-1"); err != nil {
+		t.Fatal(err)
+	}
+	close(release)
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if shut, err := v2.InstanceShutdown(t.Context(), nodes[0]); !shut || err != nil {
+		t.Errorf("InstanceShutdown after the stop = %v, %v; want true, nil", shut, err)
 	}
 }

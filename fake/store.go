@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strconv"
 	"sync"
+	"sync/atomic"
 
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
@@ -39,6 +40,7 @@ type store struct {
 	instIPs      map[netip.Addr]string
 	instPools    []*pool // at most one per family
 	nextInstance int
+	instGen      atomic.Uint64 // bumped on every change of an instance
 
 	lbs     map[string]*lbRecord // by ID
 	lbNames index                // name → IDs
@@ -141,6 +143,7 @@ func (s *store) addInstance(in Instance) (Instance, error) {
 	}
 	s.instances[in.ID] = &in
 	s.instByName.add(in.Name, in.ID)
+	s.instGen.Add(1)
 	return in.clone(), nil
 }
 
@@ -206,6 +209,7 @@ func (s *store) setState(id string, state InstanceState) (Instance, error) {
 	next := in.clone()
 	next.State = state
 	s.instances[id] = &next
+	s.instGen.Add(1)
 	return next.clone(), nil
 }
 
@@ -224,6 +228,7 @@ func (s *store) removeInstance(id string) error {
 	}
 	delete(s.instances, id)
 	s.instByName.remove(in.Name, id)
+	s.instGen.Add(1)
 	return nil
 }
 
