@@ -99,7 +99,8 @@ type AdminConfig struct {
 	// Empty means no endpoint.
 	Address string `json:"address,omitempty"`
 	// AddressFile, when set, is a file the fake writes the address it
-	// actually listens on to (useful with port 0), once it listens.
+	// actually listens on to ("host:port", no newline; useful with port
+	// 0), once it listens. It is replaced atomically.
 	AddressFile string `json:"addressFile,omitempty"`
 }
 

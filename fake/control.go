@@ -53,8 +53,12 @@ func (c *Cloud) Snapshot() State { return c.store.snapshot(c.cfg.ClusterID) }
 
 // LoadBalancerFor returns the load balancer owned by svc in clusterName
 // (by the ownership tags, as the loadbalancer.Reconciler finds it), and
-// false when there is none. With several, it returns the lowest ID.
+// false when there is none or svc is nil. With several, it returns the
+// lowest ID.
 func (c *Cloud) LoadBalancerFor(clusterName string, svc *v1.Service) (LoadBalancer, bool) {
+	if svc == nil {
+		return LoadBalancer{}, false
+	}
 	owner := loadbalancer.OwnerOf(clusterName, svc)
 	c.store.mu.RLock()
 	defer c.store.mu.RUnlock()
@@ -70,7 +74,8 @@ func (c *Cloud) LoadBalancerFor(clusterName string, svc *v1.Service) (LoadBalanc
 
 // AddRoute puts r in the route table as is, for example a route of no
 // cluster (Cluster "") that the provider must never touch, or a stale route
-// of a deleted node. It returns an error naming the field for a
+// of a deleted node; its TargetNodeAddresses are stored as InternalIP
+// addresses. It returns an error naming the field for a
 // DestinationCIDR that does not parse or an address that is not an IP.
 func (c *Cloud) AddRoute(r Route) error {
 	if _, err := netip.ParsePrefix(r.DestinationCIDR); err != nil {

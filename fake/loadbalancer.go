@@ -105,6 +105,9 @@ func (d lbDriver) Apply(_ context.Context, a loadbalancer.Action) (*loadbalancer
 
 // Delete removes lb and releases its VIPs; a missing one is not an error.
 func (d lbDriver) Delete(_ context.Context, lb *loadbalancer.LoadBalancer) error {
+	if lb == nil {
+		return nil
+	}
 	d.s.mu.Lock()
 	defer d.s.mu.Unlock()
 	r := d.s.lbs[lb.ID]

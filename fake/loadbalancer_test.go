@@ -188,6 +188,15 @@ func TestUpdateSetsBackendsAndNeverMutatesArguments(t *testing.T) {
 	if len(got.Backends) != 1 || got.Backends[0].NodeName != notReady.Name {
 		t.Errorf("backends = %+v; want exactly the NotReady node %s", got.Backends, notReady.Name)
 	}
+	noID := nodes[3].DeepCopy()
+	noID.Spec.ProviderID = ""
+	if err := lb.UpdateLoadBalancer(t.Context(), cluster, svc, []*v1.Node{notReady, noID}); err != nil {
+		t.Errorf("Update with a node without providerID: %v; want it left out, not an error", err)
+	}
+	got, _ = c.LoadBalancerFor(cluster, svc)
+	if len(got.Backends) != 1 {
+		t.Errorf("backends = %+v; want the node without providerID left out", got.Backends)
+	}
 }
 
 func TestLoadBalancerFeatures(t *testing.T) {
