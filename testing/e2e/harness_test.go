@@ -126,6 +126,11 @@ func (s *scenario) startCCM(name string, cloud fake.Config, cfg ccm.Config) *sta
 		if proc.Alive(c.PID()) || proc.GroupAlive(c.PID()) {
 			s.t.Errorf("CCM %s (pid %d) still alive after Stop", name, c.PID())
 		}
+		// The CCM is built with -race: a data race in ccmkit's code (or
+		// upstream's) under the real controllers fails the scenario.
+		if r := c.RaceReport(); r != "" {
+			s.t.Errorf("CCM %s hit a data race:\n%s", name, r)
+		}
 		if s.t.Failed() {
 			s.t.Logf("last lines of %s's log (%s):\n%s", name, c.LogPath(), c.LogTail(60))
 		}

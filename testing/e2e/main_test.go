@@ -54,7 +54,7 @@ func runWithControlPlane(m *testing.M) (code int) {
 		shared.client, shared.setupErr = kubernetes.NewForConfig(shared.cp.RESTConfig())
 	}
 	if shared.setupErr == nil {
-		shared.ccmBinary, shared.setupErr = ccm.Build(ctx, dir)
+		shared.ccmBinary, shared.setupErr = ccm.Build(ctx, dir, ccm.BuildOptions{Race: true})
 	}
 	if shared.setupErr != nil {
 		fmt.Fprintln(os.Stderr, "e2e setup failed:", shared.setupErr)

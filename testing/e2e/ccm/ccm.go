@@ -14,20 +14,52 @@ import (
 	"github.com/ccmkit/ccmkit/testing/e2e/internal/proc"
 )
 
+// BuildOptions configure Build. The zero value is a plain build.
+type BuildOptions struct {
+	// Race builds with the race detector (go build -race): the CCM then
+	// logs "WARNING: DATA RACE" (see RaceReport) for every data race the
+	// upstream controllers and ccmkit's code run into.
+	Race bool
+}
+
 // Build builds github.com/ccmkit/ccmkit/example from the root module of the
 // source tree into dir and returns the binary's path. It always runs
 // `go build` (cheap when nothing changed, thanks to the Go build cache), so
 // the binary matches the checked-out source.
-func Build(ctx context.Context, dir string) (string, error) {
+func Build(ctx context.Context, dir string, opts BuildOptions) (string, error) {
 	root, err := buildcache.RootDir()
 	if err != nil {
 		return "", err
 	}
 	out := filepath.Join(dir, "example-ccm")
-	if err := buildcache.GoBuild(ctx, root, "./example", out); err != nil {
+	var flags []string
+	if opts.Race {
+		out += "-race"
+		flags = append(flags, "-race")
+	}
+	if err := buildcache.GoBuild(ctx, root, "./example", out, flags...); err != nil {
 		return "", err
 	}
 	return out, nil
+}
+
+// raceLine starts every report of the race detector.
+const raceLine = "WARNING: DATA RACE"
+
+// RaceReport returns the first data-race report in the CCM's log (up to 60
+// lines), or "" if there is none. Only a binary built with
+// BuildOptions.Race reports races.
+func (c *Process) RaceReport() string {
+	b, err := os.ReadFile(c.p.LogPath())
+	if err != nil {
+		return ""
+	}
+	_, after, found := strings.Cut(string(b), raceLine)
+	if !found {
+		return ""
+	}
+	lines := strings.SplitN(raceLine+after, "\n", 61)
+	return strings.Join(lines[:min(len(lines), 60)], "\n")
 }
 
 // Config describes one CCM process. Binary, Kubeconfig and LogPath are

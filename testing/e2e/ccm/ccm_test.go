@@ -134,3 +134,29 @@ func TestWaitLeader(t *testing.T) {
 		t.Error("IsLeader() = true for a process that never logged the lease line")
 	}
 }
+
+func TestRaceReport(t *testing.T) {
+	dir := t.TempDir()
+	script := filepath.Join(dir, "racy")
+	body := "#!/bin/sh\necho starting\necho '=================='\necho 'WARNING: DATA RACE'\necho 'Write at 0x00c by goroutine 7:'\necho '  main.f()'\n"
+	if err := os.WriteFile(script, []byte(body), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	p, err := Start(Config{Binary: script, Kubeconfig: "/k", LogPath: filepath.Join(dir, "log")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	<-p.Done()
+	got := p.RaceReport()
+	if !strings.HasPrefix(got, "WARNING: DATA RACE\nWrite at 0x00c by goroutine 7:") {
+		t.Errorf("RaceReport() = %q, want the report from its first line", got)
+	}
+	clean, err := Start(Config{Binary: "/bin/true", Kubeconfig: "/k", LogPath: filepath.Join(dir, "clean.log")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	<-clean.Done()
+	if got := clean.RaceReport(); got != "" {
+		t.Errorf("RaceReport() of a clean log = %q, want empty", got)
+	}
+}

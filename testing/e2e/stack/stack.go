@@ -17,7 +17,8 @@ import (
 	"github.com/ccmkit/ccmkit/testing/e2e/fakecloud"
 )
 
-// CCM is an example CCM process with its fake cloud.
+// CCM is an example CCM process with its fake cloud. Its methods are safe
+// for concurrent use.
 type CCM struct {
 	*ccm.Process
 	// CloudConfig is the path of the fake's cloud-config.
@@ -82,6 +83,8 @@ type Config struct {
 }
 
 // Stack is a running control plane with the example CCM and its fake cloud.
+// Its fields are set by Start and must not be changed; its methods are safe
+// for concurrent use.
 type Stack struct {
 	Dir          string
 	ControlPlane *controlplane.ControlPlane
@@ -123,7 +126,7 @@ func Start(ctx context.Context, cfg Config) (_ *Stack, err error) {
 	}
 	progressf(cfg.Progress, "building the example CCM (go build ./example)")
 	ccmCfg := cfg.CCM
-	if ccmCfg.Binary, err = ccm.Build(ctx, s.Dir); err != nil {
+	if ccmCfg.Binary, err = ccm.Build(ctx, s.Dir, ccm.BuildOptions{}); err != nil {
 		return nil, err
 	}
 	if ccmCfg.Kubeconfig == "" {

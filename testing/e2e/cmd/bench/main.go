@@ -83,7 +83,7 @@ func run(ctx context.Context, o options) error {
 	if err != nil {
 		return err
 	}
-	bin, err := ccm.Build(ctx, dir)
+	bin, err := ccm.Build(ctx, dir, ccm.BuildOptions{})
 	if err != nil {
 		return err
 	}

@@ -124,13 +124,14 @@ func Tool(ctx context.Context, name string, progress io.Writer) (string, error) 
 	return bin, nil
 }
 
-// GoBuild runs `go -C dir build -o out pkg` with GOWORK=off, writing to a
-// temporary file next to out and renaming it into place, so that a reader
-// never sees a half-written binary. The error includes the go command's
-// combined output.
-func GoBuild(ctx context.Context, dir, pkg, out string) error {
+// GoBuild runs `go -C dir build [flags] -o out pkg` with GOWORK=off,
+// writing to a temporary file next to out and renaming it into place, so
+// that a reader never sees a half-written binary. The error includes the go
+// command's combined output.
+func GoBuild(ctx context.Context, dir, pkg, out string, flags ...string) error {
 	tmp := fmt.Sprintf("%s.tmp-%d", out, os.Getpid())
-	cmd := exec.CommandContext(ctx, "go", "-C", dir, "build", "-o", tmp, pkg)
+	args := append([]string{"-C", dir, "build"}, flags...)
+	cmd := exec.CommandContext(ctx, "go", append(args, "-o", tmp, pkg)...)
 	cmd.Env = append(os.Environ(), "GOWORK=off")
 	cmd.WaitDelay = 10 * time.Second
 	output, err := cmd.CombinedOutput()
