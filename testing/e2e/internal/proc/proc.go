@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -163,7 +164,9 @@ func (p *Process) stop(grace time.Duration) error {
 	}
 	<-p.done
 	// The leader is reaped; wait for other members of the group (if any)
-	// to disappear so that the caller's "nothing left" check holds.
+	// to die so that the caller's "nothing left" check holds. Dead members
+	// reparented to init may stay zombies until it reaps them; they do not
+	// count.
 	deadline := time.Now().Add(5 * time.Second)
 	for GroupAlive(pgid) && time.Now().Before(deadline) {
 		time.Sleep(20 * time.Millisecond)
@@ -182,16 +185,66 @@ func signalGroup(pgid int, sig syscall.Signal) error {
 	return fmt.Errorf("proc: sending %v to process group %d: %w", sig, pgid, err)
 }
 
-// Alive reports whether a process with this PID exists (zombies included).
+// Alive reports whether the process pid is running: it exists and is not a
+// zombie (a zombie is dead, waiting for a parent to reap it). It reads
+// /proc/<pid>/stat, falling back to kill(pid, 0) when /proc is not there.
 func Alive(pid int) bool {
-	err := syscall.Kill(pid, 0)
+	state, _, err := stat(pid)
+	if err == nil {
+		return state != 'Z'
+	}
+	if errors.Is(err, os.ErrNotExist) {
+		if _, err := os.Stat("/proc/self/stat"); err == nil {
+			return false // /proc works and pid is not in it
+		}
+	}
+	err = syscall.Kill(pid, 0)
 	return err == nil || errors.Is(err, syscall.EPERM)
 }
 
-// GroupAlive reports whether any process of the process group pgid exists.
+// GroupAlive reports whether any process of the process group pgid is
+// running (not a zombie). It scans /proc, falling back to kill(-pgid, 0)
+// (which also counts zombies) when /proc is not there.
 func GroupAlive(pgid int) bool {
-	err := syscall.Kill(-pgid, 0)
-	return err == nil || errors.Is(err, syscall.EPERM)
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		err = syscall.Kill(-pgid, 0)
+		return err == nil || errors.Is(err, syscall.EPERM)
+	}
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		state, pg, err := stat(pid)
+		if err == nil && pg == pgid && state != 'Z' {
+			return true
+		}
+	}
+	return false
+}
+
+// stat returns the state letter and the process group of pid from
+// /proc/<pid>/stat ("pid (comm) S ppid pgrp ...", where comm may hold
+// spaces and parentheses, so parsing starts after the last ')').
+func stat(pid int) (state byte, pgrp int, err error) {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return 0, 0, err
+	}
+	i := bytes.LastIndexByte(b, ')')
+	if i < 0 {
+		return 0, 0, fmt.Errorf("proc: malformed /proc/%d/stat", pid)
+	}
+	fields := strings.Fields(string(b[i+1:]))
+	if len(fields) < 3 || len(fields[0]) != 1 {
+		return 0, 0, fmt.Errorf("proc: malformed /proc/%d/stat", pid)
+	}
+	pgrp, err = strconv.Atoi(fields[2])
+	if err != nil {
+		return 0, 0, fmt.Errorf("proc: malformed /proc/%d/stat: %w", pid, err)
+	}
+	return fields[0][0], pgrp, nil
 }
 
 // LogTail returns the last n lines of the process's log file, or a note

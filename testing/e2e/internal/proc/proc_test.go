@@ -185,3 +185,23 @@ func TestTail(t *testing.T) {
 		t.Errorf("Tail(missing) = %q, want a 'cannot read' note", got)
 	}
 }
+
+func TestAliveSelfAndGone(t *testing.T) {
+	if !Alive(os.Getpid()) {
+		t.Errorf("Alive(own pid %d) = false", os.Getpid())
+	}
+	if !GroupAlive(syscall.Getpgrp()) {
+		t.Errorf("GroupAlive(own group %d) = false", syscall.Getpgrp())
+	}
+	// A child that exited but is not reaped yet is a zombie: dead.
+	cmd := exec.Command("/bin/true")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	pid := cmd.Process.Pid
+	waitGone(t, fmt.Sprintf("exited, unreaped child %d", pid), func() bool { return Alive(pid) })
+	cmd.Wait()
+	if Alive(pid) {
+		t.Errorf("Alive(%d) = true after the child was reaped", pid)
+	}
+}
