@@ -8,6 +8,7 @@ import (
 	"io"
 	"log/slog"
 
+	kjson "sigs.k8s.io/json"
 	"sigs.k8s.io/yaml"
 )
 
@@ -31,7 +32,8 @@ var ErrInvalidConfig = errors.New("invalid cloud-config")
 // does not declare, or a field given twice, is an error that names it. A nil
 // r — what k8s.io/cloud-provider InitCloudProvider passes when there is no
 // --cloud-config — and an empty document both give the zero C. Field names
-// follow C's json tags.
+// are C's json tags, matched exactly (case-sensitively: "clusterId" is an
+// unknown field when the tag is "clusterID").
 //
 // When C (or *C) implements Validator, Validate is called and its error is
 // returned wrapped. Every error wraps ErrInvalidConfig. DecodeConfig never
@@ -44,8 +46,8 @@ func DecodeConfig[C any](r io.Reader) (*C, error) {
 			return nil, fmt.Errorf("%w: reading: %v", ErrInvalidConfig, err)
 		}
 		if len(bytes.TrimSpace(data)) > 0 {
-			if err := yaml.UnmarshalStrict(data, cfg); err != nil {
-				return nil, fmt.Errorf("%w: %v", ErrInvalidConfig, err)
+			if err := decodeStrict(data, cfg); err != nil {
+				return nil, fmt.Errorf("%w: %w", ErrInvalidConfig, err)
 			}
 		}
 	}
@@ -55,6 +57,23 @@ func DecodeConfig[C any](r io.Reader) (*C, error) {
 		}
 	}
 	return cfg, nil
+}
+
+// decodeStrict converts YAML (or JSON) to JSON, rejecting duplicate keys,
+// then decodes it case-sensitively, rejecting unknown fields. encoding/json
+// alone would match "clusterId" to a field tagged "clusterID" and silently
+// accept the typo; sigs.k8s.io/json, as the Kubernetes API machinery uses
+// it, does not.
+func decodeStrict(data []byte, into any) error {
+	js, err := yaml.YAMLToJSONStrict(data)
+	if err != nil {
+		return err
+	}
+	strict, err := kjson.UnmarshalStrict(js, into)
+	if err != nil {
+		return err
+	}
+	return errors.Join(strict...)
 }
 
 // Secret is a string that holds a credential: a password, a token, an API

@@ -68,6 +68,11 @@ func TestDecodeConfig(t *testing.T) {
 			wantErr: []string{"regoin", "unknown field"},
 		},
 		{
+			name: "field case differs", reason: "clusterId is not clusterID: matching must be exact, not encoding/json's case folding",
+			in:      strings.NewReader("endpoint: x\nRegion: eu-1\n"),
+			wantErr: []string{"Region", "unknown field"},
+		},
+		{
 			name: "duplicate field", reason: "strict decoding rejects a key given twice",
 			in:      strings.NewReader("endpoint: x\nendpoint: y\n"),
 			wantErr: []string{"endpoint"},
