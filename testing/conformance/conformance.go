@@ -238,7 +238,9 @@ func Run(t *testing.T, cfg Config) {
 // joined with errors.Join: each joined error is a *Failure naming its rule.
 // Skipped rules are not errors. Check returns nil when no rule fails, and an
 // error that is not a *Failure when cfg is invalid. It stops early, with
-// ctx's error, when ctx is done.
+// ctx's error, when ctx is done. Check may run concurrently with other
+// calls of Check or Run on other providers: rules share nothing but the
+// upstream provider registry, which they only read.
 func Check(ctx context.Context, cfg Config) error {
 	c, err := cfg.normalize()
 	if err != nil {

@@ -208,3 +208,14 @@ func TestFakeVariants(t *testing.T) {
 		})
 	}
 }
+
+// BenchmarkCheckFake measures one run of the whole suite (every rule, the
+// controller scenarios included) against ccmkit's fake.
+func BenchmarkCheckFake(b *testing.B) {
+	cfg := fakeConfig()
+	for b.Loop() {
+		if err := conformance.Check(b.Context(), cfg); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -123,6 +123,7 @@ type call struct {
 	key    string // namespace/name of a Service, node name, or route CIDR
 	ports  []v1.ServicePort
 	nodes  int // len(nodes) of Ensure and Update
+	result string
 	err    error
 }
 
@@ -141,7 +142,7 @@ type guard struct {
 
 var _ cloudprovider.Interface = (*guard)(nil)
 
-func (g *guard) do(c call, f func() error) {
+func (g *guard) do(c call, f func() (string, error)) {
 	defer func() {
 		if p := recover(); p != nil {
 			g.r.Errorf("the provider panicked in %s(%s), called by a controller: %v\n%s", c.method, c.key, p, debug.Stack())
@@ -151,7 +152,7 @@ func (g *guard) do(c call, f func() error) {
 		g.calls = append(g.calls, c)
 		g.mu.Unlock()
 	}()
-	c.err = f()
+	c.result, c.err = f()
 }
 
 // count returns how many calls satisfy match.
@@ -208,17 +209,17 @@ func lbCall(method string, svc *v1.Service) call {
 }
 
 func (l guardLB) GetLoadBalancer(ctx context.Context, cluster string, svc *v1.Service) (st *v1.LoadBalancerStatus, ok bool, err error) {
-	l.g.do(lbCall("GetLoadBalancer", svc), func() error {
+	l.g.do(lbCall("GetLoadBalancer", svc), func() (string, error) {
 		st, ok, err = l.lb.GetLoadBalancer(ctx, cluster, svc)
-		return err
+		return fmt.Sprintf("exists=%v", ok), err
 	})
 	return st, ok, err
 }
 
 func (l guardLB) GetLoadBalancerName(ctx context.Context, cluster string, svc *v1.Service) (name string) {
-	l.g.do(lbCall("GetLoadBalancerName", svc), func() error {
+	l.g.do(lbCall("GetLoadBalancerName", svc), func() (string, error) {
 		name = l.lb.GetLoadBalancerName(ctx, cluster, svc)
-		return nil
+		return name, nil
 	})
 	return name
 }
@@ -226,9 +227,12 @@ func (l guardLB) GetLoadBalancerName(ctx context.Context, cluster string, svc *v
 func (l guardLB) EnsureLoadBalancer(ctx context.Context, cluster string, svc *v1.Service, nodes []*v1.Node) (st *v1.LoadBalancerStatus, err error) {
 	c := lbCall("EnsureLoadBalancer", svc)
 	c.nodes = len(nodes)
-	l.g.do(c, func() error {
+	l.g.do(c, func() (string, error) {
 		st, err = l.lb.EnsureLoadBalancer(ctx, cluster, svc, nodes)
-		return err
+		if st == nil {
+			return "nil status", err
+		}
+		return fmt.Sprintf("ingress %v", st.Ingress), err
 	})
 	return st, err
 }
@@ -236,17 +240,17 @@ func (l guardLB) EnsureLoadBalancer(ctx context.Context, cluster string, svc *v1
 func (l guardLB) UpdateLoadBalancer(ctx context.Context, cluster string, svc *v1.Service, nodes []*v1.Node) (err error) {
 	c := lbCall("UpdateLoadBalancer", svc)
 	c.nodes = len(nodes)
-	l.g.do(c, func() error {
+	l.g.do(c, func() (string, error) {
 		err = l.lb.UpdateLoadBalancer(ctx, cluster, svc, nodes)
-		return err
+		return "", err
 	})
 	return err
 }
 
 func (l guardLB) EnsureLoadBalancerDeleted(ctx context.Context, cluster string, svc *v1.Service) (err error) {
-	l.g.do(lbCall("EnsureLoadBalancerDeleted", svc), func() error {
+	l.g.do(lbCall("EnsureLoadBalancerDeleted", svc), func() (string, error) {
 		err = l.lb.EnsureLoadBalancerDeleted(ctx, cluster, svc)
-		return err
+		return "", err
 	})
 	return err
 }
@@ -257,25 +261,28 @@ type guardInst struct {
 }
 
 func (i guardInst) InstanceExists(ctx context.Context, n *v1.Node) (ok bool, err error) {
-	i.g.do(call{method: "InstanceExists", key: n.Name}, func() error {
+	i.g.do(call{method: "InstanceExists", key: n.Name}, func() (string, error) {
 		ok, err = i.inst.InstanceExists(ctx, n)
-		return err
+		return fmt.Sprint(ok), err
 	})
 	return ok, err
 }
 
 func (i guardInst) InstanceShutdown(ctx context.Context, n *v1.Node) (down bool, err error) {
-	i.g.do(call{method: "InstanceShutdown", key: n.Name}, func() error {
+	i.g.do(call{method: "InstanceShutdown", key: n.Name}, func() (string, error) {
 		down, err = i.inst.InstanceShutdown(ctx, n)
-		return err
+		return fmt.Sprint(down), err
 	})
 	return down, err
 }
 
 func (i guardInst) InstanceMetadata(ctx context.Context, n *v1.Node) (md *cloudprovider.InstanceMetadata, err error) {
-	i.g.do(call{method: "InstanceMetadata", key: n.Name}, func() error {
+	i.g.do(call{method: "InstanceMetadata", key: n.Name}, func() (string, error) {
 		md, err = i.inst.InstanceMetadata(ctx, n)
-		return err
+		if md == nil {
+			return "nil", err
+		}
+		return md.ProviderID, err
 	})
 	return md, err
 }
@@ -286,25 +293,25 @@ type guardRoutes struct {
 }
 
 func (r guardRoutes) ListRoutes(ctx context.Context, cluster string) (list []*cloudprovider.Route, err error) {
-	r.g.do(call{method: "ListRoutes", key: cluster}, func() error {
+	r.g.do(call{method: "ListRoutes", key: cluster}, func() (string, error) {
 		list, err = r.rs.ListRoutes(ctx, cluster)
-		return err
+		return fmt.Sprintf("%d routes", len(list)), err
 	})
 	return list, err
 }
 
 func (r guardRoutes) CreateRoute(ctx context.Context, cluster, hint string, rt *cloudprovider.Route) (err error) {
-	r.g.do(call{method: "CreateRoute", key: rt.DestinationCIDR}, func() error {
+	r.g.do(call{method: "CreateRoute", key: rt.DestinationCIDR}, func() (string, error) {
 		err = r.rs.CreateRoute(ctx, cluster, hint, rt)
-		return err
+		return "", err
 	})
 	return err
 }
 
 func (r guardRoutes) DeleteRoute(ctx context.Context, cluster string, rt *cloudprovider.Route) (err error) {
-	r.g.do(call{method: "DeleteRoute", key: rt.DestinationCIDR}, func() error {
+	r.g.do(call{method: "DeleteRoute", key: rt.DestinationCIDR}, func() (string, error) {
 		err = r.rs.DeleteRoute(ctx, cluster, rt)
-		return err
+		return "", err
 	})
 	return err
 }

@@ -134,7 +134,7 @@ func ruleCtrlNodeTerminated(r *rt) {
 	}
 	r.eventually(fmt.Sprintf("Node %s of a terminated instance to be deleted", nodes[0].Name), func() (bool, string) {
 		_, err := h.node(nodes[0].Name)
-		return apierrors.IsNotFound(err), fmt.Sprintf("Get: %v", err)
+		return apierrors.IsNotFound(err), fmt.Sprintf("Get: %v, provider calls %v", err, h.g.summary(nodes[0].Name))
 	})
 	calls := h.g.count(func(c call) bool { return c.method == "InstanceExists" })
 	r.eventually("two more monitoring passes", func() (bool, string) {
@@ -162,7 +162,7 @@ func ruleCtrlNodeShutdown(r *rt) {
 		if err != nil {
 			return false, fmt.Sprintf("Get: %v", err)
 		}
-		return hasTaint(n, cloudproviderapi.TaintNodeShutdown), fmt.Sprintf("taints %v", n.Spec.Taints)
+		return hasTaint(n, cloudproviderapi.TaintNodeShutdown), fmt.Sprintf("taints %v, provider calls %v", n.Spec.Taints, h.g.summary(n.Name))
 	})
 	for _, n := range nodes[1:] {
 		got, err := h.node(n.Name)
@@ -217,6 +217,9 @@ func (g *guard) summary(key string) []string {
 	for _, c := range g.calls {
 		if c.key == key {
 			s := c.method
+			if c.result != "" {
+				s += " " + c.result
+			}
 			if c.err != nil {
 				s += fmt.Sprintf(" (error: %v)", c.err)
 			}
