@@ -1,6 +1,7 @@
 package routes
 
 import (
+	"hash/maphash"
 	"net/netip"
 	"slices"
 
@@ -104,11 +105,6 @@ type Plan struct {
 // Empty reports whether the plan changes nothing.
 func (p Plan) Empty() bool { return len(p.Delete) == 0 && len(p.Create) == 0 }
 
-type routeKey struct {
-	node types.NodeName
-	cidr string
-}
-
 // Diff computes the routes to delete and to create so that the owned, in-range
 // routes of the cloud become exactly Desired. It is a pure function, runs in
 // time linear in the number of routes (maps, no sorting) and is safe for
@@ -119,77 +115,115 @@ type routeKey struct {
 // spelling of the same prefix does not match, since the controller would not
 // match it either). Applying the Plan and diffing again yields an empty Plan.
 func Diff(in DiffInput) Plan {
-	owned := in.Owned
-	if owned == nil {
-		cluster := in.Cluster
-		owned = func(e Entry) bool { return cluster != "" && e.Cluster == cluster }
-	}
 	ranges := maskAll(in.ClusterCIDRs)
 
 	n := 0
 	for _, d := range in.Desired {
 		n += len(d.CIDRs)
 	}
-	type want struct {
-		hint  string
-		addrs []v1.NodeAddress
-		kept  bool
-		name  string // Name of the kept actual route
+	// Each NodeRoutes gets a slot; the slots of one node (listed more than
+	// once, or sharing its name's hash) are chained from heads[hash(node)],
+	// so the map has one small entry per node and a lookup scans a node's
+	// few CIDRs. state holds, per desired CIDR, the index in in.Actual of the
+	// route kept for it, or a marker.
+	const (
+		wanted = -1 // no live actual route matched yet
+		skip   = -2 // not routable: reported in Skipped
+		dup    = -3 // listed before for the same node: ignored
+	)
+	type slot struct {
+		d, at, next int32 // index in in.Desired, offset in state, next slot of the node or -1
 	}
-	wants := make([]want, 0, n)
-	order := make([]routeKey, 0, n)
-	index := make(map[routeKey]int, n)
-	var plan Plan
-	for _, d := range in.Desired {
-		for _, cidr := range d.CIDRs {
-			k := routeKey{d.Node, cidr}
-			if _, dup := index[k]; dup {
+	slots := make([]slot, 0, len(in.Desired))
+	state := make([]int32, 0, n)
+	heads := make(map[uint64]int32, len(in.Desired))
+	seed := maphash.MakeSeed()
+	// find returns the state index of the first (not dup) occurrence of
+	// (node, cidr) in the chain from slot h and its NodeRoutes, or -1.
+	find := func(h int32, node types.NodeName, cidr string) (int, *NodeRoutes) {
+		for ; h >= 0; h = slots[h].next {
+			d := &in.Desired[slots[h].d]
+			if d.Node != node {
 				continue
 			}
-			index[k] = -1
-			if d.Node == "" || !inRange(cidr, ranges) {
-				plan.Skipped = append(plan.Skipped, in.create(d, cidr))
-				continue
+			for j, c := range d.CIDRs {
+				if i := int(slots[h].at) + j; c == cidr && state[i] != dup {
+					return i, d
+				}
 			}
-			index[k] = len(wants)
-			wants = append(wants, want{hint: d.NameHint, addrs: d.Addresses})
-			order = append(order, k)
 		}
+		return -1, nil
+	}
+	for di, d := range in.Desired {
+		key := maphash.String(seed, string(d.Node))
+		head, seen := heads[key]
+		if !seen {
+			head = -1
+		}
+		at := int32(len(state))
+		for j, cidr := range d.CIDRs {
+			st := int32(wanted)
+			if prev, _ := find(head, d.Node, cidr); prev >= 0 || slices.Contains(d.CIDRs[:j], cidr) {
+				st = dup
+			} else if d.Node == "" || !inRange(cidr, ranges) {
+				st = skip
+			}
+			state = append(state, st)
+		}
+		heads[key] = int32(len(slots))
+		slots = append(slots, slot{d: int32(di), at: at, next: head})
 	}
 
-	for _, e := range in.Actual {
-		if !owned(e) || !inRange(e.DestinationCIDR, ranges) {
+	var plan Plan
+	for ai := range in.Actual {
+		e := &in.Actual[ai]
+		if !in.owns(e) || !inRange(e.DestinationCIDR, ranges) {
 			continue
 		}
 		if e.Blackhole || e.TargetNode == "" {
-			plan.Delete = append(plan.Delete, e)
+			plan.Delete = append(plan.Delete, *e)
 			continue
 		}
-		i, ok := index[routeKey{e.TargetNode, e.DestinationCIDR}]
+		i, d := -1, (*NodeRoutes)(nil)
+		if h, ok := heads[maphash.String(seed, string(e.TargetNode))]; ok {
+			i, d = find(h, e.TargetNode, e.DestinationCIDR)
+		}
 		switch {
-		case !ok || i < 0:
-			plan.Delete = append(plan.Delete, e)
-		case wants[i].kept:
+		case i < 0 || state[i] == skip:
+			plan.Delete = append(plan.Delete, *e)
+		case state[i] >= 0:
 			// A second copy: the same route listed twice is kept, a
 			// distinct route for the same node and CIDR is deleted.
-			if e.Name != wants[i].name {
-				plan.Delete = append(plan.Delete, e)
+			if e.Name != in.Actual[state[i]].Name {
+				plan.Delete = append(plan.Delete, *e)
 			}
-		case in.CompareAddresses && !equalAddrs(e.TargetNodeAddresses, wants[i].addrs):
-			plan.Delete = append(plan.Delete, e)
+		case in.CompareAddresses && !equalAddrs(e.TargetNodeAddresses, d.Addresses):
+			plan.Delete = append(plan.Delete, *e)
 		default:
-			wants[i].kept, wants[i].name = true, e.Name
+			state[i] = int32(ai)
 		}
 	}
 
-	for i, w := range wants {
-		if w.kept {
-			continue
+	for _, sl := range slots {
+		d := in.Desired[sl.d]
+		for j, cidr := range d.CIDRs {
+			switch state[int(sl.at)+j] {
+			case skip:
+				plan.Skipped = append(plan.Skipped, in.create(d, cidr))
+			case wanted:
+				plan.Create = append(plan.Create, in.create(d, cidr))
+			}
 		}
-		k := order[i]
-		plan.Create = append(plan.Create, in.create(NodeRoutes{Node: k.node, NameHint: w.hint, Addresses: w.addrs}, k.cidr))
 	}
 	return plan
+}
+
+// owns applies Owned, or its default.
+func (in *DiffInput) owns(e *Entry) bool {
+	if in.Owned != nil {
+		return in.Owned(*e)
+	}
+	return in.Cluster != "" && e.Cluster == in.Cluster
 }
 
 func (in *DiffInput) create(d NodeRoutes, cidr string) Create {
@@ -223,11 +257,18 @@ func inRange(cidr string, ranges []netip.Prefix) bool {
 	if err != nil {
 		return false
 	}
-	p = p.Masked()
-	first, last := p.Addr(), lastAddr(p)
 	for _, r := range ranges {
-		if r.Contains(first) || r.Contains(last) {
+		// r holds p's first address iff it holds p.Addr() (host bits set
+		// or not) when p is no wider than r; a wider p is rare: mask it
+		// and test its last address too.
+		if r.Contains(p.Addr()) {
 			return true
+		}
+		if p.Bits() < r.Bits() {
+			m := p.Masked()
+			if r.Contains(m.Addr()) || r.Contains(lastAddr(m)) {
+				return true
+			}
 		}
 	}
 	return false

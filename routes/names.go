@@ -120,8 +120,10 @@ func (n *Namer) MaxLength() int { return n.maxLen }
 // NameKey is what a route name encodes: the nameHint given to CreateRoute
 // (the node UID) and the destination CIDR exactly as spelled.
 type NameKey struct {
+	// NameHint is the nameHint given to Name.
 	NameHint string
-	CIDR     string
+	// CIDR is the destination CIDR given to Name, byte for byte.
+	CIDR string
 }
 
 // Name returns the route name for (nameHint, cidr). It is deterministic,
