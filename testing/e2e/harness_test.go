@@ -77,6 +77,7 @@ func (s *scenario) cleanup() {
 	svcs, err := s.client.CoreV1().Services(s.ns).List(ctx, metav1.ListOptions{})
 	if err != nil {
 		s.t.Errorf("cleanup: listing services: %v", err)
+		svcs = &corev1.ServiceList{}
 	}
 	for _, svc := range svcs.Items {
 		if len(svc.Finalizers) > 0 {
