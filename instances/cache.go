@@ -79,6 +79,7 @@ type Cache struct {
 	mu        sync.Mutex
 	snap      *snapshot // nil until the first successful List
 	flight    *flight   // the List in progress, or nil
+	gen       uint64    // incremented by Invalidate; a List of an older generation is not kept
 	failErr   error     // the last failed List, remembered until failUntil
 	failUntil time.Time
 }
@@ -151,12 +152,16 @@ func (c *Cache) List(ctx context.Context) ([]Instance, error) {
 }
 
 // Invalidate drops the cached list and any remembered List failure, so the
-// next look-up lists again. A List already running is not affected and its
-// result is still used.
+// next look-up lists again. A List already running when Invalidate is called
+// may have read the state from before the change that prompted it: its
+// result still answers the look-ups that were waiting for it, but it is not
+// kept, and look-ups that start after Invalidate run a new List.
 func (c *Cache) Invalidate() {
 	c.mu.Lock()
 	c.snap = nil
 	c.failErr = nil
+	c.gen++
+	c.flight = nil
 	c.mu.Unlock()
 }
 
@@ -200,7 +205,8 @@ type flight struct {
 	done     chan struct{}
 	snap     *snapshot
 	err      error
-	canceled bool // the List failed and its caller's context had ended
+	canceled bool   // the List failed and its caller's context had ended
+	gen      uint64 // Cache.gen when the List started
 }
 
 // snapshot returns a fresh list, running or joining the one List call.
@@ -229,7 +235,7 @@ func (c *Cache) snapshot(ctx context.Context) (*snapshot, error) {
 			}
 			return f.snap, f.err
 		}
-		f := &flight{done: make(chan struct{})}
+		f := &flight{done: make(chan struct{}), gen: c.gen}
 		c.flight = f
 		c.mu.Unlock()
 		return c.list(ctx, f, now)
@@ -247,9 +253,13 @@ func (c *Cache) list(ctx context.Context, f *flight, start time.Time) (_ *snapsh
 		}
 		c.mu.Lock()
 		defer c.mu.Unlock()
-		c.flight = nil
+		if c.flight == f {
+			c.flight = nil
+		}
 		f.snap, f.err = s, err
 		switch {
+		case f.gen != c.gen:
+			// Invalidate ran during this List: answer its waiters, keep nothing.
 		case err == nil:
 			c.snap, c.failErr = s, nil
 		case ctx.Err() != nil:

@@ -463,3 +463,73 @@ func TestNewCacheErrors(t *testing.T) {
 		t.Errorf("NewCache(TTL -1s) = (%v, %v), want an error naming the TTL", c, err)
 	}
 }
+
+// slowLister reads the list from its cloud, then waits for release before
+// returning it: a List that reads the state before a change and returns
+// after it.
+type slowLister struct {
+	*memCloud
+	read    chan struct{}
+	release chan struct{}
+	once    sync.Once
+}
+
+func (s *slowLister) List(ctx context.Context) ([]instances.Instance, error) {
+	items, err := s.memCloud.List(ctx)
+	first := false
+	s.once.Do(func() { first = true })
+	if first {
+		close(s.read)
+		<-s.release
+	}
+	return items, err
+}
+
+// TestCacheInvalidateDuringList checks that a List which read the state
+// before an Invalidate is not kept: the look-up made after Invalidate lists
+// again and sees the change, instead of the old list for a whole TTL.
+func TestCacheInvalidateDuringList(t *testing.T) {
+	cloud := numberedCloud(2)
+	slow := &slowLister{memCloud: cloud, read: make(chan struct{}), release: make(chan struct{})}
+	f := newCacheFixture(t, slow, cloud, instances.CacheOptions{})
+
+	before := make(chan bool, 1)
+	go func() {
+		shutdown, _ := f.adapter.InstanceShutdown(t.Context(), numberedNode(0))
+		before <- shutdown
+	}()
+	<-slow.read // the first List has read instance 0 running
+
+	stopped := numbered(0)
+	stopped.State = instances.StateStopped
+	cloud.put(stopped)
+	f.cache.Invalidate()
+
+	after := make(chan bool, 1)
+	go func() {
+		shutdown, err := f.adapter.InstanceShutdown(t.Context(), numberedNode(0))
+		if err != nil {
+			t.Errorf("InstanceShutdown after Invalidate: %v", err)
+		}
+		after <- shutdown
+	}()
+	select {
+	case got := <-after:
+		if !got {
+			t.Error("InstanceShutdown after the stop and Invalidate = false")
+		}
+		close(slow.release)
+	case <-time.After(10 * time.Second):
+		// A deadlock guard, not a timing assertion: the look-up is waiting
+		// for the List that started before Invalidate.
+		close(slow.release)
+		<-after
+		t.Error("the look-up made after Invalidate joined the List that started before it")
+	}
+	<-before // the waiter of the old List may see either state
+
+	if got, err := f.adapter.InstanceShutdown(t.Context(), numberedNode(0)); err != nil || !got {
+		t.Errorf("InstanceShutdown once both Lists ended = (%v, %v), want (true, nil): the stale List was kept", got, err)
+	}
+	checkCalls(t, cloud, calls{List: 2}, "one List before Invalidate, one after; the stale one is not cached")
+}
