@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"slices"
 	"sync"
-	"sync/atomic"
 
 	cloudprovider "k8s.io/cloud-provider"
 
@@ -115,11 +114,14 @@ func New(cfg Config, opts ...Option) (*Cloud, error) {
 	if o.cache != nil {
 		cacheOpts = *o.cache
 	}
-	listed := new(atomic.Uint64)
-	if c.cache, err = instances.NewCache(cacheLister{instanceAPI, listed}, cacheOpts); err != nil {
+	if c.cache, err = instances.NewCache(instanceAPI, cacheOpts); err != nil {
 		return nil, fmt.Errorf("fake: instances: %w", err)
 	}
-	nodes, err := instances.NewAdapter(freshCache{c.cache, st, listed}, instances.Options{Codec: provider.Codec{Scheme: ProviderName}})
+	// A change made through the control surface is seen at the next
+	// look-up, not up to a TTL later: a real cloud's provider would learn
+	// of it only when the cache expires.
+	st.onInstanceChange = c.cache.Invalidate
+	nodes, err := instances.NewAdapter(c.cache, instances.Options{Codec: provider.Codec{Scheme: ProviderName}})
 	if err != nil {
 		return nil, fmt.Errorf("fake: instances: %w", err)
 	}

@@ -17,7 +17,8 @@ import (
 // The control surface: what a test (or the admin endpoint) does to the cloud
 // behind the provider's back. These methods are not cloud API calls: they
 // are not counted and never fail with injected faults. The provider sees
-// changes to instances at its next look-up (see freshCache).
+// changes to instances at its next look-up (the control surface drops the
+// instance cache).
 
 // AddInstance creates an instance (see Instance for the defaults) and
 // returns it as stored. Errors wrap ErrInvalidInstance (naming each bad

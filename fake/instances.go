@@ -3,7 +3,6 @@ package fake
 import (
 	"context"
 	"fmt"
-	"sync/atomic"
 
 	v1 "k8s.io/api/core/v1"
 
@@ -89,52 +88,4 @@ func toInstance(in *Instance) instances.Instance {
 		Type: in.Type, Zone: in.Zone, Region: in.Region,
 		Addresses: addrs, Labels: in.Labels,
 	}
-}
-
-// freshCache is the driver the instances.Adapter uses: the instances.Cache,
-// dropped before a look-up when an instance changed since the cached list
-// was read, so that a change made through the control surface is seen at
-// the next look-up rather than up to a TTL later.
-//
-// It works around a gap of instances.Cache.Invalidate, which does not
-// cover a List already running: a List that read the store before a change
-// and returns after the Invalidate would be kept for a whole TTL.
-type freshCache struct {
-	cache  *instances.Cache
-	s      *store
-	listed *atomic.Uint64 // a store generation the cached list reflects
-}
-
-func (f freshCache) GetByID(ctx context.Context, id provider.ProviderID) (instances.Instance, error) {
-	f.refresh()
-	return f.cache.GetByID(ctx, id)
-}
-
-func (f freshCache) GetByName(ctx context.Context, name string) (instances.Instance, error) {
-	f.refresh()
-	return f.cache.GetByName(ctx, name)
-}
-
-func (f freshCache) refresh() {
-	if f.listed.Load() < f.s.instGen.Load() {
-		f.cache.Invalidate()
-	}
-}
-
-// cacheLister is the ListDriver the instances.Cache wraps: the cloud API,
-// recording in listed the store generation read before each successful
-// List (the list reflects at least that generation). Only the Cache calls
-// it, one List at a time.
-type cacheLister struct {
-	instanceAPI
-	listed *atomic.Uint64
-}
-
-func (l cacheLister) List(ctx context.Context) ([]instances.Instance, error) {
-	gen := l.next.s.instGen.Load()
-	out, err := l.instanceAPI.List(ctx)
-	if err == nil {
-		l.listed.Store(gen)
-	}
-	return out, err
 }

@@ -8,7 +8,6 @@ import (
 	"slices"
 	"strconv"
 	"sync"
-	"sync/atomic"
 
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
@@ -40,7 +39,9 @@ type store struct {
 	instIPs      map[netip.Addr]string
 	instPools    []*pool // at most one per family
 	nextInstance int
-	instGen      atomic.Uint64 // bumped on every change of an instance
+	// onInstanceChange, when set, is called (with mu held) after every
+	// change of an instance: the Cloud drops its instance cache there.
+	onInstanceChange func()
 
 	lbs     map[string]*lbRecord // by ID
 	lbNames index                // name → IDs
@@ -143,7 +144,7 @@ func (s *store) addInstance(in Instance) (Instance, error) {
 	}
 	s.instances[in.ID] = &in
 	s.instByName.add(in.Name, in.ID)
-	s.instGen.Add(1)
+	s.instanceChanged()
 	return in.clone(), nil
 }
 
@@ -209,7 +210,7 @@ func (s *store) setState(id string, state InstanceState) (Instance, error) {
 	next := in.clone()
 	next.State = state
 	s.instances[id] = &next
-	s.instGen.Add(1)
+	s.instanceChanged()
 	return next.clone(), nil
 }
 
@@ -228,8 +229,15 @@ func (s *store) removeInstance(id string) error {
 	}
 	delete(s.instances, id)
 	s.instByName.remove(in.Name, id)
-	s.instGen.Add(1)
+	s.instanceChanged()
 	return nil
+}
+
+// instanceChanged reports a change of an instance to onInstanceChange.
+func (s *store) instanceChanged() {
+	if s.onInstanceChange != nil {
+		s.onInstanceChange()
+	}
 }
 
 func (s *store) instance(id string) (Instance, bool) {

@@ -7,8 +7,11 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
+	"reflect"
+	"slices"
+	"strings"
 
-	kjson "sigs.k8s.io/json"
 	"sigs.k8s.io/yaml"
 )
 
@@ -59,21 +62,106 @@ func DecodeConfig[C any](r io.Reader) (*C, error) {
 	return cfg, nil
 }
 
-// decodeStrict converts YAML (or JSON) to JSON, rejecting duplicate keys,
-// then decodes it case-sensitively, rejecting unknown fields. encoding/json
-// alone would match "clusterId" to a field tagged "clusterID" and silently
-// accept the typo; sigs.k8s.io/json, as the Kubernetes API machinery uses
-// it, does not.
+// decodeStrict decodes YAML (or JSON) into the struct pointer into.
+//
+// sigs.k8s.io/yaml's UnmarshalStrict converts YAML using the target's types
+// (so an unquoted "y" or "123" stays a string where into has a string) and
+// rejects unknown and duplicate fields, but it matches field names as
+// encoding/json does: without regard to case, so "clusterId" would fill a
+// field tagged "clusterID". checkFieldCase then rejects every key that is
+// not spelled exactly as its json tag.
 func decodeStrict(data []byte, into any) error {
-	js, err := yaml.YAMLToJSONStrict(data)
-	if err != nil {
+	if err := yaml.UnmarshalStrict(data, into); err != nil {
 		return err
 	}
-	strict, err := kjson.UnmarshalStrict(js, into)
-	if err != nil {
+	var generic any
+	if err := yaml.Unmarshal(data, &generic); err != nil {
 		return err
 	}
-	return errors.Join(strict...)
+	return checkFieldCase(generic, reflect.TypeOf(into), "")
+}
+
+var jsonUnmarshaler = reflect.TypeFor[json.Unmarshaler]()
+
+// checkFieldCase walks the decoded document v along the Go type t and
+// returns an error for the first object key that matches a field of t only
+// when case is ignored. Types that decode themselves are not inspected.
+func checkFieldCase(v any, t reflect.Type, path string) error {
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	if reflect.PointerTo(t).Implements(jsonUnmarshaler) {
+		return nil
+	}
+	switch t.Kind() {
+	case reflect.Struct:
+		obj, ok := v.(map[string]any)
+		if !ok {
+			return nil
+		}
+		fields := map[string]reflect.Type{}
+		collectJSONFields(t, fields)
+		for _, key := range slices.Sorted(maps.Keys(obj)) {
+			ft, ok := fields[key]
+			if !ok {
+				for name := range fields {
+					if strings.EqualFold(name, key) {
+						return fmt.Errorf("unknown field %q: field names are case-sensitive, expected %q", path+key, path+name)
+					}
+				}
+				continue // yaml.UnmarshalStrict has accepted it: an ignored field ("-")
+			}
+			if err := checkFieldCase(obj[key], ft, path+key+"."); err != nil {
+				return err
+			}
+		}
+	case reflect.Slice, reflect.Array:
+		list, _ := v.([]any)
+		for i, e := range list {
+			if err := checkFieldCase(e, t.Elem(), fmt.Sprintf("%s[%d].", strings.TrimSuffix(path, "."), i)); err != nil {
+				return err
+			}
+		}
+	case reflect.Map:
+		obj, _ := v.(map[string]any)
+		for _, key := range slices.Sorted(maps.Keys(obj)) {
+			if err := checkFieldCase(obj[key], t.Elem(), fmt.Sprintf("%s[%s].", strings.TrimSuffix(path, "."), key)); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// collectJSONFields records the JSON name and type of each exported field
+// of struct type t, following encoding/json's rules for embedded structs.
+func collectJSONFields(t reflect.Type, into map[string]reflect.Type) {
+	for f := range t.Fields() {
+		tag := f.Tag.Get("json")
+		name, _, _ := strings.Cut(tag, ",")
+		if name == "-" && tag == "-" {
+			continue
+		}
+		ft := f.Type
+		if f.Anonymous && name == "" {
+			for ft.Kind() == reflect.Pointer {
+				ft = ft.Elem()
+			}
+			if ft.Kind() == reflect.Struct {
+				collectJSONFields(ft, into)
+				continue
+			}
+		}
+		if !f.IsExported() {
+			continue
+		}
+		if name == "" {
+			name = f.Name
+		}
+		if _, seen := into[name]; !seen {
+			into[name] = f.Type
+		}
+	}
 }
 
 // Secret is a string that holds a credential: a password, a token, an API

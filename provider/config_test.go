@@ -18,10 +18,23 @@ import (
 )
 
 type testConfig struct {
-	Endpoint string `json:"endpoint"`
-	Region   string `json:"region,omitempty"`
-	Token    Secret `json:"token,omitempty"`
-	Retries  int    `json:"retries,omitempty"`
+	Endpoint string            `json:"endpoint"`
+	Region   string            `json:"region,omitempty"`
+	Token    Secret            `json:"token,omitempty"`
+	Retries  int               `json:"retries,omitempty"`
+	Zones    []testZone        `json:"zones,omitempty"`
+	Labels   map[string]string `json:"labels,omitempty"`
+	Common
+}
+
+type testZone struct {
+	Name    string            `json:"name"`
+	Subnets map[string]string `json:"subnets,omitempty"`
+}
+
+// Common is embedded in testConfig: its fields are promoted.
+type Common struct {
+	Project string `json:"project,omitempty"`
 }
 
 // Validate requires an endpoint and a non-negative retry count.
@@ -71,6 +84,26 @@ func TestDecodeConfig(t *testing.T) {
 			name: "field case differs", reason: "clusterId is not clusterID: matching must be exact, not encoding/json's case folding",
 			in:      strings.NewReader("endpoint: x\nRegion: eu-1\n"),
 			wantErr: []string{"Region", "unknown field"},
+		},
+		{
+			name: "nested field case differs", reason: "case is checked at every depth, and the error gives the path",
+			in:      strings.NewReader("endpoint: x\nzones:\n- name: a\n- Name: b\n"),
+			wantErr: []string{"zones[1].Name", "zones[1].name", "case-sensitive"},
+		},
+		{
+			name: "yaml 1.1 scalars stay strings", reason: "an unquoted y, on or 123 in a string field is that string, not a bool or number",
+			in:   strings.NewReader("endpoint: 123\nregion: y\nlabels: {a: on}\nzones: [{name: no, subnets: {x: 1}}]\n"),
+			want: &testConfig{Endpoint: "123", Region: "y", Labels: map[string]string{"a": "on"}, Zones: []testZone{{Name: "no", Subnets: map[string]string{"x": "1"}}}},
+		},
+		{
+			name: "embedded field", reason: "fields of an embedded struct are promoted, as in encoding/json",
+			in:   strings.NewReader("endpoint: x\nproject: p\n"),
+			want: &testConfig{Endpoint: "x", Common: Common{Project: "p"}},
+		},
+		{
+			name: "embedded field case differs", reason: "promoted fields are case-checked too",
+			in:      strings.NewReader("endpoint: x\nProject: p\n"),
+			wantErr: []string{"Project", "case-sensitive"},
 		},
 		{
 			name: "duplicate field", reason: "strict decoding rejects a key given twice",
