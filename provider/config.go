@@ -36,7 +36,10 @@ var ErrInvalidConfig = errors.New("invalid cloud-config")
 // r — what k8s.io/cloud-provider InitCloudProvider passes when there is no
 // --cloud-config — and an empty document both give the zero C. Field names
 // are C's json tags, matched exactly (case-sensitively: "clusterId" is an
-// unknown field when the tag is "clusterID").
+// unknown field when the tag is "clusterID"). Scalars follow YAML 1.1 as
+// sigs.k8s.io/yaml reads them: an unquoted number in a string field is kept
+// as written, but an unquoted y, yes, no, on or off is a boolean and reaches
+// a string field as "true" or "false": quote such values.
 //
 // When C (or *C) implements Validator, Validate is called and its error is
 // returned wrapped. Every error wraps ErrInvalidConfig. DecodeConfig never

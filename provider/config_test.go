@@ -91,9 +91,9 @@ func TestDecodeConfig(t *testing.T) {
 			wantErr: []string{"zones[1].Name", "zones[1].name", "case-sensitive"},
 		},
 		{
-			name: "yaml 1.1 scalars stay strings", reason: "an unquoted y, on or 123 in a string field is that string, not a bool or number",
-			in:   strings.NewReader("endpoint: 123\nregion: y\nlabels: {a: on}\nzones: [{name: no, subnets: {x: 1}}]\n"),
-			want: &testConfig{Endpoint: "123", Region: "y", Labels: map[string]string{"a": "on"}, Zones: []testZone{{Name: "no", Subnets: map[string]string{"x": "1"}}}},
+			name: "scalars in string fields", reason: "an unquoted number in a string field is that string; YAML 1.1 booleans (y, no, on) must be quoted, unquoted they read as true/false",
+			in:   strings.NewReader("endpoint: 123\nregion: 'y'\nlabels: {a: \"on\", b: no}\nzones: [{name: \"no\", subnets: {x: 1}}]\n"),
+			want: &testConfig{Endpoint: "123", Region: "y", Labels: map[string]string{"a": "on", "b": "false"}, Zones: []testZone{{Name: "no", Subnets: map[string]string{"x": "1"}}}},
 		},
 		{
 			name: "embedded field", reason: "fields of an embedded struct are promoted, as in encoding/json",
