@@ -11,28 +11,33 @@
 // # Getting Started
 //
 // Copy example/main.go into your repository as the main of your CCM. Write a
-// provider package whose init registers your cloud:
+// provider package whose init registers your cloud under a name, with a
+// typed cloud-config:
 //
 //	func init() {
-//		if err := provider.Register("acme", newCloud); err != nil {
+//		if err := provider.Register("acme", NewAcme); err != nil {
 //			panic(err)
 //		}
 //	}
 //
-//	func newCloud(cfg *Config) (cloudprovider.Interface, error) {
-//		api := acme.NewClient(cfg.Endpoint, cfg.Token.Reveal())
+//	func NewAcme(cfg *Config) (cloudprovider.Interface, error) {
+//		api := acmesdk.Dial(cfg.Endpoint, cfg.Token.Reveal())
+//		lbs, err := loadbalancer.NewReconciler(loadbalancer.Config{Driver: lbDriver{api}, ClusterID: cfg.ClusterID})
+//		...
+//		cache, err := instances.NewCache(vmDriver{api}, instances.CacheOptions{})
+//		nodes, err := instances.NewAdapter(cache, instances.Options{Codec: provider.Codec{Scheme: "acme"}})
+//		table, err := routes.NewWholeTable(routeDriver{api}, routes.Config{})
+//		...
 //		return provider.New("acme", cfg.ClusterID, provider.Capabilities{
-//			LoadBalancer: loadbalancer.NewReconciler(lbDriver{api}, ...),
-//			InstancesV2:  instances.New(instanceDriver{api}, ...),
-//			Routes:       routes.NewTable(...),
+//			LoadBalancer: lbs, InstancesV2: nodes, Routes: table,
 //		}), nil
 //	}
 //
-// Each capability is a small Driver interface of a few methods that call
-// your cloud's API; ccmkit turns it into the full upstream interface and
-// keeps the contracts the controllers rely on. Then run the conformance
-// suite (testing/conformance) against your provider in go test. README.md
-// walks through it.
+// Each capability is a small Driver interface of two or three methods that
+// call your cloud's API; ccmkit turns it into the full upstream interface and
+// keeps the contracts the controllers rely on. Example_yourOwnProvider in
+// this package is the complete version, compiled and run. Then run the
+// conformance suite (testing/conformance) against your provider in go test.
 //
 // # Packages
 //

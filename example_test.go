@@ -1,0 +1,244 @@
+package ccmkit_test
+
+// This file is the README's "Your own provider in ~30 lines", compiled and
+// run: an "acme" provider composed from ccmkit's building blocks. Only the
+// acmeAPI type stands in for your cloud's SDK; in your code, the three small
+// drivers call the real API instead.
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	cloudprovider "k8s.io/cloud-provider"
+
+	"github.com/ccmkit/ccmkit/instances"
+	"github.com/ccmkit/ccmkit/loadbalancer"
+	"github.com/ccmkit/ccmkit/provider"
+	"github.com/ccmkit/ccmkit/routes"
+)
+
+// Config is acme's cloud-config (--cloud-config), decoded strictly.
+type Config struct {
+	ClusterID string          `json:"clusterID"`
+	Endpoint  string          `json:"endpoint"`
+	Token     provider.Secret `json:"token"` // never printed
+}
+
+// Validate rejects a config without a cluster ID.
+func (c *Config) Validate() error {
+	if c.ClusterID == "" {
+		return errors.New("clusterID: required, expected the tag of this cluster's resources")
+	}
+	return nil
+}
+
+// NewAcme is the provider factory: the ~30 lines of the README.
+func NewAcme(cfg *Config) (cloudprovider.Interface, error) {
+	api := dialAcme(cfg.Endpoint, cfg.Token.Reveal())
+
+	lbs, err := loadbalancer.NewReconciler(loadbalancer.Config{
+		Driver:       lbDriver{api},
+		ClusterID:    cfg.ClusterID,
+		Capabilities: loadbalancer.Capabilities{UDP: true, SourceRanges: true},
+	})
+	if err != nil {
+		return nil, err
+	}
+	cache, err := instances.NewCache(vmDriver{api}, instances.CacheOptions{}) // one List per minute
+	if err != nil {
+		return nil, err
+	}
+	nodes, err := instances.NewAdapter(cache, instances.Options{Codec: provider.Codec{Scheme: "acme"}})
+	if err != nil {
+		return nil, err
+	}
+	table, err := routes.NewWholeTable(routeDriver{api}, routes.Config{IPv4Only: true})
+	if err != nil {
+		return nil, err
+	}
+	return provider.New("acme", cfg.ClusterID, provider.Capabilities{
+		LoadBalancer: lbs, InstancesV2: nodes, Routes: table,
+	}), nil
+}
+
+// lbDriver is loadbalancer.Driver over the acme API.
+type lbDriver struct{ api *acmeAPI }
+
+func (d lbDriver) Find(_ context.Context, q loadbalancer.Query) ([]*loadbalancer.LoadBalancer, error) {
+	return d.api.findLBs(func(lb *loadbalancer.LoadBalancer) bool {
+		switch {
+		case q.ID != "":
+			return lb.ID == q.ID
+		case q.Name != "":
+			return lb.Name == q.Name
+		}
+		for k, v := range q.Tags {
+			if lb.Tags[k] != v {
+				return false
+			}
+		}
+		return true
+	}), nil
+}
+
+func (d lbDriver) Apply(_ context.Context, a loadbalancer.Action) (*loadbalancer.LoadBalancer, error) {
+	return d.api.applyLB(a)
+}
+
+func (d lbDriver) Delete(_ context.Context, lb *loadbalancer.LoadBalancer) error {
+	d.api.deleteLB(lb.ID)
+	return nil
+}
+
+// vmDriver is instances.ListDriver over the acme API.
+type vmDriver struct{ api *acmeAPI }
+
+func (d vmDriver) GetByID(_ context.Context, id provider.ProviderID) (instances.Instance, error) {
+	return d.api.vm(func(vm instances.Instance) bool { return vm.ID == id.ID })
+}
+
+func (d vmDriver) GetByName(_ context.Context, name string) (instances.Instance, error) {
+	return d.api.vm(func(vm instances.Instance) bool { return vm.Name == name })
+}
+
+func (d vmDriver) List(context.Context) ([]instances.Instance, error) { return d.api.vms(), nil }
+
+// routeDriver is routes.TableDriver over the acme API's one route table.
+type routeDriver struct{ api *acmeAPI }
+
+func (d routeDriver) ReadTable(context.Context) ([]routes.Entry, string, error) {
+	return d.api.readRoutes()
+}
+
+func (d routeDriver) WriteTable(_ context.Context, rev string, entries []routes.Entry) error {
+	return d.api.writeRoutes(rev, entries)
+}
+
+func Example_yourOwnProvider() {
+	if err := provider.Register("acme", NewAcme); err != nil {
+		fmt.Println(err)
+		return
+	}
+	// What the cloud-controller-manager does with --cloud-provider=acme.
+	cloud, err := cloudprovider.GetCloudProvider("acme", strings.NewReader("clusterID: prod-1\nendpoint: https://api.acme\ntoken: s3cr3t\n"))
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	ctx := context.Background()
+
+	nodes, _ := cloud.InstancesV2()
+	node := &v1.Node{ObjectMeta: metav1.ObjectMeta{Name: "worker-1"}}
+	md, err := nodes.InstanceMetadata(ctx, node)
+	fmt.Println(md.ProviderID, md.Zone, md.NodeAddresses, err)
+
+	lbs, _ := cloud.LoadBalancer()
+	svc := &v1.Service{
+		ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "shop", UID: "5f1b"},
+		Spec: v1.ServiceSpec{
+			Type:       v1.ServiceTypeLoadBalancer,
+			IPFamilies: []v1.IPFamily{v1.IPv4Protocol},
+			Ports:      []v1.ServicePort{{Name: "http", Protocol: v1.ProtocolTCP, Port: 80, NodePort: 30080}},
+		},
+	}
+	node.Spec.ProviderID = md.ProviderID
+	node.Status.Addresses = md.NodeAddresses
+	status, err := lbs.EnsureLoadBalancer(ctx, "kubernetes", svc, []*v1.Node{node})
+	fmt.Println(status.Ingress[0].IP, err)
+	// Output:
+	// acme://i-1 zone-a [{InternalIP 10.0.0.1} {Hostname worker-1}] <nil>
+	// 203.0.113.1 <nil>
+}
+
+// acmeAPI is an in-memory stand-in for acme's cloud SDK.
+type acmeAPI struct {
+	mu      sync.Mutex
+	lbs     map[string]*loadbalancer.LoadBalancer
+	nextLB  int
+	machine []instances.Instance
+	table   []routes.Entry
+	rev     int
+}
+
+func dialAcme(endpoint, token string) *acmeAPI {
+	return &acmeAPI{
+		lbs: map[string]*loadbalancer.LoadBalancer{},
+		machine: []instances.Instance{{
+			ID: "i-1", Name: "worker-1", Type: "m1", Zone: "zone-a", Region: "eu-1",
+			Addresses: []v1.NodeAddress{{Type: v1.NodeHostName, Address: "worker-1"}, {Type: v1.NodeInternalIP, Address: "10.0.0.1"}},
+		}},
+	}
+}
+
+func (a *acmeAPI) findLBs(match func(*loadbalancer.LoadBalancer) bool) []*loadbalancer.LoadBalancer {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	out := []*loadbalancer.LoadBalancer{}
+	for _, id := range slices.Sorted(maps.Keys(a.lbs)) {
+		if match(a.lbs[id]) {
+			out = append(out, a.lbs[id].Clone())
+		}
+	}
+	return out
+}
+
+func (a *acmeAPI) applyLB(act loadbalancer.Action) (*loadbalancer.LoadBalancer, error) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	next, err := loadbalancer.Apply(a.lbs[act.LoadBalancerID], act)
+	if err != nil {
+		return nil, err
+	}
+	if act.Kind == loadbalancer.ActionCreate {
+		a.nextLB++
+		next.ID = "lb-" + strconv.Itoa(a.nextLB)
+		next.Ingress = []loadbalancer.Ingress{{IP: "203.0.113." + strconv.Itoa(a.nextLB)}}
+	}
+	a.lbs[next.ID] = next
+	return next.Clone(), nil
+}
+
+func (a *acmeAPI) deleteLB(id string) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	delete(a.lbs, id)
+}
+
+func (a *acmeAPI) vm(match func(instances.Instance) bool) (instances.Instance, error) {
+	for _, vm := range a.vms() {
+		if match(vm) {
+			return vm, nil
+		}
+	}
+	return instances.Instance{}, instances.ErrNotFound
+}
+
+func (a *acmeAPI) vms() []instances.Instance {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return slices.Clone(a.machine)
+}
+
+func (a *acmeAPI) readRoutes() ([]routes.Entry, string, error) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return slices.Clone(a.table), strconv.Itoa(a.rev), nil
+}
+
+func (a *acmeAPI) writeRoutes(rev string, entries []routes.Entry) error {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if rev != strconv.Itoa(a.rev) {
+		return routes.ErrConflict
+	}
+	a.table, a.rev = entries, a.rev+1
+	return nil
+}
