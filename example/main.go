@@ -14,6 +14,8 @@ import (
 	"maps"
 	"os"
 
+	"github.com/spf13/cobra"
+
 	"k8s.io/apimachinery/pkg/util/wait"
 	cloudprovider "k8s.io/cloud-provider"
 	"k8s.io/cloud-provider/app"
@@ -31,14 +33,22 @@ import (
 )
 
 func main() {
-	opts, err := options.NewCloudControllerManagerOptions()
+	cmd, err := newCommand()
 	if err != nil {
 		klog.Fatalf("unable to initialize command options: %v", err)
 	}
-	// NewCloudControllerManagerCommand registers the controller, leader
-	// election, authentication and logging flags (--v, --logging-format, ...).
-	cmd := app.NewCloudControllerManagerCommand(opts, initCloud, controllers(), names.CCMControllerAliases(), cliflag.NamedFlagSets{}, wait.NeverStop)
 	os.Exit(cli.Run(cmd))
+}
+
+// newCommand builds the cloud-controller-manager command.
+// NewCloudControllerManagerCommand registers the controller, leader
+// election, authentication and logging flags (--v, --logging-format, ...).
+func newCommand() (*cobra.Command, error) {
+	opts, err := options.NewCloudControllerManagerOptions()
+	if err != nil {
+		return nil, err
+	}
+	return app.NewCloudControllerManagerCommand(opts, initCloud, controllers(), names.CCMControllerAliases(), cliflag.NamedFlagSets{}, wait.NeverStop), nil
 }
 
 // controllers returns the controller set to run. It clones
