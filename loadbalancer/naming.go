@@ -125,7 +125,8 @@ func (n *Namer) Valid(name string) bool {
 }
 
 // Name returns the load-balancer name of svc in cluster. svc is only read;
-// only its namespace, name and UID are used.
+// only its namespace, name and UID are used. svc must not be nil (Name
+// panics: programmer misuse); NameFor takes the fields directly.
 func (n *Namer) Name(cluster string, svc *v1.Service) string {
 	return n.NameFor(cluster, svc.Namespace, svc.Name, svc.UID)
 }

@@ -190,8 +190,11 @@ func (r *Reconciler) lock(svc *v1.Service) func() {
 
 // GetLoadBalancerName returns the cloud name the Service's load balancer
 // is created with (Namer.Name). An adopted load balancer, or one created
-// under another NamingConfig, keeps its own name.
+// under another NamingConfig, keeps its own name. A nil svc gets "".
 func (r *Reconciler) GetLoadBalancerName(_ context.Context, clusterName string, svc *v1.Service) string {
+	if svc == nil {
+		return ""
+	}
 	return r.namer.Name(r.cluster(clusterName), svc)
 }
 
@@ -438,7 +441,7 @@ func (r *Reconciler) find(ctx context.Context, owner Owner, svc *v1.Service) (*l
 		if id, set, err := a.Text(svc.Annotations); err != nil {
 			res.err = err
 		} else if set {
-			lbs, err := r.cfg.Driver.Find(ctx, Query{ID: id})
+			lbs, err := r.findDriver(ctx, Query{ID: id})
 			if err != nil {
 				return nil, fmt.Errorf("find load balancer by id %q: %w", id, err)
 			}
@@ -456,7 +459,7 @@ func (r *Reconciler) find(ctx context.Context, owner Owner, svc *v1.Service) (*l
 			}
 		}
 	}
-	lbs, err := r.cfg.Driver.Find(ctx, Query{Tags: owner.Selector()})
+	lbs, err := r.findDriver(ctx, Query{Tags: owner.Selector()})
 	if err != nil {
 		return nil, fmt.Errorf("find load balancers by tags: %w", err)
 	}
@@ -468,7 +471,7 @@ func (r *Reconciler) find(ctx context.Context, owner Owner, svc *v1.Service) (*l
 	}
 	if len(res.owned) == 0 && res.adoptable == nil {
 		name := r.namer.Name(owner.Cluster, svc)
-		lbs, err := r.cfg.Driver.Find(ctx, Query{Name: name})
+		lbs, err := r.findDriver(ctx, Query{Name: name})
 		if err != nil {
 			return nil, fmt.Errorf("find load balancers by name %q: %w", name, err)
 		}
@@ -483,6 +486,19 @@ func (r *Reconciler) find(ctx context.Context, owner Owner, svc *v1.Service) (*l
 		}
 	}
 	return &res, nil
+}
+
+// findDriver calls Driver.Find and rejects a nil load balancer in its
+// result (a Driver bug that would otherwise panic the caller).
+func (r *Reconciler) findDriver(ctx context.Context, q Query) ([]*LoadBalancer, error) {
+	lbs, err := r.cfg.Driver.Find(ctx, q)
+	if err != nil {
+		return nil, err
+	}
+	if i := slices.Index(lbs, nil); i >= 0 {
+		return nil, fmt.Errorf("driver Find returned a nil load balancer at index %d of %d; expected only non-nil load balancers", i, len(lbs))
+	}
+	return lbs, nil
 }
 
 func ids(lbs []*LoadBalancer) []string {

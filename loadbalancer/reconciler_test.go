@@ -653,3 +653,43 @@ func TestNewReconcilerErrors(t *testing.T) {
 		})
 	}
 }
+
+// nilFind is a buggy Driver whose Find reports a nil load balancer.
+type nilFind struct{ *countingDriver }
+
+func (d nilFind) Find(ctx context.Context, q loadbalancer.Query) ([]*loadbalancer.LoadBalancer, error) {
+	lbs, err := d.countingDriver.Find(ctx, q)
+	return append(lbs, nil), err
+}
+
+// TestNilFromFindIsAnError checks that a Driver reporting a nil load
+// balancer gets an error naming it, not a panic, and that the Service's
+// lock is released (a second call returns).
+func TestNilFromFindIsAnError(t *testing.T) {
+	r, _ := newReconciler(t, loadbalancer.Config{Driver: nilFind{newCountingDriver()}})
+	svc := lbService()
+	ctx := t.Context()
+	for i := range 2 {
+		if _, _, err := r.GetLoadBalancer(ctx, "c1", svc); err == nil || !strings.Contains(err.Error(), "nil load balancer") {
+			t.Errorf("call %d: GetLoadBalancer error = %v; want one naming the nil load balancer", i, err)
+		}
+		if _, err := r.EnsureLoadBalancer(ctx, "c1", svc, threeNodes()); err == nil || !strings.Contains(err.Error(), "nil load balancer") {
+			t.Errorf("call %d: EnsureLoadBalancer error = %v; want one naming the nil load balancer", i, err)
+		}
+		if err := r.UpdateLoadBalancer(ctx, "c1", svc, threeNodes()); err == nil || !strings.Contains(err.Error(), "nil load balancer") {
+			t.Errorf("call %d: UpdateLoadBalancer error = %v; want one naming the nil load balancer", i, err)
+		}
+		if err := r.EnsureLoadBalancerDeleted(ctx, "c1", svc); err == nil || !strings.Contains(err.Error(), "nil load balancer") {
+			t.Errorf("call %d: EnsureLoadBalancerDeleted error = %v; want one naming the nil load balancer", i, err)
+		}
+	}
+}
+
+// TestGetLoadBalancerNameNilService checks that a nil Service gets an empty
+// name rather than a panic (the method has no error result).
+func TestGetLoadBalancerNameNilService(t *testing.T) {
+	r, _ := newReconciler(t, loadbalancer.Config{})
+	if got := r.GetLoadBalancerName(t.Context(), "c1", nil); got != "" {
+		t.Errorf("GetLoadBalancerName(nil) = %q; want \"\"", got)
+	}
+}
