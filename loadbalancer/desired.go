@@ -30,7 +30,8 @@ type Capabilities struct {
 	// NodePortless: spec.allocateLoadBalancerNodePorts=false; the Driver
 	// reaches endpoints without node ports (Listener.NodePort may be 0).
 	NodePortless bool
-	// SourceRanges: restricting client CIDRs (anything but allow-all).
+	// SourceRanges: restricting client CIDRs (anything but allow-all for
+	// every IP family of the Service, see Spec.SourceRanges).
 	SourceRanges bool
 	// ClientIPAffinity: spec.sessionAffinity=ClientIP.
 	ClientIPAffinity bool
@@ -212,7 +213,7 @@ func Desired(svc *v1.Service, nodes []*v1.Node, opts Options) (*LoadBalancer, er
 		fail(err)
 	} else {
 		spec.SourceRanges = ranges
-		if !caps.SourceRanges && !isAllowAll(ranges) {
+		if !caps.SourceRanges && !isAllowAll(ranges, families) {
 			fail(&UnsupportedError{Feature: "SourceRanges", Detail: fmt.Sprintf("service %s: source ranges %s", key, formatCIDRList(ranges))})
 		}
 	}
@@ -345,13 +346,19 @@ func SourceRanges(svc *v1.Service) ([]netip.Prefix, error) {
 	return slices.Compact(out), nil
 }
 
-func isAllowAll(ps []netip.Prefix) bool {
+// isAllowAll reports whether ps restricts nothing for a Service of the
+// given families: only /0 ranges, and one for every family (0.0.0.0/0
+// alone would shut out the IPv6 clients of a dual-stack Service).
+func isAllowAll(ps []netip.Prefix, families []v1.IPFamily) bool {
+	var has4, has6 bool
 	for _, p := range ps {
 		if p.Bits() != 0 {
 			return false
 		}
+		has4 = has4 || p.Addr().Is4()
+		has6 = has6 || p.Addr().Is6()
 	}
-	return true
+	return (has4 || !slices.Contains(families, v1.IPv4Protocol)) && (has6 || !slices.Contains(families, v1.IPv6Protocol))
 }
 
 func requestedIPs(svc *v1.Service, key string, families []v1.IPFamily, ann *Annotation) ([]netip.Addr, error) {

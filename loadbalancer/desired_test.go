@@ -186,6 +186,13 @@ func TestDesiredErrors(t *testing.T) {
 			lbService(func(s *v1.Service) { s.Spec.AllocateLoadBalancerNodePorts = ptr(false) }), loadbalancer.Capabilities{}, loadbalancer.ErrUnsupported, []string{"allocateLoadBalancerNodePorts=false"}},
 		{"source ranges unsupported", "never open to all instead",
 			lbService(func(s *v1.Service) { s.Spec.LoadBalancerSourceRanges = []string{"10.0.0.0/8"} }), loadbalancer.Capabilities{}, loadbalancer.ErrUnsupported, []string{"SourceRanges", "10.0.0.0/8"}},
+		{"dual-stack source ranges of one family unsupported", "0.0.0.0/0 alone shuts IPv6 clients out of a dual-stack Service: a restriction, never open to all instead",
+			lbService(func(s *v1.Service) {
+				s.Spec.IPFamilies = []v1.IPFamily{v1.IPv4Protocol, v1.IPv6Protocol}
+				s.Spec.LoadBalancerSourceRanges = []string{"0.0.0.0/0"}
+			}), loadbalancer.Capabilities{DualStack: true}, loadbalancer.ErrUnsupported, []string{"SourceRanges", "0.0.0.0/0"}},
+		{"source ranges of the other family unsupported", "::/0 alone shuts IPv4 clients out of an IPv4 Service",
+			lbService(func(s *v1.Service) { s.Spec.LoadBalancerSourceRanges = []string{"::/0"} }), loadbalancer.Capabilities{}, loadbalancer.ErrUnsupported, []string{"SourceRanges", "::/0"}},
 		{"affinity unsupported", "never drop affinity silently",
 			lbService(func(s *v1.Service) { s.Spec.SessionAffinity = v1.ServiceAffinityClientIP }), loadbalancer.Capabilities{}, loadbalancer.ErrUnsupported, []string{"ClientIPAffinity"}},
 		{"requested IP unsupported", "never pick another address silently",
@@ -249,5 +256,31 @@ func TestDesiredReportsMalformedRequestedIPOnce(t *testing.T) {
 func TestDesiredNeedsCluster(t *testing.T) {
 	if _, err := loadbalancer.Desired(lbService(), nil, loadbalancer.Options{}); err == nil || !strings.Contains(err.Error(), "Options.Cluster") {
 		t.Errorf("Desired without a cluster: error = %v; want one naming Options.Cluster", err)
+	}
+}
+
+// TestDesiredAllowAllWithoutSourceRanges checks which explicit source
+// ranges still count as allow-all for a provider without
+// Capabilities.SourceRanges: every family of the Service open to all.
+func TestDesiredAllowAllWithoutSourceRanges(t *testing.T) {
+	cases := []struct {
+		name, reason string
+		families     []v1.IPFamily
+		ranges       []string
+	}{
+		{"IPv4 /0", "the explicit default", []v1.IPFamily{v1.IPv4Protocol}, []string{"0.0.0.0/0"}},
+		{"both /0 on IPv4", "the extra IPv6 range restricts nothing", []v1.IPFamily{v1.IPv4Protocol}, []string{"0.0.0.0/0", "::/0"}},
+		{"dual-stack both /0", "every family open", []v1.IPFamily{v1.IPv6Protocol, v1.IPv4Protocol}, []string{"::/0", "0.0.0.0/0"}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			svc := lbService(func(s *v1.Service) {
+				s.Spec.IPFamilies = tc.families
+				s.Spec.LoadBalancerSourceRanges = tc.ranges
+			})
+			if _, err := loadbalancer.Desired(svc, nil, loadbalancer.Options{Cluster: "c1", Capabilities: loadbalancer.Capabilities{DualStack: true}}); err != nil {
+				t.Errorf("%s: Desired with source ranges %v: %v; want no error", tc.reason, tc.ranges, err)
+			}
+		})
 	}
 }
