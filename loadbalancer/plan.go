@@ -187,10 +187,32 @@ func (p *planner) listeners(want, have []Listener) {
 
 func (p *planner) backends(want, have []Backend) {
 	var add, remove []Backend
+	// A Driver may report one node twice. The copies follow each other
+	// (have is sorted); the first is matched or removed, the others must
+	// never cause a removal of a wanted node (RemoveBackends goes by node
+	// name): a copy that differs from the wanted backend re-adds it, which
+	// replaces every entry of that node.
+	var (
+		last      *Backend // the wanted backend matched with the previous have entry, if any
+		lastName  string   // the node name of the previous have entry
+		haveLast  bool     // whether there was a previous have entry
+		lastAdded bool     // whether last is already in add
+	)
 	mergeSorted(want, have, func(a, b Backend) int { return strings.Compare(a.NodeName, b.NodeName) },
 		func(w Backend) { add = append(add, w) },
-		func(h Backend) { remove = append(remove, h) },
+		func(h Backend) {
+			if haveLast && h.NodeName == lastName { // a copy
+				if last != nil && !lastAdded && h != *last {
+					add = append(add, *last)
+					lastAdded = true
+				}
+				return
+			}
+			last, lastName, haveLast, lastAdded = nil, h.NodeName, true, false
+			remove = append(remove, h)
+		},
 		func(w, h Backend) {
+			last, lastName, haveLast, lastAdded = &w, h.NodeName, true, w != h
 			if w != h {
 				add = append(add, w) // AddBackends replaces by node name
 			}
@@ -343,18 +365,14 @@ func Apply(lb *LoadBalancer, a Action) (*LoadBalancer, error) {
 			s.Listeners = append(s.Listeners, *a.Listener)
 		}
 	case ActionAddBackends:
-		byName := make(map[string]int, len(s.Backends))
-		for i, b := range s.Backends {
-			byName[b.NodeName] = i
-		}
+		// Replace every entry of a node (a Driver may have reported one
+		// node twice), then add.
+		added := make(map[string]bool, len(a.Backends))
 		for _, b := range a.Backends {
-			if i, ok := byName[b.NodeName]; ok {
-				s.Backends[i] = b
-			} else {
-				byName[b.NodeName] = len(s.Backends)
-				s.Backends = append(s.Backends, b)
-			}
+			added[b.NodeName] = true
 		}
+		s.Backends = slices.DeleteFunc(s.Backends, func(b Backend) bool { return added[b.NodeName] })
+		s.Backends = append(s.Backends, a.Backends...)
 	case ActionRemoveBackends:
 		gone := make(map[string]bool, len(a.Backends))
 		for _, b := range a.Backends {

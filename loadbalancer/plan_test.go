@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"net/netip"
+	"slices"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -276,7 +277,16 @@ func FuzzPlan(f *testing.F) {
 		desired.Spec.Canonical()
 		var actual *loadbalancer.LoadBalancer
 		if !noActual {
-			actual = randomLB(rand.New(rand.NewPCG(s2, 2)), "lb-1")
+			rng := rand.New(rand.NewPCG(s2, 2))
+			actual = randomLB(rng, "lb-1")
+			if n := len(actual.Spec.Backends); n > 0 && rng.IntN(3) == 0 {
+				// A Driver reporting one node twice, maybe with another address.
+				dup := actual.Spec.Backends[rng.IntN(n)]
+				if rng.IntN(2) == 0 {
+					dup.IPv4 = netip.AddrFrom4([4]byte{10, 9, 9, 9})
+				}
+				actual.Spec.Backends = append(actual.Spec.Backends, dup)
+			}
 		}
 		actions, err := loadbalancer.Plan(desired, actual)
 		if err != nil {
@@ -313,4 +323,61 @@ func FuzzPlan(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestPlanDuplicateActualBackends checks a Driver that reports one node
+// twice (for example once per target entry): Plan must never remove a node
+// the desired model keeps (RemoveBackends goes by node name and would take
+// it out of service), and applying the plan converges.
+func TestPlanDuplicateActualBackends(t *testing.T) {
+	n1 := loadbalancer.Backend{NodeName: "n1", ProviderID: "test://n1", IPv4: addr("10.0.0.1")}
+	n1old := loadbalancer.Backend{NodeName: "n1", ProviderID: "test://n1", IPv4: addr("10.0.0.9")}
+	n2 := loadbalancer.Backend{NodeName: "n2", ProviderID: "test://n2", IPv4: addr("10.0.0.2")}
+	cases := []struct {
+		name, reason string
+		have         []loadbalancer.Backend
+		want         []planned
+	}{
+		{"identical twice", "the same set: nothing to write", []loadbalancer.Backend{n1, n1, n2}, nil},
+		{"changed copy", "one write replaces both entries", []loadbalancer.Backend{n1, n1old, n2},
+			[]planned{{loadbalancer.ActionAddBackends, "new or changed backends: node n1"}}},
+		{"unwanted twice", "removed once", []loadbalancer.Backend{n1, n2, n2},
+			[]planned{{loadbalancer.ActionRemoveBackends, "no longer backends: node n2"}}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			desired := planBase()
+			desired.Spec.Backends = []loadbalancer.Backend{n1}
+			if tc.name != "unwanted twice" {
+				desired.Spec.Backends = append(desired.Spec.Backends, n2)
+			}
+			actual := planBase()
+			actual.Spec.Backends = tc.have
+			actions, err := loadbalancer.Plan(desired, actual)
+			if err != nil {
+				t.Fatalf("Plan: %v", err)
+			}
+			var got []planned
+			for _, a := range actions {
+				got = append(got, planned{a.Kind, a.Reason})
+			}
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("%s: Plan (-want +got):\n%s", tc.reason, diff)
+			}
+			lb := actual
+			for _, a := range actions {
+				if lb, err = loadbalancer.Apply(lb, a); err != nil {
+					t.Fatalf("Apply(%v): %v", a, err)
+				}
+			}
+			for _, b := range desired.Spec.Backends {
+				if !slices.Contains(lb.Spec.Backends, b) {
+					t.Errorf("%s: after applying %v, backend %+v is missing from %+v", tc.reason, actions, b, lb.Spec.Backends)
+				}
+			}
+			if rest, err := loadbalancer.Plan(desired, lb); err != nil || len(rest) != 0 {
+				t.Errorf("%s: after applying %v, Plan = %v, %v; want empty", tc.reason, actions, rest, err)
+			}
+		})
+	}
 }
