@@ -193,26 +193,27 @@ func (p *planner) backends(want, have []Backend) {
 	// name): a copy that differs from the wanted backend re-adds it, which
 	// replaces every entry of that node.
 	var (
-		last      *Backend // the wanted backend matched with the previous have entry, if any
-		lastName  string   // the node name of the previous have entry
-		haveLast  bool     // whether there was a previous have entry
-		lastAdded bool     // whether last is already in add
+		last      Backend // the wanted backend matched with the previous have entry
+		lastWant  bool    // whether last is set
+		lastName  string  // the node name of the previous have entry
+		haveLast  bool    // whether there was a previous have entry
+		lastAdded bool    // whether last is already in add
 	)
 	mergeSorted(want, have, func(a, b Backend) int { return strings.Compare(a.NodeName, b.NodeName) },
 		func(w Backend) { add = append(add, w) },
 		func(h Backend) {
 			if haveLast && h.NodeName == lastName { // a copy
-				if last != nil && !lastAdded && h != *last {
-					add = append(add, *last)
+				if lastWant && !lastAdded && h != last {
+					add = append(add, last)
 					lastAdded = true
 				}
 				return
 			}
-			last, lastName, haveLast, lastAdded = nil, h.NodeName, true, false
+			lastWant, lastName, haveLast, lastAdded = false, h.NodeName, true, false
 			remove = append(remove, h)
 		},
 		func(w, h Backend) {
-			last, lastName, haveLast, lastAdded = &w, h.NodeName, true, w != h
+			last, lastWant, lastName, haveLast, lastAdded = w, true, h.NodeName, true, w != h
 			if w != h {
 				add = append(add, w) // AddBackends replaces by node name
 			}
