@@ -275,7 +275,9 @@ func ServiceFamilies(svc *v1.Service) ([]v1.IPFamily, error) {
 // Backends returns the backends for nodes and the Service's families:
 // nodes with a spec.providerID and at least one InternalIP of those
 // families, with their first InternalIP per family, sorted by node name. A
-// node listed twice is used once. nodes are only read.
+// node listed twice is used once. nodes are only read. A node with a
+// provider ID but no InternalIP yet is left out here; the Reconciler fills
+// in its addresses from Config.Instances first.
 func Backends(nodes []*v1.Node, families []v1.IPFamily) []Backend {
 	want4, want6 := slices.Contains(families, v1.IPv4Protocol), slices.Contains(families, v1.IPv6Protocol)
 	out := make([]Backend, 0, len(nodes))

@@ -47,6 +47,17 @@ type Config struct {
 	RetryAfter time.Duration
 	// Hooks are optional callbacks for events and logs.
 	Hooks Hooks
+	// Instances, if set, supplies the addresses of a Node that has a
+	// spec.providerID but no InternalIP yet (through InstanceMetadata). The
+	// cloud-node controller sets spec.providerID before it patches the
+	// Node's addresses, and the service controller syncs backends on the
+	// provider-ID change but never on an address change
+	// (controllers/service/controller.go, shouldSyncUpdatedNode): without
+	// Instances such a node is left out of the load balancer until some
+	// other node changes. Pass the provider's InstancesV2 (the instances
+	// package's Adapter, ideally over its Cache: one List serves every
+	// node). Nil: such nodes are left out (see Backends).
+	Instances cloudprovider.InstancesV2
 }
 
 // Hooks are optional callbacks. They are called synchronously on the
@@ -239,7 +250,11 @@ func (r *Reconciler) EnsureLoadBalancer(ctx context.Context, clusterName string,
 	if _, err := r.owner(clusterName, svc); err != nil {
 		return nil, err
 	}
-	// Desired is pure: a Service we cannot build causes no cloud call.
+	nodes, err := r.withCloudAddresses(ctx, nodes)
+	if err != nil {
+		return nil, r.fail(ctx, op, svc, err)
+	}
+	// Desired is pure: a Service we cannot build causes no cloud write.
 	desired, err := Desired(svc, nodes, r.Options(clusterName))
 	if err != nil {
 		return nil, r.fail(ctx, op, svc, err)
@@ -311,6 +326,10 @@ func (r *Reconciler) UpdateLoadBalancer(ctx context.Context, clusterName string,
 	families, err := ServiceFamilies(svc)
 	if err != nil {
 		families = lb.Spec.IPFamilies
+	}
+	nodes, err = r.withCloudAddresses(ctx, nodes)
+	if err != nil {
+		return r.fail(ctx, op, svc, err)
 	}
 	desired := *lb
 	desired.Spec.Backends = Backends(nodes, families)
@@ -507,4 +526,51 @@ func ids(lbs []*LoadBalancer) []string {
 		out[i] = lb.ID
 	}
 	return out
+}
+
+// withCloudAddresses returns nodes, where each Node that has a provider ID
+// but no InternalIP is replaced by a copy carrying the addresses that
+// Config.Instances reports for it. A Node whose instance is gone
+// (cloudprovider.InstanceNotFound) is kept as is, and so left out of the
+// backends; any other lookup error is returned. nodes and its Nodes are
+// never modified.
+func (r *Reconciler) withCloudAddresses(ctx context.Context, nodes []*v1.Node) ([]*v1.Node, error) {
+	if r.cfg.Instances == nil {
+		return nodes, nil
+	}
+	var out []*v1.Node // a copy of nodes, made at the first replacement
+	for i, n := range nodes {
+		if n == nil || n.Spec.ProviderID == "" || hasInternalIP(n) {
+			continue
+		}
+		md, err := r.cfg.Instances.InstanceMetadata(ctx, n)
+		if errors.Is(err, cloudprovider.InstanceNotFound) {
+			continue
+		}
+		if err != nil {
+			return nil, fmt.Errorf("node %q (providerID %q) has no InternalIP yet and its cloud addresses could not be read: %w", n.Name, n.Spec.ProviderID, err)
+		}
+		if md == nil || len(md.NodeAddresses) == 0 {
+			continue
+		}
+		if out == nil {
+			out = slices.Clone(nodes)
+		}
+		cp := *n // shallow: only Status.Addresses is replaced, nothing shared is written
+		cp.Status.Addresses = md.NodeAddresses
+		out[i] = &cp
+	}
+	if out == nil {
+		return nodes, nil
+	}
+	return out, nil
+}
+
+func hasInternalIP(n *v1.Node) bool {
+	for _, a := range n.Status.Addresses {
+		if a.Type == v1.NodeInternalIP {
+			return true
+		}
+	}
+	return false
 }

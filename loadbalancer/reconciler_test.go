@@ -693,3 +693,96 @@ func TestGetLoadBalancerNameNilService(t *testing.T) {
 		t.Errorf("GetLoadBalancerName(nil) = %q; want \"\"", got)
 	}
 }
+
+// addressBook is a cloudprovider.InstancesV2 that knows the addresses of
+// some nodes (by provider ID) and fails for one.
+type addressBook struct {
+	cloudprovider.InstancesV2
+	addrs   map[string][]v1.NodeAddress
+	failFor string
+	calls   int
+}
+
+func (a *addressBook) InstanceMetadata(_ context.Context, n *v1.Node) (*cloudprovider.InstanceMetadata, error) {
+	a.calls++
+	if n.Spec.ProviderID == a.failFor {
+		return nil, errors.New("cloud API timeout")
+	}
+	addrs, ok := a.addrs[n.Spec.ProviderID]
+	if !ok {
+		return nil, cloudprovider.InstanceNotFound
+	}
+	return &cloudprovider.InstanceMetadata{ProviderID: n.Spec.ProviderID, NodeAddresses: addrs}, nil
+}
+
+// TestBackendsOfNodesWithoutAddressesYet covers the node the cloud-node
+// controller has given a provider ID but not yet its addresses: the
+// service controller syncs backends then and never again for the address
+// patch, so the Reconciler asks Config.Instances for the addresses.
+func TestBackendsOfNodesWithoutAddressesYet(t *testing.T) {
+	late := node("n4") // provider ID, no addresses
+	gone := node("n5")
+	book := &addressBook{addrs: map[string][]v1.NodeAddress{
+		late.Spec.ProviderID: {{Type: v1.NodeInternalIP, Address: "10.0.0.4"}},
+	}}
+	before := late.DeepCopy()
+
+	r, d := newReconciler(t, loadbalancer.Config{Instances: book})
+	mustEnsure(t, r, "c1", lbService(), append(threeNodes(), late, gone))
+	lb := onlyLB(t, d)
+	var names []string
+	for _, b := range lb.Spec.Backends {
+		names = append(names, b.NodeName+"="+b.IPv4.String())
+	}
+	want := []string{"n1=10.0.0.1", "n2=10.0.0.2", "n3=10.0.0.3", "n4=10.0.0.4"}
+	if diff := cmp.Diff(want, names); diff != "" {
+		t.Errorf("backends (-want +got):\n%s\n(n4 has a provider ID and cloud addresses; n5's instance is gone)", diff)
+	}
+	if book.calls != 2 {
+		t.Errorf("InstanceMetadata calls = %d, want 2 (only the two nodes without an InternalIP)", book.calls)
+	}
+	if diff := cmp.Diff(before, late); diff != "" {
+		t.Errorf("the Node argument was modified (-before +after):\n%s", diff)
+	}
+
+	// Update, as the service controller calls it on the provider-ID change.
+	d.writes()
+	r2, d2 := newReconciler(t, loadbalancer.Config{Instances: book})
+	mustEnsure(t, r2, "c1", lbService(), threeNodes())
+	d2.writes()
+	if err := r2.UpdateLoadBalancer(t.Context(), "c1", lbService(), append(threeNodes(), late)); err != nil {
+		t.Fatalf("UpdateLoadBalancer: %v", err)
+	}
+	if applied, _ := d2.writes(); !slices.Equal(applied, kinds(loadbalancer.ActionAddBackends)) {
+		t.Errorf("Update with a node without addresses yet wrote %v; want one AddBackends", applied)
+	}
+
+	// Without Instances such a node is left out (documented).
+	r3, d3 := newReconciler(t, loadbalancer.Config{})
+	mustEnsure(t, r3, "c1", lbService(), append(threeNodes(), late))
+	if n := len(onlyLB(t, d3).Spec.Backends); n != 3 {
+		t.Errorf("without Config.Instances: %d backends, want 3", n)
+	}
+
+	// A lookup failure is an error, and nothing is written.
+	book.failFor = late.Spec.ProviderID
+	r4, d4 := newReconciler(t, loadbalancer.Config{Instances: book})
+	if _, err := r4.EnsureLoadBalancer(t.Context(), "c1", lbService(), append(threeNodes(), late)); err == nil || !strings.Contains(err.Error(), "n4") {
+		t.Errorf("Ensure with a failing address lookup: err = %v, want an error naming node n4", err)
+	}
+	if applied, _ := d4.writes(); len(applied) != 0 {
+		t.Errorf("Ensure with a failing address lookup wrote %v", applied)
+	}
+}
+
+func onlyLB(t *testing.T, d *countingDriver) *loadbalancer.LoadBalancer {
+	t.Helper()
+	lbs := d.stored()
+	if len(lbs) != 1 {
+		t.Fatalf("%d load balancers stored, want 1", len(lbs))
+	}
+	for _, lb := range lbs {
+		return lb
+	}
+	return nil
+}
