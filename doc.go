@@ -22,10 +22,11 @@
 //
 //	func NewAcme(cfg *Config) (cloudprovider.Interface, error) {
 //		api := acmesdk.Dial(cfg.Endpoint, cfg.Token.Reveal())
-//		lbs, err := loadbalancer.NewReconciler(loadbalancer.Config{Driver: lbDriver{api}, ClusterID: cfg.ClusterID})
-//		...
 //		cache, err := instances.NewCache(vmDriver{api}, instances.CacheOptions{})
+//		...
 //		nodes, err := instances.NewAdapter(cache, instances.Options{Codec: provider.Codec{Scheme: "acme"}})
+//		...
+//		lbs, err := loadbalancer.NewReconciler(loadbalancer.Config{Driver: lbDriver{api}, ClusterID: cfg.ClusterID, Instances: nodes})
 //		table, err := routes.NewWholeTable(routeDriver{api}, routes.Config{})
 //		...
 //		return provider.New("acme", cfg.ClusterID, provider.Capabilities{

@@ -44,19 +44,20 @@ func (c *Config) Validate() error {
 func NewAcme(cfg *Config) (cloudprovider.Interface, error) {
 	api := dialAcme(cfg.Endpoint, cfg.Token.Reveal())
 
-	lbs, err := loadbalancer.NewReconciler(loadbalancer.Config{
-		Driver:       lbDriver{api},
-		ClusterID:    cfg.ClusterID,
-		Capabilities: loadbalancer.Capabilities{UDP: true, SourceRanges: true},
-	})
-	if err != nil {
-		return nil, err
-	}
 	cache, err := instances.NewCache(vmDriver{api}, instances.CacheOptions{}) // one List per minute
 	if err != nil {
 		return nil, err
 	}
 	nodes, err := instances.NewAdapter(cache, instances.Options{Codec: provider.Codec{Scheme: "acme"}})
+	if err != nil {
+		return nil, err
+	}
+	lbs, err := loadbalancer.NewReconciler(loadbalancer.Config{
+		Driver:       lbDriver{api},
+		ClusterID:    cfg.ClusterID,
+		Instances:    nodes, // addresses of nodes the CCM has not yet patched
+		Capabilities: loadbalancer.Capabilities{UDP: true, SourceRanges: true},
+	})
 	if err != nil {
 		return nil, err
 	}
