@@ -110,11 +110,26 @@ func writeFileAtomic(path, data string) error {
 // safe for concurrent use.
 func (c *Cloud) AdminHandler() http.Handler {
 	mux := http.NewServeMux()
+	// snapshot reads the state, answering 500 when the shared state file
+	// cannot be read (rather than the state last loaded).
+	snapshot := func(w http.ResponseWriter) (State, bool) {
+		st, err := c.store.snapshot(c.cfg.ClusterID)
+		if err != nil {
+			writeError(w, http.StatusInternalServerError, err.Error())
+		}
+		return st, err == nil
+	}
 	mux.Handle("/state", methods{"GET": func(w http.ResponseWriter, r *http.Request) {
-		writeJSON(w, http.StatusOK, c.Snapshot())
+		if st, ok := snapshot(w); ok {
+			writeJSON(w, http.StatusOK, st)
+		}
 	}})
 	mux.Handle("/instances", methods{
-		"GET": func(w http.ResponseWriter, r *http.Request) { writeJSON(w, http.StatusOK, c.Snapshot().Instances) },
+		"GET": func(w http.ResponseWriter, r *http.Request) {
+			if st, ok := snapshot(w); ok {
+				writeJSON(w, http.StatusOK, st.Instances)
+			}
+		},
 		"POST": func(w http.ResponseWriter, r *http.Request) {
 			var in Instance
 			if !decodeBody(w, r, &in) {
@@ -130,7 +145,11 @@ func (c *Cloud) AdminHandler() http.Handler {
 	})
 	mux.Handle("/instances/{id}", methods{
 		"GET": func(w http.ResponseWriter, r *http.Request) {
-			in, ok := c.InstanceByID(r.PathValue("id"))
+			in, ok, err := c.store.instance(r.PathValue("id"))
+			if err != nil {
+				writeError(w, http.StatusInternalServerError, err.Error())
+				return
+			}
 			if !ok {
 				writeError(w, http.StatusNotFound, fmt.Sprintf("instance %q not found", r.PathValue("id")))
 				return
@@ -162,10 +181,16 @@ func (c *Cloud) AdminHandler() http.Handler {
 		writeJSON(w, http.StatusOK, out)
 	}})
 	mux.Handle("/loadbalancers", methods{"GET": func(w http.ResponseWriter, r *http.Request) {
-		writeJSON(w, http.StatusOK, c.Snapshot().LoadBalancers)
+		if st, ok := snapshot(w); ok {
+			writeJSON(w, http.StatusOK, st.LoadBalancers)
+		}
 	}})
 	mux.Handle("/routes", methods{"GET": func(w http.ResponseWriter, r *http.Request) {
-		all := c.Snapshot().Routes
+		st, ok := snapshot(w)
+		if !ok {
+			return
+		}
+		all := st.Routes
 		if q := r.URL.Query(); q.Has("cluster") {
 			all = slices.DeleteFunc(all, func(rt Route) bool { return rt.Cluster != q.Get("cluster") })
 		}

@@ -121,7 +121,11 @@ func New(cfg Config, opts ...Option) (*Cloud, error) {
 	// look-up, not up to a TTL later: a real cloud's provider would learn
 	// of it only when the cache expires.
 	st.onInstanceChange = c.cache.Invalidate
-	nodes, err := instances.NewAdapter(c.cache, instances.Options{Codec: provider.Codec{Scheme: ProviderName}})
+	var lookups instances.Driver = c.cache
+	if st.file != nil {
+		lookups = freshLookups{st, c.cache} // sees other processes' changes too
+	}
+	nodes, err := instances.NewAdapter(lookups, instances.Options{Codec: provider.Codec{Scheme: ProviderName}})
 	if err != nil {
 		return nil, fmt.Errorf("fake: instances: %w", err)
 	}

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
+	"path/filepath"
 	"strconv"
 	"strings"
 
@@ -62,6 +63,18 @@ type Config struct {
 	Routes RoutesConfig `json:"routes,omitempty"`
 	// Admin configures the admin HTTP endpoint (off unless Address is set).
 	Admin AdminConfig `json:"admin,omitempty"`
+	// StateFile, when set, is the absolute path of a JSON file that holds
+	// the whole cloud, shared by every process (and every Cloud) built
+	// with the same path: cloud-controller-manager replicas, a restarted
+	// one, a test. The file is created, from the seeded instances, when it
+	// does not exist; when it does, its state is used and the seeds are
+	// ignored. Every operation locks <StateFile>.lock (flock, so Unix
+	// only), reloads the file if another process changed it and saves it
+	// atomically if it changed anything. InstanceCIDRs and LoadBalancers
+	// must be the same in every process. Empty keeps the state in memory,
+	// private to the Cloud. See "Shared state file" in the package
+	// documentation.
+	StateFile string `json:"stateFile,omitempty"`
 }
 
 // LoadBalancerConfig configures how load balancers are addressed.
@@ -162,6 +175,9 @@ func (c *Config) Validate() error {
 		if _, err := loopbackAddress(a); err != nil {
 			errs = append(errs, field.Invalid(field.NewPath("admin", "address"), a, err.Error()))
 		}
+	}
+	if f := c.StateFile; f != "" && (!filepath.IsAbs(f) || strings.HasSuffix(f, "/")) {
+		errs = append(errs, field.Invalid(field.NewPath("stateFile"), f, "expected the absolute path of a file: processes sharing it may run in different directories"))
 	}
 	ids := map[string]bool{}
 	ips := map[netip.Addr]string{}

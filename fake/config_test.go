@@ -60,6 +60,10 @@ func TestConfigValidate(t *testing.T) {
 		{name: "bad state", reason: "three states", config: "instances: [{name: a, state: paused}]", want: []string{"instances[0].state", "paused"}},
 		{name: "kubernetes label", reason: "the node controller drops kubernetes.io labels", config: "instances: [{name: a, labels: {node.kubernetes.io/x: y}}]", want: []string{"instances[0].labels[node.kubernetes.io/x]"}},
 		{name: "negative ttl", reason: "a TTL is positive", config: "instanceCacheTTL: -1s", want: []string{"instanceCacheTTL"}},
+		{name: "state file", reason: "an absolute path", config: "stateFile: /run/fake/cloud.json"},
+		{name: "relative state file", reason: "processes sharing it may have other working directories", config: "stateFile: cloud.json",
+			want: []string{"stateFile", "cloud.json", "absolute"}},
+		{name: "state file is a directory", reason: "a file, not a directory", config: "stateFile: /run/fake/", want: []string{"stateFile", "/run/fake/"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -116,6 +120,7 @@ func TestConfigYAMLRoundTrip(t *testing.T) {
 		LoadBalancers:    fake.LoadBalancerConfig{IPv4Pool: "192.0.2.0/24", IPMode: v1.LoadBalancerIPModeProxy},
 		Routes:           fake.RoutesConfig{EnableNodeAddresses: true},
 		Admin:            fake.AdminConfig{Address: "127.0.0.1:0", AddressFile: "/tmp/x"},
+		StateFile:        "/tmp/cloud.json",
 	}
 	data, err := yaml.Marshal(in)
 	if err != nil {

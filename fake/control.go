@@ -9,6 +9,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/klog/v2"
 
 	"github.com/ccmkit/ccmkit/loadbalancer"
 	"github.com/ccmkit/ccmkit/routes"
@@ -18,66 +19,106 @@ import (
 // behind the provider's back. These methods are not cloud API calls: they
 // are not counted and never fail with injected faults. The provider sees
 // changes to instances at its next look-up (the control surface drops the
-// instance cache).
+// instance cache). With Config.StateFile they act on the shared cloud: a
+// change is saved before the method returns, and what they return is read
+// from the file's current state.
 
 // AddInstance creates an instance (see Instance for the defaults) and
 // returns it as stored. Errors wrap ErrInvalidInstance (naming each bad
-// field), ErrInstanceExists or ErrPoolExhausted.
-func (c *Cloud) AddInstance(in Instance) (Instance, error) { return c.store.addInstance(in) }
+// field), ErrInstanceExists, ErrPoolExhausted or ErrStateFile.
+func (c *Cloud) AddInstance(in Instance) (Instance, error) { return c.store.createInstance(in) }
 
 // StopInstance shuts instance id down: the provider reports it shut down
 // (the node gets the shutdown taint) but existing. Stopping a stopped
-// instance is a no-op. Errors wrap ErrInstanceNotFound or
-// ErrInstanceTerminated.
+// instance is a no-op. Errors wrap ErrInstanceNotFound,
+// ErrInstanceTerminated or ErrStateFile.
 func (c *Cloud) StopInstance(id string) (Instance, error) { return c.store.setState(id, StateStopped) }
 
 // StartInstance runs a stopped instance again; starting a running one is a
-// no-op. Errors wrap ErrInstanceNotFound or ErrInstanceTerminated.
+// no-op. Errors wrap ErrInstanceNotFound, ErrInstanceTerminated or
+// ErrStateFile.
 func (c *Cloud) StartInstance(id string) (Instance, error) { return c.store.setState(id, StateRunning) }
 
 // TerminateInstance terminates instance id for good: the provider reports
 // it gone (the node-lifecycle controller deletes the Node) while the cloud
-// still lists it as terminated. Errors wrap ErrInstanceNotFound.
+// still lists it as terminated. Errors wrap ErrInstanceNotFound or
+// ErrStateFile.
 func (c *Cloud) TerminateInstance(id string) (Instance, error) {
 	return c.store.setState(id, StateTerminated)
 }
 
 // RemoveInstance forgets instance id entirely and frees its addresses:
-// look-ups then answer "not found". Errors wrap ErrInstanceNotFound.
+// look-ups then answer "not found". Errors wrap ErrInstanceNotFound or
+// ErrStateFile.
 func (c *Cloud) RemoveInstance(id string) error { return c.store.removeInstance(id) }
 
-// InstanceByID returns a copy of instance id.
-func (c *Cloud) InstanceByID(id string) (Instance, bool) { return c.store.instance(id) }
+// InstanceByID returns a copy of instance id. With Config.StateFile, when
+// the file cannot be read it logs the error and answers from the state last
+// loaded (the admin endpoint answers 500 instead).
+func (c *Cloud) InstanceByID(id string) (Instance, bool) {
+	in, ok, err := c.store.instance(id)
+	if err != nil {
+		logStale(err)
+		in, ok = c.store.staleInstance(id)
+	}
+	return in, ok
+}
 
 // Snapshot returns a copy of the whole cloud (see State for the order).
-func (c *Cloud) Snapshot() State { return c.store.snapshot(c.cfg.ClusterID) }
+// With Config.StateFile it is the shared cloud; when the file cannot be
+// read it logs the error and returns the state last loaded (the admin
+// endpoint answers 500 instead).
+func (c *Cloud) Snapshot() State {
+	st, err := c.store.snapshot(c.cfg.ClusterID)
+	if err != nil {
+		logStale(err)
+		st = c.store.staleSnapshot(c.cfg.ClusterID)
+	}
+	return st
+}
+
+// logStale logs a state file error of a control-surface method that has no
+// error result.
+func logStale(err error) {
+	klog.ErrorS(err, "Fake cloud: answering from the state last loaded")
+}
 
 // LoadBalancerFor returns the load balancer owned by svc in clusterName
 // (by the ownership tags, as the loadbalancer.Reconciler finds it), and
 // false when there is none or svc is nil. With several, it returns the
-// lowest ID.
+// lowest ID. With Config.StateFile, when the file cannot be read it logs
+// the error and returns false.
 func (c *Cloud) LoadBalancerFor(clusterName string, svc *v1.Service) (LoadBalancer, bool) {
 	if svc == nil {
 		return LoadBalancer{}, false
 	}
 	owner := loadbalancer.OwnerOf(clusterName, svc)
-	c.store.mu.RLock()
-	defer c.store.mu.RUnlock()
-	ids := keys(c.store.lbUIDs[string(owner.UID)])
-	slices.SortFunc(ids, compareIDs)
-	for _, id := range ids {
-		if r := c.store.lbs[id]; owner.Owns(r.lb.Tags) {
-			return viewLoadBalancer(r), true
+	var out LoadBalancer
+	var found bool
+	err := c.store.read(func() error {
+		ids := keys(c.store.lbUIDs[string(owner.UID)])
+		slices.SortFunc(ids, compareIDs)
+		for _, id := range ids {
+			if r := c.store.lbs[id]; owner.Owns(r.lb.Tags) {
+				out, found = viewLoadBalancer(r), true
+				return nil
+			}
 		}
+		return nil
+	})
+	if err != nil {
+		klog.ErrorS(err, "Fake cloud: LoadBalancerFor")
+		return LoadBalancer{}, false
 	}
-	return LoadBalancer{}, false
+	return out, found
 }
 
 // AddRoute puts r in the route table as is, for example a route of no
 // cluster (Cluster "") that the provider must never touch, or a stale route
 // of a deleted node; its TargetNodeAddresses are stored as InternalIP
 // addresses. It returns an error naming the field for a
-// DestinationCIDR that does not parse or an address that is not an IP.
+// DestinationCIDR that does not parse or an address that is not an IP, and
+// an error wrapping ErrStateFile when the shared state file fails.
 func (c *Cloud) AddRoute(r Route) error {
 	if _, err := netip.ParsePrefix(r.DestinationCIDR); err != nil {
 		return fmt.Errorf("fake: Route.DestinationCIDR %q: expected a CIDR", r.DestinationCIDR)
@@ -91,8 +132,7 @@ func (c *Cloud) AddRoute(r Route) error {
 		typ := v1.NodeInternalIP
 		e.TargetNodeAddresses = append(e.TargetNodeAddresses, v1.NodeAddress{Type: typ, Address: ip.String()})
 	}
-	c.store.addRoute(e)
-	return nil
+	return c.store.addRoute(e)
 }
 
 // NodeFor returns the Node a kubelet on instance id registers, as the
@@ -100,9 +140,12 @@ func (c *Cloud) AddRoute(r Route) error {
 // instance, with a UID derived from the ID, spec.providerID
 // "fake://<id>" and the instance's internal addresses, hostname, zone,
 // region and type labels. It is a new object each time. Errors wrap
-// ErrInstanceNotFound.
+// ErrInstanceNotFound or ErrStateFile.
 func (c *Cloud) NodeFor(id string) (*v1.Node, error) {
-	in, ok := c.store.instance(id)
+	in, ok, err := c.store.instance(id)
+	if err != nil {
+		return nil, err
+	}
 	if !ok {
 		return nil, fmt.Errorf("%w: %q", ErrInstanceNotFound, id)
 	}

@@ -1,6 +1,8 @@
 package fake_test
 
 import (
+	"flag"
+	"path/filepath"
 	"testing"
 
 	v1 "k8s.io/api/core/v1"
@@ -13,9 +15,18 @@ import (
 
 const cluster = "test-cluster"
 
+// withStateFile runs every test that builds its cloud with newCloud on a
+// shared state file of its own (go test ./fake -args -statefile): the
+// whole suite then checks that the file-backed store behaves as the
+// in-memory one.
+var withStateFile = flag.Bool("statefile", false, "build the clouds of newCloud with a Config.StateFile in the test's temporary directory")
+
 // newCloud builds a fake with cfg and opts, failing the test on error.
 func newCloud(t testing.TB, cfg fake.Config, opts ...fake.Option) *fake.Cloud {
 	t.Helper()
+	if *withStateFile && cfg.StateFile == "" {
+		cfg.StateFile = filepath.Join(t.TempDir(), "cloud.json")
+	}
 	c, err := fake.New(cfg, opts...)
 	if err != nil {
 		t.Fatalf("fake.New: %v", err)

@@ -18,52 +18,85 @@ var _ instances.ListDriver = instanceDriver{}
 
 // GetByID returns the instance, a terminated one included; an unknown ID is
 // instances.ErrNotFound (the cloud definitely has no such instance).
-func (d instanceDriver) GetByID(_ context.Context, id provider.ProviderID) (instances.Instance, error) {
-	d.s.mu.RLock()
-	defer d.s.mu.RUnlock()
-	in := d.s.instances[id.ID]
-	if in == nil {
-		return instances.Instance{}, fmt.Errorf("fake: instance %q: %w", id.ID, instances.ErrNotFound)
-	}
-	return toInstance(in), nil
+func (d instanceDriver) GetByID(_ context.Context, id provider.ProviderID) (out instances.Instance, err error) {
+	err = d.s.read(func() error {
+		in := d.s.instances[id.ID]
+		if in == nil {
+			return fmt.Errorf("fake: instance %q: %w", id.ID, instances.ErrNotFound)
+		}
+		out = toInstance(in)
+		return nil
+	})
+	return out, err
 }
 
 // GetByName returns the one live instance named name, else a terminated
 // one of that name, else instances.ErrNotFound. Two live instances of one
 // name are an error: the cloud cannot tell which is the Node.
-func (d instanceDriver) GetByName(_ context.Context, name string) (instances.Instance, error) {
-	d.s.mu.RLock()
-	defer d.s.mu.RUnlock()
-	var live, dead *Instance
-	for id := range d.s.instByName[name] {
-		in := d.s.instances[id]
-		switch {
-		case in.State == StateTerminated:
-			dead = in
-		case live != nil:
-			return instances.Instance{}, fmt.Errorf("fake: instances %q and %q are both named %q; expected one live instance per name", live.ID, in.ID, name)
-		default:
-			live = in
+func (d instanceDriver) GetByName(_ context.Context, name string) (out instances.Instance, err error) {
+	err = d.s.read(func() error {
+		var live, dead *Instance
+		for id := range d.s.instByName[name] {
+			in := d.s.instances[id]
+			switch {
+			case in.State == StateTerminated:
+				dead = in
+			case live != nil:
+				return fmt.Errorf("fake: instances %q and %q are both named %q; expected one live instance per name", live.ID, in.ID, name)
+			default:
+				live = in
+			}
 		}
-	}
-	switch {
-	case live != nil:
-		return toInstance(live), nil
-	case dead != nil:
-		return toInstance(dead), nil
-	}
-	return instances.Instance{}, fmt.Errorf("fake: no instance named %q: %w", name, instances.ErrNotFound)
+		switch {
+		case live != nil:
+			out = toInstance(live)
+		case dead != nil:
+			out = toInstance(dead)
+		default:
+			return fmt.Errorf("fake: no instance named %q: %w", name, instances.ErrNotFound)
+		}
+		return nil
+	})
+	return out, err
 }
 
 // List returns every instance.
-func (d instanceDriver) List(context.Context) ([]instances.Instance, error) {
-	d.s.mu.RLock()
-	defer d.s.mu.RUnlock()
-	out := make([]instances.Instance, 0, len(d.s.instances))
-	for _, in := range d.s.instances {
-		out = append(out, toInstance(in))
+func (d instanceDriver) List(context.Context) (out []instances.Instance, err error) {
+	err = d.s.read(func() error {
+		out = make([]instances.Instance, 0, len(d.s.instances))
+		for _, in := range d.s.instances {
+			out = append(out, toInstance(in))
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
 	}
 	return out, nil
+}
+
+// freshLookups is the instances.Driver in front of the instances.Cache when
+// the state is shared through a file: before each look-up it brings the
+// state up to date, which drops the cache when another process changed an
+// instance, so such a change is seen at the next look-up as a change made
+// through this Cloud's control surface is. It makes no cloud API call.
+type freshLookups struct {
+	s    *store
+	next instances.Driver
+}
+
+func (d freshLookups) GetByID(ctx context.Context, id provider.ProviderID) (instances.Instance, error) {
+	if err := d.s.read(func() error { return nil }); err != nil {
+		return instances.Instance{}, err
+	}
+	return d.next.GetByID(ctx, id)
+}
+
+func (d freshLookups) GetByName(ctx context.Context, name string) (instances.Instance, error) {
+	if err := d.s.read(func() error { return nil }); err != nil {
+		return instances.Instance{}, err
+	}
+	return d.next.GetByName(ctx, name)
 }
 
 var states = map[InstanceState]instances.State{

@@ -20,26 +20,30 @@ var _ loadbalancer.Driver = lbDriver{}
 
 // Find returns copies of the load balancers matching q, using the name and
 // Service-UID indexes.
-func (d lbDriver) Find(_ context.Context, q loadbalancer.Query) ([]*loadbalancer.LoadBalancer, error) {
-	d.s.mu.RLock()
-	defer d.s.mu.RUnlock()
-	var ids []string
-	switch uid, byUID := q.Tags[loadbalancer.TagServiceUID]; {
-	case q.ID != "":
-		ids = []string{q.ID}
-	case q.Name != "":
-		ids = keys(d.s.lbNames[q.Name])
-	case byUID:
-		ids = keys(d.s.lbUIDs[uid])
-	default:
-		ids = keys(d.s.lbs)
-	}
-	out := []*loadbalancer.LoadBalancer{}
-	for _, id := range ids {
-		r := d.s.lbs[id]
-		if r != nil && hasTags(r.lb.Tags, q.Tags) {
-			out = append(out, r.lb.Clone())
+func (d lbDriver) Find(_ context.Context, q loadbalancer.Query) (out []*loadbalancer.LoadBalancer, err error) {
+	err = d.s.read(func() error {
+		var ids []string
+		switch uid, byUID := q.Tags[loadbalancer.TagServiceUID]; {
+		case q.ID != "":
+			ids = []string{q.ID}
+		case q.Name != "":
+			ids = keys(d.s.lbNames[q.Name])
+		case byUID:
+			ids = keys(d.s.lbUIDs[uid])
+		default:
+			ids = keys(d.s.lbs)
 		}
+		out = []*loadbalancer.LoadBalancer{}
+		for _, id := range ids {
+			r := d.s.lbs[id]
+			if r != nil && hasTags(r.lb.Tags, q.Tags) {
+				out = append(out, r.lb.Clone())
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
 	}
 	return out, nil
 }
@@ -62,12 +66,27 @@ func hasTags(tags, want map[string]string) bool {
 }
 
 // Apply performs one action atomically: on error nothing changes.
-func (d lbDriver) Apply(_ context.Context, a loadbalancer.Action) (*loadbalancer.LoadBalancer, error) {
-	d.s.mu.Lock()
-	defer d.s.mu.Unlock()
+func (d lbDriver) Apply(_ context.Context, a loadbalancer.Action) (out *loadbalancer.LoadBalancer, err error) {
+	err = d.s.write(func() (bool, error) {
+		next, err := d.s.applyLB(a)
+		if err != nil {
+			return false, err
+		}
+		out = next.Clone()
+		return true, nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// applyLB performs a on the stored load balancers (mu held for writing)
+// and returns the stored result. On error nothing changes.
+func (s *store) applyLB(a loadbalancer.Action) (*loadbalancer.LoadBalancer, error) {
 	var cur *lbRecord
 	if a.Kind != loadbalancer.ActionCreate {
-		if cur = d.s.lbs[a.LoadBalancerID]; cur == nil {
+		if cur = s.lbs[a.LoadBalancerID]; cur == nil {
 			return nil, fmt.Errorf("fake: %s: load balancer %q does not exist", a.Kind, a.LoadBalancerID)
 		}
 	}
@@ -82,25 +101,25 @@ func (d lbDriver) Apply(_ context.Context, a loadbalancer.Action) (*loadbalancer
 	rec := &lbRecord{lb: next}
 	switch a.Kind {
 	case loadbalancer.ActionCreate:
-		d.s.nextLB++
-		next.ID = "lb-" + strconv.Itoa(d.s.nextLB)
-		if rec.vips, err = d.s.allocateVIPs(nil, next.Spec); err != nil {
+		next.ID = "lb-" + strconv.Itoa(s.nextLB+1)
+		if rec.vips, err = s.allocateVIPs(nil, next.Spec); err != nil {
 			return nil, fmt.Errorf("fake: %s %q: %w", a.Kind, next.Name, err)
 		}
+		s.nextLB++
 	case loadbalancer.ActionUpdateFrontend:
-		if rec.vips, err = d.s.allocateVIPs(cur.vips, next.Spec); err != nil {
+		if rec.vips, err = s.allocateVIPs(cur.vips, next.Spec); err != nil {
 			return nil, fmt.Errorf("fake: %s %q: %w", a.Kind, next.ID, err)
 		}
 	default:
 		rec.vips = cur.vips
 	}
-	next.Ingress = d.s.ingress(next.Name, rec.vips)
+	next.Ingress = s.ingress(next.Name, rec.vips)
 	if cur != nil {
-		d.s.unindexLB(cur.lb)
+		s.unindexLB(cur.lb)
 	}
-	d.s.lbs[next.ID] = rec
-	d.s.indexLB(next)
-	return next.Clone(), nil
+	s.lbs[next.ID] = rec
+	s.indexLB(next)
+	return next, nil
 }
 
 // Delete removes lb and releases its VIPs; a missing one is not an error.
@@ -108,28 +127,28 @@ func (d lbDriver) Delete(_ context.Context, lb *loadbalancer.LoadBalancer) error
 	if lb == nil {
 		return nil
 	}
-	d.s.mu.Lock()
-	defer d.s.mu.Unlock()
-	r := d.s.lbs[lb.ID]
-	if r == nil {
-		return nil
-	}
-	for _, ip := range r.vips {
-		d.s.lbPools[ip.Is4()].release(ip)
-	}
-	d.s.unindexLB(r.lb)
-	delete(d.s.lbs, lb.ID)
-	return nil
+	return d.s.write(func() (bool, error) {
+		r := d.s.lbs[lb.ID]
+		if r == nil {
+			return false, nil
+		}
+		for _, ip := range r.vips {
+			d.s.lbPools[ip.Is4()].release(ip)
+		}
+		d.s.unindexLB(r.lb)
+		delete(d.s.lbs, lb.ID)
+		return true, nil
+	})
 }
 
-func (s *store) indexLB(lb *loadbalancer.LoadBalancer) {
+func (s *cloudState) indexLB(lb *loadbalancer.LoadBalancer) {
 	s.lbNames.add(lb.Name, lb.ID)
 	if uid, ok := lb.Tags[loadbalancer.TagServiceUID]; ok {
 		s.lbUIDs.add(uid, lb.ID)
 	}
 }
 
-func (s *store) unindexLB(lb *loadbalancer.LoadBalancer) {
+func (s *cloudState) unindexLB(lb *loadbalancer.LoadBalancer) {
 	s.lbNames.remove(lb.Name, lb.ID)
 	if uid, ok := lb.Tags[loadbalancer.TagServiceUID]; ok {
 		s.lbUIDs.remove(uid, lb.ID)

@@ -21,22 +21,27 @@ var _ routes.TableDriver = routeDriver{}
 // ReadTable returns the table and its revision. Stored entries are never
 // modified (WriteTable replaces them), so the copy shares their address
 // slices.
-func (d routeDriver) ReadTable(context.Context) ([]routes.Entry, string, error) {
-	d.s.mu.RLock()
-	defer d.s.mu.RUnlock()
-	return append([]routes.Entry(nil), d.s.routes...), strconv.FormatUint(d.s.routeRev, 10), nil
+func (d routeDriver) ReadTable(context.Context) (entries []routes.Entry, rev string, err error) {
+	err = d.s.read(func() error {
+		entries, rev = append([]routes.Entry(nil), d.s.routes...), strconv.FormatUint(d.s.routeRev, 10)
+		return nil
+	})
+	if err != nil {
+		return nil, "", err
+	}
+	return entries, rev, nil
 }
 
 // WriteTable replaces the table if it is still at revision.
 func (d routeDriver) WriteTable(_ context.Context, revision string, entries []routes.Entry) error {
-	d.s.mu.Lock()
-	defer d.s.mu.Unlock()
-	if cur := strconv.FormatUint(d.s.routeRev, 10); revision != cur {
-		return fmt.Errorf("fake: route table is at revision %s, the write is based on %q: %w", cur, revision, routes.ErrConflict)
-	}
-	d.s.routes = entries
-	d.s.routeRev++
-	return nil
+	return d.s.write(func() (bool, error) {
+		if cur := strconv.FormatUint(d.s.routeRev, 10); revision != cur {
+			return false, fmt.Errorf("fake: route table is at revision %s, the write is based on %q: %w", cur, revision, routes.ErrConflict)
+		}
+		d.s.routes = entries
+		d.s.routeRev++
+		return true, nil
+	})
 }
 
 // goneTargets is the routes.InstanceChecker of the fake's route table: a
@@ -67,9 +72,10 @@ func (g goneTargets) GoneTargets(ctx context.Context, nodes []types.NodeName) ([
 
 // addRoute stores e as is (control surface: seeding routes the Table did
 // not create, such as routes of no cluster).
-func (s *store) addRoute(e routes.Entry) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.routes = append(append([]routes.Entry(nil), s.routes...), e)
-	s.routeRev++
+func (s *store) addRoute(e routes.Entry) error {
+	return s.write(func() (bool, error) {
+		s.routes = append(append([]routes.Entry(nil), s.routes...), e)
+		s.routeRev++
+		return true, nil
+	})
 }

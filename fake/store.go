@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"errors"
 	"fmt"
+	"maps"
 	"net/netip"
 	"slices"
 	"strconv"
@@ -30,24 +31,36 @@ var (
 	ErrInvalidInstance = errors.New("fake: invalid instance")
 )
 
-// store is the fake cloud's state. Every field is guarded by mu.
+// store is the fake cloud's state and the one place that decides how it
+// is kept: in memory only, or (with Config.StateFile) also in a file shared
+// with other processes. Every access goes through read or write, which take
+// the locks, bring the state up to date with the file and save what changed.
 type store struct {
 	mu sync.RWMutex
+	// file is the shared state file; nil keeps the state in memory only.
+	file *stateFile
+	// lbCfg decides how ingress is reported; it never changes.
+	lbCfg LoadBalancerConfig
+	// onInstanceChange, when set, is called (with mu held) after every
+	// change of an instance, made here or, with a state file, seen in the
+	// file: the Cloud drops its instance cache there.
+	onInstanceChange func()
 
+	cloudState // guarded by mu
+}
+
+// cloudState is the whole state of the cloud: what a state file holds.
+type cloudState struct {
 	instances    map[string]*Instance // by ID; values are replaced, never mutated
 	instByName   index                // name → IDs
 	instIPs      map[netip.Addr]string
 	instPools    []*pool // at most one per family
 	nextInstance int
-	// onInstanceChange, when set, is called (with mu held) after every
-	// change of an instance: the Cloud drops its instance cache there.
-	onInstanceChange func()
 
 	lbs     map[string]*lbRecord // by ID
 	lbNames index                // name → IDs
 	lbUIDs  index                // loadbalancer.TagServiceUID value → IDs
 	lbPools map[bool]*pool       // by Is4
-	lbCfg   LoadBalancerConfig
 	nextLB  int
 
 	routes   []routes.Entry // replaced as a whole, never mutated
@@ -77,44 +90,147 @@ func (ix index) remove(key, id string) {
 	}
 }
 
-// newStore builds the state of cfg (with defaults applied): pools, then
-// the seeded instances in order.
-func newStore(cfg Config) (*store, error) {
-	s := &store{
+// emptyState returns a cloud with the pools of cfg (with defaults
+// applied) and nothing else.
+func emptyState(cfg Config) (cloudState, error) {
+	st := cloudState{
 		instances: map[string]*Instance{}, instByName: index{}, instIPs: map[netip.Addr]string{},
 		lbs: map[string]*lbRecord{}, lbNames: index{}, lbUIDs: index{}, lbPools: map[bool]*pool{},
-		lbCfg: cfg.LoadBalancers,
 	}
 	for _, c := range cfg.InstanceCIDRs {
 		p, err := newPool(c)
 		if err != nil {
-			return nil, fmt.Errorf("fake: instanceCIDRs: %w", err)
+			return cloudState{}, fmt.Errorf("fake: instanceCIDRs: %w", err)
 		}
-		s.instPools = append(s.instPools, p)
+		st.instPools = append(st.instPools, p)
 	}
 	for _, c := range []string{cfg.LoadBalancers.IPv4Pool, cfg.LoadBalancers.IPv6Pool} {
 		p, err := newPool(c)
 		if err != nil {
-			return nil, fmt.Errorf("fake: loadBalancers: %w", err)
+			return cloudState{}, fmt.Errorf("fake: loadBalancers: %w", err)
 		}
-		s.lbPools[p.prefix.Addr().Is4()] = p
+		st.lbPools[p.prefix.Addr().Is4()] = p
 	}
-	for i, in := range cfg.Instances {
-		if _, err := s.addInstance(in); err != nil {
-			return nil, fmt.Errorf("fake: instances[%d]: %w", i, err)
+	return st, nil
+}
+
+// newStore builds the state of cfg (with defaults applied): pools, then
+// the seeded instances in order. With cfg.StateFile it opens the shared
+// state file instead, seeding it only when it does not exist yet.
+func newStore(cfg Config) (*store, error) {
+	st, err := emptyState(cfg)
+	if err != nil {
+		return nil, err
+	}
+	s := &store{lbCfg: cfg.LoadBalancers, cloudState: st}
+	if cfg.StateFile != "" {
+		if s.file, err = openStateFile(cfg); err != nil {
+			return nil, err
 		}
+	}
+	err = s.write(func() (bool, error) {
+		if s.file != nil && s.file.loaded() {
+			return false, nil // an existing cloud: already seeded
+		}
+		for i, in := range cfg.Instances {
+			if _, err := s.addInstance(in); err != nil {
+				return false, fmt.Errorf("fake: instances[%d]: %w", i, err)
+			}
+		}
+		return true, nil
+	})
+	if err != nil {
+		return nil, err
 	}
 	return s, nil
 }
 
-// addInstance validates in, fills in the defaults and stores it.
+// read runs fn, which must not change the state, with the state up to
+// date. Without a state file it holds a read lock, so reads run in
+// parallel. With one it holds mu and the file lock, reloading the file
+// first if another process (or another store of this process) changed it.
+// It returns fn's error unchanged, or an error wrapping ErrStateFile.
+func (s *store) read(fn func() error) error {
+	if s.file == nil {
+		s.mu.RLock()
+		defer s.mu.RUnlock()
+		return fn()
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	unlock, err := s.lockFile()
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	return fn()
+}
+
+// write runs fn, which changes the state and reports whether it did, under
+// the write lock. With a state file it also holds the file lock, reloads
+// the file first if it changed, and saves the new state (atomically)
+// before unlocking when fn reports a change and no error. fn must leave
+// the state unchanged when it returns an error. It returns fn's error
+// unchanged, or an error wrapping ErrStateFile; after a failed save the
+// change is dropped (the next access reloads the file).
+func (s *store) write(fn func() (changed bool, err error)) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.file == nil {
+		_, err := fn()
+		return err
+	}
+	unlock, err := s.lockFile()
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	changed, err := fn()
+	if err != nil || !changed {
+		return err
+	}
+	return s.file.save(&s.cloudState)
+}
+
+// lockFile takes the file lock (mu held) and brings the state up to date
+// with the file; it returns the function that releases the file lock.
+func (s *store) lockFile() (func(), error) {
+	unlock, err := s.file.lock()
+	if err != nil {
+		return nil, err
+	}
+	next, changed, err := s.file.reload()
+	if err != nil {
+		unlock()
+		return nil, err
+	}
+	if changed {
+		old := s.instances
+		s.cloudState = next
+		if !sameInstances(old, s.instances) {
+			s.instanceChanged()
+		}
+	}
+	return unlock, nil
+}
+
+// sameInstances reports whether two instance maps hold equal instances.
+func sameInstances(a, b map[string]*Instance) bool {
+	return maps.EqualFunc(a, b, func(x, y *Instance) bool {
+		return x.ID == y.ID && x.Name == y.Name && x.Zone == y.Zone && x.Region == y.Region &&
+			x.Type == y.Type && x.Hostname == y.Hostname && x.State == y.State &&
+			slices.Equal(x.InternalIPs, y.InternalIPs) && slices.Equal(x.ExternalIPs, y.ExternalIPs) &&
+			maps.Equal(x.Labels, y.Labels)
+	})
+}
+
+// addInstance validates in, fills in the defaults and stores it (mu held
+// for writing).
 func (s *store) addInstance(in Instance) (Instance, error) {
 	if errs := in.validate(field.NewPath("instance")); len(errs) > 0 {
 		return Instance{}, fmt.Errorf("%w: %w", ErrInvalidInstance, errs.ToAggregate())
 	}
 	in = in.clone()
-	s.mu.Lock()
-	defer s.mu.Unlock()
 	if in.ID == "" {
 		for in.ID == "" || s.instances[in.ID] != nil {
 			s.nextInstance++
@@ -146,6 +262,15 @@ func (s *store) addInstance(in Instance) (Instance, error) {
 	s.instByName.add(in.Name, in.ID)
 	s.instanceChanged()
 	return in.clone(), nil
+}
+
+// createInstance is addInstance under the write lock.
+func (s *store) createInstance(in Instance) (out Instance, err error) {
+	err = s.write(func() (bool, error) {
+		out, err = s.addInstance(in)
+		return err == nil, err
+	})
+	return out, err
 }
 
 // instanceIPs reserves the internal addresses of in: the given ones, or
@@ -197,40 +322,45 @@ func (s *store) releaseInstanceIP(ip netip.Addr) {
 }
 
 // setState moves instance id to state, following the allowed transitions.
-func (s *store) setState(id string, state InstanceState) (Instance, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	in := s.instances[id]
-	if in == nil {
-		return Instance{}, fmt.Errorf("%w: %q", ErrInstanceNotFound, id)
-	}
-	if in.State == StateTerminated && state != StateTerminated {
-		return Instance{}, fmt.Errorf("%w: %q cannot become %s", ErrInstanceTerminated, id, state)
-	}
-	next := in.clone()
-	next.State = state
-	s.instances[id] = &next
-	s.instanceChanged()
-	return next.clone(), nil
+func (s *store) setState(id string, state InstanceState) (out Instance, err error) {
+	err = s.write(func() (bool, error) {
+		in := s.instances[id]
+		if in == nil {
+			return false, fmt.Errorf("%w: %q", ErrInstanceNotFound, id)
+		}
+		if in.State == StateTerminated && state != StateTerminated {
+			return false, fmt.Errorf("%w: %q cannot become %s", ErrInstanceTerminated, id, state)
+		}
+		out = in.clone()
+		if in.State == state {
+			return false, nil
+		}
+		out.State = state
+		next := out.clone()
+		s.instances[id] = &next
+		s.instanceChanged()
+		return true, nil
+	})
+	return out, err
 }
 
 // removeInstance forgets instance id and frees its addresses.
 func (s *store) removeInstance(id string) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	in := s.instances[id]
-	if in == nil {
-		return fmt.Errorf("%w: %q", ErrInstanceNotFound, id)
-	}
-	for _, str := range in.InternalIPs {
-		ip := netip.MustParseAddr(str)
-		delete(s.instIPs, ip)
-		s.releaseInstanceIP(ip)
-	}
-	delete(s.instances, id)
-	s.instByName.remove(in.Name, id)
-	s.instanceChanged()
-	return nil
+	return s.write(func() (bool, error) {
+		in := s.instances[id]
+		if in == nil {
+			return false, fmt.Errorf("%w: %q", ErrInstanceNotFound, id)
+		}
+		for _, str := range in.InternalIPs {
+			ip := netip.MustParseAddr(str)
+			delete(s.instIPs, ip)
+			s.releaseInstanceIP(ip)
+		}
+		delete(s.instances, id)
+		s.instByName.remove(in.Name, id)
+		s.instanceChanged()
+		return true, nil
+	})
 }
 
 // instanceChanged reports a change of an instance to onInstanceChange.
@@ -240,42 +370,76 @@ func (s *store) instanceChanged() {
 	}
 }
 
-func (s *store) instance(id string) (Instance, bool) {
-	s.mu.RLock()
-	defer s.mu.RUnlock()
-	in := s.instances[id]
-	if in == nil {
-		return Instance{}, false
-	}
-	return in.clone(), true
+// instance returns a copy of instance id, and false when there is none.
+func (s *store) instance(id string) (out Instance, ok bool, err error) {
+	err = s.read(func() error {
+		if in := s.instances[id]; in != nil {
+			out, ok = in.clone(), true
+		}
+		return nil
+	})
+	return out, ok, err
 }
 
 // snapshot copies the whole state.
-func (s *store) snapshot(clusterID string) State {
+func (s *store) snapshot(clusterID string) (st State, err error) {
+	st = emptyView(clusterID)
+	err = s.read(func() error {
+		s.cloudState.view(&st)
+		return nil
+	})
+	return st, err
+}
+
+// staleSnapshot copies the state last loaded, without consulting the
+// state file.
+func (s *store) staleSnapshot(clusterID string) State {
+	st := emptyView(clusterID)
 	s.mu.RLock()
 	defer s.mu.RUnlock()
-	st := State{ClusterID: clusterID, Instances: []Instance{}, LoadBalancers: []LoadBalancer{}, Routes: []Route{}}
-	for _, in := range s.instances {
-		st.Instances = append(st.Instances, in.clone())
+	s.cloudState.view(&st)
+	return st
+}
+
+// staleInstance is instance from the state last loaded, without consulting
+// the state file.
+func (s *store) staleInstance(id string) (Instance, bool) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	if in := s.instances[id]; in != nil {
+		return in.clone(), true
 	}
-	slices.SortFunc(st.Instances, func(a, b Instance) int { return compareIDs(a.ID, b.ID) })
-	for _, r := range s.lbs {
-		st.LoadBalancers = append(st.LoadBalancers, viewLoadBalancer(r))
+	return Instance{}, false
+}
+
+// emptyView is a State with empty (not nil) lists, so they encode as [].
+func emptyView(clusterID string) State {
+	return State{ClusterID: clusterID, Instances: []Instance{}, LoadBalancers: []LoadBalancer{}, Routes: []Route{}}
+}
+
+// view adds the instances, load balancers, routes and pools of st to out,
+// in the order State documents.
+func (st *cloudState) view(out *State) {
+	for _, in := range st.instances {
+		out.Instances = append(out.Instances, in.clone())
 	}
-	slices.SortFunc(st.LoadBalancers, func(a, b LoadBalancer) int { return compareIDs(a.ID, b.ID) })
-	for _, e := range s.routes {
-		st.Routes = append(st.Routes, viewRoute(e))
+	slices.SortFunc(out.Instances, func(a, b Instance) int { return compareIDs(a.ID, b.ID) })
+	for _, r := range st.lbs {
+		out.LoadBalancers = append(out.LoadBalancers, viewLoadBalancer(r))
 	}
-	slices.SortFunc(st.Routes, func(a, b Route) int {
+	slices.SortFunc(out.LoadBalancers, func(a, b LoadBalancer) int { return compareIDs(a.ID, b.ID) })
+	for _, e := range st.routes {
+		out.Routes = append(out.Routes, viewRoute(e))
+	}
+	slices.SortFunc(out.Routes, func(a, b Route) int {
 		return cmp.Or(cmp.Compare(a.Cluster, b.Cluster), cmp.Compare(a.DestinationCIDR, b.DestinationCIDR), cmp.Compare(a.Name, b.Name))
 	})
-	for _, p := range s.instPools {
-		st.Pools = append(st.Pools, p.usage("instances"))
+	for _, p := range st.instPools {
+		out.Pools = append(out.Pools, p.usage("instances"))
 	}
 	for _, is4 := range []bool{true, false} {
-		st.Pools = append(st.Pools, s.lbPools[is4].usage("loadBalancers"))
+		out.Pools = append(out.Pools, st.lbPools[is4].usage("loadBalancers"))
 	}
-	return st
 }
 
 // compareIDs orders "i-2" before "i-10": by length, then bytes.

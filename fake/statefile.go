@@ -1,0 +1,427 @@
+package fake
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"maps"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"slices"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/ccmkit/ccmkit/loadbalancer"
+	"github.com/ccmkit/ccmkit/routes"
+)
+
+// ErrStateFile is wrapped by every error about the shared state file
+// (Config.StateFile): it cannot be locked, read or written, it is not a
+// state file of this format, it is corrupt, it was removed after it was
+// loaded, or it was created from a cloud-config with other pools. The error
+// names the file. The fake never replaces a state file it cannot read.
+var ErrStateFile = errors.New("fake: state file")
+
+// StateFormat is the "format" field of a state file. A file with another
+// value is rejected.
+const StateFormat = "ccmkit.io/fake-state/v1"
+
+// stateFile is the file a store is shared through, and its lock file
+// (<path>.lock). It is used with store.mu held, so it needs no lock of its
+// own.
+//
+// Change detection: the state file is only ever replaced (a new file
+// renamed over it), never written in place, and the file last loaded or
+// saved stays open (cur), so its inode cannot be reused by a later file.
+// The path therefore still names the same inode exactly when no process
+// saved since; size and modification time are compared too, to notice a
+// file edited in place by hand.
+type stateFile struct {
+	path  string
+	cfg   Config   // the cloud-config (with defaults) the file must match
+	lockf *os.File // open for the store's life (closed by its finalizer)
+
+	cur        *os.File    // the file last loaded or saved; nil before the first
+	info       fs.FileInfo // cur's stat at that moment
+	generation uint64      // cur's generation
+	stale      bool        // a save failed: reload even if the file is the same
+}
+
+// openStateFile opens (creating it if needed) the lock file of
+// cfg.StateFile. The state file itself is read at the first lock.
+func openStateFile(cfg Config) (*stateFile, error) {
+	f := &stateFile{path: cfg.StateFile, cfg: cfg}
+	lockPath := cfg.StateFile + ".lock"
+	var err error
+	if f.lockf, err = os.OpenFile(lockPath, os.O_RDWR|os.O_CREATE, 0o600); err != nil {
+		return nil, f.errorf("opening the lock file: %w", err)
+	}
+	return f, nil
+}
+
+func (f *stateFile) errorf(format string, args ...any) error {
+	return fmt.Errorf("%w %s: %w", ErrStateFile, f.path, fmt.Errorf(format, args...))
+}
+
+// loaded reports whether the file was loaded or saved (it exists).
+func (f *stateFile) loaded() bool { return f.cur != nil }
+
+// lock takes the exclusive lock on the lock file (flock: held by this open
+// file, released when it is unlocked or the process dies) and returns the
+// function that releases it.
+func (f *stateFile) lock() (func(), error) {
+	if err := flock(f.lockf); err != nil {
+		return nil, f.errorf("locking %s: %w", f.lockf.Name(), err)
+	}
+	return func() { _ = funlock(f.lockf) }, nil
+}
+
+// reload reads the file if it changed since it was last loaded or saved,
+// and returns its state and true; it returns false when it did not change,
+// or when it does not exist and was never loaded (a cloud not created yet).
+// The lock must be held.
+func (f *stateFile) reload() (cloudState, bool, error) {
+	fi, err := os.Stat(f.path)
+	switch {
+	case errors.Is(err, fs.ErrNotExist) && f.cur == nil:
+		return cloudState{}, false, nil
+	case errors.Is(err, fs.ErrNotExist):
+		return cloudState{}, false, f.errorf("removed after it was loaded (the fake never recreates a shared cloud): %w", err)
+	case err != nil:
+		return cloudState{}, false, f.errorf("%w", err)
+	}
+	if f.cur != nil && !f.stale && os.SameFile(fi, f.info) && fi.Size() == f.info.Size() && fi.ModTime().Equal(f.info.ModTime()) {
+		return cloudState{}, false, nil
+	}
+	file, err := os.Open(f.path)
+	if err != nil {
+		return cloudState{}, false, f.errorf("%w", err)
+	}
+	data, err := io.ReadAll(file)
+	if err == nil {
+		fi, err = file.Stat()
+	}
+	if err != nil {
+		file.Close()
+		return cloudState{}, false, f.errorf("reading: %w", err)
+	}
+	st, gen, err := decodeState(data, f.cfg)
+	if err != nil {
+		file.Close()
+		return cloudState{}, false, f.errorf("%w", err)
+	}
+	f.replace(file, fi, gen)
+	return st, true, nil
+}
+
+// replace makes file, with stat fi and generation gen, the current file.
+func (f *stateFile) replace(file *os.File, fi fs.FileInfo, gen uint64) {
+	if f.cur != nil {
+		f.cur.Close()
+	}
+	f.cur, f.info, f.generation, f.stale = file, fi, gen, false
+}
+
+// save writes st as the next generation: a temporary file in the same
+// directory, renamed over the state file, so a reader (or a process killed
+// mid-write) never sees a partial file. It does not fsync: the file
+// survives the death of any process, not a crash of the machine. The lock
+// must be held.
+func (f *stateFile) save(st *cloudState) (err error) {
+	defer func() {
+		if err != nil {
+			f.stale = true // memory holds a change the file does not
+		}
+	}()
+	data, err := json.MarshalIndent(encodeState(st, f.cfg, f.generation+1), "", "  ")
+	if err != nil {
+		return f.errorf("encoding: %w", err)
+	}
+	tmp, err := os.CreateTemp(filepath.Dir(f.path), "."+filepath.Base(f.path)+".tmp-*")
+	if err != nil {
+		return f.errorf("writing: %w", err)
+	}
+	_, err = tmp.Write(append(data, '\n'))
+	var fi fs.FileInfo
+	if err == nil {
+		fi, err = tmp.Stat()
+	}
+	if err == nil {
+		err = os.Rename(tmp.Name(), f.path)
+	}
+	if err != nil {
+		tmp.Close()
+		os.Remove(tmp.Name())
+		return f.errorf("writing: %w", err)
+	}
+	f.replace(tmp, fi, f.generation+1)
+	return nil
+}
+
+// stateDoc is the JSON document of a state file (see the package
+// documentation, "Shared state file").
+type stateDoc struct {
+	Format           string         `json:"format"`
+	Generation       uint64         `json:"generation"`
+	Cloud            stateCloud     `json:"cloud"`
+	NextInstance     int            `json:"nextInstance"`
+	NextLoadBalancer int            `json:"nextLoadBalancer"`
+	RouteRevision    uint64         `json:"routeRevision"`
+	Pools            []statePool    `json:"pools"`
+	Instances        []Instance     `json:"instances"`
+	LoadBalancers    []LoadBalancer `json:"loadBalancers"`
+	Routes           []stateRoute   `json:"routes"`
+}
+
+// stateCloud is the part of the cloud-config that defines the cloud: every
+// process sharing a file must have the same.
+type stateCloud struct {
+	InstanceCIDRs []string           `json:"instanceCIDRs"`
+	LoadBalancers LoadBalancerConfig `json:"loadBalancers"`
+}
+
+// statePool is an address pool's allocation cursor: the next address it
+// tries.
+type statePool struct {
+	CIDR string `json:"cidr"`
+	Next string `json:"next"`
+}
+
+// stateRoute is a route table entry, with the address types and the
+// Blackhole flag that Route leaves out. routes.Entry.Extra is not stored
+// (the fake sets none).
+type stateRoute struct {
+	Cluster             string           `json:"cluster"`
+	Name                string           `json:"name"`
+	DestinationCIDR     string           `json:"destinationCIDR"`
+	TargetNode          string           `json:"targetNode"`
+	TargetNodeAddresses []v1.NodeAddress `json:"targetNodeAddresses,omitempty"`
+	Blackhole           bool             `json:"blackhole,omitempty"`
+}
+
+func cloudOf(cfg Config) stateCloud {
+	return stateCloud{InstanceCIDRs: slices.Clone(cfg.InstanceCIDRs), LoadBalancers: cfg.LoadBalancers}
+}
+
+// encodeState returns st as the document of generation gen.
+func encodeState(st *cloudState, cfg Config, gen uint64) *stateDoc {
+	doc := &stateDoc{
+		Format: StateFormat, Generation: gen, Cloud: cloudOf(cfg),
+		NextInstance: st.nextInstance, NextLoadBalancer: st.nextLB, RouteRevision: st.routeRev,
+		Routes: []stateRoute{},
+	}
+	for _, p := range st.pools() {
+		doc.Pools = append(doc.Pools, statePool{CIDR: p.prefix.String(), Next: p.next.String()})
+	}
+	view := emptyView("")
+	st.view(&view)
+	doc.Instances, doc.LoadBalancers = view.Instances, view.LoadBalancers
+	for _, e := range st.routes {
+		doc.Routes = append(doc.Routes, stateRoute{
+			Cluster: e.Cluster, Name: e.Name, DestinationCIDR: e.DestinationCIDR, TargetNode: string(e.TargetNode),
+			TargetNodeAddresses: e.TargetNodeAddresses, Blackhole: e.Blackhole,
+		})
+	}
+	return doc
+}
+
+// pools returns the instance pools, then the IPv4 and IPv6 load-balancer
+// pools.
+func (st *cloudState) pools() []*pool {
+	return append(slices.Clone(st.instPools), st.lbPools[true], st.lbPools[false])
+}
+
+// decodeState parses a state file strictly and rebuilds the state it
+// holds, checking it against cfg (with defaults). Errors name the field.
+func decodeState(data []byte, cfg Config) (cloudState, uint64, error) {
+	if len(bytes.TrimSpace(data)) == 0 {
+		return cloudState{}, 0, errors.New("empty; expected a JSON document written by the fake (format " + StateFormat + ")")
+	}
+	var doc stateDoc
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&doc); err != nil {
+		return cloudState{}, 0, fmt.Errorf("not a valid state file: %w", err)
+	}
+	if dec.More() {
+		return cloudState{}, 0, errors.New("not a valid state file: data after the JSON document")
+	}
+	if doc.Format != StateFormat {
+		return cloudState{}, 0, fmt.Errorf("format %q; expected %q", doc.Format, StateFormat)
+	}
+	want := cloudOf(cfg)
+	if !slices.Equal(doc.Cloud.InstanceCIDRs, want.InstanceCIDRs) {
+		return cloudState{}, 0, fmt.Errorf("cloud.instanceCIDRs %v, but the cloud-config has instanceCIDRs %v; expected the same cloud-config in every process sharing a state file", doc.Cloud.InstanceCIDRs, want.InstanceCIDRs)
+	}
+	if doc.Cloud.LoadBalancers != want.LoadBalancers {
+		return cloudState{}, 0, fmt.Errorf("cloud.loadBalancers %+v, but the cloud-config has loadBalancers %+v (with defaults); expected the same cloud-config in every process sharing a state file", doc.Cloud.LoadBalancers, want.LoadBalancers)
+	}
+	st, err := emptyState(cfg)
+	if err != nil {
+		return cloudState{}, 0, err
+	}
+	if doc.NextInstance < 0 || doc.NextLoadBalancer < 0 {
+		return cloudState{}, 0, fmt.Errorf("nextInstance %d, nextLoadBalancer %d; expected counters of zero or more", doc.NextInstance, doc.NextLoadBalancer)
+	}
+	st.nextInstance, st.nextLB, st.routeRev = doc.NextInstance, doc.NextLoadBalancer, doc.RouteRevision
+	for i, sp := range doc.Pools {
+		if err := st.setPoolNext(sp); err != nil {
+			return cloudState{}, 0, fmt.Errorf("pools[%d]: %w", i, err)
+		}
+	}
+	for i, in := range doc.Instances {
+		if err := st.loadInstance(field.NewPath("instances").Index(i), in); err != nil {
+			return cloudState{}, 0, err
+		}
+	}
+	for i, v := range doc.LoadBalancers {
+		if err := st.loadLoadBalancer(v); err != nil {
+			return cloudState{}, 0, fmt.Errorf("loadBalancers[%d] (id %q): %w", i, v.ID, err)
+		}
+	}
+	for _, r := range doc.Routes {
+		st.routes = append(st.routes, routes.Entry{
+			Cluster: r.Cluster, Name: r.Name, DestinationCIDR: r.DestinationCIDR, TargetNode: types.NodeName(r.TargetNode),
+			TargetNodeAddresses: r.TargetNodeAddresses, Blackhole: r.Blackhole,
+		})
+	}
+	return st, doc.Generation, nil
+}
+
+func (st *cloudState) setPoolNext(sp statePool) error {
+	for _, p := range st.pools() {
+		if p.prefix.String() != sp.CIDR {
+			continue
+		}
+		a, err := netip.ParseAddr(sp.Next)
+		if err != nil || !p.contains(a) {
+			return fmt.Errorf("next %q: expected an allocatable address of %s", sp.Next, sp.CIDR)
+		}
+		p.next = a
+		return nil
+	}
+	return fmt.Errorf("cidr %q: expected one of the configured pools", sp.CIDR)
+}
+
+// loadInstance adds a stored instance, taking its internal addresses;
+// path names it in errors.
+func (st *cloudState) loadInstance(path *field.Path, in Instance) error {
+	if errs := in.validate(path); len(errs) > 0 {
+		return errs.ToAggregate()
+	}
+	switch {
+	case in.ID == "":
+		return fmt.Errorf("%s: expected the instance ID", path.Child("id"))
+	case in.State == "":
+		return fmt.Errorf("%s: expected running, stopped or terminated", path.Child("state"))
+	case st.instances[in.ID] != nil:
+		return fmt.Errorf("%s %q: expected each instance ID once", path.Child("id"), in.ID)
+	}
+	for j, s := range in.InternalIPs {
+		ip := netip.MustParseAddr(s) // validated
+		if owner, taken := st.instIPs[ip]; taken {
+			return fmt.Errorf("%s %s: also the address of instance %q; expected distinct addresses", path.Child("internalIPs").Index(j), ip, owner)
+		}
+		for _, p := range st.instPools {
+			if p.contains(ip) {
+				_ = p.take(ip) // free: instIPs had no owner
+			}
+		}
+		st.instIPs[ip] = in.ID
+	}
+	in = in.clone()
+	st.instances[in.ID] = &in
+	st.instByName.add(in.Name, in.ID)
+	return nil
+}
+
+// loadLoadBalancer adds a stored load balancer, taking its VIPs.
+func (st *cloudState) loadLoadBalancer(v LoadBalancer) error {
+	if v.ID == "" || st.lbs[v.ID] != nil {
+		return fmt.Errorf("id %q: expected a load balancer ID, each once", v.ID)
+	}
+	rec, err := v.record()
+	if err != nil {
+		return err
+	}
+	for j, ip := range rec.vips {
+		p := st.lbPools[ip.Is4()]
+		if !p.contains(ip) {
+			return fmt.Errorf("vips[%d] %s: expected an address of the pool %s", j, ip, p.prefix)
+		}
+		if err := p.take(ip); err != nil {
+			return fmt.Errorf("vips[%d]: %w; expected each VIP once", j, err)
+		}
+	}
+	st.lbs[v.ID] = rec
+	st.indexLB(rec.lb)
+	return nil
+}
+
+// record parses a load balancer as the fake reports it (viewLoadBalancer)
+// back into its stored form. Empty lists become nil.
+func (v LoadBalancer) record() (*lbRecord, error) {
+	lb := &loadbalancer.LoadBalancer{ID: v.ID, Name: v.Name, Tags: maps.Clone(v.Tags)}
+	s := &lb.Spec
+	for _, f := range v.IPFamilies {
+		s.IPFamilies = append(s.IPFamilies, v1.IPFamily(f))
+	}
+	var errs []error
+	addr := func(name string, i int, str string) netip.Addr {
+		a, err := netip.ParseAddr(str)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("%s[%d] %q: expected an IP address", name, i, str))
+		}
+		return a
+	}
+	optAddr := func(name string, i int, str string) netip.Addr {
+		if str == "" {
+			return netip.Addr{}
+		}
+		return addr(name, i, str)
+	}
+	for i, str := range v.RequestedIPs {
+		s.RequestedIPs = append(s.RequestedIPs, addr("requestedIPs", i, str))
+	}
+	for _, l := range v.Listeners {
+		s.Listeners = append(s.Listeners, loadbalancer.Listener{
+			ListenerKey: loadbalancer.ListenerKey{Family: v1.IPFamily(l.Family), Protocol: v1.Protocol(l.Protocol), Port: l.Port},
+			NodePort:    l.NodePort,
+		})
+	}
+	for i, b := range v.Backends {
+		s.Backends = append(s.Backends, loadbalancer.Backend{
+			NodeName: b.NodeName, ProviderID: b.ProviderID,
+			IPv4: optAddr("backends.ipv4", i, b.IPv4), IPv6: optAddr("backends.ipv6", i, b.IPv6),
+		})
+	}
+	s.HealthCheck = loadbalancer.HealthCheck{Protocol: loadbalancer.HealthCheckProtocol(v.HealthCheck.Protocol), Port: v.HealthCheck.Port, Path: v.HealthCheck.Path}
+	for i, str := range v.SourceRanges {
+		p, err := netip.ParsePrefix(str)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("sourceRanges[%d] %q: expected a CIDR", i, str))
+		}
+		s.SourceRanges = append(s.SourceRanges, p)
+	}
+	s.SessionAffinity = loadbalancer.SessionAffinity{ClientIP: v.SessionAffinity.ClientIP, TimeoutSeconds: v.SessionAffinity.TimeoutSeconds}
+	if len(v.Settings) > 0 {
+		s.Settings = maps.Clone(v.Settings)
+	}
+	rec := &lbRecord{lb: lb}
+	for i, str := range v.VIPs {
+		rec.vips = append(rec.vips, addr("vips", i, str))
+	}
+	for _, in := range v.Ingress {
+		lb.Ingress = append(lb.Ingress, loadbalancer.Ingress{IP: in.IP, Hostname: in.Hostname, IPMode: v1.LoadBalancerIPMode(in.IPMode)})
+	}
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	return rec, nil
+}

@@ -1,0 +1,13 @@
+//go:build !unix
+
+package fake
+
+import (
+	"errors"
+	"os"
+)
+
+var errNoFlock = errors.New("Config.StateFile needs flock(2), which this platform lacks; expected Linux or another Unix")
+
+func flock(*os.File) error   { return errNoFlock }
+func funlock(*os.File) error { return nil }

@@ -1,0 +1,614 @@
+package fake_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
+	v1 "k8s.io/api/core/v1"
+	cloudprovider "k8s.io/cloud-provider"
+	"k8s.io/utils/ptr"
+
+	"github.com/ccmkit/ccmkit/fake"
+	"github.com/ccmkit/ccmkit/loadbalancer"
+)
+
+// sharedClouds builds n Clouds from cfg that share one state file in the
+// test's temporary directory, as n processes with the same cloud-config
+// would, and returns them with the file's path.
+func sharedClouds(t *testing.T, cfg fake.Config, n int, opts ...fake.Option) ([]*fake.Cloud, string) {
+	t.Helper()
+	cfg.StateFile = filepath.Join(t.TempDir(), "cloud.json")
+	var out []*fake.Cloud
+	for range n {
+		out = append(out, newCloud(t, cfg, opts...))
+	}
+	return out, cfg.StateFile
+}
+
+// readDoc decodes the state file at path as generic JSON.
+func readDoc(t *testing.T, path string) map[string]any {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc map[string]any
+	if err := json.Unmarshal(data, &doc); err != nil {
+		t.Fatalf("state file %s is not JSON: %v\n%s", path, err, data)
+	}
+	return doc
+}
+
+func generation(t *testing.T, path string) int64 {
+	t.Helper()
+	g, ok := readDoc(t, path)["generation"].(float64)
+	if !ok {
+		t.Fatalf("state file %s has no numeric generation", path)
+	}
+	return int64(g)
+}
+
+// dualStack is a cloud-config whose instances have IPv4 and IPv6 addresses
+// and whose routes carry node addresses.
+func dualStack(names ...string) fake.Config {
+	cfg := fake.Config{InstanceCIDRs: []string{"10.0.0.0/16", "fd00:10::/64"}, Routes: fake.RoutesConfig{EnableNodeAddresses: true}}
+	for _, n := range names {
+		cfg.Instances = append(cfg.Instances, fake.Instance{Name: n})
+	}
+	return cfg
+}
+
+// TestSharedStateFile: two Clouds built from one cloud-config with one
+// state file are one cloud. The second does not seed the instances again;
+// a load balancer created through one is found, not duplicated, by
+// EnsureLoadBalancer through the other; route and instance changes made
+// through either are seen by the other; a third Cloud started later gets
+// the whole state.
+func TestSharedStateFile(t *testing.T) {
+	cfg := dualStack("node-01", "node-02")
+	cs, path := sharedClouds(t, cfg, 2)
+	a, b := cs[0], cs[1]
+	ctx := t.Context()
+
+	// Seeded once.
+	if got := b.Snapshot().Instances; len(got) != 2 {
+		t.Fatalf("the second Cloud on the file has %d instances; want the 2 seeded by the first, not seeded again", len(got))
+	}
+	if diff := cmp.Diff(a.Snapshot(), b.Snapshot()); diff != "" {
+		t.Fatalf("the Clouds disagree (-a +b):\n%s", diff)
+	}
+	if f := readDoc(t, path)["format"]; f != fake.StateFormat {
+		t.Errorf("state file format %v; want %q", f, fake.StateFormat)
+	}
+	nodes := []*v1.Node{mustNode(t, a, "i-1"), mustNode(t, a, "i-2")}
+
+	// A load balancer created through a is found by b: same ingress, no
+	// write.
+	svc := service("web")
+	stA, err := lbOf(t, a).EnsureLoadBalancer(ctx, cluster, svc, nodes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st, ok, err := lbOf(t, b).GetLoadBalancer(ctx, cluster, svc); err != nil || !ok || !cmp.Equal(st, stA) {
+		t.Errorf("GetLoadBalancer through b = %v, %v, %v; want %v, true", st, ok, err, stA)
+	}
+	stB, err := lbOf(t, b).EnsureLoadBalancer(ctx, cluster, svc, nodes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(stA, stB); diff != "" {
+		t.Errorf("EnsureLoadBalancer through b returned another status (-a +b):\n%s", diff)
+	}
+	if calls := b.Calls(); calls.Writes != 0 {
+		t.Errorf("EnsureLoadBalancer through b wrote %d times (%v); want none: the load balancer exists and is converged", calls.Writes, calls.ByOp)
+	}
+	if lbs := a.Snapshot().LoadBalancers; len(lbs) != 1 {
+		t.Fatalf("the cloud has %d load balancers; want 1", len(lbs))
+	}
+	before, _ := a.LoadBalancerFor(cluster, svc)
+
+	// A port change through b reaches the same load balancer, seen by a.
+	moved := svc.DeepCopy()
+	moved.Spec.Ports[0].Port = 8080
+	if _, err := lbOf(t, b).EnsureLoadBalancer(ctx, cluster, moved, nodes); err != nil {
+		t.Fatal(err)
+	}
+	after, ok := a.LoadBalancerFor(cluster, svc)
+	if !ok || after.ID != before.ID || !cmp.Equal(after.VIPs, before.VIPs) || after.Listeners[0].Port != 8080 {
+		t.Errorf("after a port change through b, a sees %+v; want %s with VIPs %v and port 8080", after, before.ID, before.VIPs)
+	}
+
+	// Routes created through b are listed by a, node addresses included.
+	addrs := []v1.NodeAddress{{Type: v1.NodeInternalIP, Address: "10.0.0.1"}, {Type: v1.NodeHostName, Address: "node-01"}}
+	for _, cidr := range []string{"10.244.1.0/24", "fd00:10:244:1::/80"} {
+		r := &cloudprovider.Route{TargetNode: "node-01", DestinationCIDR: cidr, TargetNodeAddresses: addrs}
+		if err := routesOf(t, b).CreateRoute(ctx, cluster, string(nodes[0].UID), r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	listedA, err := routesOf(t, a).ListRoutes(ctx, cluster)
+	if err != nil {
+		t.Fatal(err)
+	}
+	listedB, err := routesOf(t, b).ListRoutes(ctx, cluster)
+	if err != nil {
+		t.Fatal(err)
+	}
+	byCIDR := cmpopts.SortSlices(func(x, y *cloudprovider.Route) bool { return x.DestinationCIDR < y.DestinationCIDR })
+	if len(listedA) != 2 {
+		t.Errorf("a lists %d routes; want the 2 created through b", len(listedA))
+	}
+	if diff := cmp.Diff(listedB, listedA, byCIDR); diff != "" {
+		t.Errorf("routes listed through a differ from b's (-b +a):\n%s", diff)
+	}
+
+	// Instance changes: b's look-ups see a's stop at once, although b's
+	// instance cache was warm.
+	v2b := instancesOf(t, b)
+	if down, err := v2b.InstanceShutdown(ctx, nodes[0]); down || err != nil {
+		t.Fatalf("InstanceShutdown through b = %v, %v; want false", down, err)
+	}
+	if _, err := a.StopInstance("i-1"); err != nil {
+		t.Fatal(err)
+	}
+	if down, err := v2b.InstanceShutdown(ctx, nodes[0]); !down || err != nil {
+		t.Errorf("InstanceShutdown through b after a stopped i-1 = %v, %v; want true", down, err)
+	}
+	added, err := b.AddInstance(fake.Instance{Name: "node-03"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	other, err := a.AddInstance(fake.Instance{Name: "node-04"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if added.ID == other.ID || cmp.Equal(added.InternalIPs, other.InternalIPs) {
+		t.Errorf("instances added through b and a got %s %v and %s %v; want distinct IDs and addresses", added.ID, added.InternalIPs, other.ID, other.InternalIPs)
+	}
+	n3 := mustNode(t, a, added.ID)
+	if ok, err := instancesOf(t, a).InstanceExists(ctx, n3); !ok || err != nil {
+		t.Errorf("InstanceExists(%s) through a = %v, %v; want true", added.ID, ok, err)
+	}
+	if _, err := a.TerminateInstance(added.ID); err != nil {
+		t.Fatal(err)
+	}
+	if ok, err := instancesOf(t, b).InstanceExists(ctx, n3); ok || err != nil {
+		t.Errorf("InstanceExists(%s) through b after a terminated it = %v, %v; want false", added.ID, ok, err)
+	}
+
+	// A Cloud started later sees everything, seeds nothing.
+	cfg.StateFile = path
+	late := newCloud(t, cfg)
+	if diff := cmp.Diff(a.Snapshot(), late.Snapshot()); diff != "" {
+		t.Errorf("a Cloud started later sees another cloud (-a +late):\n%s", diff)
+	}
+
+	// Deleted through a: gone for b, its VIP released.
+	if err := lbOf(t, a).EnsureLoadBalancerDeleted(ctx, cluster, svc); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok, err := lbOf(t, b).GetLoadBalancer(ctx, cluster, svc); ok || err != nil {
+		t.Errorf("GetLoadBalancer through b after a deleted it = %v, %v; want false", ok, err)
+	}
+	for _, p := range b.Snapshot().Pools {
+		if p.Purpose == "loadBalancers" && p.Allocated != 0 {
+			t.Errorf("pool %s has %d addresses allocated after the only load balancer was deleted", p.CIDR, p.Allocated)
+		}
+	}
+}
+
+// TestStateFileReloadIsLossless: a load balancer using every feature, and
+// routes with node addresses, read back from the file by another Cloud are
+// the same: EnsureLoadBalancer there writes nothing, the routes list the
+// same. Address allocation continues where it was, as in one process.
+func TestStateFileReloadIsLossless(t *testing.T) {
+	cs, _ := sharedClouds(t, dualStack("node-01", "node-02"), 2)
+	a, b := cs[0], cs[1]
+	ctx := t.Context()
+	nodes := []*v1.Node{mustNode(t, a, "i-1"), mustNode(t, a, "i-2")}
+	svc := service("rich")
+	svc.Spec.IPFamilies = []v1.IPFamily{v1.IPv6Protocol, v1.IPv4Protocol}
+	svc.Spec.IPFamilyPolicy = ptr.To(v1.IPFamilyPolicyRequireDualStack)
+	svc.Spec.Ports = append(svc.Spec.Ports, v1.ServicePort{Name: "dns", Protocol: v1.ProtocolUDP, Port: 53, NodePort: 30053})
+	svc.Spec.ExternalTrafficPolicy = v1.ServiceExternalTrafficPolicyLocal
+	svc.Spec.HealthCheckNodePort = 31999
+	svc.Spec.LoadBalancerSourceRanges = []string{"192.0.2.0/24", "2001:db8::/32"}
+	svc.Spec.SessionAffinity = v1.ServiceAffinityClientIP
+	svc.Spec.SessionAffinityConfig = &v1.SessionAffinityConfig{ClientIP: &v1.ClientIPConfig{TimeoutSeconds: ptr.To[int32](600)}}
+	svc.Spec.LoadBalancerIP = "198.18.3.3"
+	stA, err := lbOf(t, a).EnsureLoadBalancer(ctx, cluster, svc, nodes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b.ResetCalls()
+	stB, err := lbOf(t, b).EnsureLoadBalancer(ctx, cluster, svc, nodes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(stA, stB); diff != "" {
+		t.Errorf("status through b (-a +b):\n%s", diff)
+	}
+	if calls := b.Calls(); calls.Writes != 0 {
+		t.Errorf("EnsureLoadBalancer through b wrote %v; want nothing: the load balancer read back from the file must equal the one written", calls.ByOp)
+	}
+	if diff := cmp.Diff(a.Snapshot(), b.Snapshot()); diff != "" {
+		t.Errorf("snapshots (-a +b):\n%s", diff)
+	}
+
+	// Allocation continues after the last address, in both processes, as
+	// in one: compare with an in-memory cloud doing the same.
+	mem := newCloud(t, fake.Config{InstanceCIDRs: []string{"10.0.0.0/16", "fd00:10::/64"}, Instances: []fake.Instance{{Name: "node-01"}, {Name: "node-02"}}})
+	step := []struct {
+		c   *fake.Cloud
+		svc string
+		del bool
+	}{{a, "one", false}, {b, "two", false}, {a, "one", true}, {b, "three", false}, {a, "four", false}}
+	var shared, single []string
+	for _, s := range step {
+		for _, run := range []struct {
+			c   *fake.Cloud
+			out *[]string
+		}{{s.c, &shared}, {mem, &single}} {
+			lb := lbOf(t, run.c)
+			if s.del {
+				if err := lb.EnsureLoadBalancerDeleted(ctx, cluster, service(s.svc)); err != nil {
+					t.Fatal(err)
+				}
+				continue
+			}
+			st, err := lb.EnsureLoadBalancer(ctx, cluster, service(s.svc), nodes)
+			if err != nil {
+				t.Fatal(err)
+			}
+			*run.out = append(*run.out, st.Ingress[0].IP)
+		}
+	}
+	if diff := cmp.Diff(single, shared); diff != "" {
+		t.Errorf("VIPs allocated alternately through two Clouds on one file differ from one in-memory cloud's (-memory +shared):\n%s", diff)
+	}
+}
+
+// TestStateFileConcurrent: goroutines ensure distinct Services and add
+// instances through two Clouds on one file, alternately, while reading
+// through the other. Every change is saved exactly once (the generation
+// counts them), none is lost: one load balancer per Service, distinct VIPs,
+// distinct instance IDs and addresses, and both Clouds (and a third started
+// afterwards) see the same state. Run with -race.
+func TestStateFileConcurrent(t *testing.T) {
+	const n = 24
+	var saved atomic.Int64
+	count := fake.WithInterceptor(fake.Funcs{
+		ApplyLoadBalancer: func(ctx context.Context, next loadbalancer.Driver, a loadbalancer.Action) (*loadbalancer.LoadBalancer, error) {
+			lb, err := next.Apply(ctx, a)
+			if err == nil {
+				saved.Add(1)
+			}
+			return lb, err
+		},
+	})
+	cfg := fake.Config{Instances: []fake.Instance{{Name: "node-01"}, {Name: "node-02"}}}
+	cs, path := sharedClouds(t, cfg, 2, count)
+	nodes := []*v1.Node{mustNode(t, cs[0], "i-1"), mustNode(t, cs[0], "i-2")}
+	gen0 := generation(t, path)
+
+	var wg sync.WaitGroup
+	errs := make(chan error, 3*n)
+	for i := range n {
+		wg.Go(func() {
+			ctx := t.Context()
+			mine, other := cs[i%2], cs[(i+1)%2]
+			svc := service(fmt.Sprintf("svc-%02d", i))
+			if _, err := lbOf(t, mine).EnsureLoadBalancer(ctx, cluster, svc, nodes); err != nil {
+				errs <- fmt.Errorf("EnsureLoadBalancer %s: %w", svc.Name, err)
+				return
+			}
+			if _, ok, err := lbOf(t, other).GetLoadBalancer(ctx, cluster, svc); !ok || err != nil {
+				errs <- fmt.Errorf("GetLoadBalancer %s through the other Cloud = %v, %v; want true", svc.Name, ok, err)
+			}
+			if _, err := other.AddInstance(fake.Instance{Name: fmt.Sprintf("w-%02d", i)}); err != nil {
+				errs <- fmt.Errorf("AddInstance: %w", err)
+			} else {
+				saved.Add(1)
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+
+	if got, want := generation(t, path)-gen0, saved.Load(); got != want {
+		t.Errorf("the state file's generation grew by %d; want %d, one per successful write", got, want)
+	}
+	cfg.StateFile = path
+	third := newCloud(t, cfg)
+	st := cs[0].Snapshot()
+	for i, c := range []*fake.Cloud{cs[1], third} {
+		if diff := cmp.Diff(st, c.Snapshot()); diff != "" {
+			t.Errorf("Cloud %d sees another state than Cloud 0 (-0 +%d):\n%s", i+1, i+1, diff)
+		}
+	}
+	if len(st.LoadBalancers) != n {
+		t.Errorf("%d load balancers; want exactly %d, one per Service", len(st.LoadBalancers), n)
+	}
+	vips := map[string]string{}
+	owners := map[string]string{}
+	for _, lb := range st.LoadBalancers {
+		for _, ip := range lb.VIPs {
+			if o, dup := vips[ip]; dup {
+				t.Errorf("VIP %s held by %s and %s", ip, o, lb.ID)
+			}
+			vips[ip] = lb.ID
+		}
+		uid := lb.Tags[loadbalancer.TagServiceUID]
+		if o, dup := owners[uid]; dup {
+			t.Errorf("service UID %s owns %s and %s", uid, o, lb.ID)
+		}
+		owners[uid] = lb.ID
+	}
+	if len(st.Instances) != n+2 {
+		t.Errorf("%d instances; want %d", len(st.Instances), n+2)
+	}
+	ips := map[string]string{}
+	for _, in := range st.Instances {
+		for _, ip := range in.InternalIPs {
+			if o, dup := ips[ip]; dup {
+				t.Errorf("instances %s and %s share %s", o, in.ID, ip)
+			}
+			ips[ip] = in.ID
+		}
+	}
+}
+
+// TestStateFileLock: an operation waits while another process holds the
+// lock file.
+func TestStateFileLock(t *testing.T) {
+	cs, path := sharedClouds(t, fake.Config{}, 1)
+	lockf, err := os.OpenFile(path+".lock", os.O_RDWR, 0)
+	if err != nil {
+		t.Fatalf("the lock file: %v", err)
+	}
+	defer lockf.Close()
+	if err := syscall.Flock(int(lockf.Fd()), syscall.LOCK_EX); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() {
+		_, err := cs[0].AddInstance(fake.Instance{Name: "node-01"})
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		t.Fatalf("AddInstance returned (%v) while another process held %s.lock; want it to wait", err, path)
+	case <-time.After(100 * time.Millisecond):
+	}
+	if err := syscall.Flock(int(lockf.Fd()), syscall.LOCK_UN); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-done; err != nil {
+		t.Fatalf("AddInstance after the lock was released: %v", err)
+	}
+}
+
+// validStateFile creates a state file holding one instance and one load
+// balancer and returns its cloud-config and content.
+func validStateFile(t *testing.T) (fake.Config, []byte) {
+	t.Helper()
+	cs, path := sharedClouds(t, fake.Config{Instances: []fake.Instance{{Name: "node-01"}}}, 1)
+	if _, err := lbOf(t, cs[0]).EnsureLoadBalancer(t.Context(), cluster, service("web"), []*v1.Node{mustNode(t, cs[0], "i-1")}); err != nil {
+		t.Fatal(err)
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return fake.Config{Instances: []fake.Instance{{Name: "node-01"}}, StateFile: path}, data
+}
+
+// edit decodes a state file, applies f and encodes it again.
+func edit(t *testing.T, data []byte, f func(doc map[string]any)) []byte {
+	t.Helper()
+	var doc map[string]any
+	if err := json.Unmarshal(data, &doc); err != nil {
+		t.Fatal(err)
+	}
+	f(doc)
+	out, err := json.Marshal(doc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+func item(doc map[string]any, list string, i int) map[string]any {
+	return doc[list].([]any)[i].(map[string]any)
+}
+
+// TestStateFileCorrupt: a state file that is not one, or does not fit the
+// cloud-config, is an error wrapping ErrStateFile that names the file and
+// the problem; the file is left as it was (never reset).
+func TestStateFileCorrupt(t *testing.T) {
+	tests := []struct {
+		name    string
+		reason  string
+		content func(valid []byte) []byte
+		config  func(*fake.Config)
+		want    []string
+	}{
+		{name: "truncated", reason: "a partial file is not a state", content: func(v []byte) []byte { return v[:len(v)/2] },
+			want: []string{"not a valid state file"}},
+		{name: "empty", reason: "an empty file is not an empty cloud", content: func([]byte) []byte { return nil }, want: []string{"empty"}},
+		{name: "trailing data", reason: "one document", content: func(v []byte) []byte { return append(v, "{}"...) }, want: []string{"data after"}},
+		{name: "other format", reason: "the format is checked", want: []string{`format "v0"`},
+			content: func(v []byte) []byte { return edit(t, v, func(d map[string]any) { d["format"] = "v0" }) }},
+		{name: "unknown field", reason: "decoded strictly", want: []string{`unknown field "extra"`},
+			content: func(v []byte) []byte { return edit(t, v, func(d map[string]any) { d["extra"] = 1 }) }},
+		{name: "bad VIP", reason: "addresses are parsed", want: []string{"loadBalancers[0]", "vips[0]", "not-an-ip"},
+			content: func(v []byte) []byte {
+				return edit(t, v, func(d map[string]any) { item(d, "loadBalancers", 0)["vips"] = []any{"not-an-ip"} })
+			}},
+		{name: "VIP outside the pool", reason: "a VIP comes from the pool", want: []string{"loadBalancers[0]", "vips[0] 203.0.113.1", "pool"},
+			content: func(v []byte) []byte {
+				return edit(t, v, func(d map[string]any) { item(d, "loadBalancers", 0)["vips"] = []any{"203.0.113.1"} })
+			}},
+		{name: "duplicate instance", reason: "IDs are unique", want: []string{"instances[1].id", "once"},
+			content: func(v []byte) []byte {
+				return edit(t, v, func(d map[string]any) { d["instances"] = append(d["instances"].([]any), item(d, "instances", 0)) })
+			}},
+		{name: "invalid instance", reason: "instances are validated", want: []string{"instances[0].state", "paused"},
+			content: func(v []byte) []byte {
+				return edit(t, v, func(d map[string]any) { item(d, "instances", 0)["state"] = "paused" })
+			}},
+		{name: "other pools", reason: "every process sharing the file has the same cloud-config", want: []string{"cloud.loadBalancers", "same cloud-config"},
+			config: func(c *fake.Config) { c.LoadBalancers.IPv4Pool = "192.0.2.0/24" }},
+		{name: "other instance CIDRs", reason: "every process sharing the file has the same cloud-config", want: []string{"cloud.instanceCIDRs", "10.9.0.0/16"},
+			config: func(c *fake.Config) { c.InstanceCIDRs = []string{"10.9.0.0/16"} }},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			cfg, data := validStateFile(t)
+			if tt.content != nil {
+				data = tt.content(data)
+			}
+			if tt.config != nil {
+				tt.config(&cfg)
+			}
+			if err := os.WriteFile(cfg.StateFile, data, 0o600); err != nil {
+				t.Fatal(err)
+			}
+			_, err := fake.New(cfg)
+			if !errors.Is(err, fake.ErrStateFile) {
+				t.Fatalf("New = %v; want an error wrapping ErrStateFile (%s)", err, tt.reason)
+			}
+			for _, w := range append([]string{cfg.StateFile}, tt.want...) {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("New = %q; want it to contain %q (%s)", err, w, tt.reason)
+				}
+			}
+			if got, _ := os.ReadFile(cfg.StateFile); string(got) != string(data) {
+				t.Errorf("the state file changed after the error; want it left as it was")
+			}
+		})
+	}
+}
+
+// TestStateFileBrokenWhileRunning: when another process leaves a broken
+// state file, or removes it, cloud calls fail with an error naming the
+// file, the admin endpoint answers 500, Snapshot keeps the state last
+// loaded, and nothing overwrites the file.
+func TestStateFileBrokenWhileRunning(t *testing.T) {
+	cfg := fake.Config{Instances: []fake.Instance{{Name: "node-01"}}, StateFile: filepath.Join(t.TempDir(), "cloud.json")}
+	c, base := startAdmin(t, cfg)
+	ctx := t.Context()
+	nodes := []*v1.Node{mustNode(t, c, "i-1")}
+	if _, err := lbOf(t, c).EnsureLoadBalancer(ctx, cluster, service("web"), nodes); err != nil {
+		t.Fatal(err)
+	}
+	garbage := []byte(`{"format": "` + fake.StateFormat + `", "generation": `)
+	tmp := cfg.StateFile + ".new"
+	if err := os.WriteFile(tmp, garbage, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(tmp, cfg.StateFile); err != nil {
+		t.Fatal(err)
+	}
+
+	check := func(what string, err error) {
+		t.Helper()
+		if !errors.Is(err, fake.ErrStateFile) || !strings.Contains(err.Error(), cfg.StateFile) {
+			t.Errorf("%s = %v; want an error wrapping ErrStateFile naming %s", what, err, cfg.StateFile)
+		}
+	}
+	_, err := lbOf(t, c).EnsureLoadBalancer(ctx, cluster, service("other"), nodes)
+	check("EnsureLoadBalancer", err)
+	_, _, err = lbOf(t, c).GetLoadBalancer(ctx, cluster, service("web"))
+	check("GetLoadBalancer", err)
+	_, err = c.AddInstance(fake.Instance{Name: "node-02"})
+	check("AddInstance", err)
+	_, err = instancesOf(t, c).InstanceExists(ctx, nodes[0])
+	check("InstanceExists", err)
+	if st := c.Snapshot(); len(st.LoadBalancers) != 1 || len(st.Instances) != 1 {
+		t.Errorf("Snapshot = %d load balancers, %d instances; want the state last loaded (1, 1), never an empty cloud", len(st.LoadBalancers), len(st.Instances))
+	}
+	if status, body, _ := do(t, http.MethodGet, base+"/state", "", ""); status != http.StatusInternalServerError || !strings.Contains(string(body), cfg.StateFile) {
+		t.Errorf("GET /state = %d %s; want 500 naming the state file", status, body)
+	}
+	if got, _ := os.ReadFile(cfg.StateFile); string(got) != string(garbage) {
+		t.Errorf("the broken state file was overwritten with %s; want it left for a person to look at", got)
+	}
+
+	if err := os.Remove(cfg.StateFile); err != nil {
+		t.Fatal(err)
+	}
+	_, err = c.StopInstance("i-1")
+	check("StopInstance after the file was removed", err)
+	if err == nil || !strings.Contains(err.Error(), "removed") {
+		t.Errorf("StopInstance after the file was removed = %v; want it to say the file was removed", err)
+	}
+	if _, err := os.Stat(cfg.StateFile); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("the removed state file was recreated (stat: %v); want no silent reset", err)
+	}
+}
+
+// BenchmarkStateFile measures what the shared state file costs, on a small
+// cloud (10 instances, 10 load balancers): a read when no other process
+// wrote (lock, stat), a write (lock, stat, save), and a read after another
+// Cloud wrote (lock, stat, reload).
+func BenchmarkStateFile(b *testing.B) {
+	cfg := fake.Config{StateFile: filepath.Join(b.TempDir(), "cloud.json")}
+	for i := range 10 {
+		cfg.Instances = append(cfg.Instances, fake.Instance{Name: fmt.Sprintf("node-%02d", i)})
+	}
+	c, other := newCloud(b, cfg), newCloud(b, cfg)
+	nodes := []*v1.Node{mustNode(b, c, "i-1"), mustNode(b, c, "i-2")}
+	lb, otherLB := lbOf(b, c), lbOf(b, other)
+	ctx := b.Context()
+	for i := range 10 {
+		if _, err := lb.EnsureLoadBalancer(ctx, cluster, service(fmt.Sprintf("svc-%d", i)), nodes); err != nil {
+			b.Fatal(err)
+		}
+	}
+	svc := service("svc-0")
+	b.Run("GetLoadBalancer", func(b *testing.B) {
+		for b.Loop() {
+			if _, ok, err := lb.GetLoadBalancer(ctx, cluster, svc); !ok || err != nil {
+				b.Fatal(ok, err)
+			}
+		}
+	})
+	b.Run("UpdateLoadBalancer", func(b *testing.B) {
+		i := 0
+		for b.Loop() {
+			if err := lb.UpdateLoadBalancer(ctx, cluster, svc, nodes[:1+i%2]); err != nil {
+				b.Fatal(err)
+			}
+			i++
+		}
+	})
+	b.Run("GetLoadBalancerAfterOtherWrote", func(b *testing.B) {
+		i := 0
+		for b.Loop() {
+			if err := otherLB.UpdateLoadBalancer(ctx, cluster, svc, nodes[:1+i%2]); err != nil {
+				b.Fatal(err)
+			}
+			if _, ok, err := lb.GetLoadBalancer(ctx, cluster, svc); !ok || err != nil {
+				b.Fatal(ok, err)
+			}
+			i++
+		}
+	})
+}
