@@ -82,7 +82,10 @@ func WithInstanceCache(c instances.CacheOptions) Option {
 // New builds a fake cloud from cfg and opts. It starts nothing: the admin
 // endpoint, if configured, starts with Initialize. It returns an error
 // (wrapping the field errors of Config.Validate, or naming the instance)
-// for an invalid cfg or a seeded instance that cannot be added.
+// for an invalid cfg or a seeded instance that cannot be added. With
+// cfg.StateFile it loads the shared state file, or creates it from the
+// seeded instances when it does not exist; an error about the file wraps
+// ErrStateFile and names it.
 func New(cfg Config, opts ...Option) (*Cloud, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, fmt.Errorf("fake: invalid Config: %w", err)

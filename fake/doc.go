@@ -1,6 +1,7 @@
 // Package fake is an in-memory, stateful fake cloud registered as the cloud
-// provider "fake": instances, load balancers with addresses from pools, and
-// a route table, behind the cloudprovider.Interface that ccmkit's building
+// provider "fake" (optionally kept in a state file that several processes
+// share): instances, load balancers with addresses from pools, and a route
+// table, behind the cloudprovider.Interface that ccmkit's building
 // blocks make of them. Tests, the example cloud-controller-manager and the
 // end-to-end demo run against it, and it is the reference for how a
 // provider team composes ccmkit.
@@ -12,8 +13,9 @@
 //
 // # Composition
 //
-// The fake is three small drivers over one in-memory store, one file per
-// capability, given to ccmkit's adapters and composed with provider.New:
+// The fake is three small drivers over one store (store.go: in memory, and
+// in the shared state file when configured), one file per capability, given
+// to ccmkit's adapters and composed with provider.New:
 //
 //	loadbalancer.go  loadbalancer.Driver (Find, Apply, Delete)  → loadbalancer.Reconciler
 //	routes.go        routes.TableDriver (ReadTable, WriteTable) → routes.Table (whole table, coalesced)
@@ -66,6 +68,8 @@
 //	admin:
 //	  address: 127.0.0.1:8089        # loopback only; empty: no endpoint
 //	  addressFile: ""                # set: the bound address is written here
+//	stateFile: ""                    # set: an absolute path; the cloud lives in this
+//	                                 # file, shared by every process using it
 //
 // # Admin endpoint
 //
@@ -117,6 +121,68 @@
 //	              "pools": [{"purpose", "cidr", "allocated"}]}
 //	Calls        {"reads", "writes", "faults", "byOp": {"<Op>": n}}
 //
+// # Shared state file
+//
+// By default the cloud lives in the Cloud value: two cloud-controller-manager
+// replicas each have their own, and a restarted one starts from the
+// cloud-config again. A real cloud outlives the CCM and is shared by its
+// replicas; with stateFile set, the fake's is too. Every process (or Cloud)
+// built with the same stateFile and the same cloud-config is then one
+// cloud: replicas fail over to the same load balancers, a restarted CCM
+// finds what it created before it died, and a test can look at the cloud
+// from its own process (fake.New with the same cloud-config, then Snapshot).
+//
+// How: the state is kept by one store (store.go), and every operation on
+// it — cloud API calls and the control surface alike — runs as one
+// transaction: take an exclusive flock(2) on <stateFile>.lock, reload the
+// file if another process replaced it since this one last read or wrote it,
+// run the operation, and, if it changed anything, write the whole state to
+// a temporary file in the same directory and rename it over stateFile
+// before unlocking. Readers never see a partial file, a process killed
+// (SIGKILL) in the middle loses nothing it reported done and never leaves
+// the lock held (the kernel drops it), and no update is lost. The file is
+// not fsynced: it survives any process, not a crash of the machine. flock
+// makes this Unix only (developed and tested on Linux); elsewhere New fails.
+// Without stateFile none of this runs, and the in-memory fake costs what it
+// always did.
+//
+// When stateFile does not exist, New creates it from the seeded instances
+// (Config.Instances, WithInstances); when it exists, New loads it and the
+// seeds are ignored, so a second replica or a restarted CCM never adds the
+// instances again. A file that cannot be read — not JSON, another format,
+// an unknown field, an invalid instance, a VIP outside its pool, pools
+// other than the cloud-config's, or the file removed after it was loaded —
+// is an error wrapping ErrStateFile that names the file and the problem:
+// from New, from every cloud API call and control-surface method with an
+// error result, and as a 500 from the admin endpoint; Snapshot,
+// InstanceByID and LoadBalancerFor log it and answer from the state last
+// loaded. The fake never overwrites or recreates a file it cannot read;
+// delete it to start over.
+//
+// Each process's admin endpoint shows the shared state. Faults, interceptor
+// Funcs, call counters and the instance cache stay per process: they model
+// the provider's cloud API client, not the cloud. A change another process
+// made to an instance drops this process's instance cache at its next
+// look-up, as a change made through its own control surface does.
+//
+// The file is JSON, one document, written indented:
+//
+//	{
+//	  "format": "ccmkit.io/fake-state/v1",    // StateFormat
+//	  "generation": 12,                        // +1 per saved change
+//	  "cloud": {"instanceCIDRs": [...], "loadBalancers": {...}}, // must match the cloud-config (defaults applied)
+//	  "nextInstance": 2, "nextLoadBalancer": 5, "routeRevision": 3, // ID counters, route table revision
+//	  "pools": [{"cidr": "198.18.0.0/15", "next": "198.18.0.6"}], // where each pool allocates next
+//	  "instances": [Instance],                 // as in GET /instances
+//	  "loadBalancers": [LoadBalancer],         // as in GET /loadbalancers
+//	  "routes": [{"cluster", "name", "destinationCIDR", "targetNode",
+//	              "targetNodeAddresses": [{"type", "address"}], "blackhole"}]
+//	}
+//
+// A file is only ever replaced, never written in place; to edit one by hand,
+// stop every process using it, or write a new file and rename it over the
+// old one.
+//
 // # Identity
 //
 // Provider IDs are "fake://<instance ID>". Load balancers and routes are
@@ -126,10 +192,14 @@
 //
 // # Known limitations
 //
-//   - State lives in the process: two cloud-controller-manager replicas each
-//     have their own fake cloud, and a restart starts from the cloud-config
-//     again. The admin endpoint of a standby replica starts only when it
-//     becomes leader.
+//   - Without stateFile the state lives in the Cloud: two
+//     cloud-controller-manager replicas each have their own fake cloud, and
+//     a restart starts from the cloud-config again. Set stateFile (see
+//     "Shared state file") to share one cloud between replicas, restarts
+//     and tests; it is Unix only, every write rewrites the whole file (fine
+//     for tests and demos, slow for clouds of many thousand objects), and
+//     faults and counters stay per process. The admin endpoint of a standby
+//     replica starts only when it becomes leader.
 //   - Operations are atomic and take effect at once: there is no
 //     provisioning delay, no partially built load balancer, and no eventual
 //     consistency, unless a test injects them with interceptor Funcs.
