@@ -113,7 +113,7 @@ func (c *Cloud) AdminHandler() http.Handler {
 	// snapshot reads the state, answering 500 when the shared state file
 	// cannot be read (rather than the state last loaded).
 	snapshot := func(w http.ResponseWriter) (State, bool) {
-		st, err := c.store.snapshot(c.cfg.ClusterID)
+		st, err := c.State()
 		if err != nil {
 			writeError(w, http.StatusInternalServerError, err.Error())
 		}
@@ -230,14 +230,15 @@ func (c *Cloud) AdminHandler() http.Handler {
 
 // faultRequest is the body of POST /faults.
 type faultRequest struct {
-	Op         Op     `json:"op"`
-	Times      int    `json:"times"`
-	Error      string `json:"error"`
-	RetryAfter string `json:"retryAfter"`
+	Op           Op     `json:"op"`
+	Times        int    `json:"times"`
+	Error        string `json:"error"`
+	RetryAfter   string `json:"retryAfter"`
+	LostResponse bool   `json:"lostResponse"`
 }
 
 func (req faultRequest) fault() (Fault, error) {
-	f := Fault{Op: req.Op, Times: req.Times}
+	f := Fault{Op: req.Op, Times: req.Times, LostResponse: req.LostResponse}
 	if req.Error != "" {
 		f.Err = fmt.Errorf("%w: %s", ErrInjected, req.Error)
 	}

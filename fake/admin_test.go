@@ -242,6 +242,15 @@ func TestAdminAPI(t *testing.T) {
 	if _, err := lbOf(t, c).EnsureLoadBalancer(t.Context(), cluster, service("web"), []*v1.Node{nodeA}); err != nil {
 		t.Errorf("Ensure after DELETE /faults: %v", err)
 	}
+	if code, body, _ := do(t, "POST", base+"/faults", "application/json", `{"op": "DeleteLoadBalancer", "times": 1, "error": "reset", "lostResponse": true}`); code != http.StatusNoContent {
+		t.Fatalf("POST /faults (lost response) = %d %s; want 204", code, body)
+	}
+	if err := lbOf(t, c).EnsureLoadBalancerDeleted(t.Context(), cluster, service("web")); !errors.Is(err, fake.ErrInjected) {
+		t.Errorf("EnsureLoadBalancerDeleted with a lost response = %v; want the injected error", err)
+	}
+	if _, ok := c.LoadBalancerFor(cluster, service("web")); ok {
+		t.Error("the load balancer survived a delete whose response was lost; want it deleted")
+	}
 }
 
 func TestAdminRejectsMalformedRequests(t *testing.T) {

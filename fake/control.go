@@ -66,16 +66,21 @@ func (c *Cloud) InstanceByID(id string) (Instance, bool) {
 
 // Snapshot returns a copy of the whole cloud (see State for the order).
 // With Config.StateFile it is the shared cloud; when the file cannot be
-// read it logs the error and returns the state last loaded (the admin
-// endpoint answers 500 instead).
+// read it logs the error and returns the state last loaded (State and the
+// admin endpoint report the error instead).
 func (c *Cloud) Snapshot() State {
-	st, err := c.store.snapshot(c.cfg.ClusterID)
+	st, err := c.State()
 	if err != nil {
 		logStale(err)
 		st = c.store.staleSnapshot(c.cfg.ClusterID)
 	}
 	return st
 }
+
+// State is Snapshot reporting, rather than logging, an error reading the
+// shared state file (wrapping ErrStateFile); without Config.StateFile it
+// never fails.
+func (c *Cloud) State() (State, error) { return c.store.snapshot(c.cfg.ClusterID) }
 
 // logStale logs a state file error of a control-surface method that has no
 // error result.

@@ -94,7 +94,8 @@
 //	GET    /calls                     200 Calls: cloud API calls so far
 //	POST   /calls/reset               204; counters back to zero
 //	POST   /faults                    204; body {"op": "ApplyLoadBalancer", "times": 2,
-//	                                      "error": "boom", "retryAfter": "5s"}
+//	                                      "error": "boom", "retryAfter": "5s",
+//	                                      "lostResponse": false}
 //	DELETE /faults                    204; every injected fault removed
 //
 // Statuses: 400 for a body that is not valid JSON, has unknown fields or
@@ -104,7 +105,8 @@
 // application/json. In POST /faults, "op" is one of the Op constants
 // ("" means every operation), "times" is how many calls fail (-1: every call
 // until DELETE /faults), "retryAfter" (a Go duration) makes the fault a
-// throttle (an api.RetryError), and "error" is the message.
+// throttle (an api.RetryError), "error" is the message, and "lostResponse"
+// makes a failing write take effect before it fails (Fault.LostResponse).
 //
 // JSON shapes (field names as in the json tags of the Go types):
 //

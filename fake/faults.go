@@ -79,6 +79,12 @@ type Fault struct {
 	// call returns an *api.RetryError (k8s.io/cloud-provider/api) with this
 	// delay, which EnsureLoadBalancer passes to the service controller.
 	RetryAfter time.Duration
+	// LostResponse makes a failing write (ApplyLoadBalancer,
+	// DeleteLoadBalancer, WriteRouteTable) take effect before it fails, as
+	// when the cloud did the work but its answer never reached the caller:
+	// the caller sees the error, the cloud the change. A failing read fails
+	// as without it.
+	LostResponse bool
 }
 
 // RandomFaults fail calls at random, reproducibly: the same Seed gives the
@@ -130,11 +136,13 @@ type randomState struct {
 
 func newMeter() *meter { return &meter{calls: Calls{ByOp: map[Op]int64{}}} }
 
-// enter counts a call of op and returns the injected fault, if any. A call
-// whose ctx is done is not counted and returns ctx.Err().
-func (m *meter) enter(ctx context.Context, op Op) error {
+// enter counts a call of op and returns the injected fault, if any, and
+// whether the fault fails the call only after it took effect (late: a
+// scripted Fault.LostResponse on a write). A call whose ctx is done is not
+// counted and returns ctx.Err().
+func (m *meter) enter(ctx context.Context, op Op) (late bool, err error) {
 	if err := ctx.Err(); err != nil {
-		return err
+		return false, err
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -144,17 +152,17 @@ func (m *meter) enter(ctx context.Context, op Op) error {
 	} else {
 		m.calls.Reads++
 	}
-	err := m.scripted(op)
+	late, err = m.scripted(op)
 	if err == nil {
 		err = m.randomFault(op)
 	}
 	if err != nil {
 		m.calls.Faults++
 	}
-	return err
+	return late && op.IsWrite(), err
 }
 
-func (m *meter) scripted(op Op) error {
+func (m *meter) scripted(op Op) (late bool, err error) {
 	for i, f := range m.script {
 		if f.Op != "" && f.Op != op {
 			continue
@@ -166,14 +174,14 @@ func (m *meter) scripted(op Op) error {
 		}
 		switch {
 		case f.RetryAfter > 0:
-			return api.NewRetryError(fmt.Sprintf("fake: %s throttled, retry after %v", op, f.RetryAfter), f.RetryAfter)
+			return f.LostResponse, api.NewRetryError(fmt.Sprintf("fake: %s throttled, retry after %v", op, f.RetryAfter), f.RetryAfter)
 		case f.Err != nil:
-			return f.Err
+			return f.LostResponse, f.Err
 		default:
-			return fmt.Errorf("%w: %s", ErrInjected, op)
+			return f.LostResponse, fmt.Errorf("%w: %s", ErrInjected, op)
 		}
 	}
-	return nil
+	return false, nil
 }
 
 func (m *meter) randomFault(op Op) error {

@@ -83,6 +83,44 @@ func TestThrottleIsARetryErrorFromEnsure(t *testing.T) {
 	}
 }
 
+// TestLostResponse: a write failed with LostResponse takes effect although
+// its caller gets the error: the next EnsureLoadBalancer finds the load
+// balancer, creates no second one and writes nothing. A read failed with
+// LostResponse just fails.
+func TestLostResponse(t *testing.T) {
+	c, nodes := cloudWithNodes(t, fake.Config{}, 1)
+	lb := lbOf(t, c)
+	svc := service("web")
+	lost := errors.New("connection reset after the request was sent")
+	if err := c.InjectFault(fake.Fault{Op: fake.OpApplyLoadBalancer, Times: 1, Err: lost, LostResponse: true}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := lb.EnsureLoadBalancer(t.Context(), cluster, svc, nodes); !errors.Is(err, lost) {
+		t.Fatalf("EnsureLoadBalancer with a lost response = %v; want the injected error", err)
+	}
+	created, ok := c.LoadBalancerFor(cluster, svc)
+	if !ok {
+		t.Fatal("no load balancer after a create whose response was lost; want it created")
+	}
+	before := c.Calls()
+	st, err := lb.EnsureLoadBalancer(t.Context(), cluster, svc, nodes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := c.Calls().Writes - before.Writes; got != 0 {
+		t.Errorf("the retry wrote %d times; want none: the load balancer exists", got)
+	}
+	if n := len(c.Snapshot().LoadBalancers); n != 1 || st.Ingress[0].IP != created.VIPs[0] {
+		t.Errorf("after the retry: %d load balancers, ingress %v; want 1, %s", n, st.Ingress, created.VIPs[0])
+	}
+	if err := c.InjectFault(fake.Fault{Op: fake.OpReadRouteTable, Times: 1, LostResponse: true}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := routesOf(t, c).ListRoutes(t.Context(), cluster); !errors.Is(err, fake.ErrInjected) {
+		t.Errorf("ListRoutes with a lost response on the read = %v; want the injected error", err)
+	}
+}
+
 func TestScriptedFaults(t *testing.T) {
 	c := newCloud(t, fake.Config{})
 	rt := routesOf(t, c)

@@ -19,7 +19,7 @@ type lbAPI struct {
 }
 
 func (d lbAPI) Find(ctx context.Context, q loadbalancer.Query) ([]*loadbalancer.LoadBalancer, error) {
-	if err := d.m.enter(ctx, OpFindLoadBalancers); err != nil {
+	if _, err := d.m.enter(ctx, OpFindLoadBalancers); err != nil {
 		return nil, err
 	}
 	if f := d.m.interceptors().FindLoadBalancers; f != nil {
@@ -28,10 +28,22 @@ func (d lbAPI) Find(ctx context.Context, q loadbalancer.Query) ([]*loadbalancer.
 	return d.next.Find(ctx, q)
 }
 
+// Writes may fail after they took effect (Fault.LostResponse): the call
+// runs, and the fault replaces its result.
+
 func (d lbAPI) Apply(ctx context.Context, a loadbalancer.Action) (*loadbalancer.LoadBalancer, error) {
-	if err := d.m.enter(ctx, OpApplyLoadBalancer); err != nil {
-		return nil, err
+	late, fault := d.m.enter(ctx, OpApplyLoadBalancer)
+	if fault != nil && !late {
+		return nil, fault
 	}
+	lb, err := d.apply(ctx, a)
+	if late {
+		return nil, fault
+	}
+	return lb, err
+}
+
+func (d lbAPI) apply(ctx context.Context, a loadbalancer.Action) (*loadbalancer.LoadBalancer, error) {
 	if f := d.m.interceptors().ApplyLoadBalancer; f != nil {
 		return f(ctx, d.next, a)
 	}
@@ -39,9 +51,18 @@ func (d lbAPI) Apply(ctx context.Context, a loadbalancer.Action) (*loadbalancer.
 }
 
 func (d lbAPI) Delete(ctx context.Context, lb *loadbalancer.LoadBalancer) error {
-	if err := d.m.enter(ctx, OpDeleteLoadBalancer); err != nil {
-		return err
+	late, fault := d.m.enter(ctx, OpDeleteLoadBalancer)
+	if fault != nil && !late {
+		return fault
 	}
+	err := d.delete(ctx, lb)
+	if late {
+		return fault
+	}
+	return err
+}
+
+func (d lbAPI) delete(ctx context.Context, lb *loadbalancer.LoadBalancer) error {
 	if f := d.m.interceptors().DeleteLoadBalancer; f != nil {
 		return f(ctx, d.next, lb)
 	}
@@ -54,7 +75,7 @@ type routeAPI struct {
 }
 
 func (d routeAPI) ReadTable(ctx context.Context) ([]routes.Entry, string, error) {
-	if err := d.m.enter(ctx, OpReadRouteTable); err != nil {
+	if _, err := d.m.enter(ctx, OpReadRouteTable); err != nil {
 		return nil, "", err
 	}
 	if f := d.m.interceptors().ReadRouteTable; f != nil {
@@ -64,9 +85,18 @@ func (d routeAPI) ReadTable(ctx context.Context) ([]routes.Entry, string, error)
 }
 
 func (d routeAPI) WriteTable(ctx context.Context, revision string, entries []routes.Entry) error {
-	if err := d.m.enter(ctx, OpWriteRouteTable); err != nil {
-		return err
+	late, fault := d.m.enter(ctx, OpWriteRouteTable)
+	if fault != nil && !late {
+		return fault
 	}
+	err := d.write(ctx, revision, entries)
+	if late {
+		return fault
+	}
+	return err
+}
+
+func (d routeAPI) write(ctx context.Context, revision string, entries []routes.Entry) error {
 	if f := d.m.interceptors().WriteRouteTable; f != nil {
 		return f(ctx, d.next, revision, entries)
 	}
@@ -79,7 +109,7 @@ type instanceAPI struct {
 }
 
 func (d instanceAPI) GetByID(ctx context.Context, id provider.ProviderID) (instances.Instance, error) {
-	if err := d.m.enter(ctx, OpGetInstance); err != nil {
+	if _, err := d.m.enter(ctx, OpGetInstance); err != nil {
 		return instances.Instance{}, err
 	}
 	if f := d.m.interceptors().GetInstance; f != nil {
@@ -89,7 +119,7 @@ func (d instanceAPI) GetByID(ctx context.Context, id provider.ProviderID) (insta
 }
 
 func (d instanceAPI) GetByName(ctx context.Context, name string) (instances.Instance, error) {
-	if err := d.m.enter(ctx, OpGetInstanceByName); err != nil {
+	if _, err := d.m.enter(ctx, OpGetInstanceByName); err != nil {
 		return instances.Instance{}, err
 	}
 	if f := d.m.interceptors().GetInstanceByName; f != nil {
@@ -99,7 +129,7 @@ func (d instanceAPI) GetByName(ctx context.Context, name string) (instances.Inst
 }
 
 func (d instanceAPI) List(ctx context.Context) ([]instances.Instance, error) {
-	if err := d.m.enter(ctx, OpListInstances); err != nil {
+	if _, err := d.m.enter(ctx, OpListInstances); err != nil {
 		return nil, err
 	}
 	if f := d.m.interceptors().ListInstances; f != nil {
