@@ -154,27 +154,45 @@ func Diff(in DiffInput) Plan {
 		}
 		return -1, nil
 	}
-	for di, d := range in.Desired {
-		key := maphash.String(seed, string(d.Node))
-		head, seen := heads[key]
-		if !seen {
-			head = -1
-		}
-		at := int32(len(state))
-		for j, cidr := range d.CIDRs {
-			st := int32(wanted)
-			if prev, _ := find(head, d.Node, cidr); prev >= 0 || slices.Contains(d.CIDRs[:j], cidr) {
-				st = dup
-			} else if d.Node == "" || !inRange(cidr, ranges) {
-				st = skip
+	// build fills slots, state and heads. The fast path assumes every node
+	// is listed once (one map write per node); if the map ends up smaller
+	// than the slots, a node was listed twice (or two names share a hash)
+	// and the slow path rebuilds with chains.
+	build := func(chained bool) {
+		for di := range in.Desired {
+			d := &in.Desired[di]
+			key := maphash.String(seed, string(d.Node))
+			head := int32(-1)
+			if chained {
+				if h, seen := heads[key]; seen {
+					head = h
+				}
 			}
-			state = append(state, st)
+			at := int32(len(state))
+			for j, cidr := range d.CIDRs {
+				st := int32(wanted)
+				if prev, _ := find(head, d.Node, cidr); prev >= 0 || slices.Contains(d.CIDRs[:j], cidr) {
+					st = dup
+				} else if d.Node == "" || !inRange(cidr, ranges) {
+					st = skip
+				}
+				state = append(state, st)
+			}
+			heads[key] = int32(len(slots))
+			slots = append(slots, slot{d: int32(di), at: at, next: head})
 		}
-		heads[key] = int32(len(slots))
-		slots = append(slots, slot{d: int32(di), at: at, next: head})
+	}
+	build(false)
+	if len(heads) != len(slots) {
+		slots, state = slots[:0], state[:0]
+		clear(heads)
+		build(true)
 	}
 
 	var plan Plan
+	var lastNode types.NodeName // never "": such routes are deleted above
+	var lastHead int32
+	var lastOK bool
 	for ai := range in.Actual {
 		e := &in.Actual[ai]
 		if !in.owns(e) || !inRange(e.DestinationCIDR, ranges) {
@@ -184,9 +202,15 @@ func Diff(in DiffInput) Plan {
 			plan.Delete = append(plan.Delete, *e)
 			continue
 		}
+		// A node's routes are often listed together (a dual-stack pair):
+		// look the node up once for a run of its routes.
+		if e.TargetNode != lastNode {
+			lastNode = e.TargetNode
+			lastHead, lastOK = heads[maphash.String(seed, string(e.TargetNode))]
+		}
 		i, d := -1, (*NodeRoutes)(nil)
-		if h, ok := heads[maphash.String(seed, string(e.TargetNode))]; ok {
-			i, d = find(h, e.TargetNode, e.DestinationCIDR)
+		if lastOK {
+			i, d = find(lastHead, e.TargetNode, e.DestinationCIDR)
 		}
 		switch {
 		case i < 0 || state[i] == skip:
@@ -204,14 +228,21 @@ func Diff(in DiffInput) Plan {
 		}
 	}
 
-	for _, sl := range slots {
-		d := in.Desired[sl.d]
-		for j, cidr := range d.CIDRs {
-			switch state[int(sl.at)+j] {
+	// Only the compact slots and state are read again; in.Desired only for
+	// the routes to create or skip.
+	for si, sl := range slots {
+		end := int32(len(state))
+		if si+1 < len(slots) {
+			end = slots[si+1].at
+		}
+		for i := sl.at; i < end; i++ {
+			switch state[i] {
 			case skip:
-				plan.Skipped = append(plan.Skipped, in.create(d, cidr))
+				d := &in.Desired[sl.d]
+				plan.Skipped = append(plan.Skipped, in.create(d, d.CIDRs[i-sl.at]))
 			case wanted:
-				plan.Create = append(plan.Create, in.create(d, cidr))
+				d := &in.Desired[sl.d]
+				plan.Create = append(plan.Create, in.create(d, d.CIDRs[i-sl.at]))
 			}
 		}
 	}
@@ -226,7 +257,7 @@ func (in *DiffInput) owns(e *Entry) bool {
 	return in.Cluster != "" && e.Cluster == in.Cluster
 }
 
-func (in *DiffInput) create(d NodeRoutes, cidr string) Create {
+func (in *DiffInput) create(d *NodeRoutes, cidr string) Create {
 	c := Create{NameHint: d.NameHint, Entry: Entry{
 		Cluster:             in.Cluster,
 		DestinationCIDR:     cidr,

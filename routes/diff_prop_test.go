@@ -56,6 +56,12 @@ func randomWorld(r *rand.Rand, namer *routes.Namer) world {
 			d.CIDRs = append(d.CIDRs, d.CIDRs[0]) // listed twice
 		}
 		in.Desired = append(in.Desired, d)
+		if r.IntN(10) == 0 { // the node listed again, with one more CIDR
+			again := d
+			again.CIDRs = []string{d.CIDRs[0], fmt.Sprintf("10.244.%d.0/24", 100+i)}
+			in.Desired = append(in.Desired, again)
+			d.CIDRs = append(slices.Clone(d.CIDRs), again.CIDRs[1])
+		}
 		for _, cidr := range d.CIDRs {
 			switch r.IntN(9) {
 			case 0: // missing
@@ -164,7 +170,7 @@ func TestDiffProperty(t *testing.T) {
 		wantKeys := map[key][]v1.NodeAddress{}
 		for _, d := range w.in.Desired {
 			for _, c := range d.CIDRs {
-				if inClusterRange(c) {
+				if _, dup := wantKeys[key{d.Node, c}]; !dup && inClusterRange(c) {
 					wantKeys[key{d.Node, c}] = d.Addresses
 				}
 			}
