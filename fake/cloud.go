@@ -105,13 +105,6 @@ func New(cfg Config, opts ...Option) (*Cloud, error) {
 
 	// The glue: each driver, behind the instrumented cloud API, given to
 	// its ccmkit adapter; the adapters composed with provider.New.
-	lbs, err := loadbalancer.NewReconciler(loadbalancer.Config{
-		Driver:       lbAPI{c.meter, lbDriver{st}},
-		Capabilities: o.lbCaps,
-	})
-	if err != nil {
-		return nil, fmt.Errorf("fake: load balancers: %w", err)
-	}
 	instanceAPI := instanceAPI{c.meter, instanceDriver{st}}
 	cacheOpts := instances.CacheOptions{TTL: cfg.InstanceCacheTTL.Duration}
 	if o.cache != nil {
@@ -131,6 +124,14 @@ func New(cfg Config, opts ...Option) (*Cloud, error) {
 	nodes, err := instances.NewAdapter(lookups, instances.Options{Codec: provider.Codec{Scheme: ProviderName}})
 	if err != nil {
 		return nil, fmt.Errorf("fake: instances: %w", err)
+	}
+	lbs, err := loadbalancer.NewReconciler(loadbalancer.Config{
+		Driver:       lbAPI{c.meter, lbDriver{st}},
+		Capabilities: o.lbCaps,
+		Instances:    nodes, // addresses of nodes not yet patched by the CCM
+	})
+	if err != nil {
+		return nil, fmt.Errorf("fake: load balancers: %w", err)
 	}
 	c.routes, err = routes.NewWholeTable(routeAPI{c.meter, routeDriver{st}}, routes.Config{
 		Instances:           goneTargets{instanceAPI},
