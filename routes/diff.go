@@ -4,6 +4,7 @@ import (
 	"hash/maphash"
 	"net/netip"
 	"slices"
+	"sync"
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -54,7 +55,8 @@ type DiffInput struct {
 	// family). An actual route is in range, as in the route controller's
 	// isResponsibleForRoute, when its first or last address lies in one of
 	// them; routes out of range are never deleted, and desired routes out
-	// of range are not created (they are reported in Plan.Skipped).
+	// of range are not created (they are reported in Plan.Skipped, unless
+	// an owned route already provides them).
 	ClusterCIDRs []netip.Prefix
 	// Desired is the wanted routing; a (node, CIDR) listed twice counts once.
 	Desired []NodeRoutes
@@ -96,9 +98,9 @@ type Plan struct {
 	// Create lists desired routes that have no live, owned actual route, in
 	// the order of DiffInput.Desired.
 	Create []Create
-	// Skipped lists desired routes that are not created because their CIDR
-	// does not parse or lies outside every cluster CIDR, or their node name
-	// is empty.
+	// Skipped lists desired routes that no owned route provides and that
+	// are not created because their CIDR does not parse or lies outside
+	// every cluster CIDR, or their node name is empty.
 	Skipped []Create
 }
 
@@ -128,16 +130,15 @@ func Diff(in DiffInput) Plan {
 	// few CIDRs. state holds, per desired CIDR, the index in in.Actual of the
 	// route kept for it, or a marker.
 	const (
-		wanted = -1 // no live actual route matched yet
-		skip   = -2 // not routable: reported in Skipped
-		dup    = -3 // listed before for the same node: ignored
+		wanted = -1 // no live owned route matched yet
+		dup    = -2 // listed before for the same node: ignored
 	)
-	type slot struct {
-		d, at, next int32 // index in in.Desired, offset in state, next slot of the node or -1
-	}
-	slots := make([]slot, 0, len(in.Desired))
-	state := make([]int32, 0, n)
-	heads := make(map[uint64]int32, len(in.Desired))
+	sc := getScratch(len(in.Desired), n)
+	slots, state, heads := sc.slots, sc.state, sc.heads
+	defer func() {
+		sc.slots, sc.state = slots, state
+		putScratch(sc)
+	}()
 	seed := maphash.MakeSeed()
 	// find returns the state index of the first (not dup) occurrence of
 	// (node, cidr) in the chain from slot h and its NodeRoutes, or -1.
@@ -171,16 +172,16 @@ func Diff(in DiffInput) Plan {
 			}
 			at := int32(len(state))
 			for j, cidr := range d.CIDRs {
+				// Whether cidr is routable is settled at the end, and only
+				// for CIDRs no in-range route matched (a match proves it).
 				st := int32(wanted)
 				if prev, _ := find(head, d.Node, cidr); prev >= 0 || slices.Contains(d.CIDRs[:j], cidr) {
 					st = dup
-				} else if d.Node == "" || !inRange(cidr, ranges) {
-					st = skip
 				}
 				state = append(state, st)
 			}
 			heads[key] = int32(len(slots))
-			slots = append(slots, slot{d: int32(di), at: at, next: head})
+			slots = append(slots, diffSlot{d: int32(di), at: at, next: head})
 		}
 	}
 	build(false)
@@ -194,13 +195,17 @@ func Diff(in DiffInput) Plan {
 	var lastNode types.NodeName // never "": such routes are deleted above
 	var lastHead int32
 	var lastOK bool
+	// Whether a route is in range is only asked of routes that would be
+	// deleted: a route that matches a desired one is kept either way.
 	for ai := range in.Actual {
 		e := &in.Actual[ai]
-		if !in.owns(e) || !inRange(e.DestinationCIDR, ranges) {
+		if !in.owns(e) {
 			continue
 		}
 		if e.Blackhole || e.TargetNode == "" {
-			plan.Delete = append(plan.Delete, *e)
+			if inRange(e.DestinationCIDR, ranges) {
+				plan.Delete = append(plan.Delete, *e)
+			}
 			continue
 		}
 		// A node's routes are often listed together (a dual-stack pair):
@@ -214,18 +219,14 @@ func Diff(in DiffInput) Plan {
 			i, d = find(lastHead, e.TargetNode, e.DestinationCIDR)
 		}
 		switch {
-		case i < 0 || state[i] == skip:
-			plan.Delete = append(plan.Delete, *e)
-		case state[i] >= 0:
-			// A second copy: the same route listed twice is kept, a
-			// distinct route for the same node and CIDR is deleted.
-			if e.Name != in.Actual[state[i]].Name {
-				plan.Delete = append(plan.Delete, *e)
-			}
-		case in.CompareAddresses && !equalAddrs(e.TargetNodeAddresses, d.Addresses):
-			plan.Delete = append(plan.Delete, *e)
-		default:
+		case i >= 0 && state[i] >= 0 && e.Name == in.Actual[state[i]].Name:
+			// The kept route listed twice: one route.
+		case i >= 0 && state[i] < 0 && (!in.CompareAddresses || equalAddrs(e.TargetNodeAddresses, d.Addresses)):
 			state[i] = int32(ai)
+		case inRange(e.DestinationCIDR, ranges):
+			// Not desired, a distinct duplicate of a kept route, or a
+			// changed next hop.
+			plan.Delete = append(plan.Delete, *e)
 		}
 	}
 
@@ -237,17 +238,53 @@ func Diff(in DiffInput) Plan {
 			end = slots[si+1].at
 		}
 		for i := sl.at; i < end; i++ {
-			switch state[i] {
-			case skip:
-				d := &in.Desired[sl.d]
-				plan.Skipped = append(plan.Skipped, in.create(d, d.CIDRs[i-sl.at]))
-			case wanted:
-				d := &in.Desired[sl.d]
-				plan.Create = append(plan.Create, in.create(d, d.CIDRs[i-sl.at]))
+			if state[i] != wanted {
+				continue
+			}
+			d := &in.Desired[sl.d]
+			cidr := d.CIDRs[i-sl.at]
+			if d.Node == "" || !inRange(cidr, ranges) {
+				plan.Skipped = append(plan.Skipped, in.create(d, cidr))
+			} else {
+				plan.Create = append(plan.Create, in.create(d, cidr))
 			}
 		}
 	}
 	return plan
+}
+
+// diffSlot is one NodeRoutes of DiffInput.Desired in Diff's index.
+type diffSlot struct {
+	d, at, next int32 // index in Desired, offset in state, next slot of the node or -1
+}
+
+// diffScratch is Diff's working memory, pooled so that a periodic Diff of a
+// large cluster does not allocate (and collect) it on every call.
+type diffScratch struct {
+	slots []diffSlot
+	state []int32
+	heads map[uint64]int32
+	peak  int // the most entries heads has held
+}
+
+var scratchPool = sync.Pool{New: func() any { return new(diffScratch) }}
+
+func getScratch(nodes, cidrs int) *diffScratch {
+	sc := scratchPool.Get().(*diffScratch)
+	if sc.heads == nil || sc.peak > 4*nodes+1024 {
+		// A map sized for a much larger input would cost its size to
+		// clear; start a right-sized one.
+		sc.heads, sc.peak = make(map[uint64]int32, nodes), 0
+	}
+	sc.slots = slices.Grow(sc.slots[:0], nodes)
+	sc.state = slices.Grow(sc.state[:0], cidrs)
+	return sc
+}
+
+func putScratch(sc *diffScratch) {
+	sc.peak = max(sc.peak, len(sc.heads))
+	clear(sc.heads)
+	scratchPool.Put(sc)
 }
 
 // owns applies Owned, or its default.

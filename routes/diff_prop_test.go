@@ -254,3 +254,30 @@ func TestDiffThroughTableProperty(t *testing.T) {
 		}
 	})
 }
+
+// Diff is safe for concurrent use (it pools its working memory): concurrent
+// calls on different inputs give the sequential results.
+func TestDiffConcurrent(t *testing.T) {
+	namer := mustNamer(t, routes.NameFormat{})
+	worlds := make([]world, 16)
+	want := make([]routes.Plan, len(worlds))
+	for i := range worlds {
+		worlds[i] = randomWorld(rand.New(rand.NewPCG(uint64(i), 0xc0c0)), namer)
+		want[i] = routes.Diff(worlds[i].in)
+	}
+	got := make([]routes.Plan, len(worlds))
+	var wg sync.WaitGroup
+	for i := range worlds {
+		wg.Go(func() {
+			for range 20 {
+				got[i] = routes.Diff(worlds[i].in)
+			}
+		})
+	}
+	wg.Wait()
+	for i := range worlds {
+		if !reflect.DeepEqual(want[i], got[i]) {
+			t.Errorf("world %d: concurrent Diff differs from the sequential one:\nwant %+v\ngot  %+v", i, want[i], got[i])
+		}
+	}
+}

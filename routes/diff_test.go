@@ -123,6 +123,12 @@ func TestDiff(t *testing.T) {
 			},
 		},
 		{
+			name: "existing out of range", reason: "an owned route outside the cluster CIDRs that is desired is left alone and not reported",
+			in: routes.DiffInput{Cluster: cluster, ClusterCIDRs: clusterCIDRs,
+				Desired: []routes.NodeRoutes{{Node: "node-a", NameHint: uidA, CIDRs: []string{"172.16.0.0/24"}}},
+				Actual:  []routes.Entry{owned("a", "node-a", "172.16.0.0/24")}},
+		},
+		{
 			name: "ownership predicate", reason: "a custom predicate decides what is ours",
 			in: routes.DiffInput{Cluster: cluster, ClusterCIDRs: clusterCIDRs, Owned: func(e routes.Entry) bool { return e.Name != "keep-me" },
 				Actual: []routes.Entry{owned("keep-me", "node-a", "10.244.1.0/24"), {Name: "mine", TargetNode: "node-q", DestinationCIDR: "10.244.7.0/24"}}},
