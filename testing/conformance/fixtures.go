@@ -128,6 +128,15 @@ func notReady(n *v1.Node) *v1.Node {
 	return c
 }
 
+// withoutAddresses returns a copy of n with no status addresses: a Node the
+// cloud-node controller has given its provider ID but not yet its addresses
+// (it patches them after the provider ID).
+func withoutAddresses(n *v1.Node) *v1.Node {
+	c := n.DeepCopy()
+	c.Status.Addresses = nil
+	return c
+}
+
 func setCondition(n *v1.Node, typ v1.NodeConditionType, status v1.ConditionStatus) {
 	now := metav1.NewTime(time.Unix(1700000000, 0))
 	for i := range n.Status.Conditions {

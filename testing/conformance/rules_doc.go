@@ -38,8 +38,8 @@
 //     Source: controllers/service/controller.go needsCleanup, syncLoadBalancerIfNeeded.
 //   - LB-RECREATE: EnsureLoadBalancer after EnsureLoadBalancerDeleted builds the load balancer again.
 //     Source: controllers/service/controller.go processServiceCreateOrUpdate.
-//   - LB-BACKENDS: The backends are exactly the nodes given to the last Ensure or Update, NotReady nodes included.
-//     Source: controllers/service/controller.go nodeSyncService, lockedUpdateLoadBalancerHosts, stableNodeSetPredicates.
+//   - LB-BACKENDS: The backends are exactly the nodes given to the last Ensure or Update, NotReady nodes and nodes whose addresses are not set yet included.
+//     Source: controllers/service/controller.go nodeSyncService, lockedUpdateLoadBalancerHosts, stableNodeSetPredicates, shouldSyncUpdatedNode.
 //   - LB-PORTS: The listeners follow the Service ports: a changed port replaces the old one, an added port is added.
 //     Source: controllers/service/controller.go needsUpdate, portEqualForLB.
 //   - LB-SOURCE-RANGES: Allowed sources are spec.loadBalancerSourceRanges, else the annotation (with Claims.SourceRanges), else all of each IP family of the Service; a malformed annotation is an error.

@@ -278,6 +278,10 @@ func ruleLBBackends(r *rt) {
 		{"after UpdateLoadBalancer with one node fewer", nodes[:1]},
 		{"after UpdateLoadBalancer with a NotReady node (the controller does not filter on readiness)", []*v1.Node{nodes[0], notReady(nodes[1])}},
 		{"after UpdateLoadBalancer with no nodes", nil},
+		// The cloud-node controller sets the provider ID before it patches
+		// the addresses, and the service controller syncs backends on the
+		// provider-ID change only: a node left out now stays out.
+		{"after UpdateLoadBalancer with a node whose addresses are not set yet (the service controller never resyncs on an address change)", []*v1.Node{withoutAddresses(nodes[0])}},
 		{"after UpdateLoadBalancer with every node", nodes},
 	}
 	for _, s := range steps {
