@@ -19,7 +19,11 @@
 // One control plane is shared by all scenarios of a test binary (TestMain);
 // each scenario starts its own CCM process(es) and fake cloud, and uses its
 // own namespace, node names and leader-election Lease, deleting its Nodes and
-// Services when it ends.
+// Services when it ends. The leader-election and restart scenarios keep
+// their cloud in the fake's shared state file (fake.Config.StateFile), so
+// that, as with a real cloud, the replicas share one cloud and a restarted
+// CCM finds what the killed one left; the test reads that cloud directly
+// too (fakecloud.Shared).
 //
 // Linux only (process groups and PR_SET_PDEATHSIG make sure no child
 // outlives the test binary).

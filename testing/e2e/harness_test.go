@@ -3,10 +3,13 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -128,7 +131,8 @@ func (s *scenario) startCCM(name string, cloud fake.Config, cfg ccm.Config) *sta
 			s.t.Errorf("CCM %s (pid %d) still alive after Stop", name, c.PID())
 		}
 		// The CCM is built with -race: a data race in ccmkit's code (or
-		// upstream's) under the real controllers fails the scenario.
+		// upstream's, but for the known upstream races listed in package
+		// ccm) under the real controllers fails the scenario.
 		if r := c.RaceReport(); r != "" {
 			s.t.Errorf("CCM %s hit a data race:\n%s", name, r)
 		}
@@ -151,6 +155,73 @@ func (s *scenario) admin(c *stack.CCM, timeout time.Duration) *fakecloud.Admin {
 		s.t.Fatalf("after %s: %v", timeout, err)
 	}
 	return a
+}
+
+// sharedCloud returns a cloud-config like cloud whose state lives in the
+// scenario's state file (fake.Config.StateFile), so that every CCM started
+// with it shares one cloud, and this process's view of that cloud (which
+// creates the file if needed).
+func (s *scenario) sharedCloud(cloud fake.Config) (fake.Config, *fakecloud.Shared) {
+	s.t.Helper()
+	if cloud.ClusterID == "" {
+		cloud.ClusterID = s.name
+	}
+	cloud.StateFile = filepath.Join(s.dir, "cloud.json")
+	view, err := fakecloud.OpenShared(cloud)
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	return cloud, view
+}
+
+// addForeignLB creates, in the shared cloud, the load balancer of a Service
+// of another cluster (the cluster name "other-<scenario>"), which the
+// scenario's CCMs must never touch. Created before any CCM runs, it also
+// moves the cloud's next load-balancer ID and VIP, so that a CCM that did
+// not use the shared cloud would hand out other ones. It returns the load
+// balancer.
+func (s *scenario) addForeignLB(view *fakecloud.Shared) fake.LoadBalancer {
+	s.t.Helper()
+	svc := workload.LoadBalancerService("elsewhere", "foreign", 80)
+	svc.UID = types.UID("foreign-" + s.name)
+	svc.Spec.Ports[0].NodePort = 30999
+	svc.Spec.IPFamilies = []corev1.IPFamily{corev1.IPv4Protocol}
+	cluster := "other-" + s.name
+	lbs, _ := view.Cloud.LoadBalancer()
+	if _, err := lbs.EnsureLoadBalancer(s.t.Context(), cluster, svc, nil); err != nil {
+		s.t.Fatalf("creating another cluster's load balancer in the shared cloud: %v", err)
+	}
+	lb, ok := view.Cloud.LoadBalancerFor(cluster, svc)
+	if !ok {
+		s.t.Fatal("the other cluster's load balancer is not in the shared cloud")
+	}
+	return lb
+}
+
+// checkForeign fails the test unless lbs hold the other cluster's load
+// balancer exactly as addForeignLB made it.
+func (s *scenario) checkForeign(lbs []fake.LoadBalancer, foreign fake.LoadBalancer) {
+	s.t.Helper()
+	i := slices.IndexFunc(lbs, func(lb fake.LoadBalancer) bool { return lb.ID == foreign.ID })
+	if i < 0 {
+		s.t.Errorf("the other cluster's load balancer %s is gone from the shared cloud", foreign.ID)
+		return
+	}
+	if diff := cmp.Diff(foreign, lbs[i]); diff != "" {
+		s.t.Errorf("the other cluster's load balancer changed (-before +after):\n%s", diff)
+	}
+}
+
+// ours returns the load balancers of the scenario's cluster
+// (loadbalancer.TagCluster).
+func (s *scenario) ours(lbs []fake.LoadBalancer) []fake.LoadBalancer {
+	var out []fake.LoadBalancer
+	for _, lb := range lbs {
+		if lb.Tags[loadbalancer.TagCluster] == s.name {
+			out = append(out, lb)
+		}
+	}
+	return out
 }
 
 // startWithNodes starts a CCM named "ccm" whose fake cloud has n instances

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -16,21 +17,20 @@ import (
 	"github.com/ccmkit/ccmkit/testing/e2e/workload"
 )
 
-// TestLeaderElectionFailover runs two CCM replicas on one Lease. Only the
-// leader acts: the standby never initializes its cloud (its fake's admin
-// endpoint, which starts with Initialize, stays down) while the leader
-// creates the one load balancer. When the leader dies (SIGKILL, no lease
-// release), the standby takes over within the lease duration, serves the
-// existing Service with exactly one load balancer, and keeps reconciling
-// (a port change reaches its cloud).
-//
-// Each replica has its own in-process fake cloud (a documented limitation
-// of the fake), so "no duplicate" is checked per cloud: one load balancer
-// per Service in the leader's cloud, none at all in the standby's until it
-// leads.
+// TestLeaderElectionFailover runs two CCM replicas on one Lease and one
+// cloud (the fake's shared state file, as a real cloud is shared by the
+// replicas). Only the leader acts: the standby never initializes its cloud
+// (its fake's admin endpoint, which starts with Initialize, stays down)
+// while the leader creates the one load balancer. When the leader dies
+// (SIGKILL, no lease release), the standby takes over within the lease
+// duration and finds the leader's load balancer: afterwards the cloud holds
+// exactly that one load balancer for the Service (same ID, same address, the
+// Service's ingress unchanged), and the new leader applies a port change to
+// it. Another cluster's load balancer in the same cloud is never touched.
 func TestLeaderElectionFailover(t *testing.T) {
 	s := newScenario(t, "leader")
-	cloud := fake.Config{Instances: fakecloud.Instances("leader", 2)}
+	cloud, view := s.sharedCloud(fake.Config{Instances: fakecloud.Instances("leader", 2)})
+	foreign := s.addForeignLB(view)
 	cfg := ccm.Config{LeaderElect: true}
 	a := s.startCCM("ccm-a", cloud, cfg)
 	adminA := s.admin(a, initTimeout) // a leads: it is alone
@@ -42,9 +42,13 @@ func TestLeaderElectionFailover(t *testing.T) {
 	nodes := []string{"leader-1", "leader-2"}
 	s.createNodes(nodes, nil)
 	s.waitNodesInitialized(nodes, initTimeout)
-	svc := s.createService(workload.LoadBalancerService(s.ns, "web", 80))
-	svc = s.waitIngress("web", initTimeout)
-	s.waitLB(adminA, svc.UID, changeTimeout, "one load balancer for service web in the leader's cloud", func(l []fake.LoadBalancer) bool { return len(l) == 1 })
+	s.createService(workload.LoadBalancerService(s.ns, "web", 80))
+	svc := s.waitIngress("web", initTimeout)
+	lbs := s.waitLB(adminA, svc.UID, changeTimeout, "one load balancer for service web, matching its ingress, in the shared cloud", func(l []fake.LoadBalancer) bool {
+		return len(l) == 1 && slices.Equal(ingressOf(l[0]), workload.IngressIPs(svc))
+	})
+	before := lbs[0]
+	ingressBefore := workload.IngressIPs(svc)
 
 	lease, err := s.client.CoordinationV1().Leases("kube-system").Get(t.Context(), "e2e-"+s.name, metav1.GetOptions{})
 	if err != nil {
@@ -80,31 +84,45 @@ func TestLeaderElectionFailover(t *testing.T) {
 		return h != "" && h != leaderA, fmt.Sprintf("holder %q (old leader %q)", h, leaderA)
 	})
 
-	// The new leader serves the existing Service: one load balancer, and
-	// the Service's single ingress is its address.
-	lbs := s.waitLB(adminB, svc.UID, takeoverTimeout, "the new leader to hold exactly one load balancer for service web, matching the Service's ingress", func(l []fake.LoadBalancer) bool {
-		return len(l) == 1 && slices.Equal(ingressOf(l[0]), workload.IngressIPs(s.service("web")))
+	// The new leader's admin endpoint shows the shared cloud, with the old
+	// leader's load balancer, and the new leader keeps it: exactly one, the
+	// same, and the Service's ingress unchanged.
+	s.waitLB(adminB, svc.UID, takeoverTimeout, fmt.Sprintf("the new leader to see the old leader's load balancer %s (%v) as the only one of service web", before.ID, before.VIPs), func(l []fake.LoadBalancer) bool {
+		return len(l) == 1 && l[0].ID == before.ID && slices.Equal(l[0].VIPs, before.VIPs)
 	})
-	all, err := adminB.LoadBalancers(t.Context())
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(all) != 1 {
-		t.Errorf("the new leader's cloud has %s, want exactly 1", describeLBs(all))
-	}
-	if n := len(s.service("web").Status.LoadBalancer.Ingress); n != len(lbs[0].Ingress) {
-		t.Errorf("service web has %d ingress entries, want %d (one load balancer's)", n, len(lbs[0].Ingress))
+	if got := workload.IngressIPs(s.service("web")); !slices.Equal(got, ingressBefore) {
+		t.Errorf("service web's ingress went from %v to %v across the failover; want it unchanged", ingressBefore, got)
 	}
 
-	// And it keeps reconciling.
+	// And it keeps reconciling: the port change reaches that same load
+	// balancer.
 	svc = s.updateService("web", func(svc *corev1.Service) {
 		svc.Spec.Ports[0].Port = 8080
 		svc.Spec.Ports[0].Name = "p8080"
 	})
 	want := servicePorts(svc)
-	s.waitLB(adminB, svc.UID, changeTimeout, fmt.Sprintf("the new leader to move the listeners of service web to %v", want), func(l []fake.LoadBalancer) bool {
-		return len(l) == 1 && slices.Equal(listenerPorts(l[0]), want)
+	s.waitLB(view, svc.UID, changeTimeout, fmt.Sprintf("the new leader to move the listeners of load balancer %s (service web) to %v", before.ID, want), func(l []fake.LoadBalancer) bool {
+		return len(l) == 1 && l[0].ID == before.ID && slices.Equal(listenerPorts(l[0]), want) && slices.Equal(ingressOf(l[0]), ingressBefore)
 	})
+	if got := workload.IngressIPs(s.service("web")); !slices.Equal(got, ingressBefore) {
+		t.Errorf("service web's ingress went from %v to %v after the port change; want it unchanged", ingressBefore, got)
+	}
+
+	// The whole shared cloud: this cluster's one load balancer, and the
+	// other cluster's as it was.
+	all, err := view.LoadBalancers(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if mine := s.ours(all); len(mine) != 1 {
+		t.Errorf("the shared cloud has %s of this cluster; want exactly 1", describeLBs(mine))
+	}
+	s.checkForeign(all, foreign)
+	if st, err := adminB.State(t.Context()); err != nil {
+		t.Fatal(err)
+	} else if diff := cmp.Diff(all, st.LoadBalancers); diff != "" {
+		t.Errorf("the new leader's admin endpoint and the state file disagree (-file +admin):\n%s", diff)
+	}
 }
 
 func deref(p *string) string {

@@ -23,13 +23,20 @@ import (
 	"github.com/ccmkit/ccmkit/testing/e2e/workload"
 )
 
+// lbSource is where a scenario reads the cloud's load balancers: a CCM's
+// admin endpoint (*fakecloud.Admin) or a shared state file
+// (*fakecloud.Shared).
+type lbSource interface {
+	LoadBalancers(context.Context) ([]fake.LoadBalancer, error)
+}
+
 // waitLB polls the cloud until the load balancers owned by the Service with
 // uid satisfy ok, and returns them.
-func (s *scenario) waitLB(admin *fakecloud.Admin, uid types.UID, timeout time.Duration, what string, ok func([]fake.LoadBalancer) bool) []fake.LoadBalancer {
+func (s *scenario) waitLB(cloud lbSource, uid types.UID, timeout time.Duration, what string, ok func([]fake.LoadBalancer) bool) []fake.LoadBalancer {
 	s.t.Helper()
 	var owned []fake.LoadBalancer
 	s.poll(timeout, what, func(ctx context.Context) (bool, string) {
-		lbs, err := admin.LoadBalancers(ctx)
+		lbs, err := cloud.LoadBalancers(ctx)
 		if err != nil {
 			return false, err.Error()
 		}
@@ -190,20 +197,21 @@ func TestLoadBalancerLifecycle(t *testing.T) {
 	}
 }
 
-// TestRestartMidProvisioning stops (SIGKILL) the CCM while load balancers
-// are being provisioned — one done, two failing in the cloud — and starts a
-// new one: every Service ends with exactly one load balancer and an ingress
-// that matches it, no load balancer is left without a Service, and deleting
-// the Services releases everything.
-//
-// The fake keeps its state in the CCM process (a documented limitation), so
-// the restarted CCM starts from an empty cloud: what this checks is that the
-// restarted controllers adopt the half-done Services (finalizers already
-// set, a stale ingress on one) without duplicating or leaking load
-// balancers in the cloud they run against.
+// TestRestartMidProvisioning kills (SIGKILL) the CCM in the middle of
+// provisioning, on a cloud that outlives it as a real cloud does (the fake's
+// shared state file): one Service is done; for three more the cloud created
+// load balancers but the CCM never heard back (lost responses), so those
+// Services have their finalizer and no ingress; and one of them is deleted
+// while no CCM runs. A new CCM on the same cloud adopts the half-provisioned
+// load balancers (the same IDs and addresses: no duplicate), deletes the
+// deleted Service's, leaves the done Service's ingress as it was, and
+// leaves no load balancer of the cluster without a Service. Deleting the
+// Services then releases everything of the cluster; another cluster's load
+// balancer in the same cloud is never touched.
 func TestRestartMidProvisioning(t *testing.T) {
 	s := newScenario(t, "restart")
-	cloud := fake.Config{Instances: fakecloud.Instances("restart", 2)}
+	cloud, view := s.sharedCloud(fake.Config{Instances: fakecloud.Instances("restart", 2)})
+	foreign := s.addForeignLB(view)
 	first := s.startCCM("ccm-1", cloud, ccm.Config{})
 	nodes := []string{"restart-1", "restart-2"}
 	s.createNodes(nodes, nil)
@@ -211,72 +219,123 @@ func TestRestartMidProvisioning(t *testing.T) {
 	admin := s.admin(first, initTimeout)
 
 	s.createService(workload.LoadBalancerService(s.ns, "done", 80))
-	s.waitIngress("done", initTimeout)
+	done := s.waitIngress("done", initTimeout)
+	doneIngress := workload.IngressIPs(done)
+	doneLB := s.waitLB(view, done.UID, changeTimeout, "one load balancer for service done, matching its ingress", func(l []fake.LoadBalancer) bool {
+		return len(l) == 1 && slices.Equal(ingressOf(l[0]), doneIngress)
+	})[0]
 
-	// From now on every ApplyLoadBalancer fails: provisioning is stuck
-	// half-way, the service controller retrying with back-off.
-	if err := admin.InjectFault(t.Context(), fakecloud.FaultRequest{Op: fake.OpApplyLoadBalancer, Times: -1, Error: "provisioning interrupted"}); err != nil {
+	// From now on every load-balancer write reaches the cloud, but its
+	// answer is lost: the CCM sees an error and retries later (5s at the
+	// earliest, the service controller's back-off).
+	if err := admin.InjectFault(t.Context(), fakecloud.FaultRequest{Op: fake.OpApplyLoadBalancer, Times: -1, LostResponse: true, Error: "connection reset after the request was sent"}); err != nil {
 		t.Fatal(err)
 	}
-	pending := []string{"pending-a", "pending-b"}
-	for _, name := range pending {
+	half := []string{"pending-a", "pending-b", "doomed"}
+	for _, name := range half {
 		s.createService(workload.LoadBalancerService(s.ns, name, 443))
 	}
-	s.poll(changeTimeout, "the CCM to start provisioning pending-a and pending-b (finalizer set, cloud writes failing)", func(ctx context.Context) (bool, string) {
-		calls, err := admin.Calls(ctx)
+	halfLBs := map[string]fake.LoadBalancer{}
+	s.poll(changeTimeout, fmt.Sprintf("the cloud to hold a load balancer for each of %v although their creation failed for the CCM (services with finalizer)", half), func(ctx context.Context) (bool, string) {
+		lbs, err := view.LoadBalancers(ctx)
 		if err != nil {
 			return false, err.Error()
 		}
+		ok := true
 		var state []string
-		done := calls.Faults >= int64(len(pending))
-		for _, name := range pending {
+		for _, name := range half {
 			svc, err := s.client.CoreV1().Services(s.ns).Get(ctx, name, metav1.GetOptions{})
 			if err != nil {
 				return false, err.Error()
 			}
-			done = done && slices.Contains(svc.Finalizers, servicehelpers.LoadBalancerCleanupFinalizer)
-			state = append(state, workload.DescribeService(svc))
+			owned := lbsOf(lbs, svc.UID)
+			if len(owned) == 1 {
+				halfLBs[name] = owned[0]
+			}
+			ok = ok && len(owned) == 1 && slices.Contains(svc.Finalizers, servicehelpers.LoadBalancerCleanupFinalizer)
+			state = append(state, fmt.Sprintf("%s: %d load balancers, %s", name, len(owned), workload.DescribeService(svc)))
 		}
-		return done, fmt.Sprintf("calls %+v; %s", calls, strings.Join(state, "; "))
+		return ok, strings.Join(state, "; ")
 	})
+	// Keep them half-provisioned until the kill: a retry would find its
+	// load balancer and finish, so every look-up fails from now on.
+	if err := admin.InjectFault(t.Context(), fakecloud.FaultRequest{Op: fake.OpFindLoadBalancers, Times: -1, Error: "cloud API unreachable"}); err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range half {
+		if svc := s.service(name); len(svc.Status.LoadBalancer.Ingress) > 0 {
+			t.Fatalf("service %s got its ingress before the kill (a retry finished within the back-off?); the scenario needs it half-provisioned: %s", name, workload.DescribeService(svc))
+		}
+	}
 	if err := first.Kill(); err != nil {
 		t.Fatal(err)
 	}
 
+	// While no CCM runs, doomed is deleted: its finalizer keeps the object
+	// until a CCM has deleted its load balancer.
+	if err := s.client.CoreV1().Services(s.ns).Delete(t.Context(), "doomed", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if svc := s.service("doomed"); svc.DeletionTimestamp == nil {
+		t.Fatalf("deleted service doomed has no deletionTimestamp: %s", workload.DescribeService(svc))
+	}
+
 	second := s.startCCM("ccm-2", cloud, ccm.Config{})
 	admin2 := s.admin(second, initTimeout)
-	all := append([]string{"done"}, pending...)
-	for _, name := range all {
-		s.waitIngress(name, initTimeout)
-	}
+	live := []string{"done", "pending-a", "pending-b"}
+	want := map[string]fake.LoadBalancer{"done": doneLB, "pending-a": halfLBs["pending-a"], "pending-b": halfLBs["pending-b"]}
 	var uids []types.UID
-	for _, name := range all {
-		svc := s.service(name)
+	for _, name := range live {
+		svc := s.waitIngress(name, initTimeout)
 		uids = append(uids, svc.UID)
-		s.waitLB(admin2, svc.UID, changeTimeout, "exactly one load balancer for service "+name+" with the service's ingress", func(l []fake.LoadBalancer) bool {
-			return len(l) == 1 && slices.Equal(ingressOf(l[0]), workload.IngressIPs(s.service(name)))
+		prev := want[name]
+		s.waitLB(admin2, svc.UID, changeTimeout, fmt.Sprintf("exactly one load balancer for service %s: %s (%v) from before the restart, with the service's ingress", name, prev.ID, prev.VIPs), func(l []fake.LoadBalancer) bool {
+			return len(l) == 1 && l[0].ID == prev.ID && slices.Equal(l[0].VIPs, prev.VIPs) && slices.Equal(ingressOf(l[0]), workload.IngressIPs(s.service(name)))
 		})
 	}
-	lbs, err := admin2.LoadBalancers(t.Context())
+	if got := workload.IngressIPs(s.service("done")); !slices.Equal(got, doneIngress) {
+		t.Errorf("service done's ingress went from %v to %v across the restart; want it unchanged", doneIngress, got)
+	}
+	s.poll(changeTimeout, fmt.Sprintf("service doomed, deleted while no CCM ran, to disappear and its load balancer %s to be deleted", halfLBs["doomed"].ID), func(ctx context.Context) (bool, string) {
+		lbs, err := view.LoadBalancers(ctx)
+		if err != nil {
+			return false, err.Error()
+		}
+		gone := !slices.ContainsFunc(lbs, func(lb fake.LoadBalancer) bool { return lb.ID == halfLBs["doomed"].ID })
+		svc, err := s.client.CoreV1().Services(s.ns).Get(ctx, "doomed", metav1.GetOptions{})
+		if apierrors.IsNotFound(err) {
+			return gone, describeLBs(lbs)
+		}
+		if err != nil {
+			return false, err.Error()
+		}
+		return false, workload.DescribeService(svc) + "; " + describeLBs(lbs)
+	})
+
+	// No orphan, no duplicate: the cluster's load balancers are exactly one
+	// per live Service; the other cluster's is as it was.
+	lbs, err := view.LoadBalancers(t.Context())
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, lb := range lbs {
+	mine := s.ours(lbs)
+	for _, lb := range mine {
 		if !slices.Contains(uids, types.UID(lb.Tags[loadbalancer.TagServiceUID])) {
 			t.Errorf("orphaned load balancer (no Service owns it): %s", describeLBs([]fake.LoadBalancer{lb}))
 		}
 	}
-	if len(lbs) != len(all) {
-		t.Errorf("the cloud has %s, want exactly %d (one per Service)", describeLBs(lbs), len(all))
+	if len(mine) != len(live) {
+		t.Errorf("the cloud has %s of this cluster, want exactly %d (one per Service)", describeLBs(mine), len(live))
 	}
+	s.checkForeign(lbs, foreign)
 
-	for _, name := range all {
+	for _, name := range live {
 		if err := s.client.CoreV1().Services(s.ns).Delete(t.Context(), name, metav1.DeleteOptions{}); err != nil {
 			t.Fatal(err)
 		}
 	}
-	s.poll(changeTimeout, "every load balancer to be deleted and every Service to disappear", func(ctx context.Context) (bool, string) {
-		lbs, err := admin2.LoadBalancers(ctx)
+	s.poll(changeTimeout, "every load balancer of this cluster to be deleted and every Service to disappear", func(ctx context.Context) (bool, string) {
+		lbs, err := view.LoadBalancers(ctx)
 		if err != nil {
 			return false, err.Error()
 		}
@@ -284,8 +343,18 @@ func TestRestartMidProvisioning(t *testing.T) {
 		if err != nil {
 			return false, err.Error()
 		}
-		return len(lbs) == 0 && len(svcs.Items) == 0, fmt.Sprintf("%s; %d services left", describeLBs(lbs), len(svcs.Items))
+		return len(s.ours(lbs)) == 0 && len(svcs.Items) == 0, fmt.Sprintf("%s; %d services left", describeLBs(lbs), len(svcs.Items))
 	})
+	st, err := view.State(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.checkForeign(st.LoadBalancers, foreign)
+	for _, p := range st.Pools {
+		if p.Purpose == "loadBalancers" && strings.Contains(p.CIDR, ".") && p.Allocated != len(foreign.VIPs) {
+			t.Errorf("pool %s has %d addresses allocated; want %d, the other cluster's only", p.CIDR, p.Allocated, len(foreign.VIPs))
+		}
+	}
 }
 
 // TestBackendsOfNodesInitializedAfterTheService: a Service created before

@@ -151,6 +151,31 @@ func TestRaceReport(t *testing.T) {
 	if !strings.HasPrefix(got, "WARNING: DATA RACE\nWrite at 0x00c by goroutine 7:") {
 		t.Errorf("RaceReport() = %q, want the report from its first line", got)
 	}
+	// A known upstream race is skipped; a race after it is reported.
+	known := "echo '=================='\necho 'WARNING: DATA RACE'\necho 'Read at 0x1 by goroutine 3:'\n" +
+		"echo '  k8s.io/cloud-provider/controllers/service.(*serviceCache).allServices()'\n" +
+		"echo 'Previous write at 0x1 by goroutine 2:'\n" +
+		"echo '  k8s.io/cloud-provider/controllers/service.(*Controller).processServiceCreateOrUpdate()'\necho '=================='\n"
+	for _, tc := range []struct {
+		name, body, want string
+	}{
+		{"known only", "#!/bin/sh\n" + known, ""},
+		{"known then ours", "#!/bin/sh\n" + known + "echo 'WARNING: DATA RACE'\necho 'Write at 0x2 by goroutine 9:'\necho '  github.com/ccmkit/ccmkit/fake.f()'\n",
+			"WARNING: DATA RACE\nWrite at 0x2 by goroutine 9:"},
+	} {
+		script := filepath.Join(dir, "racy-"+strings.ReplaceAll(tc.name, " ", "-"))
+		if err := os.WriteFile(script, []byte(tc.body), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		p, err := Start(Config{Binary: script, Kubeconfig: "/k", LogPath: script + ".log"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		<-p.Done()
+		if got := p.RaceReport(); (tc.want == "") != (got == "") || !strings.HasPrefix(got, tc.want) {
+			t.Errorf("%s: RaceReport() = %q, want a report starting with %q (empty: none)", tc.name, got, tc.want)
+		}
+	}
 	clean, err := Start(Config{Binary: "/bin/true", Kubeconfig: "/k", LogPath: filepath.Join(dir, "clean.log")})
 	if err != nil {
 		t.Fatal(err)

@@ -263,6 +263,9 @@ type FaultRequest struct {
 	Error string `json:"error,omitempty"`
 	// RetryAfter, a Go duration, makes the fault a throttle.
 	RetryAfter string `json:"retryAfter,omitempty"`
+	// LostResponse makes a failing write take effect before it fails
+	// (fake.Fault.LostResponse): the cloud changes, the CCM sees an error.
+	LostResponse bool `json:"lostResponse,omitempty"`
 }
 
 // InjectFault adds a scripted fault (POST /faults).
@@ -274,3 +277,41 @@ func (a *Admin) InjectFault(ctx context.Context, f FaultRequest) error {
 func (a *Admin) ClearFaults(ctx context.Context) error {
 	return a.do(ctx, http.MethodDelete, "/faults", nil, nil)
 }
+
+// Shared is this process's view of a fake cloud kept in a state file
+// (fake.Config.StateFile): the cloud that every CCM started with that file
+// runs against, read and changed from outside them. It outlives the CCMs,
+// as a real cloud does. It is safe for concurrent use.
+type Shared struct {
+	// Cloud is the fake, built from the same cloud-config; its control
+	// surface (Snapshot, AddInstance, LoadBalancerFor, ...) and its
+	// cloudprovider.Interface act on the shared cloud.
+	Cloud *fake.Cloud
+}
+
+// OpenShared opens the shared cloud of cfg.StateFile, creating the file
+// from cfg's seeded instances if no CCM did yet. cfg must be the CCMs'
+// cloud-config (its pools must match the file's); its admin endpoint is
+// dropped. The view holds two open files (the lock and the state file)
+// until it is garbage collected.
+func OpenShared(cfg fake.Config) (*Shared, error) {
+	if cfg.StateFile == "" {
+		return nil, errors.New("fakecloud: OpenShared: cloud-config without stateFile; expected the path of the shared state file")
+	}
+	cfg.Admin = fake.AdminConfig{}
+	c, err := fake.New(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("fakecloud: %w", err)
+	}
+	return &Shared{Cloud: c}, nil
+}
+
+// LoadBalancers returns every load balancer of the shared cloud, as
+// Admin.LoadBalancers does for one CCM's endpoint.
+func (s *Shared) LoadBalancers(context.Context) ([]fake.LoadBalancer, error) {
+	st, err := s.Cloud.State()
+	return st.LoadBalancers, err
+}
+
+// State returns the whole shared cloud.
+func (s *Shared) State(context.Context) (fake.State, error) { return s.Cloud.State() }

@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/ccmkit/ccmkit/fake"
 	"github.com/ccmkit/ccmkit/provider"
@@ -190,5 +192,56 @@ func TestWaitAdminReportsExit(t *testing.T) {
 	_, err = fakecloud.WaitAdmin(ctx2, filepath.Join(t.TempDir(), "never"), nil)
 	if err == nil || !strings.Contains(err.Error(), "waiting for the admin endpoint") {
 		t.Errorf("WaitAdmin timing out: err = %v, want a timeout naming the wait", err)
+	}
+}
+
+// TestShared: a CCM's cloud (here in this process, with its admin
+// endpoint) and a Shared view on the same state file are one cloud: what
+// is changed through either is seen through the other, and the view does
+// not seed the instances again. The lost-response fault of the admin API
+// creates a load balancer although the call fails.
+func TestShared(t *testing.T) {
+	cfg := fake.Config{Instances: fakecloud.Instances("s", 2), StateFile: filepath.Join(t.TempDir(), "cloud.json")}
+	cloud, admin := startCloud(t, cfg)
+	view, err := fakecloud.OpenShared(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := view.State(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(st.Instances) != 2 {
+		t.Errorf("the view sees %d instances; want the 2 the CCM's cloud seeded, not seeded again", len(st.Instances))
+	}
+	if _, err := view.Cloud.StopInstance("i-s-1"); err != nil {
+		t.Fatal(err)
+	}
+	if in, err := admin.Instance(t.Context(), "i-s-1"); err != nil || in.State != fake.StateStopped {
+		t.Errorf("GET /instances/i-s-1 after the view stopped it = %+v, %v; want stopped", in, err)
+	}
+
+	if err := admin.InjectFault(t.Context(), fakecloud.FaultRequest{Op: fake.OpApplyLoadBalancer, Times: 1, Error: "reset", LostResponse: true}); err != nil {
+		t.Fatal(err)
+	}
+	lb, _ := cloud.LoadBalancer()
+	node, err := cloud.NodeFor("i-s-2")
+	if err != nil {
+		t.Fatal(err)
+	}
+	svc := &v1.Service{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "web", UID: "uid-web"},
+		Spec:       v1.ServiceSpec{Type: v1.ServiceTypeLoadBalancer, Ports: []v1.ServicePort{{Port: 80, NodePort: 30080, Protocol: v1.ProtocolTCP}}},
+	}
+	if _, err := lb.EnsureLoadBalancer(t.Context(), "c", svc, []*v1.Node{node}); err == nil || !strings.Contains(err.Error(), "reset") {
+		t.Errorf("EnsureLoadBalancer with a lost response = %v; want the injected error", err)
+	}
+	lbs, err := view.LoadBalancers(t.Context())
+	if err != nil || len(lbs) != 1 {
+		t.Errorf("the view's load balancers = %v, %v; want the one created although its response was lost", lbs, err)
+	}
+
+	if _, err := fakecloud.OpenShared(fake.Config{}); err == nil || !strings.Contains(err.Error(), "stateFile") {
+		t.Errorf("OpenShared without stateFile = %v; want an error naming stateFile", err)
 	}
 }
