@@ -156,13 +156,5 @@ func TestConcurrentMix(t *testing.T) {
 			t.Errorf("pool %s has %d VIPs allocated after every delete; want 0", p.CIDR, p.Allocated)
 		}
 	}
-	seen := map[string]string{}
-	for _, in := range st.Instances {
-		for _, ip := range in.InternalIPs {
-			if other, dup := seen[ip]; dup {
-				t.Errorf("instances %s and %s share %s", other, in.ID, ip)
-			}
-			seen[ip] = in.ID
-		}
-	}
+	checkDistinctIPs(t, st)
 }

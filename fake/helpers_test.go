@@ -98,3 +98,18 @@ func service(name string) *v1.Service {
 		},
 	}
 }
+
+// checkDistinctIPs fails the test if two instances of st share an internal
+// address.
+func checkDistinctIPs(t *testing.T, st fake.State) {
+	t.Helper()
+	seen := map[string]string{}
+	for _, in := range st.Instances {
+		for _, ip := range in.InternalIPs {
+			if other, dup := seen[ip]; dup {
+				t.Errorf("instances %s and %s share %s", other, in.ID, ip)
+			}
+			seen[ip] = in.ID
+		}
+	}
+}

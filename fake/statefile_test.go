@@ -71,6 +71,24 @@ func dualStack(names ...string) fake.Config {
 	return cfg
 }
 
+// ensureFinds calls EnsureLoadBalancer through c for a Service whose load
+// balancer another Cloud on the same file made, and fails the test unless
+// it returns want without writing (why says why no write is expected).
+func ensureFinds(t *testing.T, c *fake.Cloud, svc *v1.Service, nodes []*v1.Node, want *v1.LoadBalancerStatus, why string) {
+	t.Helper()
+	c.ResetCalls()
+	got, err := lbOf(t, c).EnsureLoadBalancer(t.Context(), cluster, svc, nodes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("EnsureLoadBalancer through the other Cloud returned another status (-want +got):\n%s", diff)
+	}
+	if calls := c.Calls(); calls.Writes != 0 {
+		t.Errorf("EnsureLoadBalancer through the other Cloud wrote %v; want nothing: %s", calls.ByOp, why)
+	}
+}
+
 // TestSharedStateFile: two Clouds built from one cloud-config with one
 // state file are one cloud. The second does not seed the instances again;
 // a load balancer created through one is found, not duplicated, by
@@ -105,16 +123,7 @@ func TestSharedStateFile(t *testing.T) {
 	if st, ok, err := lbOf(t, b).GetLoadBalancer(ctx, cluster, svc); err != nil || !ok || !cmp.Equal(st, stA) {
 		t.Errorf("GetLoadBalancer through b = %v, %v, %v; want %v, true", st, ok, err, stA)
 	}
-	stB, err := lbOf(t, b).EnsureLoadBalancer(ctx, cluster, svc, nodes)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if diff := cmp.Diff(stA, stB); diff != "" {
-		t.Errorf("EnsureLoadBalancer through b returned another status (-a +b):\n%s", diff)
-	}
-	if calls := b.Calls(); calls.Writes != 0 {
-		t.Errorf("EnsureLoadBalancer through b wrote %d times (%v); want none: the load balancer exists and is converged", calls.Writes, calls.ByOp)
-	}
+	ensureFinds(t, b, svc, nodes, stA, "the load balancer exists and is converged")
 	if lbs := a.Snapshot().LoadBalancers; len(lbs) != 1 {
 		t.Fatalf("the cloud has %d load balancers; want 1", len(lbs))
 	}
@@ -233,17 +242,7 @@ func TestStateFileReloadIsLossless(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	b.ResetCalls()
-	stB, err := lbOf(t, b).EnsureLoadBalancer(ctx, cluster, svc, nodes)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if diff := cmp.Diff(stA, stB); diff != "" {
-		t.Errorf("status through b (-a +b):\n%s", diff)
-	}
-	if calls := b.Calls(); calls.Writes != 0 {
-		t.Errorf("EnsureLoadBalancer through b wrote %v; want nothing: the load balancer read back from the file must equal the one written", calls.ByOp)
-	}
+	ensureFinds(t, b, svc, nodes, stA, "the load balancer read back from the file must equal the one written")
 	if diff := cmp.Diff(a.Snapshot(), b.Snapshot()); diff != "" {
 		t.Errorf("snapshots (-a +b):\n%s", diff)
 	}
@@ -363,15 +362,7 @@ func TestStateFileConcurrent(t *testing.T) {
 	if len(st.Instances) != n+2 {
 		t.Errorf("%d instances; want %d", len(st.Instances), n+2)
 	}
-	ips := map[string]string{}
-	for _, in := range st.Instances {
-		for _, ip := range in.InternalIPs {
-			if o, dup := ips[ip]; dup {
-				t.Errorf("instances %s and %s share %s", o, in.ID, ip)
-			}
-			ips[ip] = in.ID
-		}
-	}
+	checkDistinctIPs(t, st)
 }
 
 // TestStateFileLock: an operation waits while another process holds the
