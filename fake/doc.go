@@ -183,7 +183,8 @@
 //
 // A file is only ever replaced, never written in place; to edit one by hand,
 // stop every process using it, or write a new file and rename it over the
-// old one.
+// old one. A process killed while saving leaves a temporary file
+// .<name>.tmp-* beside it, which nothing reads.
 //
 // # Identity
 //
