@@ -3,7 +3,6 @@ package e2e
 import (
 	"context"
 	"fmt"
-	"os"
 	"slices"
 	"strings"
 	"testing"
@@ -363,17 +362,10 @@ func TestRestartMidProvisioning(t *testing.T) {
 // sync the node set) before it patches the Node's addresses, and an address
 // change alone triggers no further sync (service controller,
 // shouldSyncUpdatedNode): a provider that needs node addresses for backends
-// must not lose a node in that window.
-//
-// Known to fail with ccmkit at the time of writing: the loadbalancer
-// package leaves out nodes without an InternalIP, and the late node stays
-// out until some other change syncs the Service. Skipped unless
-// CCMKIT_E2E_KNOWN_BUGS=1, so that the suite stays green while the fix is
-// pending; remove the skip once it lands.
+// must not lose a node in that window. ccmkit's Reconciler asks its
+// Config.Instances for the addresses of such a node (the fake wires its
+// instances adapter there).
 func TestBackendsOfNodesInitializedAfterTheService(t *testing.T) {
-	if os.Getenv("CCMKIT_E2E_KNOWN_BUGS") != "1" {
-		t.Skip("known bug: a node whose addresses arrive after its providerID is left out of load-balancer backends (loadbalancer: backends need an InternalIP; the service controller does not resync on address changes); set CCMKIT_E2E_KNOWN_BUGS=1 to run")
-	}
 	s := newScenario(t, "late-nodes")
 	c := s.startCCM("ccm", fake.Config{Instances: fakecloud.Instances("late", 4)}, ccm.Config{})
 	admin := s.admin(c, initTimeout)
