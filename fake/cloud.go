@@ -17,6 +17,9 @@ import (
 // its provider IDs ("fake://<instance ID>").
 const ProviderName = "fake"
 
+// codec formats and parses the fake's provider IDs.
+var codec = provider.Codec{Scheme: ProviderName}
+
 // AllLoadBalancerCapabilities is every load-balancer feature, which the
 // fake supports unless WithLoadBalancerCapabilities says otherwise.
 var AllLoadBalancerCapabilities = loadbalancer.Capabilities{
@@ -121,7 +124,7 @@ func New(cfg Config, opts ...Option) (*Cloud, error) {
 	if st.file != nil {
 		lookups = freshLookups{st, c.cache} // sees other processes' changes too
 	}
-	nodes, err := instances.NewAdapter(lookups, instances.Options{Codec: provider.Codec{Scheme: ProviderName}})
+	nodes, err := instances.NewAdapter(lookups, instances.Options{Codec: codec})
 	if err != nil {
 		return nil, fmt.Errorf("fake: instances: %w", err)
 	}

@@ -208,6 +208,9 @@ func TestAddInstanceErrors(t *testing.T) {
 		{"taken id", "IDs are unique", fake.Instance{Name: "b", ID: "i-a"}, fake.ErrInstanceExists},
 		{"taken ip", "addresses are unique", fake.Instance{Name: "b", InternalIPs: []string{"10.9.0.1"}}, fake.ErrInvalidInstance},
 		{"bad zone", "zones are label values", fake.Instance{Name: "b", Zone: "not a label"}, fake.ErrInvalidInstance},
+		{"id with slash", "the ID is the last segment of the provider ID", fake.Instance{Name: "b", ID: "i/1"}, fake.ErrInvalidInstance},
+		{"id with no-break space", "provider.Codec could not format its provider ID", fake.Instance{Name: "b", ID: "i\u00a01"}, fake.ErrInvalidInstance},
+		{"id not utf-8", "provider.Codec could not format its provider ID, and the state file would rewrite it", fake.Instance{Name: "b", ID: "i-\xff"}, fake.ErrInvalidInstance},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

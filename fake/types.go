@@ -70,8 +70,12 @@ func (in *Instance) validate(path *field.Path) field.ErrorList {
 	} else if msgs := validation.IsDNS1123Subdomain(in.Name); len(msgs) > 0 {
 		errs = append(errs, field.Invalid(path.Child("name"), in.Name, "expected a DNS-1123 subdomain (a Node name): "+strings.Join(msgs, "; ")))
 	}
-	if in.ID != "" && (strings.ContainsAny(in.ID, "/ \t\r\n") || !printable(in.ID)) {
-		errs = append(errs, field.Invalid(path.Child("id"), in.ID, "expected no '/', whitespace or control characters (it is the last segment of the provider ID)"))
+	if in.ID != "" {
+		// The ID is the last segment of the provider ID: the codec the
+		// instances adapter formats it with must accept it.
+		if _, err := codec.Format(in.ID); err != nil {
+			errs = append(errs, field.Invalid(path.Child("id"), in.ID, "expected no '/', whitespace, control characters or invalid UTF-8 (it is the last segment of the provider ID)"))
+		}
 	}
 	for _, f := range []struct{ name, value string }{{"zone", in.Zone}, {"region", in.Region}, {"type", in.Type}} {
 		if msgs := validation.IsValidLabelValue(f.value); f.value != "" && len(msgs) > 0 {
@@ -118,15 +122,6 @@ func (in *Instance) validate(path *field.Path) field.ErrorList {
 		errs = append(errs, field.NotSupported(path.Child("state"), in.State, []string{string(StateRunning), string(StateStopped), string(StateTerminated)}))
 	}
 	return errs
-}
-
-func printable(s string) bool {
-	for _, r := range s {
-		if r < 0x20 || r == 0x7f {
-			return false
-		}
-	}
-	return true
 }
 
 // isKubernetesLabel reports whether key is in the kubernetes.io or k8s.io
