@@ -10,7 +10,6 @@ import (
 	"strconv"
 	"sync"
 
-	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/ccmkit/ccmkit/loadbalancer"
@@ -243,9 +242,7 @@ func (s *store) addInstance(in Instance) (Instance, error) {
 	in.Region = cmp.Or(in.Region, DefaultRegion)
 	in.Type = cmp.Or(in.Type, DefaultInstanceType)
 	in.State = cmp.Or(in.State, StateRunning)
-	if in.Hostname == "" && len(validation.IsDNS1123Subdomain(in.Name)) == 0 {
-		in.Hostname = in.Name
-	}
+	in.Hostname = cmp.Or(in.Hostname, in.Name) // validate: Name is a DNS-1123 subdomain
 	ips, err := s.instanceIPs(in)
 	if err != nil {
 		return Instance{}, err

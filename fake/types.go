@@ -27,8 +27,7 @@ const (
 // When adding an instance only Name is required: an empty ID becomes the
 // next free "i-<n>", an empty Zone, Region or Type the Default* constants,
 // empty InternalIPs the next free address of each Config.InstanceCIDRs
-// network, an empty Hostname the Name (when it is a DNS-1123 subdomain), an
-// empty State StateRunning.
+// network, an empty Hostname the Name, an empty State StateRunning.
 type Instance struct {
 	// ID is the instance ID; the node's provider ID is "fake://<ID>".
 	ID string `json:"id,omitempty"`
