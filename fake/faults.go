@@ -136,13 +136,14 @@ type randomState struct {
 
 func newMeter() *meter { return &meter{calls: Calls{ByOp: map[Op]int64{}}} }
 
-// enter counts a call of op and returns the injected fault, if any, and
-// whether the fault fails the call only after it took effect (late: a
-// scripted Fault.LostResponse on a write). A call whose ctx is done is not
-// counted and returns ctx.Err().
-func (m *meter) enter(ctx context.Context, op Op) (late bool, err error) {
+// enter counts a call of op and returns, under one lock, the interceptor
+// Funcs the call runs with, the injected fault, if any, and whether the
+// fault fails the call only after it took effect (late: a scripted
+// Fault.LostResponse on a write). A call whose ctx is done is not counted
+// and returns ctx.Err().
+func (m *meter) enter(ctx context.Context, op Op) (funcs Funcs, late bool, err error) {
 	if err := ctx.Err(); err != nil {
-		return false, err
+		return Funcs{}, false, err
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -159,7 +160,7 @@ func (m *meter) enter(ctx context.Context, op Op) (late bool, err error) {
 	if err != nil {
 		m.calls.Faults++
 	}
-	return late && op.IsWrite(), err
+	return m.funcs, late && op.IsWrite(), err
 }
 
 func (m *meter) scripted(op Op) (late bool, err error) {
@@ -196,12 +197,6 @@ func (m *meter) randomFault(op Op) error {
 		return r.Err
 	}
 	return fmt.Errorf("%w: %s (random)", ErrInjected, op)
-}
-
-func (m *meter) interceptors() Funcs {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	return m.funcs
 }
 
 // InjectFault adds a scripted fault. Faults are matched in the order they
