@@ -3,6 +3,7 @@ package fake
 import (
 	"crypto/sha256"
 	"fmt"
+	"maps"
 	"net/netip"
 	"slices"
 
@@ -101,9 +102,7 @@ func (c *Cloud) LoadBalancerFor(clusterName string, svc *v1.Service) (LoadBalanc
 	var out LoadBalancer
 	var found bool
 	err := c.store.read(func() error {
-		ids := keys(c.store.lbUIDs[string(owner.UID)])
-		slices.SortFunc(ids, compareIDs)
-		for _, id := range ids {
+		for _, id := range slices.SortedFunc(maps.Keys(c.store.lbUIDs[string(owner.UID)]), compareIDs) {
 			if r := c.store.lbs[id]; owner.Owns(r.lb.Tags) {
 				out, found = viewLoadBalancer(r), true
 				return nil

@@ -3,7 +3,10 @@ package fake
 import (
 	"context"
 	"fmt"
+	"iter"
+	"maps"
 	"net/netip"
+	"slices"
 	"strconv"
 
 	v1 "k8s.io/api/core/v1"
@@ -22,19 +25,19 @@ var _ loadbalancer.Driver = lbDriver{}
 // Service-UID indexes.
 func (d lbDriver) Find(_ context.Context, q loadbalancer.Query) (out []*loadbalancer.LoadBalancer, err error) {
 	err = d.s.read(func() error {
-		var ids []string
+		var ids iter.Seq[string]
 		switch uid, byUID := q.Tags[loadbalancer.TagServiceUID]; {
 		case q.ID != "":
-			ids = []string{q.ID}
+			ids = slices.Values([]string{q.ID})
 		case q.Name != "":
-			ids = keys(d.s.lbNames[q.Name])
+			ids = maps.Keys(d.s.lbNames[q.Name])
 		case byUID:
-			ids = keys(d.s.lbUIDs[uid])
+			ids = maps.Keys(d.s.lbUIDs[uid])
 		default:
-			ids = keys(d.s.lbs)
+			ids = maps.Keys(d.s.lbs)
 		}
 		out = []*loadbalancer.LoadBalancer{}
-		for _, id := range ids {
+		for id := range ids {
 			r := d.s.lbs[id]
 			if r != nil && hasTags(r.lb.Tags, q.Tags) {
 				out = append(out, r.lb.Clone())
@@ -46,14 +49,6 @@ func (d lbDriver) Find(_ context.Context, q loadbalancer.Query) (out []*loadbala
 		return nil, err
 	}
 	return out, nil
-}
-
-func keys[V any](m map[string]V) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	return out
 }
 
 func hasTags(tags, want map[string]string) bool {
@@ -202,20 +197,11 @@ func (s *store) allocateVIPs(current []netip.Addr, spec loadbalancer.Spec) ([]ne
 		}
 	}
 	for _, ip := range current {
-		if !containsAddr(out, ip) {
+		if !slices.Contains(out, ip) {
 			s.lbPools[ip.Is4()].release(ip)
 		}
 	}
 	return out, nil
-}
-
-func containsAddr(list []netip.Addr, a netip.Addr) bool {
-	for _, b := range list {
-		if a == b {
-			return true
-		}
-	}
-	return false
 }
 
 // ingress is what a load balancer reports: its hostname in hostname mode,

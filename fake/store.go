@@ -461,9 +461,7 @@ func viewLoadBalancer(r *lbRecord) LoadBalancer {
 		HealthCheck:     HealthCheck{Protocol: string(spec.HealthCheck.Protocol), Port: spec.HealthCheck.Port, Path: spec.HealthCheck.Path},
 		SessionAffinity: SessionAffinity{ClientIP: spec.SessionAffinity.ClientIP, TimeoutSeconds: spec.SessionAffinity.TimeoutSeconds},
 	}
-	for k, v := range lb.Tags {
-		out.Tags[k] = v
-	}
+	maps.Copy(out.Tags, lb.Tags)
 	for _, f := range spec.IPFamilies {
 		out.IPFamilies = append(out.IPFamilies, string(f))
 	}
@@ -480,10 +478,7 @@ func viewLoadBalancer(r *lbRecord) LoadBalancer {
 		out.SourceRanges = append(out.SourceRanges, p.String())
 	}
 	if len(spec.Settings) > 0 {
-		out.Settings = make(map[string]string, len(spec.Settings))
-		for k, v := range spec.Settings {
-			out.Settings[k] = v
-		}
+		out.Settings = maps.Clone(spec.Settings)
 	}
 	for _, ip := range r.vips {
 		out.VIPs = append(out.VIPs, ip.String())

@@ -2,6 +2,7 @@ package fake
 
 import (
 	"fmt"
+	"maps"
 	"net/netip"
 	"strings"
 
@@ -51,12 +52,7 @@ func (in *Instance) clone() Instance {
 	out := *in
 	out.InternalIPs = append([]string(nil), in.InternalIPs...)
 	out.ExternalIPs = append([]string(nil), in.ExternalIPs...)
-	if in.Labels != nil {
-		out.Labels = make(map[string]string, len(in.Labels))
-		for k, v := range in.Labels {
-			out.Labels[k] = v
-		}
-	}
+	out.Labels = maps.Clone(in.Labels)
 	return out
 }
 
