@@ -214,14 +214,12 @@ func encodeState(st *cloudState, cfg Config, gen uint64) *stateDoc {
 	doc := &stateDoc{
 		Format: StateFormat, Generation: gen, Cloud: cloudOf(cfg),
 		NextInstance: st.nextInstance, NextLoadBalancer: st.nextLB, RouteRevision: st.routeRev,
+		Instances: st.appendInstances([]Instance{}), LoadBalancers: st.appendLoadBalancers([]LoadBalancer{}),
 		Routes: []stateRoute{},
 	}
 	for _, p := range st.pools() {
 		doc.Pools = append(doc.Pools, statePool{CIDR: p.prefix.String(), Next: p.next.String()})
 	}
-	view := emptyView("")
-	st.view(&view)
-	doc.Instances, doc.LoadBalancers = view.Instances, view.LoadBalancers
 	for _, e := range st.routes {
 		doc.Routes = append(doc.Routes, stateRoute{
 			Cluster: e.Cluster, Name: e.Name, DestinationCIDR: e.DestinationCIDR, TargetNode: string(e.TargetNode),

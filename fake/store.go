@@ -417,14 +417,8 @@ func emptyView(clusterID string) State {
 // view adds the instances, load balancers, routes and pools of st to out,
 // in the order State documents.
 func (st *cloudState) view(out *State) {
-	for _, in := range st.instances {
-		out.Instances = append(out.Instances, in.clone())
-	}
-	slices.SortFunc(out.Instances, func(a, b Instance) int { return compareIDs(a.ID, b.ID) })
-	for _, r := range st.lbs {
-		out.LoadBalancers = append(out.LoadBalancers, viewLoadBalancer(r))
-	}
-	slices.SortFunc(out.LoadBalancers, func(a, b LoadBalancer) int { return compareIDs(a.ID, b.ID) })
+	out.Instances = st.appendInstances(out.Instances)
+	out.LoadBalancers = st.appendLoadBalancers(out.LoadBalancers)
 	for _, e := range st.routes {
 		out.Routes = append(out.Routes, viewRoute(e))
 	}
@@ -437,6 +431,25 @@ func (st *cloudState) view(out *State) {
 	for _, is4 := range []bool{true, false} {
 		out.Pools = append(out.Pools, st.lbPools[is4].usage("loadBalancers"))
 	}
+}
+
+// appendInstances appends copies of the instances to out, sorted by ID.
+func (st *cloudState) appendInstances(out []Instance) []Instance {
+	for _, in := range st.instances {
+		out = append(out, in.clone())
+	}
+	slices.SortFunc(out, func(a, b Instance) int { return compareIDs(a.ID, b.ID) })
+	return out
+}
+
+// appendLoadBalancers appends the load balancers, as the fake reports
+// them, to out, sorted by ID.
+func (st *cloudState) appendLoadBalancers(out []LoadBalancer) []LoadBalancer {
+	for _, r := range st.lbs {
+		out = append(out, viewLoadBalancer(r))
+	}
+	slices.SortFunc(out, func(a, b LoadBalancer) int { return compareIDs(a.ID, b.ID) })
+	return out
 }
 
 // compareIDs orders "i-2" before "i-10": by length, then bytes.
