@@ -139,12 +139,14 @@ func (c *Cloud) AddRoute(r Route) error {
 	return c.store.addRoute(e)
 }
 
-// NodeFor returns the Node a kubelet on instance id registers, as the
-// cloud-controller-manager leaves it once initialized: named after the
+// NodeFor returns the Node a kubelet on instance id registers, with what the
+// cloud-controller-manager adds once it initialized it: named after the
 // instance, with a UID derived from the ID, spec.providerID
-// "fake://<id>" and the instance's internal addresses, hostname, zone,
-// region and type labels. It is a new object each time. Errors wrap
-// ErrInstanceNotFound or ErrStateFile.
+// "fake://<id>", the instance's internal addresses and hostname, and the
+// hostname, zone, region and instance-type labels (the stable keys only).
+// The node controller would also add the instance's ExternalIPs, its Labels
+// and the beta topology labels; NodeFor leaves them out. It is a new object
+// each time. Errors wrap ErrInstanceNotFound or ErrStateFile.
 func (c *Cloud) NodeFor(id string) (*v1.Node, error) {
 	in, ok, err := c.store.instance(id)
 	if err != nil {

@@ -100,8 +100,9 @@
 //
 // Statuses: 400 for a body that is not valid JSON, has unknown fields or
 // invalid values; 404 for an unknown path or instance; 405 for a wrong
-// method; 409 for starting or stopping a terminated instance or adding an
-// existing ID; 413 for a body over 1 MiB; 415 for a Content-Type other than
+// method; 409 for starting or stopping a terminated instance, adding an
+// existing ID or adding an instance when its network has no free address;
+// 413 for a body over 1 MiB; 415 for a Content-Type other than
 // application/json. In POST /faults, "op" is one of the Op constants
 // ("" means every operation), "times" is how many calls fail (-1: every call
 // until DELETE /faults), "retryAfter" (a Go duration) makes the fault a
@@ -216,8 +217,9 @@
 //     listed. A failed list is remembered for the cache's ErrorTTL (5s by
 //     default, see WithInstanceCache) unless ClearFaults is called or an
 //     instance changes.
-//   - ListRoutes costs a ListInstances call besides ReadRouteTable: it marks
-//     routes whose target instance is gone as Blackhole.
+//   - ListRoutes costs a ListInstances call besides ReadRouteTable when
+//     any listed route has a target: it marks routes whose target instance
+//     is gone as Blackhole.
 //   - The first CreateRoute or DeleteRoute of an idle route table waits
 //     routes.DefaultBatchWindow (2ms) for others to join its batch, so
 //     sequential route calls take at least that long each.
