@@ -37,9 +37,10 @@ var ErrInvalidConfig = errors.New("invalid cloud-config")
 // --cloud-config — and an empty document both give the zero C. Field names
 // are C's json tags, matched exactly (case-sensitively: "clusterId" is an
 // unknown field when the tag is "clusterID"). Scalars follow YAML 1.1 as
-// sigs.k8s.io/yaml reads them: an unquoted number in a string field is kept
-// as written, but an unquoted y, yes, no, on or off is a boolean and reaches
-// a string field as "true" or "false": quote such values.
+// sigs.k8s.io/yaml reads them: an unquoted decimal integer in a string field
+// is kept as written, but other numbers are rewritten (0123 becomes "83",
+// 0x1F "31", 1.50 "1.5", 1e3 "1000") and an unquoted y, yes, n, no, on or
+// off becomes "true" or "false": quote such values.
 //
 // When C (or *C) implements Validator, Validate is called and its error is
 // returned wrapped. Every error wraps ErrInvalidConfig. DecodeConfig never
@@ -67,9 +68,11 @@ func DecodeConfig[C any](r io.Reader) (*C, error) {
 
 // decodeStrict decodes YAML (or JSON) into the struct pointer into.
 //
-// sigs.k8s.io/yaml's UnmarshalStrict converts YAML using the target's types
-// (so an unquoted "y" or "123" stays a string where into has a string) and
-// rejects unknown and duplicate fields, but it matches field names as
+// sigs.k8s.io/yaml's UnmarshalStrict converts YAML to JSON using the
+// target's types (so an unquoted 123 decodes into a string field as "123"
+// rather than failing as a number; YAML 1.1 booleans and non-decimal numbers
+// are still resolved first, see DecodeConfig) and rejects unknown and
+// duplicate fields, but it matches field names as
 // encoding/json does: without regard to case, so "clusterId" would fill a
 // field tagged "clusterID". checkFieldCase then rejects every key that is
 // not spelled exactly as its json tag.

@@ -163,6 +163,39 @@ func TestDecodeConfig(t *testing.T) {
 	}
 }
 
+// TestDecodeConfigYAMLScalars pins the YAML 1.1 scalar rules DecodeConfig
+// documents for string fields.
+func TestDecodeConfigYAMLScalars(t *testing.T) {
+	tests := []struct {
+		name   string
+		reason string
+		value  string
+		want   string
+	}{
+		{"decimal", "a plain integer is kept as written", "1234567", "1234567"},
+		{"quoted octal", "quoting keeps any value", `"0123"`, "0123"},
+		{"octal", "YAML 1.1 reads a leading 0 as octal", "0123", "83"},
+		{"hex", "YAML 1.1 reads 0x as hexadecimal", "0x1F", "31"},
+		{"float", "floats are normalised", "1.50", "1.5"},
+		{"exponent", "exponents are expanded", "1e3", "1000"},
+		{"y", "y is a YAML 1.1 boolean", "y", "true"},
+		{"n", "n is a YAML 1.1 boolean", "n", "false"},
+		{"off", "off is a YAML 1.1 boolean", "off", "false"},
+		{"quoted y", "quoting keeps a boolean word", `"y"`, "y"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := DecodeConfig[optional](strings.NewReader("name: " + tt.value + "\n"))
+			if err != nil {
+				t.Fatalf("DecodeConfig(name: %s): %v", tt.value, err)
+			}
+			if diff := cmp.Diff(tt.want, got.Name); diff != "" {
+				t.Errorf("DecodeConfig(name: %s).Name (-want +got), %s:\n%s", tt.value, tt.reason, diff)
+			}
+		})
+	}
+}
+
 func TestDecodeConfigZeroAccepted(t *testing.T) {
 	var nilFile *os.File // a typed-nil reader is "no config" too
 	for _, r := range []io.Reader{nil, nilFile} {
