@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"regexp"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
@@ -328,39 +327,29 @@ func ruleInstConcurrent(r *rt) {
 	for _, n := range nodes {
 		want[n.Name] = r.mustMetadata(inst, n)
 	}
-	var mu sync.Mutex
-	var errs []string
-	report := func(format string, args ...any) {
-		mu.Lock()
-		defer mu.Unlock()
-		errs = append(errs, fmt.Sprintf(format, args...))
-	}
 	var waits []func()
 	for range 4 {
 		for _, n := range nodes {
 			waits = append(waits, r.Go(func() {
 				if ok, err := inst.InstanceExists(r.ctx, n); err != nil || !ok {
-					report("concurrent InstanceExists(%s) = (%v, %v), expected (true, nil)", n.Name, ok, err)
+					r.Errorf("concurrent InstanceExists(%s) = (%v, %v), expected (true, nil)", n.Name, ok, err)
 				}
 				if down, err := inst.InstanceShutdown(r.ctx, n); err != nil || down {
-					report("concurrent InstanceShutdown(%s) = (%v, %v), expected (false, nil)", n.Name, down, err)
+					r.Errorf("concurrent InstanceShutdown(%s) = (%v, %v), expected (false, nil)", n.Name, down, err)
 				}
 				md, err := inst.InstanceMetadata(r.ctx, n)
 				if err != nil || md == nil {
-					report("concurrent InstanceMetadata(%s) = (%v, %v)", n.Name, md, err)
+					r.Errorf("concurrent InstanceMetadata(%s) = (%v, %v)", n.Name, md, err)
 					return
 				}
 				if d := cmp.Diff(want[n.Name], md, cmpOpts); d != "" {
-					report("concurrent InstanceMetadata(%s) differs from a sequential call (-sequential +concurrent):\n%s", n.Name, d)
+					r.Errorf("concurrent InstanceMetadata(%s) differs from a sequential call (-sequential +concurrent):\n%s", n.Name, d)
 				}
 			}))
 		}
 	}
 	for _, w := range waits {
 		w()
-	}
-	for _, e := range errs {
-		r.Errorf("%s", e)
 	}
 }
 

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"net/netip"
 	"slices"
-	"sync"
 
 	"github.com/google/go-cmp/cmp"
 	v1 "k8s.io/api/core/v1"
@@ -585,37 +584,27 @@ func ruleLBConcurrent(r *rt) {
 	for i := range 4 {
 		others = append(others, service(fmt.Sprintf("concurrent-%d", i)))
 	}
-	var mu sync.Mutex
-	var errs []string
-	report := func(format string, args ...any) {
-		mu.Lock()
-		defer mu.Unlock()
-		errs = append(errs, fmt.Sprintf(format, args...))
-	}
 	var waits []func()
 	for i := range 3 {
 		waits = append(waits, r.Go(func() {
 			if _, err := lb.EnsureLoadBalancer(r.ctx, c, shared.DeepCopy(), nodes); err != nil {
-				report("concurrent EnsureLoadBalancer(%s) #%d: %v", svcKey(shared), i, err)
+				r.Errorf("concurrent EnsureLoadBalancer(%s) #%d: %v", svcKey(shared), i, err)
 			}
 		}), r.Go(func() {
 			if err := lb.UpdateLoadBalancer(context.TODO(), c, shared.DeepCopy(), nodes); err != nil {
-				report("concurrent UpdateLoadBalancer(%s) #%d: %v", svcKey(shared), i, err)
+				r.Errorf("concurrent UpdateLoadBalancer(%s) #%d: %v", svcKey(shared), i, err)
 			}
 		}))
 	}
 	for _, s := range others {
 		waits = append(waits, r.Go(func() {
 			if _, err := lb.EnsureLoadBalancer(r.ctx, c, s, nodes); err != nil {
-				report("concurrent EnsureLoadBalancer(%s): %v", svcKey(s), err)
+				r.Errorf("concurrent EnsureLoadBalancer(%s): %v", svcKey(s), err)
 			}
 		}))
 	}
 	for _, w := range waits {
 		w()
-	}
-	for _, e := range errs {
-		r.Errorf("%s", e)
 	}
 	for _, s := range append(others, shared) {
 		if !r.exists(r.ctx, lb, c, s) {

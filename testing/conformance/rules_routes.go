@@ -5,7 +5,6 @@ import (
 	"net/netip"
 	"reflect"
 	"strings"
-	"sync"
 
 	"github.com/google/go-cmp/cmp"
 	v1 "k8s.io/api/core/v1"
@@ -347,51 +346,38 @@ func ruleRouteConcurrent(r *rt) {
 			specs = append(specs, newRoute(n, cidr))
 		}
 	}
-	var mu sync.Mutex
-	var errs []string
-	report := func(format string, args ...any) {
-		mu.Lock()
-		defer mu.Unlock()
-		errs = append(errs, fmt.Sprintf(format, args...))
-	}
 	var waits []func()
 	for _, s := range specs {
 		waits = append(waits, r.Go(func() {
 			if err := rs.CreateRoute(r.ctx, c, s.nameHint, s.route); err != nil {
-				report("concurrent CreateRoute(%q → %s): %v", s.route.DestinationCIDR, s.route.TargetNode, err)
+				r.Errorf("concurrent CreateRoute(%q → %s): %v", s.route.DestinationCIDR, s.route.TargetNode, err)
 			}
 		}))
 	}
 	for range 2 {
 		waits = append(waits, r.Go(func() {
 			if _, err := rs.ListRoutes(r.ctx, c); err != nil {
-				report("ListRoutes during concurrent CreateRoute: %v", err)
+				r.Errorf("ListRoutes during concurrent CreateRoute: %v", err)
 			}
 		}))
 	}
 	for _, w := range waits {
 		w()
 	}
-	for _, e := range errs {
-		r.Errorf("%s", e)
-	}
 	list := r.listRoutes(rs, c)
 	r.checkListed("after concurrent CreateRoute calls", list, specs)
-	waits, errs = nil, nil
+	waits = nil
 	for _, s := range specs {
 		for _, rt := range findRoutes(list, s.route.DestinationCIDR) {
 			waits = append(waits, r.Go(func() {
 				if err := rs.DeleteRoute(r.ctx, c, rt); err != nil {
-					report("concurrent DeleteRoute(%q): %v", rt.DestinationCIDR, err)
+					r.Errorf("concurrent DeleteRoute(%q): %v", rt.DestinationCIDR, err)
 				}
 			}))
 		}
 	}
 	for _, w := range waits {
 		w()
-	}
-	for _, e := range errs {
-		r.Errorf("%s", e)
 	}
 	list = r.listRoutes(rs, c)
 	for _, s := range specs {
