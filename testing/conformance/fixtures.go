@@ -275,7 +275,7 @@ func addressProblems(addrs []v1.NodeAddress, dualStack bool) []string {
 	return out
 }
 
-// labelProblems checks a metadata value that becomes a label value.
+// labelValueProblems checks a metadata value that becomes a label value.
 func labelValueProblems(what, v string) []string {
 	var out []string
 	for _, m := range content.IsLabelValue(v) {

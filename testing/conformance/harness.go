@@ -25,9 +25,9 @@ import (
 // Periods of the controllers the suite runs: short, so that scenarios end in
 // well under a second against an in-memory provider.
 const (
-	nodeStatusPeriod   = 200 * time.Millisecond
-	nodeMonitorPeriod  = 50 * time.Millisecond
-	routeReconcilePeri = 50 * time.Millisecond
+	nodeStatusPeriod     = 200 * time.Millisecond
+	nodeMonitorPeriod    = 50 * time.Millisecond
+	routeReconcilePeriod = 50 * time.Millisecond
 )
 
 // harness runs upstream controllers against a fake clientset and the rule's
@@ -114,7 +114,7 @@ func (h *harness) startRouteController() {
 		h.r.Fatalf("route controller: New: %v", err)
 	}
 	h.startInformers()
-	h.goRun(func() { rc.Run(h.ctx, routeReconcilePeri, h.metrics) })
+	h.goRun(func() { rc.Run(h.ctx, routeReconcilePeriod, h.metrics) })
 }
 
 // call is one provider call made by a controller.

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/netip"
 	"slices"
+	"strings"
 
 	"github.com/google/go-cmp/cmp"
 	v1 "k8s.io/api/core/v1"
@@ -311,19 +312,9 @@ func sortListeners(ls []Listener) []Listener {
 		if a.Port != b.Port {
 			return int(a.Port - b.Port)
 		}
-		return cmpString(string(a.Protocol), string(b.Protocol))
+		return strings.Compare(string(a.Protocol), string(b.Protocol))
 	})
 	return ls
-}
-
-func cmpString(a, b string) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
 
 // wantListeners are the listeners svc asks for.

@@ -7,6 +7,7 @@ import (
 	"reflect"
 	"runtime"
 	"runtime/debug"
+	"slices"
 	"sync"
 
 	v1 "k8s.io/api/core/v1"
@@ -83,14 +84,12 @@ func execute(parent context.Context, cfg *Config, rl *rule) result {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.done = true
-	res := result{skip: r.res.skip, errs: slices0(r.res.errs), logs: slices0(r.res.logs)}
+	res := result{skip: r.res.skip, errs: slices.Clone(r.res.errs), logs: slices.Clone(r.res.logs)}
 	if len(res.errs) > 0 {
 		res.skip = ""
 	}
 	return res
 }
-
-func slices0(s []string) []string { return append([]string(nil), s...) }
 
 // recoverPanic turns a panic of the rule goroutine (typically in the
 // provider) into a failure of the rule.
