@@ -131,7 +131,8 @@ func (c Codec) ID(providerID string) (string, error) {
 }
 
 // ParseAny parses a provider ID of any scheme, with the rules documented on
-// Codec.
+// Codec. Errors wrap ErrEmptyProviderID or ErrMalformedProviderID and quote
+// the input. It is safe for concurrent use.
 func ParseAny(providerID string) (ProviderID, error) {
 	if providerID == "" {
 		return ProviderID{}, fmt.Errorf("%w: expected \"<scheme>://<id>\"", ErrEmptyProviderID)
