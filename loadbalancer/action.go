@@ -31,11 +31,14 @@ const (
 	ActionUpdateSourceRanges ActionKind = "UpdateSourceRanges"
 	// ActionUpdateSessionAffinity sets Action.SessionAffinity.
 	ActionUpdateSessionAffinity ActionKind = "UpdateSessionAffinity"
-	// ActionRemoveListener removes the listener Action.Listener (by key).
+	// ActionRemoveListener removes the listener Action.Listener (by key):
+	// every listener with that key, if the cloud holds several.
 	ActionRemoveListener ActionKind = "RemoveListener"
 	// ActionUpdateListener replaces the listener Action.OldListener (by
-	// key) with Action.Listener: the node port, or the port of a listener
-	// of the same family and protocol, changed.
+	// key; every listener with that key, if the cloud holds several) with
+	// the one listener Action.Listener: the node port, or the port of a
+	// listener of the same family and protocol, changed, or the cloud held
+	// several listeners with one key.
 	ActionUpdateListener ActionKind = "UpdateListener"
 	// ActionAddListener adds Action.Listener.
 	ActionAddListener ActionKind = "AddListener"

@@ -30,6 +30,15 @@ import (
 // provider ID changed is sent again in ActionAddBackends (which replaces by
 // node name), so it is one write too.
 //
+// actual may list several listeners with one ListenerKey or one node
+// twice (a Driver reporting what the cloud holds). Plan then emits at most
+// one action per listener key and per node, relying on ActionRemoveListener
+// and ActionUpdateListener acting on every listener of the key and on
+// ActionAddBackends replacing every entry of the node: listeners of a key
+// the Service keeps are replaced by the wanted listener (one
+// ActionUpdateListener, none if every copy already equals it), never
+// removed, and a node the Service keeps is never removed.
+//
 // desired and actual are only read; they need not be in canonical order
 // (see Spec.Canonical). Plan returns an error when desired is nil or has no
 // ownership tags, and an *OwnershipError (errors.Is ErrNotOwned) when
@@ -137,30 +146,70 @@ func isStrictlySorted[T any](s []T, cmp func(a, b T) int) bool {
 	return true
 }
 
+// listenerRun is the listeners an actual load balancer lists under one
+// key, in the order reported: a Driver may report several.
+type listenerRun []Listener
+
+// listed returns ", listed n times" for a key listed more than once.
+func (r listenerRun) listed() string {
+	if len(r) < 2 {
+		return ""
+	}
+	return fmt.Sprintf(", listed %d times", len(r))
+}
+
 func (p *planner) listeners(want, have []Listener) {
-	var removed, added []Listener
-	type update struct{ old, new Listener }
+	var removed []listenerRun
+	var added []Listener
+	type update struct {
+		old listenerRun
+		new Listener
+	}
 	var updates []update
-	mergeSorted(want, have, func(a, b Listener) int { return a.ListenerKey.Compare(b.ListenerKey) },
-		func(w Listener) { added = append(added, w) },
-		func(h Listener) { removed = append(removed, h) },
-		func(w, h Listener) {
-			if w != h {
-				updates = append(updates, update{h, w})
+	// A Driver may report several listeners with one key; they follow
+	// each other (have is sorted by key, stably). RemoveListener and
+	// UpdateListener act on every listener of a key (see Apply), so one
+	// action per key converges, and a key the Service keeps is only ever
+	// replaced by its wanted listener, never removed.
+	i := 0
+	for j := 0; j < len(have); {
+		key := have[j].ListenerKey
+		k := j + 1
+		for k < len(have) && have[k].ListenerKey == key {
+			k++
+		}
+		run := listenerRun(have[j:k:k])
+		j = k
+		for i < len(want) && want[i].ListenerKey.Compare(key) < 0 {
+			added = append(added, want[i])
+			i++
+		}
+		if i == len(want) || want[i].ListenerKey != key {
+			removed = append(removed, run)
+			continue
+		}
+		w := want[i]
+		i++
+		for _, h := range run {
+			if h != w {
+				updates = append(updates, update{run, w})
+				break
 			}
-		})
+		}
+	}
+	added = append(added, want[i:]...)
 	// Pair removed and added listeners of the same family and protocol:
 	// first those keeping their node port, then any.
 	for _, sameNodePort := range []bool{true, false} {
 		for ri := 0; ri < len(removed); ri++ {
-			r := removed[ri]
+			r := removed[ri][0]
 			ai := slices.IndexFunc(added, func(a Listener) bool {
 				return a.Family == r.Family && a.Protocol == r.Protocol && (!sameNodePort || a.NodePort == r.NodePort)
 			})
 			if ai < 0 {
 				continue
 			}
-			updates = append(updates, update{r, added[ai]})
+			updates = append(updates, update{removed[ri], added[ai]})
 			removed = slices.Delete(removed, ri, ri+1)
 			added = slices.Delete(added, ai, ai+1)
 			ri--
@@ -168,15 +217,26 @@ func (p *planner) listeners(want, have []Listener) {
 	}
 	slices.SortFunc(updates, func(a, b update) int { return a.new.ListenerKey.Compare(b.new.ListenerKey) })
 	for _, r := range removed {
-		l := r
-		p.add(Action{Kind: ActionRemoveListener, Listener: &l}, "listener %s is not a port of the service", r.ListenerKey)
+		l := r[0]
+		if len(r) > 1 {
+			p.add(Action{Kind: ActionRemoveListener, Listener: &l}, "listener %s (listed %d times) is not a port of the service", l.ListenerKey, len(r))
+		} else {
+			p.add(Action{Kind: ActionRemoveListener, Listener: &l}, "listener %s is not a port of the service", l.ListenerKey)
+		}
 	}
 	for _, u := range updates {
-		o, n := u.old, u.new
-		if o.ListenerKey == n.ListenerKey {
+		o, n := u.old[0], u.new
+		switch {
+		case o.ListenerKey != n.ListenerKey:
+			p.add(Action{Kind: ActionUpdateListener, OldListener: &o, Listener: &n}, "service port changed: listener %s (node port %d%s) becomes %s (node port %d)", o.ListenerKey, o.NodePort, u.old.listed(), n.ListenerKey, n.NodePort)
+		case len(u.old) > 1:
+			ports := make([]string, len(u.old))
+			for i, l := range u.old {
+				ports[i] = fmt.Sprint(l.NodePort)
+			}
+			p.add(Action{Kind: ActionUpdateListener, OldListener: &o, Listener: &n}, "listener %s is listed %d times (node ports %s); want one, with node port %d", n.ListenerKey, len(u.old), strings.Join(ports, ", "), n.NodePort)
+		default:
 			p.add(Action{Kind: ActionUpdateListener, OldListener: &o, Listener: &n}, "listener %s node port is %d; want %d", n.ListenerKey, o.NodePort, n.NodePort)
-		} else {
-			p.add(Action{Kind: ActionUpdateListener, OldListener: &o, Listener: &n}, "service port changed: listener %s (node port %d) becomes %s (node port %d)", o.ListenerKey, o.NodePort, n.ListenerKey, n.NodePort)
 		}
 	}
 	for _, a := range added {
@@ -287,9 +347,11 @@ func formatSA(s SessionAffinity) string {
 // each ActionKind; an in-memory Driver can store load balancers and call
 // it. For ActionCreate it returns a copy of a.Create (lb is ignored and may
 // be nil; the caller assigns the ID and Ingress). lb and a are only read.
-// It returns an error (not wrapped) for a nil lb, a wrong target ID, a
-// missing payload, adding a listener that exists, or removing or updating
-// one that does not.
+// ActionRemoveListener and ActionUpdateListener act on every listener with
+// the key (lb may list several), ActionAddBackends replaces every entry of
+// each node. It returns an error (not wrapped) for a nil lb, a wrong target
+// ID, a missing payload, adding a listener that exists, or removing or
+// updating one that does not.
 func Apply(lb *LoadBalancer, a Action) (*LoadBalancer, error) {
 	if a.Kind == ActionCreate {
 		if a.Create == nil {
@@ -353,11 +415,13 @@ func Apply(lb *LoadBalancer, a Action) (*LoadBalancer, error) {
 				}
 				key = a.OldListener.ListenerKey
 			}
-			i := slices.IndexFunc(s.Listeners, func(l Listener) bool { return l.ListenerKey == key })
-			if i < 0 {
+			// Every listener of the key (a Driver may have reported
+			// several).
+			n := len(s.Listeners)
+			s.Listeners = slices.DeleteFunc(s.Listeners, func(l Listener) bool { return l.ListenerKey == key })
+			if len(s.Listeners) == n {
 				return nil, fmt.Errorf("apply %s on %q: listener %s does not exist", a.Kind, lb.ID, key)
 			}
-			s.Listeners = slices.Delete(s.Listeners, i, i+1)
 		}
 		if a.Kind != ActionRemoveListener {
 			if slices.ContainsFunc(s.Listeners, func(l Listener) bool { return l.ListenerKey == a.Listener.ListenerKey }) {

@@ -287,6 +287,20 @@ func FuzzPlan(f *testing.F) {
 				}
 				actual.Spec.Backends = append(actual.Spec.Backends, dup)
 			}
+			if n := len(actual.Spec.Listeners); n > 0 && rng.IntN(3) == 0 {
+				// A Driver reporting two listeners with one key, maybe
+				// with another node port, maybe more than once.
+				for range 1 + rng.IntN(2) {
+					dup := actual.Spec.Listeners[rng.IntN(n)]
+					if rng.IntN(2) == 0 {
+						dup.NodePort = 30009
+					}
+					actual.Spec.Listeners = append(actual.Spec.Listeners, dup)
+				}
+				rng.Shuffle(len(actual.Spec.Listeners), func(i, j int) {
+					actual.Spec.Listeners[i], actual.Spec.Listeners[j] = actual.Spec.Listeners[j], actual.Spec.Listeners[i]
+				})
+			}
 		}
 		actions, err := loadbalancer.Plan(desired, actual)
 		if err != nil {
@@ -313,6 +327,7 @@ func FuzzPlan(f *testing.F) {
 			t.Fatalf("after applying %v, Plan = %v, %v; want empty", actions, rest, err)
 		}
 		if actual != nil {
+			checkListenerActions(t, desired, actual, actions)
 			if actual.Tags["team"] != lb.Tags["team"] {
 				t.Errorf("a foreign tag changed: %q → %q", actual.Tags["team"], lb.Tags["team"])
 			}
@@ -377,6 +392,135 @@ func TestPlanDuplicateActualBackends(t *testing.T) {
 			}
 			if rest, err := loadbalancer.Plan(desired, lb); err != nil || len(rest) != 0 {
 				t.Errorf("%s: after applying %v, Plan = %v, %v; want empty", tc.reason, actions, rest, err)
+			}
+		})
+	}
+}
+
+// checkListenerActions checks the listener actions of a plan from desired
+// to actual: at most one per actual or desired key (RemoveListener and
+// UpdateListener act on every listener of a key), and none removes or
+// replaces a key the desired model keeps except to set it to its desired
+// value (a wanted listener never goes out of service).
+func checkListenerActions(t *testing.T, desired, actual *loadbalancer.LoadBalancer, actions []loadbalancer.Action) {
+	t.Helper()
+	wanted := map[loadbalancer.ListenerKey]loadbalancer.Listener{}
+	for _, l := range desired.Spec.Listeners {
+		wanted[l.ListenerKey] = l
+	}
+	touched := map[loadbalancer.ListenerKey]int{}
+	for _, a := range actions {
+		switch a.Kind {
+		case loadbalancer.ActionRemoveListener:
+			touched[a.Listener.ListenerKey]++
+			if _, ok := wanted[a.Listener.ListenerKey]; ok {
+				t.Errorf("%v removes listener %s, which the service keeps\nactual: %v\nplan: %v", a, a.Listener.ListenerKey, actual.Spec.Listeners, actions)
+			}
+		case loadbalancer.ActionUpdateListener:
+			touched[a.OldListener.ListenerKey]++
+			if w, ok := wanted[a.OldListener.ListenerKey]; ok && *a.Listener != w {
+				t.Errorf("%v replaces listener %s, which the service keeps, by %v; want %v\nactual: %v\nplan: %v", a, a.OldListener.ListenerKey, *a.Listener, w, actual.Spec.Listeners, actions)
+			}
+		case loadbalancer.ActionAddListener:
+			touched[a.Listener.ListenerKey]++
+		}
+	}
+	for k, n := range touched {
+		if n > 1 {
+			t.Errorf("%d listener actions for key %s; want at most one\nactual: %v\nplan: %v", n, k, actual.Spec.Listeners, actions)
+		}
+	}
+}
+
+// TestPlanDuplicateActualListeners checks a Driver that reports two
+// listeners with one key: Plan emits at most one action per key, never
+// removes a key the Service keeps (RemoveListener goes by key), and
+// applying the plan converges.
+func TestPlanDuplicateActualListeners(t *testing.T) {
+	v4 := v1.IPv4Protocol
+	l80, l80old, l443 := tcp(v4, 80, 30080), tcp(v4, 80, 30009), tcp(v4, 443, 30443)
+	l8080 := tcp(v4, 8080, 30080)
+	cases := []struct {
+		name, reason string
+		want, have   []loadbalancer.Listener
+		plan         []planned
+	}{
+		{"identical twice", "the same listener twice: nothing to write",
+			[]loadbalancer.Listener{l80, l443}, []loadbalancer.Listener{l80, l80, l443}, nil},
+		{"wanted and stale copy", "one write replaces both; the wanted listener is never removed",
+			[]loadbalancer.Listener{l80, l443}, []loadbalancer.Listener{l80, l80old, l443},
+			[]planned{{loadbalancer.ActionUpdateListener, "listener IPv4/TCP/80 is listed 2 times (node ports 30080, 30009); want one, with node port 30080"}}},
+		{"stale copy first", "the order the Driver reports the copies in does not matter",
+			[]loadbalancer.Listener{l80, l443}, []loadbalancer.Listener{l80old, l80, l443},
+			[]planned{{loadbalancer.ActionUpdateListener, "listener IPv4/TCP/80 is listed 2 times (node ports 30009, 30080); want one, with node port 30080"}}},
+		{"unwanted twice", "removed in one write",
+			[]loadbalancer.Listener{l443}, []loadbalancer.Listener{l80, l80old, l443},
+			[]planned{{loadbalancer.ActionRemoveListener, "listener IPv4/TCP/80 (listed 2 times) is not a port of the service"}}},
+		{"port changed, listed twice", "one update replaces both copies",
+			[]loadbalancer.Listener{l443, l8080}, []loadbalancer.Listener{l80, l80, l443},
+			[]planned{{loadbalancer.ActionUpdateListener, "service port changed: listener IPv4/TCP/80 (node port 30080, listed 2 times) becomes IPv4/TCP/8080 (node port 30080)"}}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			desired := planBase()
+			desired.Spec.Listeners = tc.want
+			actual := planBase()
+			actual.Spec.Listeners = tc.have
+			actions, err := loadbalancer.Plan(desired, actual)
+			if err != nil {
+				t.Fatalf("Plan: %v", err)
+			}
+			var got []planned
+			for _, a := range actions {
+				got = append(got, planned{a.Kind, a.Reason})
+			}
+			if diff := cmp.Diff(tc.plan, got); diff != "" {
+				t.Errorf("%s: Plan (-want +got):\n%s", tc.reason, diff)
+			}
+			checkListenerActions(t, desired, actual, actions)
+			lb := actual
+			for _, a := range actions {
+				if lb, err = loadbalancer.Apply(lb, a); err != nil {
+					t.Fatalf("%s: Apply(%v): %v", tc.reason, a, err)
+				}
+			}
+			if diff := cmp.Diff(tc.want, lb.Spec.Listeners); len(actions) > 0 && diff != "" {
+				t.Errorf("%s: listeners after applying %v (-want +got):\n%s", tc.reason, actions, diff)
+			}
+			if rest, err := loadbalancer.Plan(desired, lb); err != nil || len(rest) != 0 {
+				t.Errorf("%s: after applying %v, Plan = %v, %v; want empty", tc.reason, actions, rest, err)
+			}
+		})
+	}
+}
+
+// TestApplyListenerKeyCopies checks the reference semantics for a load
+// balancer listing two listeners with one key: RemoveListener and
+// UpdateListener act on every listener of the key.
+func TestApplyListenerKeyCopies(t *testing.T) {
+	v4 := v1.IPv4Protocol
+	l80, l80old, l443 := tcp(v4, 80, 30080), tcp(v4, 80, 30009), tcp(v4, 443, 30443)
+	l8080 := tcp(v4, 8080, 30080)
+	cases := []struct {
+		name, reason string
+		a            loadbalancer.Action
+		want         []loadbalancer.Listener
+	}{
+		{"remove", "every listener of the key goes", loadbalancer.Action{Kind: loadbalancer.ActionRemoveListener, Listener: &l80}, []loadbalancer.Listener{l443}},
+		{"update same key", "every listener of the key is replaced by one", loadbalancer.Action{Kind: loadbalancer.ActionUpdateListener, OldListener: &l80old, Listener: &l80}, []loadbalancer.Listener{l80, l443}},
+		{"update new key", "every listener of the old key is replaced by one", loadbalancer.Action{Kind: loadbalancer.ActionUpdateListener, OldListener: &l80, Listener: &l8080}, []loadbalancer.Listener{l443, l8080}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			lb := planBase()
+			lb.Spec.Listeners = []loadbalancer.Listener{l80old, l80, l443}
+			tc.a.LoadBalancerID = lb.ID
+			got, err := loadbalancer.Apply(lb, tc.a)
+			if err != nil {
+				t.Fatalf("%s: Apply: %v", tc.reason, err)
+			}
+			if diff := cmp.Diff(tc.want, got.Spec.Listeners); diff != "" {
+				t.Errorf("%s: listeners (-want +got):\n%s", tc.reason, diff)
 			}
 		})
 	}
