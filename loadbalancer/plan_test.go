@@ -340,6 +340,34 @@ func FuzzPlan(f *testing.F) {
 	})
 }
 
+// planApply plans desired against actual, checks the plan's kinds and
+// reasons against want, applies it with the reference Apply, checks that
+// planning again gives nothing, and returns the plan and the result.
+func planApply(t *testing.T, reason string, desired, actual *loadbalancer.LoadBalancer, want []planned) ([]loadbalancer.Action, *loadbalancer.LoadBalancer) {
+	t.Helper()
+	actions, err := loadbalancer.Plan(desired, actual)
+	if err != nil {
+		t.Fatalf("%s: Plan: %v", reason, err)
+	}
+	var got []planned
+	for _, a := range actions {
+		got = append(got, planned{a.Kind, a.Reason})
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("%s: Plan (-want +got):\n%s", reason, diff)
+	}
+	lb := actual
+	for _, a := range actions {
+		if lb, err = loadbalancer.Apply(lb, a); err != nil {
+			t.Fatalf("%s: Apply(%v): %v", reason, a, err)
+		}
+	}
+	if rest, err := loadbalancer.Plan(desired, lb); err != nil || len(rest) != 0 {
+		t.Errorf("%s: after applying %v, Plan = %v, %v; want empty", reason, actions, rest, err)
+	}
+	return actions, lb
+}
+
 // TestPlanDuplicateActualBackends checks a Driver that reports one node
 // twice (for example once per target entry): Plan must never remove a node
 // the desired model keeps (RemoveBackends goes by node name and would take
@@ -368,30 +396,11 @@ func TestPlanDuplicateActualBackends(t *testing.T) {
 			}
 			actual := planBase()
 			actual.Spec.Backends = tc.have
-			actions, err := loadbalancer.Plan(desired, actual)
-			if err != nil {
-				t.Fatalf("Plan: %v", err)
-			}
-			var got []planned
-			for _, a := range actions {
-				got = append(got, planned{a.Kind, a.Reason})
-			}
-			if diff := cmp.Diff(tc.want, got); diff != "" {
-				t.Errorf("%s: Plan (-want +got):\n%s", tc.reason, diff)
-			}
-			lb := actual
-			for _, a := range actions {
-				if lb, err = loadbalancer.Apply(lb, a); err != nil {
-					t.Fatalf("Apply(%v): %v", a, err)
-				}
-			}
+			actions, lb := planApply(t, tc.reason, desired, actual, tc.want)
 			for _, b := range desired.Spec.Backends {
 				if !slices.Contains(lb.Spec.Backends, b) {
 					t.Errorf("%s: after applying %v, backend %+v is missing from %+v", tc.reason, actions, b, lb.Spec.Backends)
 				}
-			}
-			if rest, err := loadbalancer.Plan(desired, lb); err != nil || len(rest) != 0 {
-				t.Errorf("%s: after applying %v, Plan = %v, %v; want empty", tc.reason, actions, rest, err)
 			}
 		})
 	}
@@ -466,29 +475,10 @@ func TestPlanDuplicateActualListeners(t *testing.T) {
 			desired.Spec.Listeners = tc.want
 			actual := planBase()
 			actual.Spec.Listeners = tc.have
-			actions, err := loadbalancer.Plan(desired, actual)
-			if err != nil {
-				t.Fatalf("Plan: %v", err)
-			}
-			var got []planned
-			for _, a := range actions {
-				got = append(got, planned{a.Kind, a.Reason})
-			}
-			if diff := cmp.Diff(tc.plan, got); diff != "" {
-				t.Errorf("%s: Plan (-want +got):\n%s", tc.reason, diff)
-			}
+			actions, lb := planApply(t, tc.reason, desired, actual, tc.plan)
 			checkListenerActions(t, desired, actual, actions)
-			lb := actual
-			for _, a := range actions {
-				if lb, err = loadbalancer.Apply(lb, a); err != nil {
-					t.Fatalf("%s: Apply(%v): %v", tc.reason, a, err)
-				}
-			}
 			if diff := cmp.Diff(tc.want, lb.Spec.Listeners); len(actions) > 0 && diff != "" {
 				t.Errorf("%s: listeners after applying %v (-want +got):\n%s", tc.reason, actions, diff)
-			}
-			if rest, err := loadbalancer.Plan(desired, lb); err != nil || len(rest) != 0 {
-				t.Errorf("%s: after applying %v, Plan = %v, %v; want empty", tc.reason, actions, rest, err)
 			}
 		})
 	}
