@@ -92,7 +92,8 @@ type Hooks struct {
 //   - GetLoadBalancer reports exists while the Driver finds any owned load
 //     balancer (the Driver reports partial ones).
 //   - Calls for one Service (namespace/name) are serialized; calls for
-//     different Services run concurrently.
+//     different Services run concurrently. A panic in a Driver method
+//     reaches the caller unchanged and releases the Service's lock.
 //   - cloudprovider.ImplementedElsewhere is returned unwrapped (Services
 //     with spec.loadBalancerClass); an api.RetryError from the Driver is
 //     returned wrapped by EnsureLoadBalancer, so errors.As finds it.
@@ -368,14 +369,23 @@ func (r *Reconciler) EnsureLoadBalancerDeleted(ctx context.Context, clusterName 
 }
 
 // begin checks the arguments, takes the Service's lock and runs the lookup.
-// The caller must call unlock when err is nil.
+// The caller must call unlock when err is nil. If the Driver's Find panics
+// (or calls runtime.Goexit), the lock is released and the panic goes on
+// unchanged, so a caller that recovers can call again for the Service.
 func (r *Reconciler) begin(ctx context.Context, op, clusterName string, svc *v1.Service) (owner Owner, res *lookup, unlock func(), err error) {
 	owner, err = r.owner(clusterName, svc)
 	if err != nil {
 		return owner, nil, nil, err
 	}
 	unlock = r.lock(svc)
+	returned := false
+	defer func() {
+		if !returned {
+			unlock() // find did not return: do not recover, only release
+		}
+	}()
 	res, err = r.find(ctx, owner, svc)
+	returned = true
 	if err != nil {
 		unlock()
 		return owner, nil, nil, r.fail(ctx, op, svc, err)

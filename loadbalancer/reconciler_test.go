@@ -786,3 +786,72 @@ func onlyLB(t *testing.T, d *countingDriver) *loadbalancer.LoadBalancer {
 	}
 	return nil
 }
+
+// panicOnce is a Driver whose next Find panics once with the value
+// panicFind, after which it behaves.
+type panicOnce struct {
+	*countingDriver
+	armed atomic.Bool
+}
+
+type panicFind struct{}
+
+func (d *panicOnce) Find(ctx context.Context, q loadbalancer.Query) ([]*loadbalancer.LoadBalancer, error) {
+	if d.armed.CompareAndSwap(true, false) {
+		panic(panicFind{})
+	}
+	return d.countingDriver.Find(ctx, q)
+}
+
+// TestPanickingFindReleasesTheLock checks that a Driver.Find that panics
+// lets the panic through to the caller and releases the Service's lock: a
+// caller that recovers can call again for the same Service. A regression
+// (a lock left held) fails at the deadline instead of hanging the test.
+func TestPanickingFindReleasesTheLock(t *testing.T) {
+	cases := []struct {
+		name, reason string
+		call         func(ctx context.Context, r *loadbalancer.Reconciler, svc *v1.Service) error
+	}{
+		{"GetLoadBalancer", "looks up only", func(ctx context.Context, r *loadbalancer.Reconciler, svc *v1.Service) error {
+			_, _, err := r.GetLoadBalancer(ctx, "c1", svc)
+			return err
+		}},
+		{"EnsureLoadBalancer", "looks up after Desired", func(ctx context.Context, r *loadbalancer.Reconciler, svc *v1.Service) error {
+			_, err := r.EnsureLoadBalancer(ctx, "c1", svc, threeNodes())
+			return err
+		}},
+		{"UpdateLoadBalancer", "looks up, then plans backends", func(ctx context.Context, r *loadbalancer.Reconciler, svc *v1.Service) error {
+			return r.UpdateLoadBalancer(ctx, "c1", svc, threeNodes())
+		}},
+		{"EnsureLoadBalancerDeleted", "looks up, then deletes", func(ctx context.Context, r *loadbalancer.Reconciler, svc *v1.Service) error {
+			return r.EnsureLoadBalancerDeleted(ctx, "c1", svc)
+		}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			d := &panicOnce{countingDriver: newCountingDriver()}
+			r, _ := newReconciler(t, loadbalancer.Config{Driver: d})
+			svc := lbService()
+			mustEnsure(t, r, "c1", svc, threeNodes())
+			d.armed.Store(true)
+			func() {
+				defer func() {
+					if got := recover(); got != (panicFind{}) {
+						t.Errorf("%s: %s recovered %v; want the Driver's panic value", tc.reason, tc.name, got)
+					}
+				}()
+				_ = tc.call(t.Context(), r, svc)
+			}()
+			done := make(chan error, 1)
+			go func() { done <- tc.call(t.Context(), r, svc) }()
+			select {
+			case err := <-done:
+				if err != nil {
+					t.Errorf("%s: second %s = %v; want nil", tc.reason, tc.name, err)
+				}
+			case <-time.After(10 * time.Second):
+				t.Fatalf("%s: second %s for the same Service did not return: the first call's panic left the Service's lock held", tc.reason, tc.name)
+			}
+		})
+	}
+}
