@@ -42,7 +42,16 @@
 //     that annotation, the load balancer with that cloud ID. If it carries no
 //     ccmkit ownership tags, EnsureLoadBalancer adopts it (adds the tags, and
 //     from then on manages it); if it is owned by another cluster or Service,
-//     every method refuses to touch it (ErrNotOwned).
+//     every method refuses to touch it (ErrNotOwned). Adoption needs the
+//     Service to own no load balancer yet: when step 2 finds one, the
+//     annotation and the tags disagree, and rather than ignore either,
+//     EnsureLoadBalancer changes nothing and fails with an *OwnershipError
+//     (ErrNotOwned, reported to Hooks.UserError) naming the annotation, its
+//     value and the owned load balancer's ID (OwnershipError.Owned). The
+//     other methods act on the owned load balancer and never touch the
+//     untagged one. To resolve it, set the annotation to the owned ID, or
+//     remove it, or delete the owned load balancer so that the next
+//     EnsureLoadBalancer adopts the annotated one.
 //  2. The ownership tags (TagCluster, TagServiceUID) of this cluster and
 //     this Service UID.
 //  3. The name (Namer.Name), and only if the load balancer found under that

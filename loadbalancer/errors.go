@@ -3,6 +3,8 @@ package loadbalancer
 import (
 	"errors"
 	"fmt"
+	"strconv"
+	"strings"
 )
 
 var (
@@ -56,13 +58,29 @@ type OwnershipError struct {
 	// Got is the owner recorded in the load balancer's tags (zero when
 	// it has no ccmkit tags).
 	Got Owner
-	// How is how the load balancer was found: "id", "tags" or "name".
+	// How is how the load balancer was found: "id annotation <name>"
+	// (its ID is the annotation's value), "name", or "plan" (the actual
+	// load balancer given to Plan).
 	How string
+	// Owned, when set, are the IDs of the load balancers the Service
+	// already owns (found by its ownership tags): the load balancer found
+	// by How has no ccmkit tags and could be adopted, but adopting it
+	// would give the Service a second one (see the package doc, "Lookup
+	// order, rename and adoption").
+	Owned []string
 }
 
 // Error names the load balancer, how it was found, its owner and the
-// expected owner.
+// expected owner, and the owned load balancers when Owned is set.
 func (e *OwnershipError) Error() string {
+	if len(e.Owned) > 0 {
+		owned := make([]string, len(e.Owned))
+		for i, id := range e.Owned {
+			owned[i] = strconv.Quote(id)
+		}
+		return fmt.Sprintf("load balancer %q (id %q) found by %s has no ccmkit ownership tags, but service %s (cluster %q service UID %q) already owns load balancer %s (found by its ownership tags): refusing to adopt a second one; expected the annotation to name %s, or no annotation",
+			e.Name, e.ID, e.How, e.Want.NamespacedName(), e.Want.Cluster, e.Want.UID, strings.Join(owned, ", "), owned[0])
+	}
 	got := "no ccmkit ownership tags"
 	if e.Got.Cluster != "" || e.Got.UID != "" {
 		got = fmt.Sprintf("owned by cluster %q service UID %q (%s)", e.Got.Cluster, e.Got.UID, e.Got.NamespacedName())

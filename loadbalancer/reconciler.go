@@ -239,7 +239,9 @@ func (r *Reconciler) GetLoadBalancer(ctx context.Context, clusterName string, sv
 // returns its status. Returns cloudprovider.ImplementedElsewhere,
 // unwrapped, for a Service with spec.loadBalancerClass. Otherwise errors
 // are wrapped: the Desired errors (before any cloud call), an
-// *OwnershipError, ErrNotFound for a stored ID that does not exist, Driver
+// *OwnershipError (also when the ID annotation names an untagged load
+// balancer while the Service already owns another; see the package doc),
+// ErrNotFound for a stored ID that does not exist, Driver
 // errors (an api.RetryError stays findable with errors.As), and an
 // api.RetryError after RetryAfter when the load balancer has no address
 // yet.
@@ -497,6 +499,13 @@ func (r *Reconciler) find(ctx context.Context, owner Owner, svc *v1.Service) (*l
 		if owner.Owns(lb.Tags) {
 			addOwned(lb)
 		}
+	}
+	if res.adoptable != nil && len(res.owned) > 0 && res.err == nil {
+		// Adopting would give the Service a second load balancer, and
+		// managing the owned one would ignore the annotation: refuse.
+		res.err = &OwnershipError{ID: res.adoptable.ID, Name: res.adoptable.Name, Want: owner,
+			How: "id annotation " + r.cfg.IDAnnotation.Name, Owned: ids(res.owned)}
+		res.adoptable = nil
 	}
 	if len(res.owned) == 0 && res.adoptable == nil {
 		name := r.namer.Name(owner.Cluster, svc)

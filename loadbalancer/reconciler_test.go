@@ -527,6 +527,56 @@ func TestAdoptionByID(t *testing.T) {
 			t.Errorf("wrote %v, deleted %v; want nothing", applied, deleted)
 		}
 	})
+	t.Run("untagged while another is owned", func(t *testing.T) {
+		// The Service already owns a load balancer (found by tags) and the
+		// annotation names an untagged one: adopting it would give the
+		// Service two, managing the owned one would ignore the annotation.
+		// Ensure refuses, visibly, and changes nothing.
+		var hooked []error
+		r, d := newReconciler(t, loadbalancer.Config{Annotations: set, IDAnnotation: idAnn, Hooks: loadbalancer.Hooks{
+			UserError: func(_ context.Context, op string, _ *v1.Service, err error) {
+				hooked = append(hooked, fmt.Errorf("%s: %w", op, err))
+			},
+		}})
+		st := mustEnsure(t, r, "c1", lbService(), threeNodes())
+		owned := onlyLB(t, d)
+		d.mem.lbs["lb-old"] = &loadbalancer.LoadBalancer{ID: "lb-old", Name: "hand-made", Tags: map[string]string{"team": "x"},
+			Ingress: []loadbalancer.Ingress{{IP: "198.51.100.1"}}}
+		d.writes()
+		_, err := r.EnsureLoadBalancer(t.Context(), "c1", withID("lb-old"), threeNodes())
+		var oe *loadbalancer.OwnershipError
+		if !errors.Is(err, loadbalancer.ErrNotOwned) || !errors.As(err, &oe) {
+			t.Fatalf("Ensure = %v; want an *OwnershipError (ErrNotOwned)", err)
+		}
+		if diff := cmp.Diff([]string{owned.ID}, oe.Owned); diff != "" {
+			t.Errorf("OwnershipError.Owned (-want +got):\n%s", diff)
+		}
+		for _, s := range []string{idAnn.Name, `"lb-old"`, fmt.Sprintf("%q", owned.ID)} {
+			if !strings.Contains(err.Error(), s) {
+				t.Errorf("Ensure error %q does not name %s", err, s)
+			}
+		}
+		if len(hooked) != 1 || !errors.Is(hooked[0], loadbalancer.ErrNotOwned) || !strings.HasPrefix(hooked[0].Error(), "EnsureLoadBalancer: ") {
+			t.Errorf("UserError hook calls %v; want one from EnsureLoadBalancer with ErrNotOwned", hooked)
+		}
+		if applied, deleted := d.writes(); len(applied)+len(deleted) != 0 {
+			t.Errorf("wrote %v, deleted %v; want nothing", applied, deleted)
+		}
+		if got, _, err := r.GetLoadBalancer(t.Context(), "c1", withID("lb-old")); err != nil || !cmp.Equal(st, got) {
+			t.Errorf("GetLoadBalancer = %v, %v; want the owned load balancer's status %v", got, err, st)
+		}
+		// Deleting the Service deletes only what it owns; then the
+		// annotation adopts as documented.
+		if err := r.EnsureLoadBalancerDeleted(t.Context(), "c1", withID("lb-old")); err != nil {
+			t.Fatalf("Delete = %v", err)
+		}
+		if _, deleted := d.writes(); !slices.Equal(deleted, []string{owned.ID}) {
+			t.Errorf("deleted %v; want only the owned %q", deleted, owned.ID)
+		}
+		if st := mustEnsure(t, r, "c1", withID("lb-old"), threeNodes()); st.Ingress[0].IP != "198.51.100.1" {
+			t.Errorf("after the owned one is gone, Ensure status %v; want the adopted address", st)
+		}
+	})
 	t.Run("missing ID", func(t *testing.T) {
 		r, d := newReconciler(t, loadbalancer.Config{Annotations: set, IDAnnotation: idAnn})
 		_, err := r.EnsureLoadBalancer(t.Context(), "c1", withID("lb-gone"), threeNodes())
