@@ -253,14 +253,18 @@ func (r *Reconciler) EnsureLoadBalancer(ctx context.Context, clusterName string,
 	if _, err := r.owner(clusterName, svc); err != nil {
 		return nil, err
 	}
-	nodes, err := r.withCloudAddresses(ctx, nodes)
-	if err != nil {
-		return nil, r.fail(ctx, op, svc, err)
-	}
-	// Desired is pure: a Service we cannot build causes no cloud write.
+	// Desired is pure: a Service we cannot build causes no cloud call.
 	desired, err := Desired(svc, nodes, r.Options(clusterName))
 	if err != nil {
 		return nil, r.fail(ctx, op, svc, err)
+	}
+	// Only a valid Service costs address look-ups (see Config.Instances).
+	withAddrs, err := r.withCloudAddresses(ctx, nodes)
+	if err != nil {
+		return nil, r.fail(ctx, op, svc, err)
+	}
+	if !slices.Equal(withAddrs, nodes) {
+		desired.Spec.Backends = Backends(withAddrs, desired.Spec.IPFamilies)
 	}
 	owner, res, unlock, err := r.begin(ctx, op, clusterName, svc)
 	if err != nil {
