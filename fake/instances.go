@@ -86,14 +86,14 @@ type freshLookups struct {
 }
 
 func (d freshLookups) GetByID(ctx context.Context, id provider.ProviderID) (instances.Instance, error) {
-	if err := d.s.read(func() error { return nil }); err != nil {
+	if err := d.s.sync(); err != nil {
 		return instances.Instance{}, err
 	}
 	return d.next.GetByID(ctx, id)
 }
 
 func (d freshLookups) GetByName(ctx context.Context, name string) (instances.Instance, error) {
-	if err := d.s.read(func() error { return nil }); err != nil {
+	if err := d.s.sync(); err != nil {
 		return instances.Instance{}, err
 	}
 	return d.next.GetByName(ctx, name)

@@ -144,6 +144,11 @@ func newStore(cfg Config) (*store, error) {
 	return s, nil
 }
 
+// sync brings the state up to date with the state file (a no-op without
+// one), dropping the instance cache when another process changed an
+// instance. It returns an error wrapping ErrStateFile.
+func (s *store) sync() error { return s.read(func() error { return nil }) }
+
 // read runs fn, which must not change the state, with the state up to
 // date. Without a state file it holds a read lock, so reads run in
 // parallel. With one it holds mu and the file lock, reloading the file
