@@ -4,7 +4,6 @@ import (
 	"hash/maphash"
 	"net/netip"
 	"slices"
-	"sync"
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -109,8 +108,8 @@ func (p Plan) Empty() bool { return len(p.Delete) == 0 && len(p.Create) == 0 }
 
 // Diff computes the routes to delete and to create so that the owned, in-range
 // routes of the cloud become exactly Desired. It is a pure function, runs in
-// time linear in the number of routes (one map entry per node, no sorting;
-// a node listed k times in Desired costs k-fold on its lookups) and is safe
+// time linear in the number of routes (one hash-index entry per node, no
+// sorting; a node listed k times in Desired costs k-fold on its lookups) and is safe
 // for concurrent use. The Plan is deterministic.
 //
 // Matching follows the route controller: an actual route satisfies a desired
@@ -124,71 +123,14 @@ func Diff(in DiffInput) Plan {
 	for _, d := range in.Desired {
 		n += len(d.CIDRs)
 	}
-	// Each NodeRoutes gets a slot; the slots of one node (listed more than
-	// once, or sharing its name's hash) are chained from heads[hash(node)],
-	// so the map has one small entry per node and a lookup scans a node's
-	// few CIDRs. state holds, per desired CIDR, the index in in.Actual of the
-	// route kept for it, or a marker.
-	const (
-		wanted = -1 // no live owned route matched yet
-		dup    = -2 // listed before for the same node: ignored
-	)
-	sc := getScratch(len(in.Desired), n)
-	slots, state, heads := sc.slots, sc.state, sc.heads
-	defer func() {
-		sc.slots, sc.state = slots, state
-		putScratch(sc)
-	}()
+	// The pass over in.Desired: every CIDR is wanted until an owned live
+	// route provides it. Whether it is routable is settled at the end, and
+	// only for CIDRs no in-range route matched (a match proves it).
+	x := getDesiredIndex(in.Desired, n)
+	defer x.put()
 	seed := maphash.MakeSeed()
-	// find returns the state index of the first (not dup) occurrence of
-	// (node, cidr) in the chain from slot h and its NodeRoutes, or -1.
-	find := func(h int32, node types.NodeName, cidr string) (int, *NodeRoutes) {
-		for ; h >= 0; h = slots[h].next {
-			d := &in.Desired[slots[h].d]
-			if d.Node != node {
-				continue
-			}
-			for j, c := range d.CIDRs {
-				if i := int(slots[h].at) + j; c == cidr && state[i] != dup {
-					return i, d
-				}
-			}
-		}
-		return -1, nil
-	}
-	// build fills slots, state and heads. The fast path assumes every node
-	// is listed once (one map write per node); if the map ends up smaller
-	// than the slots, a node was listed twice (or two names share a hash)
-	// and the slow path rebuilds with chains.
-	build := func(chained bool) {
-		for di := range in.Desired {
-			d := &in.Desired[di]
-			key := maphash.String(seed, string(d.Node))
-			head := int32(-1)
-			if chained {
-				if h, seen := heads[key]; seen {
-					head = h
-				}
-			}
-			at := int32(len(state))
-			for j, cidr := range d.CIDRs {
-				// Whether cidr is routable is settled at the end, and only
-				// for CIDRs no in-range route matched (a match proves it).
-				st := int32(wanted)
-				if prev, _ := find(head, d.Node, cidr); prev >= 0 || slices.Contains(d.CIDRs[:j], cidr) {
-					st = dup
-				}
-				state = append(state, st)
-			}
-			heads[key] = int32(len(slots))
-			slots = append(slots, diffSlot{d: int32(di), at: at, next: head})
-		}
-	}
-	build(false)
-	if len(heads) != len(slots) {
-		slots, state = slots[:0], state[:0]
-		clear(heads)
-		build(true)
+	for di := range in.Desired {
+		x.add(di, maphash.String(seed, string(in.Desired[di].Node)))
 	}
 
 	var plan Plan
@@ -198,8 +140,7 @@ func Diff(in DiffInput) Plan {
 	// A converged table allocates nothing.
 	churnCap := max(8, (len(in.Actual)+n)/128)
 	var lastNode types.NodeName // never "": such routes are deleted above
-	var lastHead int32
-	var lastOK bool
+	var lastHash uint64
 	// Whether a route is in range is only asked of routes that would be
 	// deleted: a route that matches a desired one is kept either way.
 	for ai := range in.Actual {
@@ -214,20 +155,17 @@ func Diff(in DiffInput) Plan {
 			continue
 		}
 		// A node's routes are often listed together (a dual-stack pair):
-		// look the node up once for a run of its routes.
+		// hash the node name once for a run of its routes.
 		if e.TargetNode != lastNode {
 			lastNode = e.TargetNode
-			lastHead, lastOK = heads[maphash.String(seed, string(e.TargetNode))]
+			lastHash = maphash.String(seed, string(e.TargetNode))
 		}
-		i, d := -1, (*NodeRoutes)(nil)
-		if lastOK {
-			i, d = find(lastHead, e.TargetNode, e.DestinationCIDR)
-		}
+		i, d := x.find(lastHash, e.TargetNode, e.DestinationCIDR)
 		switch {
-		case i >= 0 && state[i] >= 0 && e.Name == in.Actual[state[i]].Name:
+		case i >= 0 && x.state[i] >= 0 && e.Name == in.Actual[x.state[i]].Name:
 			// The kept route listed twice: one route.
-		case i >= 0 && state[i] < 0 && (!in.CompareAddresses || equalAddrs(e.TargetNodeAddresses, d.Addresses)):
-			state[i] = int32(ai)
+		case i >= 0 && x.state[i] < 0 && (!in.CompareAddresses || equalAddrs(e.TargetNodeAddresses, d.Addresses)):
+			x.state[i] = int32(ai)
 		case inRange(e.DestinationCIDR, ranges):
 			// Not desired, a distinct duplicate of a kept route, or a
 			// changed next hop.
@@ -235,26 +173,13 @@ func Diff(in DiffInput) Plan {
 		}
 	}
 
-	// Only the compact slots and state are read again; in.Desired only for
-	// the routes to create or skip.
-	for si, sl := range slots {
-		end := int32(len(state))
-		if si+1 < len(slots) {
-			end = slots[si+1].at
+	x.wanted(func(d *NodeRoutes, cidr string) {
+		if d.Node == "" || !inRange(cidr, ranges) {
+			plan.Skipped = append(plan.Skipped, in.create(d, cidr))
+		} else {
+			plan.Create = appendCap(plan.Create, churnCap, in.create(d, cidr))
 		}
-		for i := sl.at; i < end; i++ {
-			if state[i] != wanted {
-				continue
-			}
-			d := &in.Desired[sl.d]
-			cidr := d.CIDRs[i-sl.at]
-			if d.Node == "" || !inRange(cidr, ranges) {
-				plan.Skipped = append(plan.Skipped, in.create(d, cidr))
-			} else {
-				plan.Create = appendCap(plan.Create, churnCap, in.create(d, cidr))
-			}
-		}
-	}
+	})
 	return plan
 }
 
@@ -264,40 +189,6 @@ func appendCap[T any](s []T, c int, v T) []T {
 		s = make([]T, 0, c)
 	}
 	return append(s, v)
-}
-
-// diffSlot is one NodeRoutes of DiffInput.Desired in Diff's index.
-type diffSlot struct {
-	d, at, next int32 // index in Desired, offset in state, next slot of the node or -1
-}
-
-// diffScratch is Diff's working memory, pooled so that a periodic Diff of a
-// large cluster does not allocate (and collect) it on every call.
-type diffScratch struct {
-	slots []diffSlot
-	state []int32
-	heads map[uint64]int32
-	peak  int // the most entries heads has held
-}
-
-var scratchPool = sync.Pool{New: func() any { return new(diffScratch) }}
-
-func getScratch(nodes, cidrs int) *diffScratch {
-	sc := scratchPool.Get().(*diffScratch)
-	if sc.heads == nil || sc.peak > 4*nodes+1024 {
-		// A map sized for a much larger input would cost its size to
-		// clear; start a right-sized one.
-		sc.heads, sc.peak = make(map[uint64]int32, nodes), 0
-	}
-	sc.slots = slices.Grow(sc.slots[:0], nodes)
-	sc.state = slices.Grow(sc.state[:0], cidrs)
-	return sc
-}
-
-func putScratch(sc *diffScratch) {
-	sc.peak = max(sc.peak, len(sc.heads))
-	clear(sc.heads)
-	scratchPool.Put(sc)
 }
 
 // owns applies Owned, or its default.
