@@ -65,7 +65,9 @@ const coldBytes = 64 << 20
 // each, 1% of the table another cluster's, TargetNodeAddresses compared),
 // steady state and with 1% of the nodes replaced. Each iteration diffs the
 // next of several identical inputs (about coldBytes in all, ~700 B per node),
-// so no size runs from a warm cache. Diff should scale linearly.
+// so no size runs from a warm cache. Diff should scale linearly:
+// hack/diff-linearity.sh measures the 20k/5k time ratio in runs that
+// alternate between the sizes, which a shared machine's drift skews less.
 func BenchmarkDiffer(b *testing.B) {
 	for _, n := range []int{1000, 5000, 20000} {
 		for _, churn := range []struct {
@@ -90,4 +92,65 @@ func BenchmarkDiffer(b *testing.B) {
 			})
 		}
 	}
+}
+
+// BenchmarkInputScan is BenchmarkDiffer's baseline: it does no diffing, it
+// only reads the fields Diff reads, of the same inputs, once
+// (reads=1) or with the desired routes read a second time in the order the
+// table lists them (reads=2, as Diff confirms each match). Its 20k/5k time
+// ratio is how far from linear this machine's memory alone makes a pass over
+// these tables.
+func BenchmarkInputScan(b *testing.B) {
+	for _, reads := range []int{1, 2} {
+		for _, n := range []int{5000, 20000} {
+			b.Run(fmt.Sprintf("reads=%d/nodes=%d", reads, n), func(b *testing.B) {
+				inputs := make([]routes.DiffInput, max(1, coldBytes/(n*700)))
+				for i := range inputs {
+					inputs[i] = benchInput(n, 0)
+				}
+				runtime.GC()
+				b.ResetTimer()
+				sum := 0
+				for i := 0; b.Loop(); i++ {
+					in := &inputs[i%len(inputs)]
+					for di := range in.Desired {
+						sum += touchDesired(&in.Desired[di])
+					}
+					for ai := range in.Actual {
+						e := &in.Actual[ai]
+						sum += len(e.Cluster) + len(e.TargetNode) + len(e.DestinationCIDR) + lastByte(e.Cluster) + lastByte(string(e.TargetNode)) + lastByte(e.DestinationCIDR)
+						for _, a := range e.TargetNodeAddresses {
+							sum += lastByte(a.Address)
+						}
+						// The table lists a node's routes together, about 2.02
+						// entries a node (1 in 101 is another cluster's).
+						if di := ai * 100 / 202; reads == 2 && di < len(in.Desired) {
+							sum += touchDesired(&in.Desired[di])
+						}
+					}
+				}
+				scanSink = sum
+			})
+		}
+	}
+}
+
+var scanSink int
+
+func touchDesired(d *routes.NodeRoutes) int {
+	s := lastByte(string(d.Node))
+	for _, c := range d.CIDRs {
+		s += lastByte(c)
+	}
+	for _, a := range d.Addresses {
+		s += lastByte(a.Address) + len(a.Type)
+	}
+	return s
+}
+
+func lastByte(s string) int {
+	if s == "" {
+		return 0
+	}
+	return int(s[len(s)-1])
 }

@@ -118,9 +118,11 @@ func (x *desiredIndex) wanted(f func(d *NodeRoutes, cidr string)) {
 // looks for; a node listed k times has k entries on one probe sequence.
 //
 // It replaced a Go map keyed by the name's hash: 8 bytes an entry is about
-// half that map's memory, there is no second-level directory to walk, and
-// building it needs no duplicate check of its own. Diff got 5-10% faster at
-// 5,000 and 20,000 nodes (BENCHMARKS.md).
+// half that map's memory, there is no directory to walk, and building it
+// needs no duplicate check of its own. In alternating runs Diff got 5-7%
+// faster at 5,000 nodes and 12-14% at 20,000, which brought its 20k/5k
+// time ratio from 4.5-4.8 down to 4.2-4.4 (BENCHMARKS.md): the map's
+// larger footprint fell out of the CPU caches at 20,000 nodes.
 type nodeIndex struct {
 	tab  []indexEntry // a power of two long
 	mask uint64
