@@ -119,19 +119,17 @@ func (p Plan) Empty() bool { return len(p.Delete) == 0 && len(p.Create) == 0 }
 func Diff(in DiffInput) Plan {
 	ranges := maskAll(in.ClusterCIDRs)
 
-	n := 0
-	for _, d := range in.Desired {
-		n += len(d.CIDRs)
-	}
 	// The pass over in.Desired: every CIDR is wanted until an owned live
 	// route provides it. Whether it is routable is settled at the end, and
 	// only for CIDRs no in-range route matched (a match proves it).
-	x := getDesiredIndex(in.Desired, n)
+	x := getDesiredIndex(in.Desired)
 	defer x.put()
 	seed := maphash.MakeSeed()
+	hash := func(n types.NodeName) uint64 { return maphash.String(seed, string(n)) }
 	for di := range in.Desired {
 		x.add(di, maphash.String(seed, string(in.Desired[di].Node)))
 	}
+	n := len(x.state)
 
 	var plan Plan
 	// A plan's first append sizes its slice for churn of about 1.5% of the
@@ -173,7 +171,7 @@ func Diff(in DiffInput) Plan {
 		}
 	}
 
-	x.wanted(func(d *NodeRoutes, cidr string) {
+	x.wanted(hash, func(d *NodeRoutes, cidr string) {
 		if d.Node == "" || !inRange(cidr, ranges) {
 			plan.Skipped = append(plan.Skipped, in.create(d, cidr))
 		} else {

@@ -7,19 +7,22 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 )
 
-// Markers in desiredIndex.state, for a desired CIDR no actual route was
-// matched to. A matched CIDR's state is the route's index in
+// stateWanted marks, in desiredIndex.state, a desired CIDR no actual route
+// was matched to; a matched CIDR's state is the route's index in
 // DiffInput.Actual.
-const (
-	stateWanted = -1 // no live owned route matched yet
-	stateDup    = -2 // listed before for the same node: ignored
-)
+const stateWanted = -1
 
 // desiredIndex is Diff's view of DiffInput.Desired: every NodeRoutes in a
 // slot, each desired CIDR with a state, and the slots found by node name
 // through a hash index. Diff computes the hashes (so that a test can give
 // colliding ones); the index compares names, so any hash is correct and a
 // good one is fast.
+//
+// A (node, CIDR) listed more than once counts once, as its first listing:
+// find returns that one, and wanted skips the others. Indexing reads only
+// each NodeRoutes and its node name, not its CIDRs, so that the pass over
+// the cloud's table is the first to read them (a second read of the
+// desired routes is what costs most once they outgrow the CPU caches).
 //
 // Pooled: a periodic Diff of a large cluster reuses it rather than
 // allocating (and collecting) it on every call.
@@ -37,14 +40,15 @@ type diffSlot struct {
 
 var desiredPool = sync.Pool{New: func() any { return new(desiredIndex) }}
 
-// getDesiredIndex returns an empty index sized for desired, whose CIDRs
-// number cidrs; release it with put.
-func getDesiredIndex(desired []NodeRoutes, cidrs int) *desiredIndex {
+// getDesiredIndex returns an empty index sized for desired; release it
+// with put.
+func getDesiredIndex(desired []NodeRoutes) *desiredIndex {
 	x := desiredPool.Get().(*desiredIndex)
 	x.desired = desired
 	x.index.reset(len(desired))
 	x.slots = slices.Grow(x.slots[:0], len(desired))
-	x.state = slices.Grow(x.state[:0], cidrs)
+	// Most nodes are single- or dual-stack; state grows if not.
+	x.state = slices.Grow(x.state[:0], 2*len(desired))
 	return x
 }
 
@@ -53,27 +57,22 @@ func (x *desiredIndex) put() {
 	desiredPool.Put(x)
 }
 
-// add indexes desired[di], whose node name hashes to h. Its CIDRs are
-// wanted, or dup when listed before for the same node (in this NodeRoutes or
-// an earlier one).
+// add indexes desired[di], whose node name hashes to h; its CIDRs are
+// wanted.
 func (x *desiredIndex) add(di int, h uint64) {
-	d := &x.desired[di]
-	at := int32(len(x.state))
-	for j, cidr := range d.CIDRs {
-		st := int32(stateWanted)
-		if slices.Contains(d.CIDRs[:j], cidr) {
-			st = stateDup
-		} else if prev, _ := x.find(h, d.Node, cidr); prev >= 0 {
-			st = stateDup
-		}
-		x.state = append(x.state, st)
-	}
 	x.index.insert(h, int32(len(x.slots)))
-	x.slots = append(x.slots, diffSlot{d: int32(di), at: at})
+	x.slots = append(x.slots, diffSlot{d: int32(di), at: int32(len(x.state))})
+	for range x.desired[di].CIDRs {
+		x.state = append(x.state, stateWanted)
+	}
 }
 
-// find returns the state index of the first (not dup) occurrence of (node,
-// cidr), and its NodeRoutes, or -1 and nil; h is the hash of node.
+// find returns the state index of the first listing of (node, cidr), and
+// its NodeRoutes, or -1 and nil; h is the hash of node.
+//
+// The first listing comes first on the probe sequence: a later slot of the
+// same node (same hash) was inserted past every entry that was on the
+// sequence before it, and entries are never removed.
 func (x *desiredIndex) find(h uint64, node types.NodeName, cidr string) (int, *NodeRoutes) {
 	for e := x.index.probe(h); e.ok(); e = e.next() {
 		if !e.tagged(h) {
@@ -84,28 +83,33 @@ func (x *desiredIndex) find(h uint64, node types.NodeName, cidr string) (int, *N
 		if d.Node != node {
 			continue
 		}
-		for j, c := range d.CIDRs {
-			if i := int(sl.at) + j; c == cidr && x.state[i] != stateDup {
-				return i, d
-			}
+		if j := slices.Index(d.CIDRs, cidr); j >= 0 {
+			return int(sl.at) + j, d
 		}
 	}
 	return -1, nil
 }
 
-// wanted calls f for each desired CIDR still wanted, in the order of
-// desired. Only the compact slots and state are read, and desired only for
-// the CIDRs reported.
-func (x *desiredIndex) wanted(f func(d *NodeRoutes, cidr string)) {
+// wanted calls f for each desired (node, CIDR) still wanted, at its first
+// listing, in the order of desired; hash must be the hash add and find
+// were given. Only the compact slots and state are read, and desired only
+// for the CIDRs still wanted.
+func (x *desiredIndex) wanted(hash func(types.NodeName) uint64, f func(d *NodeRoutes, cidr string)) {
 	for si, sl := range x.slots {
 		end := int32(len(x.state))
 		if si+1 < len(x.slots) {
 			end = x.slots[si+1].at
 		}
 		for i := sl.at; i < end; i++ {
-			if x.state[i] == stateWanted {
-				d := &x.desired[sl.d]
-				f(d, d.CIDRs[i-sl.at])
+			if x.state[i] != stateWanted {
+				continue
+			}
+			d := &x.desired[sl.d]
+			cidr := d.CIDRs[i-sl.at]
+			// A later listing is not wanted on its own: its first listing
+			// is (or was matched).
+			if first, _ := x.find(hash(d.Node), d.Node, cidr); first == int(i) {
+				f(d, cidr)
 			}
 		}
 	}

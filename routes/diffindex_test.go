@@ -36,41 +36,62 @@ func TestDesiredIndexCollisions(t *testing.T) {
 					cidrs += len(d.CIDRs)
 					desired = append(desired, d)
 				}
-				x := getDesiredIndex(desired, cidrs)
+				x := getDesiredIndex(desired)
 				for di := range desired {
 					x.add(di, hash(desired[di].Node))
 				}
-				// The oracle: the first listing of (node, cidr) is wanted,
-				// every later one dup.
-				seen := map[[2]string]bool{}
+				if len(x.state) != cidrs {
+					t.Fatalf("round %d: %d states for %d CIDRs", round, len(x.state), cidrs)
+				}
+				// The oracle: the state index of each (node, cidr)'s first
+				// listing; every later listing is not wanted on its own.
+				first := map[[2]string]int{}
+				var wantFirst [][2]string
 				i := 0
 				for _, d := range desired {
 					for _, c := range d.CIDRs {
 						k := [2]string{string(d.Node), c}
-						want := int32(stateWanted)
-						if seen[k] {
-							want = stateDup
-						}
-						seen[k] = true
-						if x.state[i] != want {
-							t.Fatalf("round %d: state of %v (CIDR #%d) = %d, want %d", round, k, i, x.state[i], want)
+						if _, seen := first[k]; !seen {
+							first[k] = i
+							wantFirst = append(wantFirst, k)
 						}
 						i++
 					}
+				}
+				var got [][2]string
+				x.wanted(hash, func(d *NodeRoutes, c string) { got = append(got, [2]string{string(d.Node), c}) })
+				if fmt.Sprint(got) != fmt.Sprint(wantFirst) {
+					t.Fatalf("round %d: wanted reported\n%v\nwant the first listings\n%v", round, got, wantFirst)
 				}
 				for node := range 13 {
 					for c := range 7 {
 						n, cidr := types.NodeName(fmt.Sprintf("n%d", node)), fmt.Sprintf("10.0.%d.0/24", c)
 						got, d := x.find(hash(n), n, cidr)
-						if !seen[[2]string{string(n), cidr}] {
-							if got != -1 || d != nil {
-								t.Fatalf("round %d: find(%s, %s) = %d, want -1", round, n, cidr, got)
-							}
-							continue
+						want, listed := first[[2]string{string(n), cidr}]
+						if !listed {
+							want = -1
 						}
-						if got < 0 || x.state[got] == stateDup || d.Node != n {
-							t.Fatalf("round %d: find(%s, %s) = %d (%v), want the first listing", round, n, cidr, got, d)
+						if got != want || (listed && d.Node != n) {
+							t.Fatalf("round %d: find(%s, %s) = %d, want %d (the first listing)", round, n, cidr, got, want)
 						}
+					}
+				}
+				// A matched first listing is not reported; its later
+				// listings still are not.
+				for k, at := range first {
+					if r.IntN(2) == 0 {
+						x.state[at] = 0
+						delete(first, k)
+					}
+				}
+				got = got[:0]
+				x.wanted(hash, func(d *NodeRoutes, c string) { got = append(got, [2]string{string(d.Node), c}) })
+				if len(got) != len(first) {
+					t.Fatalf("round %d: after matching, wanted reported %v, want the %d unmatched first listings", round, got, len(first))
+				}
+				for _, k := range got {
+					if _, ok := first[k]; !ok {
+						t.Fatalf("round %d: after matching, wanted reported %v, which was matched", round, k)
 					}
 				}
 				x.put()
