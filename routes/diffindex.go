@@ -122,11 +122,10 @@ func (x *desiredIndex) wanted(hash func(types.NodeName) uint64, f func(d *NodeRo
 // looks for; a node listed k times has k entries on one probe sequence.
 //
 // It replaced a Go map keyed by the name's hash: 8 bytes an entry is about
-// half that map's memory, there is no directory to walk, and building it
-// needs no duplicate check of its own. In alternating runs Diff got 5-7%
-// faster at 5,000 nodes and 12-14% at 20,000, which brought its 20k/5k
-// time ratio from 4.5-4.8 down to 4.2-4.4 (BENCHMARKS.md): the map's
-// larger footprint fell out of the CPU caches at 20,000 nodes.
+// a third of that map's memory, and there is no directory to walk. The
+// index is looked up for every route of the cloud's table, at random, so
+// its size decides how much of it stays in the CPU caches. (A 4-byte entry,
+// slot and tag packed, measured no faster; BENCHMARKS.md has the figures.)
 type nodeIndex struct {
 	tab  []indexEntry // a power of two long
 	mask uint64
