@@ -7,9 +7,17 @@
 # and skews the ratio. This script runs BenchmarkDiffer in short runs that
 # alternate between the sizes (and which goes first), and reports the median
 # time of each size, the ratio of the medians, and the spread of the ratios
-# of the runs done side by side.
+# of the rounds.
 #
-# Usage: hack/diff-linearity.sh [rounds [benchtime]]   (defaults: 10 1s)
+# Given routes test binaries (go test -c -o X.test ./routes/, for example of
+# two commits), it alternates between them too, to compare builds:
+#
+#   git worktree add /tmp/old <commit> && go -C /tmp/old test -c -o /tmp/old.test ./routes/
+#   go test -c -o /tmp/new.test ./routes/
+#   hack/diff-linearity.sh 6 1s /tmp/old.test /tmp/new.test
+#
+# Usage: hack/diff-linearity.sh [rounds [benchtime [test-binary...]]]
+# (defaults: 10 rounds, 1s, a fresh build of ./routes)
 set -euo pipefail
 
 rounds=${1:-10}
@@ -22,37 +30,49 @@ if ! [[ $benchtime =~ ^[0-9]+(\.[0-9]+)?(ns|us|µs|ms|s|m|h|x)$ ]]; then
 	echo "diff-linearity: benchtime must be a Go duration such as 1s or an iteration count such as 500x, got '$benchtime'" >&2
 	exit 2
 fi
+shift $(($# < 2 ? $# : 2))
 
-cd "$(dirname "$0")/.."
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-go test -c -o "$tmp/routes.test" ./routes/
+bins=("$@")
+if ((${#bins[@]} == 0)); then
+	(cd "$(dirname "$0")/.." && go test -c -o "$tmp/routes.test" ./routes/)
+	bins=("$tmp/routes.test")
+fi
+for b in "${bins[@]}"; do
+	[[ -x $b ]] || { echo "diff-linearity: '$b' is not an executable test binary" >&2; exit 2; }
+done
 
-run() { # nodes level -> ns/op
-	"$tmp/routes.test" -test.run '^$' -test.bench "^BenchmarkDiffer\$/^nodes=$1\$/^$2\$" -test.benchtime "$3" |
+run() { # binary nodes level -> ns/op
+	"$1" -test.run '^$' -test.bench "^BenchmarkDiffer\$/^nodes=$2\$/^$3\$" -test.benchtime "$benchtime" |
 		awk '/^BenchmarkDiffer/ { print $3 }'
 }
 
 echo "routes.Diff, 20000 vs 5000 dual-stack nodes: $rounds alternating rounds of $benchtime per size ($(go env GOVERSION), $(nproc) CPUs)"
 for level in steady churn1pct; do
-	: >"$tmp/$level"
 	for ((r = 1; r <= rounds; r++)); do
 		if ((r % 2)); then order="5000 20000"; else order="20000 5000"; fi
-		for n in $order; do
-			ns=$(run "$n" "$level" "$benchtime")
-			[[ -n $ns ]] || { echo "diff-linearity: no result for nodes=$n/$level" >&2; exit 1; }
-			echo "$r $n $ns" >>"$tmp/$level"
+		for b in "${bins[@]}"; do
+			for n in $order; do
+				ns=$(run "$b" "$n" "$level")
+				[[ -n $ns ]] || { echo "diff-linearity: no result from $b for nodes=$n/$level" >&2; exit 1; }
+				echo "$r $n $ns" >>"$tmp/$level.$(basename "$b")"
+			done
 		done
 	done
-	awk -v level="$level" '
-		function median(a, n,   i, j, t) {
-			for (i = 2; i <= n; i++) for (j = i; j > 1 && a[j-1] > a[j]; j--) { t = a[j]; a[j] = a[j-1]; a[j-1] = t }
-			return n % 2 ? a[(n+1)/2] : (a[n/2] + a[n/2+1]) / 2
-		}
-		{ if ($2 == 5000) s[$1] = $3; else l[$1] = $3 }
-		END {
-			for (r in s) { ns++; S[ns] = s[r]; nl++; L[nl] = l[r]; nr++; R[nr] = l[r] / s[r] }
-			ms = median(S, ns); ml = median(L, nl); mr = median(R, nr)
-			printf "%-10s  5000: %9.0f ns/op   20000: %10.0f ns/op   ratio of medians %.2f   per round: min %.2f median %.2f max %.2f\n", level, ms, ml, ml / ms, R[1], mr, R[nr]
-		}' "$tmp/$level"
+	for b in "${bins[@]}"; do
+		label=$level
+		((${#bins[@]} == 1)) || label="$level $(basename "$b")"
+		awk -v label="$label" '
+			function median(a, n,   i, j, t) {
+				for (i = 2; i <= n; i++) for (j = i; j > 1 && a[j-1] > a[j]; j--) { t = a[j]; a[j] = a[j-1]; a[j-1] = t }
+				return n % 2 ? a[(n+1)/2] : (a[n/2] + a[n/2+1]) / 2
+			}
+			{ if ($2 == 5000) s[$1] = $3; else l[$1] = $3 }
+			END {
+				for (r in s) { ns++; S[ns] = s[r]; nl++; L[nl] = l[r]; nr++; R[nr] = l[r] / s[r] }
+				ms = median(S, ns); ml = median(L, nl); mr = median(R, nr)
+				printf "%-10s  5000: %9.0f ns/op   20000: %10.0f ns/op   ratio of medians %.2f   per round: min %.2f median %.2f max %.2f\n", label, ms, ml, ml / ms, R[1], mr, R[nr]
+			}' "$tmp/$level.$(basename "$b")"
+	done
 done
