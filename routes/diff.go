@@ -109,8 +109,8 @@ func (p Plan) Empty() bool { return len(p.Delete) == 0 && len(p.Create) == 0 }
 // Diff computes the routes to delete and to create so that the owned, in-range
 // routes of the cloud become exactly Desired. It is a pure function, runs in
 // time linear in the number of routes (one hash-index entry per node, no
-// sorting; a node listed k times in Desired costs k-fold on its lookups) and is safe
-// for concurrent use. The Plan is deterministic.
+// sorting; a node listed k times in Desired costs k-fold on its lookups) and
+// is safe for concurrent use. The Plan is deterministic.
 //
 // Matching follows the route controller: an actual route satisfies a desired
 // one when TargetNode and the DestinationCIDR string are equal (a different
@@ -127,7 +127,7 @@ func Diff(in DiffInput) Plan {
 	seed := maphash.MakeSeed()
 	hash := func(n types.NodeName) uint64 { return maphash.String(seed, string(n)) }
 	for di := range in.Desired {
-		x.add(di, maphash.String(seed, string(in.Desired[di].Node)))
+		x.add(di, hash(in.Desired[di].Node))
 	}
 	n := len(x.state)
 
@@ -156,7 +156,7 @@ func Diff(in DiffInput) Plan {
 		// hash the node name once for a run of its routes.
 		if e.TargetNode != lastNode {
 			lastNode = e.TargetNode
-			lastHash = maphash.String(seed, string(e.TargetNode))
+			lastHash = hash(e.TargetNode)
 		}
 		i, d := x.find(lastHash, e.TargetNode, e.DestinationCIDR)
 		switch {
