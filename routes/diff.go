@@ -57,7 +57,9 @@ type DiffInput struct {
 	// of range are not created (they are reported in Plan.Skipped, unless
 	// an owned route already provides them).
 	ClusterCIDRs []netip.Prefix
-	// Desired is the wanted routing; a (node, CIDR) listed twice counts once.
+	// Desired is the wanted routing; a (node, CIDR) listed twice counts once,
+	// as its first listing: that NodeRoutes' Addresses are compared and its
+	// NameHint and Addresses go into the Create.
 	Desired []NodeRoutes
 	// Actual is the routes in the cloud, of every cluster and of none.
 	Actual []Entry
@@ -108,8 +110,8 @@ func (p Plan) Empty() bool { return len(p.Delete) == 0 && len(p.Create) == 0 }
 
 // Diff computes the routes to delete and to create so that the owned, in-range
 // routes of the cloud become exactly Desired. It is a pure function, runs in
-// time linear in the number of routes (one hash-index entry per node, no
-// sorting; a node listed k times in Desired costs k-fold on its lookups) and
+// time linear in the number of routes (one hash-index entry per NodeRoutes,
+// no sorting; a node listed k times in Desired costs k-fold on its lookups) and
 // is safe for concurrent use. The Plan is deterministic.
 //
 // Matching follows the route controller: an actual route satisfies a desired

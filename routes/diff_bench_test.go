@@ -15,8 +15,8 @@ import (
 )
 
 // benchInput builds n dual-stack nodes and their routes; churn nodes are
-// replaced (their routes are stale, new nodes have none). 1% of the table
-// belongs to another cluster.
+// replaced (their routes are stale, new nodes have none). For every 100
+// nodes the table also holds a route of another cluster.
 func benchInput(n, churn int) routes.DiffInput {
 	in := routes.DiffInput{
 		Cluster:          cluster,
@@ -62,7 +62,7 @@ func benchInput(n, churn int) routes.DiffInput {
 const coldBytes = 64 << 20
 
 // BenchmarkDiffer measures Diff on 1k, 5k and 20k dual-stack nodes (2 routes
-// each, 1% of the table another cluster's, TargetNodeAddresses compared),
+// each, one route in 201 another cluster's, TargetNodeAddresses compared),
 // steady state and with 1% of the nodes replaced. Each iteration diffs the
 // next of several identical inputs (about coldBytes in all, ~700 B per node),
 // so no size runs from a warm cache. Diff should scale linearly:
@@ -132,9 +132,10 @@ func BenchmarkInputScan(b *testing.B) {
 						for _, a := range e.TargetNodeAddresses {
 							sum += lastByte(a.Address)
 						}
-						// The table lists a node's routes together, about 2.02
-						// entries a node (1 in 101 is another cluster's).
-						if di := ai * 100 / 202; twice && di < len(in.Desired) {
+						// The table lists a node's two routes together, and
+						// one of another cluster's every 100 nodes: 201
+						// entries for 100 nodes.
+						if di := ai * 100 / 201; twice && di < len(in.Desired) {
 							sum += touchDesired(&in.Desired[di])
 						}
 					}

@@ -46,10 +46,20 @@ func getDesiredIndex(desired []NodeRoutes) *desiredIndex {
 	x := desiredPool.Get().(*desiredIndex)
 	x.desired = desired
 	x.index.reset(len(desired))
-	x.slots = slices.Grow(x.slots[:0], len(desired))
+	x.slots = resize(x.slots, len(desired))
 	// Most nodes are single- or dual-stack; state grows if not.
-	x.state = slices.Grow(x.state[:0], 2*len(desired))
+	x.state = resize(x.state, 2*len(desired))
 	return x
+}
+
+// resize returns s emptied, with room for n elements; like nodeIndex.reset
+// it lets go of an array much larger than needed, so that one huge Diff
+// does not keep its memory in the pool for every small one after it.
+func resize[T any](s []T, n int) []T {
+	if cap(s) > 4*n+1024 {
+		return make([]T, 0, n)
+	}
+	return slices.Grow(s[:0], n)
 }
 
 func (x *desiredIndex) put() {
@@ -125,7 +135,7 @@ func (x *desiredIndex) wanted(hash func(types.NodeName) uint64, f func(d *NodeRo
 // a third of that map's memory, and there is no directory to walk. The
 // index is looked up for every route of the cloud's table, at random, so
 // its size decides how much of it stays in the CPU caches. (A 4-byte entry,
-// slot and tag packed, measured no faster; BENCHMARKS.md has the figures.)
+// slot and tag packed, was no faster: BENCHMARKS.md, "What changed".)
 type nodeIndex struct {
 	tab  []indexEntry // a power of two long
 	mask uint64

@@ -4,7 +4,9 @@ import (
 	"fmt"
 	"hash/maphash"
 	"math/rand/v2"
+	"runtime"
 	"testing"
+	"weak"
 
 	"k8s.io/apimachinery/pkg/types"
 )
@@ -126,5 +128,40 @@ func TestNodeIndexReset(t *testing.T) {
 		for i := range 3 * size / 4 {
 			x.insert(uint64(i)*0x9e3779b97f4a7c15, int32(i))
 		}
+	}
+}
+
+// TestDiffReleasesInput checks that the pooled index does not keep the
+// caller's desired routes alive once Diff has returned. One collection
+// moves the pool's contents to its victim cache, which is still reachable,
+// so the routes are collected only if the index let go of them.
+func TestDiffReleasesInput(t *testing.T) {
+	desired := make([]NodeRoutes, 1000)
+	for i := range desired {
+		desired[i] = NodeRoutes{Node: types.NodeName(fmt.Sprint("n", i)), CIDRs: []string{fmt.Sprintf("10.0.%d.0/24", i%250)}}
+	}
+	w := weak.Make(&desired[0])
+	if p := Diff(DiffInput{Cluster: "c", Desired: desired}); len(p.Skipped) != 1000 {
+		t.Fatalf("Diff without cluster CIDRs: %d skipped, want all 1000", len(p.Skipped))
+	}
+	desired = nil
+	runtime.GC()
+	if w.Value() != nil {
+		t.Fatal("the desired routes given to Diff are still reachable after it returned")
+	}
+}
+
+// TestResize checks that a pooled array is reused when close in size and
+// let go of when much larger than needed.
+func TestResize(t *testing.T) {
+	small := make([]int32, 5, 2000)
+	if got := resize(small, 500); len(got) != 0 || cap(got) != 2000 || &got[:1][0] != &small[0] {
+		t.Errorf("resize(cap 2000, 500) = len %d cap %d, want the same array emptied", len(got), cap(got))
+	}
+	if got := resize(small, 5000); len(got) != 0 || cap(got) < 5000 {
+		t.Errorf("resize(cap 2000, 5000) = len %d cap %d, want room for 5000", len(got), cap(got))
+	}
+	if got := resize(make([]int32, 0, 100000), 10); len(got) != 0 || cap(got) > 4*10+1024 {
+		t.Errorf("resize(cap 100000, 10) = len %d cap %d, want a small array", len(got), cap(got))
 	}
 }
