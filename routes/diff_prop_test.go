@@ -145,66 +145,133 @@ func TestDiffProperty(t *testing.T) {
 	}
 	for seed := range uint64(500) {
 		r := rand.New(rand.NewPCG(seed, 0x5eed))
-		w := randomWorld(r, namer)
-		plan := routes.Diff(w.in)
-		after := applyPlan(w.in.Actual, plan)
-		mine := func(e routes.Entry) bool { return e.Cluster == cluster && inClusterRange(e.DestinationCIDR) }
+		checkDiffConverges(t, fmt.Sprintf("seed %d", seed), randomWorld(r, namer).in)
+	}
+}
 
-		// Everything outside ownership or range is untouched.
-		var before, kept []routes.Entry
-		for _, e := range w.in.Actual {
-			if !mine(e) {
-				before = append(before, e)
+// checkDiffConverges checks the property on in, whose Owned must be nil,
+// Cluster cluster and ClusterCIDRs clusterCIDRs.
+func checkDiffConverges(t *testing.T, label string, in routes.DiffInput) {
+	t.Helper()
+	plan := routes.Diff(in)
+	after := applyPlan(in.Actual, plan)
+	mine := func(e routes.Entry) bool { return e.Cluster == cluster && inClusterRange(e.DestinationCIDR) }
+
+	// Everything outside ownership or range is untouched.
+	var before, kept []routes.Entry
+	for _, e := range in.Actual {
+		if !mine(e) {
+			before = append(before, e)
+		}
+	}
+	for _, e := range after {
+		if !mine(e) {
+			kept = append(kept, e)
+		}
+	}
+	if !reflect.DeepEqual(before, kept) {
+		t.Fatalf("%s: routes outside ownership or range changed:\nbefore %+v\nafter  %+v", label, before, kept)
+	}
+
+	// Within ownership the table is the desired one: each (node, CIDR) at
+	// its first listing, unless its node name is empty.
+	wantKeys := map[key][]v1.NodeAddress{}
+	for _, d := range in.Desired {
+		for _, c := range d.CIDRs {
+			if _, dup := wantKeys[key{d.Node, c}]; !dup && d.Node != "" && inClusterRange(c) {
+				wantKeys[key{d.Node, c}] = d.Addresses
 			}
 		}
-		for _, e := range after {
-			if !mine(e) {
-				kept = append(kept, e)
-			}
+	}
+	names := map[key]string{}
+	for _, e := range after {
+		if !mine(e) {
+			continue
 		}
-		if !reflect.DeepEqual(before, kept) {
-			t.Fatalf("seed %d: routes outside ownership or range changed:\nbefore %+v\nafter  %+v", seed, before, kept)
+		k := key{e.TargetNode, e.DestinationCIDR}
+		a, ok := wantKeys[k]
+		switch {
+		case !ok:
+			t.Fatalf("%s: undesired owned route left: %+v", label, e)
+		case e.Blackhole:
+			t.Fatalf("%s: blackhole route left: %+v", label, e)
+		case in.CompareAddresses && !sameAddrSet(a, e.TargetNodeAddresses):
+			t.Fatalf("%s: route %+v has addresses %v, want %v", label, e, e.TargetNodeAddresses, a)
 		}
+		if n, dup := names[k]; dup && n != e.Name {
+			t.Fatalf("%s: two distinct routes for %v: %q and %q", label, k, n, e.Name)
+		}
+		names[k] = e.Name
+	}
+	if len(names) != len(wantKeys) {
+		t.Fatalf("%s: %d desired (node, CIDR) pairs, %d routed", label, len(wantKeys), len(names))
+	}
 
-		// Within ownership the table is the desired one.
-		wantKeys := map[key][]v1.NodeAddress{}
-		for _, d := range w.in.Desired {
-			for _, c := range d.CIDRs {
-				if _, dup := wantKeys[key{d.Node, c}]; !dup && inClusterRange(c) {
-					wantKeys[key{d.Node, c}] = d.Addresses
+	// Converged: a second diff has nothing to do.
+	in.Actual = after
+	if again := routes.Diff(in); !again.Empty() {
+		t.Fatalf("%s: second Diff not empty: %+v", label, again)
+	}
+}
+
+// FuzzDiff checks the property of TestDiffProperty on tables the fuzzer
+// builds from small pools of node names (the empty one too), CIDRs (in and
+// out of range, another spelling, host bits set, not a CIDR), address sets
+// and owners: desired listings, a node listed again, actual routes
+// (blackhole or not) and a route listed twice.
+func FuzzDiff(f *testing.F) {
+	f.Add([]byte{1, 0, 0, 0, 1, 0, 0})
+	f.Add([]byte{3, 0, 9, 3, 1, 9, 0x11, 2, 0, 0, 3, 1, 0x22, 1, 0x14, 2, 5})
+	f.Add([]byte{0, 0, 1, 7, 1, 2, 4, 0x11, 3, 8, 0x25, 6, 0, 2, 0, 0, 3, 4, 2})
+	nodes := []types.NodeName{"n0", "n1", "n2", "n3", "n4", ""}
+	cidrs := []string{"10.244.1.0/24", "10.244.2.0/24", "10.244.1.1/24", "fd00:10:244:1::/64",
+		"fd00:10:244:0001::/64", "10.9.0.0/16", "garbage", ""}
+	addrSets := [][]v1.NodeAddress{nil, addrPool[:1], addrPool[:2], {addrPool[1], addrPool[0]}}
+	owners := []string{cluster, "other", ""}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		if len(data) == 0 {
+			return
+		}
+		in := routes.DiffInput{Cluster: cluster, ClusterCIDRs: clusterCIDRs, CompareAddresses: data[0]&1 != 0}
+		if data[0]&2 != 0 {
+			in.Namer = mustNamer(t, routes.NameFormat{})
+		}
+		pick := func(b byte) []string { // one to three CIDRs, by the bits of b
+			out := []string{cidrs[b%8]}
+			if b&0x08 != 0 {
+				out = append(out, cidrs[(b>>4)%8])
+			}
+			if b&0x80 != 0 {
+				out = append(out, cidrs[(b>>1)%8])
+			}
+			return out
+		}
+		seq := 0
+		for ops := data[1:]; len(ops) >= 3 && seq < 64; ops = ops[3:] {
+			op, a, b := ops[0], ops[1], ops[2]
+			seq++
+			switch op % 4 {
+			case 0: // a desired listing
+				in.Desired = append(in.Desired, routes.NodeRoutes{Node: nodes[a%6], NameHint: fmt.Sprintf("uid-%d", a%6), CIDRs: pick(b), Addresses: addrSets[(a>>3)%4]})
+			case 1: // an actual route
+				in.Actual = append(in.Actual, routes.Entry{
+					Name: fmt.Sprintf("r%d", seq), Cluster: owners[(op>>2)%3], TargetNode: nodes[a%6],
+					DestinationCIDR: cidrs[b%8], TargetNodeAddresses: slices.Clone(addrSets[(b>>4)%4]), Blackhole: op&0x10 != 0,
+				})
+			case 2: // the last actual route listed again
+				if len(in.Actual) > 0 {
+					in.Actual = append(in.Actual, in.Actual[len(in.Actual)-1])
+				}
+			case 3: // the last desired node listed again, with other CIDRs
+				if len(in.Desired) > 0 {
+					d := in.Desired[len(in.Desired)-1]
+					d.CIDRs, d.Addresses = pick(b), addrSets[a%4]
+					in.Desired = append(in.Desired, d)
 				}
 			}
 		}
-		names := map[key]string{}
-		for _, e := range after {
-			if !mine(e) {
-				continue
-			}
-			k := key{e.TargetNode, e.DestinationCIDR}
-			a, ok := wantKeys[k]
-			switch {
-			case !ok:
-				t.Fatalf("seed %d: undesired owned route left: %+v", seed, e)
-			case e.Blackhole:
-				t.Fatalf("seed %d: blackhole route left: %+v", seed, e)
-			case w.in.CompareAddresses && !sameAddrSet(a, e.TargetNodeAddresses):
-				t.Fatalf("seed %d: route %+v has addresses %v, want %v", seed, e, e.TargetNodeAddresses, a)
-			}
-			if n, dup := names[k]; dup && n != e.Name {
-				t.Fatalf("seed %d: two distinct routes for %v: %q and %q", seed, k, n, e.Name)
-			}
-			names[k] = e.Name
-		}
-		if len(names) != len(wantKeys) {
-			t.Fatalf("seed %d: %d desired (node, CIDR) pairs, %d routed", seed, len(wantKeys), len(names))
-		}
-
-		// Converged: a second diff has nothing to do.
-		w.in.Actual = after
-		if again := routes.Diff(w.in); !again.Empty() {
-			t.Fatalf("seed %d: second Diff not empty: %+v", seed, again)
-		}
-	}
+		checkDiffConverges(t, fmt.Sprintf("input %x", data), in)
+	})
 }
 
 func sameAddrSet(a, b []v1.NodeAddress) bool {
