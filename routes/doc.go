@@ -39,7 +39,9 @@
 // Diff is a pure function from desired routes (NodeRoutes), actual routes
 // (Entry), the cluster CIDRs and an ownership predicate to a Plan of routes to
 // delete and to create. Providers that repair drift themselves, and tests,
-// use it; it follows the same rules as the route controller.
+// use it; it follows the same rules as the route controller. It runs in
+// linear time and, converged, allocates nothing per route: about 2.7 ms
+// for 20,000 dual-stack nodes on a 2-core VM (BENCHMARKS.md).
 //
 // Table implements cloudprovider.Routes over a RouteDriver (NewTable) or a
 // TableDriver (NewWholeTable). It is safe for concurrent use.
