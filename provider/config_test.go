@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -245,59 +246,67 @@ func TestSecretRedacted(t *testing.T) {
 	}
 }
 
-var registered = map[string]bool{}
+// testProviders numbers the names tests register: the cloudprovider
+// registry is global to the process and never forgets a name, so a test
+// that registers a fixed name would fail when run again (go test -count).
+var testProviders atomic.Int64
 
-// registerOnce registers a test provider under a unique name per test binary.
-func registerTestProvider(t *testing.T, name string) {
+// uniqueName returns base with a number no other call returned.
+func uniqueName(base string) string {
+	return fmt.Sprintf("%s-%d", base, testProviders.Add(1))
+}
+
+// registerTestProvider registers a provider of testConfig under a new name
+// made from base, and returns the name.
+func registerTestProvider(t *testing.T, base string) string {
 	t.Helper()
-	if registered[name] {
-		return
-	}
+	name := uniqueName(base)
 	err := Register(name, func(cfg *testConfig) (cloudprovider.Interface, error) {
 		return New(name, cfg.Region, Capabilities{}), nil
 	})
 	if err != nil {
 		t.Fatalf("Register(%q): %v", name, err)
 	}
-	registered[name] = true
+	return name
 }
 
 func TestInitCloudProviderWithConfigFile(t *testing.T) {
-	registerTestProvider(t, "ccmkit-test-file")
+	name := registerTestProvider(t, "ccmkit-test-file")
 	path := filepath.Join(t.TempDir(), "cloud.yaml")
 	if err := os.WriteFile(path, []byte("endpoint: https://api\nregion: eu-1\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	cloud, err := cloudprovider.InitCloudProvider("ccmkit-test-file", path)
+	cloud, err := cloudprovider.InitCloudProvider(name, path)
 	if err != nil {
 		t.Fatalf("InitCloudProvider: %v", err)
 	}
-	if cloud.ProviderName() != "ccmkit-test-file" || !cloud.HasClusterID() {
-		t.Errorf("got provider %q HasClusterID=%v; want ccmkit-test-file, true (region used as cluster ID)", cloud.ProviderName(), cloud.HasClusterID())
+	if cloud.ProviderName() != name || !cloud.HasClusterID() {
+		t.Errorf("got provider %q HasClusterID=%v; want %s, true (region used as cluster ID)", cloud.ProviderName(), cloud.HasClusterID(), name)
 	}
 
 	bad := filepath.Join(t.TempDir(), "bad.yaml")
 	if err := os.WriteFile(bad, []byte("endpoint: https://api\nzone: x\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := cloudprovider.InitCloudProvider("ccmkit-test-file", bad); err == nil || !strings.Contains(err.Error(), "zone") {
+	if _, err := cloudprovider.InitCloudProvider(name, bad); err == nil || !strings.Contains(err.Error(), "zone") {
 		t.Errorf("InitCloudProvider with an unknown field: err = %v, want an error naming \"zone\"", err)
 	}
 }
 
 func TestInitCloudProviderWithoutConfig(t *testing.T) {
-	registerTestProvider(t, "ccmkit-test-noconfig")
-	_, err := cloudprovider.InitCloudProvider("ccmkit-test-noconfig", "")
+	name := registerTestProvider(t, "ccmkit-test-noconfig")
+	_, err := cloudprovider.InitCloudProvider(name, "")
 	if err == nil || !strings.Contains(err.Error(), "endpoint") {
 		t.Fatalf("InitCloudProvider with no config: err = %v; want the validation error naming endpoint", err)
 	}
 
-	if err := Register("ccmkit-test-optional", func(*optional) (cloudprovider.Interface, error) {
-		return New("ccmkit-test-optional", "", Capabilities{}), nil
+	optName := uniqueName("ccmkit-test-optional")
+	if err := Register(optName, func(*optional) (cloudprovider.Interface, error) {
+		return New(optName, "", Capabilities{}), nil
 	}); err != nil {
 		t.Fatal(err)
 	}
-	cloud, err := cloudprovider.InitCloudProvider("ccmkit-test-optional", "")
+	cloud, err := cloudprovider.InitCloudProvider(optName, "")
 	if err != nil || cloud == nil {
 		t.Fatalf("InitCloudProvider(optional, no config) = %v, %v; want a provider", cloud, err)
 	}
@@ -305,16 +314,17 @@ func TestInitCloudProviderWithoutConfig(t *testing.T) {
 
 func TestRegisterErrors(t *testing.T) {
 	ok := func(*optional) (cloudprovider.Interface, error) { return New("x", "", Capabilities{}), nil }
-	if err := Register("ccmkit-test-twice", ok); err != nil {
+	twice := uniqueName("ccmkit-test-twice")
+	if err := Register(twice, ok); err != nil {
 		t.Fatal(err)
 	}
-	if err := Register("ccmkit-test-twice", ok); !errors.Is(err, ErrAlreadyRegistered) {
+	if err := Register(twice, ok); !errors.Is(err, ErrAlreadyRegistered) {
 		t.Errorf("second Register = %v, want ErrAlreadyRegistered", err)
 	}
 	if err := Register("", ok); err == nil {
 		t.Error("Register with an empty name succeeded")
 	}
-	if err := Register[optional]("ccmkit-test-nilfactory", nil); err == nil {
+	if err := Register[optional](uniqueName("ccmkit-test-nilfactory"), nil); err == nil {
 		t.Error("Register with a nil factory succeeded")
 	}
 	var nilCloud *Cloud
