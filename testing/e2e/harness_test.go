@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -64,6 +65,7 @@ func newScenario(t *testing.T, name string) *scenario {
 	if shared.setupErr != nil {
 		t.Fatalf("shared setup failed: %v", shared.setupErr)
 	}
+	name = runName(name)
 	s := &scenario{t: t, name: name, ns: "e2e-" + name, client: shared.client, dir: t.TempDir()}
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: s.ns}}
 	if _, err := s.client.CoreV1().Namespaces().Create(t.Context(), ns, metav1.CreateOptions{}); err != nil {
@@ -71,6 +73,29 @@ func newScenario(t *testing.T, name string) *scenario {
 	}
 	t.Cleanup(s.cleanup)
 	return s
+}
+
+// scenarioRuns counts the runs of each scenario in this process.
+var scenarioRuns struct {
+	sync.Mutex
+	n map[string]int
+}
+
+// runName returns name for a scenario's first run in this process and
+// name-r<N> for its Nth (go test -count=N), so that every run has its own
+// namespace, Node label, cluster name and Lease on the shared control
+// plane.
+func runName(name string) string {
+	scenarioRuns.Lock()
+	defer scenarioRuns.Unlock()
+	if scenarioRuns.n == nil {
+		scenarioRuns.n = map[string]int{}
+	}
+	scenarioRuns.n[name]++
+	if n := scenarioRuns.n[name]; n > 1 {
+		return fmt.Sprintf("%s-r%d", name, n)
+	}
+	return name
 }
 
 func (s *scenario) cleanup() {
