@@ -3,6 +3,7 @@ package fake_test
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"testing"
 
@@ -126,10 +127,7 @@ func TestRoutesOfOthersAreNeverTouched(t *testing.T) {
 	if err := rt.DeleteRoute(t.Context(), cluster, listed[0]); err != nil {
 		t.Fatal(err)
 	}
-	var left []fake.Route
-	for _, r := range c.Snapshot().Routes {
-		left = append(left, r)
-	}
+	left := slices.Clone(c.Snapshot().Routes)
 	if diff := cmp.Diff(foreign, left, cmpopts.SortSlices(func(a, b fake.Route) bool { return a.Name < b.Name })); diff != "" {
 		t.Errorf("routes of no cluster and of another cluster changed (-want +got):\n%s", diff)
 	}

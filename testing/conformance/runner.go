@@ -156,13 +156,6 @@ func (r *rt) Logf(format string, args ...any) {
 	}
 }
 
-// failed reports whether the rule has recorded a failure.
-func (r *rt) failed() bool {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return len(r.res.errs) > 0
-}
-
 // Go runs f in a goroutine whose panics and Fatalf are reported to the rule,
 // and returns a function that waits for it.
 func (r *rt) Go(f func()) (wait func()) {

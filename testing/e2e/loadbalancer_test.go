@@ -88,8 +88,8 @@ func TestLoadBalancerLifecycle(t *testing.T) {
 	_, admin, nodes := s.startWithNodes("lb", 2, ccm.Config{})
 
 	// Create → ingress.
-	svc := s.createService(workload.LoadBalancerService(s.ns, "web", 80))
-	svc = s.waitIngress("web", initTimeout)
+	s.createService(workload.LoadBalancerService(s.ns, "web", 80))
+	svc := s.waitIngress("web", initTimeout)
 	lbs := s.waitLB(admin, svc.UID, changeTimeout, "one load balancer for service web", func(l []fake.LoadBalancer) bool { return len(l) == 1 })
 	lb := lbs[0]
 	if diff := cmp.Diff(ingressOf(lb), workload.IngressIPs(svc)); diff != "" {
