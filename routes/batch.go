@@ -249,7 +249,8 @@ func apply(entries []Entry, batch []*op, results []error) (next []Entry, depende
 	index := func(i int) {
 		byName[next[i].Name] = append(byName[next[i].Name], i)
 		if p, err := netip.ParsePrefix(next[i].DestinationCIDR); err == nil {
-			byPrefix[p.Masked()] = append(byPrefix[p.Masked()], i)
+			m := p.Masked()
+			byPrefix[m] = append(byPrefix[m], i)
 		}
 	}
 	for i := range next {
@@ -304,7 +305,8 @@ func apply(entries []Entry, batch []*op, results []error) (next []Entry, depende
 			results[i] = fmt.Errorf("routes: create route %q %s -> node %q: destination held by route %q of cluster %q -> node %q: %w",
 				o.entry.Name, o.entry.DestinationCIDR, o.entry.TargetNode, clash.Name, clash.Cluster, clash.TargetNode, ErrCIDRInUse)
 		case same >= 0 && identical(next[same], o.entry):
-			dependent[i] = same >= orig || touched[same]
+			// Entries this batch appended are touched too.
+			dependent[i] = touched[same]
 		case same >= 0:
 			extra := next[same].Extra
 			next[same] = o.entry.clone()
