@@ -13,6 +13,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/ccmkit/ccmkit/loadbalancer"
+	"github.com/ccmkit/ccmkit/provider"
 	"github.com/ccmkit/ccmkit/routes"
 )
 
@@ -133,8 +134,7 @@ func (c *Cloud) AddRoute(r Route) error {
 		if err != nil {
 			return fmt.Errorf("fake: Route.TargetNodeAddresses[%d] %q: expected an IP address", i, a)
 		}
-		typ := v1.NodeInternalIP
-		e.TargetNodeAddresses = append(e.TargetNodeAddresses, v1.NodeAddress{Type: typ, Address: ip.String()})
+		e.TargetNodeAddresses = append(e.TargetNodeAddresses, v1.NodeAddress{Type: v1.NodeInternalIP, Address: ip.String()})
 	}
 	return c.store.addRoute(e)
 }
@@ -169,7 +169,7 @@ func (c *Cloud) NodeFor(id string) (*v1.Node, error) {
 				v1.LabelTopologyRegion:     in.Region,
 			},
 		},
-		Spec: v1.NodeSpec{ProviderID: ProviderName + "://" + in.ID},
+		Spec: v1.NodeSpec{ProviderID: provider.ProviderID{Scheme: codec.Scheme, ID: in.ID}.String()},
 	}
 	for _, ip := range in.InternalIPs {
 		node.Status.Addresses = append(node.Status.Addresses, v1.NodeAddress{Type: v1.NodeInternalIP, Address: ip})
