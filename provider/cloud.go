@@ -3,6 +3,7 @@ package provider
 import (
 	"context"
 	"reflect"
+	"slices"
 	"sync"
 
 	"k8s.io/client-go/informers"
@@ -72,7 +73,7 @@ func present(v any) bool {
 	}
 	rv := reflect.ValueOf(v)
 	switch rv.Kind() {
-	case reflect.Pointer, reflect.Map, reflect.Slice, reflect.Func, reflect.Chan, reflect.Interface:
+	case reflect.Pointer, reflect.Map, reflect.Slice, reflect.Func, reflect.Chan:
 		return !rv.IsNil()
 	}
 	return true
@@ -127,17 +128,7 @@ func (c *Cloud) Capabilities() Capabilities { return c.caps }
 func (c *Cloud) distinct() []any {
 	var out []any
 	for _, v := range []any{c.caps.LoadBalancer, c.caps.InstancesV2, c.caps.Instances, c.caps.Zones, c.caps.Clusters, c.caps.Routes} {
-		if !present(v) {
-			continue
-		}
-		dup := false
-		for _, seen := range out {
-			if sameValue(seen, v) {
-				dup = true
-				break
-			}
-		}
-		if !dup {
+		if present(v) && !slices.ContainsFunc(out, func(seen any) bool { return sameValue(seen, v) }) {
 			out = append(out, v)
 		}
 	}

@@ -204,15 +204,11 @@ func (s Secret) GoString() string { return fmt.Sprintf("%q", s.String()) }
 
 // Format implements fmt.Formatter: every verb prints the redacted form.
 func (s Secret) Format(f fmt.State, verb rune) {
-	switch verb {
-	case 'q':
+	switch {
+	case verb == 'q':
 		fmt.Fprintf(f, "%q", s.String())
-	case 'v':
-		if f.Flag('#') {
-			io.WriteString(f, s.GoString())
-			return
-		}
-		io.WriteString(f, s.String())
+	case verb == 'v' && f.Flag('#'):
+		io.WriteString(f, s.GoString())
 	default:
 		io.WriteString(f, s.String())
 	}
