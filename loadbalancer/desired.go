@@ -189,7 +189,7 @@ func Desired(svc *v1.Service, nodes []*v1.Node, opts Options) (*LoadBalancer, er
 	if len(protocols) > 1 && !caps.MixedProtocols {
 		fail(&UnsupportedError{Feature: "MixedProtocols", Detail: fmt.Sprintf("service %s: spec.ports mixes %s", key, joinProtocols(protocols))})
 	}
-	slices.SortFunc(spec.Listeners, func(a, b Listener) int { return a.ListenerKey.Compare(b.ListenerKey) })
+	slices.SortFunc(spec.Listeners, compareListener)
 	for i := 1; i < len(spec.Listeners); i++ {
 		if spec.Listeners[i].ListenerKey == spec.Listeners[i-1].ListenerKey {
 			fail(invalidService("service %s: spec.ports has port %d/%s twice; expected unique (protocol, port)", key, spec.Listeners[i].Port, spec.Listeners[i].Protocol))
@@ -305,7 +305,7 @@ func Backends(nodes []*v1.Node, families []v1.IPFamily) []Backend {
 			out = append(out, b)
 		}
 	}
-	slices.SortStableFunc(out, func(a, b Backend) int { return strings.Compare(a.NodeName, b.NodeName) })
+	slices.SortStableFunc(out, compareBackend)
 	return slices.CompactFunc(out, func(a, b Backend) bool { return a.NodeName == b.NodeName })
 }
 

@@ -186,8 +186,8 @@ func (s Spec) Clone() Spec {
 func (s *Spec) Canonical() {
 	slices.SortFunc(s.RequestedIPs, compareAddr)
 	s.RequestedIPs = slices.Compact(s.RequestedIPs)
-	slices.SortStableFunc(s.Listeners, func(a, b Listener) int { return a.ListenerKey.Compare(b.ListenerKey) })
-	slices.SortStableFunc(s.Backends, func(a, b Backend) int { return cmp.Compare(a.NodeName, b.NodeName) })
+	slices.SortStableFunc(s.Listeners, compareListener)
+	slices.SortStableFunc(s.Backends, compareBackend)
 	for i, p := range s.SourceRanges {
 		s.SourceRanges[i] = p.Masked()
 	}
@@ -206,6 +206,14 @@ func familyRank(f v1.IPFamily) int {
 }
 
 func compareAddr(a, b netip.Addr) int { return a.Compare(b) }
+
+// compareListener orders listeners by key, the canonical order of
+// Spec.Listeners.
+func compareListener(a, b Listener) int { return a.ListenerKey.Compare(b.ListenerKey) }
+
+// compareBackend orders backends by node name, the canonical order of
+// Spec.Backends.
+func compareBackend(a, b Backend) int { return cmp.Compare(a.NodeName, b.NodeName) }
 
 func comparePrefix(a, b netip.Prefix) int {
 	return cmp.Or(a.Addr().Compare(b.Addr()), cmp.Compare(a.Bits(), b.Bits()))

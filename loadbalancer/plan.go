@@ -121,11 +121,10 @@ func (p *planner) add(a Action, format string, args ...any) {
 // canonical copy: Plan never mutates its arguments and avoids copying the
 // (large) backend list when it is already sorted.
 func canonicalView(s *Spec) *Spec {
-	sorted := slices.IsSortedFunc(s.RequestedIPs, compareAddr) &&
-		slices.IsSortedFunc(s.Listeners, func(a, b Listener) int { return a.ListenerKey.Compare(b.ListenerKey) }) &&
-		slices.IsSortedFunc(s.Backends, func(a, b Backend) int { return strings.Compare(a.NodeName, b.NodeName) }) &&
-		isStrictlySorted(s.SourceRanges, comparePrefix) &&
-		isStrictlySorted(s.RequestedIPs, compareAddr)
+	sorted := isStrictlySorted(s.RequestedIPs, compareAddr) &&
+		slices.IsSortedFunc(s.Listeners, compareListener) &&
+		slices.IsSortedFunc(s.Backends, compareBackend) &&
+		isStrictlySorted(s.SourceRanges, comparePrefix)
 	for _, r := range s.SourceRanges {
 		sorted = sorted && r == r.Masked()
 	}
@@ -259,7 +258,7 @@ func (p *planner) backends(want, have []Backend) {
 		haveLast  bool    // whether there was a previous have entry
 		lastAdded bool    // whether last is already in add
 	)
-	mergeSorted(want, have, func(a, b Backend) int { return strings.Compare(a.NodeName, b.NodeName) },
+	mergeSorted(want, have, compareBackend,
 		func(w Backend) { add = append(add, w) },
 		func(h Backend) {
 			if haveLast && h.NodeName == lastName { // a copy
