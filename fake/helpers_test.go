@@ -2,6 +2,7 @@ package fake_test
 
 import (
 	"flag"
+	"fmt"
 	"path/filepath"
 	"testing"
 
@@ -35,7 +36,7 @@ func newCloud(t testing.TB, cfg fake.Config, opts ...fake.Option) *fake.Cloud {
 	return c
 }
 
-// cloudWithNodes builds a fake with n running instances node-1..node-n and
+// cloudWithNodes builds a fake with n running instances node-01..node-<n> and
 // returns their Nodes.
 func cloudWithNodes(t testing.TB, cfg fake.Config, n int, opts ...fake.Option) (*fake.Cloud, []*v1.Node) {
 	t.Helper()
@@ -50,7 +51,7 @@ func cloudWithNodes(t testing.TB, cfg fake.Config, n int, opts ...fake.Option) (
 	return c, nodes
 }
 
-func nodeName(i int) string { return "node-" + string(rune('0'+i/10)) + string(rune('0'+i%10)) }
+func nodeName(i int) string { return fmt.Sprintf("node-%02d", i) }
 
 func mustNode(t testing.TB, c *fake.Cloud, id string) *v1.Node {
 	t.Helper()
