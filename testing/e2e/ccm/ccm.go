@@ -77,17 +77,17 @@ func (c *Process) RaceReport() string {
 	}
 	rest := string(b)
 	for {
-		_, after, found := strings.Cut(rest, raceLine)
-		if !found {
+		i := strings.Index(rest, raceLine)
+		if i < 0 {
 			return ""
 		}
-		report, next, _ := strings.Cut(raceLine+after, raceEnd)
-		rest = next
-		if knownRace(report) {
-			continue
+		rest = rest[i:] // from this report's first line
+		report, next, _ := strings.Cut(rest, raceEnd)
+		if !knownRace(report) {
+			lines := strings.SplitN(rest, "\n", 61)
+			return strings.Join(lines[:min(len(lines), 60)], "\n")
 		}
-		lines := strings.SplitN(raceLine+after, "\n", 61)
-		return strings.Join(lines[:min(len(lines), 60)], "\n")
+		rest = next
 	}
 }
 
@@ -238,8 +238,7 @@ func orDuration(d, def time.Duration) time.Duration {
 
 // Process is a running CCM. Its methods are safe for concurrent use.
 type Process struct {
-	cfg Config
-	p   *proc.Process
+	p *proc.Process
 }
 
 // Start starts the CCM described by cfg and returns at once; use WaitStarted
@@ -264,7 +263,7 @@ func Start(cfg Config) (*Process, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Process{cfg: cfg, p: p}, nil
+	return &Process{p: p}, nil
 }
 
 // Name returns Config.Name.
