@@ -368,7 +368,6 @@ func Apply(lb *LoadBalancer, a Action) (*LoadBalancer, error) {
 	}
 	out := lb.Clone()
 	s := &out.Spec
-	s.Canonical()
 	missing := func(field string) error { return fmt.Errorf("apply %s on %q: %s is nil", a.Kind, lb.ID, field) }
 	switch a.Kind {
 	case ActionUpdateTags:
@@ -379,7 +378,6 @@ func Apply(lb *LoadBalancer, a Action) (*LoadBalancer, error) {
 	case ActionUpdateFrontend:
 		s.IPFamilies = slices.Clone(a.IPFamilies)
 		s.RequestedIPs = slices.Clone(a.RequestedIPs)
-		slices.SortFunc(s.RequestedIPs, compareAddr)
 	case ActionUpdateSettings:
 		if s.Settings == nil {
 			s.Settings = map[string]string{}
@@ -391,12 +389,7 @@ func Apply(lb *LoadBalancer, a Action) (*LoadBalancer, error) {
 		}
 		s.HealthCheck = *a.HealthCheck
 	case ActionUpdateSourceRanges:
-		s.SourceRanges = make([]netip.Prefix, len(a.SourceRanges))
-		for i, r := range a.SourceRanges {
-			s.SourceRanges[i] = r.Masked()
-		}
-		slices.SortFunc(s.SourceRanges, comparePrefix)
-		s.SourceRanges = slices.Compact(s.SourceRanges)
+		s.SourceRanges = append([]netip.Prefix{}, a.SourceRanges...)
 	case ActionUpdateSessionAffinity:
 		if a.SessionAffinity == nil {
 			return nil, missing("SessionAffinity")
@@ -446,6 +439,6 @@ func Apply(lb *LoadBalancer, a Action) (*LoadBalancer, error) {
 	default:
 		return nil, fmt.Errorf("apply: unknown action kind %q", a.Kind)
 	}
-	s.Canonical()
+	s.Canonical() // masks, sorts and de-duplicates what the action set
 	return out, nil
 }
