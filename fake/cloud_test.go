@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	cloudprovider "k8s.io/cloud-provider"
+	"k8s.io/utils/ptr"
 
 	"github.com/ccmkit/ccmkit/fake"
 	"github.com/ccmkit/ccmkit/provider"
@@ -48,11 +49,11 @@ func TestRegistration(t *testing.T) {
 		wantErr string
 	}{
 		{name: "no cloud-config", reason: "the factory gets a nil reader without --cloud-config", config: nil},
-		{name: "valid", reason: "the example format", config: ptrTo("clusterID: demo\ninstances: [{name: node-a}]\n")},
-		{name: "json", reason: "JSON is YAML", config: ptrTo(`{"clusterID": "demo"}`)},
-		{name: "unknown field", reason: "strict decoding", config: ptrTo("clusterID: demo\ninstance: []\n"), wantErr: `unknown field "instance"`},
-		{name: "invalid value", reason: "Validate runs", config: ptrTo("admin: {address: '10.1.2.3:80'}"), wantErr: "admin.address"},
-		{name: "not yaml", reason: "garbage is an error, not a panic", config: ptrTo("\x00{[}"), wantErr: "invalid cloud-config"},
+		{name: "valid", reason: "the example format", config: ptr.To("clusterID: demo\ninstances: [{name: node-a}]\n")},
+		{name: "json", reason: "JSON is YAML", config: ptr.To(`{"clusterID": "demo"}`)},
+		{name: "unknown field", reason: "strict decoding", config: ptr.To("clusterID: demo\ninstance: []\n"), wantErr: `unknown field "instance"`},
+		{name: "invalid value", reason: "Validate runs", config: ptr.To("admin: {address: '10.1.2.3:80'}"), wantErr: "admin.address"},
+		{name: "not yaml", reason: "garbage is an error, not a panic", config: ptr.To("\x00{[}"), wantErr: "invalid cloud-config"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -80,8 +81,6 @@ func TestRegistration(t *testing.T) {
 		t.Errorf("second Register(fake) = %v; want ErrAlreadyRegistered", err)
 	}
 }
-
-func ptrTo[T any](v T) *T { return &v }
 
 func TestNewRejectsBadConfig(t *testing.T) {
 	_, err := fake.New(fake.Config{LoadBalancers: fake.LoadBalancerConfig{IPv4Pool: "nonsense"}})

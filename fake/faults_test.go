@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -179,7 +180,7 @@ func TestRandomFaultsAreDeterministic(t *testing.T) {
 	if a == other {
 		t.Errorf("seeds 7 and 8 gave the same pattern %s; want different", a)
 	}
-	if n := countByte(a, 'x'); n < 5 || n > 40 {
+	if n := strings.Count(a, "x"); n < 5 || n > 40 {
 		t.Errorf("pattern %s has %d faults in 64 calls at p=0.3; want a plausible number", a, n)
 	}
 	c := newCloud(t, fake.Config{})
@@ -188,16 +189,6 @@ func TestRandomFaultsAreDeterministic(t *testing.T) {
 			t.Errorf("InjectRandomFaults(%+v) = nil; want an error", bad)
 		}
 	}
-}
-
-func countByte(s string, b byte) int {
-	n := 0
-	for i := range len(s) {
-		if s[i] == b {
-			n++
-		}
-	}
-	return n
 }
 
 func TestInterceptor(t *testing.T) {
