@@ -21,6 +21,13 @@ const (
 // hashLen is the number of base-32 digits of the name hash (64 bits).
 const hashLen = 13
 
+// The hash alphabets: a Namer uses the lower-case one when its charset
+// allows it, else the upper-case one.
+const (
+	hashAlphabetLower = "0123456789abcdefghijklmnopqrstuv"
+	hashAlphabetUpper = "0123456789ABCDEFGHIJKLMNOPQRSTUV"
+)
+
 // NamingConfig configures a Namer. Its zero value is the default: prefix
 // "k8s", at most 63 characters of [a-z0-9-], which is a valid DNS label and
 // a valid RFC 1035 name.
@@ -57,7 +64,7 @@ type Namer struct {
 	prefix  string
 	max     int
 	allowed [128]bool
-	lower   bool // hash alphabet in lower case
+	alpha   string // hash alphabet, one of hashAlphabetLower and hashAlphabetUpper
 }
 
 // NewNamer validates cfg and returns a Namer. Errors name the NamingConfig
@@ -84,8 +91,12 @@ func NewNamer(cfg NamingConfig) (*Namer, error) {
 	if !n.allowed['-'] {
 		return nil, fmt.Errorf("NamingConfig.Charset %q: expected it to contain the separator '-'", charset)
 	}
-	n.lower = n.hasAll("0123456789abcdefghijklmnopqrstuv")
-	if !n.lower && !n.hasAll("0123456789ABCDEFGHIJKLMNOPQRSTUV") {
+	switch {
+	case n.hasAll(hashAlphabetLower):
+		n.alpha = hashAlphabetLower
+	case n.hasAll(hashAlphabetUpper):
+		n.alpha = hashAlphabetUpper
+	default:
 		return nil, fmt.Errorf("NamingConfig.Charset %q: expected it to contain the digits and the letters a-v in lower or upper case (the hash alphabet)", charset)
 	}
 	for i := 0; i < len(n.prefix); i++ {
@@ -158,12 +169,8 @@ func (n *Namer) NameFor(cluster, namespace, name string, uid types.UID) string {
 		out = n.prefix + "-"
 	}
 	var digits [hashLen]byte
-	alpha := "0123456789abcdefghijklmnopqrstuv"
-	if !n.lower {
-		alpha = "0123456789ABCDEFGHIJKLMNOPQRSTUV"
-	}
 	for i := hashLen - 1; i >= 0; i-- {
-		digits[i] = alpha[v&31]
+		digits[i] = n.alpha[v&31]
 		v >>= 5
 	}
 	return out + string(digits[:])
