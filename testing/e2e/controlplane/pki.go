@@ -20,28 +20,29 @@ import (
 // server's serving certificate signed by it, the service-account signing key
 // and the static token file with the admin token.
 type pki struct {
-	caPEM          []byte
-	caFile         string
-	servingCert    string
-	servingKey     string
-	saKey          string
-	saPub          string
-	tokenFile      string
-	adminToken     string
-	adminTokenUser string
+	caPEM       []byte
+	caFile      string
+	servingCert string
+	servingKey  string
+	saKey       string
+	saPub       string
+	tokenFile   string
+	adminToken  string
 }
+
+// adminUser is the user name of the admin token, in group system:masters.
+const adminUser = "ccmkit-e2e-admin"
 
 // newPKI writes fresh keys and certificates to dir. Everything is generated
 // at run time; nothing is committed.
 func newPKI(dir string) (*pki, error) {
 	p := &pki{
-		caFile:         filepath.Join(dir, "ca.crt"),
-		servingCert:    filepath.Join(dir, "apiserver.crt"),
-		servingKey:     filepath.Join(dir, "apiserver.key"),
-		saKey:          filepath.Join(dir, "sa.key"),
-		saPub:          filepath.Join(dir, "sa.pub"),
-		tokenFile:      filepath.Join(dir, "tokens.csv"),
-		adminTokenUser: "ccmkit-e2e-admin",
+		caFile:      filepath.Join(dir, "ca.crt"),
+		servingCert: filepath.Join(dir, "apiserver.crt"),
+		servingKey:  filepath.Join(dir, "apiserver.key"),
+		saKey:       filepath.Join(dir, "sa.key"),
+		saPub:       filepath.Join(dir, "sa.pub"),
+		tokenFile:   filepath.Join(dir, "tokens.csv"),
 	}
 	now := time.Now()
 	caKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
@@ -119,7 +120,7 @@ func newPKI(dir string) (*pki, error) {
 		// token,user,uid,"group1,group2" — see the kube-apiserver
 		// --token-auth-file documentation. system:masters is bound to
 		// cluster-admin by the RBAC bootstrap policy.
-		{p.tokenFile, fmt.Appendf(nil, "%s,%s,%s,\"system:masters\"\n", p.adminToken, p.adminTokenUser, p.adminTokenUser)},
+		{p.tokenFile, fmt.Appendf(nil, "%s,%s,%s,\"system:masters\"\n", p.adminToken, adminUser, adminUser)},
 	}
 	for _, f := range files {
 		if err := os.WriteFile(f.path, f.data, 0o600); err != nil {
