@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"slices"
 
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
@@ -109,7 +110,7 @@ func ApplyManifests(ctx context.Context, cfg *rest.Config, objs []*unstructured.
 			return applied, fmt.Errorf("workload: applying %s: %w", id, err)
 		}
 		var ri dynamic.ResourceInterface = dyn.Resource(m.Resource)
-		if m.Scope.Name() == "namespace" {
+		if m.Scope.Name() == meta.RESTScopeNameNamespace {
 			ns := u.GetNamespace()
 			if ns == "" {
 				ns = metav1.NamespaceDefault
