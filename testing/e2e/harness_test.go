@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"maps"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -240,13 +241,7 @@ func (s *scenario) checkForeign(lbs []fake.LoadBalancer, foreign fake.LoadBalanc
 // ours returns the load balancers of the scenario's cluster
 // (loadbalancer.TagCluster).
 func (s *scenario) ours(lbs []fake.LoadBalancer) []fake.LoadBalancer {
-	var out []fake.LoadBalancer
-	for _, lb := range lbs {
-		if lb.Tags[loadbalancer.TagCluster] == s.name {
-			out = append(out, lb)
-		}
-	}
-	return out
+	return lbsTagged(lbs, loadbalancer.TagCluster, s.name)
 }
 
 // startWithNodes starts a CCM named "ccm" whose fake cloud has n instances
@@ -283,22 +278,14 @@ func (s *scenario) createNodes(names []string, opts func(i int) workload.NodeOpt
 		if opts != nil {
 			o = opts(i)
 		}
-		o.Labels = mergeLabels(o.Labels, map[string]string{scenarioLabel: s.name})
+		labels := map[string]string{}
+		maps.Copy(labels, o.Labels)
+		labels[scenarioLabel] = s.name
+		o.Labels = labels
 		if _, err := s.client.CoreV1().Nodes().Create(s.t.Context(), workload.Node(name, o), metav1.CreateOptions{}); err != nil {
 			s.t.Fatalf("creating node %s: %v", name, err)
 		}
 	}
-}
-
-func mergeLabels(a, b map[string]string) map[string]string {
-	out := map[string]string{}
-	for k, v := range a {
-		out[k] = v
-	}
-	for k, v := range b {
-		out[k] = v
-	}
-	return out
 }
 
 // node returns the current Node or fails the test.
@@ -386,9 +373,14 @@ func (s *scenario) waitIngress(name string, timeout time.Duration) *corev1.Servi
 // lbsOf returns the load balancers of the cloud owned by the Service with
 // this UID (ownership tag loadbalancer.TagServiceUID).
 func lbsOf(lbs []fake.LoadBalancer, uid types.UID) []fake.LoadBalancer {
+	return lbsTagged(lbs, loadbalancer.TagServiceUID, string(uid))
+}
+
+// lbsTagged returns the load balancers whose tag key has this value.
+func lbsTagged(lbs []fake.LoadBalancer, key, value string) []fake.LoadBalancer {
 	var out []fake.LoadBalancer
 	for _, lb := range lbs {
-		if lb.Tags[loadbalancer.TagServiceUID] == string(uid) {
+		if lb.Tags[key] == value {
 			out = append(out, lb)
 		}
 	}

@@ -64,6 +64,16 @@ func servicePorts(svc *corev1.Service) []string {
 	return out
 }
 
+// backendNodes returns the node names of the backends, sorted.
+func backendNodes(lb fake.LoadBalancer) []string {
+	var out []string
+	for _, b := range lb.Backends {
+		out = append(out, b.NodeName)
+	}
+	slices.Sort(out)
+	return out
+}
+
 func ingressOf(lb fake.LoadBalancer) []string {
 	var out []string
 	for _, in := range lb.Ingress {
@@ -98,12 +108,7 @@ func TestLoadBalancerLifecycle(t *testing.T) {
 	if diff := cmp.Diff(servicePorts(svc), listenerPorts(lb)); diff != "" {
 		t.Errorf("cloud listeners differ from the service ports (-service +cloud):\n%s", diff)
 	}
-	var backends []string
-	for _, b := range lb.Backends {
-		backends = append(backends, b.NodeName)
-	}
-	slices.Sort(backends)
-	if diff := cmp.Diff(nodes, backends); diff != "" {
+	if diff := cmp.Diff(nodes, backendNodes(lb)); diff != "" {
 		t.Errorf("cloud backends (-nodes +backends):\n%s", diff)
 	}
 	if !slices.Contains(svc.Finalizers, servicehelpers.LoadBalancerCleanupFinalizer) {
@@ -375,14 +380,6 @@ func TestBackendsOfNodesInitializedAfterTheService(t *testing.T) {
 	s.waitNodesInitialized(nodes, initTimeout)
 	s.waitIngress("web", initTimeout)
 	s.waitLB(admin, svc.UID, changeTimeout, fmt.Sprintf("the load balancer of service web to have every node %v as a backend", nodes), func(l []fake.LoadBalancer) bool {
-		if len(l) != 1 {
-			return false
-		}
-		var got []string
-		for _, b := range l[0].Backends {
-			got = append(got, b.NodeName)
-		}
-		slices.Sort(got)
-		return slices.Equal(got, nodes)
+		return len(l) == 1 && slices.Equal(backendNodes(l[0]), nodes)
 	})
 }
