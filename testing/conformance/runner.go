@@ -39,20 +39,17 @@ type result struct {
 // fresh target lazily. It is safe for concurrent use by the goroutines a rule
 // starts with r.Go.
 type rt struct {
-	ctx  context.Context
-	cfg  *Config
-	rule *rule
+	ctx context.Context
+	cfg *Config
 
 	mu       sync.Mutex
 	res      result
 	done     bool
 	cleanups []func()
 
-	tgt   *Target
-	cloud cloudprovider.Interface
-	kube  *fake.Clientset
-	inf   informers.SharedInformerFactory
-	stop  chan struct{}
+	tgt  *Target
+	inf  informers.SharedInformerFactory
+	stop chan struct{}
 }
 
 // execute runs one rule in its own goroutine and returns what it reported.
@@ -64,7 +61,7 @@ func execute(parent context.Context, cfg *Config, rl *rule) result {
 	}
 	ctx, cancel := context.WithTimeout(parent, 4*cfg.Timeout)
 	defer cancel()
-	r := &rt{ctx: ctx, cfg: cfg, rule: rl}
+	r := &rt{ctx: ctx, cfg: cfg}
 	finished := make(chan struct{})
 	go func() {
 		defer close(finished)
@@ -212,7 +209,7 @@ func (r *rt) newTarget() *Target {
 // starting controllers: cloud.Initialize(clientBuilder, stop), then
 // SetInformers for a cloudprovider.InformerUser, then starts the informers.
 func (r *rt) initialize(tgt *Target, kube *fake.Clientset) {
-	r.tgt, r.cloud, r.kube = tgt, tgt.Cloud, kube
+	r.tgt = tgt
 	r.stop = make(chan struct{})
 	r.inf = informers.NewSharedInformerFactory(kube, 0)
 	stop := r.stop
