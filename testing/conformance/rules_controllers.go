@@ -236,14 +236,14 @@ func ruleCtrlServiceLB(r *rt) {
 	h := r.harness()
 	lb := r.lb()
 	svc := h.serviceScenario(service("ctrl-lb"))
-	if !r.exists(r.ctx, lb, r.cfg.ClusterName, svc) {
+	if !r.exists(lb, r.cfg.ClusterName, svc) {
 		r.Errorf("Service %s has an ingress, but GetLoadBalancer reports exists=false", svcKey(svc))
 	}
 }
 
 func ruleCtrlServicePort(r *rt) {
 	h := r.harness()
-	lb := r.lb()
+	r.lb()
 	svc := h.serviceScenario(service("ctrl-port"))
 	svc.Spec.Ports[0].Port = 8080
 	svc.Spec.Ports[0].NodePort = 30081
@@ -268,7 +268,6 @@ func ruleCtrlServicePort(r *rt) {
 		})
 		return n > 0, fmt.Sprintf("provider calls %v", h.g.summary(svcKey(svc)))
 	})
-	_ = lb
 }
 
 func ruleCtrlServiceDelete(r *rt) {
@@ -287,7 +286,7 @@ func ruleCtrlServiceDelete(r *rt) {
 		s := h.service(svc.Name)
 		return !servicehelpers.HasLBFinalizer(s), fmt.Sprintf("finalizers %v, provider calls %v", s.Finalizers, h.g.summary(svcKey(svc)))
 	})
-	if r.exists(r.ctx, lb, r.cfg.ClusterName, svc) {
+	if r.exists(lb, r.cfg.ClusterName, svc) {
 		r.Errorf("the finalizer of deleted Service %s is gone, but GetLoadBalancer reports exists=true: the load balancer leaks", svcKey(svc))
 	}
 	r.checkOwned(fmt.Sprintf("after Service %s was deleted", svcKey(svc)), before)
@@ -310,7 +309,7 @@ func ruleCtrlServiceClass(r *rt) {
 	if calls := h.g.summary(svcKey(class)); len(calls) > 0 {
 		r.Errorf("the provider was called for Service %s with spec.loadBalancerClass: %v", svcKey(class), calls)
 	}
-	if r.exists(r.ctx, lb, r.cfg.ClusterName, class) {
+	if r.exists(lb, r.cfg.ClusterName, class) {
 		r.Errorf("GetLoadBalancer(%s) reports a load balancer for a Service with spec.loadBalancerClass", svcKey(class))
 	}
 }

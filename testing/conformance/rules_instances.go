@@ -47,24 +47,19 @@ func (r *rt) eventually(what string, cond func() (bool, string)) {
 	}
 }
 
-// lookups returns a fixture node as the controllers present it: as given and,
-// when it has a provider ID, without it (looked up by name).
-func lookups(n *v1.Node) []struct {
+// lookup is a node as the controllers present it, and how it is looked up.
+type lookup struct {
 	how  string
 	node *v1.Node
-} {
-	out := []struct {
-		how  string
-		node *v1.Node
-	}{{"by provider ID", n}}
+}
+
+// lookups returns a fixture node as the controllers present it: as given and,
+// when it has a provider ID, without it (looked up by name).
+func lookups(n *v1.Node) []lookup {
 	if n.Spec.ProviderID == "" {
-		out[0].how = "by name"
-		return out
+		return []lookup{{"by name", n}}
 	}
-	return append(out, struct {
-		how  string
-		node *v1.Node
-	}{"by name", byName(n)})
+	return []lookup{{"by provider ID", n}, {"by name", byName(n)}}
 }
 
 func ruleInstExists(r *rt) {
