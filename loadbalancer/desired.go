@@ -38,6 +38,10 @@ type Capabilities struct {
 	// RequestedIP: a requested address (spec.loadBalancerIP or the
 	// Options.RequestedIPAnnotation).
 	RequestedIP bool
+	// BackendKey is what the cloud keeps of each backend (zero: the whole
+	// Backend, matched by Node name). It is not a feature a Service asks
+	// for: it decides how Plan matches backends, see BackendKey.
+	BackendKey BackendKey
 }
 
 // Options parameterize Desired. The zero value uses the default Namer, no

@@ -51,8 +51,15 @@ type Spec struct {
 	// Listeners are the front-end listeners, one per (IP family, protocol,
 	// port), sorted by ListenerKey.
 	Listeners []Listener
-	// Backends are the nodes traffic is sent to, sorted by node name.
+	// Backends are the nodes traffic is sent to, sorted by BackendKey (see
+	// Backend.Compare).
 	Backends []Backend
+	// BackendKey is what the cloud keeps of each backend, and so what Plan
+	// matches and compares backends by. Desired copies it from
+	// Capabilities.BackendKey; Plan reads it from the desired model only,
+	// Apply from the load balancer it changes, so a Driver need not report
+	// it.
+	BackendKey BackendKey
 	// HealthCheck is how the load balancer probes backends.
 	HealthCheck HealthCheck
 	// SourceRanges are the client CIDRs allowed to connect, masked and
@@ -100,15 +107,48 @@ type Listener struct {
 	NodePort int32
 }
 
+// BackendKey says what a cloud keeps of a load-balancer backend, and so
+// what identifies one: Plan matches desired and actual backends by it and
+// compares nothing else, and Apply adds and removes backends by it. A
+// Driver reports, for each backend, at least the fields of its key.
+type BackendKey string
+
+// The backend keys.
+const (
+	// BackendKeyNodeName (the zero value) is a cloud that keeps each
+	// Backend whole, Node name included (an in-memory cloud, a cloud whose
+	// targets carry free-form names). Backends are matched by NodeName; a
+	// backend whose provider ID or address changed is sent again in
+	// ActionAddBackends, which replaces it. Nodes without an InternalIP of
+	// one of the Service's families are left out.
+	BackendKeyNodeName BackendKey = ""
+	// BackendKeyProviderID is a cloud whose targets are instances (VM IDs:
+	// hcloud, DigitalOcean, most IaaS). A Driver reports Backend.ProviderID
+	// (the spec.providerID of the instance's Node, see provider.Codec) and
+	// may leave the other fields empty; Plan compares provider IDs only, so
+	// a Node whose name differs from its instance's, or whose addresses
+	// change, keeps its target. Nodes need no InternalIP.
+	BackendKeyProviderID BackendKey = "ProviderID"
+	// BackendKeyAddress is a cloud whose targets are addresses (pool
+	// members by IP: OpenStack Octavia, a plain L4 proxy). A Driver
+	// reports Backend.IPv4 and IPv6 for the families of the load balancer
+	// and may leave the other fields empty; Plan compares those addresses
+	// only.
+	BackendKeyAddress BackendKey = "Address"
+)
+
 // Backend is one node behind the load balancer.
 type Backend struct {
-	// NodeName is the Kubernetes Node name; backends are matched by it.
+	// NodeName is the Kubernetes Node name; the key of BackendKeyNodeName.
+	// A desired backend always has it; a Driver keyed otherwise may
+	// report it empty.
 	NodeName string
-	// ProviderID is the Node's spec.providerID (never empty).
+	// ProviderID is the Node's spec.providerID; the key of
+	// BackendKeyProviderID. A desired backend always has it.
 	ProviderID string
 	// IPv4 and IPv6 are the Node's first InternalIP of each family the
 	// Service uses; the zero Addr when the family is unused or the Node has
-	// no InternalIP of that family.
+	// no InternalIP of that family. Together, the key of BackendKeyAddress.
 	IPv4, IPv6 netip.Addr
 }
 

@@ -13,6 +13,8 @@ import (
 	cloudprovider "k8s.io/cloud-provider"
 	"k8s.io/cloud-provider/api"
 	"k8s.io/klog/v2"
+
+	"github.com/ccmkit/ccmkit/provider"
 )
 
 // DefaultRetryAfter is Config.RetryAfter's default.
@@ -58,6 +60,14 @@ type Config struct {
 	// package's Adapter, ideally over its Cache: one List serves every
 	// node). Nil: such nodes are left out (see Backends).
 	Instances cloudprovider.InstancesV2
+	// Codec, when its Scheme is set, checks every Node's spec.providerID:
+	// a Node whose provider ID it rejects (another provider's scheme, or
+	// malformed) cannot be a target of this cloud and is left out of the
+	// backends, reported once through Hooks.NodeSkipped; the other Nodes
+	// are served. Set it to the Codec the provider's instances use; with
+	// Capabilities.BackendKey = BackendKeyProviderID it is what keeps a
+	// foreign Node from failing every Driver.Apply. Zero: not checked.
+	Codec provider.Codec
 }
 
 // Hooks are optional callbacks. They are called synchronously on the
@@ -76,6 +86,17 @@ type Hooks struct {
 	// Action is called after each Driver.Apply, with its error (nil on
 	// success), e.g. to record events or metrics.
 	Action func(ctx context.Context, svc *v1.Service, a Action, err error)
+	// NodeSkipped is called when a Node the service controller passed is
+	// left out of the backends because of something wrong with the Node
+	// itself, never a transient cloud error: its spec.providerID is
+	// another provider's or malformed (see Config.Codec), or it has no
+	// InternalIP and Config.Instances reports its instance gone or its
+	// provider ID invalid. The other Nodes are served and the call does not
+	// fail. It is called once per Node name, provider ID and reason for the
+	// Reconciler's lifetime (again only when one of them changes), from
+	// whichever call saw it first; a typical hook records a Warning event on
+	// the Node. Nil: the Reconciler logs the same once, at level 0.
+	NodeSkipped func(ctx context.Context, node *v1.Node, reason error)
 }
 
 // Reconciler implements cloudprovider.LoadBalancer over a Driver.
