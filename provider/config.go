@@ -76,18 +76,25 @@ func DecodeConfig[C any](r io.Reader) (*C, error) {
 // encoding/json does: without regard to case, so "clusterId" would fill a
 // field tagged "clusterID". checkFieldCase then rejects every key that is
 // not spelled exactly as its json tag.
+//
+// The same walk decodes every Duration field first, so that a malformed
+// duration is reported with its field path (encoding/json would not name
+// the field).
 func decodeStrict(data []byte, into any) error {
-	if err := yaml.UnmarshalStrict(data, into); err != nil {
-		return err
-	}
 	var generic any
 	if err := yaml.Unmarshal(data, &generic); err != nil {
 		return err
 	}
-	return checkFieldCase(generic, reflect.TypeOf(into), "")
+	if err := checkFieldCase(generic, reflect.TypeOf(into), ""); err != nil {
+		return err
+	}
+	return yaml.UnmarshalStrict(data, into)
 }
 
-var jsonUnmarshaler = reflect.TypeFor[json.Unmarshaler]()
+var (
+	jsonUnmarshaler = reflect.TypeFor[json.Unmarshaler]()
+	durationType    = reflect.TypeFor[Duration]()
+)
 
 // checkFieldCase walks the decoded document v along the Go type t and
 // returns an error for the first object key that matches a field of t only
@@ -95,6 +102,16 @@ var jsonUnmarshaler = reflect.TypeFor[json.Unmarshaler]()
 func checkFieldCase(v any, t reflect.Type, path string) error {
 	for t.Kind() == reflect.Pointer {
 		t = t.Elem()
+	}
+	if t == durationType && v != nil {
+		raw, err := json.Marshal(v)
+		if err == nil {
+			err = new(Duration).UnmarshalJSON(raw)
+		}
+		if err != nil {
+			return fmt.Errorf("%s: %w", strings.TrimSuffix(path, "."), err)
+		}
+		return nil
 	}
 	if reflect.PointerTo(t).Implements(jsonUnmarshaler) {
 		return nil
