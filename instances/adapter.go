@@ -44,6 +44,7 @@ type Options struct {
 //	StateRunning                    (true, nil)     (false, nil)          (metadata, nil)
 //	StateStopped                    (true, nil)     (true, nil)           (metadata, nil)
 //	StateTerminated or ErrNotFound  (false, nil)    (false, NotFound)     (nil, NotFound)
+//	throttled (api.RetryError)      (false, err)    (false, err)          (nil, err)
 //	any other error                 (false, err)    (false, err)          (nil, err)
 //
 // where NotFound is cloudprovider.InstanceNotFound, returned unwrapped
@@ -54,7 +55,9 @@ type Options struct {
 // InstanceShutdown only after InstanceExists said true; for an instance that
 // vanished in between there is nothing to shut down, hence the error rather
 // than a shutdown taint. Other errors name the node and wrap the Driver's
-// error.
+// error. A throttled error (one wrapping an *api.RetryError, see Driver) is
+// never "gone", even if it also wraps ErrNotFound, and stays findable with
+// errors.As in what the Adapter returns.
 //
 // InstanceMetadata never returns (nil, nil). Its ProviderID is spec.providerID
 // verbatim when the Node has one, and Options.Codec.Format(Instance.ID,
@@ -171,7 +174,12 @@ func (a *Adapter) lookup(ctx context.Context, node *v1.Node) (Instance, error) {
 		}
 	}
 	if errors.Is(err, ErrNotFound) {
-		return Instance{}, errGone
+		d, throttled := retryAfter(err)
+		if !throttled {
+			return Instance{}, errGone
+		}
+		// Throttled wins: keep the text and the delay, drop the sentinel.
+		err = retryIn(errors.New(err.Error()), d)
 	}
 	if err != nil {
 		return Instance{}, fmt.Errorf("node %q: looking up instance by %s: %w", node.Name, by, err)

@@ -19,7 +19,8 @@ const (
 )
 
 // CacheOptions configures a Cache. The zero value is usable: a one-minute
-// TTL, failed List calls remembered for five seconds, and time.Now.
+// TTL, failed List calls remembered for five seconds (longer when the cloud
+// asks for a longer back-off), and time.Now.
 type CacheOptions struct {
 	// TTL is how long one successful List serves look-ups, measured from
 	// the moment that List call started. Zero means DefaultCacheTTL;
@@ -30,7 +31,9 @@ type CacheOptions struct {
 	// outage costs one List per ErrorTTL rather than one per look-up. Zero
 	// means DefaultCacheErrorTTL; negative disables it (every look-up after a
 	// failure lists again). A List that failed because its caller's context
-	// ended is never remembered.
+	// ended is never remembered. A throttled List (its error wraps an
+	// *api.RetryError with a positive RetryAfter D) is remembered for
+	// max(ErrorTTL, D) whatever ErrorTTL is; see Cache.
 	ErrorTTL time.Duration
 	// Now returns the current time; nil means time.Now. Tests inject a
 	// fake clock here. It is called concurrently and with the Cache's lock
@@ -54,6 +57,16 @@ type CacheOptions struct {
 // directly with the wrapped GetByID or GetByName, and that answer is
 // returned. A failed List is returned as an error (wrapped, and never
 // matching ErrNotFound), never as "not found".
+//
+// Throttling: when List fails with an error wrapping an *api.RetryError
+// (k8s.io/cloud-provider/api) whose RetryAfter D is positive, the Cache
+// backs off: it makes no List call before D has passed, and remembers the
+// failure for max(ErrorTTL, D), even across Invalidate. Every look-up in
+// that window returns at once, without calling the wrapped Driver, an error
+// that wraps the List error and whose first *api.RetryError (errors.As)
+// has RetryAfter equal to the time left in the window. A direct GetByID or
+// GetByName look-up that is throttled returns the Driver's error unchanged,
+// so it stays a RetryError and never means "gone".
 //
 // Staleness: an instance found in the list is reported as it was when that
 // List started, for at most TTL. Within that window a state change (running
@@ -82,6 +95,7 @@ type Cache struct {
 	gen       uint64    // incremented by Invalidate; a List of an older generation is not kept
 	failErr   error     // the last failed List, remembered until failUntil
 	failUntil time.Time
+	throttled bool // failErr was throttled: look-ups get a RetryError, Invalidate keeps it
 }
 
 var (
@@ -152,14 +166,18 @@ func (c *Cache) List(ctx context.Context) ([]Instance, error) {
 }
 
 // Invalidate drops the cached list and any remembered List failure, so the
-// next look-up lists again. A List already running when Invalidate is called
-// may have read the state from before the change that prompted it: its
-// result still answers the look-ups that were waiting for it, but it is not
-// kept, and look-ups that start after Invalidate run a new List.
+// next look-up lists again; a throttled List's back-off is kept (the cloud
+// asked for no List before it ends; see Cache). A List already running when
+// Invalidate is called may have read the state from before the change that
+// prompted it: its result still answers the look-ups that were waiting for
+// it, but it is not kept, and look-ups that start after Invalidate run a new
+// List.
 func (c *Cache) Invalidate() {
 	c.mu.Lock()
 	c.snap = nil
-	c.failErr = nil
+	if !c.throttled {
+		c.failErr = nil
+	}
 	c.gen++
 	c.flight = nil
 	c.mu.Unlock()
@@ -220,6 +238,9 @@ func (c *Cache) snapshot(ctx context.Context) (*snapshot, error) {
 		}
 		if c.failErr != nil && now.Before(c.failUntil) {
 			err := c.failErr
+			if c.throttled {
+				err = retryIn(err, c.failUntil.Sub(now))
+			}
 			c.mu.Unlock()
 			return nil, err
 		}
@@ -245,7 +266,10 @@ func (c *Cache) snapshot(ctx context.Context) (*snapshot, error) {
 // list runs List for flight f, started at time start, and publishes the
 // result to f's waiters and the Cache.
 func (c *Cache) list(ctx context.Context, f *flight, start time.Time) (_ *snapshot, err error) {
-	var s *snapshot
+	var (
+		s       *snapshot
+		backoff time.Duration // positive when List was throttled
+	)
 	defer func() {
 		if r := recover(); r != nil {
 			err = fmt.Errorf("instances cache: List panicked: %v", r)
@@ -256,24 +280,33 @@ func (c *Cache) list(ctx context.Context, f *flight, start time.Time) (_ *snapsh
 		if c.flight == f {
 			c.flight = nil
 		}
-		f.snap, f.err = s, err
 		switch {
+		case backoff > 0:
+			// The cloud asked for no List before backoff has passed: honour
+			// it whatever the generation, ctx or ErrorTTL.
+			c.failErr, c.failUntil, c.throttled = err, c.now().Add(max(c.errorTTL, backoff)), true
+			err = retryIn(err, backoff)
 		case f.gen != c.gen:
 			// Invalidate ran during this List: answer its waiters, keep nothing.
 		case err == nil:
-			c.snap, c.failErr = s, nil
+			c.snap, c.failErr, c.throttled = s, nil, false
 		case ctx.Err() != nil:
 			f.canceled = true
 		case c.errorTTL > 0:
-			c.failErr, c.failUntil = err, c.now().Add(c.errorTTL)
+			c.failErr, c.failUntil, c.throttled = err, c.now().Add(c.errorTTL), false
 		}
+		f.snap, f.err = s, err
 		close(f.done)
 	}()
 	items, lerr := c.d.List(ctx)
 	if lerr != nil {
+		if d, ok := retryAfter(lerr); ok && d > 0 {
+			backoff = d
+		}
 		if errors.Is(lerr, ErrNotFound) {
 			// Not-found from List says nothing about one instance: keep the
-			// text, drop the sentinel so that it is never read as "gone".
+			// text, drop the sentinel so that it is never read as "gone"
+			// (retryIn restores a throttle's RetryError).
 			return nil, fmt.Errorf("instances cache: listing instances: %v", lerr)
 		}
 		return nil, fmt.Errorf("instances cache: listing instances: %w", lerr)

@@ -24,6 +24,20 @@
 //     calls InstanceMetadata N times per sync period; with a Cache that is one
 //     cloud call instead of N.
 //
+// # Throttling
+//
+// A Driver says "throttled, retry after D" by returning an error that wraps
+// an *api.RetryError (k8s.io/cloud-provider/api, api.NewRetryError(msg, D)),
+// found with errors.As; this is ccmkit's one convention for every block
+// (the loadbalancer and routes packages read it the same way). The Adapter
+// never reports an instance gone on such an error, even if it also wraps
+// ErrNotFound: InstanceExists is (false, err), the RetryError stays
+// findable, and the node and node-lifecycle controllers try again at their
+// next sync. A Cache whose List is throttled makes no List call before D
+// has passed (it remembers the failure for max(CacheOptions.ErrorTTL, D));
+// look-ups in that window fail at once, without a cloud call, with a
+// RetryError carrying the time left.
+//
 // Compose them as
 //
 //	cache, err := instances.NewCache(myDriver, instances.CacheOptions{TTL: time.Minute})

@@ -4,9 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	v1 "k8s.io/api/core/v1"
 	cloudprovider "k8s.io/cloud-provider"
+	"k8s.io/cloud-provider/api"
 
 	"github.com/ccmkit/ccmkit/provider"
 )
@@ -20,7 +22,9 @@ import (
 // instance resource): the Adapter turns it into InstanceExists == (false, nil),
 // and the node-lifecycle controller deletes the Node at once. Timeouts,
 // throttling, authorization failures, a 404 on the API endpoint itself and
-// every other doubt must be some other error.
+// every other doubt must be some other error. An error that wraps an
+// *api.RetryError (throttled, see Driver) is never read as not-found, even
+// if it also wraps ErrNotFound.
 var ErrNotFound = cloudprovider.InstanceNotFound
 
 // ErrInvalidInstance is wrapped by the errors the Adapter returns
@@ -117,6 +121,17 @@ type Instance struct {
 // exists; any other error means "unknown" and is never reported as gone.
 // An instance the cloud still knows about but that was deleted may be
 // returned with StateTerminated instead of ErrNotFound; both mean gone.
+//
+// Throttling: when the cloud refuses a call for now ("429 Too Many
+// Requests, Retry-After: D", a rate-limit error code), return an error
+// wrapping an *api.RetryError (k8s.io/cloud-provider/api,
+// api.NewRetryError(msg, D)) whose RetryAfter is D, or your best estimate
+// when the cloud gives none. It is ccmkit's one convention for "throttled,
+// retry after D" in every block (loadbalancer, routes, instances), found
+// with errors.As. The Adapter never reports an instance gone on such an
+// error: it returns it wrapped, so InstanceExists is (false, err) and the
+// controller tries again at its next sync; a Cache does not List again
+// before D has passed.
 type Driver interface {
 	// GetByID returns the instance whose ID is id.ID. id is the parsed
 	// spec.providerID of a Node, already checked to have the Adapter's scheme;
@@ -140,7 +155,10 @@ type Lister interface {
 	// list everything: an instance missing from a successful List is only a
 	// hint that it may be gone, which the Cache confirms with GetByID or
 	// GetByName before reporting it. The caller keeps the returned slice
-	// and the Instances in it: do not modify them afterwards.
+	// and the Instances in it: do not modify them afterwards. When the
+	// cloud throttles the call, return an error wrapping an *api.RetryError
+	// as for Driver: the Cache then makes no List call before its
+	// RetryAfter has passed.
 	List(ctx context.Context) ([]Instance, error)
 }
 
@@ -149,3 +167,32 @@ type ListDriver interface {
 	Driver
 	Lister
 }
+
+// retryAfter reports whether err says "throttled" (it wraps an
+// *api.RetryError, found with errors.As) and the delay that error asks for.
+func retryAfter(err error) (time.Duration, bool) {
+	var re *api.RetryError
+	if errors.As(err, &re) && re != nil {
+		return re.RetryAfter(), true
+	}
+	return 0, false
+}
+
+// retryIn returns the throttled failure err as an error whose first
+// *api.RetryError (errors.As) asks to retry in d; errors.Is still finds
+// what err wraps.
+func retryIn(err error, d time.Duration) error {
+	return &throttledError{retry: api.NewRetryError(fmt.Sprintf("throttled: retry after %v", d), d), err: err}
+}
+
+// throttledError is a throttled failure with the delay its caller should
+// wait. Unwrap yields retry first, so errors.As finds that delay rather
+// than an older one inside err.
+type throttledError struct {
+	retry *api.RetryError
+	err   error
+}
+
+func (e *throttledError) Error() string { return fmt.Sprintf("%v (%v)", e.err, e.retry) }
+
+func (e *throttledError) Unwrap() []error { return []error{e.retry, e.err} }
