@@ -42,10 +42,13 @@ const (
 	ActionUpdateListener ActionKind = "UpdateListener"
 	// ActionAddListener adds Action.Listener.
 	ActionAddListener ActionKind = "AddListener"
-	// ActionAddBackends adds Action.Backends; a backend whose node name is
-	// already present is replaced (its address or provider ID changed).
+	// ActionAddBackends adds Action.Backends, the desired backends (every
+	// field set, whatever the BackendKey); a backend whose key (see
+	// BackendKey) is already present is replaced: under the default key,
+	// its address or provider ID changed.
 	ActionAddBackends ActionKind = "AddBackends"
-	// ActionRemoveBackends removes Action.Backends (by node name).
+	// ActionRemoveBackends removes Action.Backends, as the Driver reported
+	// them, by key (see BackendKey).
 	ActionRemoveBackends ActionKind = "RemoveBackends"
 )
 
@@ -80,8 +83,8 @@ type Action struct {
 	Listener *Listener
 	// OldListener is the listener being replaced (ActionUpdateListener).
 	OldListener *Listener
-	// Backends are the backends to add or remove, sorted by node name
-	// (ActionAddBackends, ActionRemoveBackends).
+	// Backends are the backends to add or remove, sorted by the desired
+	// BackendKey (ActionAddBackends, ActionRemoveBackends).
 	Backends []Backend
 }
 

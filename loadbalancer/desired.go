@@ -87,9 +87,9 @@ var defaultNamer = func() *Namer {
 //     from opts.Capabilities.
 //
 // Model: one listener per (IP family, Service port); backends are the nodes
-// with a spec.providerID and an InternalIP of at least one of the Service's
-// families (others cannot receive traffic and are left out), with their
-// first InternalIP per family; health check per externalTrafficPolicy
+// with a spec.providerID, as opts.Capabilities.BackendKey keeps them (see
+// BackendKey.Backends; by default those with an InternalIP of at least one
+// of the Service's families, with their first InternalIP per family); health check per externalTrafficPolicy
 // (Local: spec.healthCheckNodePort, HTTP /healthz, after
 // servicehelpers.GetServiceHealthCheckPathPort; Cluster: kube-proxy
 // KubeProxyHealthzPort, HTTP /healthz); source ranges from the spec, else
@@ -108,6 +108,9 @@ func Desired(svc *v1.Service, nodes []*v1.Node, opts Options) (*LoadBalancer, er
 	}
 	if opts.Cluster == "" {
 		return nil, errors.New("loadbalancer: Options.Cluster is empty; expected the cluster identity")
+	}
+	if err := opts.Capabilities.BackendKey.check("loadbalancer: Options.Capabilities.BackendKey"); err != nil {
+		return nil, err
 	}
 	namer := opts.Namer
 	if namer == nil {
@@ -253,7 +256,8 @@ func Desired(svc *v1.Service, nodes []*v1.Node, opts Options) (*LoadBalancer, er
 	if len(errs) > 0 {
 		return nil, errors.Join(errs...)
 	}
-	spec.Backends = Backends(nodes, families)
+	spec.BackendKey = caps.BackendKey
+	spec.Backends = caps.BackendKey.Backends(nodes, families)
 	return lb, nil
 }
 
@@ -276,13 +280,17 @@ func ServiceFamilies(svc *v1.Service) ([]v1.IPFamily, error) {
 	return slices.Clone(fs), nil
 }
 
-// Backends returns the backends for nodes and the Service's families:
-// nodes with a spec.providerID and at least one InternalIP of those
-// families, with their first InternalIP per family, sorted by node name. A
-// node listed twice is used once. nodes are only read. A node with a
-// provider ID but no InternalIP yet is left out here; the Reconciler fills
-// in its addresses from Config.Instances first.
-func Backends(nodes []*v1.Node, families []v1.IPFamily) []Backend {
+// Backends returns the backends for nodes and the Service's families, as a
+// cloud keyed by k keeps them, in canonical order (see Spec.Backends): one
+// per node with a spec.providerID, carrying its name, provider ID and first
+// InternalIP of each of the families (IPv4-mapped addresses unmapped, zoned
+// ones ignored). Under BackendKeyNodeName a node needs an InternalIP of one
+// of the families (others cannot receive traffic and are left out); under
+// BackendKeyProviderID it needs none; under BackendKeyAddress each address is
+// its own backend. Nodes with the same key (the same name, provider ID or
+// address) count once, the first listed. nodes and the Nodes are only read;
+// nil entries are skipped.
+func (k BackendKey) Backends(nodes []*v1.Node, families []v1.IPFamily) []Backend {
 	want4, want6 := slices.Contains(families, v1.IPv4Protocol), slices.Contains(families, v1.IPv6Protocol)
 	out := make([]Backend, 0, len(nodes))
 	for _, n := range nodes {
@@ -305,12 +313,21 @@ func Backends(nodes []*v1.Node, families []v1.IPFamily) []Backend {
 				b.IPv6 = ip
 			}
 		}
-		if b.IPv4.IsValid() || b.IPv6.IsValid() {
+		switch {
+		case k == BackendKeyAddress:
+			if b.IPv4.IsValid() {
+				out = append(out, Backend{NodeName: b.NodeName, ProviderID: b.ProviderID, IPv4: b.IPv4})
+			}
+			if b.IPv6.IsValid() {
+				out = append(out, Backend{NodeName: b.NodeName, ProviderID: b.ProviderID, IPv6: b.IPv6})
+			}
+		case k == BackendKeyProviderID || b.IPv4.IsValid() || b.IPv6.IsValid():
 			out = append(out, b)
 		}
 	}
-	slices.SortStableFunc(out, compareBackend)
-	return slices.CompactFunc(out, func(a, b Backend) bool { return a.NodeName == b.NodeName })
+	compare := k.compareFunc()
+	slices.SortStableFunc(out, compare)
+	return slices.CompactFunc(out, func(a, b Backend) bool { return compare(a, b) == 0 })
 }
 
 // SourceRanges returns the client CIDRs svc allows, in the order of

@@ -71,6 +71,28 @@
 // converges the rest of it to the Service. Load balancers are never adopted
 // by name.
 //
+// # Backends, bad Nodes, asynchronous and throttled clouds
+//
+// Real clouds differ from an in-memory one in three ways the Reconciler is
+// built for:
+//
+//   - Targets are kept by instance ID (or address), not by Node name.
+//     Declare it in Capabilities.BackendKey: Plan then matches backends by
+//     what the cloud keeps, so Nodes whose names differ from their
+//     instances' (kubelet --hostname-override, renamed Nodes) keep their
+//     targets, and a converged load balancer costs no write.
+//   - One bad Node must not block every load balancer. A Node whose
+//     spec.providerID is another provider's or malformed (Config.Codec), or
+//     whose instance does not exist (Config.Instances), is left out of the
+//     backends and reported once through Hooks.NodeSkipped; the other
+//     Nodes are served. A cloud error is never blamed on a Node: the call
+//     fails and the controller retries.
+//   - Load balancers provision asynchronously and APIs throttle. A Driver
+//     reports a load balancer without Ingress while it provisions, and
+//     returns an error wrapping *api.RetryError when throttled; either way
+//     EnsureLoadBalancer returns an api.RetryError and the service
+//     controller comes back after its delay (see Driver).
+//
 // # Load balancer classes
 //
 // A Service with spec.loadBalancerClass set is not ours, as in the upstream

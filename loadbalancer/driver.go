@@ -11,15 +11,32 @@ import "context"
 // Reconciler treats it as read-only, and the Driver must not change it
 // afterwards.
 //
-// A Driver may return a (possibly wrapped) *api.RetryError
-// (k8s.io/cloud-provider/api) from any method, for example while a load
-// balancer is still provisioning; EnsureLoadBalancer passes it through
-// (wrapped) so the service controller retries after the given delay.
+// Throttling and provisioning: a Driver says "not now, retry after D" by
+// returning an error wrapping an *api.RetryError (k8s.io/cloud-provider/api,
+// api.NewRetryError(msg, D)) from any method: when its cloud answers 429
+// with a Retry-After, or a load balancer is still provisioning. This is
+// ccmkit's one convention for throttling in every block (the instances and
+// routes Drivers use it too). Every Reconciler method returns it wrapped,
+// findable with errors.As; from EnsureLoadBalancer the service controller
+// requeues the Service after D (controllers/service/controller.go,
+// processServiceCreateOrUpdate). It is never reported as a user error.
+//
+// Backends: declare in Capabilities.BackendKey what the cloud keeps of a
+// backend (the Node name, the instance's provider ID, or an address) and
+// report at least that in Find; see BackendKey.
+//
+// Errors need not name the action or the load balancer: the Reconciler
+// wraps every Driver error with both ("AddBackends on load balancer
+// \"lb-1\": ..."). Name what only the Driver knows (the cloud's request,
+// status, message).
 type Driver interface {
 	// Find returns the load balancers matching q, in any order, or an
 	// empty slice (not an error) when none match. Exactly one field of q
 	// is set. Each result has ID, Name, Tags, Spec (as configured in the
-	// cloud, see Spec.Canonical) and Ingress.
+	// cloud, see Spec.Canonical; each backend with at least the fields of
+	// Capabilities.BackendKey) and Ingress (empty while the load balancer
+	// has no address yet: EnsureLoadBalancer then asks the service
+	// controller to come back, see Config.RetryAfter).
 	//
 	// A load balancer made of several cloud objects (a front end, a target
 	// pool, a firewall, ...) must be returned while any of them remains,
@@ -37,7 +54,7 @@ type Driver interface {
 	//
 	// Apply must change only what the action names: never tags other than
 	// the ones given, never listeners or backends other than the ones
-	// given. It should return a wrapped error naming the action on failure.
+	// given.
 	Apply(ctx context.Context, a Action) (*LoadBalancer, error)
 
 	// Delete deletes lb (as returned by Find) and every cloud object that

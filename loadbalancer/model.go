@@ -130,10 +130,12 @@ const (
 	// change, keeps its target. Nodes need no InternalIP.
 	BackendKeyProviderID BackendKey = "ProviderID"
 	// BackendKeyAddress is a cloud whose targets are addresses (pool
-	// members by IP: OpenStack Octavia, a plain L4 proxy). A Driver
-	// reports Backend.IPv4 and IPv6 for the families of the load balancer
-	// and may leave the other fields empty; Plan compares those addresses
-	// only.
+	// members by IP: OpenStack Octavia, a plain L4 proxy). Each Backend
+	// then carries exactly one address, IPv4 or IPv6: a dual-stack Node is
+	// two backends, one per family of the Service. A Driver reports one
+	// Backend per member with that address set and may leave the other
+	// fields empty; Plan compares the address only. Nodes without an
+	// InternalIP of one of the Service's families are left out.
 	BackendKeyAddress BackendKey = "Address"
 )
 
@@ -148,7 +150,8 @@ type Backend struct {
 	ProviderID string
 	// IPv4 and IPv6 are the Node's first InternalIP of each family the
 	// Service uses; the zero Addr when the family is unused or the Node has
-	// no InternalIP of that family. Together, the key of BackendKeyAddress.
+	// no InternalIP of that family. Under BackendKeyAddress exactly one is
+	// set, and it is the key.
 	IPv4, IPv6 netip.Addr
 }
 
@@ -220,14 +223,14 @@ func (s Spec) Clone() Spec {
 }
 
 // Canonical puts s in canonical form in place: RequestedIPs sorted and
-// unique, Listeners sorted by key, Backends sorted by node name,
+// unique, Listeners sorted by key, Backends sorted by s.BackendKey,
 // SourceRanges masked, sorted and unique. A Driver that cannot report in
 // canonical order may call it before returning; Plan copes either way.
 func (s *Spec) Canonical() {
 	slices.SortFunc(s.RequestedIPs, compareAddr)
 	s.RequestedIPs = slices.Compact(s.RequestedIPs)
 	slices.SortStableFunc(s.Listeners, compareListener)
-	slices.SortStableFunc(s.Backends, compareBackend)
+	slices.SortStableFunc(s.Backends, s.BackendKey.compareFunc())
 	for i, p := range s.SourceRanges {
 		s.SourceRanges[i] = p.Masked()
 	}
@@ -251,9 +254,73 @@ func compareAddr(a, b netip.Addr) int { return a.Compare(b) }
 // Spec.Listeners.
 func compareListener(a, b Listener) int { return a.ListenerKey.Compare(b.ListenerKey) }
 
-// compareBackend orders backends by node name, the canonical order of
-// Spec.Backends.
-func compareBackend(a, b Backend) int { return cmp.Compare(a.NodeName, b.NodeName) }
+// valid reports whether k is one of the BackendKey constants.
+func (k BackendKey) valid() bool {
+	return k == BackendKeyNodeName || k == BackendKeyProviderID || k == BackendKeyAddress
+}
+
+// check returns an error naming field, k and the accepted values when k is
+// not one of the BackendKey constants.
+func (k BackendKey) check(field string) error {
+	if k.valid() {
+		return nil
+	}
+	return fmt.Errorf("%s %q; expected %q (node name, the zero value), %q or %q", field, string(k), BackendKeyNodeName, BackendKeyProviderID, BackendKeyAddress)
+}
+
+// compareFunc returns the order of backends under k, the canonical order of
+// Spec.Backends: by node name, provider ID, or address. Backends with the
+// same key compare equal.
+func (k BackendKey) compareFunc() func(a, b Backend) int {
+	switch k {
+	case BackendKeyProviderID:
+		return func(a, b Backend) int { return cmp.Compare(a.ProviderID, b.ProviderID) }
+	case BackendKeyAddress:
+		return func(a, b Backend) int { return a.address().Compare(b.address()) }
+	}
+	return func(a, b Backend) int { return cmp.Compare(a.NodeName, b.NodeName) }
+}
+
+// id returns b's key under k as a string, for maps.
+func (k BackendKey) id(b Backend) string {
+	switch k {
+	case BackendKeyProviderID:
+		return b.ProviderID
+	case BackendKeyAddress:
+		return b.address().String()
+	}
+	return b.NodeName
+}
+
+// changed reports whether the cloud must be sent want again although it
+// holds have with the same key: only a cloud that keeps the whole Backend
+// (BackendKeyNodeName) sees a changed provider ID or address.
+func (k BackendKey) changed(want, have Backend) bool {
+	return k == BackendKeyNodeName && want != have
+}
+
+// address is a backend's address under BackendKeyAddress, where each
+// Backend carries one: IPv4 when set, else IPv6.
+func (b Backend) address() netip.Addr {
+	if b.IPv4.IsValid() {
+		return b.IPv4
+	}
+	return b.IPv6
+}
+
+// label names b for people: its node name, else its provider ID, else its
+// address (a Driver keyed otherwise may report only those).
+func (b Backend) label() string {
+	switch {
+	case b.NodeName != "":
+		return b.NodeName
+	case b.ProviderID != "":
+		return b.ProviderID
+	case b.address().IsValid():
+		return b.address().String()
+	}
+	return `""`
+}
 
 func comparePrefix(a, b netip.Prefix) int {
 	return cmp.Or(a.Addr().Compare(b.Addr()), cmp.Compare(a.Bits(), b.Bits()))

@@ -26,22 +26,28 @@ import (
 //
 // A listener whose key is gone and a new listener of the same family and
 // protocol (preferring the same node port) become one ActionUpdateListener,
-// so changing a Service port is one write. A backend whose address or
-// provider ID changed is sent again in ActionAddBackends (which replaces by
-// node name), so it is one write too.
+// so changing a Service port is one write.
 //
-// actual may list several listeners with one ListenerKey or one node
-// twice (a Driver reporting what the cloud holds). Plan then emits at most
-// one action per listener key and per node, relying on ActionRemoveListener
-// and ActionUpdateListener acting on every listener of the key and on
-// ActionAddBackends replacing every entry of the node: listeners of a key
-// the Service keeps are replaced by the wanted listener (one
-// ActionUpdateListener, none if every copy already equals it), never
-// removed, and a node the Service keeps is never removed.
+// Backends are matched by desired.Spec.BackendKey (what the cloud keeps of
+// a backend: the Node name by default, the instance's provider ID, or an
+// address) and compared by nothing else, so no backend is ever both added
+// and removed by one plan, and a cloud that reports only instance IDs is
+// converged however its Nodes are named. Under the default key a backend
+// whose address or provider ID changed is sent again in ActionAddBackends
+// (which replaces by key), so it is one write.
+//
+// actual may list several listeners with one ListenerKey or one backend
+// key twice (a Driver reporting what the cloud holds). Plan then emits at
+// most one action per listener key and per backend key, relying on
+// ActionRemoveListener and ActionUpdateListener acting on every listener of
+// the key and on ActionAddBackends replacing every entry of the backend key:
+// listeners of a key the Service keeps are replaced by the wanted listener
+// (one ActionUpdateListener, none if every copy already equals it), never
+// removed, and a backend the Service keeps is never removed.
 //
 // desired and actual are only read; they need not be in canonical order
-// (see Spec.Canonical). Plan returns an error when desired is nil or has no
-// ownership tags, and an *OwnershipError (errors.Is ErrNotOwned) when
+// (see Spec.Canonical). Plan returns an error when desired is nil, has no
+// ownership tags or an unknown BackendKey, and an *OwnershipError (errors.Is ErrNotOwned) when
 // actual carries ownership tags of another cluster or Service; an actual
 // without ccmkit tags is adopted (ActionUpdateTags).
 func Plan(desired, actual *LoadBalancer) ([]Action, error) {
@@ -59,7 +65,11 @@ func Plan(desired, actual *LoadBalancer) ([]Action, error) {
 	if got, tagged := OwnerFromTags(actual.Tags); tagged && !owner.Owns(actual.Tags) {
 		return nil, &OwnershipError{ID: actual.ID, Name: actual.Name, Want: owner, Got: got, How: "plan"}
 	}
-	d, a := canonicalView(&desired.Spec), canonicalView(&actual.Spec)
+	key := desired.Spec.BackendKey
+	if err := key.check("loadbalancer.Plan: desired Spec.BackendKey"); err != nil {
+		return nil, err
+	}
+	d, a := canonicalView(&desired.Spec, key), canonicalView(&actual.Spec, key)
 	p := planner{id: actual.ID}
 
 	var tagKeys []string
@@ -102,7 +112,7 @@ func Plan(desired, actual *LoadBalancer) ([]Action, error) {
 		p.add(Action{Kind: ActionUpdateSessionAffinity, SessionAffinity: &sa}, "session affinity is %s; want %s", formatSA(a.SessionAffinity), formatSA(d.SessionAffinity))
 	}
 	p.listeners(d.Listeners, a.Listeners)
-	p.backends(d.Backends, a.Backends)
+	p.backends(d.Backends, a.Backends, key)
 	return p.actions, nil
 }
 
@@ -117,13 +127,16 @@ func (p *planner) add(a Action, format string, args ...any) {
 	p.actions = append(p.actions, a)
 }
 
-// canonicalView returns s if its slices are in canonical order, else a
-// canonical copy: Plan never mutates its arguments and avoids copying the
-// (large) backend list when it is already sorted.
-func canonicalView(s *Spec) *Spec {
-	sorted := isStrictlySorted(s.RequestedIPs, compareAddr) &&
+// canonicalView returns s if its slices are in canonical order, with its
+// backends ordered by key (desired's BackendKey, which an actual load
+// balancer need not report), else a canonical copy: Plan never mutates its
+// arguments and avoids copying the (large) backend list when it is already
+// sorted.
+func canonicalView(s *Spec, key BackendKey) *Spec {
+	sorted := s.BackendKey == key &&
+		isStrictlySorted(s.RequestedIPs, compareAddr) &&
 		slices.IsSortedFunc(s.Listeners, compareListener) &&
-		slices.IsSortedFunc(s.Backends, compareBackend) &&
+		slices.IsSortedFunc(s.Backends, key.compareFunc()) &&
 		isStrictlySorted(s.SourceRanges, comparePrefix)
 	for _, r := range s.SourceRanges {
 		sorted = sorted && r == r.Masked()
@@ -132,6 +145,7 @@ func canonicalView(s *Spec) *Spec {
 		return s
 	}
 	c := s.Clone()
+	c.BackendKey = key
 	c.Canonical()
 	return &c
 }
@@ -244,37 +258,43 @@ func (p *planner) listeners(want, have []Listener) {
 	}
 }
 
-func (p *planner) backends(want, have []Backend) {
+// backends plans the backend actions: want and have are sorted by key,
+// matched by it, and a matched pair is sent again only when key says the
+// cloud sees the difference (BackendKey.changed). So no backend is ever both
+// added and removed in one plan.
+func (p *planner) backends(want, have []Backend, key BackendKey) {
 	var add, remove []Backend
-	// A Driver may report one node twice. The copies follow each other
+	compare := key.compareFunc()
+	// A Driver may report one backend twice. The copies follow each other
 	// (have is sorted); the first is matched or removed, the others must
-	// never cause a removal of a wanted node (RemoveBackends goes by node
-	// name): a copy that differs from the wanted backend re-adds it, which
-	// replaces every entry of that node.
+	// never cause a removal of a wanted backend (RemoveBackends goes by
+	// key): a copy that differs from the wanted backend re-adds it, which
+	// replaces every entry with that key.
 	var (
 		last      Backend // the wanted backend matched with the previous have entry
 		lastWant  bool    // whether last is set
-		lastName  string  // the node name of the previous have entry
-		haveLast  bool    // whether there was a previous have entry
+		prev      Backend // the previous have entry
+		havePrev  bool    // whether there was a previous have entry
 		lastAdded bool    // whether last is already in add
 	)
-	mergeSorted(want, have, compareBackend,
+	mergeSorted(want, have, compare,
 		func(w Backend) { add = append(add, w) },
 		func(h Backend) {
-			if haveLast && h.NodeName == lastName { // a copy
-				if lastWant && !lastAdded && h != last {
+			if havePrev && compare(h, prev) == 0 { // a copy
+				if lastWant && !lastAdded && key.changed(last, h) {
 					add = append(add, last)
 					lastAdded = true
 				}
 				return
 			}
-			lastWant, lastName, haveLast, lastAdded = false, h.NodeName, true, false
+			lastWant, prev, havePrev, lastAdded = false, h, true, false
 			remove = append(remove, h)
 		},
 		func(w, h Backend) {
-			last, lastWant, lastName, haveLast, lastAdded = w, true, h.NodeName, true, w != h
-			if w != h {
-				add = append(add, w) // AddBackends replaces by node name
+			changed := key.changed(w, h)
+			last, lastWant, prev, havePrev, lastAdded = w, true, h, true, changed
+			if changed {
+				add = append(add, w) // AddBackends replaces by key
 			}
 		})
 	if len(add) > 0 {
@@ -311,12 +331,13 @@ func mergeSorted[T any](want, have []T, cmp func(a, b T) int, onlyWant, onlyHave
 	}
 }
 
-// nodeList names up to 5 nodes: "node a", "nodes a, b and 3 more".
+// nodeList names up to 5 backends: "node a", "nodes a, b and 3 more"
+// (by node name, else provider ID or address, see Backend.label).
 func nodeList(bs []Backend) string {
 	const show = 5
 	var names []string
 	for i := 0; i < len(bs) && i < show; i++ {
-		names = append(names, bs[i].NodeName)
+		names = append(names, bs[i].label())
 	}
 	s := strings.Join(names, ", ")
 	if len(bs) > show {
@@ -347,8 +368,9 @@ func formatSA(s SessionAffinity) string {
 // it. For ActionCreate it returns a copy of a.Create (lb is ignored and may
 // be nil; the caller assigns the ID and Ingress). lb and a are only read.
 // ActionRemoveListener and ActionUpdateListener act on every listener with
-// the key (lb may list several), ActionAddBackends replaces every entry of
-// each node. It returns an error (not wrapped) for a nil lb, a wrong target
+// the key (lb may list several); ActionAddBackends and ActionRemoveBackends
+// match backends by lb.Spec.BackendKey, and replace or remove every entry
+// with a given backend's key. It returns an error (not wrapped) for a nil lb, a wrong target
 // ID, a missing payload, adding a listener that exists, or removing or
 // updating one that does not.
 func Apply(lb *LoadBalancer, a Action) (*LoadBalancer, error) {
@@ -421,21 +443,19 @@ func Apply(lb *LoadBalancer, a Action) (*LoadBalancer, error) {
 			}
 			s.Listeners = append(s.Listeners, *a.Listener)
 		}
-	case ActionAddBackends:
-		// Replace every entry of a node (a Driver may have reported one
-		// node twice), then add.
-		added := make(map[string]bool, len(a.Backends))
+	case ActionAddBackends, ActionRemoveBackends:
+		// By the load balancer's BackendKey: remove every entry with the
+		// key of a given backend (a Driver may have reported one twice),
+		// then, to add, append.
+		key := s.BackendKey
+		given := make(map[string]bool, len(a.Backends))
 		for _, b := range a.Backends {
-			added[b.NodeName] = true
+			given[key.id(b)] = true
 		}
-		s.Backends = slices.DeleteFunc(s.Backends, func(b Backend) bool { return added[b.NodeName] })
-		s.Backends = append(s.Backends, a.Backends...)
-	case ActionRemoveBackends:
-		gone := make(map[string]bool, len(a.Backends))
-		for _, b := range a.Backends {
-			gone[b.NodeName] = true
+		s.Backends = slices.DeleteFunc(s.Backends, func(b Backend) bool { return given[key.id(b)] })
+		if a.Kind == ActionAddBackends {
+			s.Backends = append(s.Backends, a.Backends...)
 		}
-		s.Backends = slices.DeleteFunc(s.Backends, func(b Backend) bool { return gone[b.NodeName] })
 	default:
 		return nil, fmt.Errorf("apply: unknown action kind %q", a.Kind)
 	}

@@ -129,6 +129,9 @@ type Reconciler struct {
 
 	mu    sync.Mutex
 	locks map[string]*serviceLock
+
+	skipMu  sync.Mutex
+	skipped map[string]string // stage/node name → provider ID and reason last reported
 }
 
 type serviceLock struct {
@@ -141,7 +144,7 @@ var _ cloudprovider.LoadBalancer = (*Reconciler)(nil)
 // NewReconciler validates cfg and returns a Reconciler. Errors (not
 // wrapped) name the Config field: a nil Driver, an invalid Naming, an
 // annotation of the wrong kind or not declared in Annotations, a negative
-// RetryAfter.
+// RetryAfter, an unknown Capabilities.BackendKey.
 func NewReconciler(cfg Config) (*Reconciler, error) {
 	if cfg.Driver == nil {
 		return nil, errors.New("loadbalancer.Config.Driver is nil; expected a Driver")
@@ -168,10 +171,13 @@ func NewReconciler(cfg Config) (*Reconciler, error) {
 	if cfg.RetryAfter < 0 {
 		return nil, fmt.Errorf("loadbalancer.Config.RetryAfter %v; expected >= 0", cfg.RetryAfter)
 	}
+	if err := cfg.Capabilities.BackendKey.check("loadbalancer.Config.Capabilities.BackendKey"); err != nil {
+		return nil, err
+	}
 	if cfg.RetryAfter == 0 {
 		cfg.RetryAfter = DefaultRetryAfter
 	}
-	return &Reconciler{cfg: cfg, namer: namer, locks: map[string]*serviceLock{}}, nil
+	return &Reconciler{cfg: cfg, namer: namer, locks: map[string]*serviceLock{}, skipped: map[string]string{}}, nil
 }
 
 func (s *AnnotationSet) lookup(name string) (*Annotation, bool) {
@@ -280,12 +286,12 @@ func (r *Reconciler) EnsureLoadBalancer(ctx context.Context, clusterName string,
 		return nil, r.fail(ctx, op, svc, err)
 	}
 	// Only a valid Service costs address look-ups (see Config.Instances).
-	withAddrs, err := r.withCloudAddresses(ctx, nodes)
+	eligible, err := r.eligible(ctx, nodes)
 	if err != nil {
 		return nil, r.fail(ctx, op, svc, err)
 	}
-	if !slices.Equal(withAddrs, nodes) {
-		desired.Spec.Backends = Backends(withAddrs, desired.Spec.IPFamilies)
+	if !slices.Equal(eligible, nodes) {
+		desired.Spec.Backends = r.key().Backends(eligible, desired.Spec.IPFamilies)
 	}
 	owner, res, unlock, err := r.begin(ctx, op, clusterName, svc)
 	if err != nil {
@@ -302,6 +308,9 @@ func (r *Reconciler) EnsureLoadBalancer(ctx context.Context, clusterName string,
 	}
 	for round := 0; round < 2; round++ {
 		actions, err := Plan(desired, lb)
+		if err == nil {
+			actions, err = r.checkTargets(ctx, actions, eligible)
+		}
 		if err != nil {
 			return nil, r.fail(ctx, op, svc, err)
 		}
@@ -355,13 +364,17 @@ func (r *Reconciler) UpdateLoadBalancer(ctx context.Context, clusterName string,
 	if err != nil {
 		families = lb.Spec.IPFamilies
 	}
-	nodes, err = r.withCloudAddresses(ctx, nodes)
+	nodes, err = r.eligible(ctx, nodes)
 	if err != nil {
 		return r.fail(ctx, op, svc, err)
 	}
 	desired := *lb
-	desired.Spec.Backends = Backends(nodes, families)
+	desired.Spec.BackendKey = r.key()
+	desired.Spec.Backends = r.key().Backends(nodes, families)
 	actions, err := Plan(&desired, lb)
+	if err == nil {
+		actions, err = r.checkTargets(ctx, actions, nodes)
+	}
 	if err != nil {
 		return r.fail(ctx, op, svc, err)
 	}
@@ -572,42 +585,200 @@ func ids(lbs []*LoadBalancer) []string {
 	return out
 }
 
-// withCloudAddresses returns nodes, where each Node that has a provider ID
-// but no InternalIP is replaced by a copy carrying the addresses that
-// Config.Instances reports for it. A Node whose instance is gone
-// (cloudprovider.InstanceNotFound) is kept as is, and so left out of the
-// backends; any other lookup error is returned. nodes and its Nodes are
-// never modified.
-func (r *Reconciler) withCloudAddresses(ctx context.Context, nodes []*v1.Node) ([]*v1.Node, error) {
-	if r.cfg.Instances == nil {
+// key is the BackendKey of the Reconciler's cloud.
+func (r *Reconciler) key() BackendKey { return r.cfg.Capabilities.BackendKey }
+
+// eligible returns the nodes that can be backends, each with the addresses
+// the backend key needs. A Node that cannot be a target of this cloud
+// because of the Node itself is left out and reported once (skip): a
+// spec.providerID that Config.Codec rejects, or, where addresses are needed
+// (every key but BackendKeyProviderID), no InternalIP and a
+// Config.Instances that reports its instance gone or its provider ID
+// invalid. A Node with a provider ID and no InternalIP gets a copy carrying
+// the addresses Config.Instances reports (see Config.Instances). Any other
+// look-up error (the cloud is down or throttled) is returned: leaving the
+// Node out would not be the Node's fault. nodes and its Nodes are never
+// modified; when nothing is left out or replaced, nodes itself is
+// returned.
+func (r *Reconciler) eligible(ctx context.Context, nodes []*v1.Node) ([]*v1.Node, error) {
+	needAddrs := r.cfg.Instances != nil && r.key() != BackendKeyProviderID
+	checkIDs := r.cfg.Codec.Scheme != ""
+	if !needAddrs && !checkIDs {
 		return nodes, nil
 	}
-	var out []*v1.Node // a copy of nodes, made at the first replacement
-	for i, n := range nodes {
-		if n == nil || n.Spec.ProviderID == "" || hasInternalIP(n) {
-			continue
-		}
-		md, err := r.cfg.Instances.InstanceMetadata(ctx, n)
-		if errors.Is(err, cloudprovider.InstanceNotFound) {
-			continue
-		}
-		if err != nil {
-			return nil, fmt.Errorf("node %q (providerID %q) has no InternalIP yet and its cloud addresses could not be read: %w", n.Name, n.Spec.ProviderID, err)
-		}
-		if md == nil || len(md.NodeAddresses) == 0 {
-			continue
-		}
+	anySkipped := r.hasSkipped()
+	var out []*v1.Node // a copy of nodes, made at the first change
+	change := func(i int, n *v1.Node) {
 		if out == nil {
 			out = slices.Clone(nodes)
 		}
-		cp := *n // shallow: only Status.Addresses is replaced, nothing shared is written
-		cp.Status.Addresses = md.NodeAddresses
-		out[i] = &cp
+		out[i] = n
+	}
+	for i, n := range nodes {
+		if n == nil || n.Spec.ProviderID == "" {
+			continue
+		}
+		if checkIDs {
+			if _, err := r.cfg.Codec.Parse(n.Spec.ProviderID); err != nil {
+				r.skip(ctx, stageNode, n, err)
+				change(i, nil)
+				continue
+			}
+		}
+		if !needAddrs || hasInternalIP(n) {
+			if anySkipped {
+				r.unskip(stageNode, n)
+			}
+			continue
+		}
+		md, err := r.cfg.Instances.InstanceMetadata(ctx, n)
+		switch {
+		case errors.Is(err, cloudprovider.InstanceNotFound):
+			r.skip(ctx, stageNode, n, fmt.Errorf("it has no InternalIP yet and its instance does not exist (%w)", err))
+			change(i, nil)
+		case isProviderIDError(err):
+			r.skip(ctx, stageNode, n, err)
+			change(i, nil)
+		case err != nil:
+			return nil, fmt.Errorf("node %q (providerID %q) has no InternalIP yet and its cloud addresses could not be read: %w", n.Name, n.Spec.ProviderID, err)
+		case md != nil && len(md.NodeAddresses) > 0:
+			if anySkipped {
+				r.unskip(stageNode, n)
+			}
+			cp := *n // shallow: only Status.Addresses is replaced, nothing shared is written
+			cp.Status.Addresses = md.NodeAddresses
+			change(i, &cp)
+		}
 	}
 	if out == nil {
 		return nodes, nil
 	}
+	return slices.DeleteFunc(out, func(n *v1.Node) bool { return n == nil }), nil
+}
+
+// checkTargets drops from the backends that actions add (ActionCreate's and
+// ActionAddBackends') those whose instance Config.Instances reports gone,
+// under BackendKeyProviderID only: a cloud whose targets are instances
+// rejects an unknown one, which would fail the whole action and so every
+// other new backend. Only backends being added are checked, so a converged
+// load balancer costs no look-up; with an instances.Cache a check is no
+// cloud call. Each dropped Node is reported once (skip); a look-up error is
+// returned. nodes are the Nodes the backends were built from.
+func (r *Reconciler) checkTargets(ctx context.Context, actions []Action, nodes []*v1.Node) ([]Action, error) {
+	if r.key() != BackendKeyProviderID || r.cfg.Instances == nil {
+		return actions, nil
+	}
+	byID := map[string]*v1.Node{}
+	for _, n := range nodes {
+		if n != nil && n.Spec.ProviderID != "" {
+			byID[n.Spec.ProviderID] = n
+		}
+	}
+	keep := func(bs []Backend) ([]Backend, error) {
+		var out []Backend
+		for i, b := range bs {
+			n := byID[b.ProviderID]
+			if n == nil {
+				continue // not built from nodes: keep
+			}
+			ok, err := r.cfg.Instances.InstanceExists(ctx, n)
+			if err != nil {
+				return nil, fmt.Errorf("node %q (providerID %q): checking that its instance exists before adding it as a backend: %w", n.Name, n.Spec.ProviderID, err)
+			}
+			if !ok {
+				r.skip(ctx, stageTarget, n, errors.New("its instance does not exist"))
+				if out == nil {
+					out = slices.Clone(bs[:i])
+				}
+				continue
+			}
+			r.unskip(stageTarget, n)
+			if out != nil {
+				out = append(out, b)
+			}
+		}
+		if out == nil {
+			return bs, nil
+		}
+		return out, nil
+	}
+	var out []Action
+	for _, a := range actions {
+		var err error
+		switch a.Kind {
+		case ActionCreate:
+			c := a.Create.Clone()
+			if c.Spec.Backends, err = keep(c.Spec.Backends); err != nil {
+				return nil, err
+			}
+			a.Create = c
+		case ActionAddBackends:
+			if a.Backends, err = keep(a.Backends); err != nil {
+				return nil, err
+			}
+			if len(a.Backends) == 0 {
+				continue
+			}
+		}
+		out = append(out, a)
+	}
 	return out, nil
+}
+
+// isProviderIDError reports whether err says a provider ID is not ours or
+// not well formed: a fault of the Node, not of the cloud.
+func isProviderIDError(err error) bool {
+	return errors.Is(err, provider.ErrForeignProviderID) || errors.Is(err, provider.ErrMalformedProviderID) ||
+		errors.Is(err, provider.ErrEmptyProviderID)
+}
+
+// maxSkipped bounds the memory of reported Nodes; past it the memory is
+// cleared, so a Node may be reported once more.
+const maxSkipped = 10000
+
+// The stages that leave a Node out, each with its own memory of reported
+// Nodes, so that one stage finding a Node good does not make another
+// report it again.
+const (
+	stageNode   = "node"   // eligible: the Node's provider ID or addresses
+	stageTarget = "target" // checkTargets: the Node's instance
+)
+
+// skip reports node as left out for reason through Hooks.NodeSkipped (or
+// the log), unless stage reported the same node, provider ID and reason
+// before.
+func (r *Reconciler) skip(ctx context.Context, stage string, node *v1.Node, reason error) {
+	key, memo := stage+"/"+node.Name, node.Spec.ProviderID+"\x00"+reason.Error()
+	r.skipMu.Lock()
+	if r.skipped[key] == memo {
+		r.skipMu.Unlock()
+		return
+	}
+	if len(r.skipped) >= maxSkipped {
+		clear(r.skipped)
+	}
+	r.skipped[key] = memo
+	r.skipMu.Unlock()
+	if r.cfg.Hooks.NodeSkipped != nil {
+		r.cfg.Hooks.NodeSkipped(ctx, node, reason)
+		return
+	}
+	klog.FromContext(ctx).Info("Node left out of load-balancer backends", "node", klog.KObj(node), "providerID", node.Spec.ProviderID, "reason", reason.Error())
+}
+
+// unskip forgets that stage reported node, so that it is reported again if
+// it goes bad again.
+func (r *Reconciler) unskip(stage string, node *v1.Node) {
+	r.skipMu.Lock()
+	defer r.skipMu.Unlock()
+	delete(r.skipped, stage+"/"+node.Name)
+}
+
+// hasSkipped reports whether any Node is remembered as reported.
+func (r *Reconciler) hasSkipped() bool {
+	r.skipMu.Lock()
+	defer r.skipMu.Unlock()
+	return len(r.skipped) > 0
 }
 
 func hasInternalIP(n *v1.Node) bool {
