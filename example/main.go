@@ -7,7 +7,9 @@
 //	    --kubeconfig=$HOME/.kube/config --leader-elect=false
 //
 // To make it yours: replace the fake import with your provider package (whose
-// init calls provider.Register), and keep the rest.
+// init calls provider.Register), and keep the rest: the providers this binary
+// offers are the ones registered (provider.Registered), so there is no list
+// to keep next to the imports.
 package main
 
 import (
@@ -30,6 +32,7 @@ import (
 	"k8s.io/klog/v2"
 
 	_ "github.com/ccmkit/ccmkit/fake" // registers provider "fake"
+	"github.com/ccmkit/ccmkit/provider"
 )
 
 func main() {
@@ -67,15 +70,19 @@ func controllers() map[string]app.ControllerInitFuncConstructor {
 func initCloud(c *config.CompletedConfig) cloudprovider.Interface {
 	shared := c.ComponentConfig.KubeCloudShared
 	name, path := shared.CloudProvider.Name, shared.CloudProvider.CloudConfigFile
-	if name == "" || cloudprovider.IsExternal(name) {
-		klog.Fatalf("--cloud-provider is %q: set it to the name of a registered provider (this binary registers %q)", name, providerNames())
+	if name == "" || cloudprovider.IsExternal(name) || !cloudprovider.IsCloudProvider(name) {
+		klog.Fatalf("--cloud-provider=%q: expected the name of a provider registered in this binary, one of %q", name, provider.Registered())
+	}
+	if path != "" {
+		// InitCloudProvider exits with an unreadable message when the file
+		// cannot be opened (k8s.io/cloud-provider plugins.go).
+		if _, err := os.Stat(path); err != nil {
+			klog.Fatalf("--cloud-config=%q: expected a readable cloud-config file: %v", path, err)
+		}
 	}
 	cloud, err := cloudprovider.InitCloudProvider(name, path)
 	if err != nil {
 		klog.Fatalf("cloud provider %q could not be initialized from --cloud-config=%q: %v", name, path, err)
-	}
-	if cloud == nil {
-		klog.Fatalf("cloud provider %q is not registered in this binary (it registers %q)", name, providerNames())
 	}
 	// k8s.io/cloud-provider/app does not check the cluster ID itself: a
 	// provider without one could adopt or delete another cluster's resources.
@@ -88,17 +95,3 @@ func initCloud(c *config.CompletedConfig) cloudprovider.Interface {
 	}
 	return cloud
 }
-
-// providerNames lists the providers this binary knows, for error messages.
-func providerNames() []string {
-	var out []string
-	for _, n := range knownProviders {
-		if cloudprovider.IsCloudProvider(n) {
-			out = append(out, n)
-		}
-	}
-	return out
-}
-
-// knownProviders are the providers this binary imports.
-var knownProviders = []string{"fake"}

@@ -6,6 +6,8 @@ import (
 	"testing"
 
 	"k8s.io/cloud-provider/names"
+
+	"github.com/ccmkit/ccmkit/provider"
 )
 
 // TestHelpListsFlags checks what `go run ./example --help` prints: the flags
@@ -47,7 +49,7 @@ func TestControllersAreACopy(t *testing.T) {
 
 // TestFakeRegistered checks that the binary registers the fake cloud.
 func TestFakeRegistered(t *testing.T) {
-	if got := providerNames(); len(got) != 1 || got[0] != "fake" {
-		t.Errorf("providerNames() = %q, want [fake]", got)
+	if got := provider.Registered(); len(got) != 1 || got[0] != "fake" {
+		t.Errorf("provider.Registered() = %q, want [fake]: the fake import registers it", got)
 	}
 }

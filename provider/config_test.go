@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -320,6 +321,9 @@ func TestRegisterErrors(t *testing.T) {
 	}
 	if err := Register(twice, ok); !errors.Is(err, ErrAlreadyRegistered) {
 		t.Errorf("second Register = %v, want ErrAlreadyRegistered", err)
+	}
+	if got := Registered(); !slices.Contains(got, twice) || !slices.IsSorted(got) || len(slices.Compact(slices.Clone(got))) != len(got) {
+		t.Errorf("Registered() = %q; want %q listed once, sorted, after a failed second registration", got, twice)
 	}
 	if err := Register("", ok); err == nil {
 		t.Error("Register with an empty name succeeded")

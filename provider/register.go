@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"sync"
 
 	cloudprovider "k8s.io/cloud-provider"
@@ -19,7 +20,10 @@ type Factory[C any] func(cfg *C) (cloudprovider.Interface, error)
 // registered, by ccmkit or directly with cloudprovider.RegisterCloudProvider.
 var ErrAlreadyRegistered = errors.New("cloud provider already registered")
 
-var registerMu sync.Mutex
+var (
+	registerMu sync.Mutex
+	registered []string // names registered by Register, in order
+)
 
 // Register registers factory under name with the upstream registry
 // (cloudprovider.RegisterCloudProvider), so that --cloud-provider=name in a
@@ -50,7 +54,20 @@ func Register[C any](name string, factory Factory[C]) error {
 	cloudprovider.RegisterCloudProvider(name, func(r io.Reader) (cloudprovider.Interface, error) {
 		return build(name, r, factory)
 	})
+	registered = append(registered, name)
 	return nil
+}
+
+// Registered returns the names registered with Register in this process,
+// sorted: what a cloud-controller-manager main can offer for
+// --cloud-provider, without keeping its own list next to its imports.
+// Providers registered directly with cloudprovider.RegisterCloudProvider
+// are not listed (the upstream registry cannot be listed). It is safe for
+// concurrent use; the result belongs to the caller.
+func Registered() []string {
+	registerMu.Lock()
+	defer registerMu.Unlock()
+	return slices.Sorted(slices.Values(registered))
 }
 
 // Build decodes a cloud-config from r as Register's factory does and calls
