@@ -18,6 +18,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	cloudprovider "k8s.io/cloud-provider"
+	"k8s.io/cloud-provider/api"
 
 	"github.com/ccmkit/ccmkit/instances"
 	"github.com/ccmkit/ccmkit/loadbalancer"
@@ -53,15 +54,17 @@ func NewAcme(cfg *Config) (cloudprovider.Interface, error) {
 		return nil, err
 	}
 	lbs, err := loadbalancer.NewReconciler(loadbalancer.Config{
-		Driver:       lbDriver{api},
-		ClusterID:    cfg.ClusterID,
-		Instances:    nodes, // addresses of nodes the CCM has not yet patched
-		Capabilities: loadbalancer.Capabilities{UDP: true, SourceRanges: true},
+		Driver:    lbDriver{api},
+		ClusterID: cfg.ClusterID,
+		Instances: nodes,                          // addresses and existence of nodes
+		Codec:     provider.Codec{Scheme: "acme"}, // a foreign Node is left out, not fatal
+		Capabilities: loadbalancer.Capabilities{UDP: true, SourceRanges: true,
+			BackendKey: loadbalancer.BackendKeyProviderID}, // acme targets VM IDs
 	})
 	if err != nil {
 		return nil, err
 	}
-	table, err := routes.NewWholeTable(routeDriver{api}, routes.Config{IPv4Only: true})
+	table, err := routes.NewWholeTable(routeDriver{api}, routes.Config{ClusterID: cfg.ClusterID, IPv4Only: true})
 	if err != nil {
 		return nil, err
 	}
@@ -152,14 +155,23 @@ func Example_yourOwnProvider() {
 	}
 	node.Spec.ProviderID = md.ProviderID
 	node.Status.Addresses = md.NodeAddresses
+	// acme provisions load balancers asynchronously: the first call asks
+	// the service controller to come back, the next one has the address.
+	_, err = lbs.EnsureLoadBalancer(ctx, "kubernetes", svc, []*v1.Node{node})
+	var retry *api.RetryError
+	fmt.Println(errors.As(err, &retry), retry.RetryAfter())
 	status, err := lbs.EnsureLoadBalancer(ctx, "kubernetes", svc, []*v1.Node{node})
 	fmt.Println(status.Ingress[0].IP, err)
 	// Output:
 	// acme://i-1 zone-a [{InternalIP 10.0.0.1} {Hostname worker-1}] <nil>
+	// true 10s
 	// 203.0.113.1 <nil>
 }
 
-// acmeAPI is an in-memory stand-in for acme's cloud SDK.
+// acmeAPI is an in-memory stand-in for acme's cloud SDK. Like a real IaaS
+// it keeps load-balancer targets as VM IDs, rejects a target that is not a
+// VM, provisions a new load balancer before it has an address (here: until
+// it is read again), and versions its route table.
 type acmeAPI struct {
 	mu      sync.Mutex
 	lbs     map[string]*loadbalancer.LoadBalancer
@@ -184,8 +196,13 @@ func (a *acmeAPI) findLBs(match func(*loadbalancer.LoadBalancer) bool) []*loadba
 	defer a.mu.Unlock()
 	out := []*loadbalancer.LoadBalancer{}
 	for _, id := range slices.Sorted(maps.Keys(a.lbs)) {
-		if match(a.lbs[id]) {
-			out = append(out, a.lbs[id].Clone())
+		lb := a.lbs[id]
+		if len(lb.Ingress) == 0 { // provisioned by now
+			n, _ := strconv.Atoi(strings.TrimPrefix(id, "lb-"))
+			lb.Ingress = []loadbalancer.Ingress{{IP: "203.0.113." + strconv.Itoa(n)}}
+		}
+		if match(lb) {
+			out = append(out, lb.Clone())
 		}
 	}
 	return out
@@ -198,10 +215,16 @@ func (a *acmeAPI) applyLB(act loadbalancer.Action) (*loadbalancer.LoadBalancer, 
 	if err != nil {
 		return nil, err
 	}
+	for i, b := range next.Spec.Backends { // acme keeps VM IDs only
+		id := strings.TrimPrefix(b.ProviderID, "acme://")
+		if !slices.ContainsFunc(a.machine, func(vm instances.Instance) bool { return vm.ID == id }) {
+			return nil, fmt.Errorf("acme: 404 target server %q does not exist", id)
+		}
+		next.Spec.Backends[i] = loadbalancer.Backend{ProviderID: b.ProviderID}
+	}
 	if act.Kind == loadbalancer.ActionCreate {
 		a.nextLB++
-		next.ID = "lb-" + strconv.Itoa(a.nextLB)
-		next.Ingress = []loadbalancer.Ingress{{IP: "203.0.113." + strconv.Itoa(a.nextLB)}}
+		next.ID = "lb-" + strconv.Itoa(a.nextLB) // no address while provisioning
 	}
 	a.lbs[next.ID] = next
 	return next.Clone(), nil
