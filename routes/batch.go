@@ -25,12 +25,13 @@ type op struct {
 	lead   chan struct{} // closed when designated leader
 	done   chan struct{} // closed when err is final
 	err    error
+	waited time.Duration // sum of the throttle delays its batches were retried after
 }
 
 type opState int
 
 const (
-	queued opState = iota // in batcher.pending
+	queued opState = iota // in batcher.pending (again, after a throttled batch)
 	taken                 // in a batch being applied
 	done                  // err is set and done is closed
 )
@@ -38,12 +39,13 @@ const (
 // batcher coalesces the calls of a whole-table Table. Invariants, under mu:
 // pending is non-empty only while active; while active exactly one op (in
 // pending, or running a batch) is the leader; only the leader takes ops off
-// pending.
+// pending; a queued leader is pending[0].
 type batcher struct {
-	mu      sync.Mutex
-	pending []*op
-	active  bool
-	full    chan struct{} // closed when MaxBatch ops are pending during a window
+	mu        sync.Mutex
+	pending   []*op
+	active    bool
+	full      chan struct{} // closed when MaxBatch ops are pending during a window
+	notBefore time.Time     // no batch starts before: the back-off of a throttled batch
 }
 
 // do queues o and returns its result: as the leader of a batch, or as a
@@ -113,7 +115,10 @@ func (b *batcher) handOff() {
 	close(next.lead)
 }
 
-// lead runs one batch containing o, then hands the leadership on.
+// lead runs batches containing o until o's result is final, then hands
+// the leadership on. After a throttled batch, o leads the retry while it is
+// part of it; a leader whose ctx ends, waiting out the back-off or the
+// window, passes the leadership to the next pending op (see abandon).
 func (b *batcher) lead(t *Table, o *op, window bool) error {
 	if window && t.cfg.BatchWindow > 0 {
 		b.mu.Lock()
@@ -133,11 +138,42 @@ func (b *batcher) lead(t *Table, o *op, window bool) error {
 			timer.Stop()
 		}
 	}
-
-	b.mu.Lock()
-	if o.ctx.Err() != nil {
+	for {
+		b.mu.Lock()
+		wait := time.Until(b.notBefore)
 		b.mu.Unlock()
-		return b.abandon(o)
+		if wait > 0 && sleep(o.ctx, wait) != nil {
+			return b.abandon(o)
+		}
+		batch, ok := b.take(t, o)
+		if !ok {
+			return b.abandon(o)
+		}
+		res := t.runBatch(batch)
+
+		b.mu.Lock()
+		b.settle(t, batch, res)
+		if o.state == done {
+			b.handOff()
+			b.mu.Unlock()
+			break
+		}
+		b.mu.Unlock() // o is queued again, first, and leads the retry
+	}
+	if err := o.ctx.Err(); err != nil {
+		return err
+	}
+	return o.err
+}
+
+// take takes the next batch, at most MaxBatch live ops from the front of
+// pending, for the leader o; it reports false, taking nothing, when o's ctx
+// has ended. Ops whose ctx has ended are finished with their ctx's error.
+func (b *batcher) take(t *Table, o *op) ([]*op, bool) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if o.ctx.Err() != nil {
+		return nil, false
 	}
 	b.full = nil
 	var batch []*op
@@ -156,29 +192,56 @@ func (b *batcher) lead(t *Table, o *op, window bool) error {
 	}
 	clear(b.pending[len(keep):])
 	b.pending = keep
-	b.mu.Unlock()
+	return batch, true
+}
 
-	results := t.runBatch(batch)
-
-	b.mu.Lock()
+// settle finishes the ops of a batch with their results, or, for the ops a
+// throttled driver call left undone, queues them again at the front of
+// pending, in order, and makes the next batch wait res.after. An op whose
+// ctx has ended, or that giveUp says must not wait again, is finished
+// instead. Called with mu held.
+func (b *batcher) settle(t *Table, batch []*op, res batchResult) {
+	var again []*op
 	for i, p := range batch {
-		p.state, p.err = done, results[i]
+		err := res.errs[i]
+		if res.retry[i] {
+			err = p.ctx.Err()
+			if err == nil {
+				why := t.giveUp(p.ctx, res.after, p.waited)
+				if why == "" {
+					p.state, p.waited = queued, p.waited+res.after
+					again = append(again, p)
+					continue
+				}
+				err = fmt.Errorf("routes: %s: %s: %w", res.call, why, res.throttled)
+			}
+		}
+		p.state, p.err = done, err
 		close(p.done)
 	}
-	b.handOff()
-	b.mu.Unlock()
-
-	if err := o.ctx.Err(); err != nil {
-		return err
+	if len(again) > 0 {
+		b.pending = append(again, b.pending...)
+		b.notBefore = time.Now().Add(res.after)
 	}
-	return o.err
+}
+
+// batchResult is what one run of a batch did: each op's result, and after a
+// throttled driver call, which ops it left undone and the delay it asks for.
+type batchResult struct {
+	errs      []error
+	retry     []bool        // op i is undone: retry it after the delay
+	throttled error         // the throttled driver error; nil if none
+	call      string        // the driver call it came from
+	after     time.Duration // its RetryAfter
 }
 
 // runBatch applies batch to the table with one read and at most one write
-// (more after conflicts) and returns each op's result. Its driver calls run
-// under a context that keeps the leader's values and is cancelled only when
-// every op's ctx is done.
-func (t *Table) runBatch(batch []*op) []error {
+// (more after conflicts) and returns each op's result. A throttled read
+// leaves every op undone, a throttled write every op whose success depends
+// on it; runBatch does not wait (the leader does, see lead). Its driver
+// calls run under a context that keeps the leader's values and is
+// cancelled only when every op's ctx is done.
+func (t *Table) runBatch(batch []*op) batchResult {
 	ctx, cancel := context.WithCancel(context.WithoutCancel(batch[0].ctx))
 	defer cancel()
 	live := atomic.Int64{}
@@ -196,24 +259,39 @@ func (t *Table) runBatch(batch []*op) []error {
 	t.stats.calls.Add(uint64(len(batch)))
 	t.driverMu.Lock()
 	defer t.driverMu.Unlock()
-	results := make([]error, len(batch))
+	res := batchResult{errs: make([]error, len(batch)), retry: make([]bool, len(batch))}
+	throttled := func(err error, call string) bool {
+		d, ok := retryAfter(err)
+		if ok {
+			t.stats.throttled.Add(1)
+			res.throttled, res.call, res.after = err, call, d
+		}
+		return ok
+	}
 	for attempt := 0; ; attempt++ {
+		clear(res.errs)
 		entries, rev, err := t.table.ReadTable(ctx)
+		if throttled(err, "read route table") {
+			for i := range res.retry {
+				res.retry[i] = true
+			}
+			return res
+		}
 		if err != nil {
 			err = fmt.Errorf("routes: read route table: %w", err)
-			for i := range results {
-				results[i] = err
+			for i := range res.errs {
+				res.errs[i] = err
 			}
-			return results
+			return res
 		}
-		next, dependent, changed := apply(entries, batch, results)
+		next, dependent, changed := apply(entries, batch, res.errs)
 		if !changed {
-			return results
+			return res
 		}
 		t.stats.writes.Add(1)
 		err = t.table.WriteTable(ctx, rev, next)
 		if err == nil {
-			return results
+			return res
 		}
 		if errors.Is(err, ErrConflict) {
 			t.stats.conflicts.Add(1)
@@ -221,13 +299,15 @@ func (t *Table) runBatch(batch []*op) []error {
 				continue
 			}
 		}
-		err = fmt.Errorf("routes: write route table (%d calls in the batch): %w", len(batch), err)
-		for i := range results {
-			if results[i] == nil && dependent[i] {
-				results[i] = err
+		call := fmt.Sprintf("write route table (%d calls in the batch)", len(batch))
+		retry := throttled(err, call)
+		err = fmt.Errorf("routes: %s: %w", call, err)
+		for i := range res.errs {
+			if res.errs[i] == nil && dependent[i] {
+				res.errs[i], res.retry[i] = err, retry
 			}
 		}
-		return results
+		return res
 	}
 }
 

@@ -52,16 +52,11 @@ func storedIDs(entries []routes.Entry, clusterName string) []routeID {
 
 var sortIDs = cmpopts.SortSlices(func(a, b routeID) bool { return a.Name < b.Name })
 
-// The route controller runs up to 200 CreateRoute calls at once
-// (route_controller.go, maxConcurrentRouteOperations); on a whole table they
-// coalesce into at most one write per batch.
-func TestWholeTable200ConcurrentCreates(t *testing.T) {
-	foreign := routes.Entry{Name: "igw", DestinationCIDR: "0.0.0.0/0", Extra: "igw-1"}
-	d := &memTable{entries: []routes.Entry{foreign}}
-	tbl, err := routes.NewWholeTable(d, routes.Config{})
-	if err != nil {
-		t.Fatal(err)
-	}
+// createConcurrently makes the route controller's 200 concurrent
+// CreateRoute calls (100 dual-stack nodes) on tbl, a Table over d, and
+// checks that every call succeeded and d stores exactly those routes.
+func createConcurrently(t *testing.T, tbl *routes.Table, d *memTable) {
+	t.Helper()
 	hints, rs := dualStack(100, 0)
 	errs := make([]error, len(rs))
 	var wg sync.WaitGroup
@@ -75,6 +70,19 @@ func TestWholeTable200ConcurrentCreates(t *testing.T) {
 	if diff := cmp.Diff(ids(tbl, hints, rs), storedIDs(d.snapshot(), cluster), sortIDs); diff != "" {
 		t.Errorf("final table (-want +got):\n%s", diff)
 	}
+}
+
+// The route controller runs up to 200 CreateRoute calls at once
+// (route_controller.go, maxConcurrentRouteOperations); on a whole table they
+// coalesce into at most one write per batch.
+func TestWholeTable200ConcurrentCreates(t *testing.T) {
+	foreign := routes.Entry{Name: "igw", DestinationCIDR: "0.0.0.0/0", Extra: "igw-1"}
+	d := &memTable{entries: []routes.Entry{foreign}}
+	tbl, err := routes.NewWholeTable(d, routes.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	createConcurrently(t, tbl, d)
 	if got := d.snapshot(); len(got) != 201 || got[0].Name != "igw" || got[0].Extra != "igw-1" {
 		t.Errorf("the foreign default route was not kept first and unchanged: table has %d entries, first %+v", len(got), got[0])
 	}

@@ -45,4 +45,37 @@
 //
 // Table implements cloudprovider.Routes over a RouteDriver (NewTable) or a
 // TableDriver (NewWholeTable). It is safe for concurrent use.
+//
+// # Cluster identity
+//
+// A route is owned by a cluster identity, stored by the driver as
+// Entry.Cluster: Config.ClusterID when set, otherwise the clusterName the
+// route controller passes to every call (the CCM's --cluster-name,
+// "kubernetes" by default and in most clusters). ListRoutes lists, and
+// CreateRoute and DeleteRoute replace or delete, only routes of that
+// identity. Set Config.ClusterID, to the same value as
+// loadbalancer.Config.ClusterID (same semantics), whenever two clusters
+// may share a network: with the default --cluster-name they would
+// otherwise list and delete each other's routes. Route names come from
+// (node UID, CIDR) and are unique across clusters. Changing the identity
+// of a running cluster orphans its routes.
+//
+// # Throttling
+//
+// A driver says "throttled, retry after D" by returning an error that
+// wraps an *api.RetryError (k8s.io/cloud-provider/api,
+// api.NewRetryError(msg, D)), found with errors.As: ccmkit's one
+// convention for every block (the loadbalancer and instances packages read
+// it the same way). The Table waits D and calls again, so no CreateRoute
+// or DeleteRoute of the route controller fails early because the cloud is
+// throttling: a throttled TableDriver call retries its whole batch (one
+// read and at most one write for up to 200 calls), a throttled RouteDriver
+// call is retried alone, and ListRoutes retries its read too (on an error
+// the route controller abandons the whole reconcile until its next
+// period). The wait ends early when the caller's context ends, and is
+// bounded by Config.MaxThrottleWait (DefaultMaxThrottleWait, one minute)
+// per call: past it, or past the context's deadline, or for a RetryAfter
+// that is not positive, the call fails at once with the driver's error
+// wrapped, RetryError included. Stats.Throttled counts throttled driver
+// calls.
 package routes

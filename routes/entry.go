@@ -55,8 +55,9 @@ type Entry struct {
 	// Name is the cloud's name of the route. For routes the Table creates it
 	// is Namer.Name(nameHint, DestinationCIDR).
 	Name string
-	// Cluster is the cluster that owns the route (the clusterName of the
-	// cloudprovider.Routes calls), stored by the driver as an ownership tag.
+	// Cluster is the cluster that owns the route, stored by the driver as an
+	// ownership tag: the Table's cluster identity, Config.ClusterID when set
+	// and otherwise the clusterName of the cloudprovider.Routes calls.
 	// Empty means the route belongs to no cluster (for example a default
 	// route in a whole table); the Table never modifies such a route.
 	Cluster string
@@ -95,11 +96,23 @@ func (e Entry) clone() Entry {
 // controller), so an implementation must be safe for concurrent use.
 // Errors other than the sentinels below are returned to the route controller
 // wrapped with the operation and the route.
+//
+// Throttling: when the cloud refuses a call for now (HTTP 429 with
+// Retry-After: D, a rate-limit error code), return an error wrapping an
+// *api.RetryError (k8s.io/cloud-provider/api, api.NewRetryError(msg, D))
+// whose RetryAfter is D, or your best positive estimate when the cloud
+// gives none. (Should a throttled call have taken effect after all, the
+// retry is harmless: create and delete are idempotent.) This is ccmkit's one
+// convention for "throttled, retry after D" in every block, found with
+// errors.As. The Table waits D and calls again, within
+// Config.MaxThrottleWait per Table call (see Table); a RetryAfter that is
+// not positive is not retried.
 type RouteDriver interface {
-	// ListRoutes returns the routes of clusterName. It may return more
-	// (routes of other clusters, routes of no cluster): the Table keeps only
-	// entries whose Cluster is clusterName.
-	ListRoutes(ctx context.Context, clusterName string) ([]Entry, error)
+	// ListRoutes returns the routes of cluster, the Table's cluster
+	// identity (Config.ClusterID, or the clusterName of the call). It may
+	// return more (routes of other clusters, routes of no cluster): the
+	// Table keeps only entries whose Cluster is cluster.
+	ListRoutes(ctx context.Context, cluster string) ([]Entry, error)
 	// CreateRoute creates e. e.Name, e.Cluster, e.DestinationCIDR and
 	// e.TargetNode are set; store them (and e.TargetNodeAddresses) so that
 	// ListRoutes returns them unchanged. If a route named e.Name exists,
@@ -119,6 +132,13 @@ type RouteDriver interface {
 // ListRoutes and from batches of CreateRoute and DeleteRoute) is serialized,
 // so an in-memory implementation needs no locking of its own on behalf of
 // the Table.
+//
+// Throttling: as for RouteDriver, a throttled ReadTable or WriteTable
+// returns an error wrapping an *api.RetryError with the delay D. The Table
+// then retries the whole batch after D (one ReadTable, at most one
+// WriteTable, for all the calls in it), not each of its calls, within
+// Config.MaxThrottleWait; since the retry rereads the table, a throttled
+// WriteTable that wrote after all is harmless.
 type TableDriver interface {
 	// ReadTable returns every entry of the table, in the cloud's order, and
 	// an opaque revision that identifies this state of the table. A cloud

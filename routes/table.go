@@ -1,11 +1,13 @@
 package routes
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"net/netip"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -25,12 +27,34 @@ const (
 	// DefaultConflictRetries is how often a batch rereads and rewrites the
 	// table after a WriteTable conflict.
 	DefaultConflictRetries = 3
+	// DefaultMaxThrottleWait is the longest a Table waits, in total, on
+	// behalf of one call for throttled driver calls to become allowed again.
+	// It is longer than the route controller's default reconcile period
+	// (--route-reconciliation-period, 10s) and than the Retry-After of
+	// common cloud APIs, and short enough that a cloud that keeps
+	// throttling is reported within a minute.
+	DefaultMaxThrottleWait = time.Minute
 )
 
-// Config configures a Table. Its zero value is valid: the default name
-// format, TargetNodeAddresses not compared, IPv6 allowed, Blackhole only as
-// the driver reports it, and the batching defaults above.
+// Config configures a Table. Its zero value is valid: the cluster identity
+// from each call's clusterName, the default name format,
+// TargetNodeAddresses not compared, IPv6 allowed, Blackhole only as the
+// driver reports it, and the batching and throttling defaults above.
 type Config struct {
+	// ClusterID, if set, is the cluster identity that owns the Table's
+	// routes, used instead of the clusterName argument of every call (the
+	// CCM's --cluster-name, "kubernetes" in most clusters): it is stored as
+	// Entry.Cluster of the routes the Table creates, passed to
+	// RouteDriver.ListRoutes, and only routes whose Entry.Cluster equals it
+	// are listed, replaced or deleted. It has the semantics of
+	// loadbalancer.Config.ClusterID: set both to the same value so that two
+	// clusters on one network, both called "kubernetes", never touch each
+	// other's routes or load balancers. Changing it orphans the routes
+	// made under the old identity. When set, it must not begin or end with
+	// white space (NewTable and NewWholeTable reject it, naming the value);
+	// an empty ClusterID with an empty clusterName is an ErrInvalidRoute
+	// error at call time.
+	ClusterID string
 	// Names is the route name format (see Namer).
 	Names NameFormat
 	// EnableNodeAddresses sets Route.EnableNodeAddresses on every listed
@@ -58,13 +82,26 @@ type Config struct {
 	// WriteTable failed with ErrConflict is reread, reapplied and rewritten.
 	// 0 means DefaultConflictRetries; negative means none.
 	ConflictRetries int
+	// MaxThrottleWait bounds the total time the Table waits on behalf of
+	// one ListRoutes, CreateRoute or DeleteRoute call for throttled driver
+	// calls (errors wrapping an *api.RetryError, see RouteDriver): it is
+	// the sum of the RetryAfter delays the Table honours for that call.
+	// When the next delay would take the sum past MaxThrottleWait, or past
+	// the call's context deadline, the call fails at once with an error
+	// wrapping the driver's (errors.As still finds the RetryError). A call
+	// that joins a whole-table batch while the Table is backing off also
+	// waits for the rest of that back-off before its own budget starts.
+	// 0 means DefaultMaxThrottleWait; negative means never wait (a
+	// throttled driver call fails its callers at once).
+	MaxThrottleWait time.Duration
 }
 
-// Stats counts a whole-table Table's work since it was made. For a
-// RouteDriver Table every count stays 0.
+// Stats counts a Table's work since it was made. For a RouteDriver Table
+// every count but Throttled stays 0.
 type Stats struct {
 	// Batches is the number of batches applied (each reads the table once,
-	// or more after conflicts).
+	// or more after conflicts); a batch retried after a throttled driver
+	// call counts again.
 	Batches uint64
 	// Writes is the number of WriteTable calls, failed ones included. A
 	// batch whose calls change nothing writes nothing.
@@ -73,8 +110,11 @@ type Stats struct {
 	// ErrConflict.
 	Conflicts uint64
 	// Calls is the number of CreateRoute and DeleteRoute calls that joined
-	// a batch.
+	// a batch; a call retried after a throttled driver call counts again.
 	Calls uint64
+	// Throttled is the number of driver calls that failed throttled (with
+	// an error wrapping an *api.RetryError), of either driver kind.
+	Throttled uint64
 }
 
 // Table implements cloudprovider.Routes over a RouteDriver (NewTable) or a
@@ -91,6 +131,21 @@ type Stats struct {
 //
 // Create and delete are idempotent. Every error a Table returns wraps the
 // driver's error or one of this package's sentinels with %w.
+//
+// Throttling: a driver call that fails with an error wrapping an
+// *api.RetryError (k8s.io/cloud-provider/api) is retried after its
+// RetryAfter, within Config.MaxThrottleWait per call and while the
+// caller's context lives, so the route controller's calls do not fail
+// because the cloud asked it to slow down. A throttled TableDriver call
+// retries the whole batch (one ReadTable, at most one WriteTable, whatever
+// the number of calls in it), on the goroutine of a caller still waiting
+// for it; a RouteDriver call is retried on its own caller's goroutine.
+// ListRoutes retries a throttled read the same way: the route controller
+// abandons its whole reconcile on a ListRoutes error
+// (RouteController.reconcileNodeRoutes in route_controller.go) and tries
+// again only at its next period (--route-reconciliation-period, 10s) or,
+// with the watch-based reconciliation, after its work queue's rate-limited
+// back-off, so one read after the cloud's delay converges sooner.
 type Table struct {
 	cfg    Config
 	namer  *Namer
@@ -99,13 +154,13 @@ type Table struct {
 
 	driverMu sync.Mutex // serializes every TableDriver call
 	batch    batcher
-	stats    struct{ batches, writes, conflicts, calls atomic.Uint64 }
+	stats    struct{ batches, writes, conflicts, calls, throttled atomic.Uint64 }
 }
 
 var _ cloudprovider.Routes = (*Table)(nil)
 
 // NewTable returns a Table over a per-route driver. It fails, naming the
-// field, when d is nil or c.Names is invalid.
+// field, when d is nil or c is invalid (c.Names, c.ClusterID, c.MaxBatch).
 func NewTable(d RouteDriver, c Config) (*Table, error) {
 	if d == nil {
 		return nil, errors.New("routes: NewTable: RouteDriver is nil: want a driver")
@@ -134,6 +189,9 @@ func NewWholeTable(d TableDriver, c Config) (*Table, error) {
 }
 
 func newTable(c Config) (*Table, error) {
+	if c.ClusterID != "" && strings.TrimSpace(c.ClusterID) != c.ClusterID {
+		return nil, fmt.Errorf("routes: Config.ClusterID %q: want the cluster identity without leading or trailing white space (or empty to use each call's clusterName)", c.ClusterID)
+	}
 	if c.MaxBatch < 0 {
 		return nil, fmt.Errorf("routes: Config.MaxBatch %d: want a positive number (or 0 for %d)", c.MaxBatch, DefaultMaxBatch)
 	}
@@ -148,6 +206,12 @@ func newTable(c Config) (*Table, error) {
 		c.ConflictRetries = DefaultConflictRetries
 	case c.ConflictRetries < 0:
 		c.ConflictRetries = 0
+	}
+	switch {
+	case c.MaxThrottleWait == 0:
+		c.MaxThrottleWait = DefaultMaxThrottleWait
+	case c.MaxThrottleWait < 0:
+		c.MaxThrottleWait = 0
 	}
 	n, err := NewNamer(c.Names)
 	if err != nil {
@@ -166,34 +230,57 @@ func (t *Table) Stats() Stats {
 		Writes:    t.stats.writes.Load(),
 		Conflicts: t.stats.conflicts.Load(),
 		Calls:     t.stats.calls.Load(),
+		Throttled: t.stats.throttled.Load(),
 	}
 }
 
+// cluster returns the cluster identity of a call given its clusterName:
+// Config.ClusterID when set, else clusterName; "" when both are empty.
+func (t *Table) cluster(clusterName string) string {
+	return cmp.Or(t.cfg.ClusterID, clusterName)
+}
+
+// noCluster is the error of a call whose cluster identity is empty.
+const noCluster = "clusterName is empty and Config.ClusterID is not set: want the cluster's name"
+
 // ListRoutes implements cloudprovider.Routes. It returns the routes whose
-// Entry.Cluster is clusterName, with DestinationCIDR, TargetNode and
+// Entry.Cluster is the Table's cluster identity (Config.ClusterID, or
+// clusterName when that is not set), with DestinationCIDR, TargetNode and
 // TargetNodeAddresses exactly as the driver stored them, and Blackhole set
 // when the driver says so, when the route has no TargetNode, or when
 // Config.Instances reports its target gone (one call for the whole list).
-// Errors from the driver or the InstanceChecker are wrapped.
+// A throttled driver read is retried within Config.MaxThrottleWait (see
+// Table). Errors from the driver or the InstanceChecker, and ctx.Err() if
+// ctx ends while it waits out a throttle, are wrapped.
 func (t *Table) ListRoutes(ctx context.Context, clusterName string) ([]*cloudprovider.Route, error) {
-	if clusterName == "" {
-		return nil, fmt.Errorf("routes: ListRoutes: clusterName is empty: want the cluster's name: %w", ErrInvalidRoute)
+	cluster := t.cluster(clusterName)
+	if cluster == "" {
+		return nil, fmt.Errorf("routes: ListRoutes: %s: %w", noCluster, ErrInvalidRoute)
 	}
-	var entries []Entry
-	var err error
+	var (
+		entries []Entry
+		err     error
+		waited  time.Duration
+	)
 	if t.routes != nil {
-		entries, err = t.routes.ListRoutes(ctx, clusterName)
+		err = t.retry(ctx, &waited, func() (err error) {
+			entries, err = t.routes.ListRoutes(ctx, cluster)
+			return err
+		})
 	} else {
-		t.driverMu.Lock()
-		entries, _, err = t.table.ReadTable(ctx)
-		t.driverMu.Unlock()
+		err = t.retry(ctx, &waited, func() (err error) {
+			t.driverMu.Lock()
+			defer t.driverMu.Unlock()
+			entries, _, err = t.table.ReadTable(ctx)
+			return err
+		})
 	}
 	if err != nil {
-		return nil, fmt.Errorf("routes: list routes of cluster %q: %w", clusterName, err)
+		return nil, fmt.Errorf("routes: list routes of cluster %q: %w", cluster, err)
 	}
 	owned := make([]Entry, 0, len(entries))
 	for _, e := range entries {
-		if e.Cluster == clusterName {
+		if e.Cluster == cluster {
 			owned = append(owned, e)
 		}
 	}
@@ -245,38 +332,46 @@ func (t *Table) goneTargets(ctx context.Context, entries []Entry) (map[types.Nod
 }
 
 // CreateRoute implements cloudprovider.Routes. It ignores route.Name and
-// stores a route named Namer().Name(nameHint, route.DestinationCIDR) with the
-// caller's DestinationCIDR string, TargetNode and a copy of
-// TargetNodeAddresses; route is not modified.
+// stores a route named Namer().Name(nameHint, route.DestinationCIDR), owned
+// by the Table's cluster identity (Config.ClusterID, or clusterName), with
+// the caller's DestinationCIDR string, TargetNode and a copy of
+// TargetNodeAddresses; route is not modified. Names do not depend on the
+// cluster identity: nameHint is the node UID, unique across clusters.
 //
 // It is idempotent: creating a route that exists (same name) succeeds, and
 // with a TableDriver rewrites it only if its target or addresses differ.
-// Errors: ErrInvalidRoute (nil route, empty clusterName, nameHint or
-// TargetNode, unparsable DestinationCIDR) and ErrIPv6Unsupported before any
-// driver call; with a TableDriver, ErrCIDRInUse when another route holds the
-// destination; otherwise the driver's error, wrapped. If ctx ends first it
-// returns ctx.Err() (see DeleteRoute for what that means for the change).
+// Throttled driver calls are retried within Config.MaxThrottleWait (see
+// Table). Errors: ErrInvalidRoute (nil route, empty cluster identity,
+// nameHint or TargetNode, unparsable DestinationCIDR) and
+// ErrIPv6Unsupported before any driver call; with a TableDriver,
+// ErrCIDRInUse when another route holds the destination; otherwise the
+// driver's error, wrapped. If ctx ends first it returns ctx.Err() (see
+// DeleteRoute for what that means for the change), or with a RouteDriver
+// an error wrapping it.
 func (t *Table) CreateRoute(ctx context.Context, clusterName string, nameHint string, route *cloudprovider.Route) error {
 	e, p, err := t.newEntry(clusterName, nameHint, route)
 	if err != nil {
 		return err
 	}
 	if t.routes != nil {
-		err := t.routes.CreateRoute(ctx, e)
+		var waited time.Duration
+		err := t.retry(ctx, &waited, func() error { return t.routes.CreateRoute(ctx, e) })
 		if err != nil && !errors.Is(err, ErrAlreadyExists) {
 			return fmt.Errorf("routes: create route %q %s -> node %q: %w", e.Name, e.DestinationCIDR, e.TargetNode, err)
 		}
 		return nil
 	}
-	return t.batch.do(ctx, t, &op{create: true, cluster: clusterName, entry: e, prefix: p})
+	return t.batch.do(ctx, t, &op{create: true, cluster: e.Cluster, entry: e, prefix: p})
 }
 
 func (t *Table) newEntry(clusterName, nameHint string, route *cloudprovider.Route) (Entry, netip.Prefix, error) {
-	switch {
-	case route == nil:
+	if route == nil {
 		return Entry{}, netip.Prefix{}, fmt.Errorf("routes: CreateRoute: route is nil: want a route: %w", ErrInvalidRoute)
-	case clusterName == "":
-		return Entry{}, netip.Prefix{}, fmt.Errorf("routes: CreateRoute %s: clusterName is empty: want the cluster's name: %w", route.DestinationCIDR, ErrInvalidRoute)
+	}
+	cluster := t.cluster(clusterName)
+	switch {
+	case cluster == "":
+		return Entry{}, netip.Prefix{}, fmt.Errorf("routes: CreateRoute %s: %s: %w", route.DestinationCIDR, noCluster, ErrInvalidRoute)
 	case nameHint == "":
 		return Entry{}, netip.Prefix{}, fmt.Errorf("routes: CreateRoute %s: nameHint is empty: want the node UID: %w", route.DestinationCIDR, ErrInvalidRoute)
 	case route.TargetNode == "":
@@ -291,7 +386,7 @@ func (t *Table) newEntry(clusterName, nameHint string, route *cloudprovider.Rout
 	}
 	return Entry{
 		Name:                t.namer.Name(nameHint, route.DestinationCIDR),
-		Cluster:             clusterName,
+		Cluster:             cluster,
 		DestinationCIDR:     route.DestinationCIDR,
 		TargetNode:          route.TargetNode,
 		TargetNodeAddresses: slices.Clone(route.TargetNodeAddresses),
@@ -299,26 +394,31 @@ func (t *Table) newEntry(clusterName, nameHint string, route *cloudprovider.Rout
 }
 
 // DeleteRoute implements cloudprovider.Routes. route is a route as
-// ListRoutes returned it; the owned routes of clusterName with its Name (when
-// not empty), DestinationCIDR and TargetNode are deleted. Deleting a route
-// that does not exist succeeds. Errors: ErrInvalidRoute for a nil route or an
-// empty clusterName; otherwise the driver's error, wrapped.
+// ListRoutes returned it; the routes owned by the Table's cluster identity
+// (Config.ClusterID, or clusterName) with its Name (when not empty),
+// DestinationCIDR and TargetNode are deleted. Deleting a route that does not
+// exist succeeds. Throttled driver calls are retried within
+// Config.MaxThrottleWait (see Table). Errors: ErrInvalidRoute for a nil
+// route or an empty cluster identity; otherwise the driver's error, wrapped.
 //
 // With a TableDriver, if ctx ends before the call's batch completes, it
 // returns ctx.Err(): the change is dropped if no batch has taken it yet and
 // may still be applied if one has; the other calls of the batch are not
 // affected (the batch's driver calls are cancelled only when every caller in
-// it has given up). A caller leading a batch returns after the batch.
+// it has given up). A caller leading a batch returns after the batch's
+// driver calls, but at once if ctx ends while it waits out a throttle (the
+// batch then goes on, led by the next caller waiting for it).
 func (t *Table) DeleteRoute(ctx context.Context, clusterName string, route *cloudprovider.Route) error {
-	switch {
-	case route == nil:
+	if route == nil {
 		return fmt.Errorf("routes: DeleteRoute: route is nil: want a route as listed: %w", ErrInvalidRoute)
-	case clusterName == "":
-		return fmt.Errorf("routes: DeleteRoute %q: clusterName is empty: want the cluster's name: %w", route.Name, ErrInvalidRoute)
+	}
+	cluster := t.cluster(clusterName)
+	if cluster == "" {
+		return fmt.Errorf("routes: DeleteRoute %q: %s: %w", route.Name, noCluster, ErrInvalidRoute)
 	}
 	e := Entry{
 		Name:                route.Name,
-		Cluster:             clusterName,
+		Cluster:             cluster,
 		DestinationCIDR:     route.DestinationCIDR,
 		TargetNode:          route.TargetNode,
 		TargetNodeAddresses: slices.Clone(route.TargetNodeAddresses),
@@ -330,15 +430,20 @@ func (t *Table) DeleteRoute(ctx context.Context, clusterName string, route *clou
 	if q, err := netip.ParsePrefix(route.DestinationCIDR); err == nil {
 		p = q.Masked()
 	}
-	return t.batch.do(ctx, t, &op{cluster: clusterName, entry: e, prefix: p})
+	return t.batch.do(ctx, t, &op{cluster: cluster, entry: e, prefix: p})
 }
 
 // deleteOne deletes through a RouteDriver; a route without a name is found
 // by listing.
 func (t *Table) deleteOne(ctx context.Context, e Entry) error {
+	var waited time.Duration // shared by the calls below: one budget per DeleteRoute
 	victims := []Entry{e}
 	if e.Name == "" {
-		all, err := t.routes.ListRoutes(ctx, e.Cluster)
+		var all []Entry
+		err := t.retry(ctx, &waited, func() (err error) {
+			all, err = t.routes.ListRoutes(ctx, e.Cluster)
+			return err
+		})
 		if err != nil {
 			return fmt.Errorf("routes: delete route %s -> node %q: list routes to find it: %w", e.DestinationCIDR, e.TargetNode, err)
 		}
@@ -350,7 +455,8 @@ func (t *Table) deleteOne(ctx context.Context, e Entry) error {
 		}
 	}
 	for _, v := range victims {
-		if err := t.routes.DeleteRoute(ctx, v); err != nil && !errors.Is(err, ErrNotFound) {
+		err := t.retry(ctx, &waited, func() error { return t.routes.DeleteRoute(ctx, v) })
+		if err != nil && !errors.Is(err, ErrNotFound) {
 			return fmt.Errorf("routes: delete route %q %s -> node %q: %w", v.Name, v.DestinationCIDR, v.TargetNode, err)
 		}
 	}
