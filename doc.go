@@ -26,8 +26,11 @@
 //		...
 //		nodes, err := instances.NewAdapter(cache, instances.Options{Codec: provider.Codec{Scheme: "acme"}})
 //		...
-//		lbs, err := loadbalancer.NewReconciler(loadbalancer.Config{Driver: lbDriver{api}, ClusterID: cfg.ClusterID, Instances: nodes})
-//		table, err := routes.NewWholeTable(routeDriver{api}, routes.Config{})
+//		lbs, err := loadbalancer.NewReconciler(loadbalancer.Config{Driver: lbDriver{api}, ClusterID: cfg.ClusterID,
+//			Instances: nodes, Codec: provider.Codec{Scheme: "acme"},
+//			Capabilities: loadbalancer.Capabilities{BackendKey: loadbalancer.BackendKeyProviderID}})
+//		...
+//		table, err := routes.NewWholeTable(routeDriver{api}, routes.Config{ClusterID: cfg.ClusterID})
 //		...
 //		return provider.New("acme", cfg.ClusterID, provider.Capabilities{
 //			LoadBalancer: lbs, InstancesV2: nodes, Routes: table,
