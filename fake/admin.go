@@ -17,6 +17,8 @@ import (
 	"time"
 
 	"k8s.io/klog/v2"
+
+	"github.com/ccmkit/ccmkit/provider"
 )
 
 // maxBody bounds admin request bodies.
@@ -222,10 +224,49 @@ func (c *Cloud) AdminHandler() http.Handler {
 			w.WriteHeader(http.StatusNoContent)
 		},
 	})
+	mux.Handle("/ratelimit", methods{
+		"GET": func(w http.ResponseWriter, r *http.Request) { writeJSON(w, http.StatusOK, c.RateLimit()) },
+		"PUT": func(w http.ResponseWriter, r *http.Request) {
+			var req RateLimit
+			if !decodeBody(w, r, &req) {
+				return
+			}
+			if err := c.SetRateLimit(req); err != nil {
+				writeError(w, http.StatusBadRequest, err.Error())
+				return
+			}
+			writeJSON(w, http.StatusOK, c.RateLimit())
+		},
+	})
+	mux.Handle("/provisioning", methods{
+		"GET": func(w http.ResponseWriter, r *http.Request) {
+			writeJSON(w, http.StatusOK, provisioningBody{Delay: &provider.Duration{Duration: c.ProvisioningDelay()}})
+		},
+		"PUT": func(w http.ResponseWriter, r *http.Request) {
+			var req provisioningBody
+			if !decodeBody(w, r, &req) {
+				return
+			}
+			err := errors.New(`delay: expected a duration such as "2s" ("0s": no delay)`)
+			if req.Delay != nil {
+				err = c.SetProvisioningDelay(req.Delay.Duration)
+			}
+			if err != nil {
+				writeError(w, http.StatusBadRequest, err.Error())
+				return
+			}
+			writeJSON(w, http.StatusOK, provisioningBody{Delay: &provider.Duration{Duration: c.ProvisioningDelay()}})
+		},
+	})
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, fmt.Sprintf("no such path %q; see the fake package documentation for the admin API", r.URL.Path))
 	})
 	return mux
+}
+
+// provisioningBody is the body of GET and PUT /provisioning.
+type provisioningBody struct {
+	Delay *provider.Duration `json:"delay"`
 }
 
 // faultRequest is the body of POST /faults.

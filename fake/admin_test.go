@@ -10,10 +10,12 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 
 	"github.com/ccmkit/ccmkit/fake"
 )
@@ -280,6 +282,13 @@ func TestAdminRejectsMalformedRequests(t *testing.T) {
 		{"bad fault op", "POST", "/faults", "", `{"op": "Reboot", "times": 1}`, "ops are checked", 400, "Fault.Op"},
 		{"bad fault times", "POST", "/faults", "", `{"times": 0}`, "times is required", 400, "Fault.Times"},
 		{"bad retryAfter", "POST", "/faults", "", `{"times": 1, "retryAfter": "soon"}`, "a Go duration", 400, "retryAfter"},
+		{"zero rate", "PUT", "/ratelimit", "", `{"readsPerSecond": 0, "burst": 1}`, "a rate is positive", 400, "readsPerSecond"},
+		{"rate without burst", "PUT", "/ratelimit", "", `{"writesPerSecond": 3}`, "a bucket holds a call", 400, "burst"},
+		{"unknown rate field", "PUT", "/ratelimit", "", `{"qps": 3}`, "strict decoding", 400, `unknown field "qps"`},
+		{"rate limit method", "POST", "/ratelimit", "", `{}`, "GET or PUT", 405, "expected GET, PUT"},
+		{"negative delay", "PUT", "/provisioning", "", `{"delay": "-2s"}`, "time does not run backwards", 400, "-2s"},
+		{"delay without unit", "PUT", "/provisioning", "", `{"delay": "2"}`, "a duration has a unit", 400, "unit"},
+		{"missing delay", "PUT", "/provisioning", "", `{}`, "the delay is required", 400, "delay"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -304,5 +313,68 @@ func TestAdminRejectsMalformedRequests(t *testing.T) {
 	}
 	if st, _ := c.InstanceByID("i-1"); st.State != fake.StateRunning {
 		t.Errorf("i-1 is %s; want running", st.State)
+	}
+}
+
+// TestAdminRateLimitAndProvisioning: the rate limit and the provisioning
+// delay are read and replaced at run time, and GET /calls shows the calls
+// the limit throttled.
+func TestAdminRateLimitAndProvisioning(t *testing.T) {
+	clk, withClock := newClock()
+	cfg := fake.Config{Realistic: true, Instances: []fake.Instance{{Name: "node-a"}}}
+	c, base := startAdmin(t, cfg, withClock)
+	code, body, _ := do(t, "GET", base+"/ratelimit", "", "")
+	want := fake.RateLimit{ReadsPerSecond: ptr.To(fake.RealisticReadsPerSecond), WritesPerSecond: ptr.To(fake.RealisticWritesPerSecond), Burst: fake.RealisticBurst}
+	if diff := cmp.Diff(want, decode[fake.RateLimit](t, body)); code != http.StatusOK || diff != "" {
+		t.Errorf("GET /ratelimit = %d (-want +got):\n%s", code, diff)
+	}
+	code, body, _ = do(t, "GET", base+"/provisioning", "", "")
+	if code != http.StatusOK || string(body) != `{"delay":"2s"}`+"\n" {
+		t.Errorf("GET /provisioning = %d %s; want 200 {\"delay\":\"2s\"}", code, body)
+	}
+
+	code, body, _ = do(t, "PUT", base+"/provisioning", "application/json", `{"delay": "0s"}`)
+	if code != http.StatusOK || string(body) != `{"delay":"0s"}`+"\n" || c.ProvisioningDelay() != 0 {
+		t.Errorf("PUT /provisioning 0s = %d %s, delay %v; want 200 and no delay", code, body, c.ProvisioningDelay())
+	}
+	nodes := []*v1.Node{mustNode(t, c, "i-1")}
+	if _, err := lbOf(t, c).EnsureLoadBalancer(t.Context(), cluster, service("web"), nodes); err != nil {
+		t.Errorf("EnsureLoadBalancer without a delay: %v", err)
+	}
+	if code, body, _ := do(t, "PUT", base+"/provisioning", "", `{"delay": "1m"}`); code != http.StatusOK {
+		t.Errorf("PUT /provisioning 1m = %d %s; want 200", code, body)
+	}
+	if _, err := lbOf(t, c).EnsureLoadBalancer(t.Context(), cluster, service("late"), nodes); err == nil {
+		t.Errorf("EnsureLoadBalancer after PUT /provisioning 1m = nil; want the load balancer provisioning")
+	}
+	_, body, _ = do(t, "GET", base+"/loadbalancers", "", "")
+	lbs := decode[[]fake.LoadBalancer](t, body)
+	if len(lbs) != 2 || lbs[0].Provisioning || !lbs[1].Provisioning || !lbs[1].ReadyAt.Equal(epoch.Add(time.Minute)) {
+		t.Errorf("GET /loadbalancers = %s; want the first ready, the second provisioning until %v", body, epoch.Add(time.Minute))
+	}
+
+	code, body, _ = do(t, "PUT", base+"/ratelimit", "application/json", `{"writesPerSecond": 0.5, "burst": 1}`)
+	limit := fake.RateLimit{WritesPerSecond: ptr.To(0.5), Burst: 1}
+	if diff := cmp.Diff(limit, decode[fake.RateLimit](t, body)); code != http.StatusOK || diff != "" {
+		t.Errorf("PUT /ratelimit = %d (-want +got):\n%s", code, diff)
+	}
+	if diff := cmp.Diff(limit, c.RateLimit()); diff != "" {
+		t.Errorf("RateLimit() after PUT /ratelimit (-want +got):\n%s", diff)
+	}
+	do(t, "POST", base+"/calls/reset", "", "")
+	for _, name := range []string{"one", "two"} {
+		_, err := lbOf(t, c).EnsureLoadBalancer(t.Context(), cluster, service(name), nodes)
+		if name == "two" && !errors.Is(err, fake.ErrThrottled) {
+			t.Errorf("second create after PUT /ratelimit with a burst of 1 = %v; want throttled", err)
+		}
+	}
+	_, body, _ = do(t, "GET", base+"/calls", "", "")
+	calls := decode[fake.Calls](t, body)
+	if calls.Throttled != 1 || calls.ThrottledByOp[fake.OpApplyLoadBalancer] != 1 {
+		t.Errorf("GET /calls = %s; want one throttled ApplyLoadBalancer", body)
+	}
+	clk.Step(2 * time.Second)
+	if code, body, _ := do(t, "PUT", base+"/ratelimit", "", `{}`); code != http.StatusOK || string(body) != "{}\n" {
+		t.Errorf("PUT /ratelimit {} = %d %s; want 200 {} (no limit)", code, body)
 	}
 }

@@ -2,16 +2,21 @@ package fake
 
 import (
 	"fmt"
+	"math"
 	"net"
 	"net/netip"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"time"
 
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+	"k8s.io/utils/ptr"
+
+	"github.com/ccmkit/ccmkit/provider"
 )
 
 // Defaults of Config, used for its zero-valued fields.
@@ -32,20 +37,51 @@ const (
 	DefaultInstanceType = "fake.small"
 )
 
+// Defaults of the realistic mode (Config.Realistic), used for the fields it
+// governs that the cloud-config leaves unset. They suit tests and the demo:
+// a load balancer is ready a moment after it is created, and a cluster of
+// 100 nodes and 50 LoadBalancer Services converges within the rate limit
+// after some throttled calls.
+const (
+	// RealisticProvisioningDelay is LoadBalancerConfig.ProvisioningDelay's
+	// realistic default.
+	RealisticProvisioningDelay = 2 * time.Second
+	// RealisticReadsPerSecond, RealisticWritesPerSecond and RealisticBurst
+	// are RateLimit's realistic defaults.
+	RealisticReadsPerSecond  = 20.0
+	RealisticWritesPerSecond = 10.0
+	RealisticBurst           = 20
+	// RealisticBackends is LoadBalancerConfig.Backends' realistic default.
+	RealisticBackends = BackendsInstanceID
+)
+
 // Config is the fake's configuration and the format of its --cloud-config
 // file (YAML or JSON, decoded strictly by provider.DecodeConfig: an unknown
 // or repeated field is an error). Every field is optional; the zero value is
 // a cloud without instances, without a cluster ID (HasClusterID is false),
-// with the default address pools and without the admin endpoint. See the
+// with the default address pools, synchronous, unthrottled, keeping load
+// balancer backends by Node name, and without the admin endpoint. See the
 // package documentation for an annotated example.
 //
 // A Config is a plain value; New copies what it needs.
 type Config struct {
-	// ClusterID tags this cluster's cloud resources; HasClusterID reports
-	// whether it is set. It is not the ownership key of load balancers and
-	// routes, which is the --cluster-name the controllers pass (see the
-	// package documentation).
+	// ClusterID is this cluster's identity in the cloud: it owns the load
+	// balancers and routes this Cloud creates (loadbalancer.Config.ClusterID
+	// and routes.Config.ClusterID), whatever --cluster-name the controllers
+	// pass, so two clusters that both run with the default
+	// --cluster-name=kubernetes on one cloud never touch each other's
+	// resources. HasClusterID reports whether it is set. Empty: the
+	// --cluster-name of each call owns them, as in upstream providers.
 	ClusterID string `json:"clusterID,omitempty"`
+	// Realistic turns on the realistic mode: for each of its fields the
+	// cloud-config leaves unset, LoadBalancers.ProvisioningDelay defaults
+	// to RealisticProvisioningDelay, LoadBalancers.Backends to
+	// RealisticBackends, and RateLimit's rates and burst to
+	// RealisticReadsPerSecond, RealisticWritesPerSecond and RealisticBurst.
+	// A field that is set keeps its value (provisioningDelay: 0s switches
+	// the delay off). False: every such field defaults to today's
+	// behaviour (no delay, no rate limit, backends by Node name).
+	Realistic bool `json:"realistic,omitempty"`
 	// Instances are created, in order, when the cloud is built.
 	Instances []Instance `json:"instances,omitempty"`
 	// InstanceCIDRs are at most one IPv4 and one IPv6 network. An instance
@@ -61,6 +97,9 @@ type Config struct {
 	LoadBalancers LoadBalancerConfig `json:"loadBalancers,omitempty"`
 	// Routes configures the route table.
 	Routes RoutesConfig `json:"routes,omitempty"`
+	// RateLimit limits the cloud API calls of every driver (see
+	// RateLimit). Unset rates are unlimited unless Realistic.
+	RateLimit RateLimit `json:"rateLimit,omitempty"`
 	// Admin configures the admin HTTP endpoint (off unless Address is set).
 	Admin AdminConfig `json:"admin,omitempty"`
 	// StateFile, when set, is the absolute path of a JSON file that holds
@@ -93,6 +132,108 @@ type LoadBalancerConfig struct {
 	// IPMode is the ipMode reported with each VIP: "" (unset), "VIP" or
 	// "Proxy". It must be empty in hostname mode.
 	IPMode v1.LoadBalancerIPMode `json:"ipMode,omitempty"`
+	// ProvisioningDelay makes load-balancer creation asynchronous, as in
+	// most clouds: a load balancer reports no ingress (Find returns it
+	// with an empty Ingress, GetLoadBalancer "exists" with an empty status,
+	// EnsureLoadBalancer an api.RetryError) until this long after its
+	// creation, then its VIPs or hostname. Each load balancer keeps the
+	// moment it is ready (in the state file too), so a later change of the
+	// delay (SetProvisioningDelay) applies to load balancers created after
+	// it. Nil (unset): RealisticProvisioningDelay with Realistic, else no
+	// delay; "0s" is no delay; negative is an error.
+	ProvisioningDelay *provider.Duration `json:"provisioningDelay,omitempty"`
+	// Backends is what the cloud keeps of each load-balancer backend:
+	// BackendsNodeName (the whole backend, Node name included) or
+	// BackendsInstanceID (only the instance, as hcloud, DigitalOcean or
+	// OpenStack do; see BackendsInstanceID). Empty: RealisticBackends with
+	// Realistic, else BackendsNodeName.
+	Backends BackendMode `json:"backends,omitempty"`
+}
+
+// BackendMode is what the fake keeps of a load-balancer backend
+// (LoadBalancerConfig.Backends).
+type BackendMode string
+
+// The backend modes.
+const (
+	// BackendsNodeName keeps each backend whole (Node name, provider ID,
+	// addresses) and the Reconciler matches backends by Node name
+	// (loadbalancer.BackendKeyNodeName): a Node needs an InternalIP of the
+	// Service's family to be a backend.
+	BackendsNodeName BackendMode = "nodeName"
+	// BackendsInstanceID keeps only each backend's provider ID, the
+	// instance, and reports nothing else, like a cloud whose targets are
+	// VM IDs. It rejects an ActionCreate or ActionAddBackends whose
+	// provider ID does not parse as "fake://<id>" or names an unknown or
+	// terminated instance (ErrInvalidBackend). The Reconciler matches
+	// backends by provider ID (loadbalancer.BackendKeyProviderID) and
+	// checks Nodes' provider IDs with the fake's codec
+	// (loadbalancer.Config.Codec): a Node whose name differs from its
+	// instance's is a backend like any other.
+	BackendsInstanceID BackendMode = "instanceID"
+)
+
+// RateLimit limits the fake's cloud API calls with two token buckets, one
+// for reads and one for writes (Op.IsWrite): each holds up to Burst tokens,
+// refills at its rate, and every call takes one. A call that finds its
+// bucket empty fails at once, changes nothing, is counted (Calls.Throttled)
+// and returns an error wrapping ErrThrottled and an *api.RetryError
+// (k8s.io/cloud-provider/api) whose RetryAfter is the time until a token is
+// free: ccmkit's one way for a Driver to say "throttled, retry after D".
+// The limit applies to every driver call of the Cloud and of its peers
+// (Peer: one cloud account), not to the control surface.
+//
+// A nil rate is unlimited (in the cloud-config: unset; with
+// Config.Realistic, the realistic default). JSON and YAML field names are
+// the json tags.
+type RateLimit struct {
+	// ReadsPerSecond refills the read bucket; it must be positive (and
+	// finite) when set.
+	ReadsPerSecond *float64 `json:"readsPerSecond,omitempty"`
+	// WritesPerSecond refills the write bucket; it must be positive (and
+	// finite) when set.
+	WritesPerSecond *float64 `json:"writesPerSecond,omitempty"`
+	// Burst is the capacity of each bucket: how many calls of a class may
+	// pass at once after an idle period. It must be at least 1 when a
+	// rate is set, and 0 when none is. In a cloud-config 0 (unset) means
+	// RealisticBurst with Config.Realistic.
+	Burst int `json:"burst,omitempty"`
+}
+
+// limited reports whether r limits any class.
+func (r RateLimit) limited() bool { return r.ReadsPerSecond != nil || r.WritesPerSecond != nil }
+
+// validate checks r as it applies (defaults filled in); path names it in
+// errors.
+func (r RateLimit) validate(path *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	for _, rate := range []struct {
+		name string
+		v    *float64
+	}{{"readsPerSecond", r.ReadsPerSecond}, {"writesPerSecond", r.WritesPerSecond}} {
+		if rate.v != nil && !(*rate.v > 0 && !math.IsInf(*rate.v, 1)) {
+			errs = append(errs, field.Invalid(path.Child(rate.name), *rate.v, "expected a positive number of calls per second (leave it unset for no limit)"))
+		}
+	}
+	switch {
+	case r.limited() && r.Burst < 1:
+		errs = append(errs, field.Invalid(path.Child("burst"), r.Burst, "expected at least 1 with a rate set: the calls of a class that may pass at once"))
+	case !r.limited() && r.Burst != 0:
+		errs = append(errs, field.Invalid(path.Child("burst"), r.Burst, "expected readsPerSecond or writesPerSecond with a burst, or no burst"))
+	}
+	return errs
+}
+
+// clone returns a copy of r that shares no pointer with it.
+func (r RateLimit) clone() RateLimit {
+	out := RateLimit{Burst: r.Burst}
+	if r.ReadsPerSecond != nil {
+		out.ReadsPerSecond = ptr.To(*r.ReadsPerSecond)
+	}
+	if r.WritesPerSecond != nil {
+		out.WritesPerSecond = ptr.To(*r.WritesPerSecond)
+	}
+	return out
 }
 
 // RoutesConfig configures the route table (see routes.Config).
@@ -122,6 +263,9 @@ type AdminConfig struct {
 // apimachinery field.ErrorList aggregate), or nil.
 func (c *Config) Validate() error {
 	var errs field.ErrorList
+	if id := c.ClusterID; strings.TrimSpace(id) != id {
+		errs = append(errs, field.Invalid(field.NewPath("clusterID"), id, "expected no leading or trailing white space: it is stored as the owner tag of load balancers and routes"))
+	}
 	var v4, v6 []netip.Prefix
 	cidrs := field.NewPath("instanceCIDRs")
 	for i, s := range c.InstanceCIDRs {
@@ -168,6 +312,15 @@ func (c *Config) Validate() error {
 	default:
 		errs = append(errs, field.NotSupported(lbp.Child("ipMode"), c.LoadBalancers.IPMode, []string{"", "VIP", "Proxy"}))
 	}
+	if d := c.LoadBalancers.ProvisioningDelay; d != nil && d.Duration < 0 {
+		errs = append(errs, field.Invalid(lbp.Child("provisioningDelay"), d.String(), "expected zero (no delay) or a positive duration"))
+	}
+	switch c.LoadBalancers.Backends {
+	case "", BackendsNodeName, BackendsInstanceID:
+	default:
+		errs = append(errs, field.NotSupported(lbp.Child("backends"), c.LoadBalancers.Backends, []string{string(BackendsNodeName), string(BackendsInstanceID)}))
+	}
+	errs = append(errs, c.rateLimit().validate(field.NewPath("rateLimit"))...)
 	if c.InstanceCacheTTL.Duration < 0 {
 		errs = append(errs, field.Invalid(field.NewPath("instanceCacheTTL"), c.InstanceCacheTTL.Duration.String(), "expected zero (the default) or a positive duration"))
 	}
@@ -214,7 +367,39 @@ func (c Config) withDefaults() Config {
 	if c.LoadBalancers.IPv6Pool == "" {
 		c.LoadBalancers.IPv6Pool = DefaultIPv6Pool
 	}
+	delay, backends := time.Duration(0), BackendsNodeName
+	if c.Realistic {
+		delay, backends = RealisticProvisioningDelay, RealisticBackends
+	}
+	if c.LoadBalancers.ProvisioningDelay == nil {
+		c.LoadBalancers.ProvisioningDelay = &provider.Duration{Duration: delay}
+	} else {
+		c.LoadBalancers.ProvisioningDelay = ptr.To(*c.LoadBalancers.ProvisioningDelay)
+	}
+	if c.LoadBalancers.Backends == "" {
+		c.LoadBalancers.Backends = backends
+	}
+	c.RateLimit = c.rateLimit()
 	return c
+}
+
+// rateLimit returns the rate limit that applies: RateLimit with the
+// realistic defaults filled in when Realistic, as a copy.
+func (c *Config) rateLimit() RateLimit {
+	r := c.RateLimit.clone()
+	if !c.Realistic {
+		return r
+	}
+	if r.ReadsPerSecond == nil {
+		r.ReadsPerSecond = ptr.To(RealisticReadsPerSecond)
+	}
+	if r.WritesPerSecond == nil {
+		r.WritesPerSecond = ptr.To(RealisticWritesPerSecond)
+	}
+	if r.Burst == 0 {
+		r.Burst = RealisticBurst
+	}
+	return r
 }
 
 // parsePool parses a pool CIDR, which must be in canonical (masked) form

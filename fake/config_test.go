@@ -11,9 +11,11 @@ import (
 	"github.com/google/go-cmp/cmp"
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/yaml"
 
 	"github.com/ccmkit/ccmkit/fake"
+	"github.com/ccmkit/ccmkit/loadbalancer"
 	"github.com/ccmkit/ccmkit/provider"
 )
 
@@ -64,6 +66,28 @@ func TestConfigValidate(t *testing.T) {
 		{name: "relative state file", reason: "processes sharing it may have other working directories", config: "stateFile: cloud.json",
 			want: []string{"stateFile", "cloud.json", "absolute"}},
 		{name: "state file is a directory", reason: "a file, not a directory", config: "stateFile: /run/fake/", want: []string{"stateFile", "/run/fake/"}},
+		{name: "cluster ID with spaces", reason: "the owner tag of load balancers and routes", config: "clusterID: ' blue'", want: []string{"clusterID", `" blue"`, "white space"}},
+		{name: "realistic", reason: "a switch", config: "realistic: true"},
+		{name: "provisioning delay", reason: "a duration", config: "loadBalancers: {provisioningDelay: 1m30s}"},
+		{name: "no provisioning delay", reason: "0s switches the realistic delay off", config: "{realistic: true, loadBalancers: {provisioningDelay: 0s}}"},
+		{name: "negative provisioning delay", reason: "time does not run backwards", config: "loadBalancers: {provisioningDelay: -1s}",
+			want: []string{"loadBalancers.provisioningDelay", `"-1s"`, "zero (no delay) or a positive duration"}},
+		{name: "provisioning delay without unit", reason: "provider.Duration wants a unit", config: "loadBalancers: {provisioningDelay: 5}", want: []string{"provisioningDelay", "unit"}},
+		{name: "backends by instance", reason: "a mode", config: "loadBalancers: {backends: instanceID}"},
+		{name: "unknown backends mode", reason: "two modes", config: "loadBalancers: {backends: address}",
+			want: []string{"loadBalancers.backends", `"address"`, `"nodeName"`, `"instanceID"`}},
+		{name: "rate limit", reason: "rates and a burst", config: "rateLimit: {readsPerSecond: 2.5, writesPerSecond: 1, burst: 5}"},
+		{name: "realistic rate override", reason: "a field overrides its realistic default; the others stay", config: "{realistic: true, rateLimit: {writesPerSecond: 1}}"},
+		{name: "zero rate", reason: "a rate is positive; unset means no limit", config: "rateLimit: {readsPerSecond: 0, burst: 1}",
+			want: []string{"rateLimit.readsPerSecond", "Invalid value: 0", "positive number of calls per second"}},
+		{name: "negative rate", reason: "a rate is positive", config: "rateLimit: {writesPerSecond: -2, burst: 1}",
+			want: []string{"rateLimit.writesPerSecond", "-2", "positive"}},
+		{name: "rate without burst", reason: "a bucket holds at least one call", config: "rateLimit: {readsPerSecond: 5}",
+			want: []string{"rateLimit.burst", "Invalid value: 0", "at least 1"}},
+		{name: "negative burst", reason: "a bucket holds at least one call, realistic or not", config: "{realistic: true, rateLimit: {burst: -1}}",
+			want: []string{"rateLimit.burst", "-1", "at least 1"}},
+		{name: "burst without rate", reason: "a burst alone limits nothing", config: "rateLimit: {burst: 5}",
+			want: []string{"rateLimit.burst", "5", "readsPerSecond or writesPerSecond"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -117,10 +141,13 @@ func TestConfigYAMLRoundTrip(t *testing.T) {
 			{Name: "b"},
 		},
 		InstanceCacheTTL: metav1.Duration{Duration: 90 * time.Second},
-		LoadBalancers:    fake.LoadBalancerConfig{IPv4Pool: "192.0.2.0/24", IPMode: v1.LoadBalancerIPModeProxy},
-		Routes:           fake.RoutesConfig{EnableNodeAddresses: true},
-		Admin:            fake.AdminConfig{Address: "127.0.0.1:0", AddressFile: "/tmp/x"},
-		StateFile:        "/tmp/cloud.json",
+		LoadBalancers: fake.LoadBalancerConfig{IPv4Pool: "192.0.2.0/24", IPMode: v1.LoadBalancerIPModeProxy,
+			ProvisioningDelay: &provider.Duration{Duration: 1500 * time.Millisecond}, Backends: fake.BackendsInstanceID},
+		Routes:    fake.RoutesConfig{EnableNodeAddresses: true},
+		Realistic: true,
+		RateLimit: fake.RateLimit{ReadsPerSecond: ptr.To(2.5), WritesPerSecond: ptr.To(0.5), Burst: 3},
+		Admin:     fake.AdminConfig{Address: "127.0.0.1:0", AddressFile: "/tmp/x"},
+		StateFile: "/tmp/cloud.json",
 	}
 	data, err := yaml.Marshal(in)
 	if err != nil {
@@ -135,5 +162,52 @@ func TestConfigYAMLRoundTrip(t *testing.T) {
 	}
 	if _, err := provider.DecodeConfig[fake.Config](bytes.NewReader([]byte("instanceCacheTTL: 1m30s\n"))); err != nil {
 		t.Errorf("a Go duration string: %v", err)
+	}
+}
+
+// TestRealisticDefaults: realistic: true turns on the three realistic
+// behaviours with their documented defaults, and each field set in the
+// cloud-config keeps its value.
+func TestRealisticDefaults(t *testing.T) {
+	realistic := fake.RateLimit{ReadsPerSecond: ptr.To(fake.RealisticReadsPerSecond), WritesPerSecond: ptr.To(fake.RealisticWritesPerSecond), Burst: fake.RealisticBurst}
+	tests := []struct {
+		name      string
+		reason    string
+		config    string
+		delay     time.Duration
+		limit     fake.RateLimit
+		byBackend string // the backend key of a created load balancer
+	}{
+		{name: "off", reason: "the default fake is synchronous, unthrottled and keeps backends by Node name", config: "{}"},
+		{name: "realistic", reason: "all three on", config: "realistic: true",
+			delay: fake.RealisticProvisioningDelay, limit: realistic, byBackend: string(loadbalancer.BackendKeyProviderID)},
+		{name: "overridden", reason: "each explicit field wins, the others keep their realistic default",
+			config: "{realistic: true, loadBalancers: {provisioningDelay: 0s, backends: nodeName}, rateLimit: {readsPerSecond: 7, burst: 2}}",
+			limit:  fake.RateLimit{ReadsPerSecond: ptr.To(7.0), WritesPerSecond: ptr.To(fake.RealisticWritesPerSecond), Burst: 2}},
+		{name: "parts without realistic", reason: "each behaviour on its own", config: "{loadBalancers: {provisioningDelay: 5s, backends: instanceID}, rateLimit: {writesPerSecond: 3, burst: 1}}",
+			delay: 5 * time.Second, limit: fake.RateLimit{WritesPerSecond: ptr.To(3.0), Burst: 1}, byBackend: string(loadbalancer.BackendKeyProviderID)},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			cfg, err := provider.DecodeConfig[fake.Config](strings.NewReader(tt.config))
+			if err != nil {
+				t.Fatal(err)
+			}
+			cfg.Instances = []fake.Instance{{Name: "node-01"}}
+			c := newCloud(t, *cfg)
+			if got := c.ProvisioningDelay(); got != tt.delay {
+				t.Errorf("ProvisioningDelay() = %v; want %v (%s)", got, tt.delay, tt.reason)
+			}
+			if diff := cmp.Diff(tt.limit, c.RateLimit()); diff != "" {
+				t.Errorf("RateLimit() (-want +got) (%s):\n%s", tt.reason, diff)
+			}
+			_, err = lbOf(t, c).EnsureLoadBalancer(t.Context(), cluster, service("web"), []*v1.Node{mustNode(t, c, "i-1")})
+			if (err != nil) != (tt.delay > 0) {
+				t.Errorf("EnsureLoadBalancer = %v; want an error only with a provisioning delay (%s)", err, tt.reason)
+			}
+			if got := c.Snapshot().LoadBalancers[0].BackendKey; got != tt.byBackend {
+				t.Errorf("backendKey of the created load balancer = %q; want %q (%s)", got, tt.byBackend, tt.reason)
+			}
+		})
 	}
 }

@@ -1,6 +1,7 @@
 package fake
 
 import (
+	"cmp"
 	"crypto/sha256"
 	"fmt"
 	"maps"
@@ -90,22 +91,24 @@ func logStale(err error) {
 	klog.ErrorS(err, "Fake cloud: answering from the state last loaded")
 }
 
-// LoadBalancerFor returns the load balancer owned by svc in clusterName
-// (by the ownership tags, as the loadbalancer.Reconciler finds it), and
-// false when there is none or svc is nil. With several, it returns the
-// lowest ID. With Config.StateFile, when the file cannot be read it logs
-// the error and returns false.
+// LoadBalancerFor returns the load balancer this Cloud's Reconciler keeps
+// for svc when the controllers pass clusterName (--cluster-name): the one
+// owned, by the ownership tags, by svc in this Cloud's Config.ClusterID,
+// or in clusterName when the Cloud has no ClusterID. It is reported as
+// Snapshot reports it, and false when there is none or svc is nil. With
+// several, it returns the lowest ID. With Config.StateFile, when the file
+// cannot be read it logs the error and returns false.
 func (c *Cloud) LoadBalancerFor(clusterName string, svc *v1.Service) (LoadBalancer, bool) {
 	if svc == nil {
 		return LoadBalancer{}, false
 	}
-	owner := loadbalancer.OwnerOf(clusterName, svc)
+	owner := loadbalancer.OwnerOf(cmp.Or(c.cfg.ClusterID, clusterName), svc)
 	var out LoadBalancer
 	var found bool
 	err := c.store.read(func() error {
 		for _, id := range slices.SortedFunc(maps.Keys(c.store.lbUIDs[string(owner.UID)]), compareIDs) {
 			if r := c.store.lbs[id]; owner.Owns(r.lb.Tags) {
-				out, found = viewLoadBalancer(r), true
+				out, found = viewLoadBalancer(r, c.store.now()), true
 				return nil
 			}
 		}

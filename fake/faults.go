@@ -50,19 +50,26 @@ func (op Op) valid() bool { return slices.Contains(Ops(), op) }
 // own. It is wrapped with the operation.
 var ErrInjected = errors.New("fake: injected fault")
 
-// Calls counts the calls made to the fake's cloud API since the cloud was
-// built or ResetCalls: every call that reached the API, including those an
-// injected fault failed. Calls rejected because their context was already
-// done are not counted.
+// Calls counts the calls this Cloud made to the fake's cloud API since it
+// was built or ResetCalls: every call that reached the API, including those
+// an injected fault failed or the rate limit throttled. Calls rejected
+// because their context was already done are not counted. Each Cloud (New's
+// and each Peer) counts its own calls.
 type Calls struct {
 	Reads  int64 `json:"reads"`
 	Writes int64 `json:"writes"`
 	// Faults counts the calls failed by InjectFault or InjectRandomFaults
 	// (not errors returned by interceptor Funcs).
 	Faults int64 `json:"faults"`
+	// Throttled counts the calls the rate limit refused (RateLimit); they
+	// are in Reads or Writes and ByOp too.
+	Throttled int64 `json:"throttled"`
 	// ByOp counts the calls per operation; operations not called are
 	// absent.
 	ByOp map[Op]int64 `json:"byOp"`
+	// ThrottledByOp counts the throttled calls per operation; operations
+	// never throttled are absent (nil when none was).
+	ThrottledByOp map[Op]int64 `json:"throttledByOp,omitempty"`
 }
 
 // Fault is a scripted fault: the next Times calls of Op fail.
@@ -119,9 +126,11 @@ type Funcs struct {
 	ListInstances      func(ctx context.Context, next instances.ListDriver) ([]instances.Instance, error)
 }
 
-// meter is the fake's cloud API gate: it counts calls and decides injected
-// faults. It is safe for concurrent use.
+// meter is the fake's cloud API gate: it counts calls, applies the rate
+// limit and decides injected faults. It is safe for concurrent use.
 type meter struct {
+	limits *limiter // shared by every Cloud of the store; never changes
+
 	mu     sync.Mutex
 	calls  Calls
 	script []*Fault // Times > 0 or -1; consumed in order
@@ -134,13 +143,17 @@ type randomState struct {
 	rng *rand.Rand
 }
 
-func newMeter() *meter { return &meter{calls: Calls{ByOp: map[Op]int64{}}} }
+func newMeter(limits *limiter) *meter {
+	return &meter{limits: limits, calls: Calls{ByOp: map[Op]int64{}}}
+}
 
 // enter counts a call of op and returns, under one lock, the interceptor
 // Funcs the call runs with, the injected fault, if any, and whether the
 // fault fails the call only after it took effect (late: a scripted
 // Fault.LostResponse on a write). A call whose ctx is done is not counted
-// and returns ctx.Err().
+// and returns ctx.Err(). A call the rate limit refuses returns its error
+// (never late), before any fault is consumed: a real cloud throttles at
+// its front door.
 func (m *meter) enter(ctx context.Context, op Op) (funcs Funcs, late bool, err error) {
 	if err := ctx.Err(); err != nil {
 		return Funcs{}, false, err
@@ -152,6 +165,14 @@ func (m *meter) enter(ctx context.Context, op Op) (funcs Funcs, late bool, err e
 		m.calls.Writes++
 	} else {
 		m.calls.Reads++
+	}
+	if err := m.limits.take(op); err != nil {
+		m.calls.Throttled++
+		if m.calls.ThrottledByOp == nil {
+			m.calls.ThrottledByOp = map[Op]int64{}
+		}
+		m.calls.ThrottledByOp[op]++
+		return Funcs{}, false, err
 	}
 	late, err = m.scripted(op)
 	if err == nil {
@@ -262,7 +283,7 @@ func (c *Cloud) Calls() Calls {
 	c.meter.mu.Lock()
 	defer c.meter.mu.Unlock()
 	out := c.meter.calls
-	out.ByOp = maps.Clone(out.ByOp)
+	out.ByOp, out.ThrottledByOp = maps.Clone(out.ByOp), maps.Clone(out.ThrottledByOp)
 	return out
 }
 

@@ -2,12 +2,14 @@ package fake
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"iter"
 	"maps"
 	"net/netip"
 	"slices"
 	"strconv"
+	"time"
 
 	v1 "k8s.io/api/core/v1"
 
@@ -16,15 +18,18 @@ import (
 
 // lbDriver is the fake's loadbalancer.Driver: load balancers are stored as
 // the loadbalancer model, changed with loadbalancer.Apply (the reference
-// semantics of each action), plus VIPs from the pools.
+// semantics of each action), plus VIPs from the pools and the moment each
+// is provisioned. With LoadBalancerConfig.Backends instanceID it keeps only
+// the provider ID of each backend, as a cloud whose targets are instances.
 type lbDriver struct{ s *store }
 
 var _ loadbalancer.Driver = lbDriver{}
 
 // Find returns copies of the load balancers matching q, using the name and
-// Service-UID indexes.
+// Service-UID indexes, as reported now (no ingress while provisioning).
 func (d lbDriver) Find(_ context.Context, q loadbalancer.Query) (out []*loadbalancer.LoadBalancer, err error) {
 	err = d.s.read(func() error {
+		now := d.s.now()
 		var ids iter.Seq[string]
 		switch uid, byUID := q.Tags[loadbalancer.TagServiceUID]; {
 		case q.ID != "":
@@ -40,7 +45,7 @@ func (d lbDriver) Find(_ context.Context, q loadbalancer.Query) (out []*loadbala
 		for id := range ids {
 			r := d.s.lbs[id]
 			if r != nil && hasTags(r.lb.Tags, q.Tags) {
-				out = append(out, r.lb.Clone())
+				out = append(out, r.reported(now))
 			}
 		}
 		return nil
@@ -60,14 +65,15 @@ func hasTags(tags, want map[string]string) bool {
 	return true
 }
 
-// Apply performs one action atomically: on error nothing changes.
+// Apply performs one action atomically and returns the load balancer as
+// reported now: on error nothing changes.
 func (d lbDriver) Apply(_ context.Context, a loadbalancer.Action) (out *loadbalancer.LoadBalancer, err error) {
 	err = d.s.write(func() (bool, error) {
 		next, err := d.s.applyLB(a)
 		if err != nil {
 			return false, err
 		}
-		out = next.Clone()
+		out = next.reported(d.s.now())
 		return true, nil
 	})
 	if err != nil {
@@ -78,7 +84,13 @@ func (d lbDriver) Apply(_ context.Context, a loadbalancer.Action) (out *loadbala
 
 // applyLB performs a on the stored load balancers (mu held for writing)
 // and returns the stored result. On error nothing changes.
-func (s *store) applyLB(a loadbalancer.Action) (*loadbalancer.LoadBalancer, error) {
+func (s *store) applyLB(a loadbalancer.Action) (*lbRecord, error) {
+	if s.lbCfg.Backends == BackendsInstanceID {
+		var err error
+		if a, err = s.instanceTargets(a); err != nil {
+			return nil, err
+		}
+	}
 	var cur *lbRecord
 	if a.Kind != loadbalancer.ActionCreate {
 		if cur = s.lbs[a.LoadBalancerID]; cur == nil {
@@ -101,6 +113,9 @@ func (s *store) applyLB(a loadbalancer.Action) (*loadbalancer.LoadBalancer, erro
 			return nil, fmt.Errorf("fake: %s %q: %w", a.Kind, next.Name, err)
 		}
 		s.nextLB++
+		if d := time.Duration(s.delay.Load()); d > 0 {
+			rec.readyAt = s.now().Add(d)
+		}
 	case loadbalancer.ActionUpdateFrontend:
 		if rec.vips, err = s.allocateVIPs(cur.vips, next.Spec); err != nil {
 			return nil, fmt.Errorf("fake: %s %q: %w", a.Kind, next.ID, err)
@@ -108,13 +123,75 @@ func (s *store) applyLB(a loadbalancer.Action) (*loadbalancer.LoadBalancer, erro
 	default:
 		rec.vips = cur.vips
 	}
+	if cur != nil {
+		rec.readyAt = cur.readyAt
+	}
 	next.Ingress = s.ingress(next.Name, rec.vips)
 	if cur != nil {
 		s.unindexLB(cur.lb)
 	}
 	s.lbs[next.ID] = rec
 	s.indexLB(next)
-	return next, nil
+	return rec, nil
+}
+
+// ErrInvalidBackend is wrapped by the error of an ActionCreate or
+// ActionAddBackends that LoadBalancerConfig.Backends instanceID rejects, as
+// a real cloud rejects a target that is not one of its instances: a
+// backend whose provider ID does not parse as "fake://<id>", or names an
+// unknown or terminated instance. The error names the provider ID (and the
+// Node, when the backend has its name).
+var ErrInvalidBackend = errors.New("fake: invalid load-balancer backend")
+
+// instanceTargets returns a with each backend reduced to what a cloud of
+// instance targets keeps, its provider ID, and a created load balancer
+// keyed by it (mu held). It returns an error wrapping ErrInvalidBackend
+// when a backend to add is not a live instance of this cloud.
+func (s *store) instanceTargets(a loadbalancer.Action) (loadbalancer.Action, error) {
+	var backends *[]loadbalancer.Backend
+	switch a.Kind {
+	case loadbalancer.ActionCreate:
+		if a.Create == nil {
+			return a, nil // loadbalancer.Apply names the problem
+		}
+		a.Create = a.Create.Clone()
+		a.Create.Spec.BackendKey = loadbalancer.BackendKeyProviderID
+		backends = &a.Create.Spec.Backends
+	case loadbalancer.ActionAddBackends, loadbalancer.ActionRemoveBackends:
+		a.Backends = slices.Clone(a.Backends)
+		backends = &a.Backends
+	default:
+		return a, nil
+	}
+	for i, b := range *backends {
+		if a.Kind != loadbalancer.ActionRemoveBackends {
+			if err := s.checkTarget(b); err != nil {
+				return a, fmt.Errorf("fake: %s: %w", a.Kind, err)
+			}
+		}
+		(*backends)[i] = loadbalancer.Backend{ProviderID: b.ProviderID}
+	}
+	return a, nil
+}
+
+// checkTarget returns an error wrapping ErrInvalidBackend unless b's
+// provider ID names a live (running or stopped) instance (mu held).
+func (s *store) checkTarget(b loadbalancer.Backend) error {
+	what := fmt.Sprintf("backend %q", b.ProviderID)
+	if b.NodeName != "" {
+		what += fmt.Sprintf(" (node %q)", b.NodeName)
+	}
+	id, err := codec.Parse(b.ProviderID)
+	if err != nil {
+		return fmt.Errorf("%w: %s: %w", ErrInvalidBackend, what, err)
+	}
+	switch in := s.instances[id.ID]; {
+	case in == nil:
+		return fmt.Errorf("%w: %s: no instance %q; expected an instance of this cloud", ErrInvalidBackend, what, id.ID)
+	case in.State == StateTerminated:
+		return fmt.Errorf("%w: %s: instance %q is terminated; expected a running or stopped instance", ErrInvalidBackend, what, id.ID)
+	}
+	return nil
 }
 
 // Delete removes lb and releases its VIPs; a missing one is not an error.

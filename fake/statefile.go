@@ -28,9 +28,17 @@ import (
 // names the file. The fake never replaces a state file it cannot read.
 var ErrStateFile = errors.New("fake: state file")
 
-// StateFormat is the "format" field of a state file. A file with another
-// value is rejected.
-const StateFormat = "ccmkit.io/fake-state/v1"
+// StateFormat is the "format" field of the state files the fake writes.
+// It reads files of this format and of the previous one, StateFormatV1,
+// and rewrites a v1 file in this format at its first change; a file of any
+// other format is rejected (and a fake built before v2 rejects a v2 file).
+const StateFormat = "ccmkit.io/fake-state/v2"
+
+// StateFormatV1 is the format of state files written before load
+// balancers had a provisioning delay and instance-ID backends: read as
+// load balancers ready at once, with backends kept by Node name
+// (loadBalancers.backends nodeName).
+const StateFormatV1 = "ccmkit.io/fake-state/v1"
 
 // stateFile is the file a store is shared through, and its lock file
 // (<path>.lock). It is used with store.mu held, so it needs no lock of its
@@ -182,8 +190,20 @@ type stateDoc struct {
 // stateCloud is the part of the cloud-config that defines the cloud: every
 // process sharing a file must have the same.
 type stateCloud struct {
-	InstanceCIDRs []string           `json:"instanceCIDRs"`
-	LoadBalancers LoadBalancerConfig `json:"loadBalancers"`
+	InstanceCIDRs []string      `json:"instanceCIDRs"`
+	LoadBalancers stateLBConfig `json:"loadBalancers"`
+}
+
+// stateLBConfig is the part of LoadBalancerConfig that defines the cloud
+// (not the provisioning delay, which each process may change at run time:
+// each load balancer keeps when it is ready). Backends is absent from v1
+// files, where it is nodeName.
+type stateLBConfig struct {
+	IPv4Pool       string                `json:"ipv4Pool"`
+	IPv6Pool       string                `json:"ipv6Pool"`
+	HostnameSuffix string                `json:"hostnameSuffix,omitempty"`
+	IPMode         v1.LoadBalancerIPMode `json:"ipMode,omitempty"`
+	Backends       BackendMode           `json:"backends,omitempty"`
 }
 
 // statePool is an address pool's allocation cursor: the next address it
@@ -206,7 +226,10 @@ type stateRoute struct {
 }
 
 func cloudOf(cfg Config) stateCloud {
-	return stateCloud{InstanceCIDRs: slices.Clone(cfg.InstanceCIDRs), LoadBalancers: cfg.LoadBalancers}
+	lb := cfg.LoadBalancers
+	return stateCloud{InstanceCIDRs: slices.Clone(cfg.InstanceCIDRs), LoadBalancers: stateLBConfig{
+		IPv4Pool: lb.IPv4Pool, IPv6Pool: lb.IPv6Pool, HostnameSuffix: lb.HostnameSuffix, IPMode: lb.IPMode, Backends: lb.Backends,
+	}}
 }
 
 // encodeState returns st as the document of generation gen.
@@ -214,7 +237,7 @@ func encodeState(st *cloudState, cfg Config, gen uint64) *stateDoc {
 	doc := &stateDoc{
 		Format: StateFormat, Generation: gen, Cloud: cloudOf(cfg),
 		NextInstance: st.nextInstance, NextLoadBalancer: st.nextLB, RouteRevision: st.routeRev,
-		Instances: st.appendInstances([]Instance{}), LoadBalancers: st.appendLoadBalancers([]LoadBalancer{}),
+		Instances: st.appendInstances([]Instance{}), LoadBalancers: st.appendLoadBalancers([]LoadBalancer{}, storedLoadBalancer),
 		Routes: []stateRoute{},
 	}
 	for _, p := range st.pools() {
@@ -250,8 +273,11 @@ func decodeState(data []byte, cfg Config) (cloudState, uint64, error) {
 	if dec.More() {
 		return cloudState{}, 0, errors.New("not a valid state file: data after the JSON document")
 	}
-	if doc.Format != StateFormat {
-		return cloudState{}, 0, fmt.Errorf("format %q; expected %q", doc.Format, StateFormat)
+	if doc.Format != StateFormat && doc.Format != StateFormatV1 {
+		return cloudState{}, 0, fmt.Errorf("format %q; expected %q (or %q)", doc.Format, StateFormat, StateFormatV1)
+	}
+	if doc.Cloud.LoadBalancers.Backends == "" {
+		doc.Cloud.LoadBalancers.Backends = BackendsNodeName // v1
 	}
 	want := cloudOf(cfg)
 	if !slices.Equal(doc.Cloud.InstanceCIDRs, want.InstanceCIDRs) {
@@ -417,6 +443,16 @@ func (v LoadBalancer) record() (*lbRecord, error) {
 	}
 	for _, in := range v.Ingress {
 		lb.Ingress = append(lb.Ingress, loadbalancer.Ingress{IP: in.IP, Hostname: in.Hostname, IPMode: v1.LoadBalancerIPMode(in.IPMode)})
+	}
+	switch k := loadbalancer.BackendKey(v.BackendKey); k {
+	case loadbalancer.BackendKeyNodeName, loadbalancer.BackendKeyProviderID, loadbalancer.BackendKeyAddress:
+		s.BackendKey = k
+	default:
+		errs = append(errs, fmt.Errorf("backendKey %q: expected \"\", %q or %q", v.BackendKey, loadbalancer.BackendKeyProviderID, loadbalancer.BackendKeyAddress))
+	}
+	rec.readyAt = v.ReadyAt
+	if v.Provisioning {
+		errs = append(errs, errors.New("provisioning true: expected it absent in a state file, where readyAt says when the load balancer is ready"))
 	}
 	if err := errors.Join(errs...); err != nil {
 		return nil, err

@@ -466,6 +466,20 @@ func TestStateFileCorrupt(t *testing.T) {
 			}},
 		{name: "other pools", reason: "every process sharing the file has the same cloud-config", want: []string{"cloud.loadBalancers", "same cloud-config"},
 			config: func(c *fake.Config) { c.LoadBalancers.IPv4Pool = "192.0.2.0/24" }},
+		{name: "other backends mode", reason: "what a load balancer keeps of its backends is the cloud's", want: []string{"cloud.loadBalancers", "same cloud-config"},
+			config: func(c *fake.Config) { c.LoadBalancers.Backends = fake.BackendsInstanceID }},
+		{name: "bad backend key", reason: "one of loadbalancer's keys", want: []string{"loadBalancers[0]", `backendKey "VM"`},
+			content: func(v []byte) []byte {
+				return edit(t, v, func(d map[string]any) { item(d, "loadBalancers", 0)["backendKey"] = "VM" })
+			}},
+		{name: "provisioning flag", reason: "readyAt decides, the flag is only reported", want: []string{"loadBalancers[0]", "provisioning", "readyAt"},
+			content: func(v []byte) []byte {
+				return edit(t, v, func(d map[string]any) { item(d, "loadBalancers", 0)["provisioning"] = true })
+			}},
+		{name: "bad readyAt", reason: "a time", want: []string{"not a valid state file", "readyAt"},
+			content: func(v []byte) []byte {
+				return edit(t, v, func(d map[string]any) { item(d, "loadBalancers", 0)["readyAt"] = "soon" })
+			}},
 		{name: "other instance CIDRs", reason: "every process sharing the file has the same cloud-config", want: []string{"cloud.instanceCIDRs", "10.9.0.0/16"},
 			config: func(c *fake.Config) { c.InstanceCIDRs = []string{"10.9.0.0/16"} }},
 	}
@@ -602,4 +616,77 @@ func BenchmarkStateFile(b *testing.B) {
 			i++
 		}
 	})
+}
+
+// TestStateFileRealistic: two processes on one state file (with one clock)
+// agree on when a load balancer is provisioned and on its instance-ID
+// backends: the file keeps when each load balancer is ready and what it
+// keeps of its backends, and a process started later reads them back.
+func TestStateFileRealistic(t *testing.T) {
+	clk, withClock := newClock()
+	cfg := fake.Config{Realistic: true, Instances: []fake.Instance{{Name: "vm-1"}, {Name: "vm-2"}}}
+	cs, path := sharedClouds(t, cfg, 2, withClock)
+	a, b := cs[0], cs[1]
+	nodes := []*v1.Node{mustNode(t, a, "i-1"), mustNode(t, a, "i-2")}
+	nodes[0].Name = "renamed" // not its instance's name
+	svc := service("web")
+	_, err := lbOf(t, a).EnsureLoadBalancer(t.Context(), cluster, svc, nodes)
+	if got := retryAfter(t, "EnsureLoadBalancer through a", err); got != fake.RealisticProvisioningDelay {
+		t.Errorf("RetryAfter = %v; want %v", got, fake.RealisticProvisioningDelay)
+	}
+	if st, exists, err := lbOf(t, b).GetLoadBalancer(t.Context(), cluster, svc); err != nil || !exists || len(st.Ingress) != 0 {
+		t.Errorf("GetLoadBalancer through b while provisioning = %+v, %v, %v; want exists without ingress", st, exists, err)
+	}
+	doc := readDoc(t, path)
+	lbDoc := item(doc, "loadBalancers", 0)
+	got := map[string]any{"format": doc["format"], "backends": doc["cloud"].(map[string]any)["loadBalancers"].(map[string]any)["backends"],
+		"readyAt": lbDoc["readyAt"], "backendKey": lbDoc["backendKey"], "backend": item(lbDoc, "backends", 0), "ingress": len(lbDoc["ingress"].([]any))}
+	want := map[string]any{"format": fake.StateFormat, "backends": "instanceID", "readyAt": "2026-12-01T10:00:02Z", "backendKey": "ProviderID",
+		"backend": map[string]any{"providerID": "fake://i-1"}, "ingress": 1}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("state file (-want +got):\n%s", diff)
+	}
+	clk.Step(fake.RealisticProvisioningDelay)
+	st, _, err := lbOf(t, b).GetLoadBalancer(t.Context(), cluster, svc)
+	if err != nil || len(st.Ingress) != 1 {
+		t.Fatalf("GetLoadBalancer through b after the delay = %+v, %v; want the address", st, err)
+	}
+	ensureFinds(t, b, svc, nodes, st, "both processes agree it is ready")
+	later := newCloud(t, fake.Config{Realistic: true, Instances: cfg.Instances, StateFile: path}, withClock)
+	if diff := cmp.Diff(a.Snapshot(), later.Snapshot()); diff != "" {
+		t.Errorf("a process started later reads another cloud (-a +later):\n%s", diff)
+	}
+	if diff := cmp.Diff([]fake.Backend{{ProviderID: "fake://i-1"}, {ProviderID: "fake://i-2"}}, later.Snapshot().LoadBalancers[0].Backends); diff != "" {
+		t.Errorf("backends read back (-want +got):\n%s", diff)
+	}
+}
+
+// TestStateFileV1: a state file of the previous format is read (its load
+// balancers ready, with backends by Node name) and rewritten in the
+// current format at the next change.
+func TestStateFileV1(t *testing.T) {
+	cfg, data := validStateFile(t)
+	v1doc := edit(t, data, func(d map[string]any) {
+		d["format"] = fake.StateFormatV1
+		delete(d["cloud"].(map[string]any)["loadBalancers"].(map[string]any), "backends")
+	})
+	if err := os.WriteFile(cfg.StateFile, v1doc, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	c := newCloud(t, cfg)
+	node := mustNode(t, c, "i-1")
+	before, ok := c.LoadBalancerFor(cluster, service("web"))
+	if !ok || before.Provisioning || len(before.Ingress) != 1 || before.Backends[0].NodeName != "node-01" {
+		t.Fatalf("load balancer of the v1 file = %+v, %v; want it ready, with node-01 as backend", before, ok)
+	}
+	ensureFinds(t, c, service("web"), []*v1.Node{node}, &v1.LoadBalancerStatus{Ingress: []v1.LoadBalancerIngress{{IP: before.VIPs[0]}}}, "the v1 load balancer is converged")
+	if got := readDoc(t, cfg.StateFile)["format"]; got != fake.StateFormatV1 {
+		t.Errorf("format after reads only = %v; want the file untouched (%s)", got, fake.StateFormatV1)
+	}
+	if _, err := c.AddInstance(fake.Instance{Name: "node-02"}); err != nil {
+		t.Fatal(err)
+	}
+	if got := readDoc(t, cfg.StateFile)["format"]; got != fake.StateFormat {
+		t.Errorf("format after a change = %v; want %s", got, fake.StateFormat)
+	}
 }

@@ -9,6 +9,8 @@ import (
 	"slices"
 	"strconv"
 	"sync"
+	"sync/atomic"
+	"time"
 
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
@@ -38,12 +40,23 @@ type store struct {
 	mu sync.RWMutex
 	// file is the shared state file; nil keeps the state in memory only.
 	file *stateFile
-	// lbCfg decides how ingress is reported; it never changes.
+	// lbCfg decides how ingress is reported and what is kept of backends;
+	// it never changes (its ProvisioningDelay is only the initial delay).
 	lbCfg LoadBalancerConfig
-	// onInstanceChange, when set, is called (with mu held) after every
-	// change of an instance, made here or, with a state file, seen in the
-	// file: the Cloud drops its instance cache there.
-	onInstanceChange func()
+	// now is the cloud's clock (WithClock): provisioning and the rate
+	// limit read it. It never changes.
+	now func() time.Time
+	// delay is the provisioning delay of load balancers created from now
+	// on, a time.Duration (SetProvisioningDelay).
+	delay atomic.Int64
+	// limits is the rate limit of the cloud account, shared by every Cloud
+	// over this store.
+	limits *limiter
+	// onInstanceChange are called (with mu held) after every change of an
+	// instance, made here or, with a state file, seen in the file: each
+	// Cloud over the store drops its instance cache there. Appended to
+	// with mu held.
+	onInstanceChange []func()
 
 	cloudState // guarded by mu
 }
@@ -66,10 +79,26 @@ type cloudState struct {
 	routeRev uint64
 }
 
-// lbRecord is a stored load balancer: the model and its VIPs.
+// lbRecord is a stored load balancer: the model, its VIPs and when it is
+// provisioned. lb.Ingress is what it reports once ready.
 type lbRecord struct {
-	lb   *loadbalancer.LoadBalancer
-	vips []netip.Addr // one per family, in lb.Spec.IPFamilies order
+	lb      *loadbalancer.LoadBalancer
+	vips    []netip.Addr // one per family, in lb.Spec.IPFamilies order
+	readyAt time.Time    // zero: ready since its creation
+}
+
+// provisioning reports whether r is still being provisioned at now: it
+// reports no ingress yet.
+func (r *lbRecord) provisioning(now time.Time) bool { return now.Before(r.readyAt) }
+
+// reported returns a copy of the load balancer as the cloud reports it at
+// now: without ingress while it is provisioning.
+func (r *lbRecord) reported(now time.Time) *loadbalancer.LoadBalancer {
+	out := r.lb.Clone()
+	if r.provisioning(now) {
+		out.Ingress = nil
+	}
+	return out
 }
 
 // index maps a key to a set of IDs.
@@ -113,15 +142,17 @@ func emptyState(cfg Config) (cloudState, error) {
 	return st, nil
 }
 
-// newStore builds the state of cfg (with defaults applied): pools, then
-// the seeded instances in order. With cfg.StateFile it opens the shared
-// state file instead, seeding it only when it does not exist yet.
-func newStore(cfg Config) (*store, error) {
+// newStore builds the state of cfg (with defaults applied) on the clock
+// now: pools, then the seeded instances in order. With cfg.StateFile it
+// opens the shared state file instead, seeding it only when it does not
+// exist yet.
+func newStore(cfg Config, now func() time.Time) (*store, error) {
 	st, err := emptyState(cfg)
 	if err != nil {
 		return nil, err
 	}
-	s := &store{lbCfg: cfg.LoadBalancers, cloudState: st}
+	s := &store{lbCfg: cfg.LoadBalancers, now: now, limits: newLimiter(now, cfg.RateLimit), cloudState: st}
+	s.delay.Store(int64(cfg.LoadBalancers.ProvisioningDelay.Duration))
 	if cfg.StateFile != "" {
 		if s.file, err = openStateFile(cfg); err != nil {
 			return nil, err
@@ -367,9 +398,17 @@ func (s *store) removeInstance(id string) error {
 
 // instanceChanged reports a change of an instance to onInstanceChange.
 func (s *store) instanceChanged() {
-	if s.onInstanceChange != nil {
-		s.onInstanceChange()
+	for _, f := range s.onInstanceChange {
+		f()
 	}
+}
+
+// watchInstances adds f to the functions called after every change of an
+// instance.
+func (s *store) watchInstances(f func()) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.onInstanceChange = append(s.onInstanceChange, f)
 }
 
 // instance returns a copy of instance id, and false when there is none.
@@ -387,7 +426,7 @@ func (s *store) instance(id string) (out Instance, ok bool, err error) {
 func (s *store) snapshot(clusterID string) (st State, err error) {
 	st = emptyView(clusterID)
 	err = s.read(func() error {
-		s.cloudState.view(&st)
+		s.cloudState.view(&st, s.now())
 		return nil
 	})
 	return st, err
@@ -399,7 +438,7 @@ func (s *store) staleSnapshot(clusterID string) State {
 	st := emptyView(clusterID)
 	s.mu.RLock()
 	defer s.mu.RUnlock()
-	s.cloudState.view(&st)
+	s.cloudState.view(&st, s.now())
 	return st
 }
 
@@ -419,11 +458,11 @@ func emptyView(clusterID string) State {
 	return State{ClusterID: clusterID, Instances: []Instance{}, LoadBalancers: []LoadBalancer{}, Routes: []Route{}}
 }
 
-// view adds the instances, load balancers, routes and pools of st to out,
-// in the order State documents.
-func (st *cloudState) view(out *State) {
+// view adds the instances, load balancers (as reported at now), routes and
+// pools of st to out, in the order State documents.
+func (st *cloudState) view(out *State, now time.Time) {
 	out.Instances = st.appendInstances(out.Instances)
-	out.LoadBalancers = st.appendLoadBalancers(out.LoadBalancers)
+	out.LoadBalancers = st.appendLoadBalancers(out.LoadBalancers, func(r *lbRecord) LoadBalancer { return viewLoadBalancer(r, now) })
 	for _, e := range st.routes {
 		out.Routes = append(out.Routes, viewRoute(e))
 	}
@@ -447,11 +486,11 @@ func (st *cloudState) appendInstances(out []Instance) []Instance {
 	return out
 }
 
-// appendLoadBalancers appends the load balancers, as the fake reports
-// them, to out, sorted by ID.
-func (st *cloudState) appendLoadBalancers(out []LoadBalancer) []LoadBalancer {
+// appendLoadBalancers appends the load balancers, as view shows each, to
+// out, sorted by ID.
+func (st *cloudState) appendLoadBalancers(out []LoadBalancer, view func(*lbRecord) LoadBalancer) []LoadBalancer {
 	for _, r := range st.lbs {
-		out = append(out, viewLoadBalancer(r))
+		out = append(out, view(r))
 	}
 	slices.SortFunc(out, func(a, b LoadBalancer) int { return compareIDs(a.ID, b.ID) })
 	return out
@@ -470,10 +509,22 @@ func viewRoute(e routes.Entry) Route {
 	return r
 }
 
-func viewLoadBalancer(r *lbRecord) LoadBalancer {
+// viewLoadBalancer returns r as the fake reports it at now (Snapshot, GET
+// /loadbalancers): without ingress while it is provisioning.
+func viewLoadBalancer(r *lbRecord, now time.Time) LoadBalancer {
+	out := storedLoadBalancer(r)
+	if r.provisioning(now) {
+		out.Provisioning, out.Ingress = true, []Ingress{}
+	}
+	return out
+}
+
+// storedLoadBalancer returns r as the state file keeps it: with the
+// ingress it reports once ready.
+func storedLoadBalancer(r *lbRecord) LoadBalancer {
 	lb, spec := r.lb, r.lb.Spec
 	out := LoadBalancer{
-		ID: lb.ID, Name: lb.Name, Tags: map[string]string{},
+		ID: lb.ID, Name: lb.Name, Tags: map[string]string{}, BackendKey: string(spec.BackendKey), ReadyAt: r.readyAt,
 		IPFamilies: []string{}, Listeners: []Listener{}, Backends: []Backend{}, SourceRanges: []string{},
 		VIPs: []string{}, Ingress: []Ingress{},
 		HealthCheck:     HealthCheck{Protocol: string(spec.HealthCheck.Protocol), Port: spec.HealthCheck.Port, Path: spec.HealthCheck.Path},

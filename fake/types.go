@@ -5,6 +5,7 @@ import (
 	"maps"
 	"net/netip"
 	"strings"
+	"time"
 
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
@@ -151,10 +152,22 @@ type LoadBalancer struct {
 	SourceRanges    []string          `json:"sourceRanges"`
 	SessionAffinity SessionAffinity   `json:"sessionAffinity"`
 	Settings        map[string]string `json:"settings,omitempty"`
+	// BackendKey is what the cloud matches backends by
+	// (loadbalancer.Spec.BackendKey): "" (by Node name) or "ProviderID"
+	// (LoadBalancerConfig.Backends instanceID).
+	BackendKey string `json:"backendKey,omitempty"`
 	// VIPs are the addresses allocated from the pools, one per family.
 	VIPs []string `json:"vips"`
-	// Ingress is what the load balancer reports to the Service status.
+	// Ingress is what the load balancer reports to the Service status:
+	// empty while it is provisioning.
 	Ingress []Ingress `json:"ingress"`
+	// Provisioning is true while the load balancer is being provisioned
+	// (LoadBalancerConfig.ProvisioningDelay): it reports no ingress yet.
+	// Always false in the state file, where ReadyAt decides.
+	Provisioning bool `json:"provisioning,omitempty"`
+	// ReadyAt is when a load balancer created with a provisioning delay
+	// reports its ingress; zero (absent) for one ready at once.
+	ReadyAt time.Time `json:"readyAt,omitzero"`
 }
 
 // Listener is a front-end port of a load balancer.
@@ -165,9 +178,10 @@ type Listener struct {
 	NodePort int32  `json:"nodePort"`
 }
 
-// Backend is a node behind a load balancer.
+// Backend is a node behind a load balancer. With LoadBalancerConfig.Backends
+// instanceID only ProviderID is kept, and the other fields are empty.
 type Backend struct {
-	NodeName   string `json:"nodeName"`
+	NodeName   string `json:"nodeName,omitempty"`
 	ProviderID string `json:"providerID"`
 	IPv4       string `json:"ipv4,omitempty"`
 	IPv6       string `json:"ipv6,omitempty"`
