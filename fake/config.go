@@ -93,7 +93,8 @@ type Config struct {
 	// Instances changed through the control surface or the admin endpoint
 	// are seen at the next look-up whatever the TTL.
 	InstanceCacheTTL metav1.Duration `json:"instanceCacheTTL,omitempty"`
-	// LoadBalancers configures load-balancer addresses.
+	// LoadBalancers configures load-balancer addresses, provisioning and
+	// backends.
 	LoadBalancers LoadBalancerConfig `json:"loadBalancers,omitempty"`
 	// Routes configures the route table.
 	Routes RoutesConfig `json:"routes,omitempty"`
@@ -110,13 +111,15 @@ type Config struct {
 	// ignored. Every operation locks <StateFile>.lock (flock, so Unix
 	// only), reloads the file if another process changed it and saves it
 	// atomically if it changed anything. InstanceCIDRs and LoadBalancers
-	// must be the same in every process. Empty keeps the state in memory,
+	// (but for ProvisioningDelay) must be the same in every process; the
+	// rate limit and the provisioning delay apply per process. Empty keeps the state in memory,
 	// private to the Cloud. See "Shared state file" in the package
 	// documentation.
 	StateFile string `json:"stateFile,omitempty"`
 }
 
-// LoadBalancerConfig configures how load balancers are addressed.
+// LoadBalancerConfig configures how load balancers are addressed, how long
+// they take to provision and what they keep of their backends.
 type LoadBalancerConfig struct {
 	// IPv4Pool and IPv6Pool are the networks VIPs are allocated from, one
 	// per IP family of the Service; an address is released when its load

@@ -9,7 +9,11 @@
 // It is not a model of any real cloud's API, and not the upstream
 // k8s.io/cloud-provider/fake (a call recorder without state): what
 // EnsureLoadBalancer stores, GetLoadBalancer finds; every instance has its
-// own addresses; every method is safe for concurrent use.
+// own addresses; every method is safe for concurrent use. By default it is
+// synchronous and unthrottled; its realistic mode (see "Realistic mode")
+// behaves as real clouds do: load balancers are provisioned
+// asynchronously, the API is rate-limited, and load balancers keep their
+// backends by instance ID.
 //
 // # Composition
 //
@@ -23,9 +27,10 @@
 //	cloud.go         provider.New("fake", clusterID, provider.Capabilities{...})
 //
 // Between each adapter and its driver sits the fake's "cloud API" layer
-// (instrument.go): it counts every call (Calls) and injects faults
-// (InjectFault, InjectRandomFaults, SetInterceptor). A real provider puts its
-// cloud client where the store is.
+// (instrument.go): it counts every call (Calls), applies the rate limit
+// (ratelimit.go, RateLimit) and injects faults (InjectFault,
+// InjectRandomFaults, SetInterceptor). A real provider puts its cloud
+// client where the store is.
 //
 // # Construction
 //
@@ -33,9 +38,11 @@
 //		fake.WithInstances(fake.Instance{Name: "node-a"}, fake.Instance{Name: "node-b"}))
 //
 // or, as the cloud-controller-manager does, through the registry:
-// --cloud-provider=fake --cloud-config=<file>. The package's init registers
-// the provider with provider.Register; a registration error (the name
-// "fake" is taken by another package) is logged and returned by
+// --cloud-provider=fake --cloud-config=<file>. Tests step time with
+// WithClock (provisioning and the rate limit read it), and run a second
+// cluster over the same cloud with Peer (see "Identity"). The package's
+// init registers the provider with provider.Register; a registration error
+// (the name "fake" is taken by another package) is logged and returned by
 // RegisterError, and the binary then reports "fake" as not registered.
 //
 // # Cloud-config
@@ -43,7 +50,9 @@
 // The --cloud-config file is Config, in YAML or JSON, decoded strictly (an
 // unknown field is an error naming it). Every field is optional:
 //
-//	clusterID: demo                  # HasClusterID() is false without it
+//	clusterID: demo                  # owns this cluster's load balancers and routes;
+//	                                 # HasClusterID() is false without it
+//	realistic: false                 # true: the defaults marked (R) below
 //	instanceCIDRs: [10.0.0.0/16, fd00:10::/64] # default [10.0.0.0/16]; auto InternalIPs
 //	instanceCacheTTL: 1m             # instances.Cache TTL; default 1m
 //	instances:                       # created in order
@@ -62,6 +71,12 @@
 //	  ipv6Pool: 2001:db8:1b::/112    # default
 //	  hostnameSuffix: ""             # set: ingress is <lb name>.<suffix>
 //	  ipMode: ""                     # "", VIP or Proxy
+//	  provisioningDelay: 0s          # no ingress until this long after creation; (R) 2s
+//	  backends: nodeName             # nodeName or instanceID; (R) instanceID
+//	rateLimit:                       # token buckets; an unset rate is unlimited
+//	  readsPerSecond: 20             # > 0 when set; (R) 20
+//	  writesPerSecond: 10            # > 0 when set; (R) 10
+//	  burst: 20                      # >= 1 with a rate, unset without; (R) 20
 //	routes:
 //	  ipv4Only: false
 //	  enableNodeAddresses: false
@@ -91,12 +106,16 @@
 //	POST   /instances/{id}/terminate  200 Instance; → terminated (the Node is deleted)
 //	GET    /loadbalancers             200 [LoadBalancer]
 //	GET    /routes                    200 [Route]; ?cluster=NAME keeps one cluster's
-//	GET    /calls                     200 Calls: cloud API calls so far
+//	GET    /calls                     200 Calls: cloud API calls so far, throttled ones too
 //	POST   /calls/reset               204; counters back to zero
 //	POST   /faults                    204; body {"op": "ApplyLoadBalancer", "times": 2,
 //	                                      "error": "boom", "retryAfter": "5s",
 //	                                      "lostResponse": false}
 //	DELETE /faults                    204; every injected fault removed
+//	GET    /ratelimit                 200 RateLimit in force
+//	PUT    /ratelimit                 200 RateLimit; body: RateLimit, replacing it ({}: no limit)
+//	GET    /provisioning              200 {"delay": "2s"}: delay of the next load balancers
+//	PUT    /provisioning              200 {"delay"}; body {"delay": "5s"} ("0s": none)
 //
 // Statuses: 400 for a body that is not valid JSON, has unknown fields or
 // invalid values; 404 for an unknown path or instance; 405 for a wrong
@@ -108,6 +127,11 @@
 // until DELETE /faults), "retryAfter" (a Go duration) makes the fault a
 // throttle (an api.RetryError), "error" is the message, and "lostResponse"
 // makes a failing write take effect before it fails (Fault.LostResponse).
+// PUT /ratelimit and PUT /provisioning act as SetRateLimit and
+// SetProvisioningDelay (400 for a value they reject, naming it): the body of
+// PUT /ratelimit is the whole limit, without the realistic defaults, and
+// every bucket starts full; a new delay applies to load balancers created
+// afterwards.
 //
 // JSON shapes (field names as in the json tags of the Go types):
 //
@@ -118,11 +142,17 @@
 //	              "backends": [{"nodeName", "providerID", "ipv4", "ipv6"}],
 //	              "healthCheck": {"protocol", "port", "path"}, "sourceRanges": [],
 //	              "sessionAffinity": {"clientIP", "timeoutSeconds"}, "settings": {},
-//	              "vips": [], "ingress": [{"ip", "hostname", "ipMode"}]}
+//	              "backendKey": ""|"ProviderID", "vips": [], "ingress": [{"ip", "hostname", "ipMode"}],
+//	              "provisioning": true (only while provisioning), "readyAt": RFC 3339 (only with a delay)}
 //	Route        {"cluster", "name", "destinationCIDR", "targetNode", "targetNodeAddresses": []}
 //	State        {"clusterID", "instances": [], "loadBalancers": [], "routes": [],
 //	              "pools": [{"purpose", "cidr", "allocated"}]}
-//	Calls        {"reads", "writes", "faults", "byOp": {"<Op>": n}}
+//	Calls        {"reads", "writes", "faults", "throttled", "byOp": {"<Op>": n},
+//	              "throttledByOp": {"<Op>": n} (only once a call was throttled)}
+//	RateLimit    {"readsPerSecond", "writesPerSecond", "burst"} (an absent rate: unlimited)
+//
+// With loadBalancers.backends instanceID a backend has only "providerID";
+// the ingress of a provisioning load balancer is [].
 //
 // # Shared state file
 //
@@ -164,35 +194,89 @@
 //
 // Each process's admin endpoint shows the shared state. Faults, interceptor
 // Funcs, call counters and the instance cache stay per process: they model
-// the provider's cloud API client, not the cloud. A change another process
+// the provider's cloud API client, not the cloud. So do the rate limit and
+// the provisioning delay of new load balancers (each process enforces its
+// own, from its cloud-config or admin endpoint); but each load balancer
+// keeps in the file when it is ready, so every process agrees on that. A change another process
 // made to an instance drops this process's instance cache at its next
 // look-up, as a change made through its own control surface does.
 //
 // The file is JSON, one document, written indented:
 //
 //	{
-//	  "format": "ccmkit.io/fake-state/v1",    // StateFormat
+//	  "format": "ccmkit.io/fake-state/v2",    // StateFormat
 //	  "generation": 12,                        // +1 per saved change
-//	  "cloud": {"instanceCIDRs": [...], "loadBalancers": {...}}, // must match the cloud-config (defaults applied)
+//	  "cloud": {"instanceCIDRs": [...],        // must match the cloud-config (defaults applied):
+//	            "loadBalancers": {"ipv4Pool", "ipv6Pool", "hostnameSuffix", "ipMode", "backends"}},
 //	  "nextInstance": 2, "nextLoadBalancer": 5, "routeRevision": 3, // ID counters, route table revision
 //	  "pools": [{"cidr": "198.18.0.0/15", "next": "198.18.0.6"}], // where each pool allocates next
 //	  "instances": [Instance],                 // as in GET /instances
-//	  "loadBalancers": [LoadBalancer],         // as in GET /loadbalancers
+//	  "loadBalancers": [LoadBalancer],         // as in GET /loadbalancers, but with the ingress
+//	                                           // it reports once ready, and no "provisioning"
 //	  "routes": [{"cluster", "name", "destinationCIDR", "targetNode",
 //	              "targetNodeAddresses": [{"type", "address"}], "blackhole"}]
 //	}
+//
+// A file of the previous format, StateFormatV1, is read as a cloud whose
+// load balancers are ready and keep backends by Node name, and is
+// rewritten as v2 at its first change; a fake older than v2 rejects a v2
+// file, so upgrade every process sharing a file together.
 //
 // A file is only ever replaced, never written in place; to edit one by hand,
 // stop every process using it, or write a new file and rename it over the
 // old one. A process killed while saving leaves a temporary file
 // .<name>.tmp-* beside it, which nothing reads.
 //
+// # Realistic mode
+//
+// With realistic: true (Config.Realistic) the fake behaves as the clouds
+// ccmkit's blocks are written for; each behaviour can also be set on its
+// own, and each field set in the cloud-config overrides its realistic
+// default (the Realistic* constants):
+//
+//   - Asynchronous provisioning (loadBalancers.provisioningDelay, 2s): a
+//     new load balancer has its VIPs at once but reports no ingress until
+//     the delay has passed since its creation. The Reconciler then returns
+//     an api.RetryError whose RetryAfter is the delay, at most
+//     loadbalancer.DefaultRetryAfter, and the service controller comes back
+//     when it is ready. GET /loadbalancers shows "provisioning" and
+//     "readyAt".
+//   - A rate limit (rateLimit, 20 reads/s, 10 writes/s, burst 20: a
+//     100-node cluster with 50 LoadBalancer Services converges within it
+//     after some throttled calls): every driver call takes a token of its
+//     class (Op.IsWrite) or fails at once, changing nothing, with an error
+//     wrapping ErrThrottled and an *api.RetryError that says when a token
+//     is free, which is how every ccmkit block expects a Driver to report
+//     throttling (HTTP 429 with Retry-After, in a real cloud). Calls counts
+//     them (Throttled, ThrottledByOp).
+//   - Backends kept by instance ID (loadBalancers.backends instanceID): a
+//     load balancer keeps and reports only each backend's provider ID, the
+//     Reconciler matches backends by it (loadbalancer.BackendKeyProviderID)
+//     and leaves out Nodes whose provider ID is not the fake's
+//     (loadbalancer.Config.Codec), and the cloud rejects a target that is
+//     not a live instance (ErrInvalidBackend). A Node whose name differs
+//     from its instance's is a backend like any other.
+//
+// The admin endpoint changes the delay and the rate limit at run time
+// (PUT /provisioning, PUT /ratelimit; SetProvisioningDelay, SetRateLimit).
+// Time comes from WithClock's clock, time.Now by default.
+//
 // # Identity
 //
 // Provider IDs are "fake://<instance ID>". Load balancers and routes are
-// owned by the --cluster-name the controllers pass (loadbalancer.TagCluster
-// and routes.Entry.Cluster), not by clusterID, so two clusters sharing one
-// fake cloud never touch each other's resources.
+// owned (loadbalancer.TagCluster, routes.Entry.Cluster) by clusterID
+// (Config.ClusterID, given to loadbalancer.Config.ClusterID and
+// routes.Config.ClusterID), whatever --cluster-name the controllers pass,
+// so two clusters that share one fake cloud, even both with the default
+// --cluster-name=kubernetes, never see or touch each other's resources.
+// Without clusterID the --cluster-name of each call owns them. To run two
+// clusters on one cloud in a test, build one with New and the other with
+// Peer(clusterID): the same instances, load balancers, routes, pools, rate
+// limit and clock (one cloud account), with its own counters, faults and
+// instance cache; or give two processes the same stateFile and different
+// clusterIDs. Their pod CIDRs must differ: the route table routes one
+// destination to one place, and routes.Table refuses a destination another
+// cluster holds.
 //
 // # Known limitations
 //
@@ -204,9 +288,20 @@
 //     for tests and demos, slow for clouds of many thousand objects), and
 //     faults and counters stay per process. The admin endpoint of a standby
 //     replica starts only when it becomes leader.
-//   - Operations are atomic and take effect at once: there is no
-//     provisioning delay, no partially built load balancer, and no eventual
-//     consistency, unless a test injects them with interceptor Funcs.
+//   - Operations are atomic. A provisioning delay only withholds a new
+//     load balancer's ingress: its VIPs, listeners and backends are there
+//     at once, later changes take effect at once, and there is no partially
+//     built load balancer and no eventual consistency, unless a test
+//     injects them with interceptor Funcs.
+//   - The rate limit counts calls, not their cost (a List of 5,000
+//     instances takes one token), and has no quota per operation. With
+//     stateFile each process has its own buckets, so N processes may
+//     together make N times the calls. The routes.Table waits out a
+//     throttled call on real timers, not on WithClock's clock: with a fake
+//     clock that does not move, a throttled route call retries (in real
+//     time) until the delays it waited add up to routes.Config's
+//     MaxThrottleWait (1 minute). (The instances.Cache's back-off reads
+//     WithClock's clock.)
 //   - The route table is one table for the whole cloud; WriteTable fails
 //     with routes.ErrConflict only when the table changed since it was read
 //     (which the routes.Table's serialized calls never cause by themselves).

@@ -102,3 +102,66 @@ func ExampleCloud_Calls() {
 	// 1 0 map[ListInstances:1]
 	// 0
 }
+
+// The realistic mode: a new load balancer is provisioning (the service
+// controller is told to come back), the API is rate-limited, and backends
+// are kept by instance ID, here of a Node whose name is not its instance's.
+func ExampleConfig_realistic() {
+	ctx := context.Background()
+	now := time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
+	cloud, _ := fake.New(fake.Config{ClusterID: "demo", Realistic: true},
+		fake.WithInstances(fake.Instance{Name: "vm-a"}),
+		fake.WithClock(func() time.Time { return now })) // a clock the example moves
+	node, _ := cloud.NodeFor("i-1")
+	node.Name = "worker-1" // kubelet --hostname-override
+	svc := &v1.Service{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "web", UID: "5b8f0d3e-9b1a-4c55-8d1e-2f7d1c3a9e01"},
+		Spec:       v1.ServiceSpec{Type: v1.ServiceTypeLoadBalancer, Ports: []v1.ServicePort{{Protocol: v1.ProtocolTCP, Port: 80, NodePort: 30080}}},
+	}
+	lbs, _ := cloud.LoadBalancer()
+
+	_, err := lbs.EnsureLoadBalancer(ctx, "kubernetes", svc, []*v1.Node{node})
+	var retry *api.RetryError
+	fmt.Println(errors.As(err, &retry), retry.RetryAfter())
+
+	now = now.Add(fake.RealisticProvisioningDelay)
+	status, err := lbs.EnsureLoadBalancer(ctx, "kubernetes", svc, []*v1.Node{node})
+	fmt.Println(status.Ingress[0].IP, err)
+
+	lb, _ := cloud.LoadBalancerFor("kubernetes", svc)
+	fmt.Printf("%+v\n", lb.Backends)
+	limit := cloud.RateLimit()
+	fmt.Println(*limit.ReadsPerSecond, *limit.WritesPerSecond, limit.Burst)
+	// Output:
+	// true 2s
+	// 198.18.0.1 <nil>
+	// [{NodeName: ProviderID:fake://i-1 IPv4: IPv6:}]
+	// 20 10 20
+}
+
+// Two clusters, both run with --cluster-name=kubernetes, on one cloud: each
+// owns its load balancers by its cluster ID, so the same Service in both
+// gets two load balancers, and neither sees the other's.
+func ExampleCloud_Peer() {
+	ctx := context.Background()
+	blue, _ := fake.New(fake.Config{ClusterID: "blue"}, fake.WithInstances(fake.Instance{Name: "node-a"}))
+	green, _ := blue.Peer("green")
+	node, _ := blue.NodeFor("i-1")
+	svc := &v1.Service{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "web", UID: "5b8f0d3e-9b1a-4c55-8d1e-2f7d1c3a9e01"},
+		Spec:       v1.ServiceSpec{Type: v1.ServiceTypeLoadBalancer, Ports: []v1.ServicePort{{Protocol: v1.ProtocolTCP, Port: 80, NodePort: 30080}}},
+	}
+	for _, c := range []*fake.Cloud{blue, green} {
+		lbs, _ := c.LoadBalancer()
+		status, err := lbs.EnsureLoadBalancer(ctx, "kubernetes", svc, []*v1.Node{node})
+		lb, _ := c.LoadBalancerFor("kubernetes", svc)
+		fmt.Println(lb.ID, lb.Tags[loadbalancer.TagCluster], status.Ingress[0].IP, err)
+	}
+	greenLBs, _ := green.LoadBalancer()
+	_ = greenLBs.EnsureLoadBalancerDeleted(ctx, "kubernetes", svc)
+	fmt.Println(len(blue.Snapshot().LoadBalancers))
+	// Output:
+	// lb-1 blue 198.18.0.1 <nil>
+	// lb-2 green 198.18.0.2 <nil>
+	// 1
+}

@@ -209,8 +209,9 @@ type Ingress struct {
 
 // Route is one entry of the fake's route table.
 type Route struct {
-	// Cluster is the --cluster-name that created the route; empty for a
-	// route that belongs to no cluster.
+	// Cluster is the cluster that owns the route: the Config.ClusterID of
+	// the Cloud that created it (the --cluster-name of the call without
+	// one); empty for a route that belongs to no cluster.
 	Cluster             string   `json:"cluster"`
 	Name                string   `json:"name"`
 	DestinationCIDR     string   `json:"destinationCIDR"`
