@@ -137,12 +137,14 @@ func New(cfg Config, opts ...Option) (*Cloud, error) {
 // account — configured as the cluster clusterID (its Config.ClusterID,
 // which owns its load balancers and routes; empty: the --cluster-name of
 // each call, as in New). It has its own call counters, faults, interceptor
-// Funcs and instance cache (they model a provider's API client), no admin
-// endpoint (AdminHandler serves it) and, unless given, c's options:
-// WithInterceptor, WithLoadBalancerCapabilities and WithInstanceCache are
-// the peer's own. Use it to run two clusters on one network, for example
-// both with --cluster-name=kubernetes, or a second replica of one cluster
-// (the same clusterID). It returns an error for WithInstances or WithClock,
+// Funcs (none unless WithInterceptor is given) and instance cache (they
+// model a provider's API client), c's load-balancer capabilities and
+// instance-cache options unless WithLoadBalancerCapabilities or
+// WithInstanceCache is given, and no admin endpoint (AdminHandler serves
+// its API). Use it to run two clusters on one network, for example both
+// with --cluster-name=kubernetes, or a second replica of one cluster (the
+// same clusterID). It returns an error naming the problem for a clusterID
+// with leading or trailing white space, for WithInstances or WithClock,
 // which belong to the shared cloud, and for a WithLoadBalancerCapabilities
 // whose BackendKey contradicts LoadBalancerConfig.Backends. Safe for
 // concurrent use; c and the peer are independent afterwards (shutting one
@@ -161,6 +163,9 @@ func (c *Cloud) Peer(clusterID string, opts ...Option) (*Cloud, error) {
 	o.clock = c.store.now
 	cfg := c.cfg
 	cfg.ClusterID, cfg.Admin, cfg.Instances = clusterID, AdminConfig{}, nil
+	if err := cfg.Validate(); err != nil {
+		return nil, fmt.Errorf("fake: Peer: %w", err)
+	}
 	return compose(cfg, c.store, o)
 }
 

@@ -1,6 +1,8 @@
 package fake_test
 
 import (
+	"context"
+	"errors"
 	"strings"
 	"testing"
 	"time"
@@ -192,9 +194,23 @@ func TestPeerSharesTheCloud(t *testing.T) {
 }
 
 // TestPeerOptions: options that configure the shared cloud are refused;
-// a Peer's own interceptor is its own.
+// a Peer does not inherit its cloud's interceptor (it models another API
+// client).
 func TestPeerOptions(t *testing.T) {
-	c := newCloud(t, fake.Config{})
+	down := errors.New("blue's API client is broken")
+	c := newCloud(t, fake.Config{}, fake.WithInterceptor(fake.Funcs{FindLoadBalancers: func(context.Context, loadbalancer.Driver, loadbalancer.Query) ([]*loadbalancer.LoadBalancer, error) {
+		return nil, down
+	}}))
+	peer, err := c.Peer("other")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := lbOf(t, c).GetLoadBalancer(t.Context(), kubernetes, service("web")); !errors.Is(err, down) {
+		t.Errorf("GetLoadBalancer through the cloud with the interceptor = %v; want its error", err)
+	}
+	if _, _, err := lbOf(t, peer).GetLoadBalancer(t.Context(), kubernetes, service("web")); err != nil {
+		t.Errorf("GetLoadBalancer through the peer = %v; want no interceptor", err)
+	}
 	for _, opt := range []struct {
 		name string
 		opt  fake.Option
@@ -206,6 +222,9 @@ func TestPeerOptions(t *testing.T) {
 	if _, err := c.Peer("other", fake.WithLoadBalancerCapabilities(loadbalancer.Capabilities{BackendKey: loadbalancer.BackendKeyProviderID})); err == nil ||
 		!strings.Contains(err.Error(), "BackendKey") {
 		t.Errorf("Peer with a BackendKey the cloud does not keep = %v; want an error naming BackendKey", err)
+	}
+	if _, err := c.Peer("green "); err == nil || !strings.Contains(err.Error(), `clusterID: Invalid value: "green "`) {
+		t.Errorf("Peer(%q) = %v; want an error naming clusterID and the value", "green ", err)
 	}
 	if _, err := fake.New(fake.Config{}, fake.WithClock(nil)); err == nil || !strings.Contains(err.Error(), "WithClock") {
 		t.Errorf("New with WithClock(nil) = %v; want an error naming WithClock", err)
