@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"k8s.io/cloud-provider/api"
@@ -20,6 +21,7 @@ var ErrThrottled = errors.New("fake: rate limit exceeded")
 // safe for concurrent use.
 type limiter struct {
 	now func() time.Time
+	on  atomic.Bool // some class is limited: unlimited calls skip mu
 
 	mu      sync.Mutex
 	limit   RateLimit  // as set, for RateLimit()
@@ -53,6 +55,7 @@ func (l *limiter) set(r RateLimit) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.limit = r.clone()
+	l.on.Store(r.limited())
 	for i, class := range []struct {
 		name string
 		rate *float64
@@ -77,6 +80,9 @@ func (l *limiter) get() RateLimit {
 // returns an error wrapping ErrThrottled and an *api.RetryError whose delay
 // is the time until a token is free.
 func (l *limiter) take(op Op) error {
+	if !l.on.Load() {
+		return nil
+	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	b := l.buckets[0]
