@@ -10,6 +10,7 @@ import (
 	cloudprovider "k8s.io/cloud-provider"
 	"k8s.io/cloud-provider/api"
 
+	"github.com/ccmkit/ccmkit/internal/throttle"
 	"github.com/ccmkit/ccmkit/provider"
 )
 
@@ -168,15 +169,9 @@ type ListDriver interface {
 	Lister
 }
 
-// retryAfter reports whether err says "throttled" (it wraps an
-// *api.RetryError, found with errors.As) and the delay that error asks for.
-func retryAfter(err error) (time.Duration, bool) {
-	var re *api.RetryError
-	if errors.As(err, &re) && re != nil {
-		return re.RetryAfter(), true
-	}
-	return 0, false
-}
+// retryAfter is throttle.RetryAfter: ccmkit's one reading of the
+// throttling convention.
+var retryAfter = throttle.RetryAfter
 
 // retryIn returns the throttled failure err as an error whose first
 // *api.RetryError (errors.As) asks to retry in d; errors.Is still finds

@@ -2,22 +2,15 @@ package routes
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
 
-	"k8s.io/cloud-provider/api"
+	"github.com/ccmkit/ccmkit/internal/throttle"
 )
 
-// retryAfter reports whether err says "throttled" (it wraps an
-// *api.RetryError, found with errors.As) and the delay that error asks for.
-func retryAfter(err error) (time.Duration, bool) {
-	var re *api.RetryError
-	if errors.As(err, &re) && re != nil {
-		return re.RetryAfter(), true
-	}
-	return 0, false
-}
+// retryAfter is throttle.RetryAfter: ccmkit's one reading of the
+// throttling convention.
+var retryAfter = throttle.RetryAfter
 
 // giveUp decides whether a call that has waited waited for throttling so
 // far may wait d more after a throttled driver call. It returns "" to wait,
