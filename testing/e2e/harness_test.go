@@ -201,25 +201,34 @@ func (s *scenario) sharedCloud(cloud fake.Config) (fake.Config, *fakecloud.Share
 }
 
 // addForeignLB creates, in the shared cloud, the load balancer of a Service
-// of another cluster (the cluster name "other-<scenario>"), which the
-// scenario's CCMs must never touch. Created before any CCM runs, it also
-// moves the cloud's next load-balancer ID and VIP, so that a CCM that did
-// not use the shared cloud would hand out other ones. It returns the load
-// balancer.
+// of another cluster, which the scenario's CCMs must never touch: a peer of
+// the view (fake.Cloud.Peer) whose cluster ID is "other-<scenario>", called
+// with the scenario's own cluster name, as two clusters that both keep one
+// --cluster-name would be (the cluster ID owns load balancers, not the
+// cluster name). Created before any CCM runs, it also moves the cloud's
+// next load-balancer ID and VIP, so that a CCM that did not use the shared
+// cloud would hand out other ones. It returns the load balancer, owned
+// (loadbalancer.TagCluster) by the other cluster.
 func (s *scenario) addForeignLB(view *fakecloud.Shared) fake.LoadBalancer {
 	s.t.Helper()
 	svc := workload.LoadBalancerService("elsewhere", "foreign", 80)
 	svc.UID = types.UID("foreign-" + s.name)
 	svc.Spec.Ports[0].NodePort = 30999
 	svc.Spec.IPFamilies = []corev1.IPFamily{corev1.IPv4Protocol}
-	cluster := "other-" + s.name
-	lbs, _ := view.Cloud.LoadBalancer()
-	if _, err := lbs.EnsureLoadBalancer(s.t.Context(), cluster, svc, nil); err != nil {
+	other, err := view.Cloud.Peer("other-" + s.name)
+	if err != nil {
+		s.t.Fatalf("another cluster over the shared cloud: %v", err)
+	}
+	lbs, _ := other.LoadBalancer()
+	if _, err := lbs.EnsureLoadBalancer(s.t.Context(), s.name, svc, nil); err != nil {
 		s.t.Fatalf("creating another cluster's load balancer in the shared cloud: %v", err)
 	}
-	lb, ok := view.Cloud.LoadBalancerFor(cluster, svc)
+	lb, ok := other.LoadBalancerFor(s.name, svc)
 	if !ok {
 		s.t.Fatal("the other cluster's load balancer is not in the shared cloud")
+	}
+	if got, want := lb.Tags[loadbalancer.TagCluster], "other-"+s.name; got != want {
+		s.t.Fatalf("the other cluster's load balancer %s is owned by cluster %q, want %q", lb.ID, got, want)
 	}
 	return lb
 }

@@ -17,6 +17,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/yaml"
 
 	"github.com/ccmkit/ccmkit/fake"
@@ -74,7 +75,7 @@ func TestServiceAccountRBAC(t *testing.T) {
 		t.Fatalf("example/deploy has no Deployment with a serviceAccountName and args (got %q, %v)", saName, deployArgs)
 	}
 	tr, err := s.client.CoreV1().ServiceAccounts(saNS).CreateToken(t.Context(), saName, &authenticationv1.TokenRequest{
-		Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: ptr(int64(3600))},
+		Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: ptr.To(int64(3600))},
 	}, metav1.CreateOptions{})
 	if err != nil {
 		t.Fatalf("TokenRequest for %s/%s: %v", saNS, saName, err)
@@ -192,8 +193,6 @@ func TestServiceAccountRBAC(t *testing.T) {
 		t.Errorf("the CCM running as %s/%s was refused %d times by RBAC; first: %s", saNS, saName, len(refused), refused[0])
 	}
 }
-
-func ptr[T any](v T) *T { return &v }
 
 func freePort(t *testing.T) int {
 	t.Helper()

@@ -5,5 +5,5 @@
 // what was seen last.
 //
 // It talks to the API server only; what the cloud holds is the business of
-// package cloud.
+// package fakecloud.
 package workload

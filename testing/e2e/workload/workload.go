@@ -33,12 +33,17 @@ type NodeOptions struct {
 	// ProvidedNodeIP sets the alpha.kubernetes.io/provided-node-ip
 	// annotation, as kubelet --node-ip does with an external cloud provider.
 	ProvidedNodeIP string
+	// ProviderID sets spec.providerID at registration, as kubelet
+	// --provider-id does: the cloud node controller then looks the
+	// instance up by it rather than by the Node's name. Empty: none, until
+	// the cloud node controller sets it.
+	ProviderID string
 }
 
 // Node returns a Node named name as a kubelet started with
-// --cloud-provider=external registers it: no providerID, the uninitialized
-// NoSchedule taint, the hostname label, and no status (no kubelet runs, so
-// its Ready condition is Unknown).
+// --cloud-provider=external registers it: no providerID (unless
+// opts.ProviderID), the uninitialized NoSchedule taint, the hostname label,
+// and no status (no kubelet runs, so its Ready condition is Unknown).
 func Node(name string, opts NodeOptions) *corev1.Node {
 	n := &corev1.Node{
 		ObjectMeta: metav1.ObjectMeta{
@@ -46,7 +51,8 @@ func Node(name string, opts NodeOptions) *corev1.Node {
 			Labels: map[string]string{corev1.LabelHostname: name},
 		},
 		Spec: corev1.NodeSpec{
-			Taints: []corev1.Taint{{Key: UninitializedTaint, Value: "true", Effect: corev1.TaintEffectNoSchedule}},
+			ProviderID: opts.ProviderID,
+			Taints:     []corev1.Taint{{Key: UninitializedTaint, Value: "true", Effect: corev1.TaintEffectNoSchedule}},
 		},
 	}
 	for k, v := range opts.Labels {

@@ -48,6 +48,20 @@ func TestNode(t *testing.T) {
 				},
 			},
 		},
+		{
+			name:   "provider ID",
+			reason: "a kubelet with --provider-id registers spec.providerID, still with the uninitialized taint",
+			opts:   NodeOptions{ProviderID: "fake://i-7"},
+			want: &corev1.Node{
+				ObjectMeta: metav1.ObjectMeta{Name: "n1", Labels: map[string]string{"kubernetes.io/hostname": "n1"}},
+				Spec: corev1.NodeSpec{
+					ProviderID: "fake://i-7",
+					Taints: []corev1.Taint{
+						{Key: "node.cloudprovider.kubernetes.io/uninitialized", Value: "true", Effect: corev1.TaintEffectNoSchedule},
+					},
+				},
+			},
+		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
