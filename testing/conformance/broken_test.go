@@ -9,187 +9,20 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/informers"
 	cloudprovider "k8s.io/cloud-provider"
+	"k8s.io/cloud-provider/api"
 
 	"github.com/ccmkit/ccmkit/testing/conformance"
 )
 
-// broken wraps a correct provider (ccmkit's fake) and replaces parts of it.
-type broken struct {
-	cloudprovider.Interface
-	lb        func(brokenLB) cloudprovider.LoadBalancer
-	inst      func(brokenInst) cloudprovider.InstancesV2
-	routes    func(brokenRoutes) cloudprovider.Routes
-	clusters  func() (cloudprovider.Clusters, bool)
-	instances func() (cloudprovider.Instances, bool)
-	untagged  bool
-}
-
-func (b *broken) LoadBalancer() (cloudprovider.LoadBalancer, bool) {
-	v, ok := b.Interface.LoadBalancer()
-	if ok && b.lb != nil {
-		return b.lb(brokenLB{LoadBalancer: v}), true
-	}
-	return v, ok
-}
-
-func (b *broken) InstancesV2() (cloudprovider.InstancesV2, bool) {
-	v, ok := b.Interface.InstancesV2()
-	if ok && b.inst != nil {
-		return b.inst(brokenInst{InstancesV2: v}), true
-	}
-	return v, ok
-}
-
-func (b *broken) Routes() (cloudprovider.Routes, bool) {
-	v, ok := b.Interface.Routes()
-	if ok && b.routes != nil {
-		return b.routes(brokenRoutes{Routes: v}), true
-	}
-	return v, ok
-}
-
-func (b *broken) Clusters() (cloudprovider.Clusters, bool) {
-	if b.clusters != nil {
-		return b.clusters()
-	}
-	return b.Interface.Clusters()
-}
-
-func (b *broken) Instances() (cloudprovider.Instances, bool) {
-	if b.instances != nil {
-		return b.instances()
-	}
-	return b.Interface.Instances()
-}
-
-func (b *broken) HasClusterID() bool { return !b.untagged && b.Interface.HasClusterID() }
-
-func (b *broken) SetInformers(f informers.SharedInformerFactory) {
-	if iu, ok := b.Interface.(cloudprovider.InformerUser); ok {
-		iu.SetInformers(f)
-	}
-}
-
-// brokenLB replaces the methods whose func is set; next is the correct one.
-type brokenLB struct {
-	cloudprovider.LoadBalancer
-	get    func(next cloudprovider.LoadBalancer, ctx context.Context, cluster string, svc *v1.Service) (*v1.LoadBalancerStatus, bool, error)
-	ensure func(next cloudprovider.LoadBalancer, ctx context.Context, cluster string, svc *v1.Service, nodes []*v1.Node) (*v1.LoadBalancerStatus, error)
-	update func(next cloudprovider.LoadBalancer, ctx context.Context, cluster string, svc *v1.Service, nodes []*v1.Node) error
-	del    func(next cloudprovider.LoadBalancer, ctx context.Context, cluster string, svc *v1.Service) error
-}
-
-func (b brokenLB) GetLoadBalancer(ctx context.Context, c string, s *v1.Service) (*v1.LoadBalancerStatus, bool, error) {
-	if b.get != nil {
-		return b.get(b.LoadBalancer, ctx, c, s)
-	}
-	return b.LoadBalancer.GetLoadBalancer(ctx, c, s)
-}
-
-func (b brokenLB) EnsureLoadBalancer(ctx context.Context, c string, s *v1.Service, n []*v1.Node) (*v1.LoadBalancerStatus, error) {
-	if b.ensure != nil {
-		return b.ensure(b.LoadBalancer, ctx, c, s, n)
-	}
-	return b.LoadBalancer.EnsureLoadBalancer(ctx, c, s, n)
-}
-
-func (b brokenLB) UpdateLoadBalancer(ctx context.Context, c string, s *v1.Service, n []*v1.Node) error {
-	if b.update != nil {
-		return b.update(b.LoadBalancer, ctx, c, s, n)
-	}
-	return b.LoadBalancer.UpdateLoadBalancer(ctx, c, s, n)
-}
-
-func (b brokenLB) EnsureLoadBalancerDeleted(ctx context.Context, c string, s *v1.Service) error {
-	if b.del != nil {
-		return b.del(b.LoadBalancer, ctx, c, s)
-	}
-	return b.LoadBalancer.EnsureLoadBalancerDeleted(ctx, c, s)
-}
-
-type brokenInst struct {
-	cloudprovider.InstancesV2
-	exists   func(next cloudprovider.InstancesV2, ctx context.Context, n *v1.Node) (bool, error)
-	metadata func(next cloudprovider.InstancesV2, ctx context.Context, n *v1.Node) (*cloudprovider.InstanceMetadata, error)
-}
-
-func (b brokenInst) InstanceExists(ctx context.Context, n *v1.Node) (bool, error) {
-	if b.exists != nil {
-		return b.exists(b.InstancesV2, ctx, n)
-	}
-	return b.InstancesV2.InstanceExists(ctx, n)
-}
-
-func (b brokenInst) InstanceMetadata(ctx context.Context, n *v1.Node) (*cloudprovider.InstanceMetadata, error) {
-	if b.metadata != nil {
-		return b.metadata(b.InstancesV2, ctx, n)
-	}
-	return b.InstancesV2.InstanceMetadata(ctx, n)
-}
-
-type brokenRoutes struct {
-	cloudprovider.Routes
-	list func(next cloudprovider.Routes, ctx context.Context, cluster string) ([]*cloudprovider.Route, error)
-	del  func(next cloudprovider.Routes, ctx context.Context, cluster string, r *cloudprovider.Route) error
-}
-
-func (b brokenRoutes) ListRoutes(ctx context.Context, c string) ([]*cloudprovider.Route, error) {
-	if b.list != nil {
-		return b.list(b.Routes, ctx, c)
-	}
-	return b.Routes.ListRoutes(ctx, c)
-}
-
-func (b brokenRoutes) DeleteRoute(ctx context.Context, c string, r *cloudprovider.Route) error {
-	if b.del != nil {
-		return b.del(b.Routes, ctx, c, r)
-	}
-	return b.Routes.DeleteRoute(ctx, c, r)
-}
-
 // legacyInstances is a legacy Instances implementation; a nil
 // *legacyInstances is the typed nil of one broken provider.
 type legacyInstances struct{ cloudprovider.Instances }
-
-// counter counts per key, safely for concurrent use.
-type counter struct {
-	mu sync.Mutex
-	n  map[string]int
-}
-
-func (c *counter) set(k string, v int) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.n == nil {
-		c.n = map[string]int{}
-	}
-	c.n[k] = v
-}
-
-func (c *counter) add(k string) int {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.n == nil {
-		c.n = map[string]int{}
-	}
-	c.n[k]++
-	return c.n[k]
-}
-
-func (c *counter) get(k string) (int, bool) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	v, ok := c.n[k]
-	return v, ok
-}
-
-func lbKey(cluster string, svc *v1.Service) string { return cluster + "/" + string(svc.UID) }
 
 func readyFalse(n *v1.Node) bool {
 	for _, c := range n.Status.Conditions {
@@ -202,8 +35,8 @@ func readyFalse(n *v1.Node) bool {
 
 // rewriteMetadata breaks InstanceMetadata by applying f to a copy of every
 // successful answer.
-func rewriteMetadata(f func(n *v1.Node, md *cloudprovider.InstanceMetadata)) broken {
-	return broken{inst: func(b brokenInst) cloudprovider.InstancesV2 {
+func rewriteMetadata(f func(n *v1.Node, md *cloudprovider.InstanceMetadata)) wrapped {
+	return wrapped{inst: func(b wrappedInst) cloudprovider.InstancesV2 {
 		b.metadata = func(next cloudprovider.InstancesV2, ctx context.Context, n *v1.Node) (*cloudprovider.InstanceMetadata, error) {
 			md, err := next.InstanceMetadata(ctx, n)
 			if err == nil && md != nil {
@@ -217,38 +50,85 @@ func rewriteMetadata(f func(n *v1.Node, md *cloudprovider.InstanceMetadata)) bro
 	}}
 }
 
-// brokenCases are deliberately broken providers: each breaks one contract
-// and must fail exactly the rule named.
-func brokenCases() []struct {
+// brokenCase is one deliberately broken provider: b wraps the target's
+// providers and breaks one clause of the rule want.
+type brokenCase struct {
 	name, reason, want string
-	claims             func(*conformance.Claims)
-	b                  broken
-} {
-	type bc = struct {
-		name, reason, want string
-		claims             func(*conformance.Claims)
-		b                  broken
+	// also lists the rules that unavoidably fail with want: a controller
+	// rule that checks the same clause through the controller.
+	also []string
+	// claims, if set, narrows the fake's claims.
+	claims func(*conformance.Claims)
+	// timeout, if set, is Config.Timeout: for providers that make rules
+	// wait it out, on claims narrowed to the rules concerned.
+	timeout time.Duration
+	// target, if set, builds the target instead of newFakeTarget.
+	target func(context.Context) (*conformance.Target, error)
+	// sharesLBs: when the target has an OtherCluster, the broken provider
+	// of that cluster works on Target.Cloud's load balancers, so that what
+	// it breaks is the isolation between the two clusters.
+	sharesLBs bool
+	b         wrapped
+}
+
+// wrap applies tc.b to tgt's providers: Cloud, and OtherCluster if any,
+// each wrapper with state of its own.
+func (tc brokenCase) wrap(tgt *conformance.Target) {
+	if tgt.OtherCluster != nil {
+		o := tc.b
+		o.Interface = tgt.OtherCluster
+		if lb, ok := tgt.Cloud.LoadBalancer(); ok && tc.sharesLBs {
+			o.Interface = &wrapped{Interface: tgt.OtherCluster, lb: func(wrappedLB) cloudprovider.LoadBalancer { return lb }}
+		}
+		tgt.OtherCluster = &o
 	}
+	b := tc.b
+	b.Interface = tgt.Cloud
+	tgt.Cloud = &b
+}
+
+// brokenCases are deliberately broken providers: each breaks one contract
+// and must fail exactly the rule named (and the rules it also names).
+func brokenCases() []brokenCase {
+	type bc = brokenCase
 	return []bc{
 		{
 			name: "accessor-nil-true", want: "PROVIDER-ACCESSORS",
 			reason: "Clusters() returns (nil, true): the controllers call methods on the value",
-			b:      broken{clusters: func() (cloudprovider.Clusters, bool) { return nil, true }},
+			b:      wrapped{clusters: func() (cloudprovider.Clusters, bool) { return nil, true }},
 		},
 		{
 			name: "accessor-typed-nil", want: "PROVIDER-ACCESSORS",
 			reason: "Instances() returns a typed nil with true, the classic `return c.legacy, true`",
-			b:      broken{instances: func() (cloudprovider.Instances, bool) { var l *legacyInstances; return l, true }},
+			b:      wrapped{instances: func() (cloudprovider.Instances, bool) { var l *legacyInstances; return l, true }},
 		},
 		{
 			name: "untagged", want: "PROVIDER-CLUSTER-ID",
 			reason: "HasClusterID() is false: the CCM exits without --allow-untagged-cloud",
-			b:      broken{untagged: true},
+			b:      wrapped{untagged: true},
+		},
+		{
+			name: "ensure-never-ready-without-backends", want: "LB-ENSURE-STATUS",
+			also:   []string{"CTRL-SERVICE-LB"}, // the same Ensure, through the service controller
+			reason: "a load balancer without backends never gets an address: EnsureLoadBalancer answers an api.RetryError forever",
+			// Only the rules concerned run: each waits Timeout for an address.
+			claims:  func(c *conformance.Claims) { c.InstancesV2, c.Routes = false, false },
+			timeout: 2 * time.Second,
+			b: wrapped{lb: func(b wrappedLB) cloudprovider.LoadBalancer {
+				b.ensure = func(next cloudprovider.LoadBalancer, ctx context.Context, c string, s *v1.Service, n []*v1.Node) (*v1.LoadBalancerStatus, error) {
+					st, err := next.EnsureLoadBalancer(ctx, c, s, n)
+					if err != nil || len(n) > 0 {
+						return st, err
+					}
+					return nil, fmt.Errorf("load balancer of %s/%s: %w", s.Namespace, s.Name, api.NewRetryError("no address until a backend is attached", 100*time.Millisecond))
+				}
+				return b
+			}},
 		},
 		{
 			name: "ensure-new-ip", want: "LB-IDEMPOTENT",
 			reason: "every Ensure after the first reports a new IP, as if it allocated an address each time",
-			b: broken{lb: func(b brokenLB) cloudprovider.LoadBalancer {
+			b: wrapped{lb: func(b wrappedLB) cloudprovider.LoadBalancer {
 				var calls counter
 				b.ensure = func(next cloudprovider.LoadBalancer, ctx context.Context, c string, s *v1.Service, n []*v1.Node) (*v1.LoadBalancerStatus, error) {
 					st, err := next.EnsureLoadBalancer(ctx, c, s, n)
@@ -264,7 +144,7 @@ func brokenCases() []struct {
 		{
 			name: "ensure-rewrites-backends", want: "LB-CONVERGED",
 			reason: "Ensure removes and re-adds a backend on every call: the right end state, but writes when converged",
-			b: broken{lb: func(b brokenLB) cloudprovider.LoadBalancer {
+			b: wrapped{lb: func(b wrappedLB) cloudprovider.LoadBalancer {
 				b.ensure = func(next cloudprovider.LoadBalancer, ctx context.Context, c string, s *v1.Service, n []*v1.Node) (*v1.LoadBalancerStatus, error) {
 					if len(n) > 0 {
 						_ = next.UpdateLoadBalancer(ctx, c, s, n[:len(n)-1])
@@ -277,7 +157,7 @@ func brokenCases() []struct {
 		{
 			name: "get-not-exists-without-backends", want: "LB-GET-EXISTS",
 			reason: "Get finds the load balancer through its backends, so one without backends is reported missing",
-			b: broken{lb: func(b brokenLB) cloudprovider.LoadBalancer {
+			b: wrapped{lb: func(b wrappedLB) cloudprovider.LoadBalancer {
 				var backends counter
 				b.ensure = func(next cloudprovider.LoadBalancer, ctx context.Context, c string, s *v1.Service, n []*v1.Node) (*v1.LoadBalancerStatus, error) {
 					backends.set(lbKey(c, s), len(n))
@@ -299,7 +179,7 @@ func brokenCases() []struct {
 		{
 			name: "delete-unknown-errors", want: "LB-DELETE-UNKNOWN",
 			reason: "deleting a load balancer that is not there is an error",
-			b: broken{lb: func(b brokenLB) cloudprovider.LoadBalancer {
+			b: wrapped{lb: func(b wrappedLB) cloudprovider.LoadBalancer {
 				b.del = func(next cloudprovider.LoadBalancer, ctx context.Context, c string, s *v1.Service) error {
 					if _, ok, err := next.GetLoadBalancer(ctx, c, s); err == nil && !ok {
 						return fmt.Errorf("load balancer of %s/%s not found", s.Namespace, s.Name)
@@ -312,7 +192,7 @@ func brokenCases() []struct {
 		{
 			name: "delete-needs-lb-type", want: "LB-DELETE-STALE",
 			reason: "Delete does nothing for a Service that is no longer type LoadBalancer",
-			b: broken{lb: func(b brokenLB) cloudprovider.LoadBalancer {
+			b: wrapped{lb: func(b wrappedLB) cloudprovider.LoadBalancer {
 				b.del = func(next cloudprovider.LoadBalancer, ctx context.Context, c string, s *v1.Service) error {
 					if s.Spec.Type != v1.ServiceTypeLoadBalancer {
 						return nil
@@ -323,9 +203,9 @@ func brokenCases() []struct {
 			}},
 		},
 		{
-			name: "cross-cluster-hijack", want: "LB-CLUSTER-ISOLATION",
+			name: "cross-cluster-hijack", want: "LB-CLUSTER-ISOLATION", sharesLBs: true,
 			reason: "load balancers are identified by namespace/name alone, ignoring the cluster (and so the Service UID)",
-			b: broken{lb: func(b brokenLB) cloudprovider.LoadBalancer {
+			b: wrapped{lb: func(b wrappedLB) cloudprovider.LoadBalancer {
 				var mu sync.Mutex
 				uids := map[string]types.UID{}
 				// one maps every cluster's Service ns/name to the first one seen.
@@ -359,7 +239,7 @@ func brokenCases() []struct {
 		{
 			name: "mutates-service", want: "ARGS-NOT-MUTATED",
 			reason: "Ensure defaults an annotation in the Service it was given, which lives in the informer cache",
-			b: broken{lb: func(b brokenLB) cloudprovider.LoadBalancer {
+			b: wrapped{lb: func(b wrappedLB) cloudprovider.LoadBalancer {
 				b.ensure = func(next cloudprovider.LoadBalancer, ctx context.Context, c string, s *v1.Service, n []*v1.Node) (*v1.LoadBalancerStatus, error) {
 					if s.Annotations == nil {
 						s.Annotations = map[string]string{}
@@ -374,7 +254,7 @@ func brokenCases() []struct {
 			name: "udp-built-as-tcp", want: "LB-UNSUPPORTED-REJECTED",
 			reason: "UDP is not supported, and UDP ports are silently built as TCP",
 			claims: func(c *conformance.Claims) { c.UDP, c.MixedProtocols = false, false },
-			b: broken{lb: func(b brokenLB) cloudprovider.LoadBalancer {
+			b: wrapped{lb: func(b wrappedLB) cloudprovider.LoadBalancer {
 				b.ensure = func(next cloudprovider.LoadBalancer, ctx context.Context, c string, s *v1.Service, n []*v1.Node) (*v1.LoadBalancerStatus, error) {
 					s = s.DeepCopy()
 					for i := range s.Spec.Ports {
@@ -390,7 +270,7 @@ func brokenCases() []struct {
 		{
 			name: "hostname-is-ip", want: "LB-INGRESS-VALID",
 			reason: "the ingress repeats its IP as hostname, which the API server rejects",
-			b: broken{lb: func(b brokenLB) cloudprovider.LoadBalancer {
+			b: wrapped{lb: func(b wrappedLB) cloudprovider.LoadBalancer {
 				ipAsHostname := func(st *v1.LoadBalancerStatus) *v1.LoadBalancerStatus {
 					if st == nil {
 						return nil
@@ -415,7 +295,7 @@ func brokenCases() []struct {
 		{
 			name: "ignores-local-traffic", want: "LB-HEALTH-CHECK",
 			reason: "externalTrafficPolicy is ignored: Local Services are health-checked like Cluster ones",
-			b: broken{lb: func(b brokenLB) cloudprovider.LoadBalancer {
+			b: wrapped{lb: func(b wrappedLB) cloudprovider.LoadBalancer {
 				b.ensure = func(next cloudprovider.LoadBalancer, ctx context.Context, c string, s *v1.Service, n []*v1.Node) (*v1.LoadBalancerStatus, error) {
 					s = s.DeepCopy()
 					s.Spec.ExternalTrafficPolicy, s.Spec.HealthCheckNodePort = v1.ServiceExternalTrafficPolicyCluster, 0
@@ -427,7 +307,7 @@ func brokenCases() []struct {
 		{
 			name: "drops-notready-nodes", want: "LB-BACKENDS",
 			reason: "NotReady nodes are filtered out, which the service controller deliberately does not do",
-			b: broken{lb: func(b brokenLB) cloudprovider.LoadBalancer {
+			b: wrapped{lb: func(b wrappedLB) cloudprovider.LoadBalancer {
 				ready := func(n []*v1.Node) []*v1.Node { return slices.DeleteFunc(slices.Clone(n), readyFalse) }
 				b.ensure = func(next cloudprovider.LoadBalancer, ctx context.Context, c string, s *v1.Service, n []*v1.Node) (*v1.LoadBalancerStatus, error) {
 					return next.EnsureLoadBalancer(ctx, c, s, ready(n))
@@ -441,7 +321,7 @@ func brokenCases() []struct {
 		{
 			name: "ignores-source-ranges-annotation", want: "LB-SOURCE-RANGES",
 			reason: "only spec.loadBalancerSourceRanges is read; the annotation is ignored, a malformed one too",
-			b: broken{lb: func(b brokenLB) cloudprovider.LoadBalancer {
+			b: wrapped{lb: func(b wrappedLB) cloudprovider.LoadBalancer {
 				b.ensure = func(next cloudprovider.LoadBalancer, ctx context.Context, c string, s *v1.Service, n []*v1.Node) (*v1.LoadBalancerStatus, error) {
 					s = s.DeepCopy()
 					delete(s.Annotations, v1.AnnotationLoadBalancerSourceRangesKey)
@@ -453,7 +333,7 @@ func brokenCases() []struct {
 		{
 			name: "get-not-exists-on-error", want: "LB-OUTAGE",
 			reason: "any cloud error from the look-up is taken for \"not found\"",
-			b: broken{lb: func(b brokenLB) cloudprovider.LoadBalancer {
+			b: wrapped{lb: func(b wrappedLB) cloudprovider.LoadBalancer {
 				b.get = func(next cloudprovider.LoadBalancer, ctx context.Context, c string, s *v1.Service) (*v1.LoadBalancerStatus, bool, error) {
 					st, ok, err := next.GetLoadBalancer(ctx, c, s)
 					if err != nil && ctx.Err() == nil {
@@ -467,7 +347,7 @@ func brokenCases() []struct {
 		{
 			name: "exists-false-on-error", want: "INST-OUTAGE",
 			reason: "any cloud error from the look-up is taken for \"instance gone\"",
-			b: broken{inst: func(b brokenInst) cloudprovider.InstancesV2 {
+			b: wrapped{inst: func(b wrappedInst) cloudprovider.InstancesV2 {
 				b.exists = func(next cloudprovider.InstancesV2, ctx context.Context, n *v1.Node) (bool, error) {
 					ok, err := next.InstanceExists(ctx, n)
 					if err != nil && ctx.Err() == nil {
@@ -481,7 +361,7 @@ func brokenCases() []struct {
 		{
 			name: "exists-false-when-cancelled", want: "CTX-CANCELLED",
 			reason: "a cancelled context is taken for \"instance gone\"",
-			b: broken{inst: func(b brokenInst) cloudprovider.InstancesV2 {
+			b: wrapped{inst: func(b wrappedInst) cloudprovider.InstancesV2 {
 				b.exists = func(next cloudprovider.InstancesV2, ctx context.Context, n *v1.Node) (bool, error) {
 					if ctx.Err() != nil {
 						return false, nil
@@ -494,7 +374,7 @@ func brokenCases() []struct {
 		{
 			name: "wrapped-instance-not-found", want: "SENTINELS-UNWRAPPED",
 			reason: "a missing instance is reported as fmt.Errorf(\"...: %w\", cloudprovider.InstanceNotFound)",
-			b: broken{inst: func(b brokenInst) cloudprovider.InstancesV2 {
+			b: wrapped{inst: func(b wrappedInst) cloudprovider.InstancesV2 {
 				b.metadata = func(next cloudprovider.InstancesV2, ctx context.Context, n *v1.Node) (*cloudprovider.InstanceMetadata, error) {
 					md, err := next.InstanceMetadata(ctx, n)
 					if err != nil && ctx.Err() == nil {
@@ -536,7 +416,7 @@ func brokenCases() []struct {
 		{
 			name: "route-cidr-rerendered", want: "ROUTE-CIDR-VERBATIM",
 			reason: "listed destinations are parsed and printed again, so a non-canonical pod CIDR comes back changed",
-			b: broken{routes: func(b brokenRoutes) cloudprovider.Routes {
+			b: wrapped{routes: func(b wrappedRoutes) cloudprovider.Routes {
 				b.list = func(next cloudprovider.Routes, ctx context.Context, c string) ([]*cloudprovider.Route, error) {
 					list, err := next.ListRoutes(ctx, c)
 					for i, r := range list {
@@ -554,7 +434,7 @@ func brokenCases() []struct {
 		{
 			name: "route-names-per-node", want: "ROUTE-NAMES",
 			reason: "routes are named after the node only, so a node's IPv4 and IPv6 routes share a name",
-			b: broken{routes: func(b brokenRoutes) cloudprovider.Routes {
+			b: wrapped{routes: func(b wrappedRoutes) cloudprovider.Routes {
 				b.list = func(next cloudprovider.Routes, ctx context.Context, c string) ([]*cloudprovider.Route, error) {
 					list, err := next.ListRoutes(ctx, c)
 					for i, r := range list {
@@ -582,7 +462,7 @@ func brokenCases() []struct {
 		{
 			name: "routes-empty-on-error", want: "ROUTE-OUTAGE",
 			reason: "a failed route-table read is reported as an empty table",
-			b: broken{routes: func(b brokenRoutes) cloudprovider.Routes {
+			b: wrapped{routes: func(b wrappedRoutes) cloudprovider.Routes {
 				b.list = func(next cloudprovider.Routes, ctx context.Context, c string) ([]*cloudprovider.Route, error) {
 					list, err := next.ListRoutes(ctx, c)
 					if err != nil && ctx.Err() == nil {
@@ -593,6 +473,16 @@ func brokenCases() []struct {
 				return b
 			}},
 		},
+		{
+			name: "lb-keyed-by-uid-across-clusters", want: "LB-CLUSTER-ISOLATION",
+			reason: "with Target.OtherCluster: the other cluster's provider finds load balancers by cluster name and Service UID, both equal, not by its own cluster ID",
+			target: twoClusters(true, false),
+		},
+		{
+			name: "routes-shared-across-clusters", want: "ROUTE-CLUSTER-SCOPE",
+			reason: "with Target.OtherCluster: the other cluster's provider lists routes by cluster name, equal in both clusters, not by its own cluster ID",
+			target: twoClusters(false, true),
+		},
 	}
 }
 
@@ -601,6 +491,7 @@ func brokenCases() []struct {
 // concurrently (they mostly wait for controllers), then each case reports as
 // a subtest.
 func TestBrokenProviders(t *testing.T) {
+	t.Parallel()
 	cases := brokenCases()
 	if len(cases) < 12 {
 		t.Fatalf("only %d broken providers, expected at least 12", len(cases))
@@ -613,14 +504,19 @@ func TestBrokenProviders(t *testing.T) {
 		if tc.claims != nil {
 			tc.claims(&cfg.Claims)
 		}
+		if tc.timeout != 0 {
+			cfg.Timeout = tc.timeout
+		}
+		newTarget := tc.target
+		if newTarget == nil {
+			newTarget = newFakeTarget
+		}
 		cfg.NewTarget = func(ctx context.Context) (*conformance.Target, error) {
-			tgt, err := newFakeTarget(ctx)
+			tgt, err := newTarget(ctx)
 			if err != nil {
 				return nil, err
 			}
-			b := tc.b
-			b.Interface = tgt.Cloud
-			tgt.Cloud = &b
+			tc.wrap(tgt)
 			return tgt, nil
 		}
 		wg.Go(func() {
@@ -633,7 +529,9 @@ func TestBrokenProviders(t *testing.T) {
 	for i, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			err := results[i]
-			if d := cmp.Diff([]string{tc.want}, failedRules(t, err)); d != "" {
+			want := append([]string{tc.want}, tc.also...)
+			slices.Sort(want)
+			if d := cmp.Diff(want, failedRules(t, err)); d != "" {
 				t.Errorf("%s (%s): failing rules differ (-want +got):\n%s\nreport:\n%v", tc.name, tc.reason, d, err)
 			}
 			var f *conformance.Failure

@@ -43,7 +43,8 @@ type Config struct {
 
 	// ClusterName is the --cluster-name the controllers pass to the provider.
 	// Default "conformance". CrossClusterName, default ClusterName+"-other",
-	// is the second cluster of the isolation rules.
+	// is the second cluster of the isolation rules when Target.OtherCluster
+	// is nil; with OtherCluster, both clusters are named ClusterName.
 	ClusterName      string
 	CrossClusterName string
 
@@ -53,10 +54,23 @@ type Config struct {
 	// carved from them (/24 for IPv4, /64 for IPv6).
 	ClusterCIDRs []string
 
-	// Timeout bounds every wait for a controller to reach a state, and every
-	// single provider call made with a cancelled context. Default 30s. A rule
-	// as a whole is abandoned after 4×Timeout.
+	// Timeout bounds every wait for a controller to reach a state, the
+	// retries of a provider call that fails with an api.RetryError (see
+	// "Retries" in the package documentation), and every single provider
+	// call made with a cancelled context. Default 30s; negative is an error.
+	// A rule as a whole is abandoned after 4×(Timeout+MaxStaleness).
 	Timeout time.Duration
+
+	// MaxStaleness declares how long the provider may keep answering from
+	// state it read before the suite changed the cloud behind its back (a
+	// cache TTL, such as instances.CacheOptions.TTL): every wait for such a
+	// change to show through the provider (an instance stopped, started,
+	// terminated or created by a hook) lasts Timeout+MaxStaleness instead of
+	// Timeout. Default 0: a provider with caches either drops them in
+	// Hooks.CloudChanged, or declares its TTL here; otherwise INST-STOPPED,
+	// INST-TERMINATED, CTRL-NODE-SHUTDOWN and CTRL-NODE-TERMINATED fail when
+	// its TTL is longer than Timeout. Negative is an error.
+	MaxStaleness time.Duration
 
 	// Skip maps rule IDs to the reason they are not run (a known failure, a
 	// rule that does not apply). An ID that names no rule is a configuration
@@ -113,24 +127,58 @@ type Target struct {
 	// needs a missing hook is skipped with the reason.
 	Hooks Hooks
 
+	// OtherCluster, if set, is the same provider over the same cloud,
+	// configured as another cluster (another cluster ID, such as
+	// loadbalancer.Config.ClusterID or routes.Config.ClusterID, in its
+	// cloud-config), built fresh with this Target and released by Close.
+	// The suite initializes it as it initializes Cloud, against a clientset
+	// of its own holding copies of Nodes.
+	//
+	// With it, LB-CLUSTER-ISOLATION and ROUTE-CLUSTER-SCOPE run the two
+	// clusters as two clusters restored from one etcd backup, both with the
+	// default --cluster-name: the same clusterName argument
+	// (Config.ClusterName) and the same Service namespace, name and UID,
+	// through Cloud and OtherCluster. Nil: those rules tell the clusters
+	// apart by the clusterName argument alone (Config.ClusterName and
+	// Config.CrossClusterName through Cloud), which a provider that owns
+	// its resources by a cluster ID of its own and ignores clusterName
+	// fails: give such a provider an OtherCluster. Hooks describe the cloud
+	// as Cloud sees it, never as OtherCluster does.
+	OtherCluster cloudprovider.Interface
+
 	// Close, if set, is called when the rule that created the target ends.
+	// It releases Cloud, OtherCluster and the fixtures.
 	Close func()
 }
 
 // Hooks let the suite arrange and inspect cloud state directly, bypassing the
 // provider. Each hook may be nil. Hooks are called from the rule's goroutine
 // and, in controller rules, while controllers call the provider: they must be
-// safe for concurrent use with the provider.
+// safe for concurrent use with the provider. An error from a hook fails the
+// rule that called it, naming the hook.
 type Hooks struct {
 	// CreateInstance creates a new running instance named name and returns
-	// the Node a kubelet on it would register.
+	// the Node a kubelet on it would register. It changes the cloud behind
+	// the provider's back: CloudChanged follows it.
 	CreateInstance func(ctx context.Context, name string) (*v1.Node, error)
 	// StopInstance stops (shuts down, without deleting) node's instance.
+	// CloudChanged follows it.
 	StopInstance func(ctx context.Context, node *v1.Node) error
-	// StartInstance starts node's stopped instance again.
+	// StartInstance starts node's stopped instance again. CloudChanged
+	// follows it.
 	StartInstance func(ctx context.Context, node *v1.Node) error
-	// TerminateInstance deletes node's instance for good.
+	// TerminateInstance deletes node's instance for good. CloudChanged
+	// follows it.
 	TerminateInstance func(ctx context.Context, node *v1.Node) error
+
+	// CloudChanged, if set, is called right after a hook above changed the
+	// cloud behind the provider's back, before the suite looks for the
+	// change through the provider. A provider that answers from caches
+	// drops them here (instances.Cache.Invalidate), as it would when its
+	// cloud told it of the change (an event, a webhook); one that cannot
+	// declares its cache TTL in Config.MaxStaleness instead. It is never
+	// called concurrently with itself.
+	CloudChanged func(ctx context.Context) error
 
 	// Owned lists identifiers of every cloud resource the provider created
 	// and still owns (load balancers and their parts, routes…), in any
@@ -279,6 +327,9 @@ func (cfg Config) normalize() (*Config, error) {
 	}
 	if c.Timeout < 0 {
 		return nil, fmt.Errorf("Config.Timeout %v is negative, expected a positive duration or 0 for the default", c.Timeout)
+	}
+	if c.MaxStaleness < 0 {
+		return nil, fmt.Errorf("Config.MaxStaleness %v is negative, expected the provider's longest cache TTL, or 0", c.MaxStaleness)
 	}
 	if len(c.ClusterCIDRs) == 0 {
 		c.ClusterCIDRs = []string{"10.244.0.0/16"}

@@ -49,13 +49,54 @@
 // read a load balancer's backends, listeners, source ranges and health
 // check. The richer the hooks, the more rules run.
 //
+// # A realistic cloud: retries, caches, two clusters
+//
+// The suite passes a correct provider over a cloud that is asynchronous,
+// throttled and cached, as a real one is.
+//
+// Retries. A direct call that fails with an error for which errors.As finds
+// an *api.RetryError (k8s.io/cloud-provider/api: "not yet, retry after D",
+// such as loadbalancer.Reconciler's answer while a load balancer has no
+// address, or a throttled cloud) is made again after D, as the controllers
+// do: controllers/service/controller.go processNextServiceItem requeues the
+// Service after RetryAfter when EnsureLoadBalancer returned one (and with
+// backoff on any other error), the node lifecycle controller asks again
+// every period (controllers/nodelifecycle/node_lifecycle_controller.go
+// MonitorNodes), the node controller requeues the Node
+// (controllers/node/node_controller.go processNextWorkItem), the route
+// controller reconciles again (controllers/route/route_controller.go
+// reconcile). The suite waits D clamped to [10ms, 1s] and gives up after
+// Config.Timeout; any other error is what it always was. Only the outage
+// rules and CTX-CANCELLED take a single answer, where an api.RetryError is
+// an error as asked.
+//
+// Caches. Hooks.StopInstance, StartInstance, TerminateInstance and
+// CreateInstance change the cloud behind the provider's back; the suite
+// calls Hooks.CloudChanged right after each, and a provider that answers
+// from caches drops them there (instances.Cache.Invalidate). A provider
+// that cannot declares its longest cache TTL in Config.MaxStaleness, and
+// every wait for such a change (INST-TERMINATED, INST-STOPPED,
+// INST-NEW-INSTANCE, CTRL-NODE-TERMINATED, CTRL-NODE-SHUTDOWN) lasts
+// Config.Timeout+MaxStaleness. With neither, a cache whose TTL is longer
+// than Config.Timeout (instances.Cache's default is one minute, the
+// suite's Timeout 30s) fails those rules.
+//
+// Two clusters. A provider that owns load balancers and routes by a cluster
+// ID of its own (loadbalancer.Config.ClusterID, routes.Config.ClusterID)
+// ignores the clusterName argument, which is "kubernetes" in almost every
+// cluster; give it Target.OtherCluster, the same provider over the same
+// cloud configured as another cluster, and LB-CLUSTER-ISOLATION and
+// ROUTE-CLUSTER-SCOPE run both clusters with one cluster name and one
+// Service namespace, name and UID (two clusters restored from one etcd
+// backup). Without it they tell the clusters apart by clusterName alone.
+//
 // # Concurrency and output
 //
 // Run and Check run the rules one after the other; rules start goroutines of
 // their own (the concurrency rules and the controllers), so run the suite
 // with -race. A provider that panics fails the rule it panicked in; a
-// provider call that blocks fails its rule after 4×Config.Timeout and is
-// abandoned. The upstream controllers log through klog; silence it in your
+// provider call that blocks fails its rule after
+// 4×(Config.Timeout+Config.MaxStaleness) and is abandoned. The upstream controllers log through klog; silence it in your
 // test with klog.SetOutput and klog.LogToStderr(false) if the output is
 // noisy.
 //

@@ -24,7 +24,16 @@ func ExampleCheck() {
 			if err != nil {
 				return nil, err
 			}
-			return &conformance.Target{Cloud: cloud, Nodes: []*v1.Node{node}, Close: cloud.Shutdown}, nil
+			// The same cloud, as another cluster: the fake owns load
+			// balancers and routes by its cluster ID, whatever
+			// --cluster-name the controllers pass.
+			other, err := cloud.Peer("example-other")
+			if err != nil {
+				cloud.Shutdown()
+				return nil, err
+			}
+			return &conformance.Target{Cloud: cloud, OtherCluster: other, Nodes: []*v1.Node{node},
+				Close: func() { other.Shutdown(); cloud.Shutdown() }}, nil
 		},
 		Claims: conformance.Claims{
 			LoadBalancer: true, InstancesV2: true, Routes: true,

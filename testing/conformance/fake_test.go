@@ -4,13 +4,16 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
+	cloudprovider "k8s.io/cloud-provider"
 
 	"github.com/ccmkit/ccmkit/fake"
 	"github.com/ccmkit/ccmkit/loadbalancer"
+	"github.com/ccmkit/ccmkit/provider"
 	"github.com/ccmkit/ccmkit/testing/conformance"
 )
 
@@ -33,15 +36,46 @@ func fakeConfig() conformance.Config {
 	}
 }
 
-// newFakeTarget builds a fresh fake cloud with three dual-stack instances
-// and hooks over its control surface.
+// newFakeTarget builds a fresh fake cloud with three dual-stack instances,
+// hooks over its control surface, and the cloud of another cluster over the
+// same cloud (Target.OtherCluster).
 func newFakeTarget(context.Context) (*conformance.Target, error) {
 	return fakeTarget(fake.Config{ClusterID: "conformance", InstanceCIDRs: []string{"10.0.0.0/16", "fd00:10::/64"}})
 }
 
-// fakeTarget builds a fresh fake cloud from cfg and opts, with three
-// instances.
+// fakeTarget builds fakeCloudTarget(cfg, opts...) and, as
+// Target.OtherCluster, a peer of its cloud configured as the cluster
+// cfg.ClusterID+"-other": the fake owns load balancers and routes by its
+// Config.ClusterID, not by the clusterName argument, so the isolation rules
+// need the other cluster's provider.
 func fakeTarget(cfg fake.Config, opts ...fake.Option) (*conformance.Target, error) {
+	tgt, err := fakeCloudTarget(cfg, opts...)
+	if err != nil {
+		return nil, err
+	}
+	other, err := tgt.Cloud.(*fake.Cloud).Peer(cfg.ClusterID + "-other")
+	if err != nil {
+		tgt.Close()
+		return nil, err
+	}
+	return withOther(tgt, other, other.Shutdown), nil
+}
+
+// withOther sets tgt.OtherCluster to other, and makes tgt.Close call
+// release before closing tgt's own cloud.
+func withOther(tgt *conformance.Target, other cloudprovider.Interface, release func()) *conformance.Target {
+	tgt.OtherCluster = other
+	closeCloud := tgt.Close
+	tgt.Close = func() {
+		release()
+		closeCloud()
+	}
+	return tgt
+}
+
+// fakeCloudTarget builds a fresh fake cloud from cfg and opts, with three
+// instances, and no OtherCluster.
+func fakeCloudTarget(cfg fake.Config, opts ...fake.Option) (*conformance.Target, error) {
 	opts = append(opts, fake.WithInstances(fake.Instance{Name: "node-a"}, fake.Instance{Name: "node-b", Zone: "zone-b"}, fake.Instance{Name: "node-c"}))
 	cloud, err := fake.New(cfg, opts...)
 	if err != nil {
@@ -131,7 +165,15 @@ func fakeTargetOf(cloud *fake.Cloud) (*conformance.Target, error) {
 				lb, err := lbFor(cluster, svc)
 				var out []string
 				for _, b := range lb.Backends {
-					out = append(out, b.NodeName)
+					name := b.NodeName
+					if name == "" { // the cloud keeps instance IDs only
+						in, ok := cloud.InstanceByID(strings.TrimPrefix(b.ProviderID, "fake://"))
+						if !ok {
+							return nil, fmt.Errorf("load balancer %s has backend %q, which is no instance", lb.ID, b.ProviderID)
+						}
+						name = in.Name
+					}
+					out = append(out, name)
 				}
 				return out, err
 			},
@@ -174,6 +216,7 @@ func TestFakeVariants(t *testing.T) {
 		claims       conformance.Claims
 		cfg          fake.Config
 		opts         []fake.Option
+		throttles    bool // some cloud calls must have been throttled
 	}{
 		{
 			name:   "tcp-only",
@@ -190,6 +233,21 @@ func TestFakeVariants(t *testing.T) {
 				LoadBalancers: fake.LoadBalancerConfig{HostnameSuffix: "lb.example.com"}},
 		},
 		{
+			name:   "realistic",
+			reason: "the fake's realistic mode: load balancers provision for a while (an api.RetryError), calls are rate limited (api.RetryErrors), backends are kept by instance ID",
+			claims: fakeClaims,
+			// Short provisioning, and a rate limit for the suite's controller
+			// periods (tens of milliseconds, where a cluster's are seconds):
+			// bursts are throttled, the controllers are not starved. With
+			// the realistic 20 reads/s, the route controller alone (every
+			// 50ms, two reads per ListRoutes) asks for 40: CTRL-ROUTES
+			// starves.
+			cfg: fake.Config{ClusterID: "conformance", InstanceCIDRs: []string{"10.0.0.0/16", "fd00:10::/64"}, Realistic: true,
+				LoadBalancers: fake.LoadBalancerConfig{ProvisioningDelay: &provider.Duration{Duration: 100 * time.Millisecond}},
+				RateLimit:     fake.RateLimit{ReadsPerSecond: ptr(200.0), WritesPerSecond: ptr(100.0), Burst: 10}},
+			throttles: true,
+		},
+		{
 			name:   "node-addresses-in-routes",
 			reason: "routes listed with EnableNodeAddresses, compared by the route controller",
 			claims: fakeClaims,
@@ -201,9 +259,24 @@ func TestFakeVariants(t *testing.T) {
 			t.Parallel()
 			cfg := fakeConfig()
 			cfg.Claims = tc.claims
-			cfg.NewTarget = func(context.Context) (*conformance.Target, error) { return fakeTarget(tc.cfg, tc.opts...) }
+			var throttled atomic.Int64
+			cfg.NewTarget = func(context.Context) (*conformance.Target, error) {
+				tgt, err := fakeTarget(tc.cfg, tc.opts...)
+				if err != nil {
+					return nil, err
+				}
+				cloud, closeAll := tgt.Cloud.(*fake.Cloud), tgt.Close
+				tgt.Close = func() {
+					throttled.Add(cloud.Calls().Throttled)
+					closeAll()
+				}
+				return tgt, nil
+			}
 			if err := conformance.Check(t.Context(), cfg); err != nil {
 				t.Errorf("%s (%s): the fake fails:\n%v", tc.name, tc.reason, err)
+			}
+			if n := throttled.Load(); tc.throttles != (n > 0) {
+				t.Errorf("%s (%s): %d cloud calls were throttled, expected throttling: %v", tc.name, tc.reason, n, tc.throttles)
 			}
 		})
 	}
@@ -219,3 +292,34 @@ func BenchmarkCheckFake(b *testing.B) {
 		}
 	}
 }
+
+// twoClusters returns a NewTarget giving a fresh fake cloud
+// (fakeCloudTarget) and, as Target.OtherCluster, another fresh fake cloud
+// whose provider uses the first cloud's load balancers (shareLB) or routes
+// (shareRoutes) instead of its own: a provider that ignores its cluster
+// identity there. What is not shared is isolated by construction.
+func twoClusters(shareLB, shareRoutes bool) func(context.Context) (*conformance.Target, error) {
+	return func(context.Context) (*conformance.Target, error) {
+		cfg := fake.Config{ClusterID: "conformance", InstanceCIDRs: []string{"10.0.0.0/16", "fd00:10::/64"}}
+		tgt, err := fakeCloudTarget(cfg)
+		if err != nil {
+			return nil, err
+		}
+		cfg.ClusterID = "conformance-other"
+		other, err := fakeCloudTarget(cfg)
+		if err != nil {
+			tgt.Close()
+			return nil, err
+		}
+		o := &wrapped{Interface: other.Cloud}
+		if lb, ok := tgt.Cloud.LoadBalancer(); ok && shareLB {
+			o.lb = func(wrappedLB) cloudprovider.LoadBalancer { return lb }
+		}
+		if rs, ok := tgt.Cloud.Routes(); ok && shareRoutes {
+			o.routes = func(wrappedRoutes) cloudprovider.Routes { return rs }
+		}
+		return withOther(tgt, o, other.Close), nil
+	}
+}
+
+func ptr[T any](v T) *T { return &v }

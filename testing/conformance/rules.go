@@ -3,6 +3,14 @@ package conformance
 // rules is the suite: every rule, in the order Run and Check run them.
 // Sources are files of k8s.io/cloud-provider@v0.37.2 unless a module is
 // named. rules_doc.go renders this table (go test -run TestRulesDoc -update).
+//
+// Every direct provider call of a rule (lb, inst, routes, zones, caps) is
+// made again after its delay while it fails with an api.RetryError, as the
+// controllers requeue it (see retrying, which cites where); only the
+// outage rules and CTX-CANCELLED take a single answer. Every change the
+// suite makes behind the provider's back goes through changeCloud
+// (Hooks.CloudChanged) and is awaited with eventuallyChanged
+// (Config.MaxStaleness).
 var rules = []rule{
 	// Provider and registration.
 	{"PROVIDER-ACCESSORS", "Each accessor returns (impl, true) or (nil, false), never (nil, true) nor a typed nil, and every claimed capability is offered.",
@@ -17,8 +25,8 @@ var rules = []rule{
 		"plugins.go InitCloudProvider", ruleProviderBadConfig},
 
 	// LoadBalancer.
-	{"LB-ENSURE-STATUS", "EnsureLoadBalancer succeeds for a plain TCP Service, with and without nodes, with a non-nil status holding at least one ingress.",
-		"controllers/service/controller.go syncLoadBalancerIfNeeded, ensureLoadBalancer", ruleLBEnsureStatus},
+	{"LB-ENSURE-STATUS", "EnsureLoadBalancer succeeds for a plain TCP Service, with and without nodes, with a non-nil status holding at least one ingress, once it stops returning api.RetryError (made again after each RetryAfter within Config.Timeout, as the service controller requeues it).",
+		"controllers/service/controller.go processNextServiceItem, syncLoadBalancerIfNeeded, ensureLoadBalancer", ruleLBEnsureStatus},
 	{"LB-INGRESS-VALID", "Every ingress has a valid IP or a DNS hostname that is not an IP (a hostname alone only with Claims.HostnameIngress), and ipMode only with an IP.",
 		"controllers/service/controller.go patchStatus (k8s.io/kubernetes pkg/apis/core/validation ValidateLoadBalancerStatus)", ruleLBIngressValid},
 	{"LB-GET-EXISTS", "GetLoadBalancer reports exists=false before the first Ensure and true after it, also with no backends.",
@@ -47,7 +55,7 @@ var rules = []rule{
 		"controllers/service/controller.go ensureLoadBalancer", ruleLBUnsupportedRejected},
 	{"LB-CLAIMED-FEATURES", "EnsureLoadBalancer builds each claimed feature as asked: protocols, ports, node-port-less listeners, an ingress per IP family for RequireDualStack.",
 		"controllers/service/controller.go ensureLoadBalancer", ruleLBClaimedFeatures},
-	{"LB-CLUSTER-ISOLATION", "Two clusters with a Service of the same namespace and name never see, update or delete each other's load balancer.",
+	{"LB-CLUSTER-ISOLATION", "Two clusters with a Service of the same namespace and name (with Target.OtherCluster: also the same UID and cluster name, through two providers) never see, update or delete each other's load balancer.",
 		"cloud.go LoadBalancer (clusterName); controllers/service/controller.go syncLoadBalancerIfNeeded", ruleLBClusterIsolation},
 	{"LB-CONCURRENT", "Concurrent Ensure and Update calls, on one Service and on several, all succeed and leave every load balancer converged.",
 		"controllers/service/controller.go Run (service and node workers), lockedUpdateLoadBalancerHosts", ruleLBConcurrent},
@@ -57,11 +65,11 @@ var rules = []rule{
 	// InstancesV2 and Zones.
 	{"INST-EXISTS", "InstanceExists is (true, nil) for running instances, by provider ID and by name, and (false, nil) for one that never existed.",
 		"controllers/nodelifecycle/node_lifecycle_controller.go MonitorNodes, ensureNodeExistsByProviderID", ruleInstExists},
-	{"INST-TERMINATED", "InstanceExists of a terminated instance becomes (false, nil); other instances still exist.",
+	{"INST-TERMINATED", "InstanceExists of a terminated instance becomes (false, nil) within Config.Timeout+MaxStaleness after Hooks.CloudChanged; other instances still exist.",
 		"controllers/nodelifecycle/node_lifecycle_controller.go MonitorNodes", ruleInstTerminated},
 	{"INST-SHUTDOWN", "InstanceShutdown of a running instance is (false, nil).",
 		"controllers/nodelifecycle/node_lifecycle_controller.go shutdownInCloudProvider", ruleInstShutdown},
-	{"INST-STOPPED", "A stopped instance still exists and is shut down; started again, it is not shut down.",
+	{"INST-STOPPED", "A stopped instance still exists and is shut down; started again, it is not shut down; each change shows within Config.Timeout+MaxStaleness after Hooks.CloudChanged.",
 		"controllers/nodelifecycle/node_lifecycle_controller.go MonitorNodes, shutdownInCloudProvider", ruleInstStopped},
 	{"INST-METADATA", "InstanceMetadata, by provider ID and by name, is non-nil with one ProviderID \"<ProviderName()>://…\" equal to spec.providerID when set, label-valid type, zone and region; a missing instance gets an error.",
 		"controllers/node/node_controller.go getInstanceMetadata, getNodeModifiersFromCloudProvider", ruleInstMetadata},
@@ -71,7 +79,7 @@ var rules = []rule{
 		"controllers/node/node_controller.go updateNodeAddressesFromNodeIP; node/helpers/address.go GetNodeAddressesFromNodeIP", ruleInstProvidedNodeIP},
 	{"INST-LABELS", "AdditionalLabels have valid keys and values, none under kubernetes.io or k8s.io.",
 		"controllers/node/node_controller.go getNodeModifiersFromCloudProvider", ruleInstLabels},
-	{"INST-NEW-INSTANCE", "An instance created after the provider started is never reported (false, nil) and soon has metadata.",
+	{"INST-NEW-INSTANCE", "An instance created after the provider started is never reported (false, nil) and has metadata within Config.Timeout+MaxStaleness after Hooks.CloudChanged.",
 		"controllers/nodelifecycle/node_lifecycle_controller.go MonitorNodes; controllers/node/node_controller.go syncNode", ruleInstNewInstance},
 	{"INST-OUTAGE", "When the cloud API fails, InstanceExists of an existing instance is an error (or true), never (false, nil).",
 		"controllers/nodelifecycle/node_lifecycle_controller.go MonitorNodes (false without an error deletes the Node)", ruleInstOutage},
@@ -93,7 +101,7 @@ var rules = []rule{
 		"controllers/route/route_controller.go getRouteAction, equalNodeAddrs", ruleRouteTargetAddresses},
 	{"ROUTE-BLACKHOLE", "Routes to running instances are not Blackhole, and a route to a terminated instance can be deleted as listed.",
 		"controllers/route/route_controller.go reconcile", ruleRouteBlackhole},
-	{"ROUTE-CLUSTER-SCOPE", "ListRoutes for one cluster never returns another cluster's routes.",
+	{"ROUTE-CLUSTER-SCOPE", "ListRoutes for one cluster never returns another cluster's routes, nor (with Target.OtherCluster) those of another cluster of the same name on the same network.",
 		"cloud.go Routes.ListRoutes", ruleRouteClusterScope},
 	{"ROUTE-CONCURRENT", "Concurrent CreateRoute and DeleteRoute calls all succeed and leave exactly the expected routes.",
 		"controllers/route/route_controller.go reconcile (maxConcurrentRouteOperations)", ruleRouteConcurrent},
@@ -111,9 +119,9 @@ var rules = []rule{
 	// Through the upstream controllers.
 	{"CTRL-NODE-INIT", "Through the cloud node controller, a node registered with the uninitialized taint gets its provider ID, addresses and topology labels and loses the taint.",
 		"controllers/node/node_controller.go syncNode", ruleCtrlNodeInit},
-	{"CTRL-NODE-TERMINATED", "Through the node lifecycle controller, the Node of a terminated instance is deleted and the Nodes of running instances are kept.",
+	{"CTRL-NODE-TERMINATED", "Through the node lifecycle controller, the Node of a terminated instance is deleted within Config.Timeout+MaxStaleness after Hooks.CloudChanged, and the Nodes of running instances are kept.",
 		"controllers/nodelifecycle/node_lifecycle_controller.go MonitorNodes", ruleCtrlNodeTerminated},
-	{"CTRL-NODE-SHUTDOWN", "Through the node lifecycle controller, the Node of a stopped instance gets the shutdown taint and is kept.",
+	{"CTRL-NODE-SHUTDOWN", "Through the node lifecycle controller, the Node of a stopped instance gets the shutdown taint within Config.Timeout+MaxStaleness after Hooks.CloudChanged, and is kept.",
 		"controllers/nodelifecycle/node_lifecycle_controller.go MonitorNodes", ruleCtrlNodeShutdown},
 	{"CTRL-SERVICE-LB", "Through the service controller, a LoadBalancer Service gets the cleanup finalizer and an ingress.",
 		"controllers/service/controller.go syncLoadBalancerIfNeeded, addFinalizer, patchStatus", ruleCtrlServiceLB},

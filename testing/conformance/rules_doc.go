@@ -20,8 +20,8 @@
 //
 // # Rules: LoadBalancer
 //
-//   - LB-ENSURE-STATUS: EnsureLoadBalancer succeeds for a plain TCP Service, with and without nodes, with a non-nil status holding at least one ingress.
-//     Source: controllers/service/controller.go syncLoadBalancerIfNeeded, ensureLoadBalancer.
+//   - LB-ENSURE-STATUS: EnsureLoadBalancer succeeds for a plain TCP Service, with and without nodes, with a non-nil status holding at least one ingress, once it stops returning api.RetryError (made again after each RetryAfter within Config.Timeout, as the service controller requeues it).
+//     Source: controllers/service/controller.go processNextServiceItem, syncLoadBalancerIfNeeded, ensureLoadBalancer.
 //   - LB-INGRESS-VALID: Every ingress has a valid IP or a DNS hostname that is not an IP (a hostname alone only with Claims.HostnameIngress), and ipMode only with an IP.
 //     Source: controllers/service/controller.go patchStatus (k8s.io/kubernetes pkg/apis/core/validation ValidateLoadBalancerStatus).
 //   - LB-GET-EXISTS: GetLoadBalancer reports exists=false before the first Ensure and true after it, also with no backends.
@@ -50,7 +50,7 @@
 //     Source: controllers/service/controller.go ensureLoadBalancer.
 //   - LB-CLAIMED-FEATURES: EnsureLoadBalancer builds each claimed feature as asked: protocols, ports, node-port-less listeners, an ingress per IP family for RequireDualStack.
 //     Source: controllers/service/controller.go ensureLoadBalancer.
-//   - LB-CLUSTER-ISOLATION: Two clusters with a Service of the same namespace and name never see, update or delete each other's load balancer.
+//   - LB-CLUSTER-ISOLATION: Two clusters with a Service of the same namespace and name (with Target.OtherCluster: also the same UID and cluster name, through two providers) never see, update or delete each other's load balancer.
 //     Source: cloud.go LoadBalancer (clusterName); controllers/service/controller.go syncLoadBalancerIfNeeded.
 //   - LB-CONCURRENT: Concurrent Ensure and Update calls, on one Service and on several, all succeed and leave every load balancer converged.
 //     Source: controllers/service/controller.go Run (service and node workers), lockedUpdateLoadBalancerHosts.
@@ -61,11 +61,11 @@
 //
 //   - INST-EXISTS: InstanceExists is (true, nil) for running instances, by provider ID and by name, and (false, nil) for one that never existed.
 //     Source: controllers/nodelifecycle/node_lifecycle_controller.go MonitorNodes, ensureNodeExistsByProviderID.
-//   - INST-TERMINATED: InstanceExists of a terminated instance becomes (false, nil); other instances still exist.
+//   - INST-TERMINATED: InstanceExists of a terminated instance becomes (false, nil) within Config.Timeout+MaxStaleness after Hooks.CloudChanged; other instances still exist.
 //     Source: controllers/nodelifecycle/node_lifecycle_controller.go MonitorNodes.
 //   - INST-SHUTDOWN: InstanceShutdown of a running instance is (false, nil).
 //     Source: controllers/nodelifecycle/node_lifecycle_controller.go shutdownInCloudProvider.
-//   - INST-STOPPED: A stopped instance still exists and is shut down; started again, it is not shut down.
+//   - INST-STOPPED: A stopped instance still exists and is shut down; started again, it is not shut down; each change shows within Config.Timeout+MaxStaleness after Hooks.CloudChanged.
 //     Source: controllers/nodelifecycle/node_lifecycle_controller.go MonitorNodes, shutdownInCloudProvider.
 //   - INST-METADATA: InstanceMetadata, by provider ID and by name, is non-nil with one ProviderID "<ProviderName()>://…" equal to spec.providerID when set, label-valid type, zone and region; a missing instance gets an error.
 //     Source: controllers/node/node_controller.go getInstanceMetadata, getNodeModifiersFromCloudProvider.
@@ -75,7 +75,7 @@
 //     Source: controllers/node/node_controller.go updateNodeAddressesFromNodeIP; node/helpers/address.go GetNodeAddressesFromNodeIP.
 //   - INST-LABELS: AdditionalLabels have valid keys and values, none under kubernetes.io or k8s.io.
 //     Source: controllers/node/node_controller.go getNodeModifiersFromCloudProvider.
-//   - INST-NEW-INSTANCE: An instance created after the provider started is never reported (false, nil) and soon has metadata.
+//   - INST-NEW-INSTANCE: An instance created after the provider started is never reported (false, nil) and has metadata within Config.Timeout+MaxStaleness after Hooks.CloudChanged.
 //     Source: controllers/nodelifecycle/node_lifecycle_controller.go MonitorNodes; controllers/node/node_controller.go syncNode.
 //   - INST-OUTAGE: When the cloud API fails, InstanceExists of an existing instance is an error (or true), never (false, nil).
 //     Source: controllers/nodelifecycle/node_lifecycle_controller.go MonitorNodes (false without an error deletes the Node).
@@ -101,7 +101,7 @@
 //     Source: controllers/route/route_controller.go getRouteAction, equalNodeAddrs.
 //   - ROUTE-BLACKHOLE: Routes to running instances are not Blackhole, and a route to a terminated instance can be deleted as listed.
 //     Source: controllers/route/route_controller.go reconcile.
-//   - ROUTE-CLUSTER-SCOPE: ListRoutes for one cluster never returns another cluster's routes.
+//   - ROUTE-CLUSTER-SCOPE: ListRoutes for one cluster never returns another cluster's routes, nor (with Target.OtherCluster) those of another cluster of the same name on the same network.
 //     Source: cloud.go Routes.ListRoutes.
 //   - ROUTE-CONCURRENT: Concurrent CreateRoute and DeleteRoute calls all succeed and leave exactly the expected routes.
 //     Source: controllers/route/route_controller.go reconcile (maxConcurrentRouteOperations).
@@ -121,9 +121,9 @@
 //
 //   - CTRL-NODE-INIT: Through the cloud node controller, a node registered with the uninitialized taint gets its provider ID, addresses and topology labels and loses the taint.
 //     Source: controllers/node/node_controller.go syncNode.
-//   - CTRL-NODE-TERMINATED: Through the node lifecycle controller, the Node of a terminated instance is deleted and the Nodes of running instances are kept.
+//   - CTRL-NODE-TERMINATED: Through the node lifecycle controller, the Node of a terminated instance is deleted within Config.Timeout+MaxStaleness after Hooks.CloudChanged, and the Nodes of running instances are kept.
 //     Source: controllers/nodelifecycle/node_lifecycle_controller.go MonitorNodes.
-//   - CTRL-NODE-SHUTDOWN: Through the node lifecycle controller, the Node of a stopped instance gets the shutdown taint and is kept.
+//   - CTRL-NODE-SHUTDOWN: Through the node lifecycle controller, the Node of a stopped instance gets the shutdown taint within Config.Timeout+MaxStaleness after Hooks.CloudChanged, and is kept.
 //     Source: controllers/nodelifecycle/node_lifecycle_controller.go MonitorNodes.
 //   - CTRL-SERVICE-LB: Through the service controller, a LoadBalancer Service gets the cleanup finalizer and an ingress.
 //     Source: controllers/service/controller.go syncLoadBalancerIfNeeded, addFinalizer, patchStatus.

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"regexp"
 	"strings"
-	"time"
 
 	"github.com/google/go-cmp/cmp"
 	v1 "k8s.io/api/core/v1"
@@ -25,28 +24,6 @@ func (r *rt) mustMetadata(inst cloudprovider.InstancesV2, n *v1.Node) *cloudprov
 	return md
 }
 
-// eventually polls cond until it reports true or Config.Timeout passes, and
-// then fails the rule with cond's last description.
-func (r *rt) eventually(what string, cond func() (bool, string)) {
-	deadline := time.Now().Add(r.cfg.Timeout)
-	delay := 5 * time.Millisecond
-	for {
-		ok, last := cond()
-		if ok {
-			return
-		}
-		if time.Now().After(deadline) {
-			r.Fatalf("timed out after %v (Config.Timeout) waiting for %s; last observed: %s", r.cfg.Timeout, what, last)
-		}
-		select {
-		case <-r.ctx.Done():
-			r.Fatalf("waiting for %s: %v; last observed: %s", what, r.ctx.Err(), last)
-		case <-time.After(delay):
-		}
-		delay = min(2*delay, 100*time.Millisecond)
-	}
-}
-
 // lookup is a node as the controllers present it, and how it is looked up.
 type lookup struct {
 	how  string
@@ -60,6 +37,17 @@ func lookups(n *v1.Node) []lookup {
 		return []lookup{{"by name", n}}
 	}
 	return []lookup{{"by provider ID", n}, {"by name", byName(n)}}
+}
+
+// warmUp asks about n, every way the rule will, before the rule changes
+// its instance: the controllers have been asking all along, so a provider
+// with caches holds n's current state when the change comes. The answers
+// are other rules' business (INST-EXISTS, INST-SHUTDOWN).
+func (r *rt) warmUp(inst cloudprovider.InstancesV2, n *v1.Node) {
+	for _, l := range lookups(n) {
+		_, _ = inst.InstanceExists(r.ctx, l.node)
+		_, _ = inst.InstanceShutdown(r.ctx, l.node)
+	}
 }
 
 func ruleInstExists(r *rt) {
@@ -91,12 +79,11 @@ func ruleInstTerminated(r *rt) {
 	r.needHook("TerminateInstance", r.target().Hooks.TerminateInstance)
 	nodes := r.nodes(1)
 	victim := nodes[0]
-	if err := r.target().Hooks.TerminateInstance(r.ctx, victim); err != nil {
-		r.Fatalf("Hooks.TerminateInstance(%s): %v", victim.Name, err)
-	}
+	r.warmUp(inst, victim)
+	r.changeCloud("TerminateInstance", r.target().Hooks.TerminateInstance, victim)
 	for _, l := range lookups(victim) {
-		r.eventually(fmt.Sprintf("InstanceExists(%s) %s of a terminated instance to be (false, nil)", victim.Name, l.how), func() (bool, string) {
-			ok, err := inst.InstanceExists(r.ctx, l.node)
+		r.eventuallyChanged(fmt.Sprintf("InstanceExists(%s) %s of a terminated instance to be (false, nil)", victim.Name, l.how), func() (bool, string) {
+			ok, err := inst.InstancesV2.InstanceExists(r.ctx, l.node) // polled: an api.RetryError is "not yet"
 			return !ok && err == nil, fmt.Sprintf("(%v, %v)", ok, err)
 		})
 	}
@@ -124,11 +111,10 @@ func ruleInstStopped(r *rt) {
 	h := r.target().Hooks
 	r.needHook("StopInstance", h.StopInstance)
 	n := r.nodes(1)[0]
-	if err := h.StopInstance(r.ctx, n); err != nil {
-		r.Fatalf("Hooks.StopInstance(%s): %v", n.Name, err)
-	}
-	r.eventually(fmt.Sprintf("InstanceShutdown(%s) of a stopped instance to be (true, nil)", n.Name), func() (bool, string) {
-		down, err := inst.InstanceShutdown(r.ctx, n)
+	r.warmUp(inst, n)
+	r.changeCloud("StopInstance", h.StopInstance, n)
+	r.eventuallyChanged(fmt.Sprintf("InstanceShutdown(%s) of a stopped instance to be (true, nil)", n.Name), func() (bool, string) {
+		down, err := inst.InstancesV2.InstanceShutdown(r.ctx, n) // polled: an api.RetryError is "not yet"
 		return down && err == nil, fmt.Sprintf("(%v, %v)", down, err)
 	})
 	for _, l := range lookups(n) {
@@ -140,11 +126,9 @@ func ruleInstStopped(r *rt) {
 		r.Logf("Hooks.StartInstance is nil: restarting was not checked")
 		return
 	}
-	if err := h.StartInstance(r.ctx, n); err != nil {
-		r.Fatalf("Hooks.StartInstance(%s): %v", n.Name, err)
-	}
-	r.eventually(fmt.Sprintf("InstanceShutdown(%s) of a restarted instance to be (false, nil)", n.Name), func() (bool, string) {
-		down, err := inst.InstanceShutdown(r.ctx, n)
+	r.changeCloud("StartInstance", h.StartInstance, n)
+	r.eventuallyChanged(fmt.Sprintf("InstanceShutdown(%s) of a restarted instance to be (false, nil)", n.Name), func() (bool, string) {
+		down, err := inst.InstancesV2.InstanceShutdown(r.ctx, n) // polled: an api.RetryError is "not yet"
 		return !down && err == nil, fmt.Sprintf("(%v, %v)", down, err)
 	})
 }
@@ -285,13 +269,14 @@ func ruleInstNewInstance(r *rt) {
 	if err != nil || n == nil {
 		r.Fatalf("Hooks.CreateInstance(%q) = (%v, %v)", name, n, err)
 	}
+	r.cloudChanged("CreateInstance")
 	n = n.DeepCopy()
 	for _, l := range lookups(n) {
 		if ok, err := inst.InstanceExists(r.ctx, l.node); !ok && err == nil {
 			r.Errorf("InstanceExists(%s) %s of a just created instance = (false, nil): the node lifecycle controller deletes a new, still NotReady Node at once; expected (true, nil), or an error while unsure", n.Name, l.how)
 		}
-		r.eventually(fmt.Sprintf("InstanceMetadata(%s) %s of a new instance", n.Name, l.how), func() (bool, string) {
-			md, err := inst.InstanceMetadata(r.ctx, l.node)
+		r.eventuallyChanged(fmt.Sprintf("InstanceMetadata(%s) %s of a new instance", n.Name, l.how), func() (bool, string) {
+			md, err := inst.InstancesV2.InstanceMetadata(r.ctx, l.node) // polled: an api.RetryError is "not yet"
 			return err == nil && md != nil && md.ProviderID != "", fmt.Sprintf("(%v, %v)", md, err)
 		})
 	}
@@ -308,7 +293,8 @@ func ruleInstOutage(r *rt) {
 	defer restore()
 	for _, n := range nodes {
 		for _, l := range lookups(n) {
-			if ok, err := inst.InstanceExists(r.ctx, l.node); !ok && err == nil {
+			// One answer, not retried: an api.RetryError is an error, as asked.
+			if ok, err := inst.InstancesV2.InstanceExists(r.ctx, l.node); !ok && err == nil {
 				r.Errorf("InstanceExists(%s) %s during a cloud outage = (false, nil): the node lifecycle controller deletes the Node at once; expected an error", n.Name, l.how)
 			}
 		}
@@ -350,10 +336,7 @@ func ruleInstConcurrent(r *rt) {
 
 func ruleZonesLookup(r *rt) {
 	zones := r.zones()
-	var inst cloudprovider.InstancesV2
-	if v, ok := r.target().Cloud.InstancesV2(); ok && !isNil(v) {
-		inst = v
-	}
+	inst, hasInst := r.anyInst()
 	for _, n := range r.nodes(1) {
 		byName, err := zones.GetZoneByNodeName(r.ctx, types.NodeName(n.Name))
 		if err != nil {
@@ -365,7 +348,7 @@ func ruleZonesLookup(r *rt) {
 		}
 		pid := n.Spec.ProviderID
 		var md *cloudprovider.InstanceMetadata
-		if inst != nil {
+		if hasInst {
 			if m, err := inst.InstanceMetadata(r.ctx, n); err == nil && m != nil {
 				md = m
 				if pid == "" {

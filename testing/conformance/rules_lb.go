@@ -533,37 +533,60 @@ func ruleLBClaimedFeatures(r *rt) {
 	}
 }
 
-func ruleLBClusterIsolation(r *rt) {
+// lbCluster is one of the two clusters of LB-CLUSTER-ISOLATION: the
+// provider it calls, its clusterName argument, its Service, and how
+// messages name it.
+type lbCluster struct {
+	lb      cloudprovider.LoadBalancer
+	cluster string
+	svc     *v1.Service
+	desc    string
+}
+
+// isolatedClusters returns the two clusters of LB-CLUSTER-ISOLATION: with
+// Target.OtherCluster, Cloud and OtherCluster with one clusterName and one
+// Service (namespace, name and UID: two clusters restored from one etcd
+// backup); without, Cloud under ClusterName and CrossClusterName with
+// Services of the same namespace and name but their own UIDs.
+func (r *rt) isolatedClusters(name string) (a, b lbCluster) {
 	lb := r.lb()
+	svc := service(name)
+	a = lbCluster{lb, r.cfg.ClusterName, svc, fmt.Sprintf("cluster %q", r.cfg.ClusterName)}
+	if other, ok := other(r, "LoadBalancer", cloudprovider.Interface.LoadBalancer); ok {
+		a.desc = "Target.Cloud"
+		return a, lbCluster{retryLB{r, other}, a.cluster, svc.DeepCopy(), fmt.Sprintf("Target.OtherCluster (also cluster name %q, the same Service UID)", a.cluster)}
+	}
+	return a, lbCluster{lb, r.cfg.CrossClusterName, service(name), fmt.Sprintf("cluster %q", r.cfg.CrossClusterName)}
+}
+
+func ruleLBClusterIsolation(r *rt) {
 	nodes := r.nodes(1)
-	a, b := r.cfg.ClusterName, r.cfg.CrossClusterName
-	svcA := service("shared-name")
-	svcB := service("shared-name") // same namespace/name, another cluster's UID
-	stA := r.mustEnsure(lb, a, svcA, nodes)
+	a, b := r.isolatedClusters("shared-name")
+	stA := r.mustEnsure(a.lb, a.cluster, a.svc, nodes)
 	ownedA := r.owned()
-	if r.exists(lb, b, svcB) {
-		r.Errorf("GetLoadBalancer(cluster %q, %s) reports exists=true for cluster %q's load balancer: cluster %q would adopt or delete it", b, svcKey(svcB), a, b)
+	if r.exists(b.lb, b.cluster, b.svc) {
+		r.Errorf("GetLoadBalancer(%s) through %s, which has created nothing yet, reports exists=true: it sees the load balancer of %s, and would adopt or delete it", svcKey(b.svc), b.desc, a.desc)
 	}
-	if _, err := lb.EnsureLoadBalancer(r.ctx, b, svcB, nodes[:1]); err != nil {
-		r.Fatalf("EnsureLoadBalancer(cluster %q, %s): %v", b, svcKey(svcB), err)
+	if _, err := b.lb.EnsureLoadBalancer(r.ctx, b.cluster, b.svc, nodes[:1]); err != nil {
+		r.Fatalf("EnsureLoadBalancer(%s) of %s: %v", svcKey(b.svc), b.desc, err)
 	}
-	if err := lb.UpdateLoadBalancer(context.TODO(), b, svcB, nil); err != nil {
-		r.Fatalf("UpdateLoadBalancer(cluster %q, %s, no nodes): %v", b, svcKey(svcB), err)
+	if err := b.lb.UpdateLoadBalancer(context.TODO(), b.cluster, b.svc, nil); err != nil {
+		r.Fatalf("UpdateLoadBalancer(%s, no nodes) of %s: %v", svcKey(b.svc), b.desc, err)
 	}
-	r.checkBackends(fmt.Sprintf("after cluster %q updated its own %s", b, svcKey(svcB)), a, svcA, nodes)
-	if err := lb.EnsureLoadBalancerDeleted(r.ctx, b, svcB); err != nil {
-		r.Fatalf("EnsureLoadBalancerDeleted(cluster %q, %s): %v", b, svcKey(svcB), err)
+	r.checkBackends(fmt.Sprintf("after %s updated its own %s", b.desc, svcKey(b.svc)), a.cluster, a.svc, nodes)
+	if err := b.lb.EnsureLoadBalancerDeleted(r.ctx, b.cluster, b.svc); err != nil {
+		r.Fatalf("EnsureLoadBalancerDeleted(%s) of %s: %v", svcKey(b.svc), b.desc, err)
 	}
-	st, ok, err := lb.GetLoadBalancer(r.ctx, a, svcA)
+	st, ok, err := a.lb.GetLoadBalancer(r.ctx, a.cluster, a.svc)
 	if err != nil || !ok {
-		r.Fatalf("after cluster %q deleted its %s, GetLoadBalancer(cluster %q) = (exists %v, %v), expected cluster %q's load balancer to remain", b, svcKey(svcB), a, ok, err, a)
+		r.Fatalf("after %s deleted its %s, GetLoadBalancer of %s = (exists %v, %v), expected its load balancer to remain", b.desc, svcKey(b.svc), a.desc, ok, err)
 	}
 	if st != nil {
 		if d := cmp.Diff(stA.Ingress, st.Ingress, cmpOpts); d != "" {
-			r.Errorf("cluster %q's ingress changed after cluster %q's calls (-before +after):\n%s", a, b, d)
+			r.Errorf("the ingress of %s changed after the calls of %s (-before +after):\n%s", a.desc, b.desc, d)
 		}
 	}
-	r.checkOwned(fmt.Sprintf("after cluster %q created and deleted its own load balancer", b), ownedA)
+	r.checkOwned(fmt.Sprintf("after %s created and deleted its own load balancer", b.desc), ownedA)
 }
 
 func ruleLBConcurrent(r *rt) {
@@ -614,7 +637,8 @@ func ruleLBOutage(r *rt) {
 	r.mustEnsure(lb, c, svc, r.nodes(1))
 	restore := r.target().Hooks.Outage()
 	defer restore()
-	_, ok, err := lb.GetLoadBalancer(r.ctx, c, svc)
+	// One answer, not retried: an api.RetryError is an error, as asked.
+	_, ok, err := lb.LoadBalancer.GetLoadBalancer(r.ctx, c, svc)
 	if err == nil && !ok {
 		r.Errorf("GetLoadBalancer(%s) during a cloud outage returned exists=false and no error: the service controller would remove the finalizer of a deleted Service and leak its load balancer; expected an error", svcKey(svc))
 	}

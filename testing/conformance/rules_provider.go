@@ -135,7 +135,8 @@ func ruleProviderBadConfig(r *rt) {
 	}
 }
 
-// caps are the claimed capabilities whose accessors work.
+// caps are the claimed capabilities whose accessors work, each retrying
+// calls that fail with an api.RetryError (see retrying); nil when absent.
 type caps struct {
 	lb    cloudprovider.LoadBalancer
 	inst  cloudprovider.InstancesV2
@@ -150,16 +151,16 @@ func (r *rt) caps() caps {
 	cloud := r.target().Cloud
 	cl := r.cfg.Claims
 	if v, ok := cloud.LoadBalancer(); cl.LoadBalancer && ok && !isNil(v) {
-		c.lb = v
+		c.lb = retryLB{r, v}
 	}
 	if v, ok := cloud.InstancesV2(); cl.InstancesV2 && ok && !isNil(v) {
-		c.inst = v
+		c.inst = retryInst{r, v}
 	}
 	if v, ok := cloud.Routes(); cl.Routes && ok && !isNil(v) {
-		c.rs = v
+		c.rs = retryRoutes{r, v}
 	}
 	if v, ok := cloud.Zones(); cl.Zones && ok && !isNil(v) {
-		c.zones = v
+		c.zones = retryZones{r, v}
 	}
 	if c.lb == nil && c.inst == nil && c.rs == nil && c.zones == nil {
 		r.Skipf("no claimed capability with a working accessor")

@@ -54,12 +54,13 @@ type rt struct {
 
 // execute runs one rule in its own goroutine and returns what it reported.
 // The goroutine is abandoned, and the rule failed, when it outlives
-// 4×cfg.Timeout or parent.
+// 4×(cfg.Timeout+cfg.MaxStaleness) or parent.
 func execute(parent context.Context, cfg *Config, rl *rule) result {
 	if reason, ok := cfg.Skip[rl.id]; ok {
 		return result{skip: "skipped by Config.Skip: " + reason}
 	}
-	ctx, cancel := context.WithTimeout(parent, 4*cfg.Timeout)
+	limit := 4 * (cfg.Timeout + cfg.MaxStaleness)
+	ctx, cancel := context.WithTimeout(parent, limit)
 	defer cancel()
 	r := &rt{ctx: ctx, cfg: cfg}
 	finished := make(chan struct{})
@@ -75,7 +76,7 @@ func execute(parent context.Context, cfg *Config, rl *rule) result {
 		if parent.Err() != nil {
 			r.errorf("rule interrupted: %v", parent.Err())
 		} else {
-			r.errorf("rule did not finish within %v (4×Config.Timeout): a provider call or hook may be blocked", 4*cfg.Timeout)
+			r.errorf("rule did not finish within %v (4×(Config.Timeout+Config.MaxStaleness)): a provider call or hook may be blocked", limit)
 		}
 	}
 	r.mu.Lock()
@@ -170,14 +171,19 @@ func (r *rt) Go(f func()) (wait func()) {
 // that holds copies of the fixture nodes.
 func (r *rt) target() *Target {
 	if r.tgt == nil {
-		var objs []k8sruntime.Object
 		tgt := r.newTarget()
-		for _, n := range tgt.Nodes {
-			objs = append(objs, n.DeepCopy())
-		}
-		r.initialize(tgt, fake.NewClientset(objs...))
+		r.initialize(tgt, nodeClientset(tgt.Nodes))
 	}
 	return r.tgt
+}
+
+// nodeClientset returns a fake clientset holding copies of nodes.
+func nodeClientset(nodes []*v1.Node) *fake.Clientset {
+	objs := make([]k8sruntime.Object, len(nodes))
+	for i, n := range nodes {
+		objs[i] = n.DeepCopy()
+	}
+	return fake.NewClientset(objs...)
 }
 
 // newTarget calls Config.NewTarget and validates what it returns.
@@ -192,6 +198,12 @@ func (r *rt) newTarget() *Target {
 	if tgt.Close != nil {
 		r.Cleanup(tgt.Close)
 	}
+	if tgt.OtherCluster != nil && isNil(tgt.OtherCluster) {
+		r.Fatalf("Config.NewTarget returned Target.OtherCluster %s, expected nil or a second provider", describe(tgt.OtherCluster))
+	}
+	if tgt.OtherCluster != nil && same(tgt.OtherCluster, tgt.Cloud) {
+		r.Fatalf("Config.NewTarget returned Target.OtherCluster equal to Target.Cloud, expected the provider of another cluster (another cluster ID) over the same cloud")
+	}
 	seen := map[string]bool{}
 	for i, n := range tgt.Nodes {
 		if n == nil || n.Name == "" {
@@ -205,28 +217,40 @@ func (r *rt) newTarget() *Target {
 	return tgt
 }
 
-// initialize does what app/controllermanager.go startControllers does before
-// starting controllers: cloud.Initialize(clientBuilder, stop), then
-// SetInformers for a cloudprovider.InformerUser, then starts the informers.
+// initialize initializes tgt.Cloud against kube, and tgt.OtherCluster, if
+// any, against a clientset of its own holding copies of the fixture nodes.
+// The controllers of controller rules use Cloud's informers (r.inf, r.stop).
 func (r *rt) initialize(tgt *Target, kube *fake.Clientset) {
 	r.tgt = tgt
-	r.stop = make(chan struct{})
-	r.inf = informers.NewSharedInformerFactory(kube, 0)
-	stop := r.stop
+	r.inf, r.stop = r.initCloud(tgt.Cloud, kube)
+	if tgt.OtherCluster != nil {
+		r.initCloud(tgt.OtherCluster, nodeClientset(tgt.Nodes))
+	}
+}
+
+// initCloud does to cloud what app/controllermanager.go startControllers
+// does before starting controllers: cloud.Initialize(clientBuilder, stop),
+// then SetInformers for a cloudprovider.InformerUser, then starts the
+// informers. The stop channel closes, and the informers shut down, when the
+// rule ends.
+func (r *rt) initCloud(cloud cloudprovider.Interface, kube *fake.Clientset) (informers.SharedInformerFactory, chan struct{}) {
+	stop := make(chan struct{})
+	inf := informers.NewSharedInformerFactory(kube, 0)
 	r.Cleanup(func() {
 		close(stop)
-		r.inf.Shutdown()
+		inf.Shutdown()
 	})
-	tgt.Cloud.Initialize(clientBuilder{kube}, r.stop)
-	if iu, ok := tgt.Cloud.(cloudprovider.InformerUser); ok {
-		iu.SetInformers(r.inf)
+	cloud.Initialize(clientBuilder{kube}, stop)
+	if iu, ok := cloud.(cloudprovider.InformerUser); ok {
+		iu.SetInformers(inf)
 	}
-	r.inf.Start(r.stop)
-	for typ, ok := range r.inf.WaitForCacheSync(r.ctx.Done()) {
+	inf.Start(stop)
+	for typ, ok := range inf.WaitForCacheSync(r.ctx.Done()) {
 		if !ok {
 			r.Fatalf("informer for %v did not sync: %v", typ, r.ctx.Err())
 		}
 	}
+	return inf, stop
 }
 
 // nodes returns deep copies of the fixture nodes, failing (skipping) the
@@ -265,26 +289,66 @@ func capability[T any](r *rt, name string, claimed bool, accessor func() (T, boo
 	return v
 }
 
-func (r *rt) lb() cloudprovider.LoadBalancer {
-	return capability(r, "LoadBalancer", r.cfg.Claims.LoadBalancer, func() (cloudprovider.LoadBalancer, bool) { return r.target().Cloud.LoadBalancer() })
+// lb, inst, routes and zones return the claimed capability of Target.Cloud,
+// retrying each call that fails with an api.RetryError (see retrying).
+func (r *rt) lb() retryLB {
+	return retryLB{r, capability(r, "LoadBalancer", r.cfg.Claims.LoadBalancer, func() (cloudprovider.LoadBalancer, bool) { return r.target().Cloud.LoadBalancer() })}
 }
 
-func (r *rt) inst() cloudprovider.InstancesV2 {
-	return capability(r, "InstancesV2", r.cfg.Claims.InstancesV2, func() (cloudprovider.InstancesV2, bool) { return r.target().Cloud.InstancesV2() })
+func (r *rt) inst() retryInst {
+	return retryInst{r, capability(r, "InstancesV2", r.cfg.Claims.InstancesV2, func() (cloudprovider.InstancesV2, bool) { return r.target().Cloud.InstancesV2() })}
 }
 
-func (r *rt) routes() cloudprovider.Routes {
-	return capability(r, "Routes", r.cfg.Claims.Routes, func() (cloudprovider.Routes, bool) { return r.target().Cloud.Routes() })
+func (r *rt) routes() retryRoutes {
+	return retryRoutes{r, capability(r, "Routes", r.cfg.Claims.Routes, func() (cloudprovider.Routes, bool) { return r.target().Cloud.Routes() })}
 }
 
-func (r *rt) zones() cloudprovider.Zones {
-	return capability(r, "Zones", r.cfg.Claims.Zones, func() (cloudprovider.Zones, bool) { return r.target().Cloud.Zones() })
+func (r *rt) zones() retryZones {
+	return retryZones{r, capability(r, "Zones", r.cfg.Claims.Zones, func() (cloudprovider.Zones, bool) { return r.target().Cloud.Zones() })}
+}
+
+// anyInst returns Target.Cloud's InstancesV2, retrying as inst does, when
+// its accessor offers one, claimed or not: rules of other capabilities use
+// it to learn what the node controller would have written to a Node.
+func (r *rt) anyInst() (retryInst, bool) {
+	v, ok := r.target().Cloud.InstancesV2()
+	if !ok || isNil(v) {
+		return retryInst{}, false
+	}
+	return retryInst{r, v}, true
+}
+
+// other returns Target.OtherCluster's capability through accessor (named
+// name), retrying as Cloud's; ok is false when there is no OtherCluster. A
+// missing capability fails the rule: OtherCluster is the same provider as
+// Cloud, and offers what Cloud offers.
+func other[T any](r *rt, name string, accessor func(cloudprovider.Interface) (T, bool)) (v T, ok bool) {
+	oc := r.target().OtherCluster
+	if oc == nil {
+		return v, false
+	}
+	v, ok = accessor(oc)
+	if !ok || isNil(v) {
+		r.Fatalf("Target.OtherCluster.%s() returned (%s, %v), expected the capability Target.Cloud offers: OtherCluster is the same provider, configured as another cluster", name, describe(v), ok)
+	}
+	return v, true
 }
 
 func (r *rt) needFeature(name string, claimed bool) {
 	if !claimed {
 		r.Skipf("feature %s is not claimed (Config.Claims.%s)", name, name)
 	}
+}
+
+// same reports whether a and b are the same value, without panicking on
+// dynamic types that are not comparable (those are never the same).
+func same(a, b any) (eq bool) {
+	defer func() {
+		if recover() != nil {
+			eq = false
+		}
+	}()
+	return a == b
 }
 
 // isNil reports whether v is nil or an interface holding a typed nil.
