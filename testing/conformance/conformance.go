@@ -67,8 +67,9 @@ type Config struct {
 	// change to show through the provider (an instance stopped, started,
 	// terminated or created by a hook) lasts Timeout+MaxStaleness instead of
 	// Timeout. Default 0: a provider with caches either drops them in
-	// Hooks.CloudChanged, or declares its TTL here; otherwise INST-STOPPED,
-	// INST-TERMINATED, CTRL-NODE-SHUTDOWN and CTRL-NODE-TERMINATED fail when
+	// Hooks.CloudChanged, or declares its TTL here; otherwise the rules
+	// that wait for such a change (INST-TERMINATED, INST-STOPPED,
+	// INST-NEW-INSTANCE, CTRL-NODE-TERMINATED, CTRL-NODE-SHUTDOWN) fail when
 	// its TTL is longer than Timeout. Negative is an error.
 	MaxStaleness time.Duration
 
@@ -140,10 +141,11 @@ type Target struct {
 	// (Config.ClusterName) and the same Service namespace, name and UID,
 	// through Cloud and OtherCluster. Nil: those rules tell the clusters
 	// apart by the clusterName argument alone (Config.ClusterName and
-	// Config.CrossClusterName through Cloud), which a provider that owns
-	// its resources by a cluster ID of its own and ignores clusterName
-	// fails: give such a provider an OtherCluster. Hooks describe the cloud
-	// as Cloud sees it, never as OtherCluster does.
+	// Config.CrossClusterName through Cloud, Services with UIDs of their
+	// own), which says nothing of a provider that owns its resources by a
+	// cluster ID of its own and ignores clusterName, and fails its routes
+	// (ROUTE-CLUSTER-SCOPE): give such a provider an OtherCluster. Hooks
+	// describe the cloud as Cloud sees it, never as OtherCluster does.
 	OtherCluster cloudprovider.Interface
 
 	// Close, if set, is called when the rule that created the target ends.

@@ -1,0 +1,89 @@
+package conformance_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/ccmkit/ccmkit/fake"
+	"github.com/ccmkit/ccmkit/testing/conformance"
+)
+
+// TestConfigErrors checks that Check rejects an invalid Config with an
+// error, not a *Failure, naming the field, the value and what was expected.
+func TestConfigErrors(t *testing.T) {
+	for _, tc := range []struct {
+		name, reason string
+		change       func(*conformance.Config)
+		want         []string // substrings of the error
+	}{
+		{name: "no-target", reason: "NewTarget is required",
+			change: func(c *conformance.Config) { c.NewTarget = nil },
+			want:   []string{"Config.NewTarget is nil", "expected"}},
+		{name: "negative-timeout", reason: "a negative Timeout has no meaning",
+			change: func(c *conformance.Config) { c.Timeout = -time.Second },
+			want:   []string{"Config.Timeout", "-1s", "expected"}},
+		{name: "negative-staleness", reason: "a negative MaxStaleness has no meaning",
+			change: func(c *conformance.Config) { c.MaxStaleness = -time.Minute },
+			want:   []string{"Config.MaxStaleness", "-1m0s", "expected"}},
+		{name: "one-cluster-name", reason: "the clusterName-only isolation rules need two names",
+			change: func(c *conformance.Config) { c.ClusterName, c.CrossClusterName = "kubernetes", "kubernetes" },
+			want:   []string{"Config.CrossClusterName", `"kubernetes"`, "expected"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := fakeConfig()
+			tc.change(&cfg)
+			err := conformance.Check(t.Context(), cfg)
+			var f *conformance.Failure
+			if err == nil || errors.As(err, &f) {
+				t.Fatalf("%s: Check = %v, expected a configuration error", tc.reason, err)
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("%s: error %q does not contain %q", tc.reason, err, w)
+				}
+			}
+		})
+	}
+}
+
+// TestTargetErrors checks that a Target.OtherCluster that cannot be another
+// cluster fails every rule that builds a target, naming the field.
+func TestTargetErrors(t *testing.T) {
+	for _, tc := range []struct {
+		name, reason string
+		other        func(tgt *conformance.Target) // sets OtherCluster
+		want         string
+	}{
+		{name: "typed-nil", reason: "a typed nil is no provider",
+			other: func(tgt *conformance.Target) { var c *fake.Cloud; tgt.OtherCluster = c },
+			want:  "Target.OtherCluster typed nil *fake.Cloud, expected nil or a second provider"},
+		{name: "same-as-cloud", reason: "Cloud itself is not another cluster",
+			other: func(tgt *conformance.Target) { tgt.OtherCluster = tgt.Cloud },
+			want:  "Target.OtherCluster equal to Target.Cloud"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := fakeConfig()
+			cfg.NewTarget = func(ctx context.Context) (*conformance.Target, error) {
+				tgt, err := fakeCloudTarget(fake.Config{ClusterID: "conformance"})
+				if err == nil {
+					tc.other(tgt)
+				}
+				return tgt, err
+			}
+			cfg.Skip = map[string]string{}
+			for _, r := range conformance.Rules() {
+				if r.ID != "PROVIDER-NAME" {
+					cfg.Skip[r.ID] = "one rule is enough"
+				}
+			}
+			err := conformance.Check(t.Context(), cfg)
+			var f *conformance.Failure
+			if !errors.As(err, &f) || f.Rule != "PROVIDER-NAME" || !strings.Contains(f.Message, tc.want) {
+				t.Errorf("%s: Check = %v, expected PROVIDER-NAME to fail with %q", tc.reason, err, tc.want)
+			}
+		})
+	}
+}
