@@ -41,10 +41,26 @@ func (c *Config) Validate() error {
 	return nil
 }
 
-// NewAcme is the provider factory: the ~30 lines of the README.
+// NewAcme is the provider factory: the ~30 lines of the README, with the
+// composition in newAcme so that the conformance test can build the same
+// provider over a sandbox acme cloud.
 func NewAcme(cfg *Config) (cloudprovider.Interface, error) {
-	api := dialAcme(cfg.Endpoint, cfg.Token.Reveal())
+	p, err := newAcme(cfg, dialAcme(cfg.Endpoint, cfg.Token.Reveal()))
+	if err != nil {
+		return nil, err // never a typed nil *acme
+	}
+	return p, nil
+}
 
+// acme is the provider: the composed cloudprovider.Interface, and the
+// instance cache, which a provider drops when its cloud tells it of a
+// change (here: the conformance test, after it changed the cloud).
+type acme struct {
+	cloudprovider.Interface
+	cache *instances.Cache
+}
+
+func newAcme(cfg *Config, api *acmeAPI) (*acme, error) {
 	cache, err := instances.NewCache(vmDriver{api}, instances.CacheOptions{}) // one List per minute
 	if err != nil {
 		return nil, err
@@ -68,9 +84,9 @@ func NewAcme(cfg *Config) (cloudprovider.Interface, error) {
 	if err != nil {
 		return nil, err
 	}
-	return provider.New("acme", cfg.ClusterID, provider.Capabilities{
+	return &acme{provider.New("acme", cfg.ClusterID, provider.Capabilities{
 		LoadBalancer: lbs, InstancesV2: nodes, Routes: table,
-	}), nil
+	}), cache}, nil
 }
 
 // lbDriver is loadbalancer.Driver over the acme API.
@@ -90,7 +106,7 @@ func (d lbDriver) Find(_ context.Context, q loadbalancer.Query) ([]*loadbalancer
 			}
 		}
 		return true
-	}), nil
+	})
 }
 
 func (d lbDriver) Apply(_ context.Context, a loadbalancer.Action) (*loadbalancer.LoadBalancer, error) {
@@ -98,8 +114,7 @@ func (d lbDriver) Apply(_ context.Context, a loadbalancer.Action) (*loadbalancer
 }
 
 func (d lbDriver) Delete(_ context.Context, lb *loadbalancer.LoadBalancer) error {
-	d.api.deleteLB(lb.ID)
-	return nil
+	return d.api.deleteLB(lb.ID)
 }
 
 // vmDriver is instances.ListDriver over the acme API.
@@ -113,7 +128,7 @@ func (d vmDriver) GetByName(_ context.Context, name string) (instances.Instance,
 	return d.api.vm(func(vm instances.Instance) bool { return vm.Name == name })
 }
 
-func (d vmDriver) List(context.Context) ([]instances.Instance, error) { return d.api.vms(), nil }
+func (d vmDriver) List(context.Context) ([]instances.Instance, error) { return d.api.vms() }
 
 // routeDriver is routes.TableDriver over the acme API's one route table.
 type routeDriver struct{ api *acmeAPI }
@@ -126,11 +141,15 @@ func (d routeDriver) WriteTable(_ context.Context, rev string, entries []routes.
 	return d.api.writeRoutes(rev, entries)
 }
 
-func Example_yourOwnProvider() {
+// The provider registers itself when its package is imported, as in the
+// README.
+func init() {
 	if err := provider.Register("acme", NewAcme); err != nil {
-		fmt.Println(err)
-		return
+		panic(err) // only a second registration of "acme" gets here
 	}
+}
+
+func Example_yourOwnProvider() {
 	// What the cloud-controller-manager does with --cloud-provider=acme.
 	cloud, err := cloudprovider.GetCloudProvider("acme", strings.NewReader("clusterID: prod-1\nendpoint: https://api.acme\ntoken: s3cr3t\n"))
 	if err != nil {
@@ -171,7 +190,8 @@ func Example_yourOwnProvider() {
 // acmeAPI is an in-memory stand-in for acme's cloud SDK. Like a real IaaS
 // it keeps load-balancer targets as VM IDs, rejects a target that is not a
 // VM, provisions a new load balancer before it has an address (here: until
-// it is read again), and versions its route table.
+// it is read again), versions its route table, and can be down (every call
+// fails).
 type acmeAPI struct {
 	mu      sync.Mutex
 	lbs     map[string]*loadbalancer.LoadBalancer
@@ -179,6 +199,8 @@ type acmeAPI struct {
 	machine []instances.Instance
 	table   []routes.Entry
 	rev     int
+	down    bool  // every call fails
+	writes  int64 // calls that change something
 }
 
 func dialAcme(endpoint, token string) *acmeAPI {
@@ -191,9 +213,28 @@ func dialAcme(endpoint, token string) *acmeAPI {
 	}
 }
 
-func (a *acmeAPI) findLBs(match func(*loadbalancer.LoadBalancer) bool) []*loadbalancer.LoadBalancer {
+// errDown is every call's error while the API is down.
+var errDown = errors.New("acme: 503 service unavailable")
+
+// call takes the lock for one API call; it fails while the API is down.
+func (a *acmeAPI) call(write bool) (unlock func(), err error) {
 	a.mu.Lock()
-	defer a.mu.Unlock()
+	if a.down {
+		a.mu.Unlock()
+		return nil, errDown
+	}
+	if write {
+		a.writes++
+	}
+	return a.mu.Unlock, nil
+}
+
+func (a *acmeAPI) findLBs(match func(*loadbalancer.LoadBalancer) bool) ([]*loadbalancer.LoadBalancer, error) {
+	unlock, err := a.call(false)
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
 	out := []*loadbalancer.LoadBalancer{}
 	for _, id := range slices.Sorted(maps.Keys(a.lbs)) {
 		lb := a.lbs[id]
@@ -205,12 +246,15 @@ func (a *acmeAPI) findLBs(match func(*loadbalancer.LoadBalancer) bool) []*loadba
 			out = append(out, lb.Clone())
 		}
 	}
-	return out
+	return out, nil
 }
 
 func (a *acmeAPI) applyLB(act loadbalancer.Action) (*loadbalancer.LoadBalancer, error) {
-	a.mu.Lock()
-	defer a.mu.Unlock()
+	unlock, err := a.call(true)
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
 	next, err := loadbalancer.Apply(a.lbs[act.LoadBalancerID], act)
 	if err != nil {
 		return nil, err
@@ -230,14 +274,22 @@ func (a *acmeAPI) applyLB(act loadbalancer.Action) (*loadbalancer.LoadBalancer, 
 	return next.Clone(), nil
 }
 
-func (a *acmeAPI) deleteLB(id string) {
-	a.mu.Lock()
-	defer a.mu.Unlock()
+func (a *acmeAPI) deleteLB(id string) error {
+	unlock, err := a.call(true)
+	if err != nil {
+		return err
+	}
+	defer unlock()
 	delete(a.lbs, id)
+	return nil
 }
 
 func (a *acmeAPI) vm(match func(instances.Instance) bool) (instances.Instance, error) {
-	for _, vm := range a.vms() {
+	vms, err := a.vms()
+	if err != nil {
+		return instances.Instance{}, err
+	}
+	for _, vm := range vms {
 		if match(vm) {
 			return vm, nil
 		}
@@ -245,21 +297,30 @@ func (a *acmeAPI) vm(match func(instances.Instance) bool) (instances.Instance, e
 	return instances.Instance{}, instances.ErrNotFound
 }
 
-func (a *acmeAPI) vms() []instances.Instance {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	return slices.Clone(a.machine)
+func (a *acmeAPI) vms() ([]instances.Instance, error) {
+	unlock, err := a.call(false)
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
+	return slices.Clone(a.machine), nil
 }
 
 func (a *acmeAPI) readRoutes() ([]routes.Entry, string, error) {
-	a.mu.Lock()
-	defer a.mu.Unlock()
+	unlock, err := a.call(false)
+	if err != nil {
+		return nil, "", err
+	}
+	defer unlock()
 	return slices.Clone(a.table), strconv.Itoa(a.rev), nil
 }
 
 func (a *acmeAPI) writeRoutes(rev string, entries []routes.Entry) error {
-	a.mu.Lock()
-	defer a.mu.Unlock()
+	unlock, err := a.call(true)
+	if err != nil {
+		return err
+	}
+	defer unlock()
 	if rev != strconv.Itoa(a.rev) {
 		return routes.ErrConflict
 	}
