@@ -1,9 +1,13 @@
 // Command demo shows ccmkit's example cloud-controller-manager at work: it
 // starts a real etcd and kube-apiserver on loopback, the example CCM
-// (example/main.go) running ccmkit's fake cloud, registers a few Nodes the
-// way kubelets with --cloud-provider=external do and creates LoadBalancer
-// Services, prints what the CCM does as it happens, then a summary table.
-// It keeps running, with a kubeconfig for kubectl, until interrupted.
+// (example/main.go) running ccmkit's fake cloud in its realistic mode (load
+// balancers provisioned asynchronously, a rate-limited API, backends kept by
+// instance ID), registers a few Nodes the way kubelets with
+// --cloud-provider=external do and creates LoadBalancer Services, prints
+// what the CCM does as it happens — for each load balancer, its
+// provisioning and the moment its Service gets the address — then a
+// summary table. It keeps running, with a kubeconfig for kubectl, until
+// interrupted.
 //
 //	cd testing/e2e && go run ./cmd/demo
 //
@@ -14,6 +18,7 @@
 //	-services N            LoadBalancer Services to create (default 2)
 //	-exit-after-summary    stop everything and exit after the summary
 //	-timeout D             how long to wait for convergence (default 2m)
+//	-provisioning-delay D  how long a load balancer takes to provision (default 3s)
 //	-dir PATH              keep everything (logs, kubeconfig) in PATH
 //
 // Everything it starts is stopped on exit, on Ctrl-C and on SIGTERM; the

@@ -18,6 +18,7 @@ import (
 
 	"github.com/ccmkit/ccmkit/fake"
 	"github.com/ccmkit/ccmkit/loadbalancer"
+	"github.com/ccmkit/ccmkit/provider"
 	"github.com/ccmkit/ccmkit/testing/e2e/ccm"
 	"github.com/ccmkit/ccmkit/testing/e2e/fakecloud"
 	"github.com/ccmkit/ccmkit/testing/e2e/stack"
@@ -36,6 +37,7 @@ func main() {
 		services     = flag.Int("services", 2, "number of LoadBalancer Services to create")
 		exitAfter    = flag.Bool("exit-after-summary", false, "stop everything and exit after printing the summary")
 		timeout      = flag.Duration("timeout", 2*time.Minute, "how long to wait for the nodes and services to converge")
+		delay        = flag.Duration("provisioning-delay", 3*time.Second, "how long the fake cloud takes to provision a load balancer (0s: at once)")
 		dir          = flag.String("dir", "", "directory for logs, data and the kubeconfig (kept); default: a temporary directory removed on exit")
 		buildTimeout = 30 * time.Minute
 	)
@@ -48,10 +50,14 @@ func main() {
 		fmt.Fprintf(os.Stderr, "demo: -services=%d: want 0 or more\n", *services)
 		os.Exit(2)
 	}
+	if *delay < 0 {
+		fmt.Fprintf(os.Stderr, "demo: -provisioning-delay=%s: want 0s or more\n", *delay)
+		os.Exit(2)
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	d := &demo{out: os.Stdout, start: time.Now(), nodes: *nodes, services: *services,
-		seenNode: map[string]bool{}, seenSvc: map[string]bool{}}
+	d := &demo{out: os.Stdout, start: time.Now(), nodes: *nodes, services: *services, delay: *delay,
+		seenNode: map[string]bool{}, lbs: newLBProgress(*delay)}
 	err := d.run(ctx, *dir, buildTimeout, *timeout, *exitAfter)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "demo:", err)
@@ -64,10 +70,13 @@ type demo struct {
 	start    time.Time
 	nodes    int
 	services int
-	st       *stack.Stack
+	// delay is the fake cloud's provisioning delay of a load balancer.
+	delay time.Duration
+	st    *stack.Stack
 
-	seenNode, seenSvc map[string]bool
-	routes            int
+	seenNode map[string]bool
+	lbs      *lbProgress
+	routes   int
 }
 
 // logf prints a progress line stamped with the time since start.
@@ -85,11 +94,18 @@ func (d *demo) run(ctx context.Context, dir string, buildTimeout, timeout time.D
 	fmt.Fprintln(d.out, "ccmkit demo: the example cloud-controller-manager and the fake cloud against a real kube-apiserver on 127.0.0.1")
 	startCtx, cancel := context.WithTimeout(ctx, buildTimeout)
 	defer cancel()
+	// The realistic mode (fake.Config.Realistic): load balancers take
+	// d.delay to provision, the cloud API is rate-limited, and load
+	// balancers keep their backends by instance ID.
 	cloud := fake.Config{
 		ClusterID:     clusterName,
+		Realistic:     true,
 		InstanceCIDRs: []string{"10.0.0.0/16", "fd00:10::/64"},
 		Instances:     fakecloud.Instances("node", d.nodes),
+		LoadBalancers: fake.LoadBalancerConfig{ProvisioningDelay: &provider.Duration{Duration: d.delay}},
 	}
+	fmt.Fprintf(d.out, "fake cloud in realistic mode: load balancers provision in %s, API limited to %g reads/s and %g writes/s (burst %d), backends kept by instance ID\n",
+		d.delay, fake.RealisticReadsPerSecond, fake.RealisticWritesPerSecond, fake.RealisticBurst)
 	d.st, err = stack.Start(startCtx, stack.Config{
 		Dir:      dir,
 		Cloud:    cloud,
@@ -214,18 +230,21 @@ func (d *demo) watch(ctx context.Context, timeout time.Duration, services bool) 
 		if err != nil {
 			return false, err.Error()
 		}
-		for _, s := range svcs.Items {
-			if ips := workload.IngressIPs(&s); len(ips) > 0 && !d.seenSvc[s.Name] {
-				d.seenSvc[s.Name] = true
-				d.logf("service %s/%s: load balancer ready, ingress %s", s.Namespace, s.Name, strings.Join(ips, ", "))
+		if len(svcs.Items) > 0 {
+			lbs, err := d.st.Admin.LoadBalancers(ctx)
+			if err != nil {
+				return false, err.Error()
+			}
+			for _, line := range d.lbs.update(time.Now(), lbs, svcs.Items) {
+				d.logf("%s", line)
 			}
 		}
 		if rs, err := d.st.Admin.Routes(ctx, clusterName); err == nil && len(rs) != d.routes {
 			d.routes = len(rs)
 			d.logf("cloud route table: %d routes for the nodes' pod CIDRs", d.routes)
 		}
-		done := len(d.seenNode) == d.nodes && len(d.seenSvc) == want && d.routes == d.nodes
-		return done, fmt.Sprintf("%d/%d nodes initialized, %d/%d services with ingress, %d/%d routes", len(d.seenNode), d.nodes, len(d.seenSvc), want, d.routes, d.nodes)
+		done := len(d.seenNode) == d.nodes && d.lbs.readyCount() == want && d.routes == d.nodes
+		return done, fmt.Sprintf("%d/%d nodes initialized, %d/%d services with ingress, %d/%d routes", len(d.seenNode), d.nodes, d.lbs.readyCount(), want, d.routes, d.nodes)
 	})
 	if err != nil {
 		return fmt.Errorf("%w\nCCM log: %s\n%s", err, d.st.CCM.LogPath(), d.st.CCM.LogTail(20))
@@ -284,7 +303,7 @@ func (d *demo) summary(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(d.out, "\nfake cloud: %d instances, %d load balancers; cloud API calls so far: %d reads, %d writes\n",
-		d.nodes, len(lbs), calls.Reads, calls.Writes)
+	fmt.Fprintf(d.out, "\nfake cloud: %d instances, %d load balancers; cloud API calls so far: %d reads, %d writes, %d throttled by the rate limit\n",
+		d.nodes, len(lbs), calls.Reads, calls.Writes, calls.Throttled)
 	return nil
 }
