@@ -228,8 +228,10 @@ func (a *Admin) LoadBalancers(ctx context.Context) ([]fake.LoadBalancer, error) 
 	return out, err
 }
 
-// Routes returns the routes of one cluster (--cluster-name), or of every
-// cluster when cluster is empty (GET /routes).
+// Routes returns the routes of one cluster, or of every cluster when
+// cluster is empty (GET /routes?cluster=). A route belongs to the cluster ID
+// of the fake that made it (fake.Config.ClusterID), or to the CCM's
+// --cluster-name when that fake has none.
 func (a *Admin) Routes(ctx context.Context, cluster string) ([]fake.Route, error) {
 	path := "/routes"
 	if cluster != "" {
