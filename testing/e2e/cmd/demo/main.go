@@ -27,7 +27,9 @@ import (
 
 const (
 	namespace   = "demo"
-	clusterName = "demo"
+	// cluster is the cluster ID (fake.Config.ClusterID: it owns the load
+	// balancers and routes) and, for the reader of the logs, --cluster-name.
+	cluster     = "demo"
 	clusterCIDR = "10.244.0.0/16"
 )
 
@@ -98,7 +100,7 @@ func (d *demo) run(ctx context.Context, dir string, buildTimeout, timeout time.D
 	// d.delay to provision, the cloud API is rate-limited, and load
 	// balancers keep their backends by instance ID.
 	cloud := fake.Config{
-		ClusterID:     clusterName,
+		ClusterID:     cluster,
 		Realistic:     true,
 		InstanceCIDRs: []string{"10.0.0.0/16", "fd00:10::/64"},
 		Instances:     fakecloud.Instances("node", d.nodes),
@@ -109,7 +111,7 @@ func (d *demo) run(ctx context.Context, dir string, buildTimeout, timeout time.D
 	d.st, err = stack.Start(startCtx, stack.Config{
 		Dir:      dir,
 		Cloud:    cloud,
-		CCM:      ccm.Config{LeaderElect: true, ClusterName: clusterName, ClusterCIDR: clusterCIDR},
+		CCM:      ccm.Config{LeaderElect: true, ClusterName: cluster, ClusterCIDR: clusterCIDR},
 		Progress: d,
 	})
 	if err != nil {
@@ -239,7 +241,7 @@ func (d *demo) watch(ctx context.Context, timeout time.Duration, services bool) 
 				d.logf("%s", line)
 			}
 		}
-		if rs, err := d.st.Admin.Routes(ctx, clusterName); err == nil && len(rs) != d.routes {
+		if rs, err := d.st.Admin.Routes(ctx, cluster); err == nil && len(rs) != d.routes {
 			d.routes = len(rs)
 			d.logf("cloud route table: %d routes for the nodes' pod CIDRs", d.routes)
 		}
