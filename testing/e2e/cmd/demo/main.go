@@ -26,7 +26,7 @@ import (
 )
 
 const (
-	namespace   = "demo"
+	namespace = "demo"
 	// cluster is the cluster ID (fake.Config.ClusterID: it owns the load
 	// balancers and routes) and, for the reader of the logs, --cluster-name.
 	cluster     = "demo"
