@@ -13,6 +13,9 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	k8sfake "k8s.io/client-go/kubernetes/fake"
 	cloudprovider "k8s.io/cloud-provider"
 	"k8s.io/cloud-provider/api"
 
@@ -523,5 +526,49 @@ func TestThrottledDriver(t *testing.T) {
 	check("Delete", r.EnsureLoadBalancerDeleted(t.Context(), "c1", lbService()))
 	if userErrors != 0 {
 		t.Errorf("UserError called %d times; throttling is not the user's to fix", userErrors)
+	}
+}
+
+// clientsOf is a cloudprovider.ControllerClientBuilder over one clientset.
+type clientsOf struct {
+	cloudprovider.ControllerClientBuilder // only Client is used
+	cs                                    *k8sfake.Clientset
+}
+
+func (c clientsOf) Client(string) (kubernetes.Interface, error) { return c.cs, nil }
+
+// TestSkippedNodeEvent: without Hooks.NodeSkipped, a Node left out gets one
+// Warning event once the cloud-controller-manager has initialized the
+// provider, so `kubectl describe node` says why.
+func TestSkippedNodeEvent(t *testing.T) {
+	cs := k8sfake.NewClientset()
+	r, _ := newReconciler(t, loadbalancer.Config{Codec: provider.Codec{Scheme: "test"}})
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	r.Initialize(ctx, clientsOf{cs: cs})
+	bad := node("aws-node", "10.0.0.9")
+	bad.Namespace, bad.UID = "", "uid-aws-node"
+	bad.Spec.ProviderID = "aws:///eu-west-1a/i-0abc"
+	for range 3 {
+		mustEnsure(t, r, "c1", lbService(), append(threeNodes(), bad))
+	}
+	var events []v1.Event
+	deadline := time.Now().Add(10 * time.Second)
+	for len(events) == 0 && time.Now().Before(deadline) {
+		list, err := cs.CoreV1().Events("").List(ctx, metav1.ListOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		events = list.Items
+		time.Sleep(10 * time.Millisecond)
+	}
+	if len(events) != 1 {
+		t.Fatalf("%d events; want 1 (the node is reported once): %v", len(events), events)
+	}
+	e := events[0]
+	if e.Type != v1.EventTypeWarning || e.Reason != loadbalancer.EventReasonBackendSkipped || e.InvolvedObject.Name != "aws-node" ||
+		!strings.Contains(e.Message, "aws:///eu-west-1a/i-0abc") || e.Count > 1 {
+		t.Errorf("event %s %s on %s (count %d): %q; want one Warning %s on aws-node naming its provider ID",
+			e.Type, e.Reason, e.InvolvedObject.Name, e.Count, e.Message, loadbalancer.EventReasonBackendSkipped)
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/tools/record"
 	cloudprovider "k8s.io/cloud-provider"
 	"k8s.io/cloud-provider/api"
 	"k8s.io/klog/v2"
@@ -94,8 +95,9 @@ type Hooks struct {
 	// provider ID invalid. The other Nodes are served and the call does not
 	// fail. It is called once per Node name, provider ID and reason for the
 	// Reconciler's lifetime (again only when one of them changes), from
-	// whichever call saw it first; a typical hook records a Warning event on
-	// the Node. Nil: the Reconciler logs the same once, at level 0.
+	// whichever call saw it first. Nil: the Reconciler logs it once, at
+	// level 0, and, once Initialize has run, records a Warning event on the
+	// Node (EventReasonBackendSkipped).
 	NodeSkipped func(ctx context.Context, node *v1.Node, reason error)
 }
 
@@ -122,13 +124,15 @@ type Hooks struct {
 //   - A load balancer owned by another cluster or Service is never
 //     changed or deleted.
 //
-// A Reconciler is safe for concurrent use. It starts no goroutines.
+// A Reconciler is safe for concurrent use. It starts no goroutines, but
+// for the event recorder of Initialize, which stop with its context.
 type Reconciler struct {
 	cfg   Config
 	namer *Namer
 
-	mu    sync.Mutex
-	locks map[string]*serviceLock
+	mu       sync.Mutex
+	locks    map[string]*serviceLock
+	recorder record.EventRecorder // set by Initialize
 
 	skipMu  sync.Mutex
 	skipped map[string]string // stage/node name → provider ID and reason last reported
@@ -139,7 +143,10 @@ type serviceLock struct {
 	refs int
 }
 
-var _ cloudprovider.LoadBalancer = (*Reconciler)(nil)
+var (
+	_ cloudprovider.LoadBalancer = (*Reconciler)(nil)
+	_ provider.Initializer       = (*Reconciler)(nil)
+)
 
 // NewReconciler validates cfg and returns a Reconciler. Errors (not
 // wrapped) name the Config field: a nil Driver, an invalid Naming, an
@@ -744,8 +751,8 @@ const (
 	stageTarget = "target" // checkTargets: the Node's instance
 )
 
-// skip reports node as left out for reason through Hooks.NodeSkipped (or
-// the log), unless stage reported the same node, provider ID and reason
+// skip reports node as left out for reason (reportSkipped), unless stage
+// reported the same node, provider ID and reason
 // before.
 func (r *Reconciler) skip(ctx context.Context, stage string, node *v1.Node, reason error) {
 	key, memo := stage+"/"+node.Name, node.Spec.ProviderID+"\x00"+reason.Error()
@@ -759,11 +766,7 @@ func (r *Reconciler) skip(ctx context.Context, stage string, node *v1.Node, reas
 	}
 	r.skipped[key] = memo
 	r.skipMu.Unlock()
-	if r.cfg.Hooks.NodeSkipped != nil {
-		r.cfg.Hooks.NodeSkipped(ctx, node, reason)
-		return
-	}
-	klog.FromContext(ctx).Info("Node left out of load-balancer backends", "node", klog.KObj(node), "providerID", node.Spec.ProviderID, "reason", reason.Error())
+	r.reportSkipped(ctx, node, reason)
 }
 
 // unskip forgets that stage reported node, so that it is reported again if
