@@ -45,6 +45,47 @@ func (s *scenario) waitLB(cloud lbSource, uid types.UID, timeout time.Duration, 
 	return owned
 }
 
+// checkVIPsReleased fails the test unless every load-balancer address pool
+// of the cloud has nothing allocated; after says what released them.
+func (s *scenario) checkVIPsReleased(cloud interface {
+	State(context.Context) (fake.State, error)
+}, after string) {
+	s.t.Helper()
+	st, err := cloud.State(s.t.Context())
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	for _, p := range st.Pools {
+		if p.Purpose == "loadBalancers" && p.Allocated != 0 {
+			s.t.Errorf("pool %s still has %d addresses allocated after %s; want none", p.CIDR, p.Allocated, after)
+		}
+	}
+}
+
+// deleteServices deletes the named Services and waits until every Service
+// of the scenario's namespace is gone (the service controller removed its
+// finalizer) and the cloud holds no load balancer of this cluster.
+func (s *scenario) deleteServices(cloud lbSource, timeout time.Duration, names []string) {
+	s.t.Helper()
+	for _, name := range names {
+		if err := s.client.CoreV1().Services(s.ns).Delete(s.t.Context(), name, metav1.DeleteOptions{}); err != nil {
+			s.t.Fatalf("deleting service %s: %v", name, err)
+		}
+	}
+	s.poll(timeout, "every load balancer of this cluster to be deleted and every Service to disappear (its finalizer removed)", func(ctx context.Context) (bool, string) {
+		lbs, err := cloud.LoadBalancers(ctx)
+		if err != nil {
+			return false, err.Error()
+		}
+		svcs, err := s.client.CoreV1().Services(s.ns).List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return false, err.Error()
+		}
+		mine := s.ours(lbs)
+		return len(mine) == 0 && len(svcs.Items) == 0, fmt.Sprintf("%d services left; this cluster's %s", len(svcs.Items), describeLBs(mine))
+	})
+}
+
 // listenerPorts returns "port/protocol->nodePort" for each listener, sorted.
 func listenerPorts(lb fake.LoadBalancer) []string {
 	var out []string
@@ -66,9 +107,19 @@ func servicePorts(svc *corev1.Service) []string {
 
 // backendNodes returns the node names of the backends, sorted.
 func backendNodes(lb fake.LoadBalancer) []string {
+	return sortedBackends(lb, func(b fake.Backend) string { return b.NodeName })
+}
+
+// backendProviderIDs returns the provider IDs of the backends, sorted.
+func backendProviderIDs(lb fake.LoadBalancer) []string {
+	return sortedBackends(lb, func(b fake.Backend) string { return b.ProviderID })
+}
+
+// sortedBackends returns field of each backend, sorted.
+func sortedBackends(lb fake.LoadBalancer, field func(fake.Backend) string) []string {
 	var out []string
 	for _, b := range lb.Backends {
-		out = append(out, b.NodeName)
+		out = append(out, field(b))
 	}
 	slices.Sort(out)
 	return out
@@ -162,15 +213,7 @@ func TestLoadBalancerLifecycle(t *testing.T) {
 		}
 		return len(got.Status.LoadBalancer.Ingress) == 0 && !slices.Contains(got.Finalizers, servicehelpers.LoadBalancerCleanupFinalizer), workload.DescribeService(got)
 	})
-	if st, err := admin.State(t.Context()); err != nil {
-		t.Fatal(err)
-	} else {
-		for _, p := range st.Pools {
-			if p.Purpose == "loadBalancers" && p.Allocated != 0 {
-				t.Errorf("pool %s still has %d addresses allocated after the only load balancer was released", p.CIDR, p.Allocated)
-			}
-		}
-	}
+	s.checkVIPsReleased(admin, "the only load balancer was released")
 
 	// Type LoadBalancer again → a load balancer again.
 	s.updateService("web", func(svc *corev1.Service) { svc.Spec.Type = corev1.ServiceTypeLoadBalancer })
@@ -333,22 +376,7 @@ func TestRestartMidProvisioning(t *testing.T) {
 	}
 	s.checkForeign(lbs, foreign)
 
-	for _, name := range live {
-		if err := s.client.CoreV1().Services(s.ns).Delete(t.Context(), name, metav1.DeleteOptions{}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	s.poll(changeTimeout, "every load balancer of this cluster to be deleted and every Service to disappear", func(ctx context.Context) (bool, string) {
-		lbs, err := view.LoadBalancers(ctx)
-		if err != nil {
-			return false, err.Error()
-		}
-		svcs, err := s.client.CoreV1().Services(s.ns).List(ctx, metav1.ListOptions{})
-		if err != nil {
-			return false, err.Error()
-		}
-		return len(s.ours(lbs)) == 0 && len(svcs.Items) == 0, fmt.Sprintf("%s; %d services left", describeLBs(lbs), len(svcs.Items))
-	})
+	s.deleteServices(view, changeTimeout, live)
 	st, err := view.State(t.Context())
 	if err != nil {
 		t.Fatal(err)

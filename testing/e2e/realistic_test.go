@@ -117,35 +117,14 @@ func TestRealisticCloudAtScale(t *testing.T) {
 		t.Fatal(err)
 	}
 	start = time.Now()
-	for _, name := range svcs {
-		if err := s.client.CoreV1().Services(s.ns).Delete(t.Context(), name, metav1.DeleteOptions{}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	s.poll(convergeTimeout, "every service to disappear (its finalizer removed) and every load balancer and address of the cluster to be released", func(ctx context.Context) (bool, string) {
-		st, err := admin.State(ctx)
-		if err != nil {
-			return false, err.Error()
-		}
-		left, err := s.client.CoreV1().Services(s.ns).List(ctx, metav1.ListOptions{})
-		if err != nil {
-			return false, err.Error()
-		}
-		allocated := 0
-		for _, p := range st.Pools {
-			if p.Purpose == "loadBalancers" {
-				allocated += p.Allocated
-			}
-		}
-		mine := s.ours(st.LoadBalancers)
-		return len(left.Items) == 0 && len(st.LoadBalancers) == 0 && allocated == 0,
-			fmt.Sprintf("%d services left, %d load balancers of this cluster, %d in the cloud, %d VIPs allocated", len(left.Items), len(mine), len(st.LoadBalancers), allocated)
-	})
+	s.deleteServices(admin, convergeTimeout, svcs)
+	torndown := time.Since(start)
+	s.checkVIPsReleased(admin, "every Service was deleted")
 	calls, err = admin.Calls(t.Context())
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Logf("tear-down of %d services done in %s; %s", len(svcs), time.Since(start).Round(100*time.Millisecond), describeCalls(calls))
+	t.Logf("tear-down of %d services done in %s; %s", len(svcs), torndown.Round(100*time.Millisecond), describeCalls(calls))
 }
 
 // realisticConverged is the condition of TestRealisticCloudAtScale's
@@ -255,16 +234,6 @@ func (s *scenario) checkRealisticCloud(admin *fakecloud.Admin) {
 			}
 		}
 	}
-}
-
-// backendProviderIDs returns the provider IDs of the backends, sorted.
-func backendProviderIDs(lb fake.LoadBalancer) []string {
-	var out []string
-	for _, b := range lb.Backends {
-		out = append(out, b.ProviderID)
-	}
-	slices.Sort(out)
-	return out
 }
 
 // describeCalls summarizes cloud calls: totals, then per operation, the
