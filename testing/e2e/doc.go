@@ -23,7 +23,13 @@
 // their cloud in the fake's shared state file (fake.Config.StateFile), so
 // that, as with a real cloud, the replicas share one cloud and a restarted
 // CCM finds what the killed one left; the test reads that cloud directly
-// too (fakecloud.Shared).
+// too (fakecloud.Shared). The foreign load balancer those scenarios must
+// never touch belongs to another cluster over the same cloud
+// (fake.Cloud.Peer) that keeps the same --cluster-name: the cluster ID, not
+// the cluster name, keeps them apart. TestRealisticCloudAtScale runs the
+// fake as real clouds behave — load balancers provisioned asynchronously, a
+// throttled API, backends kept by instance ID — with 100 Nodes named unlike
+// their instances and 50 LoadBalancer Services.
 //
 // Linux only (process groups and PR_SET_PDEATHSIG make sure no child
 // outlives the test binary).
