@@ -132,9 +132,7 @@ func (s *scenario) cleanup() {
 // and logs the tail of its log if the test failed.
 func (s *scenario) startCCM(name string, cloud fake.Config, cfg ccm.Config) *stack.CCM {
 	s.t.Helper()
-	if cloud.ClusterID == "" {
-		cloud.ClusterID = s.name
-	}
+	cloud.ClusterID = s.clusterID(cloud)
 	cfg.Binary = shared.ccmBinary
 	if cfg.Kubeconfig == "" {
 		cfg.Kubeconfig = shared.cp.KubeconfigPath()
@@ -169,6 +167,16 @@ func (s *scenario) startCCM(name string, cloud fake.Config, cfg ccm.Config) *sta
 	return c
 }
 
+// clusterID is the cluster ID a scenario's fake cloud runs with: the
+// cloud-config's (fake.Config.ClusterID), else the scenario's name. It owns
+// the load balancers and routes the scenario's CCMs make.
+func (s *scenario) clusterID(cloud fake.Config) string {
+	if cloud.ClusterID != "" {
+		return cloud.ClusterID
+	}
+	return s.name
+}
+
 // admin waits for the CCM's fake cloud to serve its admin endpoint (which
 // it does once the CCM has initialized the cloud: at start-up, or on
 // becoming leader) and returns a client for it.
@@ -189,9 +197,7 @@ func (s *scenario) admin(c *stack.CCM, timeout time.Duration) *fakecloud.Admin {
 // creates the file if needed).
 func (s *scenario) sharedCloud(cloud fake.Config) (fake.Config, *fakecloud.Shared) {
 	s.t.Helper()
-	if cloud.ClusterID == "" {
-		cloud.ClusterID = s.name
-	}
+	cloud.ClusterID = s.clusterID(cloud)
 	cloud.StateFile = filepath.Join(s.dir, "cloud.json")
 	view, err := fakecloud.OpenShared(cloud)
 	if err != nil {
@@ -247,8 +253,9 @@ func (s *scenario) checkForeign(lbs []fake.LoadBalancer, foreign fake.LoadBalanc
 	}
 }
 
-// ours returns the load balancers of the scenario's cluster
-// (loadbalancer.TagCluster).
+// ours returns the load balancers of the scenario's cluster: owned
+// (loadbalancer.TagCluster) by the cluster ID the scenario's clouds run
+// with unless their cloud-config sets another (see clusterID).
 func (s *scenario) ours(lbs []fake.LoadBalancer) []fake.LoadBalancer {
 	return lbsTagged(lbs, loadbalancer.TagCluster, s.name)
 }

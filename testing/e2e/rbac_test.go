@@ -86,10 +86,11 @@ func TestServiceAccountRBAC(t *testing.T) {
 	}
 
 	// The Deployment's flags, except the cloud-config path, the port and
-	// routes (off in the Deployment), then
-	// this test's: its own cluster name (scenario isolation), routes on
-	// (so the route controller's permissions are used), the secure port on
-	// loopback with delegated authn/authz through the same identity.
+	// routes (off in the Deployment), then this test's: its own cluster
+	// name (as every scenario; the Secret's clusterID owns the cloud's
+	// load balancers and routes), routes on (so the route controller's
+	// permissions are used), the secure port on loopback with delegated
+	// authn/authz through the same identity.
 	port := freePort(t)
 	var args []string
 	for _, a := range deployArgs {
@@ -126,7 +127,7 @@ func TestServiceAccountRBAC(t *testing.T) {
 	s.waitLB(admin, svc.UID, changeTimeout, "one load balancer for service web", func(l []fake.LoadBalancer) bool { return len(l) == 1 })
 	// route: routes and the nodes' NetworkUnavailable condition.
 	s.poll(changeTimeout, "three routes for the three pod CIDRs", func(ctx context.Context) (bool, string) {
-		routes, err := admin.Routes(ctx, s.name)
+		routes, err := admin.Routes(ctx, s.clusterID(cloud))
 		if err != nil {
 			return false, err.Error()
 		}
