@@ -4,11 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"time"
 
 	v1 "k8s.io/api/core/v1"
 	cloudprovider "k8s.io/cloud-provider"
-	"k8s.io/cloud-provider/api"
 
 	"github.com/ccmkit/ccmkit/internal/throttle"
 	"github.com/ccmkit/ccmkit/provider"
@@ -173,21 +171,5 @@ type ListDriver interface {
 // throttling convention.
 var retryAfter = throttle.RetryAfter
 
-// retryIn returns the throttled failure err as an error whose first
-// *api.RetryError (errors.As) asks to retry in d; errors.Is still finds
-// what err wraps.
-func retryIn(err error, d time.Duration) error {
-	return &throttledError{retry: api.NewRetryError(fmt.Sprintf("throttled: retry after %v", d), d), err: err}
-}
-
-// throttledError is a throttled failure with the delay its caller should
-// wait. Unwrap yields retry first, so errors.As finds that delay rather
-// than an older one inside err.
-type throttledError struct {
-	retry *api.RetryError
-	err   error
-}
-
-func (e *throttledError) Error() string { return fmt.Sprintf("%v (%v)", e.err, e.retry) }
-
-func (e *throttledError) Unwrap() []error { return []error{e.retry, e.err} }
+// retryIn is throttle.Delay: err, asking to be retried in d.
+var retryIn = throttle.Delay

@@ -14,6 +14,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 	k8sfake "k8s.io/client-go/kubernetes/fake"
 	cloudprovider "k8s.io/cloud-provider"
@@ -489,8 +490,8 @@ func TestCloudErrorIsNotABadNode(t *testing.T) {
 			r, d := newReconciler(t, loadbalancer.Config{Instances: book, Capabilities: withKey(key), Hooks: loadbalancer.Hooks{NodeSkipped: log.hook}})
 			_, err := r.EnsureLoadBalancer(t.Context(), "c1", lbService(), []*v1.Node{node("n1", "10.0.0.1"), late})
 			var re *api.RetryError
-			if !errors.As(err, &re) || re.RetryAfter() != 3*time.Second {
-				t.Errorf("Ensure with a throttled instances API: %v; want the RetryError, findable with errors.As", err)
+			if !errors.As(err, &re) || re.RetryAfter() < 3*time.Second || re.RetryAfter() >= 6*time.Second {
+				t.Errorf("Ensure with a throttled instances API: %v; want a RetryError findable with errors.As, after 3s plus up to as much at random", err)
 			}
 			if applied, _ := d.writes(); len(applied) != 0 {
 				t.Errorf("wrote %v while the instances API was throttled; want nothing", applied)
@@ -570,5 +571,64 @@ func TestSkippedNodeEvent(t *testing.T) {
 		!strings.Contains(e.Message, "aws:///eu-west-1a/i-0abc") || e.Count > 1 {
 		t.Errorf("event %s %s on %s (count %d): %q; want one Warning %s on aws-node naming its provider ID",
 			e.Type, e.Reason, e.InvolvedObject.Name, e.Count, e.Message, loadbalancer.EventReasonBackendSkipped)
+	}
+}
+
+// TestThrottledEnsuresSpread: the service controller requeues a Service
+// after exactly the delay of the RetryError it gets, so the Reconciler
+// spreads throttled Services out: the cloud's delay (at least 1s), doubled
+// per consecutive throttled Ensure of the Service, plus up to as much
+// again at random; a success resets it, and a load balancer that is only
+// provisioning keeps its fixed RetryAfter.
+func TestThrottledEnsuresSpread(t *testing.T) {
+	throttled := true
+	base := newCountingDriver()
+	r, _ := newReconciler(t, loadbalancer.Config{Driver: &stripIngress{base}, RetryAfter: 7 * time.Second})
+	base.onApply = func(loadbalancer.Action) error {
+		if throttled {
+			return fmt.Errorf("POST: %w", api.NewRetryError("429", 200*time.Millisecond))
+		}
+		return nil
+	}
+	nodes := threeNodes()
+	delay := func(svc *v1.Service) time.Duration {
+		t.Helper()
+		_, err := r.EnsureLoadBalancer(t.Context(), "c1", svc, nodes)
+		var re *api.RetryError
+		if !errors.As(err, &re) {
+			t.Fatalf("Ensure: %v; want a RetryError", err)
+		}
+		return re.RetryAfter()
+	}
+	web, api2 := lbService(), lbService(func(s *v1.Service) { s.Name, s.UID = "api", "uid-api" })
+	seen := map[time.Duration]bool{}
+	for n, lo := range []time.Duration{time.Second, 2 * time.Second, 4 * time.Second, 8 * time.Second} {
+		d := delay(web)
+		if d < lo || d >= 2*lo {
+			t.Errorf("throttled Ensure #%d asks to come back after %v; want [%v, %v)", n+1, d, lo, 2*lo)
+		}
+		seen[d] = true
+	}
+	if d := delay(api2); d < time.Second || d >= 2*time.Second {
+		t.Errorf("another Service's first throttled Ensure asks for %v; want [1s, 2s): counts are per Service", d)
+	}
+	// Provisioning is not throttling: the fixed RetryAfter, and the count
+	// of web starts again.
+	throttled = false
+	if d := delay(web); d != 7*time.Second {
+		t.Errorf("Ensure of a provisioning load balancer asks for %v; want RetryAfter 7s exactly", d)
+	}
+	throttled = true
+	nodes = append(nodes, node("n4", "10.0.0.4")) // a backend to add: a write
+	if d := delay(web); d < time.Second || d >= 2*time.Second {
+		t.Errorf("first throttled Ensure after a provisioning one asks for %v; want [1s, 2s): the count was reset", d)
+	}
+	// 20 Services throttled at once do not come back at once.
+	for i := range 20 {
+		svc := lbService(func(s *v1.Service) { s.Name, s.UID = fmt.Sprint("s", i), types.UID(fmt.Sprint("uid-s", i)) })
+		seen[delay(svc)] = true
+	}
+	if len(seen) < 20 {
+		t.Errorf("%d distinct delays among 24 throttled Ensures; want them spread", len(seen))
 	}
 }

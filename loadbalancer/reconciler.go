@@ -5,8 +5,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
@@ -15,6 +17,7 @@ import (
 	"k8s.io/cloud-provider/api"
 	"k8s.io/klog/v2"
 
+	"github.com/ccmkit/ccmkit/internal/throttle"
 	"github.com/ccmkit/ccmkit/provider"
 )
 
@@ -130,9 +133,11 @@ type Reconciler struct {
 	cfg   Config
 	namer *Namer
 
-	mu       sync.Mutex
-	locks    map[string]*serviceLock
-	recorder record.EventRecorder // set by Initialize
+	mu           sync.Mutex
+	locks        map[string]*serviceLock
+	recorder     record.EventRecorder // set by Initialize
+	throttles    map[string]int       // Service → consecutive throttled Ensures
+	hasThrottles atomic.Bool          // len(throttles) > 0
 
 	skipMu  sync.Mutex
 	skipped map[string]string // stage/node name → provider ID and reason last reported
@@ -184,7 +189,7 @@ func NewReconciler(cfg Config) (*Reconciler, error) {
 	if cfg.RetryAfter == 0 {
 		cfg.RetryAfter = DefaultRetryAfter
 	}
-	return &Reconciler{cfg: cfg, namer: namer, locks: map[string]*serviceLock{}, skipped: map[string]string{}}, nil
+	return &Reconciler{cfg: cfg, namer: namer, locks: map[string]*serviceLock{}, skipped: map[string]string{}, throttles: map[string]int{}}, nil
 }
 
 func (s *AnnotationSet) lookup(name string) (*Annotation, bool) {
@@ -276,10 +281,81 @@ func (r *Reconciler) GetLoadBalancer(ctx context.Context, clusterName string, sv
 // *OwnershipError (also when the ID annotation names an untagged load
 // balancer while the Service already owns another; see the package doc),
 // ErrNotFound for a stored ID that does not exist, Driver
-// errors (an api.RetryError stays findable with errors.As), and an
-// api.RetryError after RetryAfter when the load balancer has no address
-// yet.
+// errors, and an api.RetryError after RetryAfter when the load balancer has
+// no address yet.
+//
+// A throttled cloud call (an error wrapping an api.RetryError from the
+// Driver or Config.Instances, see Driver) is returned with a RetryError of
+// its own first in the chain (errors.As finds it; what the Driver returned
+// stays findable): the Driver's delay, at least a second, doubled for each
+// consecutive throttled call for the same Service up to MaxThrottleDelay,
+// plus up to as much again at random. The service controller requeues
+// after exactly the delay it is given (controllers/service/controller.go,
+// processNextServiceItem), so without the spread every throttled Service
+// would come back at the same moment, each taking one token of the
+// cloud's budget and none getting the several reads a creation needs.
 func (r *Reconciler) EnsureLoadBalancer(ctx context.Context, clusterName string, svc *v1.Service, nodes []*v1.Node) (*v1.LoadBalancerStatus, error) {
+	st, err := r.ensure(ctx, clusterName, svc, nodes)
+	return st, r.spread(svc, err)
+}
+
+// MaxThrottleDelay bounds the back-off EnsureLoadBalancer asks of the
+// service controller for a Service whose calls keep being throttled, before
+// the random part (see EnsureLoadBalancer).
+const MaxThrottleDelay = 5 * time.Minute
+
+// minThrottleDelay is the shortest back-off after a throttled call: a
+// throttled cloud is not helped by retries within the second.
+const minThrottleDelay = time.Second
+
+// spread returns err with the back-off of a throttled call (see
+// EnsureLoadBalancer), and counts consecutive throttled calls per Service:
+// any other outcome resets the count.
+func (r *Reconciler) spread(svc *v1.Service, err error) error {
+	if svc == nil {
+		return err
+	}
+	key := svc.Namespace + "/" + svc.Name
+	d, throttled := throttle.RetryAfter(err)
+	var nr *notReady
+	if !throttled || errors.As(err, &nr) {
+		if r.hasThrottles.Load() {
+			r.mu.Lock()
+			delete(r.throttles, key)
+			r.hasThrottles.Store(len(r.throttles) > 0)
+			r.mu.Unlock()
+		}
+		return err
+	}
+	r.mu.Lock()
+	r.throttles[key]++
+	n := r.throttles[key]
+	r.hasThrottles.Store(true)
+	r.mu.Unlock()
+	return throttle.Delay(err, backoff(d, n))
+}
+
+// backoff is the delay after the n-th consecutive throttled call whose
+// cloud asked for d: max(d, minThrottleDelay) doubled n-1 times, at most
+// MaxThrottleDelay, plus a random part of up to as much again.
+func backoff(d time.Duration, n int) time.Duration {
+	d = max(d, minThrottleDelay)
+	for i := 1; i < n && d < MaxThrottleDelay; i++ {
+		d *= 2
+	}
+	d = min(d, MaxThrottleDelay)
+	return d + rand.N(d)
+}
+
+// notReady is the RetryError of a load balancer without an address yet:
+// the load balancer is provisioning, nothing was throttled.
+type notReady struct{ retry *api.RetryError }
+
+func (e *notReady) Error() string { return e.retry.Error() }
+
+func (e *notReady) Unwrap() error { return e.retry }
+
+func (r *Reconciler) ensure(ctx context.Context, clusterName string, svc *v1.Service, nodes []*v1.Node) (*v1.LoadBalancerStatus, error) {
 	const op = "EnsureLoadBalancer"
 	if svc != nil && svc.Spec.LoadBalancerClass != nil {
 		return nil, cloudprovider.ImplementedElsewhere
@@ -336,7 +412,7 @@ func (r *Reconciler) EnsureLoadBalancer(ctx context.Context, clusterName string,
 		}
 	}
 	if len(lb.Ingress) == 0 {
-		return nil, api.NewRetryError(fmt.Sprintf("load balancer %q (id %q) of service %s has no address yet", lb.Name, lb.ID, owner.NamespacedName()), r.cfg.RetryAfter)
+		return nil, &notReady{api.NewRetryError(fmt.Sprintf("load balancer %q (id %q) of service %s has no address yet", lb.Name, lb.ID, owner.NamespacedName()), r.cfg.RetryAfter)}
 	}
 	st, err := (&StatusBuilder{ingress: lb.Ingress}).Build()
 	if err != nil {

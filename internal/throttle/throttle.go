@@ -7,6 +7,7 @@ package throttle
 
 import (
 	"errors"
+	"fmt"
 	"time"
 
 	"k8s.io/cloud-provider/api"
@@ -21,3 +22,24 @@ func RetryAfter(err error) (time.Duration, bool) {
 	}
 	return 0, false
 }
+
+// Delay returns err, a throttled failure, as an error whose first
+// *api.RetryError (errors.As) asks to retry in d: a block that knows better
+// than the Driver when to come back (a cache backing off, a back-off across
+// many callers) says so without losing what err wraps (errors.Is and
+// errors.As still find it, after the new delay).
+func Delay(err error, d time.Duration) error {
+	return &delayed{retry: api.NewRetryError(fmt.Sprintf("throttled: retry after %v", d), d), err: err}
+}
+
+// delayed is a throttled failure with the delay its caller should wait.
+// Unwrap yields retry first, so errors.As finds that delay rather than an
+// older one inside err.
+type delayed struct {
+	retry *api.RetryError
+	err   error
+}
+
+func (e *delayed) Error() string { return fmt.Sprintf("%v (%v)", e.err, e.retry) }
+
+func (e *delayed) Unwrap() []error { return []error{e.retry, e.err} }

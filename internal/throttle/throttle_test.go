@@ -3,6 +3,7 @@ package throttle
 import (
 	"errors"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -31,5 +32,20 @@ func TestRetryAfter(t *testing.T) {
 				t.Errorf("RetryAfter(%v) = %v, %v; want %v, %v (%s)", tc.err, got, ok, tc.want, tc.ok, tc.reason)
 			}
 		})
+	}
+}
+
+func TestDelay(t *testing.T) {
+	sentinel := errors.New("429 from the cloud")
+	inner := fmt.Errorf("list: %w: %w", sentinel, api.NewRetryError("429", time.Second))
+	err := Delay(inner, time.Minute)
+	if d, ok := RetryAfter(err); !ok || d != time.Minute {
+		t.Errorf("RetryAfter(Delay(err, 1m)) = %v, %v; want 1m, true: the new delay comes first", d, ok)
+	}
+	if !errors.Is(err, sentinel) {
+		t.Errorf("errors.Is(Delay(err), sentinel) = false; want what err wraps to stay findable")
+	}
+	if msg := err.Error(); !strings.Contains(msg, "429 from the cloud") || !strings.Contains(msg, "1m0s") {
+		t.Errorf("Delay(err).Error() = %q; want err's message and the new delay", msg)
 	}
 }
