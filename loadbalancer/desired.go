@@ -325,9 +325,8 @@ func (k BackendKey) Backends(nodes []*v1.Node, families []v1.IPFamily) []Backend
 			out = append(out, b)
 		}
 	}
-	compare := k.compareFunc()
-	slices.SortStableFunc(out, compare)
-	return slices.CompactFunc(out, func(a, b Backend) bool { return compare(a, b) == 0 })
+	k.sort(out)
+	return k.compact(out)
 }
 
 // SourceRanges returns the client CIDRs svc allows, in the order of
