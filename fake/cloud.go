@@ -40,13 +40,15 @@ var AllLoadBalancerCapabilities = loadbalancer.Capabilities{
 type Cloud struct {
 	*provider.Cloud
 
-	cfg       Config // with defaults
-	store     *store // shared with peers
-	meter     *meter
-	cache     *instances.Cache
-	cacheOpts *instances.CacheOptions // WithInstanceCache, for peers
-	lbCaps    loadbalancer.Capabilities
-	routes    *routes.Table
+	cfg   Config // with defaults
+	store *store // shared with peers
+	meter *meter
+	cache *instances.Cache
+	// instanceAPI is the metered instance driver under cache.
+	instanceAPI instances.ListDriver
+	cacheOpts   *instances.CacheOptions // WithInstanceCache, for peers
+	lbCaps      loadbalancer.Capabilities
+	routes      *routes.Table
 
 	adminMu sync.Mutex
 	admin   adminState
@@ -197,6 +199,7 @@ func compose(cfg Config, st *store, o options) (*Cloud, error) {
 	c.lbCaps.BackendKey = key
 
 	instanceAPI := instanceAPI{c.meter, instanceDriver{st}}
+	c.instanceAPI = instanceAPI
 	cacheOpts := instances.CacheOptions{TTL: cfg.InstanceCacheTTL.Duration, Now: o.clock}
 	if o.cache != nil {
 		cacheOpts = *o.cache
@@ -281,3 +284,12 @@ func (c *Cloud) Shutdown() {
 // how many CreateRoute and DeleteRoute calls were coalesced into how many
 // table writes.
 func (c *Cloud) RouteStats() routes.Stats { return c.routes.Stats() }
+
+// InstanceAPI returns the fake's instance API as a provider's instances
+// layer calls it: an instances.ListDriver (GetByID, GetByName, List) whose
+// calls are counted, rate limited and failed by injected faults like every
+// other call of the cloud, and not cached. The Cloud's own InstancesV2 is an
+// instances.Adapter over an instances.Cache over it; a test that composes
+// its own instances layer (another cache, TTL or wrapper) starts here. Safe
+// for concurrent use.
+func (c *Cloud) InstanceAPI() instances.ListDriver { return c.instanceAPI }

@@ -16,6 +16,7 @@ import (
 
 	"github.com/ccmkit/ccmkit/fake"
 	"github.com/ccmkit/ccmkit/instances"
+	"github.com/ccmkit/ccmkit/provider"
 )
 
 func TestInstanceStates(t *testing.T) {
@@ -272,5 +273,31 @@ func TestChangeDuringListIsSeenAtNextLookup(t *testing.T) {
 	}
 	if shut, err := v2.InstanceShutdown(t.Context(), nodes[0]); !shut || err != nil {
 		t.Errorf("InstanceShutdown after the stop = %v, %v; want true, nil", shut, err)
+	}
+}
+
+// TestInstanceAPI: the instance API a test composes its own instances
+// layer over is the cloud's, uncached: every call reaches the cloud and is
+// counted, and an injected outage fails it.
+func TestInstanceAPI(t *testing.T) {
+	cloud := newCloud(t, fake.Config{}, fake.WithInstances(fake.Instance{Name: "node-a", ID: "i-a"}))
+	api := cloud.InstanceAPI()
+	for range 3 {
+		list, err := api.List(t.Context())
+		if err != nil || len(list) != 1 || list[0].ID != "i-a" || list[0].Name != "node-a" {
+			t.Fatalf("List = %v, %v; want instance i-a named node-a", list, err)
+		}
+	}
+	if _, err := api.GetByID(t.Context(), provider.ProviderID{Scheme: fake.ProviderName, ID: "i-nope"}); !errors.Is(err, instances.ErrNotFound) {
+		t.Errorf("GetByID of an unknown instance: %v; want instances.ErrNotFound", err)
+	}
+	if got := cloud.Calls().ByOp; got[fake.OpListInstances] != 3 || got[fake.OpGetInstance] != 1 {
+		t.Errorf("calls by op = %v; want 3 ListInstances and 1 GetInstance: nothing cached", got)
+	}
+	if err := cloud.InjectFault(fake.Fault{Op: fake.OpListInstances, Times: 1}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := api.List(t.Context()); !errors.Is(err, fake.ErrInjected) {
+		t.Errorf("List during an injected fault: %v; want fake.ErrInjected", err)
 	}
 }

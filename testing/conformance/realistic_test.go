@@ -2,10 +2,8 @@ package conformance_test
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"slices"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -36,12 +34,11 @@ const (
 // second GetLoadBalancer of a Service and every third InstanceMetadata of
 // a node, the first included, are throttled (an error wrapping an
 // api.RetryError); and instances are answered from an instances.Cache of
-// its own, over the cloud's state, with a TTL of ttl. It is safe for
+// its own, over the fake's instance API (fake.Cloud.InstanceAPI: the
+// Outage hook's faults reach it), with a TTL of ttl. It is safe for
 // concurrent use.
 type realistic struct {
-	cloud *fake.Cloud
 	cache *instances.Cache
-	down  atomic.Bool // set by the Outage hook: the instance API fails
 
 	ensures, gets, metadata counter
 }
@@ -49,9 +46,9 @@ type realistic struct {
 // newRealistic returns the realistic provider over cloud, with an
 // instance cache of TTL ttl.
 func newRealistic(cloud *fake.Cloud, ttl time.Duration) (*realistic, cloudprovider.Interface, error) {
-	rc := &realistic{cloud: cloud}
+	rc := &realistic{}
 	var err error
-	if rc.cache, err = instances.NewCache(stateDriver{rc}, instances.CacheOptions{TTL: ttl}); err != nil {
+	if rc.cache, err = instances.NewCache(cloud.InstanceAPI(), instances.CacheOptions{TTL: ttl}); err != nil {
 		return nil, nil, err
 	}
 	adapter, err := instances.NewAdapter(rc.cache, instances.Options{Codec: provider.Codec{Scheme: fake.ProviderName}})
@@ -87,15 +84,6 @@ func realisticTarget(ttl time.Duration, changed bool) func(context.Context) (*co
 			if _, tgt.OtherCluster, err = newRealistic(tgt.OtherCluster.(*fake.Cloud), ttl); err != nil {
 				tgt.Close()
 				return nil, err
-			}
-		}
-		outage := tgt.Hooks.Outage
-		tgt.Hooks.Outage = func() func() {
-			rc.down.Store(true)
-			restore := outage()
-			return func() {
-				restore()
-				rc.down.Store(false)
 			}
 		}
 		if changed {
@@ -144,87 +132,6 @@ func (rc *realistic) instanceMetadata(next cloudprovider.InstancesV2, ctx contex
 		return nil, throttled("InstanceMetadata")
 	}
 	return next.InstanceMetadata(ctx, n)
-}
-
-// stateDriver is an instances.ListDriver over the fake cloud's state, as a
-// provider's would be over its cloud's instance API.
-type stateDriver struct{ rc *realistic }
-
-var errInstanceAPIDown = errors.New("cloud API: instances: 503 Service Unavailable")
-
-func (d stateDriver) List(context.Context) ([]instances.Instance, error) {
-	if d.rc.down.Load() {
-		return nil, errInstanceAPIDown
-	}
-	var out []instances.Instance
-	for _, in := range d.rc.cloud.Snapshot().Instances {
-		out = append(out, toInstance(in))
-	}
-	return out, nil
-}
-
-func (d stateDriver) GetByID(_ context.Context, id provider.ProviderID) (instances.Instance, error) {
-	if d.rc.down.Load() {
-		return instances.Instance{}, errInstanceAPIDown
-	}
-	in, ok := d.rc.cloud.InstanceByID(id.ID)
-	if !ok {
-		return instances.Instance{}, fmt.Errorf("instance %q: %w", id.ID, instances.ErrNotFound)
-	}
-	return toInstance(in), nil
-}
-
-// GetByName returns the live instance named name, else a terminated one.
-func (d stateDriver) GetByName(ctx context.Context, name string) (instances.Instance, error) {
-	list, err := d.List(ctx)
-	if err != nil {
-		return instances.Instance{}, err
-	}
-	slices.SortStableFunc(list, func(a, b instances.Instance) int {
-		return cmpBool(a.State == instances.StateTerminated, b.State == instances.StateTerminated)
-	})
-	for _, in := range list {
-		if in.Name == name {
-			return in, nil
-		}
-	}
-	return instances.Instance{}, fmt.Errorf("instance named %q: %w", name, instances.ErrNotFound)
-}
-
-// cmpBool orders false before true.
-func cmpBool(a, b bool) int {
-	switch {
-	case a == b:
-		return 0
-	case a:
-		return 1
-	}
-	return -1
-}
-
-var instanceStates = map[fake.InstanceState]instances.State{
-	"": instances.StateRunning, fake.StateRunning: instances.StateRunning,
-	fake.StateStopped: instances.StateStopped, fake.StateTerminated: instances.StateTerminated,
-}
-
-// toInstance is what the instance API says about in: the addresses the
-// fake gives its Nodes (NodeFor), in the same order.
-func toInstance(in fake.Instance) instances.Instance {
-	var addrs []v1.NodeAddress
-	for _, ip := range in.InternalIPs {
-		addrs = append(addrs, v1.NodeAddress{Type: v1.NodeInternalIP, Address: ip})
-	}
-	for _, ip := range in.ExternalIPs {
-		addrs = append(addrs, v1.NodeAddress{Type: v1.NodeExternalIP, Address: ip})
-	}
-	if in.Hostname != "" {
-		addrs = append(addrs, v1.NodeAddress{Type: v1.NodeHostName, Address: in.Hostname})
-	}
-	return instances.Instance{
-		ID: in.ID, Name: in.Name, State: instanceStates[in.State],
-		Type: in.Type, Zone: in.Zone, Region: in.Region,
-		Addresses: addrs, Labels: in.Labels,
-	}
 }
 
 // staleRules are the rules that wait for a change made behind the
