@@ -94,7 +94,7 @@ func (s *store) applyLB(a loadbalancer.Action) (*lbRecord, error) {
 	var cur *lbRecord
 	if a.Kind != loadbalancer.ActionCreate {
 		if cur = s.lbs[a.LoadBalancerID]; cur == nil {
-			return nil, fmt.Errorf("fake: %s: load balancer %q does not exist", a.Kind, a.LoadBalancerID)
+			return nil, errors.New("fake: 404 load balancer not found")
 		}
 	}
 	var curLB *loadbalancer.LoadBalancer
@@ -103,14 +103,14 @@ func (s *store) applyLB(a loadbalancer.Action) (*lbRecord, error) {
 	}
 	next, err := loadbalancer.Apply(curLB, a)
 	if err != nil {
-		return nil, fmt.Errorf("fake: %s: %w", a.Kind, err)
+		return nil, fmt.Errorf("fake: %w", err)
 	}
 	rec := &lbRecord{lb: next}
 	switch a.Kind {
 	case loadbalancer.ActionCreate:
 		next.ID = "lb-" + strconv.Itoa(s.nextLB+1)
 		if rec.vips, err = s.allocateVIPs(nil, next.Spec); err != nil {
-			return nil, fmt.Errorf("fake: %s %q: %w", a.Kind, next.Name, err)
+			return nil, fmt.Errorf("fake: %w", err)
 		}
 		s.nextLB++
 		if d := time.Duration(s.delay.Load()); d > 0 {
@@ -118,7 +118,7 @@ func (s *store) applyLB(a loadbalancer.Action) (*lbRecord, error) {
 		}
 	case loadbalancer.ActionUpdateFrontend:
 		if rec.vips, err = s.allocateVIPs(cur.vips, next.Spec); err != nil {
-			return nil, fmt.Errorf("fake: %s %q: %w", a.Kind, next.ID, err)
+			return nil, fmt.Errorf("fake: %w", err)
 		}
 	default:
 		rec.vips = cur.vips
@@ -166,7 +166,7 @@ func (s *store) instanceTargets(a loadbalancer.Action) (loadbalancer.Action, err
 	for i, b := range *backends {
 		if a.Kind != loadbalancer.ActionRemoveBackends {
 			if err := s.checkTarget(b); err != nil {
-				return a, fmt.Errorf("fake: %s: %w", a.Kind, err)
+				return a, fmt.Errorf("fake: %w", err)
 			}
 		}
 		(*backends)[i] = loadbalancer.Backend{ProviderID: b.ProviderID}

@@ -32,13 +32,40 @@ func newClock() (*clocktesting.FakeClock, fake.Option) {
 
 // retryAfter returns the delay of the *api.RetryError err wraps, failing
 // the test when it wraps none.
+//
+// It is the delay the fake asked for: the innermost RetryError of err, as
+// the loadbalancer Reconciler puts a back-off of its own before a throttled
+// Driver's (see loadbalancer.Reconciler.EnsureLoadBalancer).
 func retryAfter(t *testing.T, what string, err error) time.Duration {
 	t.Helper()
-	var re *api.RetryError
-	if !errors.As(err, &re) {
+	var last *api.RetryError
+	for _, e := range chain(err) {
+		if re, ok := e.(*api.RetryError); ok {
+			last = re
+		}
+	}
+	if last == nil {
 		t.Fatalf("%s = %v; want an error wrapping *api.RetryError", what, err)
 	}
-	return re.RetryAfter()
+	return last.RetryAfter()
+}
+
+// chain returns err and every error it wraps, depth first, in the order
+// errors.As visits them.
+func chain(err error) []error {
+	if err == nil {
+		return nil
+	}
+	out := []error{err}
+	switch u := err.(type) {
+	case interface{ Unwrap() error }:
+		out = append(out, chain(u.Unwrap())...)
+	case interface{ Unwrap() []error }:
+		for _, e := range u.Unwrap() {
+			out = append(out, chain(e)...)
+		}
+	}
+	return out
 }
 
 // TestProvisioningDelay: a created load balancer reports no address until

@@ -367,6 +367,8 @@ func formatSA(s SessionAffinity) string {
 // each ActionKind; an in-memory Driver can store load balancers and call
 // it. For ActionCreate it returns a copy of a.Create (lb is ignored and may
 // be nil; the caller assigns the ID and Ingress). lb and a are only read.
+// Its errors do not name the action or the load balancer: the Reconciler
+// wraps what a Driver returns with both.
 // ActionRemoveListener and ActionUpdateListener act on every listener with
 // the key (lb may list several); ActionAddBackends and ActionRemoveBackends
 // match backends by lb.Spec.BackendKey, and replace or remove every entry
@@ -376,21 +378,23 @@ func formatSA(s SessionAffinity) string {
 func Apply(lb *LoadBalancer, a Action) (*LoadBalancer, error) {
 	if a.Kind == ActionCreate {
 		if a.Create == nil {
-			return nil, fmt.Errorf("apply %s: Create is nil", a.Kind)
+			return nil, errors.New("Action.Create is nil; expected the load balancer to create")
 		}
 		out := a.Create.Clone()
 		out.Spec.Canonical()
 		return out, nil
 	}
 	if lb == nil {
-		return nil, fmt.Errorf("apply %s: load balancer %q does not exist", a.Kind, a.LoadBalancerID)
+		return nil, errors.New("the load balancer does not exist")
 	}
 	if a.LoadBalancerID != lb.ID {
-		return nil, fmt.Errorf("apply %s: action targets %q, not %q", a.Kind, a.LoadBalancerID, lb.ID)
+		return nil, fmt.Errorf("the action targets load balancer %q; expected %q, the one given", a.LoadBalancerID, lb.ID)
 	}
 	out := lb.Clone()
 	s := &out.Spec
-	missing := func(field string) error { return fmt.Errorf("apply %s on %q: %s is nil", a.Kind, lb.ID, field) }
+	missing := func(field string) error {
+		return fmt.Errorf("Action.%s is nil; expected the payload of %s", field, a.Kind)
+	}
 	switch a.Kind {
 	case ActionUpdateTags:
 		if out.Tags == nil {
@@ -434,12 +438,12 @@ func Apply(lb *LoadBalancer, a Action) (*LoadBalancer, error) {
 			n := len(s.Listeners)
 			s.Listeners = slices.DeleteFunc(s.Listeners, func(l Listener) bool { return l.ListenerKey == key })
 			if len(s.Listeners) == n {
-				return nil, fmt.Errorf("apply %s on %q: listener %s does not exist", a.Kind, lb.ID, key)
+				return nil, fmt.Errorf("listener %s does not exist", key)
 			}
 		}
 		if a.Kind != ActionRemoveListener {
 			if slices.ContainsFunc(s.Listeners, func(l Listener) bool { return l.ListenerKey == a.Listener.ListenerKey }) {
-				return nil, fmt.Errorf("apply %s on %q: listener %s already exists", a.Kind, lb.ID, a.Listener.ListenerKey)
+				return nil, fmt.Errorf("listener %s already exists", a.Listener.ListenerKey)
 			}
 			s.Listeners = append(s.Listeners, *a.Listener)
 		}
@@ -457,7 +461,7 @@ func Apply(lb *LoadBalancer, a Action) (*LoadBalancer, error) {
 			s.Backends = append(s.Backends, a.Backends...)
 		}
 	default:
-		return nil, fmt.Errorf("apply: unknown action kind %q", a.Kind)
+		return nil, fmt.Errorf("unknown action kind %q", a.Kind)
 	}
 	s.Canonical() // masks, sorts and de-duplicates what the action set
 	return out, nil
