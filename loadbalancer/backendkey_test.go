@@ -504,27 +504,68 @@ func TestCloudErrorIsNotABadNode(t *testing.T) {
 }
 
 // TestThrottledDriver: a Driver says "throttled, retry after D" with a
-// wrapped *api.RetryError from any method; every LoadBalancer method
-// returns it findable, and it is not a user error.
+// wrapped *api.RetryError from any method. GetLoadBalancer,
+// UpdateLoadBalancer and EnsureLoadBalancerDeleted, whose RetryErrors the
+// service controller does not honour, wait short throttles out within
+// Config.MaxThrottleWait; past it, or with waiting off, they return the
+// RetryError, findable; it is never a user error.
 func TestThrottledDriver(t *testing.T) {
-	throttle := func() error { return fmt.Errorf("POST /load_balancers: %w", api.NewRetryError("429", 5*time.Second)) }
 	var userErrors int
-	r, d := newReconciler(t, loadbalancer.Config{Hooks: loadbalancer.Hooks{UserError: func(context.Context, string, *v1.Service, error) { userErrors++ }}})
-	mustEnsure(t, r, "c1", lbService(), threeNodes())
-	d.onApply = func(loadbalancer.Action) error { return throttle() }
-	d.onDelete = func(*loadbalancer.LoadBalancer) error { return throttle() }
-	check := func(op string, err error) {
-		t.Helper()
-		var re *api.RetryError
-		if !errors.As(err, &re) || re.RetryAfter() != 5*time.Second {
-			t.Errorf("%s with a throttled driver: %v; want the RetryError, findable with errors.As", op, err)
+	hooks := loadbalancer.Hooks{UserError: func(context.Context, string, *v1.Service, error) { userErrors++ }}
+	throttles := func(d *countingDriver, n int, delay time.Duration) *int {
+		left := n
+		err := func() error {
+			if left == 0 {
+				return nil
+			}
+			left--
+			return fmt.Errorf("POST /load_balancers: %w", api.NewRetryError("429", delay))
 		}
-		if strings.Count(err.Error(), string(loadbalancer.ActionAddBackends)) > 1 {
-			t.Errorf("%s: the action is named more than once: %v", op, err)
-		}
+		d.onApply = func(loadbalancer.Action) error { return err() }
+		d.onDelete = func(*loadbalancer.LoadBalancer) error { return err() }
+		return &left
 	}
-	check("Update", r.UpdateLoadBalancer(t.Context(), "c1", lbService(), append(threeNodes(), node("n4", "10.0.0.4"))))
-	check("Delete", r.EnsureLoadBalancerDeleted(t.Context(), "c1", lbService()))
+
+	t.Run("waited out", func(t *testing.T) {
+		r, d := newReconciler(t, loadbalancer.Config{Hooks: hooks, MaxThrottleWait: time.Second})
+		mustEnsure(t, r, "c1", lbService(), threeNodes())
+		left := throttles(d, 2, time.Millisecond)
+		if err := r.UpdateLoadBalancer(t.Context(), "c1", lbService(), append(threeNodes(), node("n4", "10.0.0.4"))); err != nil || *left != 0 {
+			t.Errorf("Update throttled twice for 1ms: %v (%d throttles left); want it to wait them out", err, *left)
+		}
+		left = throttles(d, 2, time.Millisecond)
+		if err := r.EnsureLoadBalancerDeleted(t.Context(), "c1", lbService()); err != nil || *left != 0 || len(d.stored()) != 0 {
+			t.Errorf("Delete throttled twice for 1ms: %v (%d throttles left, %d stored); want it waited out and the load balancer gone", err, *left, len(d.stored()))
+		}
+	})
+
+	for _, tc := range []struct {
+		name   string
+		wait   time.Duration
+		delay  time.Duration
+		reason string
+	}{
+		{name: "over the budget", wait: 3 * time.Millisecond, delay: 2 * time.Millisecond, reason: "2ms+2ms > 3ms: the second throttle is returned"},
+		{name: "waiting off", wait: -1, delay: time.Millisecond, reason: "a negative MaxThrottleWait never waits"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r, d := newReconciler(t, loadbalancer.Config{Hooks: hooks, MaxThrottleWait: tc.wait})
+			mustEnsure(t, r, "c1", lbService(), threeNodes())
+			check := func(op string, err error) {
+				t.Helper()
+				var re *api.RetryError
+				if !errors.As(err, &re) || re.RetryAfter() != tc.delay {
+					t.Errorf("%s with a throttled driver: %v; want the Driver's RetryError, findable with errors.As (%s)", op, err, tc.reason)
+				}
+				if err != nil && strings.Count(err.Error(), string(loadbalancer.ActionAddBackends)) > 1 {
+					t.Errorf("%s: the action is named more than once: %v", op, err)
+				}
+			}
+			throttles(d, 1000, tc.delay)
+			check("Update", r.UpdateLoadBalancer(t.Context(), "c1", lbService(), append(threeNodes(), node("n4", "10.0.0.4"))))
+			check("Delete", r.EnsureLoadBalancerDeleted(t.Context(), "c1", lbService()))
+		})
+	}
 	if userErrors != 0 {
 		t.Errorf("UserError called %d times; throttling is not the user's to fix", userErrors)
 	}

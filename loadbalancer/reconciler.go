@@ -24,6 +24,9 @@ import (
 // DefaultRetryAfter is Config.RetryAfter's default.
 const DefaultRetryAfter = 10 * time.Second
 
+// DefaultMaxThrottleWait is Config.MaxThrottleWait's default.
+const DefaultMaxThrottleWait = time.Minute
+
 // Config configures a Reconciler. Only Driver is required; every other zero
 // value is a documented default.
 type Config struct {
@@ -51,6 +54,17 @@ type Config struct {
 	// EnsureLoadBalancer again when the load balancer has no address yet
 	// (an api.RetryError); 0 means DefaultRetryAfter.
 	RetryAfter time.Duration
+	// MaxThrottleWait bounds how long GetLoadBalancer, UpdateLoadBalancer
+	// and EnsureLoadBalancerDeleted wait, in all, for the delays of
+	// throttled cloud calls (see Driver) before they call again: the
+	// service controller honours an api.RetryError only from
+	// EnsureLoadBalancer and retries the others after a back-off of its
+	// own, the same for every Service (controllers/service/controller.go:
+	// processServiceDeletion, nodeSyncService), so failing fast would bring
+	// every throttled Service back at once. EnsureLoadBalancer never waits:
+	// it returns its RetryError. 0 means DefaultMaxThrottleWait; negative
+	// means never wait.
+	MaxThrottleWait time.Duration
 	// Hooks are optional callbacks for events and logs.
 	Hooks Hooks
 	// Instances, if set, supplies the addresses of a Node that has a
@@ -189,6 +203,9 @@ func NewReconciler(cfg Config) (*Reconciler, error) {
 	if cfg.RetryAfter == 0 {
 		cfg.RetryAfter = DefaultRetryAfter
 	}
+	if cfg.MaxThrottleWait == 0 {
+		cfg.MaxThrottleWait = DefaultMaxThrottleWait
+	}
 	return &Reconciler{cfg: cfg, namer: namer, locks: map[string]*serviceLock{}, skipped: map[string]string{}, throttles: map[string]int{}}, nil
 }
 
@@ -255,6 +272,7 @@ func (r *Reconciler) GetLoadBalancerName(_ context.Context, clusterName string, 
 // Driver are wrapped; an invalid address reported by the Driver is an
 // error with exists=true.
 func (r *Reconciler) GetLoadBalancer(ctx context.Context, clusterName string, svc *v1.Service) (*v1.LoadBalancerStatus, bool, error) {
+	ctx = r.waitThrottles(ctx)
 	_, res, unlock, err := r.begin(ctx, "GetLoadBalancer", clusterName, svc)
 	if err != nil {
 		return nil, false, err
@@ -431,6 +449,7 @@ func (r *Reconciler) UpdateLoadBalancer(ctx context.Context, clusterName string,
 	if svc != nil && svc.Spec.LoadBalancerClass != nil {
 		return cloudprovider.ImplementedElsewhere
 	}
+	ctx = r.waitThrottles(ctx)
 	owner, res, unlock, err := r.begin(ctx, op, clusterName, svc)
 	if err != nil {
 		return err
@@ -476,6 +495,7 @@ func (r *Reconciler) UpdateLoadBalancer(ctx context.Context, clusterName string,
 // errors are wrapped and joined.
 func (r *Reconciler) EnsureLoadBalancerDeleted(ctx context.Context, clusterName string, svc *v1.Service) error {
 	const op = "EnsureLoadBalancerDeleted"
+	ctx = r.waitThrottles(ctx)
 	_, res, unlock, err := r.begin(ctx, op, clusterName, svc)
 	if err != nil {
 		return err
@@ -484,7 +504,7 @@ func (r *Reconciler) EnsureLoadBalancerDeleted(ctx context.Context, clusterName 
 	var errs []error
 	for _, lb := range res.owned {
 		klog.FromContext(ctx).V(2).Info("Deleting load balancer", "service", klog.KObj(svc), "id", lb.ID, "name", lb.Name)
-		if err := r.cfg.Driver.Delete(ctx, lb); err != nil {
+		if err := r.call(ctx, func() error { return r.cfg.Driver.Delete(ctx, lb) }); err != nil {
 			errs = append(errs, fmt.Errorf("delete load balancer %q (id %q): %w", lb.Name, lb.ID, err))
 		}
 	}
@@ -532,7 +552,11 @@ func (r *Reconciler) owner(clusterName string, svc *v1.Service) (Owner, error) {
 
 func (r *Reconciler) apply(ctx context.Context, svc *v1.Service, a Action) (*LoadBalancer, error) {
 	klog.FromContext(ctx).V(2).Info("Applying load balancer action", "service", klog.KObj(svc), "action", a.Kind, "id", a.LoadBalancerID, "reason", a.Reason)
-	lb, err := r.cfg.Driver.Apply(ctx, a)
+	var lb *LoadBalancer
+	err := r.call(ctx, func() (err error) {
+		lb, err = r.cfg.Driver.Apply(ctx, a)
+		return err
+	})
 	if err == nil && lb == nil {
 		err = fmt.Errorf("driver returned no load balancer")
 	}
@@ -650,7 +674,11 @@ func (r *Reconciler) find(ctx context.Context, owner Owner, svc *v1.Service) (*l
 // findDriver calls Driver.Find and rejects a nil load balancer in its
 // result (a Driver bug that would otherwise panic the caller).
 func (r *Reconciler) findDriver(ctx context.Context, q Query) ([]*LoadBalancer, error) {
-	lbs, err := r.cfg.Driver.Find(ctx, q)
+	var lbs []*LoadBalancer
+	err := r.call(ctx, func() (err error) {
+		lbs, err = r.cfg.Driver.Find(ctx, q)
+		return err
+	})
 	if err != nil {
 		return nil, err
 	}
@@ -714,7 +742,11 @@ func (r *Reconciler) eligible(ctx context.Context, nodes []*v1.Node) ([]*v1.Node
 			}
 			continue
 		}
-		md, err := r.cfg.Instances.InstanceMetadata(ctx, n)
+		var md *cloudprovider.InstanceMetadata
+		err := r.call(ctx, func() (err error) {
+			md, err = r.cfg.Instances.InstanceMetadata(ctx, n)
+			return err
+		})
 		switch {
 		case errors.Is(err, cloudprovider.InstanceNotFound):
 			r.skip(ctx, stageNode, n, fmt.Errorf("it has no InternalIP yet and its instance does not exist (%w)", err))
@@ -764,7 +796,11 @@ func (r *Reconciler) checkTargets(ctx context.Context, actions []Action, nodes [
 			if n == nil {
 				continue // not built from nodes: keep
 			}
-			ok, err := r.cfg.Instances.InstanceExists(ctx, n)
+			var ok bool
+			err := r.call(ctx, func() (err error) {
+				ok, err = r.cfg.Instances.InstanceExists(ctx, n)
+				return err
+			})
 			if err != nil {
 				return nil, fmt.Errorf("node %q (providerID %q): checking that its instance exists before adding it as a backend: %w", n.Name, n.Spec.ProviderID, err)
 			}
@@ -867,4 +903,22 @@ func hasInternalIP(n *v1.Node) bool {
 		}
 	}
 	return false
+}
+
+// throttleBudget is the context key of the time a method may wait for
+// throttled cloud calls (see Config.MaxThrottleWait).
+type throttleBudget struct{}
+
+// waitThrottles returns ctx carrying Config.MaxThrottleWait: the cloud calls
+// of the method it is given to are retried after a throttle (call).
+func (r *Reconciler) waitThrottles(ctx context.Context) context.Context {
+	return context.WithValue(ctx, throttleBudget{}, r.cfg.MaxThrottleWait)
+}
+
+// call makes one cloud call (fn) and, in a method that waits for throttles
+// (waitThrottles), calls again after each throttle within the budget; see
+// throttle.Retry. In EnsureLoadBalancer it calls fn once.
+func (r *Reconciler) call(ctx context.Context, fn func() error) error {
+	budget, _ := ctx.Value(throttleBudget{}).(time.Duration)
+	return throttle.Retry(ctx, budget, fn)
 }

@@ -6,6 +6,7 @@
 package throttle
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"time"
@@ -43,3 +44,33 @@ type delayed struct {
 func (e *delayed) Error() string { return fmt.Sprintf("%v (%v)", e.err, e.retry) }
 
 func (e *delayed) Unwrap() []error { return []error{e.retry, e.err} }
+
+// Retry calls fn, and calls it again after each throttled error (see
+// RetryAfter) once the delay that error asks for has passed, as long as
+// the delays waited for this call add up to no more than budget and the
+// next wait ends before ctx's deadline. It returns fn's first error that is
+// not throttled (nil included), or the throttled error it stopped waiting
+// on: at once when the delay is not positive (nothing to wait for: retrying
+// would busy-loop), would exceed the budget or the deadline, or when ctx
+// ends during a wait. A budget of zero or less never waits.
+func Retry(ctx context.Context, budget time.Duration, fn func() error) error {
+	var waited time.Duration
+	for {
+		err := fn()
+		d, throttled := RetryAfter(err)
+		if !throttled || d <= 0 || waited+d > budget {
+			return err
+		}
+		if deadline, ok := ctx.Deadline(); ok && time.Until(deadline) < d {
+			return err
+		}
+		t := time.NewTimer(d)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return err
+		case <-t.C:
+		}
+		waited += d
+	}
+}

@@ -1,6 +1,7 @@
 package throttle
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"strings"
@@ -47,5 +48,67 @@ func TestDelay(t *testing.T) {
 	}
 	if msg := err.Error(); !strings.Contains(msg, "429 from the cloud") || !strings.Contains(msg, "1m0s") {
 		t.Errorf("Delay(err).Error() = %q; want err's message and the new delay", msg)
+	}
+}
+
+func TestRetry(t *testing.T) {
+	throttled := func(d time.Duration) error { return fmt.Errorf("429: %w", api.NewRetryError("slow down", d)) }
+	boom := errors.New("boom")
+	for _, tc := range []struct {
+		name   string
+		errs   []error // fn's answers, in order; past the end: nil
+		budget time.Duration
+		ctx    func() (context.Context, context.CancelFunc)
+		calls  int
+		want   error // compared with errors.Is; nil means success
+		reason string
+	}{
+		{name: "success", errs: nil, budget: time.Second, calls: 1, reason: "no error: one call"},
+		{name: "other error", errs: []error{boom}, budget: time.Second, calls: 1, want: boom, reason: "only throttling is waited out"},
+		{name: "waited out", errs: []error{throttled(time.Millisecond), throttled(time.Millisecond)}, budget: time.Second, calls: 3, reason: "two short throttles within the budget, then success"},
+		{name: "then other error", errs: []error{throttled(time.Millisecond), boom}, budget: time.Second, calls: 2, want: boom, reason: "the first error that is not a throttle ends it"},
+		{name: "no budget", errs: []error{throttled(time.Millisecond)}, budget: 0, calls: 1, want: api.NewRetryError("", 0), reason: "a zero budget never waits"},
+		{name: "over budget", errs: []error{throttled(3 * time.Millisecond), throttled(3 * time.Millisecond)}, budget: 5 * time.Millisecond, calls: 2, want: api.NewRetryError("", 0), reason: "3ms+3ms > 5ms: the second throttle is returned"},
+		{name: "no delay", errs: []error{throttled(0)}, budget: time.Second, calls: 1, want: api.NewRetryError("", 0), reason: "a zero delay is not waited: it would busy-loop"},
+		{name: "past the deadline", errs: []error{throttled(time.Hour)}, budget: 2 * time.Hour, calls: 1, want: api.NewRetryError("", 0),
+			ctx: func() (context.Context, context.CancelFunc) {
+				return context.WithTimeout(context.Background(), time.Minute)
+			},
+			reason: "the wait would outlast the caller's deadline"},
+		{name: "cancelled during the wait", errs: []error{throttled(time.Hour)}, budget: 2 * time.Hour, calls: 1, want: api.NewRetryError("", 0),
+			ctx: func() (context.Context, context.CancelFunc) {
+				ctx, cancel := context.WithCancel(context.Background())
+				time.AfterFunc(5*time.Millisecond, cancel)
+				return ctx, cancel
+			},
+			reason: "a caller that goes away stops the wait"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx, cancel := context.WithCancel(context.Background())
+			if tc.ctx != nil {
+				ctx, cancel = tc.ctx()
+			}
+			defer cancel()
+			calls := 0
+			err := Retry(ctx, tc.budget, func() error {
+				calls++
+				if calls <= len(tc.errs) {
+					return tc.errs[calls-1]
+				}
+				return nil
+			})
+			var re *api.RetryError
+			switch {
+			case tc.want == nil && err != nil:
+				t.Errorf("Retry = %v; want nil (%s)", err, tc.reason)
+			case tc.want != nil && errors.As(tc.want, &re) && !errors.As(err, &re):
+				t.Errorf("Retry = %v; want the throttled error (%s)", err, tc.reason)
+			case tc.want != nil && !errors.As(tc.want, &re) && !errors.Is(err, tc.want):
+				t.Errorf("Retry = %v; want %v (%s)", err, tc.want, tc.reason)
+			}
+			if calls != tc.calls {
+				t.Errorf("fn called %d times; want %d (%s)", calls, tc.calls, tc.reason)
+			}
+		})
 	}
 }
