@@ -98,9 +98,13 @@ func WithInstanceCache(c instances.CacheOptions) Option {
 // is provisioned (LoadBalancerConfig.ProvisioningDelay), how the rate
 // limit's buckets refill (RateLimit), and the instance cache's Now unless
 // WithInstanceCache is given. Tests pass a fake clock to step time
-// deterministically. now is called concurrently, with the fake's locks
-// held: it must be safe for concurrent use and must not call the Cloud. A
-// nil now makes New fail. Not for Peer, which shares its cloud's clock.
+// deterministically. With it, the load-balancer Reconciler and the route
+// table never wait for a throttled call in real time (their
+// MaxThrottleWait is negative): the delay is on the test's clock, so a
+// throttled call fails at once. now is called concurrently, with the
+// fake's locks held: it must be safe for concurrent use and must not call
+// the Cloud. A nil now makes New fail. Not for Peer, which shares its
+// cloud's clock.
 func WithClock(now func() time.Time) Option {
 	return func(o *options) { o.clock, o.clockSet = now, true }
 }
@@ -130,6 +134,7 @@ func New(cfg Config, opts ...Option) (*Cloud, error) {
 	if err != nil {
 		return nil, err
 	}
+	st.fakeClock = o.clockSet
 	return compose(cfg, st, o)
 }
 
@@ -223,6 +228,13 @@ func compose(cfg Config, st *store, o options) (*Cloud, error) {
 		Instances:    nodes, // addresses of nodes not yet patched by the CCM
 		RetryAfter:   provisioningRetry(cfg.LoadBalancers.ProvisioningDelay.Duration),
 	}
+	var throttleWait time.Duration // the adapters' defaults
+	if st.fakeClock {
+		// A throttle's delay is on the test's clock: waiting for it in real
+		// time would only spin until the adapter's budget is spent.
+		throttleWait = -1
+		lbCfg.MaxThrottleWait = throttleWait
+	}
 	if key == loadbalancer.BackendKeyProviderID {
 		lbCfg.Codec = codec // a foreign Node is left out, not sent to the cloud
 	}
@@ -235,6 +247,7 @@ func compose(cfg Config, st *store, o options) (*Cloud, error) {
 		Instances:           goneTargets{instanceAPI},
 		IPv4Only:            cfg.Routes.IPv4Only,
 		EnableNodeAddresses: cfg.Routes.EnableNodeAddresses,
+		MaxThrottleWait:     throttleWait,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("fake: routes: %w", err)
