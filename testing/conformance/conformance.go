@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/netip"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -73,9 +74,16 @@ type Config struct {
 	// its TTL is longer than Timeout. Negative is an error.
 	MaxStaleness time.Duration
 
-	// Skip maps rule IDs to the reason they are not run (a known failure, a
-	// rule that does not apply). An ID that names no rule is a configuration
-	// error.
+	// UpstreamOnly skips every ccmkit recommendation (Rule.Recommendation):
+	// only the upstream contracts run. Default false: recommendations run
+	// too, and their failures are marked "[recommendation]".
+	UpstreamOnly bool
+
+	// Skip maps what not to run to the reason (a known failure, a rule
+	// that does not apply): a rule ID, such as "LB-SOURCE-RANGES", skips the
+	// rule; "RULE/case", such as "LB-UNSUPPORTED-REJECTED/udp", skips one
+	// case of a table-driven rule (Rule.Cases) and runs the others. A key
+	// that names no rule, or no case of its rule, is a configuration error.
 	Skip map[string]string
 }
 
@@ -229,8 +237,16 @@ type Rule struct {
 	// Statement is the rule in one sentence.
 	Statement string
 	// Source is where the contract comes from, as "file function" in
-	// k8s.io/cloud-provider@v0.37.2.
+	// k8s.io/cloud-provider@v0.37.2: for an upstream contract, the code
+	// that needs it; for a recommendation, the code that makes it sound.
 	Source string
+	// Recommendation marks a ccmkit recommendation: a policy stricter than
+	// what the upstream code needs. False: an upstream contract.
+	// Config.UpstreamOnly skips every recommendation.
+	Recommendation bool
+	// Cases names the cases of a table-driven rule, which Config.Skip
+	// accepts as "RULE/case". Nil for a rule without named cases.
+	Cases []string
 }
 
 // Rules returns every rule of the suite, in the order Run and Check run
@@ -238,7 +254,7 @@ type Rule struct {
 func Rules() []Rule {
 	out := make([]Rule, len(rules))
 	for i, r := range rules {
-		out[i] = Rule{ID: r.id, Statement: r.statement, Source: r.source}
+		out[i] = Rule{ID: r.id, Statement: r.statement, Source: r.source, Recommendation: r.kind == recommendation, Cases: slices.Clone(r.cases())}
 	}
 	return out
 }
@@ -249,10 +265,53 @@ type Failure struct {
 	Rule string
 	// Message says what was observed and what was expected.
 	Message string
+	// Recommendation is true when the rule is a ccmkit recommendation, not
+	// an upstream contract (see Rule.Recommendation).
+	Recommendation bool
 }
 
-// Error returns "RULE-ID: message".
-func (f *Failure) Error() string { return f.Rule + ": " + f.Message }
+// Error returns "RULE-ID: message", or "RULE-ID: [recommendation] message"
+// for a recommendation.
+func (f *Failure) Error() string { return f.Rule + ": " + mark(f.Recommendation) + f.Message }
+
+// mark returns the prefix of a recommendation's failure messages.
+func mark(rec bool) string {
+	if rec {
+		return "[recommendation] "
+	}
+	return ""
+}
+
+// Status is how a rule ended.
+type Status string
+
+const (
+	// Passed: the rule ran and found nothing wrong.
+	Passed Status = "pass"
+	// Failed: the rule found at least one failure (Outcome.Messages).
+	Failed Status = "fail"
+	// Skipped: the rule did not run, or stopped before it checked anything
+	// (Outcome.SkipReason).
+	Skipped Status = "skip"
+)
+
+// Outcome is how one rule ended, as Evaluate reports it.
+type Outcome struct {
+	// Rule is the rule's ID; Recommendation is Rule.Recommendation.
+	Rule           string
+	Recommendation bool
+	// Status is Passed, Failed or Skipped.
+	Status Status
+	// Messages are the failures, each saying what was observed and what
+	// was expected, without the rule ID; empty unless Status is Failed.
+	Messages []string
+	// SkipReason says why the rule was skipped; empty unless Status is
+	// Skipped.
+	SkipReason string
+	// Logs are the rule's notes (what was not checked and why, cases
+	// skipped by Config.Skip), as Run logs them.
+	Logs []string
+}
 
 // Run runs every rule as a subtest of t named by the rule ID, in the order of
 // Rules; a rule whose capability, feature or hook is missing is skipped with
@@ -274,11 +333,16 @@ func Run(t *testing.T, cfg Config) {
 			if res.skip != "" {
 				t.Skip(res.skip)
 			}
+			rec := rl.kind == recommendation
 			if len(res.errs) > 0 {
-				t.Logf("rule: %s (source: %s)", rl.statement, rl.source)
+				what := "an upstream contract"
+				if rec {
+					what = "a ccmkit recommendation (Config.UpstreamOnly skips it)"
+				}
+				t.Logf("rule, %s: %s (source: %s)", what, rl.statement, rl.source)
 			}
 			for _, e := range res.errs {
-				t.Error(e)
+				t.Error(mark(rec) + e)
 			}
 		})
 	}
@@ -289,24 +353,49 @@ func Run(t *testing.T, cfg Config) {
 // Skipped rules are not errors. Check returns nil when no rule fails, and an
 // error that is not a *Failure when cfg is invalid. It stops early, with
 // ctx's error, when ctx is done. Check may run concurrently with other
-// calls of Check or Run on other providers: rules share nothing but the
-// upstream provider registry, which they only read.
+// calls of Check, Evaluate or Run on other providers: rules share nothing
+// but the upstream provider registry, which they only read.
 func Check(ctx context.Context, cfg Config) error {
-	c, err := cfg.normalize()
-	if err != nil {
-		return fmt.Errorf("conformance: %w", err)
-	}
+	outs, err := Evaluate(ctx, cfg)
 	var errs []error
-	for i := range rules {
-		if err := ctx.Err(); err != nil {
-			return errors.Join(append(errs, err)...)
+	for _, o := range outs {
+		for _, m := range o.Messages {
+			errs = append(errs, &Failure{Rule: o.Rule, Message: m, Recommendation: o.Recommendation})
 		}
-		res := execute(ctx, c, &rules[i])
-		for _, e := range res.errs {
-			errs = append(errs, &Failure{Rule: rules[i].id, Message: e})
-		}
+	}
+	if err != nil {
+		errs = append(errs, err)
 	}
 	return errors.Join(errs...)
+}
+
+// Evaluate runs every rule, in the order of Rules, and returns the Outcome
+// of each rule that ran or was skipped. The error is nil unless cfg is
+// invalid (then no rule runs) or ctx is done (then the outcomes are those of
+// the rules that ended before, and the error is ctx's). Evaluate may run
+// concurrently as Check may.
+func Evaluate(ctx context.Context, cfg Config) ([]Outcome, error) {
+	c, err := cfg.normalize()
+	if err != nil {
+		return nil, fmt.Errorf("conformance: %w", err)
+	}
+	var outs []Outcome
+	for i := range rules {
+		if err := ctx.Err(); err != nil {
+			return outs, err
+		}
+		rl := &rules[i]
+		res := execute(ctx, c, rl)
+		o := Outcome{Rule: rl.id, Recommendation: rl.kind == recommendation, Status: Passed, Logs: res.logs}
+		switch {
+		case len(res.errs) > 0:
+			o.Status, o.Messages = Failed, res.errs
+		case res.skip != "":
+			o.Status, o.SkipReason = Skipped, res.skip
+		}
+		outs = append(outs, o)
+	}
+	return outs, nil
 }
 
 // normalize validates cfg and fills in defaults.
@@ -357,9 +446,14 @@ func (cfg Config) normalize() (*Config, error) {
 		}
 		fams = append(fams, p.Addr().Is6())
 	}
-	for id := range c.Skip {
-		if ruleByID(id) == nil {
-			return nil, fmt.Errorf("Config.Skip names rule %q, which does not exist (see Rules)", id)
+	for key := range c.Skip {
+		id, cs, isCase := strings.Cut(key, "/")
+		rl := ruleByID(id)
+		if rl == nil {
+			return nil, fmt.Errorf("Config.Skip key %q names rule %q, which does not exist (see Rules)", key, id)
+		}
+		if isCase && !slices.Contains(rl.cases(), cs) {
+			return nil, fmt.Errorf("Config.Skip key %q names case %q of %s, which does not exist, expected one of %q (see Rule.Cases)", key, cs, id, rl.cases())
 		}
 	}
 	return &c, nil

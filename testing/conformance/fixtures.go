@@ -18,7 +18,6 @@ import (
 	"k8s.io/apimachinery/pkg/util/uuid"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
-	cloudprovider "k8s.io/cloud-provider"
 	cloudproviderapi "k8s.io/cloud-provider/api"
 )
 
@@ -167,6 +166,16 @@ func missingNode(providerID string) *v1.Node {
 		n.Spec.ProviderID = providerID[:i+1] + "conformance-missing-" + suffix
 	}
 	return n
+}
+
+// copyNodes returns deep copies of nodes, for a goroutine of a concurrency
+// rule to own.
+func copyNodes(nodes []*v1.Node) []*v1.Node {
+	out := make([]*v1.Node, len(nodes))
+	for i, n := range nodes {
+		out[i] = n.DeepCopy()
+	}
+	return out
 }
 
 func names(nodes []*v1.Node) []string {
@@ -352,6 +361,3 @@ func cancelled() context.Context {
 	cancel()
 	return ctx
 }
-
-// sentinels are the errors the controllers compare with ==.
-var sentinels = []error{cloudprovider.ImplementedElsewhere, cloudprovider.InstanceNotFound, cloudprovider.NotImplemented}

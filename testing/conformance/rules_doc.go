@@ -2,7 +2,11 @@
 
 // # Rules
 //
-// The suite has 55 rules. Each names the upstream source of its contract as
+// The suite has 57 rules: 52 upstream contracts and 5 ccmkit recommendations.
+// An upstream contract checks what the upstream code cited as its source needs, and
+// nothing stricter. A recommendation, marked (recommendation) below and
+// "[recommendation]" in its failures, is a ccmkit policy stricter than upstream,
+// its source saying why; Config.UpstreamOnly skips them all. Sources are
 // "file function" in k8s.io/cloud-provider@v0.37.2 unless another module is named.
 //
 // # Rules: Provider and registration
@@ -15,8 +19,8 @@
 //     Source: sample/basic_main.go cloudInitializer.
 //   - PROVIDER-REGISTRATION: The provider is registered under Config.ProviderName, and its factory builds it from a nil reader (or Config.CloudConfig) without error, panic or re-registering.
 //     Source: plugins.go GetCloudProvider, InitCloudProvider.
-//   - PROVIDER-BAD-CONFIG: The factory rejects Config.BadCloudConfig with an error, never a panic.
-//     Source: plugins.go InitCloudProvider.
+//   - PROVIDER-BAD-CONFIG (recommendation): The factory rejects Config.BadCloudConfig with an error, never a panic.
+//     Source: plugins.go InitCloudProvider (upstream stops the CCM on a factory error, and needs no rejection: rejecting is how a typo does not run a default cloud).
 //
 // # Rules: LoadBalancer
 //
@@ -28,8 +32,8 @@
 //     Source: controllers/service/controller.go syncLoadBalancerIfNeeded, lockedUpdateLoadBalancerHosts.
 //   - LB-IDEMPOTENT: Repeating EnsureLoadBalancer with an equal Service and the same nodes in any order succeeds, returns the same ingress and creates nothing.
 //     Source: controllers/service/controller.go New (AddFunc), processServiceCreateOrUpdate.
-//   - LB-CONVERGED: EnsureLoadBalancer and UpdateLoadBalancer on a converged load balancer make no write to the cloud.
-//     Source: controllers/service/controller.go New (AddFunc), nodeSyncService.
+//   - LB-CONVERGED (recommendation): EnsureLoadBalancer and UpdateLoadBalancer on a converged load balancer make no write to the cloud.
+//     Source: controllers/service/controller.go New (AddFunc), nodeSyncService (upstream calls Ensure on every Service add and Update on node changes, and needs only success: writing nothing spares the cloud's API quota).
 //   - LB-DELETE: After EnsureLoadBalancerDeleted, GetLoadBalancer reports exists=false and nothing the provider created remains.
 //     Source: controllers/service/controller.go syncLoadBalancerIfNeeded, processLoadBalancerDelete.
 //   - LB-DELETE-UNKNOWN: EnsureLoadBalancerDeleted of a load balancer that never existed or is already gone returns nil.
@@ -42,14 +46,21 @@
 //     Source: controllers/service/controller.go nodeSyncService, lockedUpdateLoadBalancerHosts, stableNodeSetPredicates, shouldSyncUpdatedNode.
 //   - LB-PORTS: The listeners follow the Service ports: a changed port replaces the old one, an added port is added.
 //     Source: controllers/service/controller.go needsUpdate, portEqualForLB.
-//   - LB-SOURCE-RANGES: Allowed sources are spec.loadBalancerSourceRanges, else the annotation (with Claims.SourceRanges), else all of each IP family of the Service; a malformed annotation is an error.
-//     Source: service/helpers/helper.go GetLoadBalancerSourceRanges.
+//   - LB-SOURCE-RANGES: Allowed sources are spec.loadBalancerSourceRanges, else the valid annotation (with Claims.SourceRanges; unclaimed, a restricting annotation is rejected, not opened to all), else all of each IP family of the Service.
+//     Source: service/helpers/helper.go GetLoadBalancerSourceRanges; controllers/service/controller.go ensureLoadBalancer.
+//     Cases (Config.Skip "LB-SOURCE-RANGES/case"): spec, annotation, spec-and-annotation, none, none-dual-stack, annotation-unclaimed.
+//   - LB-SOURCE-RANGES-MALFORMED (recommendation): EnsureLoadBalancer rejects a malformed source-range annotation with an error instead of opening the load balancer to all.
+//     Source: service/helpers/helper.go GetLoadBalancerSourceRanges (the kube-apiserver rejects a malformed annotation on create and on a change: k8s.io/kubernetes pkg/apis/core/validation validateService, so only a Service stored before that validation keeps one).
 //   - LB-HEALTH-CHECK: With externalTrafficPolicy Local backends are checked on spec.healthCheckNodePort /healthz, with Cluster on kube-proxy's 10256 /healthz.
 //     Source: service/helpers/helper.go GetServiceHealthCheckPathPort.
-//   - LB-UNSUPPORTED-REJECTED: EnsureLoadBalancer returns an error for an unclaimed feature (UDP, SCTP, mixed protocols, RequireDualStack, no node ports, source ranges) instead of building something else.
-//     Source: controllers/service/controller.go ensureLoadBalancer.
+//   - LB-UNSUPPORTED-REJECTED: EnsureLoadBalancer returns an error for an unclaimed feature (UDP, SCTP, mixed protocols, no node ports, spec source ranges) instead of building something else.
+//     Source: controllers/service/controller.go ensureLoadBalancer ("the next step is expected to return an error for unsupported protocols").
+//     Cases (Config.Skip "LB-UNSUPPORTED-REJECTED/case"): udp, sctp, mixed-protocols, node-port-less, source-ranges.
+//   - LB-DUAL-STACK-REJECTED (recommendation): Without Claims.DualStack, EnsureLoadBalancer returns an error for a RequireDualStack Service instead of serving it single-stack.
+//     Source: controllers/service/controller.go ensureLoadBalancer (upstream passes the Service as is and needs no rejection, but an error, as a Service event, tells the user what a silent single-stack load balancer hides).
 //   - LB-CLAIMED-FEATURES: EnsureLoadBalancer builds each claimed feature as asked: protocols, ports, node-port-less listeners, an ingress per IP family for RequireDualStack.
 //     Source: controllers/service/controller.go ensureLoadBalancer.
+//     Cases (Config.Skip "LB-CLAIMED-FEATURES/case"): udp, sctp, mixed-protocols, dual-stack, node-port-less, source-ranges.
 //   - LB-CLUSTER-ISOLATION: Two clusters with a Service of the same namespace and name (with Target.OtherCluster: also the same UID and cluster name, through two providers) never see, update or delete each other's load balancer.
 //     Source: cloud.go LoadBalancer (clusterName); controllers/service/controller.go syncLoadBalancerIfNeeded.
 //   - LB-CONCURRENT: Concurrent Ensure and Update calls, on one Service and on several, all succeed and leave every load balancer converged.
@@ -73,8 +84,8 @@
 //     Source: controllers/node/node_controller.go updateNodeAddress, nodeAddressesChangeDetected.
 //   - INST-PROVIDED-NODE-IP: Every IP of a node's alpha.kubernetes.io/provided-node-ip annotation is among its addresses.
 //     Source: controllers/node/node_controller.go updateNodeAddressesFromNodeIP; node/helpers/address.go GetNodeAddressesFromNodeIP.
-//   - INST-LABELS: AdditionalLabels have valid keys and values, none under kubernetes.io or k8s.io.
-//     Source: controllers/node/node_controller.go getNodeModifiersFromCloudProvider.
+//   - INST-LABELS (recommendation): AdditionalLabels have valid keys and values, none under kubernetes.io or k8s.io.
+//     Source: controllers/node/node_controller.go getNodeModifiersFromCloudProvider (upstream discards such labels with a warning, so they never reach the Node).
 //   - INST-NEW-INSTANCE: An instance created after the provider started is never reported (false, nil) and has metadata within Config.Timeout+MaxStaleness after Hooks.CloudChanged.
 //     Source: controllers/nodelifecycle/node_lifecycle_controller.go MonitorNodes; controllers/node/node_controller.go syncNode.
 //   - INST-OUTAGE: When the cloud API fails, InstanceExists of an existing instance is an error (or true), never (false, nil).
@@ -110,8 +121,8 @@
 //
 // # Rules: Every capability
 //
-//   - SENTINELS-UNWRAPPED: ImplementedElsewhere, InstanceNotFound and NotImplemented are returned unwrapped.
-//     Source: cloud.go GetInstanceProviderID; controllers/service/controller.go syncLoadBalancerIfNeeded.
+//   - SENTINELS-UNWRAPPED: Where upstream compares a sentinel with ==, it is returned unwrapped: InstanceNotFound and NotImplemented from legacy Instances.InstanceID, ImplementedElsewhere from EnsureLoadBalancer, UpdateLoadBalancer and EnsureLoadBalancerDeleted (elsewhere upstream uses errors.Is, and wrapping is fine).
+//     Source: cloud.go GetInstanceProviderID; controllers/service/controller.go syncLoadBalancerIfNeeded, lockedUpdateLoadBalancerHosts.
 //   - ARGS-NOT-MUTATED: No call modifies its Service, Node or Route arguments.
 //     Source: cloud.go LoadBalancer; controllers/service/controller.go ensureLoadBalancer (nodes from the informer cache).
 //   - CTX-CANCELLED: With a cancelled context every call returns within Config.Timeout and never a wrong answer.

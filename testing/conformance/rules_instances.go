@@ -311,6 +311,9 @@ func ruleInstConcurrent(r *rt) {
 	var waits []func()
 	for range 4 {
 		for _, n := range nodes {
+			// Its own copy: a provider that modifies it fails
+			// ARGS-NOT-MUTATED instead of racing the other goroutines.
+			n := n.DeepCopy()
 			waits = append(waits, r.Go(func() {
 				if ok, err := inst.InstanceExists(r.ctx, n); err != nil || !ok {
 					r.Errorf("concurrent InstanceExists(%s) = (%v, %v), expected (true, nil)", n.Name, ok, err)

@@ -371,20 +371,32 @@ func prefixSet(cidrs []string) ([]string, error) {
 	return slices.Compact(out), nil
 }
 
+// restrictingAnnotation is a valid source-range annotation that restricts
+// the load balancer: what the kube-apiserver accepts, and a provider must
+// honour or reject.
+const restrictingAnnotation = "203.0.113.0/24"
+
 func ruleLBSourceRanges(r *rt) {
 	lb := r.lb()
 	nodes := r.nodes(1)
 	c := r.cfg.ClusterName
-	bad := service("source-ranges-bad", withAnnotation(v1.AnnotationLoadBalancerSourceRangesKey, "10.0.0.0/8,not-a-cidr"))
-	if st, err := lb.EnsureLoadBalancer(r.ctx, c, bad, nodes); err == nil {
-		r.Errorf("EnsureLoadBalancer(%s) with annotation %s=%q returned %v and no error, expected an error naming the malformed value (not a silent allow-all)", svcKey(bad), v1.AnnotationLoadBalancerSourceRangesKey, bad.Annotations[v1.AnnotationLoadBalancerSourceRangesKey], st)
+	const key = v1.AnnotationLoadBalancerSourceRangesKey
+	if !r.cfg.Claims.SourceRanges && !r.skipCase("annotation-unclaimed") {
+		svc := service("source-ranges-annotation-unclaimed", withAnnotation(key, restrictingAnnotation))
+		if st, err := lb.EnsureLoadBalancer(r.ctx, c, svc, nodes); err == nil {
+			r.Errorf("EnsureLoadBalancer(%s) with the valid annotation %s=%q and Claims.SourceRanges unclaimed returned %v and no error: expected an error, not a load balancer open to all", svcKey(svc), key, restrictingAnnotation, st)
+		}
 	}
 	hook := r.target().Hooks.SourceRanges
 	if hook == nil {
-		r.Logf("Hooks.SourceRanges is nil: only the malformed annotation was checked")
+		if r.cfg.Claims.SourceRanges {
+			r.Skipf("needs Hooks.SourceRanges to check the claimed source ranges")
+		}
+		r.Logf("Hooks.SourceRanges is nil: only the rejection of an unclaimed annotation was checked")
 		return
 	}
 	type tc struct {
+		name    string
 		what    string
 		svc     *v1.Service
 		want    []string
@@ -393,18 +405,21 @@ func ruleLBSourceRanges(r *rt) {
 	var cases []tc
 	if r.cfg.Claims.SourceRanges {
 		cases = []tc{
-			{"spec.loadBalancerSourceRanges", service("source-ranges-spec", withSourceRanges("192.0.2.0/24", "198.51.100.0/25")), []string{"192.0.2.0/24", "198.51.100.0/25"}, false},
-			{"the source-ranges annotation", service("source-ranges-annotation", withAnnotation(v1.AnnotationLoadBalancerSourceRangesKey, "203.0.113.0/24")), []string{"203.0.113.0/24"}, false},
-			{"spec and annotation (spec wins)", service("source-ranges-both", withSourceRanges("192.0.2.0/24"), withAnnotation(v1.AnnotationLoadBalancerSourceRangesKey, "203.0.113.0/24")), []string{"192.0.2.0/24"}, false},
+			{"spec", "spec.loadBalancerSourceRanges", service("source-ranges-spec", withSourceRanges("192.0.2.0/24", "198.51.100.0/25")), []string{"192.0.2.0/24", "198.51.100.0/25"}, false},
+			{"annotation", "the source-ranges annotation", service("source-ranges-annotation", withAnnotation(key, restrictingAnnotation)), []string{restrictingAnnotation}, false},
+			{"spec-and-annotation", "spec and annotation (spec wins)", service("source-ranges-both", withSourceRanges("192.0.2.0/24"), withAnnotation(key, restrictingAnnotation)), []string{"192.0.2.0/24"}, false},
 		}
 	} else {
-		r.Logf("Claims.SourceRanges is false: only the allow-all default was checked (LB-UNSUPPORTED-REJECTED checks restrictions are rejected)")
+		r.Logf("Claims.SourceRanges is false: the allow-all default was checked (LB-UNSUPPORTED-REJECTED checks spec restrictions are rejected)")
 	}
-	cases = append(cases, tc{"neither (allow all IPv4)", service("source-ranges-none"), []string{"0.0.0.0/0"}, true})
+	cases = append(cases, tc{"none", "neither (allow all IPv4)", service("source-ranges-none"), []string{"0.0.0.0/0"}, true})
 	if r.cfg.Claims.DualStack {
-		cases = append(cases, tc{"neither, dual-stack Service (allow all of both families)", service("source-ranges-none-ds", withDualStack()), []string{"0.0.0.0/0", "::/0"}, true})
+		cases = append(cases, tc{"none-dual-stack", "neither, dual-stack Service (allow all of both families)", service("source-ranges-none-ds", withDualStack()), []string{"0.0.0.0/0", "::/0"}, true})
 	}
 	for _, k := range cases {
+		if r.skipCase(k.name) {
+			continue
+		}
 		if _, err := lb.EnsureLoadBalancer(r.ctx, c, k.svc, nodes); err != nil {
 			r.Errorf("EnsureLoadBalancer(%s) with %s: %v", svcKey(k.svc), k.what, err)
 			continue
@@ -429,6 +444,15 @@ func ruleLBSourceRanges(r *rt) {
 		if d := cmp.Diff(k.want, got, cmpOpts); d != "" {
 			r.Errorf("with %s, the sources allowed to %s differ (-want +got):\n%s", k.what, svcKey(k.svc), d)
 		}
+	}
+}
+
+func ruleLBSourceRangesMalformed(r *rt) {
+	lb := r.lb()
+	nodes := r.nodes(1)
+	bad := service("source-ranges-bad", withAnnotation(v1.AnnotationLoadBalancerSourceRangesKey, "10.0.0.0/8,not-a-cidr"))
+	if st, err := lb.EnsureLoadBalancer(r.ctx, r.cfg.ClusterName, bad, nodes); err == nil {
+		r.Errorf("EnsureLoadBalancer(%s) with annotation %s=%q returned %v and no error, expected an error naming the malformed value (not a silent allow-all)", svcKey(bad), v1.AnnotationLoadBalancerSourceRangesKey, bad.Annotations[v1.AnnotationLoadBalancerSourceRangesKey], st)
 	}
 }
 
@@ -457,8 +481,10 @@ func ruleLBHealthCheck(r *rt) {
 	check("externalTrafficPolicy changed to Cluster", HealthCheck{Port: 10256, Path: "/healthz"})
 }
 
-// featureCase is one load-balancer variant behind a feature claim.
+// featureCase is one load-balancer variant behind a feature claim: name is
+// the claim (Claims field), id the case name in Config.Skip.
 type featureCase struct {
+	id      string
 	name    string
 	claimed bool
 	svc     *v1.Service
@@ -469,31 +495,52 @@ func (r *rt) featureCases() []featureCase {
 	udp := v1.ServicePort{Name: "dns", Protocol: v1.ProtocolUDP, Port: 53, TargetPort: intstr.FromInt32(53), NodePort: 30053}
 	sctp := v1.ServicePort{Name: "sctp", Protocol: v1.ProtocolSCTP, Port: 9999, TargetPort: intstr.FromInt32(9999), NodePort: 30999}
 	return []featureCase{
-		{"UDP", cl.UDP, service("feature-udp", withPorts(udp))},
-		{"SCTP", cl.SCTP, service("feature-sctp", withPorts(sctp))},
-		{"MixedProtocols", cl.MixedProtocols, service("feature-mixed", withPorts(tcpPort("dns-tcp", 53, 30054), udp))},
-		{"DualStack", cl.DualStack, service("feature-dual-stack", withDualStack())},
-		{"NodePortLess", cl.NodePortLess, service("feature-no-node-ports", withoutNodePorts())},
-		{"SourceRanges", cl.SourceRanges, service("feature-source-ranges", withSourceRanges("192.0.2.0/24"))},
+		{"udp", "UDP", cl.UDP, service("feature-udp", withPorts(udp))},
+		{"sctp", "SCTP", cl.SCTP, service("feature-sctp", withPorts(sctp))},
+		{"mixed-protocols", "MixedProtocols", cl.MixedProtocols, service("feature-mixed", withPorts(tcpPort("dns-tcp", 53, 30054), udp))},
+		{"dual-stack", "DualStack", cl.DualStack, service("feature-dual-stack", withDualStack())},
+		{"node-port-less", "NodePortLess", cl.NodePortLess, service("feature-no-node-ports", withoutNodePorts())},
+		{"source-ranges", "SourceRanges", cl.SourceRanges, service("feature-source-ranges", withSourceRanges("192.0.2.0/24"))},
 	}
 }
 
 func ruleLBUnsupportedRejected(r *rt) {
 	lb := r.lb()
-	nodes := r.nodes(1)
+	r.nodes(1) // skips the rule without a fixture node
 	ran := false
 	for _, fc := range r.featureCases() {
-		if fc.claimed {
+		// A RequireDualStack Service served single-stack is
+		// LB-DUAL-STACK-REJECTED's, a recommendation.
+		if fc.claimed || fc.id == "dual-stack" || r.skipCase(fc.id) {
 			continue
 		}
 		ran = true
-		st, err := lb.EnsureLoadBalancer(r.ctx, r.cfg.ClusterName, fc.svc, nodes)
-		if err == nil {
-			r.Errorf("EnsureLoadBalancer(%s) needs %s, which is not claimed, but returned %v and no error: expected an error, not a load balancer built differently", svcKey(fc.svc), fc.name, st)
-		}
+		r.rejects(lb, fc)
 	}
 	if !ran {
-		r.Skipf("every feature is claimed")
+		r.Skipf("every feature is claimed (or skipped)")
+	}
+}
+
+// rejects checks that EnsureLoadBalancer of fc's Service, whose feature is
+// not claimed, fails.
+func (r *rt) rejects(lb retryLB, fc featureCase) {
+	st, err := lb.EnsureLoadBalancer(r.ctx, r.cfg.ClusterName, fc.svc, r.nodes(1))
+	if err == nil {
+		r.Errorf("EnsureLoadBalancer(%s) needs %s, which is not claimed, but returned %v and no error: expected an error, not a load balancer built differently", svcKey(fc.svc), fc.name, st)
+	}
+}
+
+func ruleLBDualStackRejected(r *rt) {
+	lb := r.lb()
+	for _, fc := range r.featureCases() {
+		if fc.id != "dual-stack" {
+			continue
+		}
+		if fc.claimed {
+			r.Skipf("DualStack is claimed: LB-CLAIMED-FEATURES checks it")
+		}
+		r.rejects(lb, fc)
 	}
 }
 
@@ -502,7 +549,7 @@ func ruleLBClaimedFeatures(r *rt) {
 	nodes := r.nodes(1)
 	ran := false
 	for _, fc := range r.featureCases() {
-		if !fc.claimed {
+		if !fc.claimed || r.skipCase(fc.id) {
 			continue
 		}
 		ran = true
@@ -600,20 +647,23 @@ func ruleLBConcurrent(r *rt) {
 		others = append(others, service(fmt.Sprintf("concurrent-%d", i)))
 	}
 	var waits []func()
+	// Each goroutine gets deep copies of its Service and Nodes: a provider
+	// that modifies its arguments fails ARGS-NOT-MUTATED, and does not race
+	// the other goroutines here (a data race would end the test binary).
 	for i := range 3 {
 		waits = append(waits, r.Go(func() {
-			if _, err := lb.EnsureLoadBalancer(r.ctx, c, shared.DeepCopy(), nodes); err != nil {
+			if _, err := lb.EnsureLoadBalancer(r.ctx, c, shared.DeepCopy(), copyNodes(nodes)); err != nil {
 				r.Errorf("concurrent EnsureLoadBalancer(%s) #%d: %v", svcKey(shared), i, err)
 			}
 		}), r.Go(func() {
-			if err := lb.UpdateLoadBalancer(context.TODO(), c, shared.DeepCopy(), nodes); err != nil {
+			if err := lb.UpdateLoadBalancer(context.TODO(), c, shared.DeepCopy(), copyNodes(nodes)); err != nil {
 				r.Errorf("concurrent UpdateLoadBalancer(%s) #%d: %v", svcKey(shared), i, err)
 			}
 		}))
 	}
 	for _, s := range others {
 		waits = append(waits, r.Go(func() {
-			if _, err := lb.EnsureLoadBalancer(r.ctx, c, s, nodes); err != nil {
+			if _, err := lb.EnsureLoadBalancer(r.ctx, c, s.DeepCopy(), copyNodes(nodes)); err != nil {
 				r.Errorf("concurrent EnsureLoadBalancer(%s): %v", svcKey(s), err)
 			}
 		}))

@@ -168,9 +168,9 @@ func (r *rt) caps() caps {
 	return c
 }
 
-// wrappedSentinel returns the sentinel err wraps without being it.
-func wrappedSentinel(err error) error {
-	for _, s := range sentinels {
+// wrappedSentinel returns the one of want that err wraps without being it.
+func wrappedSentinel(err error, want ...error) error {
+	for _, s := range want {
 		if err != s && errors.Is(err, s) {
 			return s
 		}
@@ -178,56 +178,57 @@ func wrappedSentinel(err error) error {
 	return nil
 }
 
+// ruleSentinelsUnwrapped checks the sentinels exactly where upstream
+// compares them with ==, and nowhere else: every other comparison in
+// k8s.io/cloud-provider@v0.37.2 is errors.Is, which a wrapped sentinel
+// satisfies.
+//
+//   - cloud.go GetInstanceProviderID: `err == NotImplemented`, `err ==
+//     InstanceNotFound` on Instances.InstanceID (legacy Instances, used by
+//     controllers/node/node_controller.go getInstanceMetadata and
+//     controllers/nodelifecycle/node_lifecycle_controller.go getProviderID
+//     when there is no InstancesV2). A wrapped one is wrapped again with
+//     "failed to get instance ID from cloud provider: %w" instead of being
+//     returned as the documented ("", InstanceNotFound).
+//   - controllers/service/controller.go syncLoadBalancerIfNeeded: `err ==
+//     cloudprovider.ImplementedElsewhere` on EnsureLoadBalancerDeleted and
+//     EnsureLoadBalancer; lockedUpdateLoadBalancerHosts: the same on
+//     UpdateLoadBalancer. A wrapped one is a failed sync, retried forever.
+//
+// Compared with errors.Is, so free to wrap: InstanceNotFound and
+// NotImplemented in controllers/nodelifecycle/node_lifecycle_controller.go
+// (ensureNodeExistsByProviderID, shutdownInCloudProvider,
+// observeInstanceOp) and controllers/node/node_controller.go
+// getInstanceMetadata; every InstancesV2, Zones, GetLoadBalancer and Routes
+// error, which upstream compares with no sentinel at all.
 func ruleSentinelsUnwrapped(r *rt) {
 	c := r.caps()
 	nodes := r.nodes(1)
-	type call struct {
-		what string
-		err  error
-	}
-	var calls []call
-	add := func(what string, err error) { calls = append(calls, call{what, err}) }
 	missing := missingNode(nodes[0].Spec.ProviderID)
-	if c.inst != nil {
-		for _, l := range lookups(missing) {
-			_, err := c.inst.InstanceMetadata(r.ctx, l.node)
-			add("InstanceMetadata of a missing instance "+l.how, err)
-			_, err = c.inst.InstanceExists(r.ctx, l.node)
-			add("InstanceExists of a missing instance "+l.how, err)
-			_, err = c.inst.InstanceShutdown(r.ctx, l.node)
-			add("InstanceShutdown of a missing instance "+l.how, err)
+	ran := false
+	check := func(what, where string, err error, want ...error) {
+		ran = true
+		if s := wrappedSentinel(err, want...); s != nil {
+			r.Errorf("%s returned %q, which wraps cloudprovider sentinel %q: %s compares it with ==, expected the sentinel itself", what, err, s, where)
 		}
 	}
 	if in, ok := r.target().Cloud.Instances(); ok && !isNil(in) {
 		_, err := in.InstanceID(r.ctx, types.NodeName(missing.Name))
-		add("Instances.InstanceID of a missing node", err)
-		_, err = in.NodeAddresses(r.ctx, types.NodeName(missing.Name))
-		add("Instances.NodeAddresses of a missing node", err)
-	}
-	if c.zones != nil {
-		_, err := c.zones.GetZoneByNodeName(r.ctx, types.NodeName(missing.Name))
-		add("GetZoneByNodeName of a missing node", err)
-		if missing.Spec.ProviderID != "" {
-			_, err = c.zones.GetZoneByProviderID(r.ctx, missing.Spec.ProviderID)
-			add("GetZoneByProviderID of a missing instance", err)
-		}
+		check("Instances.InstanceID of a missing node", "cloud.go GetInstanceProviderID", err, cloudprovider.InstanceNotFound, cloudprovider.NotImplemented)
 	}
 	if c.lb != nil {
 		svc := service("sentinels")
-		_, _, err := c.lb.GetLoadBalancer(r.ctx, r.cfg.ClusterName, svc)
-		add("GetLoadBalancer of a missing load balancer", err)
-		add("EnsureLoadBalancerDeleted of a missing load balancer", c.lb.EnsureLoadBalancerDeleted(r.ctx, r.cfg.ClusterName, svc))
-		add("UpdateLoadBalancer of a missing load balancer", c.lb.UpdateLoadBalancer(context.TODO(), r.cfg.ClusterName, svc, nodes))
-	}
-	if c.rs != nil {
-		n := withUID(nodes)[0]
-		s := newRoute(n, r.podCIDRs(0)[0])
-		add("DeleteRoute of a missing route", c.rs.DeleteRoute(r.ctx, r.cfg.ClusterName, s.route))
-	}
-	for _, k := range calls {
-		if s := wrappedSentinel(k.err); s != nil {
-			r.Errorf("%s returned %q, which wraps cloudprovider sentinel %q: the controllers compare with ==, expected the sentinel itself", k.what, k.err, s)
+		const where = "controllers/service/controller.go syncLoadBalancerIfNeeded"
+		check("EnsureLoadBalancerDeleted of a missing load balancer", where, c.lb.EnsureLoadBalancerDeleted(r.ctx, r.cfg.ClusterName, svc), cloudprovider.ImplementedElsewhere)
+		check("UpdateLoadBalancer of a missing load balancer", "controllers/service/controller.go lockedUpdateLoadBalancerHosts", c.lb.UpdateLoadBalancer(context.TODO(), r.cfg.ClusterName, svc, nodes), cloudprovider.ImplementedElsewhere)
+		_, err := c.lb.EnsureLoadBalancer(r.ctx, r.cfg.ClusterName, svc, nodes)
+		check("EnsureLoadBalancer", where, err, cloudprovider.ImplementedElsewhere)
+		if err == nil {
+			check("EnsureLoadBalancerDeleted", where, c.lb.EnsureLoadBalancerDeleted(r.ctx, r.cfg.ClusterName, svc), cloudprovider.ImplementedElsewhere)
 		}
+	}
+	if !ran {
+		r.Skipf("neither legacy Instances nor a claimed LoadBalancer: upstream compares no other sentinel with ==")
 	}
 }
 

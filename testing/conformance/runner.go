@@ -19,13 +19,31 @@ import (
 	cloudprovider "k8s.io/cloud-provider"
 )
 
+// kind says what a rule checks: an upstream contract or a ccmkit
+// recommendation.
+type kind int
+
+const (
+	// upstream: a contract the upstream controllers' code needs, and
+	// nothing stricter; the rule's source cites that code.
+	upstream kind = iota
+	// recommendation: a ccmkit policy beyond what upstream needs (its
+	// source says why it is sound); Config.UpstreamOnly skips it.
+	recommendation
+)
+
 // rule is one entry of the suite's table.
 type rule struct {
+	kind      kind
 	id        string
 	statement string
 	source    string
 	run       func(r *rt)
 }
+
+// cases returns the names of rl's cases (ruleCases), which Config.Skip
+// accepts as "RULE/case".
+func (rl *rule) cases() []string { return ruleCases[rl.id] }
 
 // result is what one execution of a rule observed.
 type result struct {
@@ -41,6 +59,7 @@ type result struct {
 type rt struct {
 	ctx context.Context
 	cfg *Config
+	rl  *rule
 
 	mu       sync.Mutex
 	res      result
@@ -59,10 +78,13 @@ func execute(parent context.Context, cfg *Config, rl *rule) result {
 	if reason, ok := cfg.Skip[rl.id]; ok {
 		return result{skip: "skipped by Config.Skip: " + reason}
 	}
+	if rl.kind == recommendation && cfg.UpstreamOnly {
+		return result{skip: "a ccmkit recommendation, not an upstream contract: skipped by Config.UpstreamOnly"}
+	}
 	limit := 4 * (cfg.Timeout + cfg.MaxStaleness)
 	ctx, cancel := context.WithTimeout(parent, limit)
 	defer cancel()
-	r := &rt{ctx: ctx, cfg: cfg}
+	r := &rt{ctx: ctx, cfg: cfg, rl: rl}
 	finished := make(chan struct{})
 	go func() {
 		defer close(finished)
@@ -108,6 +130,21 @@ func (r *rt) runCleanups() {
 			cs[i]()
 		}()
 	}
+}
+
+// skipCase reports whether Config.Skip names the case name of the rule
+// ("RULE/case"), and logs the reason when it does. name must be one of
+// ruleCases[rule]: anything else is a bug of the suite, reported as a
+// failure of the rule.
+func (r *rt) skipCase(name string) bool {
+	if !slices.Contains(r.rl.cases(), name) {
+		r.Fatalf("conformance: internal error: case %q of %s is not declared in ruleCases", name, r.rl.id)
+	}
+	reason, ok := r.cfg.Skip[r.rl.id+"/"+name]
+	if ok {
+		r.Logf("case %s skipped by Config.Skip: %s", name, reason)
+	}
+	return ok
 }
 
 // Cleanup registers f to run when the rule ends, last registered first.

@@ -54,15 +54,17 @@ func upstreamConfig() conformance.Config {
 // upstreamFailures is what the suite reports for k8s.io/cloud-provider/fake
 // v0.37.2, a call recorder without state: the README quotes it.
 var upstreamFailures = []string{
-	"CTRL-SERVICE-LB",         // GetLoadBalancer reports the constant Exists, not the Ensured LB
-	"CTX-CANCELLED",           // the same: exists=false for an existing LB
-	"INST-EXISTS",             // a never-existing instance exists (ExistsByProviderID is global)
-	"INST-METADATA",           // by-name look-up loses the instance type; metadata invented for missing instances
-	"LB-CLUSTER-ISOLATION",    // Balancers keyed by Service UID only; GetLoadBalancer ignores the cluster
-	"LB-GET-EXISTS",           // exists is a constant
-	"LB-RECREATE",             // exists is a constant
-	"LB-SOURCE-RANGES",        // a malformed source-ranges annotation is accepted
-	"LB-UNSUPPORTED-REJECTED", // UDP, SCTP, mixed, dual-stack, node-port-less all "succeed" with one IP
+	"CTRL-SERVICE-LB",            // GetLoadBalancer reports the constant Exists, not the Ensured LB
+	"CTX-CANCELLED",              // the same: exists=false for an existing LB
+	"INST-EXISTS",                // a never-existing instance exists (ExistsByProviderID is global)
+	"INST-METADATA",              // by-name look-up loses the instance type; metadata invented for missing instances
+	"LB-CLUSTER-ISOLATION",       // Balancers keyed by Service UID only; GetLoadBalancer ignores the cluster
+	"LB-DUAL-STACK-REJECTED",     // (recommendation) RequireDualStack "succeeds" with one IP
+	"LB-GET-EXISTS",              // exists is a constant
+	"LB-RECREATE",                // exists is a constant
+	"LB-SOURCE-RANGES",           // a valid restricting annotation is accepted, SourceRanges unclaimed, and ignored
+	"LB-SOURCE-RANGES-MALFORMED", // (recommendation) a malformed source-ranges annotation is accepted
+	"LB-UNSUPPORTED-REJECTED",    // UDP, SCTP, mixed, node-port-less, spec source ranges all "succeed" with one IP
 }
 
 // TestUpstreamFake pins which rules k8s.io/cloud-provider/fake fails.

@@ -1,0 +1,100 @@
+package conformance_test
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/ccmkit/ccmkit/testing/conformance"
+)
+
+// TestEvaluate checks Evaluate's outcomes: one per rule, in the order of
+// Rules, with the status, the messages or the skip reason, and the
+// recommendation flag; Skip by "RULE/case" and UpstreamOnly. The fake builds
+// UDP load balancers, so with UDP unclaimed LB-UNSUPPORTED-REJECTED fails
+// its udp case.
+func TestEvaluate(t *testing.T) {
+	type got struct {
+		Status         conformance.Status
+		Recommendation bool
+		Detail         string // the first message or the skip reason, cut to want's length
+	}
+	for _, tc := range []struct {
+		name, reason string
+		upstreamOnly bool
+		skip         map[string]string
+		want         map[string]got
+	}{
+		{name: "all", reason: "every rule runs; the udp case fails",
+			want: map[string]got{
+				"PROVIDER-NAME":           {conformance.Passed, false, ""},
+				"LB-CONVERGED":            {conformance.Passed, true, ""},
+				"LB-UNSUPPORTED-REJECTED": {conformance.Failed, false, "EnsureLoadBalancer(conformance/feature-udp) needs UDP"},
+			}},
+		{name: "skip-case", reason: "skipping the udp case leaves no unclaimed feature to check",
+			skip: map[string]string{"LB-UNSUPPORTED-REJECTED/udp": "known"},
+			want: map[string]got{
+				"PROVIDER-NAME":           {conformance.Passed, false, ""},
+				"LB-CONVERGED":            {conformance.Passed, true, ""},
+				"LB-UNSUPPORTED-REJECTED": {conformance.Skipped, false, "every feature is claimed (or skipped)"},
+			}},
+		{name: "upstream-only", reason: "UpstreamOnly skips the recommendations, and only them",
+			upstreamOnly: true,
+			want: map[string]got{
+				"PROVIDER-NAME":           {conformance.Passed, false, ""},
+				"LB-CONVERGED":            {conformance.Skipped, true, "a ccmkit recommendation, not an upstream contract: skipped by Config.UpstreamOnly"},
+				"LB-UNSUPPORTED-REJECTED": {conformance.Failed, false, "EnsureLoadBalancer(conformance/feature-udp) needs UDP"},
+			}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := fakeConfig()
+			cfg.Claims.UDP = false
+			cfg.UpstreamOnly = tc.upstreamOnly
+			cfg.Skip = map[string]string{}
+			for k, v := range tc.skip {
+				cfg.Skip[k] = v
+			}
+			rules := conformance.Rules()
+			for _, r := range rules {
+				if _, ok := tc.want[r.ID]; !ok {
+					cfg.Skip[r.ID] = "not under test"
+				}
+			}
+			outs, err := conformance.Evaluate(t.Context(), cfg)
+			if err != nil {
+				t.Fatalf("%s: Evaluate: %v", tc.reason, err)
+			}
+			var ids []string
+			gotm := map[string]got{}
+			for _, o := range outs {
+				ids = append(ids, o.Rule)
+				w, ok := tc.want[o.Rule]
+				if !ok {
+					if o.Status != conformance.Skipped || o.SkipReason != "skipped by Config.Skip: not under test" {
+						t.Errorf("%s: rule %s: outcome %+v, expected skipped by Config.Skip", tc.reason, o.Rule, o)
+					}
+					continue
+				}
+				detail := o.SkipReason
+				if len(o.Messages) > 0 {
+					detail = o.Messages[0]
+				}
+				if !strings.HasPrefix(detail, w.Detail) {
+					t.Errorf("%s: rule %s: detail %q, expected it to begin with %q", tc.reason, o.Rule, detail, w.Detail)
+				}
+				gotm[o.Rule] = got{o.Status, o.Recommendation, w.Detail}
+			}
+			var wantIDs []string
+			for _, r := range rules {
+				wantIDs = append(wantIDs, r.ID)
+			}
+			if d := cmp.Diff(wantIDs, ids); d != "" {
+				t.Errorf("%s: outcomes are not one per rule in the order of Rules (-want +got):\n%s", tc.reason, d)
+			}
+			if d := cmp.Diff(tc.want, gotm); d != "" {
+				t.Errorf("%s: outcomes differ (-want +got):\n%s", tc.reason, d)
+			}
+		})
+	}
+}
