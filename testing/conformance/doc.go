@@ -7,7 +7,14 @@
 // It follows testing/fstest and testing/slogtest: one table of rules and two
 // entry points over it. [Run] runs each rule as a subtest named by its ID;
 // [Check] runs them all and returns every failure joined with errors.Join,
-// each a [*Failure] naming its rule.
+// each a [*Failure] naming its rule; [Evaluate] returns each rule's
+// [Outcome] (pass, fail with messages, skip with the reason).
+//
+// A rule is an upstream contract (what the upstream code it cites needs,
+// nothing stricter) or a ccmkit recommendation (a stricter policy, marked
+// "[recommendation]" in its failures; Config.UpstreamOnly skips them all).
+// Config.Skip skips a rule by ID, or one case of a table-driven rule as
+// "RULE/case" (Rule.Cases).
 //
 //	func TestConformance(t *testing.T) {
 //		conformance.Run(t, conformance.Config{
