@@ -282,6 +282,22 @@ func brokenCases() []brokenCase {
 			}},
 		},
 		{
+			name: "mutates-nodes", want: "ARGS-NOT-MUTATED",
+			reason: "Update stamps a label on every Node it was given, which lives in the informer cache: LB-CONCURRENT's goroutines each own their copies, so this fails ARGS-NOT-MUTATED instead of racing",
+			b: wrapped{lb: func(b wrappedLB) cloudprovider.LoadBalancer {
+				b.update = func(next cloudprovider.LoadBalancer, ctx context.Context, c string, s *v1.Service, n []*v1.Node) error {
+					for _, node := range n {
+						if node.Labels == nil {
+							node.Labels = map[string]string{}
+						}
+						node.Labels["example.com/lb-backend"] = "true"
+					}
+					return next.UpdateLoadBalancer(ctx, c, s, n)
+				}
+				return b
+			}},
+		},
+		{
 			name: "udp-built-as-tcp", want: "LB-UNSUPPORTED-REJECTED",
 			reason: "UDP is not supported, and UDP ports are silently built as TCP",
 			claims: func(c *conformance.Claims) { c.UDP, c.MixedProtocols = false, false },
