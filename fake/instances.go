@@ -18,8 +18,8 @@ var _ instances.ListDriver = instanceDriver{}
 
 // GetByID returns the instance, a terminated one included; an unknown ID is
 // instances.ErrNotFound (the cloud definitely has no such instance).
-func (d instanceDriver) GetByID(_ context.Context, id provider.ProviderID) (out instances.Instance, err error) {
-	err = d.s.read(func() error {
+func (d instanceDriver) GetByID(ctx context.Context, id provider.ProviderID) (out instances.Instance, err error) {
+	err = d.s.readCtx(ctx, func() error {
 		in := d.s.instances[id.ID]
 		if in == nil {
 			return fmt.Errorf("fake: instance %q: %w", id.ID, instances.ErrNotFound)
@@ -33,8 +33,8 @@ func (d instanceDriver) GetByID(_ context.Context, id provider.ProviderID) (out 
 // GetByName returns the one live instance named name, else a terminated
 // one of that name, else instances.ErrNotFound. Two live instances of one
 // name are an error: the cloud cannot tell which is the Node.
-func (d instanceDriver) GetByName(_ context.Context, name string) (out instances.Instance, err error) {
-	err = d.s.read(func() error {
+func (d instanceDriver) GetByName(ctx context.Context, name string) (out instances.Instance, err error) {
+	err = d.s.readCtx(ctx, func() error {
 		var live, dead *Instance
 		for id := range d.s.instByName[name] {
 			in := d.s.instances[id]
@@ -61,8 +61,8 @@ func (d instanceDriver) GetByName(_ context.Context, name string) (out instances
 }
 
 // List returns every instance.
-func (d instanceDriver) List(context.Context) (out []instances.Instance, err error) {
-	err = d.s.read(func() error {
+func (d instanceDriver) List(ctx context.Context) (out []instances.Instance, err error) {
+	err = d.s.readCtx(ctx, func() error {
 		out = make([]instances.Instance, 0, len(d.s.instances))
 		for _, in := range d.s.instances {
 			out = append(out, toInstance(in))
@@ -86,14 +86,14 @@ type freshLookups struct {
 }
 
 func (d freshLookups) GetByID(ctx context.Context, id provider.ProviderID) (instances.Instance, error) {
-	if err := d.s.sync(); err != nil {
+	if err := d.s.sync(ctx); err != nil {
 		return instances.Instance{}, err
 	}
 	return d.next.GetByID(ctx, id)
 }
 
 func (d freshLookups) GetByName(ctx context.Context, name string) (instances.Instance, error) {
-	if err := d.s.sync(); err != nil {
+	if err := d.s.sync(ctx); err != nil {
 		return instances.Instance{}, err
 	}
 	return d.next.GetByName(ctx, name)

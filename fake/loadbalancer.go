@@ -27,8 +27,8 @@ var _ loadbalancer.Driver = lbDriver{}
 
 // Find returns copies of the load balancers matching q, using the name and
 // Service-UID indexes, as reported now (no ingress while provisioning).
-func (d lbDriver) Find(_ context.Context, q loadbalancer.Query) (out []*loadbalancer.LoadBalancer, err error) {
-	err = d.s.read(func() error {
+func (d lbDriver) Find(ctx context.Context, q loadbalancer.Query) (out []*loadbalancer.LoadBalancer, err error) {
+	err = d.s.readCtx(ctx, func() error {
 		now := d.s.now()
 		var ids iter.Seq[string]
 		switch uid, byUID := q.Tags[loadbalancer.TagServiceUID]; {
@@ -67,8 +67,8 @@ func hasTags(tags, want map[string]string) bool {
 
 // Apply performs one action atomically and returns the load balancer as
 // reported now: on error nothing changes.
-func (d lbDriver) Apply(_ context.Context, a loadbalancer.Action) (out *loadbalancer.LoadBalancer, err error) {
-	err = d.s.write(func() (bool, error) {
+func (d lbDriver) Apply(ctx context.Context, a loadbalancer.Action) (out *loadbalancer.LoadBalancer, err error) {
+	err = d.s.writeCtx(ctx, func() (bool, error) {
 		next, err := d.s.applyLB(a)
 		if err != nil {
 			return false, err
@@ -195,11 +195,11 @@ func (s *store) checkTarget(b loadbalancer.Backend) error {
 }
 
 // Delete removes lb and releases its VIPs; a missing one is not an error.
-func (d lbDriver) Delete(_ context.Context, lb *loadbalancer.LoadBalancer) error {
+func (d lbDriver) Delete(ctx context.Context, lb *loadbalancer.LoadBalancer) error {
 	if lb == nil {
 		return nil
 	}
-	return d.s.write(func() (bool, error) {
+	return d.s.writeCtx(ctx, func() (bool, error) {
 		r := d.s.lbs[lb.ID]
 		if r == nil {
 			return false, nil

@@ -21,8 +21,8 @@ var _ routes.TableDriver = routeDriver{}
 // ReadTable returns the table and its revision. Stored entries are never
 // modified (WriteTable replaces them), so the copy shares their address
 // slices.
-func (d routeDriver) ReadTable(context.Context) (entries []routes.Entry, rev string, err error) {
-	err = d.s.read(func() error {
+func (d routeDriver) ReadTable(ctx context.Context) (entries []routes.Entry, rev string, err error) {
+	err = d.s.readCtx(ctx, func() error {
 		entries, rev = append([]routes.Entry(nil), d.s.routes...), strconv.FormatUint(d.s.routeRev, 10)
 		return nil
 	})
@@ -33,8 +33,8 @@ func (d routeDriver) ReadTable(context.Context) (entries []routes.Entry, rev str
 }
 
 // WriteTable replaces the table if it is still at revision.
-func (d routeDriver) WriteTable(_ context.Context, revision string, entries []routes.Entry) error {
-	return d.s.write(func() (bool, error) {
+func (d routeDriver) WriteTable(ctx context.Context, revision string, entries []routes.Entry) error {
+	return d.s.writeCtx(ctx, func() (bool, error) {
 		if cur := strconv.FormatUint(d.s.routeRev, 10); revision != cur {
 			return false, fmt.Errorf("fake: route table is at revision %s, the write is based on %q: %w", cur, revision, routes.ErrConflict)
 		}

@@ -2,6 +2,7 @@ package fake
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -12,6 +13,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"time"
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -41,8 +43,8 @@ const StateFormat = "ccmkit.io/fake-state/v2"
 const StateFormatV1 = "ccmkit.io/fake-state/v1"
 
 // stateFile is the file a store is shared through, and its lock file
-// (<path>.lock). It is used with store.mu held, so it needs no lock of its
-// own.
+// (<path>.lock). It is used within a store transaction (store.transact:
+// the store's gate held), so it needs no lock of its own.
 //
 // Change detection: the state file is only ever replaced (a new file
 // renamed over it), never written in place, and the file last loaded or
@@ -80,14 +82,60 @@ func (f *stateFile) errorf(format string, args ...any) error {
 // loaded reports whether the file was loaded or saved (it exists).
 func (f *stateFile) loaded() bool { return f.cur != nil }
 
+// Polling of a held lock file by lock: the first retry after
+// lockPollMin, each next one after twice the previous wait, at most
+// lockPollMax.
+const (
+	lockPollMin = time.Millisecond
+	lockPollMax = 16 * time.Millisecond
+)
+
 // lock takes the exclusive lock on the lock file (flock: held by this open
 // file, released when it is unlocked or the process dies) and returns the
-// function that releases it.
-func (f *stateFile) lock() (func(), error) {
-	if err := flock(f.lockf); err != nil {
-		return nil, f.errorf("locking %s: %w", f.lockf.Name(), err)
+// function that releases it. While another process (or another store of
+// this process) holds it, lock waits until ctx is done: with a ctx that is
+// never done, in flock(2) itself; otherwise by retrying a non-blocking
+// flock, so that no goroutine is left waiting, or holding the lock, after
+// lock returns. A lock that is free is taken even when ctx is done. Errors
+// wrap ErrStateFile, and ctx.Err() when ctx ended first.
+func (f *stateFile) lock(ctx context.Context) (func(), error) {
+	unlock := func() { _ = funlock(f.lockf) }
+	if ctx.Done() == nil {
+		if err := flock(f.lockf); err != nil {
+			return nil, f.errorf("locking %s: %w", f.lockf.Name(), err)
+		}
+		return unlock, nil
 	}
-	return func() { _ = funlock(f.lockf) }, nil
+	var timer *time.Timer
+	defer func() {
+		if timer != nil {
+			timer.Stop()
+		}
+	}()
+	for wait := lockPollMin; ; wait = min(2*wait, lockPollMax) {
+		if wait > lockPollMin && ctx.Err() != nil {
+			// The timer and ctx may have been ready together: ctx wins,
+			// so nothing runs after the caller's deadline.
+			return nil, f.errorf("waiting for the lock %s, which another process or Cloud holds: %w", f.lockf.Name(), ctx.Err())
+		}
+		ok, err := tryFlock(f.lockf)
+		switch {
+		case err != nil:
+			return nil, f.errorf("locking %s: %w", f.lockf.Name(), err)
+		case ok:
+			return unlock, nil
+		}
+		if timer == nil {
+			timer = time.NewTimer(wait)
+		} else {
+			timer.Reset(wait)
+		}
+		select {
+		case <-ctx.Done():
+			return nil, f.errorf("waiting for the lock %s, which another process or Cloud holds: %w", f.lockf.Name(), ctx.Err())
+		case <-timer.C:
+		}
+	}
 }
 
 // reload reads the file if it changed since it was last loaded or saved,

@@ -9,5 +9,6 @@ import (
 
 var errNoFlock = errors.New("Config.StateFile needs flock(2), which this platform lacks; expected Linux or another Unix")
 
-func flock(*os.File) error   { return errNoFlock }
-func funlock(*os.File) error { return nil }
+func flock(*os.File) error            { return errNoFlock }
+func tryFlock(*os.File) (bool, error) { return false, errNoFlock }
+func funlock(*os.File) error          { return nil }

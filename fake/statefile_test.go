@@ -395,6 +395,180 @@ func TestStateFileLock(t *testing.T) {
 	}
 }
 
+// holdLock takes the exclusive flock on path+".lock" through an open file
+// of its own, as another process would, and returns the function that
+// releases it (also run at cleanup).
+func holdLock(t *testing.T, path string) (release func()) {
+	t.Helper()
+	lockf, err := os.OpenFile(path+".lock", os.O_RDWR, 0)
+	if err != nil {
+		t.Fatalf("the lock file: %v", err)
+	}
+	if err := syscall.Flock(int(lockf.Fd()), syscall.LOCK_EX); err != nil {
+		t.Fatal(err)
+	}
+	var once sync.Once
+	release = func() {
+		once.Do(func() {
+			_ = syscall.Flock(int(lockf.Fd()), syscall.LOCK_UN)
+			lockf.Close()
+		})
+	}
+	t.Cleanup(release)
+	return release
+}
+
+// lockIsFree reports whether nobody holds the flock of path+".lock" now.
+func lockIsFree(t *testing.T, path string) bool {
+	t.Helper()
+	f, err := os.OpenFile(path+".lock", os.O_RDWR, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	err = syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
+	if err == nil {
+		_ = syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
+	}
+	return err == nil
+}
+
+// withinBound runs call and fails the test if it has not returned after a
+// bound far above any deadline the caller gives it (the assertion is that
+// it returns at all while the lock is held, not how fast).
+func withinBound(t *testing.T, what string, call func() error) error {
+	t.Helper()
+	done := make(chan error, 1)
+	go func() { done <- call() }()
+	select {
+	case err := <-done:
+		return err
+	case <-time.After(30 * time.Second):
+		t.Fatalf("%s did not return within 30s while the state-file lock was held; want it to give up at its context's deadline", what)
+		return nil
+	}
+}
+
+// TestStateFileLockHonoursContext: while another process holds the lock
+// file, every cloud API call through the provider gives up when its
+// context ends, with an error wrapping ErrStateFile and the context's
+// error, changes nothing, and leaves no one holding the lock.
+func TestStateFileLockHonoursContext(t *testing.T) {
+	cs, path := sharedClouds(t, fake.Config{Instances: []fake.Instance{{Name: "node-01"}}}, 1)
+	c := cs[0]
+	node := mustNode(t, c, "i-1")
+	before := c.Snapshot()
+	tests := []struct {
+		name, reason string
+		call         func(ctx context.Context) error
+		// tableErr: routes.Table returns its caller's ctx.Err() itself
+		// (routes.Table.CreateRoute), not the driver's error.
+		tableErr bool
+	}{
+		{"EnsureLoadBalancer", "a write (Find, then Apply) waits for the lock", func(ctx context.Context) error {
+			_, err := lbOf(t, c).EnsureLoadBalancer(ctx, cluster, service("web"), []*v1.Node{node})
+			return err
+		}, false},
+		{"GetLoadBalancer", "a read waits for the lock too", func(ctx context.Context) error {
+			_, _, err := lbOf(t, c).GetLoadBalancer(ctx, cluster, service("web"))
+			return err
+		}, false},
+		{"InstanceExists", "the instance look-up brings the state up to date first", func(ctx context.Context) error {
+			_, err := instancesOf(t, c).InstanceExists(ctx, node)
+			return err
+		}, false},
+		{"InstanceMetadata", "as InstanceExists", func(ctx context.Context) error {
+			_, err := instancesOf(t, c).InstanceMetadata(ctx, node)
+			return err
+		}, false},
+		{"ListRoutes", "the route table is in the file", func(ctx context.Context) error {
+			_, err := routesOf(t, c).ListRoutes(ctx, cluster)
+			return err
+		}, false},
+		{"CreateRoute", "a route write, through the Table's batch", func(ctx context.Context) error {
+			r := &cloudprovider.Route{TargetNode: "node-01", DestinationCIDR: "10.244.1.0/24"}
+			return routesOf(t, c).CreateRoute(ctx, cluster, "uid", r)
+		}, true},
+	}
+	for _, tt := range tests {
+		for _, cause := range []struct {
+			name string
+			ctx  func() (context.Context, context.CancelFunc)
+			want error
+		}{
+			{"deadline", func() (context.Context, context.CancelFunc) {
+				return context.WithTimeout(t.Context(), 50*time.Millisecond)
+			}, context.DeadlineExceeded},
+			{"cancel", func() (context.Context, context.CancelFunc) {
+				ctx, cancel := context.WithCancel(t.Context())
+				time.AfterFunc(50*time.Millisecond, cancel)
+				return ctx, cancel
+			}, context.Canceled},
+		} {
+			t.Run(tt.name+"/"+cause.name, func(t *testing.T) {
+				release := holdLock(t, path)
+				ctx, cancel := cause.ctx()
+				defer cancel()
+				err := withinBound(t, tt.name, func() error { return tt.call(ctx) })
+				if !errors.Is(err, cause.want) || !tt.tableErr && !errors.Is(err, fake.ErrStateFile) {
+					t.Errorf("%s with the lock held = %v; want an error wrapping %v and fake.ErrStateFile (%s)", tt.name, err, cause.want, tt.reason)
+				}
+				release()
+				if !lockIsFree(t, path) {
+					t.Errorf("after %s gave up, someone still holds %s.lock; want nobody", tt.name, path)
+				}
+				if diff := cmp.Diff(before, c.Snapshot()); diff != "" {
+					t.Errorf("%s that gave up changed the cloud (-before +after):\n%s", tt.name, diff)
+				}
+			})
+		}
+	}
+	// The lock released, the same calls succeed.
+	if _, err := lbOf(t, c).EnsureLoadBalancer(t.Context(), cluster, service("web"), []*v1.Node{node}); err != nil {
+		t.Errorf("EnsureLoadBalancer after the lock was released: %v", err)
+	}
+}
+
+// TestStateFileLockQueuedCaller: a caller of the same Cloud that waits
+// behind another one (a control-surface call, which waits for the lock
+// without a deadline) still gives up at its own deadline.
+func TestStateFileLockQueuedCaller(t *testing.T) {
+	cs, path := sharedClouds(t, fake.Config{Instances: []fake.Instance{{Name: "node-01"}}}, 2)
+	c, other := cs[0], cs[1]
+	node := mustNode(t, c, "i-1")
+	release := holdLock(t, path)
+	added := make(chan error, 1)
+	go func() {
+		_, err := c.AddInstance(fake.Instance{Name: "node-02"}) // waits for the lock, no deadline
+		added <- err
+	}()
+	ctx, cancel := context.WithTimeout(t.Context(), 50*time.Millisecond)
+	defer cancel()
+	err := withinBound(t, "InstanceExists behind AddInstance", func() error {
+		_, err := instancesOf(t, c).InstanceExists(ctx, node)
+		return err
+	})
+	if !errors.Is(err, context.DeadlineExceeded) || !errors.Is(err, fake.ErrStateFile) {
+		t.Errorf("InstanceExists queued behind a waiting AddInstance = %v; want an error wrapping context.DeadlineExceeded and fake.ErrStateFile", err)
+	}
+	ctx2, cancel2 := context.WithTimeout(t.Context(), 50*time.Millisecond)
+	defer cancel2()
+	err = withinBound(t, "EnsureLoadBalancer through another Cloud", func() error {
+		_, err := lbOf(t, other).EnsureLoadBalancer(ctx2, cluster, service("web"), []*v1.Node{node})
+		return err
+	})
+	if !errors.Is(err, context.DeadlineExceeded) || !errors.Is(err, fake.ErrStateFile) {
+		t.Errorf("EnsureLoadBalancer through another Cloud on the file = %v; want an error wrapping context.DeadlineExceeded and fake.ErrStateFile", err)
+	}
+	release()
+	if err := <-added; err != nil {
+		t.Fatalf("AddInstance after the lock was released: %v", err)
+	}
+	if got := len(other.Snapshot().Instances); got != 2 {
+		t.Errorf("%d instances after AddInstance; want 2", got)
+	}
+}
+
 // validStateFile creates a state file holding one instance and one load
 // balancer and returns its cloud-config and content.
 func validStateFile(t *testing.T) (fake.Config, []byte) {

@@ -20,5 +20,21 @@ func flock(f *os.File) error {
 	}
 }
 
-// funlock releases the lock taken by flock.
+// tryFlock is flock without waiting: it reports false, and no error, when
+// another open file description holds the lock.
+func tryFlock(f *os.File) (bool, error) {
+	for {
+		err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
+		switch {
+		case err == nil:
+			return true, nil
+		case errors.Is(err, syscall.EWOULDBLOCK):
+			return false, nil
+		case !errors.Is(err, syscall.EINTR):
+			return false, err
+		}
+	}
+}
+
+// funlock releases the lock taken by flock or tryFlock.
 func funlock(f *os.File) error { return syscall.Flock(int(f.Fd()), syscall.LOCK_UN) }

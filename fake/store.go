@@ -2,6 +2,7 @@ package fake
 
 import (
 	"cmp"
+	"context"
 	"errors"
 	"fmt"
 	"maps"
@@ -34,12 +35,16 @@ var (
 
 // store is the fake cloud's state and the one place that decides how it
 // is kept: in memory only, or (with Config.StateFile) also in a file shared
-// with other processes. Every access goes through read or write, which take
-// the locks, bring the state up to date with the file and save what changed.
+// with other processes. Every access goes through readCtx or writeCtx (read
+// and write wait without a deadline), which take the locks, bring the state
+// up to date with the file and save what changed.
 type store struct {
 	mu sync.RWMutex
 	// file is the shared state file; nil keeps the state in memory only.
 	file *stateFile
+	// gate (capacity 1) is held for the whole of each transaction on file
+	// (see enter); it guards file. Unused without a file.
+	gate chan struct{}
 	// lbCfg decides how ingress is reported and what is kept of backends;
 	// it never changes (its ProvisioningDelay is only the initial delay).
 	lbCfg LoadBalancerConfig
@@ -160,6 +165,7 @@ func newStore(cfg Config, now func() time.Time) (*store, error) {
 		if s.file, err = openStateFile(cfg); err != nil {
 			return nil, err
 		}
+		s.gate = make(chan struct{}, 1)
 	}
 	err = s.write(func() (bool, error) {
 		if s.file != nil && s.file.loaded() {
@@ -180,49 +186,79 @@ func newStore(cfg Config, now func() time.Time) (*store, error) {
 
 // sync brings the state up to date with the state file (a no-op without
 // one), dropping the instance cache when another process changed an
-// instance. It returns an error wrapping ErrStateFile.
-func (s *store) sync() error { return s.read(func() error { return nil }) }
+// instance. It returns an error wrapping ErrStateFile (and, when ctx ended
+// while it waited for the file, ctx.Err()).
+func (s *store) sync(ctx context.Context) error {
+	return s.readCtx(ctx, func() error { return nil })
+}
 
-// read runs fn, which must not change the state, with the state up to
+// read is readCtx without a deadline: with a state file it waits for the
+// file lock as long as another process holds it. It serves the control
+// surface, whose methods take no context.
+func (s *store) read(fn func() error) error { return s.readCtx(context.Background(), fn) }
+
+// readCtx runs fn, which must not change the state, with the state up to
 // date. Without a state file it holds a read lock, so reads run in
-// parallel. With one it holds mu and the file lock, reloading the file
-// first if another process (or another store of this process) changed it.
-// It returns fn's error unchanged, or an error wrapping ErrStateFile.
-func (s *store) read(fn func() error) error {
+// parallel, and ctx is not consulted. With one it runs as a transaction
+// (see transact), reloading the file first if another process (or another
+// store of this process) changed it. It returns fn's error unchanged, or
+// an error wrapping ErrStateFile (and ctx.Err() when ctx ended before the
+// file lock was taken; fn has not run then).
+func (s *store) readCtx(ctx context.Context, fn func() error) error {
 	if s.file == nil {
 		s.mu.RLock()
 		defer s.mu.RUnlock()
 		return fn()
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	unlock, err := s.lockFile()
-	if err != nil {
-		return err
-	}
-	defer unlock()
-	return fn()
+	return s.transact(ctx, func() (bool, error) { return false, fn() })
 }
 
-// write runs fn, which changes the state and reports whether it did, under
-// the write lock. With a state file it also holds the file lock, reloads
-// the file first if it changed, and saves the new state (atomically)
-// before unlocking when fn reports a change and no error. fn must leave
-// the state unchanged when it returns an error. It returns fn's error
-// unchanged, or an error wrapping ErrStateFile; after a failed save the
-// change is dropped (the next access reloads the file).
+// write is writeCtx without a deadline (see read).
 func (s *store) write(fn func() (changed bool, err error)) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
+	return s.writeCtx(context.Background(), fn)
+}
+
+// writeCtx runs fn, which changes the state and reports whether it did,
+// under the write lock. With a state file it runs as a transaction (see
+// transact): it also holds the file lock, reloads the file first if it
+// changed, and saves the new state (atomically) before unlocking when fn
+// reports a change and no error. fn must leave the state unchanged when it
+// returns an error. It returns fn's error unchanged, or an error wrapping
+// ErrStateFile (and ctx.Err() when ctx ended before the file lock was
+// taken: fn has not run and nothing changed); after a failed save the
+// change is dropped (the next access reloads the file). Without a state
+// file ctx is not consulted.
+func (s *store) writeCtx(ctx context.Context, fn func() (changed bool, err error)) error {
 	if s.file == nil {
+		s.mu.Lock()
+		defer s.mu.Unlock()
 		_, err := fn()
 		return err
 	}
-	unlock, err := s.lockFile()
+	return s.transact(ctx, fn)
+}
+
+// transact is one operation on a store with a state file: it takes the
+// store's turn (gate) and the file lock, both waiting at most until ctx is
+// done, then mu; brings the state up to date with the file; runs fn; and
+// saves the state when fn reports a change and no error. Waiting is the
+// only part ctx bounds: once fn runs, the transaction completes.
+func (s *store) transact(ctx context.Context, fn func() (changed bool, err error)) error {
+	leave, err := s.enter(ctx)
+	if err != nil {
+		return err
+	}
+	defer leave()
+	unlock, err := s.file.lock(ctx)
 	if err != nil {
 		return err
 	}
 	defer unlock()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := s.reload(); err != nil {
+		return err
+	}
 	changed, err := fn()
 	if err != nil || !changed {
 		return err
@@ -230,17 +266,37 @@ func (s *store) write(fn func() (changed bool, err error)) error {
 	return s.file.save(&s.cloudState)
 }
 
-// lockFile takes the file lock (mu held) and brings the state up to date
-// with the file; it returns the function that releases the file lock.
-func (s *store) lockFile() (func(), error) {
-	unlock, err := s.file.lock()
-	if err != nil {
-		return nil, err
+// enter takes the store's turn on the state file, waiting at most until
+// ctx is done, and returns the function that gives it back. One
+// transaction of the store runs at a time: the file lock belongs to the
+// store's one open lock file, so it cannot serialize the store's own
+// callers, and a caller waiting for it must not hold mu (or a caller with
+// an earlier deadline could not give up). The error wraps ErrStateFile and
+// ctx.Err().
+func (s *store) enter(ctx context.Context) (func(), error) {
+	leave := func() { <-s.gate }
+	select {
+	case s.gate <- struct{}{}:
+		return leave, nil
+	default:
 	}
+	select {
+	case s.gate <- struct{}{}:
+		if ctx.Err() == nil {
+			return leave, nil
+		}
+		leave() // both were ready: ctx wins
+	case <-ctx.Done():
+	}
+	return nil, s.file.errorf("waiting for another operation of this process on the state file: %w", ctx.Err())
+}
+
+// reload brings the state up to date with the file (file lock and mu
+// held), dropping the instance caches when an instance changed.
+func (s *store) reload() error {
 	next, changed, err := s.file.reload()
 	if err != nil {
-		unlock()
-		return nil, err
+		return err
 	}
 	if changed {
 		old := s.instances
@@ -249,7 +305,7 @@ func (s *store) lockFile() (func(), error) {
 			s.instanceChanged()
 		}
 	}
-	return unlock, nil
+	return nil
 }
 
 // sameInstances reports whether two instance maps hold equal instances.
