@@ -6,12 +6,16 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"log/slog"
 	"maps"
 	"reflect"
 	"slices"
+	"strconv"
 	"strings"
+	"unicode"
 
+	yamlv2 "go.yaml.in/yaml/v2"
 	"sigs.k8s.io/yaml"
 )
 
@@ -29,28 +33,48 @@ type Validator interface {
 // callers can tell a bad cloud-config from other failures with errors.Is.
 var ErrInvalidConfig = errors.New("invalid cloud-config")
 
+// MaxConfigSize is the largest cloud-config DecodeConfig accepts, in bytes
+// (1 MiB). A cloud-config is a few hundred bytes of settings; the limit
+// keeps a mistaken or hostile file (a 64 MiB value takes seconds and
+// gigabytes to decode) from stalling the cloud-controller-manager's start.
+const MaxConfigSize = 1 << 20
+
 // DecodeConfig decodes a cloud-config into a new C and validates it.
 //
-// r holds YAML or JSON (JSON is YAML). Decoding is strict: a field that C
-// does not declare, or a field given twice, is an error that names it. A nil
-// r — what k8s.io/cloud-provider InitCloudProvider passes when there is no
-// --cloud-config — and an empty document both give the zero C. Field names
-// are C's json tags, matched exactly (case-sensitively: "clusterId" is an
-// unknown field when the tag is "clusterID"). Scalars follow YAML 1.1 as
-// sigs.k8s.io/yaml reads them: an unquoted decimal integer in a string field
-// is kept as written, but other numbers are rewritten (0123 becomes "83",
-// 0x1F "31", 1.50 "1.5", 1e3 "1000") and an unquoted y, yes, n, no, on or
-// off becomes "true" or "false": quote such values.
+// r holds YAML or JSON (JSON is YAML), at most MaxConfigSize bytes, and one
+// YAML document: a second document after "---" (or "...") is an error
+// naming it, unless it is empty, so nothing is ignored. Decoding is strict:
+// a field that C does not declare, or a field given twice, is an error that
+// names it. A nil r — what k8s.io/cloud-provider InitCloudProvider passes
+// when there is no --cloud-config — and an empty document both give the
+// zero C. Field names are C's json tags, matched exactly (case-sensitively:
+// "clusterId" is an unknown field when the tag is "clusterID"). Scalars
+// follow YAML 1.1 as sigs.k8s.io/yaml reads them: an unquoted decimal
+// integer in a string field is kept as written, but other numbers are
+// rewritten (0123 becomes "83", 0x1F "31", 1.50 "1.5", 1e3 "1000") and an
+// unquoted y, yes, n, no, on or off becomes "true" or "false": quote such
+// values.
 //
 // When C (or *C) implements Validator, Validate is called and its error is
 // returned wrapped. Every error wraps ErrInvalidConfig. DecodeConfig never
-// panics on any input; fields of type Secret never appear in its errors.
+// panics on any input.
+//
+// Its errors never quote a value of the input, so a credential cannot leak
+// through them whatever field, key, anchor or document it was written in:
+// a YAML syntax error gives the line (when the parser knows it) and the
+// kind of mistake; a wrong type gives the field path and the expected type;
+// an unknown or misspelled field gives the key as written (it is the
+// user's own key), cut to 64 characters. The exceptions are the errors of
+// C's own code, returned as it wrote them: Validate's, and those of a field
+// type's UnmarshalJSON (Duration's quote the malformed duration, cut to 64
+// characters). A Secret is redacted in Validate errors built with fmt or
+// k8s.io/apimachinery's field package.
 func DecodeConfig[C any](r io.Reader) (*C, error) {
 	cfg := new(C)
 	if present(r) {
-		data, err := io.ReadAll(r)
+		data, err := readConfig(r)
 		if err != nil {
-			return nil, fmt.Errorf("%w: reading: %v", ErrInvalidConfig, err)
+			return nil, fmt.Errorf("%w: %w", ErrInvalidConfig, err)
 		}
 		if len(bytes.TrimSpace(data)) > 0 {
 			if err := decodeStrict(data, cfg); err != nil {
@@ -64,6 +88,27 @@ func DecodeConfig[C any](r io.Reader) (*C, error) {
 		}
 	}
 	return cfg, nil
+}
+
+// readConfig reads all of r, up to MaxConfigSize bytes.
+func readConfig(r io.Reader) ([]byte, error) {
+	data, err := io.ReadAll(io.LimitReader(r, MaxConfigSize+1))
+	if err != nil {
+		return nil, fmt.Errorf("reading: %w", err)
+	}
+	if len(data) <= MaxConfigSize {
+		return data, nil
+	}
+	size := "more than " + strconv.Itoa(MaxConfigSize)
+	switch s := r.(type) {
+	case interface{ Stat() (fs.FileInfo, error) }: // *os.File
+		if fi, err := s.Stat(); err == nil && fi.Mode().IsRegular() {
+			size = strconv.FormatInt(fi.Size(), 10)
+		}
+	case interface{ Len() int }: // *strings.Reader, *bytes.Reader, *bytes.Buffer
+		size = strconv.Itoa(len(data) + s.Len())
+	}
+	return nil, fmt.Errorf("the cloud-config is %s bytes: expected at most %d bytes (provider.MaxConfigSize)", size, MaxConfigSize)
 }
 
 // decodeStrict decodes YAML (or JSON) into the struct pointer into.
@@ -80,15 +125,55 @@ func DecodeConfig[C any](r io.Reader) (*C, error) {
 // The same walk decodes every Duration field first, so that a malformed
 // duration is reported with its field path (encoding/json would not name
 // the field).
+//
+// sigs.k8s.io/yaml reads the first YAML document only; checkOneDocument
+// rejects the rest. Every library error is rebuilt by yamlError or
+// jsonError, which never quote a value.
 func decodeStrict(data []byte, into any) error {
+	fields := fieldNames(reflect.TypeOf(into))
 	var generic any
 	if err := yaml.Unmarshal(data, &generic); err != nil {
+		return yamlError(err, fields)
+	}
+	if err := checkOneDocument(data, fields); err != nil {
 		return err
 	}
 	if err := checkFieldCase(generic, reflect.TypeOf(into), ""); err != nil {
 		return err
 	}
-	return yaml.UnmarshalStrict(data, into)
+	err := yaml.UnmarshalStrict(data, into)
+	var typeErr *json.UnmarshalTypeError
+	switch {
+	case err == nil:
+		return nil
+	case strings.HasPrefix(err.Error(), "error converting YAML to JSON: ") && !errors.As(err, &typeErr):
+		return yamlError(err, fields)
+	default:
+		return jsonError(err)
+	}
+}
+
+// checkOneDocument returns an error naming the first non-empty YAML
+// document after the first one. Empty documents (a trailing "---") hold
+// nothing that could be ignored and are accepted.
+func checkOneDocument(data []byte, fields map[string]bool) error {
+	dec := yamlv2.NewDecoder(bytes.NewReader(data))
+	for n := 1; ; n++ {
+		var doc any
+		err := dec.Decode(&doc)
+		if err == io.EOF {
+			return nil
+		}
+		if n == 1 {
+			continue // decoded, and its errors reported, by the caller
+		}
+		if err != nil {
+			return fmt.Errorf("YAML document %d: %w", n, yamlError(err, fields))
+		}
+		if doc != nil {
+			return fmt.Errorf("YAML document %d is not empty: expected a single document (remove the \"---\" line that starts document %d, and what follows)", n, n)
+		}
+	}
 }
 
 var (
@@ -129,7 +214,7 @@ func checkFieldCase(v any, t reflect.Type, path string) error {
 			if !ok {
 				for name := range fields {
 					if strings.EqualFold(name, key) {
-						return fmt.Errorf("unknown field %q: field names are case-sensitive, expected %q", path+key, path+name)
+						return fmt.Errorf("unknown field %q: field names are case-sensitive, expected %q", path+truncate(key), path+name)
 					}
 				}
 				continue // yaml.UnmarshalStrict has accepted it: an ignored field ("-")
@@ -148,12 +233,24 @@ func checkFieldCase(v any, t reflect.Type, path string) error {
 	case reflect.Map:
 		obj, _ := v.(map[string]any)
 		for _, key := range slices.Sorted(maps.Keys(obj)) {
-			if err := checkFieldCase(obj[key], t.Elem(), fmt.Sprintf("%s[%s].", strings.TrimSuffix(path, "."), key)); err != nil {
+			if err := checkFieldCase(obj[key], t.Elem(), fmt.Sprintf("%s[%s].", strings.TrimSuffix(path, "."), pathKey(key))); err != nil {
 				return err
 			}
 		}
 	}
 	return nil
+}
+
+// pathKey spells a map key in a field path: cut to a bounded length, and
+// quoted when it holds anything but letters, digits, '-' and '_', so a key
+// cannot forge a log line or a path.
+func pathKey(key string) string {
+	for _, r := range key {
+		if !(unicode.IsLetter(r) || unicode.IsDigit(r) || r == '-' || r == '_') {
+			return quote(key)
+		}
+	}
+	return truncate(key)
 }
 
 // collectJSONFields records the JSON name and type of each exported field

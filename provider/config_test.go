@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"sync/atomic"
@@ -342,15 +343,164 @@ func TestRegisterErrors(t *testing.T) {
 	}
 }
 
+// fuzzSecret is the credential the no-secret tests and FuzzDecodeConfig
+// place in cloud-configs: distinctive, so that no message contains it by
+// chance.
+const fuzzSecret = "S3CR3T-zq9x"
+
+// TestDecodeConfigNoSecretInErrors feeds inputs whose library errors quote
+// the input (issue 13): each error must say where and what, never the
+// secret.
+func TestDecodeConfigNoSecretInErrors(t *testing.T) {
+	const s = fuzzSecret
+	tests := []struct {
+		name   string
+		reason string
+		in     string
+		want   string // a substring of the error: where and what
+	}{
+		{name: "undefined alias", reason: "go.yaml.in/yaml/v2 quotes the alias name", in: "endpoint: x\ntoken: *" + s + "\n", want: "anchor (&name) that is not defined"},
+		{name: "template braces", reason: "{{...}} is a flow mapping used as a key, printed with %#v", in: "endpoint: x\ntoken: {{" + s + "}}\n", want: "keys must be scalars"},
+		{name: "flow sequence key", reason: "a sequence as a map key is printed with %#v", in: "endpoint: x\ntoken: [[" + s + "]: 1]\n", want: "keys must be scalars"},
+		{name: "duplicate key in a value", reason: "a strict decode names a duplicated key, which here is the secret", in: "endpoint: x\ntoken: {" + s + ", " + s + "}\n", want: "line 2: a mapping key is given twice"},
+		{name: "null key", reason: "sigs.k8s.io/yaml prints the value next to an unsupported key", in: "endpoint: x\ntoken:\n  ~: " + s + "\n", want: "key is null"},
+		{name: "self-referencing anchor", reason: "the anchor's name is quoted", in: "endpoint: x\ntoken: &" + s + " [*" + s + "]\n", want: "alias to itself"},
+		{name: "explicit tag", reason: "resolve.go quotes a value that does not match its tag", in: "endpoint: x\ntoken: !!float " + s + "\n", want: "explicit tag"},
+		{name: "binary", reason: "a bad !!binary value", in: "endpoint: x\ntoken: !!binary " + s + "\n", want: "base64"},
+		{name: "merge", reason: "a merge of a scalar", in: "endpoint: x\n<<: " + s + "\n", want: "merge key"},
+		{name: "syntax error after the secret", reason: "a syntax error gives the line and the kind", in: "endpoint: x\ntoken: " + s + "\n  bad: x\n", want: "line 3: malformed YAML: mapping values are not allowed"},
+		{name: "unterminated flow", reason: "the parser's message quotes single characters only", in: "{endpoint: x, token: " + s + "\n", want: "did not find expected ',' or '}'"},
+		{name: "control character", reason: "a reader error", in: "endpoint: x\ntoken: \x01" + s + "\n", want: "control characters"},
+		{name: "second document", reason: "a second document is an error, not silently ignored, and its content is not quoted", in: "endpoint: x\n---\ntoken: " + s + "\n", want: "YAML document 2 is not empty"},
+		{name: "bad second document", reason: "a syntax error in document 2 names the document and the line", in: "endpoint: x\n---\n{token: " + s + "\n", want: "YAML document 2: line 3"},
+		{name: "number in an int field", reason: "encoding/json prints number literals", in: "endpoint: x\nretries: 1.25\n", want: `field "retries": got a number, expected an integer`},
+		{name: "secret in an int field", reason: "a wrong type names the field and the kind of value", in: "endpoint: x\nretries: " + s + "\n", want: `field "retries": got a string`},
+		{name: "mapping as the secret", reason: "a mapping where a string is expected", in: "endpoint: x\ntoken: {" + s + ": 1}\n", want: `field "token": got a mapping, expected a string`},
+		{name: "json duplicate", reason: "JSON is YAML: the same rules", in: `{"endpoint":"x","token":"` + s + `","token":"` + s + `"}`, want: `field "token" is given twice`},
+		{name: "json type", reason: "JSON is YAML: the same rules", in: `{"endpoint":"x","token":["` + s + `"]}`, want: `field "token": got a sequence`},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := DecodeConfig[testConfig](strings.NewReader(tc.in))
+			if err == nil || !errors.Is(err, ErrInvalidConfig) {
+				t.Fatalf("DecodeConfig(%q) = %v; want an error wrapping ErrInvalidConfig (%s)", tc.in, err, tc.reason)
+			}
+			if strings.Contains(err.Error(), s) {
+				t.Errorf("DecodeConfig(%q) error reveals the secret: %v (%s)", tc.in, err, tc.reason)
+			}
+			if !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("DecodeConfig(%q) error = %v; want it to contain %q (%s)", tc.in, err, tc.want, tc.reason)
+			}
+		})
+	}
+}
+
+// TestDecodeConfigLimits pins the size limit and the one-document rule.
+func TestDecodeConfigLimits(t *testing.T) {
+	big := "endpoint: x\nregion: " + strings.Repeat("a", MaxConfigSize) + "\n"
+	file := filepath.Join(t.TempDir(), "big.yaml")
+	if err := os.WriteFile(file, []byte(big), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.Open(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	limit := fmt.Sprint(MaxConfigSize)
+	tests := []struct {
+		name    string
+		reason  string
+		in      io.Reader
+		wantErr string // "" means success
+	}{
+		{name: "at the limit", reason: "MaxConfigSize bytes are accepted", in: strings.NewReader("endpoint: x\nregion: " + strings.Repeat("a", MaxConfigSize-21) + "\n")},
+		{name: "over the limit", reason: "the error names the size and the limit", in: strings.NewReader(big), wantErr: fmt.Sprintf("is %d bytes: expected at most %s bytes", len(big), limit)},
+		{name: "file over the limit", reason: "a file's size comes from Stat", in: f, wantErr: fmt.Sprintf("is %d bytes: expected at most %s", len(big), limit)},
+		{name: "stream over the limit", reason: "a stream of unknown size is not read to its end", in: io.MultiReader(strings.NewReader(big)), wantErr: "is more than " + limit + " bytes"},
+		{name: "second document", reason: "a document after --- would be ignored", in: strings.NewReader("endpoint: x\n---\nregion: y\n"), wantErr: "YAML document 2 is not empty"},
+		{name: "fourth document", reason: "empty documents are skipped, the first non-empty one is named", in: strings.NewReader("endpoint: x\n---\n---\n# nothing\n---\nregion: y\n"), wantErr: "YAML document 4 is not empty"},
+		{name: "document end marker", reason: "a document after ... is a second document too", in: strings.NewReader("endpoint: x\n...\nregion: y\n"), wantErr: "YAML document 2"},
+		{name: "empty first document", reason: "the content of document 2 must not be ignored either", in: strings.NewReader("---\n---\nendpoint: x\n"), wantErr: "YAML document 2 is not empty"},
+		{name: "leading marker", reason: "a single document may start with ---", in: strings.NewReader("---\nendpoint: x\n")},
+		{name: "trailing marker", reason: "an empty trailing document holds nothing to ignore", in: strings.NewReader("endpoint: x\n---\n")},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := DecodeConfig[testConfig](tc.in)
+			if tc.wantErr == "" {
+				if err != nil {
+					t.Fatalf("DecodeConfig: %v (%s)", err, tc.reason)
+				}
+				return
+			}
+			if err == nil || !errors.Is(err, ErrInvalidConfig) || !strings.Contains(err.Error(), tc.wantErr) {
+				t.Fatalf("DecodeConfig error = %v; want one wrapping ErrInvalidConfig containing %q (%s)", err, tc.wantErr, tc.reason)
+			}
+		})
+	}
+}
+
+// unknownFieldRE matches what DecodeConfig may quote from its input: the
+// user's own keys, in unknown-field errors.
+var unknownFieldRE = regexp.MustCompile(`unknown field "(?:[^"\\]|\\.)*"`)
+
+// checkNoSecret fails t when fuzzSecret appears in the printed forms of
+// cfg (unless a field that is not a Secret holds it: the user's choice) or
+// in err (outside the user's own key names).
+func checkNoSecret(t *testing.T, in string, cfg *testConfig, err error) {
+	t.Helper()
+	if err != nil {
+		if msg := unknownFieldRE.ReplaceAllString(err.Error(), ""); strings.Contains(msg, fuzzSecret) {
+			t.Fatalf("DecodeConfig(%q) error reveals the secret: %v", in, err)
+		}
+		return
+	}
+	plain := *cfg
+	plain.Token = ""
+	if strings.Contains(fmt.Sprintf("%#v", plain), fuzzSecret) {
+		return // a field that is not a Secret holds it
+	}
+	js, jerr := json.Marshal(cfg)
+	if jerr != nil {
+		t.Fatalf("json.Marshal(%+v): %v", cfg, jerr)
+	}
+	var logBuf bytes.Buffer
+	slog.New(slog.NewJSONHandler(&logBuf, nil)).Info("config", "cfg", cfg)
+	for _, out := range []string{fmt.Sprintf("%v", *cfg), fmt.Sprintf("%+v", cfg), fmt.Sprintf("%#v", cfg), string(js), logBuf.String()} {
+		if strings.Contains(out, fuzzSecret) {
+			t.Fatalf("DecodeConfig(%q) gives a config that prints the secret: %s", in, out)
+		}
+	}
+}
+
 func FuzzDecodeConfig(f *testing.F) {
 	for _, s := range []string{
 		"endpoint: x\n", `{"endpoint":"x","retries":3}`, "endpoint: [", "retries: -1\n",
 		"token: abc\n", "a: b\n", "- 1\n- 2\n", "endpoint: x\nendpoint: y\n", "\x00", "&a [*a]",
+		// Issue 13's leaks and their relatives, with the secret in values,
+		// keys, anchors, aliases, flow collections and a second document.
+		"endpoint: x\ntoken: *" + fuzzSecret + "\n",
+		"endpoint: x\ntoken: {{" + fuzzSecret + "}}\n",
+		"endpoint: x\ntoken: [[" + fuzzSecret + "]: 1]\n",
+		"endpoint: x\ntoken: {" + fuzzSecret + ", " + fuzzSecret + "}\n",
+		"endpoint: x\ntoken:\n  ~: " + fuzzSecret + "\n",
+		"endpoint: x\ntoken: &" + fuzzSecret + " [*" + fuzzSecret + "]\n",
+		"endpoint: x\ntoken: &a " + fuzzSecret + "xx\nzones: [{name: *a}]\n",
+		"endpoint: x\ntoken: !!float " + fuzzSecret + "\n",
+		"endpoint: x\ntoken: " + fuzzSecret + "\n---\ntoken: " + fuzzSecret + "\n",
+		"endpoint: x\n---\n{token: " + fuzzSecret + "\n",
+		`{"endpoint":"x","token":"` + fuzzSecret + `"}`,
+		`{"endpoint":"x","token":"` + fuzzSecret + `","token":"` + fuzzSecret + `"}`,
+		"endpoint: x\ntoken: '" + fuzzSecret + "'\nretries: " + fuzzSecret + "\n",
+		"endpoint: x\nzones: [{name: a, subnets: {" + fuzzSecret + ": [1]}}]\n",
+		"endpoint: x\ntoken: {" + fuzzSecret + ": 1}\n",
 	} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, in string) {
 		cfg, err := DecodeConfig[testConfig](strings.NewReader(in))
+		checkNoSecret(t, in, cfg, err)
 		if err != nil {
 			if !errors.Is(err, ErrInvalidConfig) {
 				t.Fatalf("error %v does not wrap ErrInvalidConfig", err)

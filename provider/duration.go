@@ -39,19 +39,8 @@ func (d *Duration) UnmarshalJSON(b []byte) error {
 	}
 	v, err := time.ParseDuration(s)
 	if err != nil {
-		return fmt.Errorf("duration %q: expected a number with a unit (ns, us, ms, s, m, h), such as \"5s\" or \"1m30s\"", truncate(s))
+		return fmt.Errorf("duration %s: expected a number with a unit (ns, us, ms, s, m, h), such as \"5s\" or \"1m30s\"", quote(s))
 	}
 	d.Duration = v
 	return nil
-}
-
-// truncate keeps error messages short for long hostile inputs.
-func truncate(s string) string {
-	const max = 64
-	for i := range s {
-		if i >= max {
-			return s[:i] + "…"
-		}
-	}
-	return s
 }

@@ -54,7 +54,7 @@ func ExampleRegister() {
 	// Output:
 	// registered: true
 	// acme-example true <nil>
-	// cloud provider "acme-example": invalid cloud-config: error unmarshaling JSON: while decoding JSON: json: unknown field "endpiont"
+	// cloud provider "acme-example": invalid cloud-config: unknown field "endpiont": not a field of the configuration (names are matched exactly)
 	// true
 }
 

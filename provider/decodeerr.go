@@ -1,0 +1,202 @@
+package provider
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"reflect"
+	"regexp"
+	"strconv"
+	"strings"
+	"unicode/utf8"
+)
+
+// The errors of the YAML and JSON libraries DecodeConfig uses quote the
+// input: go.yaml.in/yaml/v2 prints an undefined alias's name ("unknown
+// anchor 'X' referenced", decode.go), a non-scalar map key with %#v
+// ("invalid map key", decode.go), a duplicated key, and a value that does
+// not match its explicit tag ("cannot decode !!str `X`", resolve.go);
+// sigs.k8s.io/yaml prints the value next to an unsupported map key
+// (yaml.go, convertToJSONableObject); encoding/json prints number literals
+// (UnmarshalTypeError). Any of them can be a credential, so DecodeConfig
+// never returns their text: the functions below rebuild each error from
+// what is safe — a line number, a field path, a kind, and the names of the
+// user's own keys, cut to a bounded length.
+
+// maxQuoted bounds, in runes, every piece of input an error quotes.
+const maxQuoted = 64
+
+// quote returns s cut to maxQuoted runes (with "…" when cut) and quoted
+// with strconv.Quote, so control characters cannot forge log lines.
+func quote(s string) string { return strconv.Quote(truncate(s)) }
+
+// truncate keeps error messages short for long hostile inputs: s cut to
+// maxQuoted runes, with "…" appended when cut. Invalid UTF-8 counts a byte
+// as a rune.
+func truncate(s string) string {
+	n := 0
+	for i := 0; i < len(s); n++ {
+		if n == maxQuoted {
+			return s[:i] + "…"
+		}
+		_, size := utf8.DecodeRuneInString(s[i:])
+		i += size
+	}
+	return s
+}
+
+var (
+	yamlLineRE = regexp.MustCompile(`^line ([0-9]+): `)
+	// yamlCharRE finds a quoted character: the parser's fixed messages
+	// quote single characters only ("did not find expected ',' or '}'").
+	yamlCharRE  = regexp.MustCompile(`'[^']'`)
+	duplicateRE = regexp.MustCompile(`^line ([0-9]+): key (.*) already set in map$`)
+)
+
+// yamlKinds maps a phrase of a go.yaml.in/yaml/v2 (or sigs.k8s.io/yaml)
+// error whose text quotes the input to what DecodeConfig says instead.
+var yamlKinds = []struct{ phrase, say string }{
+	{"unknown anchor", "an alias (*name) refers to an anchor (&name) that is not defined"},
+	{"value contains itself", "an anchor's value contains an alias to itself"},
+	{"excessive aliasing", "too many aliases: the document expands beyond the parser's limit"},
+	{"invalid map key", "a mapping key is a mapping or a sequence: keys must be scalars"},
+	{"unsupported map key", "a mapping key is null or of an unsupported type: keys must be strings or numbers"},
+	{"!!binary", "a !!binary value is not valid base64"},
+	{"map merge", "a merge key (<<) needs a mapping or a sequence of mappings"},
+	{"cannot decode", "a value does not match its explicit tag (such as !!int or !!float)"},
+	{"invalid array", "a sequence has the wrong length"},
+}
+
+// yamlError rebuilds err, an error of go.yaml.in/yaml/v2 or of
+// sigs.k8s.io/yaml's YAML-to-JSON conversion, without the input's text.
+// fields holds the key names of the configuration type: a duplicated key is
+// named only when it is one of them.
+func yamlError(err error, fields map[string]bool) error {
+	msg := err.Error()
+	msg = strings.TrimPrefix(msg, "error converting YAML to JSON: ")
+	msg = strings.TrimPrefix(msg, "yaml: ")
+	if rest, ok := strings.CutPrefix(msg, "unmarshal errors:\n"); ok {
+		return duplicateKeyError(rest, fields)
+	}
+	for _, k := range yamlKinds {
+		if strings.Contains(msg, k.phrase) {
+			return fmt.Errorf("malformed YAML: %s", k.say)
+		}
+	}
+	// What is left are the scanner's and the parser's problems: fixed
+	// messages of go.yaml.in/yaml/v2 (scannerc.go, parserc.go, readerc.go),
+	// with a line number when the parser knows it. Anything unexpected is
+	// withheld rather than risk quoting input.
+	where := ""
+	if m := yamlLineRE.FindStringSubmatch(msg); m != nil {
+		where = "line " + m[1] + ": "
+		msg = msg[len(m[0]):]
+	}
+	if strings.ContainsAny(yamlCharRE.ReplaceAllString(msg, ""), "\n%'\"`") || utf8.RuneCountInString(msg) > 80 {
+		msg = "syntax error"
+	}
+	return fmt.Errorf("%smalformed YAML: %s", where, msg)
+}
+
+// duplicateKeyError rebuilds go.yaml.in/yaml/v2's "line N: key K already
+// set in map" list (a TypeError of a strict decode) from its first entry.
+func duplicateKeyError(list string, fields map[string]bool) error {
+	first, _, _ := strings.Cut(strings.TrimSpace(list), "\n")
+	m := duplicateRE.FindStringSubmatch(first)
+	if m == nil {
+		return errors.New("malformed YAML: a value cannot be decoded")
+	}
+	if key, err := strconv.Unquote(m[2]); err == nil && fields[key] {
+		return fmt.Errorf("line %s: field %q is given twice", m[1], key)
+	}
+	return fmt.Errorf("line %s: a mapping key is given twice", m[1])
+}
+
+// jsonError rebuilds an error of the strict JSON decode of a cloud-config
+// without value text. An error of a field type's own UnmarshalJSON is
+// returned as that type wrote it.
+func jsonError(err error) error {
+	var typeErr *json.UnmarshalTypeError
+	if errors.As(err, &typeErr) {
+		kind, _, _ := strings.Cut(typeErr.Value, " ") // "number 1.5": the kind only
+		got := jsonKinds[kind]
+		if got == "" {
+			got = "another kind of value"
+		}
+		path := typeErr.Field
+		if path == "" {
+			return fmt.Errorf("got %s, expected %s", got, typeName(typeErr.Type))
+		}
+		return fmt.Errorf("field %s: got %s, expected %s", quote(path), got, typeName(typeErr.Type))
+	}
+	msg := err.Error()
+	msg = strings.TrimPrefix(msg, "error unmarshaling JSON: ")
+	msg = strings.TrimPrefix(msg, "while decoding JSON: ")
+	if rest, ok := strings.CutPrefix(msg, "json: unknown field "); ok {
+		key, uerr := strconv.Unquote(rest)
+		if uerr != nil {
+			key = rest
+		}
+		return fmt.Errorf("unknown field %s: not a field of the configuration (names are matched exactly)", quote(key))
+	}
+	if strings.HasPrefix(msg, "json: ") {
+		return errors.New("malformed value: it cannot be decoded")
+	}
+	return err
+}
+
+// jsonKinds names encoding/json's kinds of value (UnmarshalTypeError.Value)
+// in YAML's words.
+var jsonKinds = map[string]string{
+	"string": "a string", "number": "a number", "bool": "a boolean",
+	"array": "a sequence", "object": "a mapping",
+}
+
+// typeName names a Go type as a cloud-config author knows it.
+func typeName(t reflect.Type) string {
+	if t == nil {
+		return "a value"
+	}
+	switch t.Kind() {
+	case reflect.String:
+		return "a string"
+	case reflect.Bool:
+		return "a boolean"
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64, reflect.Uintptr:
+		return "an integer (" + t.Kind().String() + ")"
+	case reflect.Float32, reflect.Float64:
+		return "a number"
+	case reflect.Slice, reflect.Array:
+		return "a sequence"
+	case reflect.Map, reflect.Struct:
+		return "a mapping"
+	}
+	return t.String()
+}
+
+// fieldNames returns the json names of every field reachable from t:
+// the keys a cloud-config of type t may contain, as opposed to map keys and
+// values, which are data.
+func fieldNames(t reflect.Type) map[string]bool {
+	names := map[string]bool{}
+	seen := map[reflect.Type]bool{}
+	var walk func(reflect.Type)
+	walk = func(t reflect.Type) {
+		for t.Kind() == reflect.Pointer || t.Kind() == reflect.Slice || t.Kind() == reflect.Array || t.Kind() == reflect.Map {
+			t = t.Elem()
+		}
+		if t.Kind() != reflect.Struct || seen[t] {
+			return
+		}
+		seen[t] = true
+		fields := map[string]reflect.Type{}
+		collectJSONFields(t, fields)
+		for name, ft := range fields {
+			names[name] = true
+			walk(ft)
+		}
+	}
+	walk(t)
+	return names
+}
