@@ -37,7 +37,7 @@ type ForeignSchemeError struct {
 
 // Error implements error.
 func (e *ForeignSchemeError) Error() string {
-	return fmt.Sprintf("provider ID %q: scheme %q is not %q: the node belongs to another provider", e.ProviderID, e.Scheme, e.Want)
+	return fmt.Sprintf("provider ID %s: scheme %s is not %s: the node belongs to another provider", quote(e.ProviderID), quote(e.Scheme), quote(e.Want))
 }
 
 // Is reports whether target is ErrForeignProviderID.
@@ -81,9 +81,15 @@ func (p ProviderID) String() string {
 //
 // Rejected: an empty string or "acme://" (ErrEmptyProviderID); a missing
 // "://", an empty scheme, an empty segment ("acme://a//b"), a trailing "/",
-// whitespace or control characters anywhere (ErrMalformedProviderID); a
-// well-formed ID of another scheme (ForeignSchemeError). The scheme is
-// compared exactly, as the node controller compares it.
+// a "." or ".." segment (a path traversal when an ID is joined into a URL
+// or a file path), '?' and '#' (a query or a fragment), '%' (a
+// percent-escape, which another layer would decode to "/"), '\', and
+// whitespace, control characters, Unicode format characters (unicode.Cf:
+// zero-width spaces and joiners, bidirectional overrides, the byte-order
+// mark) or invalid UTF-8 anywhere (ErrMalformedProviderID); a well-formed ID
+// of another scheme (ForeignSchemeError). The scheme is compared exactly,
+// as the node controller compares it. Errors quote the input cut to 64
+// characters.
 //
 // A Codec is a value and is safe for concurrent use.
 type Codec struct {
@@ -92,9 +98,9 @@ type Codec struct {
 }
 
 // Format returns "<scheme>://<path...>/<id>". It returns ErrEmptyProviderID
-// when id is empty and ErrMalformedProviderID when a segment is empty or
-// contains "/" or whitespace, so that every ID it formats parses back to the
-// same parts.
+// when id is empty and ErrMalformedProviderID when the scheme or a segment
+// breaks a rule of Parse (see Codec), so that every ID it formats parses
+// back to the same parts.
 func (c Codec) Format(id string, path ...string) (string, error) {
 	if err := checkScheme(c.Scheme); err != nil {
 		return "", err
@@ -104,7 +110,7 @@ func (c Codec) Format(id string, path ...string) (string, error) {
 	}
 	for _, s := range append(append([]string(nil), path...), id) {
 		if err := checkSegment(s); err != nil {
-			return "", fmt.Errorf("%w: segment %q: %v", ErrMalformedProviderID, s, err)
+			return "", fmt.Errorf("%w: segment %s: %v", ErrMalformedProviderID, quote(s), err)
 		}
 	}
 	return ProviderID{Scheme: c.Scheme, Path: path, ID: id}.String(), nil
@@ -112,7 +118,7 @@ func (c Codec) Format(id string, path ...string) (string, error) {
 
 // Parse parses a provider ID of this codec's scheme. Errors wrap
 // ErrEmptyProviderID, ErrMalformedProviderID or ErrForeignProviderID (as a
-// *ForeignSchemeError) and quote the input.
+// *ForeignSchemeError) and quote the input, cut to 64 characters.
 func (c Codec) Parse(providerID string) (ProviderID, error) {
 	p, err := ParseAny(providerID)
 	if err != nil {
@@ -132,26 +138,26 @@ func (c Codec) ID(providerID string) (string, error) {
 
 // ParseAny parses a provider ID of any scheme, with the rules documented on
 // Codec. Errors wrap ErrEmptyProviderID or ErrMalformedProviderID and quote
-// the input. It is safe for concurrent use.
+// the input, cut to 64 characters. It is safe for concurrent use.
 func ParseAny(providerID string) (ProviderID, error) {
 	if providerID == "" {
 		return ProviderID{}, fmt.Errorf("%w: expected \"<scheme>://<id>\"", ErrEmptyProviderID)
 	}
 	scheme, rest, ok := strings.Cut(providerID, "://")
 	if !ok {
-		return ProviderID{}, fmt.Errorf("%w: %q: expected \"<scheme>://<id>\"", ErrMalformedProviderID, providerID)
+		return ProviderID{}, fmt.Errorf("%w: %s: expected \"<scheme>://<id>\"", ErrMalformedProviderID, quote(providerID))
 	}
 	if err := checkScheme(scheme); err != nil {
-		return ProviderID{}, fmt.Errorf("%w (in %q)", err, providerID)
+		return ProviderID{}, fmt.Errorf("%w (in %s)", err, quote(providerID))
 	}
 	rest = strings.TrimPrefix(rest, "/") // "scheme:///a/b": empty host segment
 	if rest == "" {
-		return ProviderID{}, fmt.Errorf("%w: %q has no instance ID after \"://\"", ErrEmptyProviderID, providerID)
+		return ProviderID{}, fmt.Errorf("%w: %s has no instance ID after \"://\"", ErrEmptyProviderID, quote(providerID))
 	}
 	segs := strings.Split(rest, "/")
 	for _, s := range segs {
 		if err := checkSegment(s); err != nil {
-			return ProviderID{}, fmt.Errorf("%w: %q: %v", ErrMalformedProviderID, providerID, err)
+			return ProviderID{}, fmt.Errorf("%w: %s: %v", ErrMalformedProviderID, quote(providerID), err)
 		}
 	}
 	p := ProviderID{Scheme: scheme, ID: segs[len(segs)-1]}
@@ -167,22 +173,35 @@ func checkScheme(s string) error {
 	}
 	for _, r := range s {
 		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-' || r == '_' || r == '.' || r == '+') {
-			return fmt.Errorf("%w: scheme %q: character %q is not a letter, digit, '-', '_', '.' or '+'", ErrMalformedProviderID, s, r)
+			return fmt.Errorf("%w: scheme %s: character %q is not a letter, digit, '-', '_', '.' or '+'", ErrMalformedProviderID, quote(s), r)
 		}
 	}
 	return nil
 }
 
+// checkSegment returns why s cannot be a segment of a provider ID, saying
+// what was expected.
 func checkSegment(s string) error {
-	if s == "" {
-		return errors.New("empty path segment (\"//\" or a trailing \"/\")")
+	switch s {
+	case "":
+		return errors.New("empty path segment (\"//\" or a trailing \"/\"): expected a non-empty segment")
+	case ".", "..":
+		return fmt.Errorf("segment %q is a relative path element: expected a name", s)
 	}
 	for _, r := range s {
-		if r == '/' {
-			return errors.New("segment contains '/'")
-		}
-		if unicode.IsSpace(r) || unicode.IsControl(r) || r == unicode.ReplacementChar {
-			return fmt.Errorf("character %q is whitespace, a control character or invalid UTF-8", r)
+		switch {
+		case r == '/':
+			return errors.New("segment contains '/': expected one segment")
+		case r == '?' || r == '#':
+			return fmt.Errorf("character %q starts a URL query or fragment: expected none", r)
+		case r == '%':
+			return errors.New("character '%' starts a percent-escape: expected the characters themselves, unescaped")
+		case r == '\\':
+			return errors.New("character '\\' is a path separator: expected none")
+		case unicode.IsSpace(r) || unicode.IsControl(r) || r == unicode.ReplacementChar:
+			return fmt.Errorf("character %q is whitespace, a control character or invalid UTF-8: expected printable characters", r)
+		case unicode.Is(unicode.Cf, r):
+			return fmt.Errorf("character %q is an invisible Unicode format character (zero-width or bidirectional): expected visible characters", r)
 		}
 	}
 	return nil
