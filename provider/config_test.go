@@ -3,6 +3,7 @@ package provider
 import (
 	"bytes"
 	"encoding/json"
+	"encoding/xml"
 	"errors"
 	"fmt"
 	"io"
@@ -16,8 +17,14 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"go.uber.org/zap/zapcore"
+	yamlv2 "go.yaml.in/yaml/v2"
+	yamlv3 "go.yaml.in/yaml/v3"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	cloudprovider "k8s.io/cloud-provider"
+	logsjson "k8s.io/component-base/logs/json"
+	"k8s.io/klog/v2/textlogger"
+	"sigs.k8s.io/yaml"
 )
 
 type testConfig struct {
@@ -245,6 +252,87 @@ func TestSecretRedacted(t *testing.T) {
 	}
 	if Secret("").String() != "" {
 		t.Errorf("empty Secret prints %q, want \"\"", Secret("").String())
+	}
+}
+
+// TestSecretSafePrinters checks every printer the Secret documentation
+// calls safe, with the Secret nested the ways a configuration nests it, and
+// pins the documented unsafe case so the documentation stays true.
+func TestSecretSafePrinters(t *testing.T) {
+	const token = "hunter2-very-secret"
+	type nested struct {
+		Cfg    testConfig        `json:"cfg" yaml:"cfg" xml:"cfg"`
+		List   []Secret          `json:"list" yaml:"list" xml:"list"`
+		ByName map[string]Secret `json:"byName" yaml:"byName" xml:"-"`
+		Ptr    *Secret           `json:"ptr" yaml:"ptr" xml:"ptr"`
+	}
+	tok := Secret(token)
+	v := nested{Cfg: testConfig{Endpoint: "e", Token: tok}, List: []Secret{tok}, ByName: map[string]Secret{"k": tok}, Ptr: &tok}
+	printers := []struct {
+		name  string
+		print func() (string, error)
+	}{
+		{"fmt %v", func() (string, error) { return fmt.Sprintf("%v", v), nil }},
+		{"fmt %+v", func() (string, error) { return fmt.Sprintf("%+v", v), nil }},
+		{"fmt %#v", func() (string, error) { return fmt.Sprintf("%#v", v), nil }},
+		{"fmt %s of the pointer", func() (string, error) { return fmt.Sprintf("%s", v.Ptr), nil }},
+		{"encoding/json", func() (string, error) { b, err := json.Marshal(v); return string(b), err }},
+		{"sigs.k8s.io/yaml", func() (string, error) { b, err := yaml.Marshal(v); return string(b), err }},
+		{"go.yaml.in/yaml/v2", func() (string, error) { b, err := yamlv2.Marshal(v); return string(b), err }},
+		{"go.yaml.in/yaml/v3", func() (string, error) { b, err := yamlv3.Marshal(v); return string(b), err }},
+		{"encoding/xml", func() (string, error) { // encoding/xml cannot marshal maps
+			type view struct {
+				Token Secret
+				List  []Secret
+				Ptr   *Secret
+			}
+			b, err := xml.Marshal(view{tok, v.List, v.Ptr})
+			return string(b), err
+		}},
+		{"slog text", func() (string, error) {
+			var buf bytes.Buffer
+			slog.New(slog.NewTextHandler(&buf, nil)).Info("config", "v", v, "token", tok)
+			return buf.String(), nil
+		}},
+		{"slog JSON", func() (string, error) {
+			var buf bytes.Buffer
+			slog.New(slog.NewJSONHandler(&buf, nil)).Info("config", "v", v, "token", tok)
+			return buf.String(), nil
+		}},
+		{"klog text", func() (string, error) {
+			var buf bytes.Buffer
+			textlogger.NewLogger(textlogger.NewConfig(textlogger.Output(&buf))).Info("config", "v", v, "token", tok)
+			return buf.String(), nil
+		}},
+		{"klog JSON", func() (string, error) {
+			var buf bytes.Buffer
+			logger, _ := logsjson.NewJSONLogger(0, zapcore.AddSync(&buf), nil, nil)
+			logger.Info("config", "v", v, "token", tok)
+			return buf.String(), nil
+		}},
+		{"field.Invalid", func() (string, error) {
+			return field.Invalid(field.NewPath("token"), tok, "too short").Error(), nil
+		}},
+	}
+	for _, p := range printers {
+		t.Run(p.name, func(t *testing.T) {
+			out, err := p.print()
+			if err != nil {
+				t.Fatalf("%s: %v", p.name, err)
+			}
+			if strings.Contains(out, token) {
+				t.Errorf("%s reveals the secret: %s", p.name, out)
+			}
+			if !strings.Contains(out, redacted) {
+				t.Errorf("%s does not show %q (does it print the value at all?): %s", p.name, redacted, out)
+			}
+		})
+	}
+	// Documented as unsafe: fmt cannot call Format through an unexported
+	// field. If this starts to redact, update Secret's documentation.
+	hidden := struct{ token Secret }{tok}
+	if out := fmt.Sprintf("%+v", hidden); !strings.Contains(out, token) {
+		t.Errorf("%%+v of an unexported Secret field = %s; the documentation says it reveals the value", out)
 	}
 }
 
