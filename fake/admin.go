@@ -1,6 +1,7 @@
 package fake
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -10,10 +11,16 @@ import (
 	"mime"
 	"net"
 	"net/http"
+	"net/netip"
+	"net/url"
 	"os"
+	"path"
 	"path/filepath"
+	"reflect"
 	"slices"
+	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"k8s.io/klog/v2"
@@ -21,8 +28,32 @@ import (
 	"github.com/ccmkit/ccmkit/provider"
 )
 
-// maxBody bounds admin request bodies.
-const maxBody = 1 << 20
+// maxBody bounds admin request bodies, maxHeaderBytes their headers.
+const (
+	maxBody        = 1 << 20
+	maxHeaderBytes = 64 << 10
+)
+
+// adminTimeouts are the admin endpoint's server timeouts (http.Server):
+// a client that sends its headers, its body or reads the response more
+// slowly, or keeps an idle connection open longer, is cut off.
+type adminTimeouts struct{ readHeader, read, write, idle time.Duration }
+
+// defaultAdminTimeouts are the documented timeouts (package
+// documentation, "Admin endpoint").
+var defaultAdminTimeouts = adminTimeouts{readHeader: 5 * time.Second, read: 10 * time.Second, write: 30 * time.Second, idle: time.Minute}
+
+// testAdminTimeouts, when set, replaces defaultAdminTimeouts for the
+// endpoints started afterwards: the tests' knob for slow clients without
+// long sleeps.
+var testAdminTimeouts atomic.Pointer[adminTimeouts]
+
+func adminTimeoutsOf() adminTimeouts {
+	if t := testAdminTimeouts.Load(); t != nil {
+		return *t
+	}
+	return defaultAdminTimeouts
+}
 
 // adminState is the admin endpoint's lifecycle, guarded by Cloud.adminMu.
 type adminState struct {
@@ -72,9 +103,14 @@ func (c *Cloud) startAdmin(ctx context.Context) {
 		}
 	}
 	c.admin.addr = ln.Addr().String()
+	to := adminTimeoutsOf()
 	srv := &http.Server{
 		Handler:           c.AdminHandler(),
-		ReadHeaderTimeout: 10 * time.Second,
+		ReadHeaderTimeout: to.readHeader,
+		ReadTimeout:       to.read,
+		WriteTimeout:      to.write,
+		IdleTimeout:       to.idle,
+		MaxHeaderBytes:    maxHeaderBytes,
 		BaseContext:       func(net.Listener) context.Context { return ctx },
 	}
 	c.adminWG.Go(func() {
@@ -110,7 +146,130 @@ func writeFileAtomic(path, data string) error {
 // AdminHandler returns the admin API (see the package documentation) as an
 // http.Handler, to serve it elsewhere than on Config.Admin.Address. It is
 // safe for concurrent use.
-func (c *Cloud) AdminHandler() http.Handler {
+//
+// It refuses what a web page could send it (see "Admin endpoint" in the
+// package documentation): a Host that is not a loopback address or
+// localhost with the port the request came in on (421), an Origin other
+// than the endpoint's own or a cross-site Sec-Fetch-Site (403), a
+// POST, PUT or DELETE whose Content-Type is not application/json (415), a
+// path that is not canonical (400); bodies are decoded strictly (400 for
+// duplicate keys at any depth, unknown or differently cased fields, trailing
+// data; 413 over 1 MiB), and unsafe instance IDs are refused (400). Served
+// elsewhere, it must therefore be reached through a loopback name (a port
+// forward, an SSH tunnel); it sets no server timeouts (the http.Server
+// serving it does).
+func (c *Cloud) AdminHandler() http.Handler { return adminGuard{c.adminMux()} }
+
+// adminGuard refuses the requests a web page could make to the admin API
+// before they reach it.
+type adminGuard struct{ next http.Handler }
+
+func (g adminGuard) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if status, msg := refuseRequest(r); status != 0 {
+		writeError(w, status, msg)
+		return
+	}
+	g.next.ServeHTTP(w, r)
+}
+
+// refuseRequest returns the status and message refusing r, or 0: the
+// checks against web pages (DNS rebinding, cross-origin requests, simple
+// requests that need no CORS preflight) and against paths the mux would
+// clean or unescape.
+func refuseRequest(r *http.Request) (int, string) {
+	port := "" // unknown: any port
+	if a, ok := r.Context().Value(http.LocalAddrContextKey).(net.Addr); ok {
+		if _, p, err := net.SplitHostPort(a.String()); err == nil {
+			port = p
+		}
+	}
+	want := "a loopback address or localhost"
+	if port != "" {
+		want += " with port " + port
+	}
+	if !isLoopbackHostPort(r.Host, port) {
+		return http.StatusMisdirectedRequest, fmt.Sprintf("Host %s: expected %s (the admin endpoint answers no other name, against DNS rebinding)", clip(r.Host), want)
+	}
+	if origins := r.Header.Values("Origin"); len(origins) > 0 {
+		if len(origins) > 1 || !isEndpointOrigin(origins[0], port) {
+			return http.StatusForbidden, fmt.Sprintf("Origin %s: expected none, or the endpoint's own (http:// and %s); the admin endpoint serves no web page and refuses requests from one", clip(strings.Join(origins, ", ")), want)
+		}
+	}
+	switch site := r.Header.Get("Sec-Fetch-Site"); site {
+	case "", "same-origin", "none":
+	default:
+		return http.StatusForbidden, fmt.Sprintf("Sec-Fetch-Site %s: expected same-origin or none; the admin endpoint refuses requests from web pages", clip(site))
+	}
+	if p := r.URL.Path; r.URL.RawPath != "" || p == "" || p != path.Clean(p) {
+		return http.StatusBadRequest, fmt.Sprintf("path %s: expected a canonical path without percent-encoded '/', '.' or '..' segments, repeated or trailing '/'", clip(r.URL.EscapedPath()))
+	}
+	if r.Method != http.MethodGet && r.Method != http.MethodHead {
+		cts := r.Header.Values("Content-Type")
+		if len(cts) != 1 || !isJSONMediaType(cts[0]) {
+			return http.StatusUnsupportedMediaType, fmt.Sprintf("Content-Type %s: expected application/json on every %s, with or without a body (a web page cannot send it cross-origin without a preflight)", clip(strings.Join(cts, ", ")), r.Method)
+		}
+	}
+	return 0, ""
+}
+
+// isLoopbackHostPort reports whether hostport (a Host header or the host
+// of an Origin) is a loopback IP address or localhost, with port when port
+// is not empty (no port in hostport means 80).
+func isLoopbackHostPort(hostport, port string) bool {
+	host, p, err := net.SplitHostPort(hostport)
+	if err != nil {
+		host, p = strings.TrimSuffix(strings.TrimPrefix(hostport, "["), "]"), "80"
+	}
+	if port != "" && p != port {
+		return false
+	}
+	if strings.EqualFold(host, "localhost") {
+		return true
+	}
+	a, err := netip.ParseAddr(host)
+	return err == nil && a.Zone() == "" && a.Unmap().IsLoopback()
+}
+
+// isEndpointOrigin reports whether origin (an Origin header) is the admin
+// endpoint itself: http, a loopback host and the endpoint's port.
+func isEndpointOrigin(origin, port string) bool {
+	u, err := url.Parse(origin)
+	return err == nil && u.Scheme == "http" && u.User == nil && u.Path == "" && u.RawQuery == "" && u.Fragment == "" &&
+		!u.ForceQuery && u.Host != "" && isLoopbackHostPort(u.Host, port)
+}
+
+// isJSONMediaType reports whether ct is application/json, with no
+// parameter but charset=utf-8.
+func isJSONMediaType(ct string) bool {
+	mt, params, err := mime.ParseMediaType(ct)
+	if err != nil || mt != "application/json" {
+		return false
+	}
+	for k, v := range params {
+		if k != "charset" || !strings.EqualFold(v, "utf-8") {
+			return false
+		}
+	}
+	return true
+}
+
+// clip quotes s for an error message, cut to a bounded length (see
+// clipValue).
+func clip(s string) string { return strconv.Quote(clipValue(s)) }
+
+// pathID returns the {id} of r's path, or writes 400 and returns false
+// when it is not a safe instance ID.
+func pathID(w http.ResponseWriter, r *http.Request) (string, bool) {
+	id := r.PathValue("id")
+	if reason := unsafeInstanceID(id); reason != "" {
+		writeError(w, http.StatusBadRequest, fmt.Sprintf("instance ID %s: %s", clip(id), reason))
+		return "", false
+	}
+	return id, true
+}
+
+// adminMux is the admin API without adminGuard.
+func (c *Cloud) adminMux() http.Handler {
 	mux := http.NewServeMux()
 	// snapshot reads the state, answering 500 when the shared state file
 	// cannot be read (rather than the state last loaded).
@@ -147,19 +306,27 @@ func (c *Cloud) AdminHandler() http.Handler {
 	})
 	mux.Handle("/instances/{id}", methods{
 		"GET": func(w http.ResponseWriter, r *http.Request) {
-			in, ok, err := c.store.instance(r.PathValue("id"))
+			id, ok := pathID(w, r)
+			if !ok {
+				return
+			}
+			in, ok, err := c.store.instance(id)
 			if err != nil {
 				writeError(w, http.StatusInternalServerError, err.Error())
 				return
 			}
 			if !ok {
-				writeError(w, http.StatusNotFound, fmt.Sprintf("instance %q not found", r.PathValue("id")))
+				writeError(w, http.StatusNotFound, fmt.Sprintf("instance %q not found", id))
 				return
 			}
 			writeJSON(w, http.StatusOK, in)
 		},
 		"DELETE": func(w http.ResponseWriter, r *http.Request) {
-			if err := c.RemoveInstance(r.PathValue("id")); err != nil {
+			id, ok := pathID(w, r)
+			if !ok || !emptyBody(w, r) {
+				return
+			}
+			if err := c.RemoveInstance(id); err != nil {
 				writeControlError(w, err)
 				return
 			}
@@ -172,10 +339,14 @@ func (c *Cloud) AdminHandler() http.Handler {
 	mux.Handle("/instances/{id}/{action}", methods{"POST": func(w http.ResponseWriter, r *http.Request) {
 		act := actions[r.PathValue("action")]
 		if act == nil {
-			writeError(w, http.StatusNotFound, fmt.Sprintf("unknown instance action %q; expected stop, start or terminate", r.PathValue("action")))
+			writeError(w, http.StatusNotFound, fmt.Sprintf("unknown instance action %s; expected stop, start or terminate", clip(r.PathValue("action"))))
 			return
 		}
-		out, err := act(r.PathValue("id"))
+		id, ok := pathID(w, r)
+		if !ok || !emptyBody(w, r) {
+			return
+		}
+		out, err := act(id)
 		if err != nil {
 			writeControlError(w, err)
 			return
@@ -200,6 +371,9 @@ func (c *Cloud) AdminHandler() http.Handler {
 	}})
 	mux.Handle("/calls", methods{"GET": func(w http.ResponseWriter, r *http.Request) { writeJSON(w, http.StatusOK, c.Calls()) }})
 	mux.Handle("/calls/reset", methods{"POST": func(w http.ResponseWriter, r *http.Request) {
+		if !emptyBody(w, r) {
+			return
+		}
 		c.ResetCalls()
 		w.WriteHeader(http.StatusNoContent)
 	}})
@@ -220,6 +394,9 @@ func (c *Cloud) AdminHandler() http.Handler {
 			w.WriteHeader(http.StatusNoContent)
 		},
 		"DELETE": func(w http.ResponseWriter, r *http.Request) {
+			if !emptyBody(w, r) {
+				return
+			}
 			c.ClearFaults()
 			w.WriteHeader(http.StatusNoContent)
 		},
@@ -259,7 +436,7 @@ func (c *Cloud) AdminHandler() http.Handler {
 		},
 	})
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
-		writeError(w, http.StatusNotFound, fmt.Sprintf("no such path %q; see the fake package documentation for the admin API", r.URL.Path))
+		writeError(w, http.StatusNotFound, fmt.Sprintf("no such path %s; see the fake package documentation for the admin API", clip(r.URL.Path)))
 	})
 	return mux
 }
@@ -306,33 +483,36 @@ func (m methods) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	writeError(w, http.StatusMethodNotAllowed, fmt.Sprintf("method %s not allowed on %s; expected %s", r.Method, r.URL.Path, allowed))
 }
 
-// decodeBody decodes a JSON object into v, strictly; on failure it writes
-// the error response and returns false.
-func decodeBody(w http.ResponseWriter, r *http.Request, v any) bool {
-	if ct := r.Header.Get("Content-Type"); ct != "" {
-		if mt, _, err := mime.ParseMediaType(ct); err != nil || mt != "application/json" {
-			writeError(w, http.StatusUnsupportedMediaType, fmt.Sprintf("Content-Type %q; expected application/json", ct))
-			return false
-		}
-	}
-	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, maxBody))
-	dec.DisallowUnknownFields()
-	err := dec.Decode(v)
-	if err == nil && dec.More() {
-		err = errors.New("data after the JSON object")
-	}
+// decodeBody decodes the JSON object of r's body into v, strictly (see
+// strictJSON); on failure it writes the error response and returns false.
+// The Content-Type was checked by adminGuard.
+func decodeBody(w http.ResponseWriter, r *http.Request, v any) bool { return decode(w, r, v, false) }
+
+// emptyBody checks that r's body, which the operation does not use, is
+// empty or {}; on failure it writes the error response and returns false.
+func emptyBody(w http.ResponseWriter, r *http.Request) bool { return decode(w, r, &struct{}{}, true) }
+
+func decode(w http.ResponseWriter, r *http.Request, v any, emptyOK bool) bool {
+	data, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxBody))
 	var tooLarge *http.MaxBytesError
 	switch {
-	case err == nil:
-		return true
 	case errors.As(err, &tooLarge):
 		writeError(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("body larger than %d bytes", maxBody))
-	case errors.Is(err, io.EOF):
+		return false
+	case err != nil:
+		writeError(w, http.StatusRequestTimeout, "reading the body: "+err.Error())
+		return false
+	case len(bytes.TrimSpace(data)) == 0 && emptyOK:
+		return true
+	case len(bytes.TrimSpace(data)) == 0:
 		writeError(w, http.StatusBadRequest, "empty body; expected a JSON object")
-	default:
-		writeError(w, http.StatusBadRequest, "malformed JSON body: "+err.Error())
+		return false
 	}
-	return false
+	if err := strictJSON(data, v); err != nil {
+		writeError(w, http.StatusBadRequest, "malformed JSON body: "+err.Error())
+		return false
+	}
+	return true
 }
 
 // writeControlError maps a control-surface error to its status.
@@ -355,6 +535,125 @@ func writeError(w http.ResponseWriter, status int, msg string) {
 
 func writeJSON(w http.ResponseWriter, status int, v any) {
 	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("X-Content-Type-Options", "nosniff")
+	w.Header().Set("Cache-Control", "no-store")
 	w.WriteHeader(status)
 	_ = json.NewEncoder(w).Encode(v)
+}
+
+// strictJSON decodes data, one JSON value, into v (a pointer): unknown
+// fields, trailing data and wrong types are errors (json.Decoder with
+// DisallowUnknownFields), and so, before any decoding, is a key repeated in
+// one object at any depth, or a key that names a field of v's structs in
+// another case (encoding/json would take the last, or match it
+// case-insensitively). Errors name the key and where it is.
+func strictJSON(data []byte, v any) error {
+	kc := keyChecker{dec: json.NewDecoder(bytes.NewReader(data))}
+	if err := kc.value(reflect.TypeOf(v), "the body"); err != nil {
+		return err
+	}
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return err
+	}
+	if dec.More() {
+		return errors.New("data after the JSON object")
+	}
+	return nil
+}
+
+// keyChecker walks the tokens of one JSON value alongside the Go type it
+// decodes into (nil: any), checking the keys of every object.
+type keyChecker struct{ dec *json.Decoder }
+
+var jsonUnmarshaler = reflect.TypeFor[json.Unmarshaler]()
+
+// value checks the next value, of type t, found at where.
+func (kc keyChecker) value(t reflect.Type, where string) error {
+	for t != nil && t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	if t != nil && (t.Kind() == reflect.Interface || reflect.PointerTo(t).Implements(jsonUnmarshaler)) {
+		t = nil // decoded by its own rules: keys are checked for repeats only
+	}
+	tok, err := kc.dec.Token()
+	if err != nil {
+		return err
+	}
+	switch tok {
+	case json.Delim('{'):
+		return kc.object(t, where)
+	case json.Delim('['):
+		var elem reflect.Type
+		if t != nil && (t.Kind() == reflect.Slice || t.Kind() == reflect.Array) {
+			elem = t.Elem()
+		}
+		for i := 0; kc.dec.More(); i++ {
+			if err := kc.value(elem, fmt.Sprintf("%s[%d]", where, i)); err != nil {
+				return err
+			}
+		}
+		_, err := kc.dec.Token() // ]
+		return err
+	}
+	return nil
+}
+
+// object checks the keys of the object whose '{' was just read.
+func (kc keyChecker) object(t reflect.Type, where string) error {
+	var fields map[string]reflect.Type // a struct's fields by JSON name
+	var elem reflect.Type              // a map's values
+	switch {
+	case t == nil:
+	case t.Kind() == reflect.Struct:
+		fields = jsonFields(t)
+	case t.Kind() == reflect.Map:
+		elem = t.Elem()
+	}
+	seen := map[string]bool{}
+	for kc.dec.More() {
+		tok, err := kc.dec.Token()
+		if err != nil {
+			return err
+		}
+		key, _ := tok.(string)
+		if seen[key] {
+			return fmt.Errorf("key %s repeated in %s; expected each key once", clip(key), where)
+		}
+		seen[key] = true
+		if fields != nil {
+			ft, ok := fields[key]
+			if !ok {
+				return fmt.Errorf("unknown field %s in %s; expected one of %s (as spelled)", clip(key), where, strings.Join(slices.Sorted(maps.Keys(fields)), ", "))
+			}
+			elem = ft
+		}
+		if err := kc.value(elem, where+"."+key); err != nil {
+			return err
+		}
+	}
+	_, err := kc.dec.Token() // }
+	return err
+}
+
+// jsonFields returns the fields encoding/json decodes into a struct, by
+// their JSON names (embedded structs are not used by the admin API's
+// types, and are not descended into).
+func jsonFields(t reflect.Type) map[string]reflect.Type {
+	out := map[string]reflect.Type{}
+	for f := range t.Fields() {
+		if !f.IsExported() {
+			continue
+		}
+		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+		switch name {
+		case "-":
+			continue
+		case "":
+			name = f.Name
+		}
+		out[name] = f.Type
+	}
+	return out
 }

@@ -38,14 +38,22 @@ func startAdmin(t *testing.T, cfg fake.Config, opts ...fake.Option) (*fake.Cloud
 	return c, "http://" + addr
 }
 
+// noContentType is the contentType of do that sends no Content-Type.
+const noContentType = "-"
+
 // do sends a request and returns the status, the body and the response.
+// An empty contentType is application/json for every method but GET (the
+// admin endpoint requires it), noContentType none.
 func do(t *testing.T, method, url, contentType, body string) (int, []byte, *http.Response) {
 	t.Helper()
 	req, err := http.NewRequestWithContext(t.Context(), method, url, strings.NewReader(body))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if contentType != "" {
+	if contentType == "" && method != http.MethodGet {
+		contentType = "application/json"
+	}
+	if contentType != "" && contentType != noContentType {
 		req.Header.Set("Content-Type", contentType)
 	}
 	resp, err := http.DefaultClient.Do(req)

@@ -384,7 +384,7 @@ func (st *cloudState) setPoolNext(sp statePool) error {
 // loadInstance adds a stored instance, taking its internal addresses;
 // path names it in errors.
 func (st *cloudState) loadInstance(path *field.Path, in Instance) error {
-	if errs := in.validate(path); len(errs) > 0 {
+	if errs := validateInstance(path, in); len(errs) > 0 {
 		return errs.ToAggregate()
 	}
 	switch {

@@ -9,9 +9,12 @@ import (
 	"net/netip"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
@@ -318,10 +321,66 @@ func sameInstances(a, b map[string]*Instance) bool {
 	})
 }
 
+// maxInstanceIDLen bounds the length of an instance ID, in bytes.
+const maxInstanceIDLen = 128
+
+// unsafeInstanceID returns why id cannot be an instance ID, or "" when it
+// can: an ID is the last segment of a provider ID and of the admin
+// endpoint's /instances/{id} paths, so it must not be "." or "..", nor
+// hold '/', '\', '%', '?', '#', white space, control or format characters
+// (zero-width, bidirectional overrides) or invalid UTF-8. This holds
+// whatever provider.Codec accepts (Instance.validate applies its rules
+// too).
+func unsafeInstanceID(id string) string {
+	switch {
+	case id == "":
+		return "expected an instance ID"
+	case id == "." || id == "..":
+		return "expected an ID other than . and .. (a path segment)"
+	case len(id) > maxInstanceIDLen:
+		return fmt.Sprintf("expected at most %d bytes, got %d", maxInstanceIDLen, len(id))
+	case !utf8.ValidString(id):
+		return "expected valid UTF-8"
+	}
+	for _, r := range id {
+		if strings.ContainsRune(`/\%?#`, r) || unicode.IsSpace(r) || !unicode.IsGraphic(r) {
+			return fmt.Sprintf("expected no %U %q: no '/', '\\', '%%', '?', '#', white space, control, format or unassigned characters (it is a segment of provider IDs and URL paths)", r, r)
+		}
+	}
+	return ""
+}
+
+// validateInstance is Instance.validate plus unsafeInstanceID for a set
+// ID; path names the instance in errors.
+func validateInstance(path *field.Path, in Instance) field.ErrorList {
+	errs := in.validate(path)
+	idPath := path.Child("id").String()
+	if in.ID == "" || slices.ContainsFunc(errs, func(e *field.Error) bool { return e.Field == idPath }) {
+		return errs
+	}
+	if reason := unsafeInstanceID(in.ID); reason != "" {
+		errs = append(errs, field.Invalid(path.Child("id"), clipValue(in.ID), reason))
+	}
+	return errs
+}
+
+// clipValue cuts a value quoted by a field.Error to a bounded length.
+func clipValue(s string) string {
+	const max = 80
+	if len(s) <= max {
+		return s
+	}
+	cut := max
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return fmt.Sprintf("%s… (%d bytes)", s[:cut], len(s))
+}
+
 // addInstance validates in, fills in the defaults and stores it (mu held
 // for writing).
 func (s *store) addInstance(in Instance) (Instance, error) {
-	if errs := in.validate(field.NewPath("instance")); len(errs) > 0 {
+	if errs := validateInstance(field.NewPath("instance"), in); len(errs) > 0 {
 		return Instance{}, fmt.Errorf("%w: %w", ErrInvalidInstance, errs.ToAggregate())
 	}
 	in = in.clone()
