@@ -352,6 +352,37 @@ func brokenCases() []brokenCase {
 			}},
 		},
 		{
+			name: "stale-health-check-node-port", want: "LB-HEALTH-CHECK",
+			reason: "a Service switched from Local to Cluster keeps its health check on the released healthCheckNodePort",
+			b: wrapped{lb: func(b wrappedLB) cloudprovider.LoadBalancer {
+				var last sync.Map // lbKey → the last healthCheckNodePort
+				b.ensure = func(next cloudprovider.LoadBalancer, ctx context.Context, c string, s *v1.Service, n []*v1.Node) (*v1.LoadBalancerStatus, error) {
+					if s.Spec.HealthCheckNodePort != 0 {
+						last.Store(lbKey(c, s), s.Spec.HealthCheckNodePort)
+					} else if p, ok := last.Load(lbKey(c, s)); ok {
+						s = s.DeepCopy()
+						s.Spec.ExternalTrafficPolicy, s.Spec.HealthCheckNodePort = v1.ServiceExternalTrafficPolicyLocal, p.(int32)
+					}
+					return next.EnsureLoadBalancer(ctx, c, s, n)
+				}
+				return b
+			}},
+		},
+		{
+			name: "cluster-health-check-on-node-port", want: "LB-HEALTH-CHECK-CLUSTER",
+			reason: "with externalTrafficPolicy Cluster, backends are checked on the Service's first node port, not on kube-proxy's health",
+			b: wrapped{lb: func(b wrappedLB) cloudprovider.LoadBalancer {
+				b.ensure = func(next cloudprovider.LoadBalancer, ctx context.Context, c string, s *v1.Service, n []*v1.Node) (*v1.LoadBalancerStatus, error) {
+					if s.Spec.ExternalTrafficPolicy != v1.ServiceExternalTrafficPolicyLocal && len(s.Spec.Ports) > 0 && s.Spec.Ports[0].NodePort != 0 {
+						s = s.DeepCopy()
+						s.Spec.ExternalTrafficPolicy, s.Spec.HealthCheckNodePort = v1.ServiceExternalTrafficPolicyLocal, s.Spec.Ports[0].NodePort
+					}
+					return next.EnsureLoadBalancer(ctx, c, s, n)
+				}
+				return b
+			}},
+		},
+		{
 			name: "drops-notready-nodes", want: "LB-BACKENDS",
 			reason: "NotReady nodes are filtered out, which the service controller deliberately does not do",
 			b: wrapped{lb: func(b wrappedLB) cloudprovider.LoadBalancer {

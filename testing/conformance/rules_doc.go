@@ -2,7 +2,7 @@
 
 // # Rules
 //
-// The suite has 57 rules: 52 upstream contracts and 5 ccmkit recommendations.
+// The suite has 58 rules: 52 upstream contracts and 6 ccmkit recommendations.
 // An upstream contract checks what the upstream code cited as its source needs, and
 // nothing stricter. A recommendation, marked (recommendation) below and
 // "[recommendation]" in its failures, is a ccmkit policy stricter than upstream,
@@ -51,8 +51,10 @@
 //     Cases (Config.Skip "LB-SOURCE-RANGES/case"): spec, annotation, spec-and-annotation, none, none-dual-stack, annotation-unclaimed.
 //   - LB-SOURCE-RANGES-MALFORMED (recommendation): EnsureLoadBalancer rejects a malformed source-range annotation with an error instead of opening the load balancer to all.
 //     Source: service/helpers/helper.go GetLoadBalancerSourceRanges (the kube-apiserver rejects a malformed annotation on create and on a change: k8s.io/kubernetes pkg/apis/core/validation validateService, so only a Service stored before that validation keeps one).
-//   - LB-HEALTH-CHECK: With externalTrafficPolicy Local backends are checked on spec.healthCheckNodePort /healthz, with Cluster on kube-proxy's 10256 /healthz.
-//     Source: service/helpers/helper.go GetServiceHealthCheckPathPort.
+//   - LB-HEALTH-CHECK: With externalTrafficPolicy Local backends are checked on spec.healthCheckNodePort /healthz, and no longer on it once the Service is switched to Cluster.
+//     Source: service/helpers/helper.go GetServiceHealthCheckPathPort, NeedsHealthCheck.
+//   - LB-HEALTH-CHECK-CLUSTER (recommendation): With externalTrafficPolicy Cluster backends are checked on kube-proxy's 10256 /healthz.
+//     Source: service/helpers/helper.go GetServiceHealthCheckPathPort (upstream needs no check for Cluster, but kube-proxy serves its own health on k8s.io/kubernetes pkg/cluster/ports ProxyHealthzPort 10256, pkg/proxy/healthcheck proxy_health.go, so a node whose kube-proxy is down is taken out).
 //   - LB-UNSUPPORTED-REJECTED: EnsureLoadBalancer returns an error for an unclaimed feature (UDP, SCTP, mixed protocols, no node ports, spec source ranges) instead of building something else.
 //     Source: controllers/service/controller.go ensureLoadBalancer ("the next step is expected to return an error for unsupported protocols").
 //     Cases (Config.Skip "LB-UNSUPPORTED-REJECTED/case"): udp, sctp, mixed-protocols, node-port-less, source-ranges.

@@ -459,26 +459,41 @@ func ruleLBSourceRangesMalformed(r *rt) {
 func ruleLBHealthCheck(r *rt) {
 	lb := r.lb()
 	r.needHook("HealthCheck", r.target().Hooks.HealthCheck)
-	nodes := r.nodes(1)
-	c := r.cfg.ClusterName
 	svc := service("health-check", withLocalTraffic(32123))
-	check := func(what string, want HealthCheck) {
-		if _, err := lb.EnsureLoadBalancer(r.ctx, c, svc, nodes); err != nil {
-			r.Fatalf("EnsureLoadBalancer(%s) with %s: %v", svcKey(svc), what, err)
-		}
-		got, err := r.target().Hooks.HealthCheck(r.ctx, c, svc)
-		if err != nil {
-			r.Fatalf("Hooks.HealthCheck(%s): %v", svcKey(svc), err)
-		}
-		if d := cmp.Diff(want, got); d != "" {
-			r.Errorf("with %s, the health check of %s differs (-want +got):\n%s", what, svcKey(svc), d)
-		}
+	if got := r.healthCheck(lb, svc, "externalTrafficPolicy Local and healthCheckNodePort 32123"); got != (HealthCheck{Port: 32123, Path: "/healthz"}) {
+		r.Errorf("with externalTrafficPolicy Local, the health check of %s is %+v, expected port 32123 (spec.healthCheckNodePort) path /healthz", svcKey(svc), got)
 	}
-	check("externalTrafficPolicy Local and healthCheckNodePort 32123", HealthCheck{Port: 32123, Path: "/healthz"})
+	// Switched to Cluster, the Service loses its healthCheckNodePort (the
+	// API server releases it): a check still on it fails every backend.
 	svc = svc.DeepCopy()
 	svc.Spec.ExternalTrafficPolicy = v1.ServiceExternalTrafficPolicyCluster
 	svc.Spec.HealthCheckNodePort = 0
-	check("externalTrafficPolicy changed to Cluster", HealthCheck{Port: 10256, Path: "/healthz"})
+	if got := r.healthCheck(lb, svc, "externalTrafficPolicy changed to Cluster"); got.Port == 32123 {
+		r.Errorf("with externalTrafficPolicy changed to Cluster, the health check of %s is still %+v, on the released healthCheckNodePort 32123", svcKey(svc), got)
+	}
+}
+
+// healthCheck ensures svc's load balancer (what says with what) and returns
+// its health check, through Hooks.HealthCheck.
+func (r *rt) healthCheck(lb retryLB, svc *v1.Service, what string) HealthCheck {
+	if _, err := lb.EnsureLoadBalancer(r.ctx, r.cfg.ClusterName, svc, r.nodes(1)); err != nil {
+		r.Fatalf("EnsureLoadBalancer(%s) with %s: %v", svcKey(svc), what, err)
+	}
+	got, err := r.target().Hooks.HealthCheck(r.ctx, r.cfg.ClusterName, svc)
+	if err != nil {
+		r.Fatalf("Hooks.HealthCheck(%s): %v", svcKey(svc), err)
+	}
+	return got
+}
+
+func ruleLBHealthCheckCluster(r *rt) {
+	lb := r.lb()
+	r.needHook("HealthCheck", r.target().Hooks.HealthCheck)
+	svc := service("health-check-cluster")
+	want := HealthCheck{Port: 10256, Path: "/healthz"}
+	if d := cmp.Diff(want, r.healthCheck(lb, svc, "externalTrafficPolicy Cluster")); d != "" {
+		r.Errorf("with externalTrafficPolicy Cluster, the health check of %s differs from kube-proxy's (-want +got):\n%s", svcKey(svc), d)
+	}
 }
 
 // featureCase is one load-balancer variant behind a feature claim: name is
