@@ -96,6 +96,28 @@
 // anywhere else). Bodies are JSON; every error is a 4xx or
 // 5xx status with the body {"error": "<message>"}.
 //
+// A web page in a browser on the same machine must not drive it, so it
+// refuses, before anything else: a Host header that is not a loopback IP
+// address or localhost with the endpoint's port (421; a DNS-rebinding page
+// sends its own name); an Origin header other than the endpoint's own
+// (http, a loopback host, its port) or a Sec-Fetch-Site other than
+// same-origin or none (403); a POST, PUT or DELETE whose Content-Type is not
+// application/json (charset=utf-8 allowed), with or without a body (415:
+// pages send text/plain, form and multipart bodies, or none, cross-origin
+// without a CORS preflight); a path that is not canonical or holds a
+// percent-encoded '/' (400). It never sends CORS headers. Bodies are
+// decoded strictly: a key repeated in one object at any depth, a field
+// spelled in another case, an unknown field or data after the object is a
+// 400 naming it. Operations without a body (the instance actions,
+// DELETE /instances/{id}, POST /calls/reset, DELETE /faults) take an empty
+// body or {}. Instance IDs, in a body or a path, must not be "." or "..",
+// be longer than 128 bytes, or hold '/', '\', '%', '?', '#', white space,
+// control or format characters (400). A slow client is cut off: 5s to send
+// the headers, 10s for the whole request, 30s to read the response, 1m idle
+// between requests on a connection (a body still incomplete at 10s is a
+// 408). So curl needs -H 'Content-Type: application/json' for every
+// POST, PUT and DELETE.
+//
 //	GET    /state                     200 State: the whole cloud
 //	GET    /instances                 200 [Instance]
 //	POST   /instances                 201 Instance; body: Instance (only name required)
@@ -122,7 +144,7 @@
 // method; 409 for starting or stopping a terminated instance, adding an
 // existing ID or adding an instance when its network has no free address;
 // 413 for a body over 1 MiB; 415 for a Content-Type other than
-// application/json. In POST /faults, "op" is one of the Op constants
+// application/json; 403 and 421 as above. In POST /faults, "op" is one of the Op constants
 // ("" means every operation), "times" is how many calls fail (-1: every call
 // until DELETE /faults), "retryAfter" (a Go duration) makes the fault a
 // throttle (an api.RetryError), "error" is the message, and "lostResponse"

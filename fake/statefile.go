@@ -27,7 +27,11 @@ import (
 // (Config.StateFile): it cannot be locked, read or written, it is not a
 // state file of this format, it is corrupt, it was removed after it was
 // loaded, or it was created from a cloud-config with other pools. The error
-// names the file. The fake never replaces a state file it cannot read.
+// names the file. The fake never replaces a state file it cannot read. A
+// cloud API call whose context ends while it waits for the file's lock
+// (held by another process or Cloud, or by a call of this Cloud before it)
+// fails with an ErrStateFile error that also wraps ctx.Err(), having
+// changed nothing; the control surface, which takes no context, waits.
 var ErrStateFile = errors.New("fake: state file")
 
 // StateFormat is the "format" field of the state files the fake writes.
