@@ -198,6 +198,10 @@
 // the lock held (the kernel drops it), and no update is lost. The file is
 // not fsynced: it survives any process, not a crash of the machine. flock
 // makes this Unix only (developed and tested on Linux); elsewhere New fails.
+// A cloud API call waits for the lock at most until its context ends, then
+// fails with an error wrapping ErrStateFile and ctx.Err(), having changed
+// nothing; the control surface and the admin endpoint wait without a
+// deadline.
 // Without stateFile none of this runs, and the in-memory fake costs what it
 // always did.
 //

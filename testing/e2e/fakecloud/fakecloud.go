@@ -136,7 +136,9 @@ func (a *Admin) do(ctx context.Context, method, path string, body, out any) erro
 	if err != nil {
 		return fmt.Errorf("fakecloud: %w", err)
 	}
-	if body != nil {
+	if body != nil || method != http.MethodGet {
+		// The endpoint refuses a state-changing request that is not JSON,
+		// with or without a body: it is what a web page could send.
 		req.Header.Set("Content-Type", "application/json")
 	}
 	resp, err := a.client.Do(req)

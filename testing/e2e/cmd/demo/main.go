@@ -148,7 +148,7 @@ func (d *demo) run(ctx context.Context, dir string, buildTimeout, timeout time.D
 	fmt.Fprintf(d.out, "  kubectl --kubeconfig %s get nodes -o wide\n", d.st.ControlPlane.KubeconfigPath())
 	fmt.Fprintf(d.out, "  kubectl --kubeconfig %s get services -n %s\n", d.st.ControlPlane.KubeconfigPath(), namespace)
 	fmt.Fprintf(d.out, "  curl -s http://%s/state            # the fake cloud\n", d.st.Admin.Address())
-	fmt.Fprintf(d.out, "  curl -s -X POST http://%s/instances/i-node-1/terminate   # watch node-1 go\n", d.st.Admin.Address())
+	fmt.Fprintf(d.out, "  curl -s -X POST -H 'Content-Type: application/json' http://%s/instances/i-node-1/terminate   # watch node-1 go\n", d.st.Admin.Address())
 	fmt.Fprintf(d.out, "CCM log: %s\nPress Ctrl-C to stop.\n", d.st.CCM.LogPath())
 	select {
 	case <-ctx.Done():
