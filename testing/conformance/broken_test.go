@@ -504,7 +504,7 @@ func brokenCases() []brokenCase {
 			}},
 		},
 		{
-			name: "addresses-reordered-by-name", want: "INST-ADDRESSES",
+			name: "addresses-reordered-by-name", want: "INST-ADDRESSES-STABLE",
 			reason: "a look-up by name returns the addresses in another order than a look-up by provider ID",
 			b: rewriteMetadata(func(n *v1.Node, md *cloudprovider.InstanceMetadata) {
 				if n.Spec.ProviderID == "" {

@@ -2,7 +2,7 @@
 
 // # Rules
 //
-// The suite has 58 rules: 52 upstream contracts and 6 ccmkit recommendations.
+// The suite has 59 rules: 52 upstream contracts and 7 ccmkit recommendations.
 // An upstream contract checks what the upstream code cited as its source needs, and
 // nothing stricter. A recommendation, marked (recommendation) below and
 // "[recommendation]" in its failures, is a ccmkit policy stricter than upstream,
@@ -82,8 +82,10 @@
 //     Source: controllers/nodelifecycle/node_lifecycle_controller.go MonitorNodes, shutdownInCloudProvider.
 //   - INST-METADATA: InstanceMetadata, by provider ID and by name, is non-nil with one ProviderID "<ProviderName()>://…" equal to spec.providerID when set, label-valid type, zone and region; a missing instance gets an error.
 //     Source: controllers/node/node_controller.go getInstanceMetadata, getNodeModifiersFromCloudProvider.
-//   - INST-ADDRESSES: Node addresses are valid, unique, include an InternalIP (both IP families with Claims.DualStack) and come in the same order on every call.
-//     Source: controllers/node/node_controller.go updateNodeAddress, nodeAddressesChangeDetected.
+//   - INST-ADDRESSES: Node addresses are valid, unique and include an InternalIP (both IP families with Claims.DualStack).
+//     Source: controllers/node/node_controller.go updateNodeAddress, getNodeAddressesByProviderIDOrName (the status patch is validated: k8s.io/kubernetes pkg/apis/core/validation ValidateNodeUpdate rejects duplicate addresses).
+//   - INST-ADDRESSES-STABLE (recommendation): InstanceMetadata returns the same node addresses in the same order on every call, by provider ID and by name.
+//     Source: controllers/node/node_controller.go nodeAddressesChangeDetected (it compares per address type, so an order change alone rewrites only a Node with two addresses of one type, but then the Node's primary IP, the first InternalIP of its family in k8s.io/kubernetes pkg/util/node GetNodeHostIPs, changes with it).
 //   - INST-PROVIDED-NODE-IP: Every IP of a node's alpha.kubernetes.io/provided-node-ip annotation is among its addresses.
 //     Source: controllers/node/node_controller.go updateNodeAddressesFromNodeIP; node/helpers/address.go GetNodeAddressesFromNodeIP.
 //   - INST-LABELS (recommendation): AdditionalLabels have valid keys and values, none under kubernetes.io or k8s.io.

@@ -186,6 +186,13 @@ func ruleInstAddresses(r *rt) {
 		for _, p := range addressProblems(first.NodeAddresses, r.cfg.Claims.DualStack) {
 			r.Errorf("InstanceMetadata(%s).NodeAddresses: %s", n.Name, p)
 		}
+	}
+}
+
+func ruleInstAddressesStable(r *rt) {
+	inst := r.inst()
+	for _, n := range r.nodes(1) {
+		first := r.mustMetadata(inst, n)
 		for i, l := range append(lookups(n), lookups(n)...) {
 			md, err := inst.InstanceMetadata(r.ctx, l.node)
 			if err != nil || md == nil {
@@ -193,7 +200,7 @@ func ruleInstAddresses(r *rt) {
 				continue
 			}
 			if d := cmp.Diff(first.NodeAddresses, md.NodeAddresses, cmpOpts); d != "" {
-				r.Errorf("InstanceMetadata(%s) %s, call #%d returned the addresses in another order or set (-call #1 +now): the node controller rewrites the Node on every sync\n%s", n.Name, l.how, i+2, d)
+				r.Errorf("InstanceMetadata(%s) %s, call #%d returned the addresses in another order or set (-call #1 +now): the Node's primary IP (its first InternalIP of a family) may change with the next rewrite\n%s", n.Name, l.how, i+2, d)
 			}
 		}
 	}
