@@ -18,6 +18,9 @@ import (
 	"k8s.io/cloud-provider/api"
 	servicehelpers "k8s.io/cloud-provider/service/helpers"
 
+	"github.com/ccmkit/ccmkit/fake"
+	"github.com/ccmkit/ccmkit/instances"
+	"github.com/ccmkit/ccmkit/provider"
 	"github.com/ccmkit/ccmkit/testing/conformance"
 )
 
@@ -592,6 +595,11 @@ func brokenCases() []brokenCase {
 			}},
 		},
 		{
+			name: "new-instance-gone-from-stale-list", want: "INST-NEW-INSTANCE",
+			reason: "an instance missing from the provider's cached list is taken for gone without asking the cloud, so a new Node is deleted before the cache learns of it",
+			target: staleListTarget,
+		},
+		{
 			name: "lb-keyed-by-uid-across-clusters", want: "LB-CLUSTER-ISOLATION",
 			reason: "with Target.OtherCluster: the other cluster's provider finds load balancers by cluster name and Service UID, both equal, not by its own cluster ID",
 			target: twoClusters(true, false),
@@ -658,4 +666,59 @@ func TestBrokenProviders(t *testing.T) {
 			}
 		})
 	}
+}
+
+// listOnly is an instances.Driver that answers from a list alone: an
+// instance missing from it is "not found". Over an instances.Cache it is a
+// provider whose cache takes "not in my list" for "gone" without asking the
+// cloud.
+type listOnly struct{ l instances.Lister }
+
+func (d listOnly) find(ctx context.Context, match func(instances.Instance) bool) (instances.Instance, error) {
+	list, err := d.l.List(ctx)
+	if err != nil {
+		return instances.Instance{}, err
+	}
+	for _, in := range list {
+		if match(in) {
+			return in, nil
+		}
+	}
+	return instances.Instance{}, instances.ErrNotFound
+}
+
+func (d listOnly) GetByID(ctx context.Context, id provider.ProviderID) (instances.Instance, error) {
+	return d.find(ctx, func(in instances.Instance) bool { return in.ID == id.ID })
+}
+
+func (d listOnly) GetByName(ctx context.Context, name string) (instances.Instance, error) {
+	return d.find(ctx, func(in instances.Instance) bool { return in.Name == name })
+}
+
+// staleListTarget is newFakeTarget whose instances answer from a one-hour
+// cache of the fake's instance list through listOnly, dropped by
+// Hooks.CloudChanged: correct after every announced change, wrong about an
+// instance created since the cache was filled.
+func staleListTarget(ctx context.Context) (*conformance.Target, error) {
+	tgt, err := newFakeTarget(ctx)
+	if err != nil {
+		return nil, err
+	}
+	cloud := tgt.Cloud.(*fake.Cloud)
+	cache, err := instances.NewCache(cloud.InstanceAPI(), instances.CacheOptions{TTL: time.Hour})
+	if err != nil {
+		tgt.Close()
+		return nil, err
+	}
+	adapter, err := instances.NewAdapter(listOnly{cache}, instances.Options{Codec: provider.Codec{Scheme: fake.ProviderName}})
+	if err != nil {
+		tgt.Close()
+		return nil, err
+	}
+	tgt.Cloud = &wrapped{Interface: cloud, inst: func(wrappedInst) cloudprovider.InstancesV2 { return adapter }}
+	tgt.Hooks.CloudChanged = func(context.Context) error {
+		cache.Invalidate()
+		return nil
+	}
+	return tgt, nil
 }

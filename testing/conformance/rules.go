@@ -87,7 +87,7 @@ var rules = []rule{
 		"controllers/node/node_controller.go updateNodeAddressesFromNodeIP; node/helpers/address.go GetNodeAddressesFromNodeIP", ruleInstProvidedNodeIP},
 	{recommendation, "INST-LABELS", "AdditionalLabels have valid keys and values, none under kubernetes.io or k8s.io.",
 		"controllers/node/node_controller.go getNodeModifiersFromCloudProvider (upstream discards such labels with a warning, so they never reach the Node)", ruleInstLabels},
-	{upstream, "INST-NEW-INSTANCE", "An instance created after the provider started is never reported (false, nil) and has metadata within Config.Timeout+MaxStaleness after Hooks.CloudChanged.",
+	{upstream, "INST-NEW-INSTANCE", "An instance created after the provider started is never reported (false, nil), neither before nor after Hooks.CloudChanged, and has metadata within Config.Timeout+MaxStaleness after it.",
 		"controllers/nodelifecycle/node_lifecycle_controller.go MonitorNodes; controllers/node/node_controller.go syncNode", ruleInstNewInstance},
 	{upstream, "INST-OUTAGE", "When the cloud API fails, InstanceExists of an existing instance is an error (or true), never (false, nil).",
 		"controllers/nodelifecycle/node_lifecycle_controller.go MonitorNodes (false without an error deletes the Node)", ruleInstOutage},

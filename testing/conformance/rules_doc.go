@@ -90,7 +90,7 @@
 //     Source: controllers/node/node_controller.go updateNodeAddressesFromNodeIP; node/helpers/address.go GetNodeAddressesFromNodeIP.
 //   - INST-LABELS (recommendation): AdditionalLabels have valid keys and values, none under kubernetes.io or k8s.io.
 //     Source: controllers/node/node_controller.go getNodeModifiersFromCloudProvider (upstream discards such labels with a warning, so they never reach the Node).
-//   - INST-NEW-INSTANCE: An instance created after the provider started is never reported (false, nil) and has metadata within Config.Timeout+MaxStaleness after Hooks.CloudChanged.
+//   - INST-NEW-INSTANCE: An instance created after the provider started is never reported (false, nil), neither before nor after Hooks.CloudChanged, and has metadata within Config.Timeout+MaxStaleness after it.
 //     Source: controllers/nodelifecycle/node_lifecycle_controller.go MonitorNodes; controllers/node/node_controller.go syncNode.
 //   - INST-OUTAGE: When the cloud API fails, InstanceExists of an existing instance is an error (or true), never (false, nil).
 //     Source: controllers/nodelifecycle/node_lifecycle_controller.go MonitorNodes (false without an error deletes the Node).

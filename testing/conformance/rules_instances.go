@@ -276,8 +276,17 @@ func ruleInstNewInstance(r *rt) {
 	if err != nil || n == nil {
 		r.Fatalf("Hooks.CreateInstance(%q) = (%v, %v)", name, n, err)
 	}
-	r.cloudChanged("CreateInstance")
 	n = n.DeepCopy()
+	// Asked before Hooks.CloudChanged, as the node lifecycle controller asks
+	// about a new, still NotReady Node (MonitorNodes) before any provider
+	// cache learns of its instance: a cache must ask the cloud before it
+	// says "gone", never take "not in my list" for it.
+	for _, l := range lookups(n) {
+		if ok, err := inst.InstanceExists(r.ctx, l.node); !ok && err == nil {
+			r.Errorf("InstanceExists(%s) %s of an instance created after the provider's caches were filled = (false, nil): the node lifecycle controller deletes a new, still NotReady Node at once; expected (true, nil), or an error while unsure", n.Name, l.how)
+		}
+	}
+	r.cloudChanged("CreateInstance")
 	for _, l := range lookups(n) {
 		if ok, err := inst.InstanceExists(r.ctx, l.node); !ok && err == nil {
 			r.Errorf("InstanceExists(%s) %s of a just created instance = (false, nil): the node lifecycle controller deletes a new, still NotReady Node at once; expected (true, nil), or an error while unsure", n.Name, l.how)
