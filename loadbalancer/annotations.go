@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"k8s.io/apimachinery/pkg/util/validation"
 )
@@ -79,8 +80,26 @@ type AnnotationError struct {
 }
 
 // Error names the annotation, the value and what was expected.
+// The value is quoted cut to maxQuoted bytes (at a rune boundary), so a
+// huge malformed annotation does not make a huge error, event or log line.
 func (e *AnnotationError) Error() string {
-	return fmt.Sprintf("annotation %q: invalid value %q: expected %s", e.Name, e.Value, e.Expected)
+	return fmt.Sprintf("annotation %q: invalid value %q: expected %s", e.Name, cut(e.Value), e.Expected)
+}
+
+// maxQuoted bounds a user value quoted in an error.
+const maxQuoted = 256
+
+// cut returns s, or its first maxQuoted bytes (at a rune boundary) and
+// "…(N bytes)" when it is longer.
+func cut(s string) string {
+	if len(s) <= maxQuoted {
+		return s
+	}
+	i := maxQuoted
+	for i > 0 && !utf8.RuneStart(s[i]) {
+		i--
+	}
+	return fmt.Sprintf("%s…(%d bytes)", s[:i], len(s))
 }
 
 // Is reports whether target is ErrInvalidAnnotation.

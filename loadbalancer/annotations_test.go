@@ -4,12 +4,14 @@ import (
 	"bytes"
 	"errors"
 	"flag"
+	"fmt"
 	"net/netip"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/google/go-cmp/cmp"
 
@@ -160,6 +162,23 @@ func TestAnnotationErrorFields(t *testing.T) {
 	}
 	if ae.Unwrap() == nil {
 		t.Errorf("Unwrap() = nil; want the time.ParseDuration error")
+	}
+}
+
+// TestAnnotationErrorIsBounded: a 1 MiB malformed annotation gives an error
+// (and so an event, a log line) of bounded size that still names the
+// annotation, the start of the value, its length and what was expected.
+func TestAnnotationErrorIsBounded(t *testing.T) {
+	_, k := testAnnotations(t)
+	huge := "é" + strings.Repeat("x", 1<<20)
+	_, _, err := k[loadbalancer.KindDuration].Duration(map[string]string{"lb.example.com/idle-timeout": huge})
+	if err == nil {
+		t.Fatal("a 1 MiB malformed duration was accepted")
+	}
+	msg := err.Error()
+	if len(msg) > 1024 || !strings.Contains(msg, "lb.example.com/idle-timeout") || !strings.Contains(msg, fmt.Sprintf("(%d bytes)", len(huge))) ||
+		!strings.Contains(msg, "a non-negative duration") || !utf8.ValidString(msg) {
+		t.Errorf("error for a 1 MiB value is %d bytes: %.300q…; want at most 1 KiB, valid UTF-8, naming the annotation, the value's length and what was expected", len(msg), msg)
 	}
 }
 

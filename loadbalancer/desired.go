@@ -63,6 +63,11 @@ type Options struct {
 	RequestedIPAnnotation *Annotation
 }
 
+// maxClientIPAffinitySeconds is the longest ClientIP affinity timeout the
+// kube-apiserver accepts (k8s.io/kubernetes pkg/apis/core, types.go
+// MaxClientIPServiceAffinitySeconds; not exported by k8s.io/api).
+const maxClientIPAffinitySeconds = 86400
+
 var defaultNamer = func() *Namer {
 	n, err := NewNamer(NamingConfig{})
 	if err != nil {
@@ -204,6 +209,11 @@ func Desired(svc *v1.Service, nodes []*v1.Node, opts Options) (*LoadBalancer, er
 	}
 
 	// Health check.
+	switch svc.Spec.ExternalTrafficPolicy {
+	case "", v1.ServiceExternalTrafficPolicyCluster, v1.ServiceExternalTrafficPolicyLocal:
+	default:
+		fail(invalidService("service %s: spec.externalTrafficPolicy %q; expected Cluster or Local", key, cut(string(svc.Spec.ExternalTrafficPolicy))))
+	}
 	if servicehelpers.RequestsOnlyLocalTraffic(svc) {
 		path, port := servicehelpers.GetServiceHealthCheckPathPort(svc)
 		if port <= 0 || port > 65535 {
@@ -234,6 +244,11 @@ func Desired(svc *v1.Service, nodes []*v1.Node, opts Options) (*LoadBalancer, er
 		}
 		spec.SessionAffinity = SessionAffinity{ClientIP: true, TimeoutSeconds: v1.DefaultClientIPServiceAffinitySeconds}
 		if c := svc.Spec.SessionAffinityConfig; c != nil && c.ClientIP != nil && c.ClientIP.TimeoutSeconds != nil {
+			// The kube-apiserver's own bounds (k8s.io/kubernetes v1.37.2
+			// pkg/apis/core/validation/validation.go, validateAffinityTimeout).
+			if t := *c.ClientIP.TimeoutSeconds; t < 1 || t > maxClientIPAffinitySeconds {
+				fail(invalidService("service %s: spec.sessionAffinityConfig.clientIP.timeoutSeconds %d; expected 1-%d", key, t, maxClientIPAffinitySeconds))
+			}
 			spec.SessionAffinity.TimeoutSeconds = *c.ClientIP.TimeoutSeconds
 		}
 	default:

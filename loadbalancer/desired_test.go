@@ -197,6 +197,23 @@ func TestDesiredErrors(t *testing.T) {
 			lbService(func(s *v1.Service) { s.Spec.SessionAffinity = v1.ServiceAffinityClientIP }), loadbalancer.Capabilities{}, loadbalancer.ErrUnsupported, []string{"ClientIPAffinity"}},
 		{"requested IP unsupported", "never pick another address silently",
 			lbService(func(s *v1.Service) { s.Spec.LoadBalancerIP = "203.0.113.9" }), loadbalancer.Capabilities{}, loadbalancer.ErrUnsupported, []string{"RequestedIP"}},
+		{"affinity timeout 0", "the kube-apiserver's bounds are 1-86400 s (validateAffinityTimeout); never build a timeout the API would refuse",
+			lbService(func(s *v1.Service) {
+				s.Spec.SessionAffinity = v1.ServiceAffinityClientIP
+				s.Spec.SessionAffinityConfig = &v1.SessionAffinityConfig{ClientIP: &v1.ClientIPConfig{TimeoutSeconds: ptr(int32(0))}}
+			}), allCaps, loadbalancer.ErrInvalidService, []string{"spec.sessionAffinityConfig.clientIP.timeoutSeconds 0", "expected 1-86400"}},
+		{"affinity timeout negative", "a negative timeout is not a timeout",
+			lbService(func(s *v1.Service) {
+				s.Spec.SessionAffinity = v1.ServiceAffinityClientIP
+				s.Spec.SessionAffinityConfig = &v1.SessionAffinityConfig{ClientIP: &v1.ClientIPConfig{TimeoutSeconds: ptr(int32(-5))}}
+			}), allCaps, loadbalancer.ErrInvalidService, []string{"timeoutSeconds -5"}},
+		{"affinity timeout too long", "over a day is over the API's bound",
+			lbService(func(s *v1.Service) {
+				s.Spec.SessionAffinity = v1.ServiceAffinityClientIP
+				s.Spec.SessionAffinityConfig = &v1.SessionAffinityConfig{ClientIP: &v1.ClientIPConfig{TimeoutSeconds: ptr(int32(999999))}}
+			}), allCaps, loadbalancer.ErrInvalidService, []string{"timeoutSeconds 999999"}},
+		{"unknown traffic policy", "Bogus is neither Cluster nor Local: never guess which health check it means",
+			lbService(func(s *v1.Service) { s.Spec.ExternalTrafficPolicy = "Bogus" }), allCaps, loadbalancer.ErrInvalidService, []string{`spec.externalTrafficPolicy "Bogus"`, "expected Cluster or Local"}},
 		{"node port 0", "node ports are needed unless allocateLoadBalancerNodePorts=false",
 			lbService(func(s *v1.Service) { s.Spec.Ports[0].NodePort = 0 }), allCaps, loadbalancer.ErrInvalidService, []string{"spec.ports[0].nodePort 0"}},
 		{"no ports", "nothing to listen on",
