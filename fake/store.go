@@ -18,6 +18,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
+	bound "github.com/ccmkit/ccmkit/internal/clip"
 	"github.com/ccmkit/ccmkit/loadbalancer"
 	"github.com/ccmkit/ccmkit/routes"
 )
@@ -365,17 +366,7 @@ func validateInstance(path *field.Path, in Instance) field.ErrorList {
 }
 
 // clipValue cuts a value quoted by a field.Error to a bounded length.
-func clipValue(s string) string {
-	const max = 80
-	if len(s) <= max {
-		return s
-	}
-	cut := max
-	for cut > 0 && !utf8.RuneStart(s[cut]) {
-		cut--
-	}
-	return fmt.Sprintf("%s… (%d bytes)", s[:cut], len(s))
-}
+func clipValue(s string) string { return bound.Value(s, 80) }
 
 // addInstance validates in, fills in the defaults and stores it (mu held
 // for writing).

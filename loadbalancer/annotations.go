@@ -8,9 +8,10 @@ import (
 	"strconv"
 	"strings"
 	"time"
-	"unicode/utf8"
 
 	"k8s.io/apimachinery/pkg/util/validation"
+
+	"github.com/ccmkit/ccmkit/internal/clip"
 )
 
 // AnnotationKind is the value type of a declared annotation. Its value is
@@ -89,18 +90,8 @@ func (e *AnnotationError) Error() string {
 // maxQuoted bounds a user value quoted in an error.
 const maxQuoted = 256
 
-// cut returns s, or its first maxQuoted bytes (at a rune boundary) and
-// "…(N bytes)" when it is longer.
-func cut(s string) string {
-	if len(s) <= maxQuoted {
-		return s
-	}
-	i := maxQuoted
-	for i > 0 && !utf8.RuneStart(s[i]) {
-		i--
-	}
-	return fmt.Sprintf("%s…(%d bytes)", s[:i], len(s))
-}
+// cut returns s cut to maxQuoted bytes with its length (clip.Value).
+func cut(s string) string { return clip.Value(s, maxQuoted) }
 
 // Is reports whether target is ErrInvalidAnnotation.
 func (e *AnnotationError) Is(target error) bool { return target == ErrInvalidAnnotation }
