@@ -2,14 +2,14 @@ package conformance
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	cloudprovider "k8s.io/cloud-provider"
-	"k8s.io/cloud-provider/api"
+
+	"github.com/ccmkit/ccmkit/internal/throttle"
 )
 
 // Bounds of the wait before a provider call that failed with an
@@ -45,15 +45,15 @@ func retrying[T any](r *rt, ctx context.Context, f func() (T, error)) (T, error)
 	start := time.Now()
 	for calls := 1; ; calls++ {
 		v, err := f()
-		var re *api.RetryError
-		if err == nil || !errors.As(err, &re) || re == nil || ctx.Err() != nil {
+		delay, throttled := throttle.RetryAfter(err)
+		if !throttled || ctx.Err() != nil {
 			return v, err
 		}
 		left := r.cfg.Timeout - time.Since(start)
 		if left <= 0 {
 			return v, fmt.Errorf("%w (still an api.RetryError after %d calls in %v (Config.Timeout), each made again after its RetryAfter as the controllers requeue it)", err, calls, r.cfg.Timeout)
 		}
-		t := time.NewTimer(min(max(re.RetryAfter(), minRetryWait), maxRetryWait, left))
+		t := time.NewTimer(min(max(delay, minRetryWait), maxRetryWait, left))
 		select {
 		case <-t.C:
 		case <-ctx.Done():
