@@ -20,6 +20,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 	"unicode"
@@ -140,7 +141,7 @@ func TestBadInput(t *testing.T) {
 	cases := slices.Concat(
 		configInputs(w), providerIDInputs(), annotationInputs(w), serviceInputs(w),
 		addressInputs(), instanceInputs(w), routeInputs(w), fakeConfigInputs(w),
-		stateFileInputs(w), adminInputs(w),
+		stateFileInputs(w), adminInputs(w), lockInputs(w),
 	)
 	if len(cases) < minCases {
 		t.Errorf("the catalogue has %d cases; want at least %d", len(cases), minCases)
@@ -306,6 +307,7 @@ type badWorld struct {
 	nodes                []*v1.Node
 	adminURL             string
 	dir                  string
+	closers              []func() // Shutdown of the Clouds the cases build
 }
 
 const badCluster = "badinput"
@@ -313,6 +315,11 @@ const badCluster = "badinput"
 func newBadWorld(t *testing.T) *badWorld {
 	t.Helper()
 	w := &badWorld{dir: t.TempDir()}
+	t.Cleanup(func() {
+		for _, c := range w.closers {
+			c()
+		}
+	})
 	newCloud := func(cfg fake.Config) *fake.Cloud {
 		c, err := fake.New(cfg)
 		if err != nil {
@@ -1243,4 +1250,107 @@ func adminRequest(ctx context.Context, base, method, path string, header map[str
 		return fmt.Errorf("%w: %s %s = %d; want %d: %s", errWrongOutcome, method, path, resp.StatusCode, status, e.Error)
 	}
 	return errors.New(e.Error)
+}
+
+// lockInputs: cloud API calls of a fake over a state file whose lock
+// another Cloud holds (its WithClock clock blocks while it reads the
+// state): each call has its own short deadline and must give up by it
+// with an error wrapping context.DeadlineExceeded that names the lock
+// (fake.ErrStateFile), having changed nothing, well before the case's
+// deadline.
+func lockInputs(w *badWorld) []badInput {
+	dir := filepath.Join(w.dir, "lock")
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		panic(err)
+	}
+	cfg := fake.Config{ClusterID: badCluster, StateFile: filepath.Join(dir, "state.json"),
+		Instances: []fake.Instance{{Name: "node-1"}, {Name: "node-2"}}}
+	a, err := fake.New(cfg)
+	if err != nil {
+		panic(err)
+	}
+	var hold atomic.Pointer[chan struct{}] // set: the holder's clock blocks until it is closed
+	entered := make(chan struct{}, 1)
+	holder, err := fake.New(cfg, fake.WithClock(func() time.Time {
+		if ch := hold.Load(); ch != nil {
+			entered <- struct{}{}
+			<-*ch
+		}
+		return time.Now()
+	}))
+	if err != nil {
+		panic(err)
+	}
+	w.closers = append(w.closers, a.Shutdown, holder.Shutdown)
+	lbs, _ := a.LoadBalancer()
+	nodesAPI, _ := a.InstancesV2()
+	routesAPI, _ := a.Routes()
+	node, err := a.NodeFor("i-1")
+	if err != nil {
+		panic(err)
+	}
+	// held runs call while holder holds the lock, with a deadline of its
+	// own far shorter than the case's.
+	held := func(call func(ctx context.Context) error) func(context.Context) error {
+		return func(ctx context.Context) error {
+			release := make(chan struct{})
+			var once sync.Once
+			free := func() { once.Do(func() { hold.Store(nil); close(release) }) }
+			defer context.AfterFunc(ctx, free)() // a call that ignores its deadline still ends the hold
+			hold.Store(&release)
+			done := make(chan struct{})
+			go func() { defer close(done); holder.Snapshot() }()
+			<-entered // the holder has the lock
+			cctx, cancel := context.WithTimeout(ctx, 100*time.Millisecond)
+			err := call(cctx)
+			cancel()
+			free()
+			<-done
+			if err != nil && !errors.Is(err, context.DeadlineExceeded) {
+				return fmt.Errorf("%w: not context.DeadlineExceeded: %w", errWrongOutcome, err)
+			}
+			return err
+		}
+	}
+	svc := webService(nil)
+	l := func(name string, call func(ctx context.Context) error) badInput {
+		return badInput{surface: "lock", name: name, reason: name + " while another Cloud holds the state file's lock",
+			call: held(call), state: func() any { return []any{a.Snapshot(), svc.DeepCopy(), node.DeepCopy()} },
+			field: "state.json.lock", expect: "which another process or Cloud holds"}
+	}
+	route := &cloudprovider.Route{TargetNode: "node-1", DestinationCIDR: "10.244.1.0/24"}
+	return []badInput{
+		l("EnsureLoadBalancer", func(ctx context.Context) error {
+			_, err := lbs.EnsureLoadBalancer(ctx, "kubernetes", svc, []*v1.Node{node})
+			return err
+		}),
+		l("UpdateLoadBalancer", func(ctx context.Context) error {
+			return lbs.UpdateLoadBalancer(ctx, "kubernetes", svc, []*v1.Node{node})
+		}),
+		l("GetLoadBalancer", func(ctx context.Context) error {
+			_, _, err := lbs.GetLoadBalancer(ctx, "kubernetes", svc)
+			return err
+		}),
+		l("EnsureLoadBalancerDeleted", func(ctx context.Context) error {
+			return lbs.EnsureLoadBalancerDeleted(ctx, "kubernetes", svc)
+		}),
+		l("InstanceExists", func(ctx context.Context) error {
+			ok, err := nodesAPI.InstanceExists(ctx, node)
+			if err == nil && !ok {
+				return fmt.Errorf("%w: (false, nil): the Node would be deleted", errWrongOutcome)
+			}
+			return err
+		}),
+		l("InstanceMetadata", func(ctx context.Context) error {
+			_, err := nodesAPI.InstanceMetadata(ctx, node)
+			return err
+		}),
+		withGap(l("CreateRoute", func(ctx context.Context) error {
+			return routesAPI.CreateRoute(ctx, "kubernetes", "uid-node-1", route)
+		}), "routes.Table.CreateRoute returns ctx.Err() bare when the deadline ends its batch: what it waited for (the fake's ErrStateFile) is not named"),
+		l("ListRoutes", func(ctx context.Context) error {
+			_, err := routesAPI.ListRoutes(ctx, "kubernetes")
+			return err
+		}),
+	}
 }
