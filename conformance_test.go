@@ -9,6 +9,8 @@ package ccmkit_test
 import (
 	"context"
 	"fmt"
+	"os"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -30,13 +32,43 @@ import (
 // change); asynchronous provisioning through the suite's RetryError
 // retries, as the service controller does.
 func TestWalkthroughConformance(t *testing.T) {
-	conformance.Run(t, conformance.Config{
+	outs := conformance.Run(t, conformance.Config{
 		ProviderName:   "acme",
 		CloudConfig:    "clusterID: conformance\nendpoint: https://api.acme\ntoken: t0k3n\n",
 		BadCloudConfig: "endpoint: https://api.acme\n", // no clusterID: Validate rejects it
-		Claims:         conformance.Claims{LoadBalancer: true, InstancesV2: true, Routes: true, UDP: true, SourceRanges: true},
+		Claims:         conformance.Claims{LoadBalancer: true, InstancesV2: true, Routes: true, UDP: true, SourceRanges: true, SourceRangesAnnotation: true},
 		NewTarget:      newAcmeSandbox,
 	})
+	checkREADMEPasses(t, "the walkthrough provider", outs)
+}
+
+// checkREADMEPasses checks the README's "- **who**: passes every rule it
+// claims (N run;" against a whole run of the suite: N rules passed. A run
+// narrowed by -run is not checked.
+func checkREADMEPasses(t *testing.T, who string, outs []conformance.Outcome) {
+	t.Helper()
+	if len(outs) != len(conformance.Rules()) {
+		return
+	}
+	raw, err := os.ReadFile("README.md")
+	if err != nil {
+		t.Fatalf("reading the README: %v", err)
+	}
+	text := strings.Join(strings.Fields(string(raw)), " ") // figures may wrap lines
+	pattern := `\*\*` + regexp.QuoteMeta(who) + `\*\*: passes every rule[^(]*\((\d+) run;`
+	m := regexp.MustCompile(pattern).FindStringSubmatch(text)
+	if m == nil {
+		t.Fatalf("the README states no figure for %s (%s)", who, pattern)
+	}
+	passed := 0
+	for _, o := range outs {
+		if o.Status == conformance.Passed {
+			passed++
+		}
+	}
+	if n, _ := strconv.Atoi(m[1]); n != passed {
+		t.Errorf("the README says %s passes %d rules, the suite passed %d of %d", who, n, passed, len(outs))
+	}
 }
 
 // newAcmeSandbox builds an acme cloud with three VMs (IDs i-N, names

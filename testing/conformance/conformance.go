@@ -51,7 +51,7 @@ type Config struct {
 
 	// ClusterCIDRs is the --cluster-cidr of the route rules and the route
 	// controller: one CIDR per IP family. Default "10.244.0.0/16", plus
-	// "fd00:10:244::/56" when Claims.DualStack. Pod CIDRs given to nodes are
+	// "fd00:10:244::/56" when Claims.IPv6Routes. Pod CIDRs given to nodes are
 	// carved from them (/24 for IPv4, /64 for IPv6).
 	ClusterCIDRs []string
 
@@ -105,19 +105,31 @@ type Claims struct {
 	SCTP bool
 	// MixedProtocols: one Service with TCP and UDP ports.
 	MixedProtocols bool
-	// DualStack: IPv6 and dual-stack wherever the capability exists: load
-	// balancers for RequireDualStack Services, routes for IPv6 pod CIDRs,
-	// node addresses of both families.
-	DualStack bool
+	// DualStackLoadBalancers: a RequireDualStack Service gets a load
+	// balancer with an ingress of each IP family, open by default to all of
+	// both. Unclaimed, LB-DUAL-STACK-REJECTED (a recommendation) expects
+	// such a Service to be rejected.
+	DualStackLoadBalancers bool
+	// IPv6Routes: routes for IPv6 pod CIDRs, next to the IPv4 ones of the
+	// same node. It adds an IPv6 cluster CIDR to Config.ClusterCIDRs' default.
+	IPv6Routes bool
+	// DualStackNodeAddresses: every node has addresses of both IP families,
+	// among them an InternalIP of each.
+	DualStackNodeAddresses bool
 	// HostnameIngress: the load balancer may report a hostname instead of an
 	// IP as its ingress.
 	HostnameIngress bool
 	// NodePortLess: Services with allocateLoadBalancerNodePorts=false.
 	NodePortLess bool
 	// SourceRanges: load balancers restricted to the client CIDRs of
-	// spec.loadBalancerSourceRanges or its annotation. Unclaimed, a Service
-	// asking for a restriction must be rejected, not opened to everyone.
+	// spec.loadBalancerSourceRanges. Unclaimed, a Service with that field
+	// must be rejected, not opened to everyone (LB-UNSUPPORTED-REJECTED).
 	SourceRanges bool
+	// SourceRangesAnnotation: load balancers restricted to the client CIDRs
+	// of the service.beta.kubernetes.io/load-balancer-source-ranges
+	// annotation when the spec field is empty. Unclaimed, a Service with a
+	// valid restricting annotation must be rejected (LB-SOURCE-RANGES).
+	SourceRangesAnnotation bool
 }
 
 // Target is one fresh provider under test, its fixtures and its hooks.
@@ -127,10 +139,25 @@ type Target struct {
 	// before a rule uses it, as the cloud-controller-manager does.
 	Cloud cloudprovider.Interface
 
-	// Nodes are Node objects, as kubelets register them, whose cloud
-	// instances exist and run. The suite never modifies them (it works on
-	// copies). Instance rules need at least 1, backend rules at least 2.
+	// Nodes are Node objects as the cloud node controller initialized them
+	// (spec.providerID set, addresses in status), whose cloud instances
+	// exist and run, each named as the provider finds it by name (such as
+	// its instance's name). Rules that look a node up by name remove the
+	// provider ID from a copy, as a kubelet registers it. The suite never
+	// modifies them (it works on copies). Instance rules need at least 1,
+	// backend rules at least 2.
 	Nodes []*v1.Node
+
+	// RenamedNodes are further Nodes as the cloud node controller
+	// initialized them, each named unlike anything the provider can look up
+	// by name (a kubelet run with --hostname-override and --provider-id):
+	// the provider finds their instances by spec.providerID only, which is
+	// required. The instance, load-balancer and node lifecycle rules use
+	// them next to Nodes; the rules that look nodes up by name, and the
+	// route rules (Route.TargetNode is a Node name), use Nodes only.
+	// Optional, and recommended: a provider that looks instances up by name
+	// passes with Nodes alone.
+	RenamedNodes []*v1.Node
 
 	// Hooks arrange and inspect cloud state. Each is optional: a rule that
 	// needs a missing hook is skipped with the reason.
@@ -316,36 +343,51 @@ type Outcome struct {
 // Run runs every rule as a subtest of t named by the rule ID, in the order of
 // Rules; a rule whose capability, feature or hook is missing is skipped with
 // the reason. Filter rules with go test -run 'TestX/LB-'. Run returns when
-// every rule has ended; it does not call t.Parallel.
-func Run(t *testing.T, cfg Config) {
+// every rule has ended, with the outcome of each rule that ran (a rule left
+// out by -run has none); it does not call t.Parallel.
+func Run(t *testing.T, cfg Config) []Outcome {
 	t.Helper()
 	c, err := cfg.normalize()
 	if err != nil {
 		t.Fatalf("conformance: %v", err)
 	}
+	var outs []Outcome
 	for i := range rules {
 		rl := &rules[i]
 		t.Run(rl.id, func(t *testing.T) {
-			res := execute(t.Context(), c, rl)
-			for _, l := range res.logs {
+			o := outcome(rl, execute(t.Context(), c, rl))
+			outs = append(outs, o)
+			for _, l := range o.Logs {
 				t.Log(l)
 			}
-			if res.skip != "" {
-				t.Skip(res.skip)
-			}
-			rec := rl.kind == recommendation
-			if len(res.errs) > 0 {
+			switch o.Status {
+			case Skipped:
+				t.Skip(o.SkipReason)
+			case Failed:
 				what := "an upstream contract"
-				if rec {
+				if o.Recommendation {
 					what = "a ccmkit recommendation (Config.UpstreamOnly skips it)"
 				}
 				t.Logf("rule, %s: %s (source: %s)", what, rl.statement, rl.source)
-			}
-			for _, e := range res.errs {
-				t.Error(mark(rec) + e)
+				for _, e := range o.Messages {
+					t.Error(mark(o.Recommendation) + e)
+				}
 			}
 		})
 	}
+	return outs
+}
+
+// outcome is the Outcome of rule rl that gave res.
+func outcome(rl *rule, res result) Outcome {
+	o := Outcome{Rule: rl.id, Recommendation: rl.kind == recommendation, Status: Passed, Logs: res.logs}
+	switch {
+	case len(res.errs) > 0:
+		o.Status, o.Messages = Failed, res.errs
+	case res.skip != "":
+		o.Status, o.SkipReason = Skipped, res.skip
+	}
+	return o
 }
 
 // Check runs every rule, in the order of Rules, and returns every failure
@@ -385,15 +427,7 @@ func Evaluate(ctx context.Context, cfg Config) ([]Outcome, error) {
 			return outs, err
 		}
 		rl := &rules[i]
-		res := execute(ctx, c, rl)
-		o := Outcome{Rule: rl.id, Recommendation: rl.kind == recommendation, Status: Passed, Logs: res.logs}
-		switch {
-		case len(res.errs) > 0:
-			o.Status, o.Messages = Failed, res.errs
-		case res.skip != "":
-			o.Status, o.SkipReason = Skipped, res.skip
-		}
-		outs = append(outs, o)
+		outs = append(outs, outcome(rl, execute(ctx, c, rl)))
 	}
 	return outs, nil
 }
@@ -424,7 +458,7 @@ func (cfg Config) normalize() (*Config, error) {
 	}
 	if len(c.ClusterCIDRs) == 0 {
 		c.ClusterCIDRs = []string{"10.244.0.0/16"}
-		if c.Claims.DualStack {
+		if c.Claims.IPv6Routes {
 			c.ClusterCIDRs = append(c.ClusterCIDRs, "fd00:10:244::/56")
 		}
 	}

@@ -1,6 +1,7 @@
 package conformance_test
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"strings"
@@ -21,7 +22,7 @@ import (
 // Zones, load balancers that report IPs (not hostnames).
 var fakeClaims = conformance.Claims{
 	LoadBalancer: true, InstancesV2: true, Routes: true,
-	UDP: true, SCTP: true, MixedProtocols: true, DualStack: true, NodePortLess: true, SourceRanges: true,
+	UDP: true, SCTP: true, MixedProtocols: true, DualStackLoadBalancers: true, IPv6Routes: true, DualStackNodeAddresses: true, NodePortLess: true, SourceRanges: true, SourceRangesAnnotation: true,
 }
 
 // fakeConfig is the suite's configuration for ccmkit's fake, registered as
@@ -84,16 +85,28 @@ func fakeCloudTarget(cfg fake.Config, opts ...fake.Option) (*conformance.Target,
 	return fakeTargetOf(cloud)
 }
 
-// fakeTargetOf returns the Target of cloud: a Node per instance and hooks
-// over the control surface.
+// renamedInstance is the fixture instance whose Node is named unlike it, as
+// a kubelet run with --hostname-override and --provider-id names it: its
+// Node is one of Target.RenamedNodes, named renamedNode.
+const renamedInstance, renamedNode = "node-c", "worker-7f3a"
+
+// fakeTargetOf returns the Target of cloud: a Node per instance, that of
+// renamedInstance renamed, and hooks over the control surface.
 func fakeTargetOf(cloud *fake.Cloud) (*conformance.Target, error) {
-	var nodes []*v1.Node
+	var nodes, renamed []*v1.Node
+	nodeName := map[string]string{} // by instance ID
 	for _, in := range cloud.Snapshot().Instances {
 		n, err := cloud.NodeFor(in.ID)
 		if err != nil {
 			return nil, err
 		}
-		nodes = append(nodes, n)
+		if in.Name != renamedInstance {
+			nodes = append(nodes, n)
+		} else {
+			n.Name = renamedNode
+			renamed = append(renamed, n)
+		}
+		nodeName[in.ID] = n.Name
 	}
 	id := func(n *v1.Node) (string, error) {
 		if n.Spec.ProviderID != "" {
@@ -124,9 +137,10 @@ func fakeTargetOf(cloud *fake.Cloud) (*conformance.Target, error) {
 		}
 	}
 	return &conformance.Target{
-		Cloud: cloud,
-		Nodes: nodes,
-		Close: cloud.Shutdown,
+		Cloud:        cloud,
+		Nodes:        nodes,
+		RenamedNodes: renamed,
+		Close:        cloud.Shutdown,
 		Hooks: conformance.Hooks{
 			CreateInstance: func(_ context.Context, name string) (*v1.Node, error) {
 				in, err := cloud.AddInstance(fake.Instance{Name: name})
@@ -171,7 +185,7 @@ func fakeTargetOf(cloud *fake.Cloud) (*conformance.Target, error) {
 						if !ok {
 							return nil, fmt.Errorf("load balancer %s has backend %q, which is no instance", lb.ID, b.ProviderID)
 						}
-						name = in.Name
+						name = cmp.Or(nodeName[in.ID], in.Name)
 					}
 					out = append(out, name)
 				}
@@ -204,7 +218,7 @@ func fakeTargetOf(cloud *fake.Cloud) (*conformance.Target, error) {
 
 // TestFake runs the whole suite against ccmkit's fake: every rule passes.
 func TestFake(t *testing.T) {
-	conformance.Run(t, fakeConfig())
+	checkREADMERun(t, "ccmkit's fake", conformance.Run(t, fakeConfig()))
 }
 
 // TestFakeVariants runs the suite against the fake configured to offer
@@ -221,7 +235,7 @@ func TestFakeVariants(t *testing.T) {
 		{
 			name:   "tcp-only",
 			reason: "load balancers without any optional feature reject every Service that asks for one",
-			claims: conformance.Claims{LoadBalancer: true, InstancesV2: true, Routes: true, DualStack: false},
+			claims: conformance.Claims{LoadBalancer: true, InstancesV2: true, Routes: true},
 			cfg:    fake.Config{ClusterID: "conformance", InstanceCIDRs: []string{"10.0.0.0/16"}, Routes: fake.RoutesConfig{IPv4Only: true}},
 			opts:   []fake.Option{fake.WithLoadBalancerCapabilities(loadbalancer.Capabilities{})},
 		},

@@ -279,7 +279,7 @@ func addressProblems(addrs []v1.NodeAddress, dualStack bool) []string {
 		out = append(out, fmt.Sprintf("no valid InternalIP among %v", addrs))
 	}
 	if dualStack && !(fams[false] && fams[true]) {
-		out = append(out, fmt.Sprintf("Claims.DualStack, but the IP addresses %v are not of both families", addrs))
+		out = append(out, fmt.Sprintf("Claims.DualStackNodeAddresses, but the IP addresses %v are not of both families", addrs))
 	}
 	return out
 }

@@ -928,12 +928,8 @@ func (r indieRoutes) name(nameHint string, route *cloudprovider.Route) string {
 // it as a string (controllers/route/route_controller.go getRouteAction).
 // Creating a route that exists as asked is a success.
 func (r indieRoutes) CreateRoute(ctx context.Context, _ string, nameHint string, route *cloudprovider.Route) error {
-	p, err := netip.ParsePrefix(route.DestinationCIDR)
-	switch {
-	case err != nil:
-		return fmt.Errorf("indie: route DestinationCIDR %q: %w, expected a CIDR such as 10.244.1.0/24", route.DestinationCIDR, err)
-	case !p.Addr().Is4():
-		return fmt.Errorf("indie: route DestinationCIDR %q is IPv6, expected IPv4: the indie route table holds IPv4 routes only", route.DestinationCIDR)
+	if _, err := netip.ParsePrefix(route.DestinationCIDR); err != nil {
+		return fmt.Errorf("indie: route DestinationCIDR %q: %w, expected a CIDR such as 10.244.1.0/24 or fd00:10:244:1::/64", route.DestinationCIDR, err)
 	}
 	vm, ok, err := r.p.vms.get(ctx, "", string(route.TargetNode))
 	switch {
@@ -1165,7 +1161,7 @@ func TestIndependentProvider(t *testing.T) {
 		CloudConfig:    `{"clusterID": "registered", "region": "region-1"}`,
 		BadCloudConfig: `{"region": "region-1"}`,
 		Claims: conformance.Claims{LoadBalancer: true, InstancesV2: true, Routes: true,
-			UDP: true, MixedProtocols: true, SourceRanges: true},
+			UDP: true, MixedProtocols: true, SourceRanges: true, SourceRangesAnnotation: true, IPv6Routes: true},
 		NewTarget: func(context.Context) (*conformance.Target, error) {
 			s, err := newIndieSandbox(indieOptions{RetryAfter: indieRetryAfter})
 			if err != nil {

@@ -18,7 +18,12 @@ import (
 // controller leaves them: provider ID set (from InstanceMetadata when the
 // fixture has none and InstancesV2 works), no uninitialized taint.
 func (r *rt) initializedNodes(atLeast int) []*v1.Node {
-	nodes := withUID(r.nodes(atLeast))
+	return r.initNodes(withUID(r.nodes(atLeast)))
+}
+
+// initNodes sets the provider ID of each of nodes that has none from
+// InstanceMetadata, when InstancesV2 works, and clears ResourceVersion.
+func (r *rt) initNodes(nodes []*v1.Node) []*v1.Node {
 	inst, ok := r.anyInst()
 	for _, n := range nodes {
 		n.ResourceVersion = ""
@@ -59,7 +64,7 @@ func ruleCtrlNodeInit(r *rt) {
 	inst := r.inst()
 	// As a kubelet with --cloud-provider=external registers: no provider ID
 	// (the provider looks the node up by name), the uninitialized taint.
-	nodes := withUID(r.nodes(1))
+	nodes := withUID(r.namedNodes(1))
 	for i, n := range nodes {
 		n = byName(n)
 		n.ResourceVersion = ""
@@ -323,7 +328,7 @@ func ruleCtrlServiceClass(r *rt) {
 func ruleCtrlRoutes(r *rt) {
 	h := r.harness()
 	rs := r.routes()
-	nodes := r.initializedNodes(1)
+	nodes := r.initNodes(withUID(r.namedNodes(1))) // Route.TargetNode is the Node name
 	want := map[string]string{}
 	for i, n := range nodes {
 		cidr, ok := r.cfg.podCIDR(i, false)

@@ -46,7 +46,7 @@
 //     Source: controllers/service/controller.go nodeSyncService, lockedUpdateLoadBalancerHosts, stableNodeSetPredicates, shouldSyncUpdatedNode.
 //   - LB-PORTS: The listeners follow the Service ports: a changed port replaces the old one, an added port is added.
 //     Source: controllers/service/controller.go needsUpdate, portEqualForLB.
-//   - LB-SOURCE-RANGES: Allowed sources are spec.loadBalancerSourceRanges, else the valid annotation (with Claims.SourceRanges; unclaimed, a restricting annotation is rejected, not opened to all), else all of each IP family of the Service.
+//   - LB-SOURCE-RANGES: Allowed sources are spec.loadBalancerSourceRanges, else the valid annotation (with Claims.SourceRangesAnnotation; unclaimed, a restricting annotation is rejected, not opened to all), else all of each IP family of the Service.
 //     Source: service/helpers/helper.go GetLoadBalancerSourceRanges; controllers/service/controller.go ensureLoadBalancer.
 //     Cases (Config.Skip "LB-SOURCE-RANGES/case"): spec, annotation, spec-and-annotation, none, none-dual-stack, annotation-unclaimed.
 //   - LB-SOURCE-RANGES-MALFORMED (recommendation): EnsureLoadBalancer rejects a malformed source-range annotation with an error instead of opening the load balancer to all.
@@ -58,7 +58,7 @@
 //   - LB-UNSUPPORTED-REJECTED: EnsureLoadBalancer returns an error for an unclaimed feature (UDP, SCTP, mixed protocols, no node ports, spec source ranges) instead of building something else.
 //     Source: controllers/service/controller.go ensureLoadBalancer ("the next step is expected to return an error for unsupported protocols").
 //     Cases (Config.Skip "LB-UNSUPPORTED-REJECTED/case"): udp, sctp, mixed-protocols, node-port-less, source-ranges.
-//   - LB-DUAL-STACK-REJECTED (recommendation): Without Claims.DualStack, EnsureLoadBalancer returns an error for a RequireDualStack Service instead of serving it single-stack.
+//   - LB-DUAL-STACK-REJECTED (recommendation): Without Claims.DualStackLoadBalancers, EnsureLoadBalancer returns an error for a RequireDualStack Service instead of serving it single-stack.
 //     Source: controllers/service/controller.go ensureLoadBalancer (upstream passes the Service as is and needs no rejection, but an error, as a Service event, tells the user what a silent single-stack load balancer hides).
 //   - LB-CLAIMED-FEATURES: EnsureLoadBalancer builds each claimed feature as asked: protocols, ports, node-port-less listeners, an ingress per IP family for RequireDualStack.
 //     Source: controllers/service/controller.go ensureLoadBalancer.
@@ -82,7 +82,7 @@
 //     Source: controllers/nodelifecycle/node_lifecycle_controller.go MonitorNodes, shutdownInCloudProvider.
 //   - INST-METADATA: InstanceMetadata, by provider ID and by name, is non-nil with one ProviderID "<ProviderName()>://…" equal to spec.providerID when set, label-valid type, zone and region; a missing instance gets an error.
 //     Source: controllers/node/node_controller.go getInstanceMetadata, getNodeModifiersFromCloudProvider.
-//   - INST-ADDRESSES: Node addresses are valid, unique and include an InternalIP (both IP families with Claims.DualStack).
+//   - INST-ADDRESSES: Node addresses are valid, unique and include an InternalIP (both IP families with Claims.DualStackNodeAddresses).
 //     Source: controllers/node/node_controller.go updateNodeAddress, getNodeAddressesByProviderIDOrName (the status patch is validated: k8s.io/kubernetes pkg/apis/core/validation ValidateNodeUpdate rejects duplicate addresses).
 //   - INST-ADDRESSES-STABLE (recommendation): InstanceMetadata returns the same node addresses in the same order on every call, by provider ID and by name.
 //     Source: controllers/node/node_controller.go nodeAddressesChangeDetected (it compares per address type, so an order change alone rewrites only a Node with two addresses of one type, but then the Node's primary IP, the first InternalIP of its family in k8s.io/kubernetes pkg/util/node GetNodeHostIPs, changes with it).

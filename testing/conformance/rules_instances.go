@@ -31,10 +31,14 @@ type lookup struct {
 }
 
 // lookups returns a fixture node as the controllers present it: as given and,
-// when it has a provider ID, without it (looked up by name).
-func lookups(n *v1.Node) []lookup {
-	if n.Spec.ProviderID == "" {
+// when it has a provider ID and is not one of Target.RenamedNodes, without
+// it (looked up by name).
+func (r *rt) lookups(n *v1.Node) []lookup {
+	switch {
+	case n.Spec.ProviderID == "":
 		return []lookup{{"by name", n}}
+	case r.renamed(n):
+		return []lookup{{"by provider ID", n}}
 	}
 	return []lookup{{"by provider ID", n}, {"by name", byName(n)}}
 }
@@ -44,7 +48,7 @@ func lookups(n *v1.Node) []lookup {
 // with caches holds n's current state when the change comes. The answers
 // are other rules' business (INST-EXISTS, INST-SHUTDOWN).
 func (r *rt) warmUp(inst cloudprovider.InstancesV2, n *v1.Node) {
-	for _, l := range lookups(n) {
+	for _, l := range r.lookups(n) {
 		_, _ = inst.InstanceExists(r.ctx, l.node)
 		_, _ = inst.InstanceShutdown(r.ctx, l.node)
 	}
@@ -54,7 +58,7 @@ func ruleInstExists(r *rt) {
 	inst := r.inst()
 	nodes := r.nodes(1)
 	for _, n := range nodes {
-		for _, l := range lookups(n) {
+		for _, l := range r.lookups(n) {
 			ok, err := inst.InstanceExists(r.ctx, l.node)
 			if err != nil || !ok {
 				r.Errorf("InstanceExists(%s) %s = (%v, %v), expected (true, nil) for a running instance", n.Name, l.how, ok, err)
@@ -66,7 +70,7 @@ func ruleInstExists(r *rt) {
 		pid = md.ProviderID
 	}
 	missing := missingNode(pid)
-	for _, l := range lookups(missing) {
+	for _, l := range r.lookups(missing) {
 		ok, err := inst.InstanceExists(r.ctx, l.node)
 		if err != nil || ok {
 			r.Errorf("InstanceExists(%s, providerID %q) %s of an instance that never existed = (%v, %v), expected (false, nil): the node lifecycle controller could never delete its Node", l.node.Name, l.node.Spec.ProviderID, l.how, ok, err)
@@ -81,7 +85,7 @@ func ruleInstTerminated(r *rt) {
 	victim := nodes[0]
 	r.warmUp(inst, victim)
 	r.changeCloud("TerminateInstance", r.target().Hooks.TerminateInstance, victim)
-	for _, l := range lookups(victim) {
+	for _, l := range r.lookups(victim) {
 		r.eventuallyChanged(fmt.Sprintf("InstanceExists(%s) %s of a terminated instance to be (false, nil)", victim.Name, l.how), func() (bool, string) {
 			ok, err := inst.InstancesV2.InstanceExists(r.ctx, l.node) // polled: an api.RetryError is "not yet"
 			return !ok && err == nil, fmt.Sprintf("(%v, %v)", ok, err)
@@ -97,7 +101,7 @@ func ruleInstTerminated(r *rt) {
 func ruleInstShutdown(r *rt) {
 	inst := r.inst()
 	for _, n := range r.nodes(1) {
-		for _, l := range lookups(n) {
+		for _, l := range r.lookups(n) {
 			down, err := inst.InstanceShutdown(r.ctx, l.node)
 			if err != nil || down {
 				r.Errorf("InstanceShutdown(%s) %s of a running instance = (%v, %v), expected (false, nil)", n.Name, l.how, down, err)
@@ -117,7 +121,7 @@ func ruleInstStopped(r *rt) {
 		down, err := inst.InstancesV2.InstanceShutdown(r.ctx, n) // polled: an api.RetryError is "not yet"
 		return down && err == nil, fmt.Sprintf("(%v, %v)", down, err)
 	})
-	for _, l := range lookups(n) {
+	for _, l := range r.lookups(n) {
 		if ok, err := inst.InstanceExists(r.ctx, l.node); err != nil || !ok {
 			r.Errorf("InstanceExists(%s) %s of a stopped instance = (%v, %v), expected (true, nil): (false, nil) deletes the Node of a merely stopped machine", n.Name, l.how, ok, err)
 		}
@@ -139,7 +143,7 @@ func ruleInstMetadata(r *rt) {
 	nodes := r.nodes(1)
 	for _, n := range nodes {
 		var first *cloudprovider.InstanceMetadata
-		for _, l := range lookups(n) {
+		for _, l := range r.lookups(n) {
 			md, err := inst.InstanceMetadata(r.ctx, l.node)
 			if err != nil || md == nil {
 				r.Errorf("InstanceMetadata(%s) %s = (%v, %v), expected metadata for a running instance", n.Name, l.how, md, err)
@@ -171,7 +175,7 @@ func ruleInstMetadata(r *rt) {
 		}
 	}
 	missing := missingNode(nodes[0].Spec.ProviderID)
-	for _, l := range lookups(missing) {
+	for _, l := range r.lookups(missing) {
 		md, err := inst.InstanceMetadata(r.ctx, l.node)
 		if err == nil && md != nil {
 			r.Errorf("InstanceMetadata(%s, providerID %q) %s of an instance that never existed returned %+v and no error, expected an error", l.node.Name, l.node.Spec.ProviderID, l.how, *md)
@@ -183,7 +187,7 @@ func ruleInstAddresses(r *rt) {
 	inst := r.inst()
 	for _, n := range r.nodes(1) {
 		first := r.mustMetadata(inst, n)
-		for _, p := range addressProblems(first.NodeAddresses, r.cfg.Claims.DualStack) {
+		for _, p := range addressProblems(first.NodeAddresses, r.cfg.Claims.DualStackNodeAddresses) {
 			r.Errorf("InstanceMetadata(%s).NodeAddresses: %s", n.Name, p)
 		}
 	}
@@ -193,7 +197,7 @@ func ruleInstAddressesStable(r *rt) {
 	inst := r.inst()
 	for _, n := range r.nodes(1) {
 		first := r.mustMetadata(inst, n)
-		for i, l := range append(lookups(n), lookups(n)...) {
+		for i, l := range append(r.lookups(n), r.lookups(n)...) {
 			md, err := inst.InstanceMetadata(r.ctx, l.node)
 			if err != nil || md == nil {
 				r.Errorf("InstanceMetadata(%s) %s, call #%d = (%v, %v)", n.Name, l.how, i+2, md, err)
@@ -216,7 +220,7 @@ func ruleInstProvidedNodeIP(r *rt) {
 			ip4, ok4 := firstIP(md.NodeAddresses, false)
 			ip6, ok6 := firstIP(md.NodeAddresses, true)
 			switch {
-			case ok4 && ok6 && r.cfg.Claims.DualStack:
+			case ok4 && ok6 && r.cfg.Claims.DualStackNodeAddresses:
 				ann = ip4 + "," + ip6
 			case ok4:
 				ann = ip4
@@ -281,13 +285,13 @@ func ruleInstNewInstance(r *rt) {
 	// about a new, still NotReady Node (MonitorNodes) before any provider
 	// cache learns of its instance: a cache must ask the cloud before it
 	// says "gone", never take "not in my list" for it.
-	for _, l := range lookups(n) {
+	for _, l := range r.lookups(n) {
 		if ok, err := inst.InstanceExists(r.ctx, l.node); !ok && err == nil {
 			r.Errorf("InstanceExists(%s) %s of an instance created after the provider's caches were filled = (false, nil): the node lifecycle controller deletes a new, still NotReady Node at once; expected (true, nil), or an error while unsure", n.Name, l.how)
 		}
 	}
 	r.cloudChanged("CreateInstance")
-	for _, l := range lookups(n) {
+	for _, l := range r.lookups(n) {
 		if ok, err := inst.InstanceExists(r.ctx, l.node); !ok && err == nil {
 			r.Errorf("InstanceExists(%s) %s of a just created instance = (false, nil): the node lifecycle controller deletes a new, still NotReady Node at once; expected (true, nil), or an error while unsure", n.Name, l.how)
 		}
@@ -308,7 +312,7 @@ func ruleInstOutage(r *rt) {
 	restore := r.target().Hooks.Outage()
 	defer restore()
 	for _, n := range nodes {
-		for _, l := range lookups(n) {
+		for _, l := range r.lookups(n) {
 			// One answer, not retried: an api.RetryError is an error, as asked.
 			if ok, err := inst.InstancesV2.InstanceExists(r.ctx, l.node); !ok && err == nil {
 				r.Errorf("InstanceExists(%s) %s during a cloud outage = (false, nil): the node lifecycle controller deletes the Node at once; expected an error", n.Name, l.how)
@@ -356,7 +360,7 @@ func ruleInstConcurrent(r *rt) {
 func ruleZonesLookup(r *rt) {
 	zones := r.zones()
 	inst, hasInst := r.anyInst()
-	for _, n := range r.nodes(1) {
+	for _, n := range r.namedNodes(1) {
 		byName, err := zones.GetZoneByNodeName(r.ctx, types.NodeName(n.Name))
 		if err != nil {
 			r.Errorf("GetZoneByNodeName(%s): %v", n.Name, err)

@@ -381,15 +381,15 @@ func ruleLBSourceRanges(r *rt) {
 	nodes := r.nodes(1)
 	c := r.cfg.ClusterName
 	const key = v1.AnnotationLoadBalancerSourceRangesKey
-	if !r.cfg.Claims.SourceRanges && !r.skipCase("annotation-unclaimed") {
+	if !r.cfg.Claims.SourceRangesAnnotation && !r.skipCase("annotation-unclaimed") {
 		svc := service("source-ranges-annotation-unclaimed", withAnnotation(key, restrictingAnnotation))
 		if st, err := lb.EnsureLoadBalancer(r.ctx, c, svc, nodes); err == nil {
-			r.Errorf("EnsureLoadBalancer(%s) with the valid annotation %s=%q and Claims.SourceRanges unclaimed returned %v and no error: expected an error, not a load balancer open to all", svcKey(svc), key, restrictingAnnotation, st)
+			r.Errorf("EnsureLoadBalancer(%s) with the valid annotation %s=%q and Claims.SourceRangesAnnotation unclaimed returned %v and no error: expected an error, not a load balancer open to all", svcKey(svc), key, restrictingAnnotation, st)
 		}
 	}
 	hook := r.target().Hooks.SourceRanges
 	if hook == nil {
-		if r.cfg.Claims.SourceRanges {
+		if r.cfg.Claims.SourceRanges || r.cfg.Claims.SourceRangesAnnotation {
 			r.Skipf("needs Hooks.SourceRanges to check the claimed source ranges")
 		}
 		r.Logf("Hooks.SourceRanges is nil: only the rejection of an unclaimed annotation was checked")
@@ -403,17 +403,20 @@ func ruleLBSourceRanges(r *rt) {
 		contain bool
 	}
 	var cases []tc
-	if r.cfg.Claims.SourceRanges {
-		cases = []tc{
-			{"spec", "spec.loadBalancerSourceRanges", service("source-ranges-spec", withSourceRanges("192.0.2.0/24", "198.51.100.0/25")), []string{"192.0.2.0/24", "198.51.100.0/25"}, false},
-			{"annotation", "the source-ranges annotation", service("source-ranges-annotation", withAnnotation(key, restrictingAnnotation)), []string{restrictingAnnotation}, false},
-			{"spec-and-annotation", "spec and annotation (spec wins)", service("source-ranges-both", withSourceRanges("192.0.2.0/24"), withAnnotation(key, restrictingAnnotation)), []string{"192.0.2.0/24"}, false},
-		}
+	cl := r.cfg.Claims
+	if cl.SourceRanges {
+		cases = append(cases, tc{"spec", "spec.loadBalancerSourceRanges", service("source-ranges-spec", withSourceRanges("192.0.2.0/24", "198.51.100.0/25")), []string{"192.0.2.0/24", "198.51.100.0/25"}, false})
 	} else {
-		r.Logf("Claims.SourceRanges is false: the allow-all default was checked (LB-UNSUPPORTED-REJECTED checks spec restrictions are rejected)")
+		r.Logf("Claims.SourceRanges is false: LB-UNSUPPORTED-REJECTED checks that spec restrictions are rejected")
+	}
+	if cl.SourceRangesAnnotation {
+		cases = append(cases, tc{"annotation", "the source-ranges annotation", service("source-ranges-annotation", withAnnotation(key, restrictingAnnotation)), []string{restrictingAnnotation}, false})
+	}
+	if cl.SourceRanges && cl.SourceRangesAnnotation {
+		cases = append(cases, tc{"spec-and-annotation", "spec and annotation (spec wins)", service("source-ranges-both", withSourceRanges("192.0.2.0/24"), withAnnotation(key, restrictingAnnotation)), []string{"192.0.2.0/24"}, false})
 	}
 	cases = append(cases, tc{"none", "neither (allow all IPv4)", service("source-ranges-none"), []string{"0.0.0.0/0"}, true})
-	if r.cfg.Claims.DualStack {
+	if r.cfg.Claims.DualStackLoadBalancers {
 		cases = append(cases, tc{"none-dual-stack", "neither, dual-stack Service (allow all of both families)", service("source-ranges-none-ds", withDualStack()), []string{"0.0.0.0/0", "::/0"}, true})
 	}
 	for _, k := range cases {
@@ -513,7 +516,7 @@ func (r *rt) featureCases() []featureCase {
 		{"udp", "UDP", cl.UDP, service("feature-udp", withPorts(udp))},
 		{"sctp", "SCTP", cl.SCTP, service("feature-sctp", withPorts(sctp))},
 		{"mixed-protocols", "MixedProtocols", cl.MixedProtocols, service("feature-mixed", withPorts(tcpPort("dns-tcp", 53, 30054), udp))},
-		{"dual-stack", "DualStack", cl.DualStack, service("feature-dual-stack", withDualStack())},
+		{"dual-stack", "DualStackLoadBalancers", cl.DualStackLoadBalancers, service("feature-dual-stack", withDualStack())},
 		{"node-port-less", "NodePortLess", cl.NodePortLess, service("feature-no-node-ports", withoutNodePorts())},
 		{"source-ranges", "SourceRanges", cl.SourceRanges, service("feature-source-ranges", withSourceRanges("192.0.2.0/24"))},
 	}
@@ -553,7 +556,7 @@ func ruleLBDualStackRejected(r *rt) {
 			continue
 		}
 		if fc.claimed {
-			r.Skipf("DualStack is claimed: LB-CLAIMED-FEATURES checks it")
+			r.Skipf("DualStackLoadBalancers is claimed: LB-CLAIMED-FEATURES checks it")
 		}
 		r.rejects(lb, fc)
 	}
@@ -573,7 +576,7 @@ func ruleLBClaimedFeatures(r *rt) {
 			r.Errorf("EnsureLoadBalancer(%s) with claimed feature %s = (%v, %v), expected a status with an ingress", svcKey(fc.svc), fc.name, st, err)
 			continue
 		}
-		if fc.name == "DualStack" && !r.cfg.Claims.HostnameIngress {
+		if fc.id == "dual-stack" && !r.cfg.Claims.HostnameIngress {
 			fams := map[bool]bool{}
 			for _, in := range st.Ingress {
 				if ip, err := netip.ParseAddr(in.IP); err == nil {

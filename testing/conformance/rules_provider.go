@@ -280,7 +280,7 @@ func ruleArgsNotMutated(r *rt) {
 		r.unchanged("EnsureLoadBalancerDeleted", []any{svc}, func() { _ = c.lb.EnsureLoadBalancerDeleted(r.ctx, cl, svc) })
 	}
 	if c.inst != nil {
-		for _, l := range lookups(nodes[0]) {
+		for _, l := range r.lookups(nodes[0]) {
 			n := l.node
 			r.unchanged("InstanceExists "+l.how, []any{n}, func() { _, _ = c.inst.InstanceExists(r.ctx, n) })
 			r.unchanged("InstanceShutdown "+l.how, []any{n}, func() { _, _ = c.inst.InstanceShutdown(r.ctx, n) })

@@ -47,13 +47,13 @@ func withUID(nodes []*v1.Node) []*v1.Node {
 }
 
 // podCIDRs returns the pod CIDRs of the i-th node: IPv4, then IPv6 when
-// Claims.DualStack.
+// Claims.IPv6Routes.
 func (r *rt) podCIDRs(i int) []string {
 	var out []string
 	if c, ok := r.cfg.podCIDR(i, false); ok {
 		out = append(out, c)
 	}
-	if r.cfg.Claims.DualStack {
+	if r.cfg.Claims.IPv6Routes {
 		if c, ok := r.cfg.podCIDR(i, true); ok {
 			out = append(out, c)
 		}
@@ -116,7 +116,7 @@ func (r *rt) checkListed(what string, list []*cloudprovider.Route, specs []route
 
 func ruleRouteRoundtrip(r *rt) {
 	rs := r.routes()
-	n := withUID(r.nodes(1))[0]
+	n := withUID(r.namedNodes(1))[0]
 	c := r.cfg.ClusterName
 	var specs []routeSpec
 	for _, cidr := range r.podCIDRs(0) {
@@ -139,8 +139,8 @@ func nonCanonical(cidr string, upper bool) string {
 
 func ruleRouteCIDRVerbatim(r *rt) {
 	rs := r.routes()
-	r.needFeature("DualStack", r.cfg.Claims.DualStack)
-	nodes := withUID(r.nodes(1))
+	r.needFeature("IPv6Routes", r.cfg.Claims.IPv6Routes)
+	nodes := withUID(r.namedNodes(1))
 	c := r.cfg.ClusterName
 	var specs []routeSpec
 	for i, n := range nodes[:min(2, len(nodes))] {
@@ -165,8 +165,8 @@ func ruleRouteCIDRVerbatim(r *rt) {
 
 func ruleRouteNames(r *rt) {
 	rs := r.routes()
-	r.needFeature("DualStack", r.cfg.Claims.DualStack)
-	nodes := withUID(r.nodes(1))
+	r.needFeature("IPv6Routes", r.cfg.Claims.IPv6Routes)
+	nodes := withUID(r.namedNodes(1))
 	c := r.cfg.ClusterName
 	var specs []routeSpec
 	for i, n := range nodes[:min(2, len(nodes))] {
@@ -197,13 +197,13 @@ func ruleRouteNames(r *rt) {
 // twoRoutes returns two routes of the fixtures: one per node when there are
 // two nodes, else the two families of one node.
 func (r *rt) twoRoutes() []routeSpec {
-	nodes := withUID(r.nodes(1))
+	nodes := withUID(r.namedNodes(1))
 	if len(nodes) >= 2 {
 		return []routeSpec{newRoute(nodes[0], r.podCIDRs(0)[0]), newRoute(nodes[1], r.podCIDRs(1)[0])}
 	}
 	cidrs := r.podCIDRs(0)
 	if len(cidrs) < 2 {
-		r.Skipf("needs two fixture nodes, or one node and Claims.DualStack")
+		r.Skipf("needs two fixture nodes, or one node and Claims.IPv6Routes")
 	}
 	return []routeSpec{newRoute(nodes[0], cidrs[0]), newRoute(nodes[0], cidrs[1])}
 }
@@ -263,7 +263,7 @@ func equalAddrs(a, b []v1.NodeAddress) bool {
 
 func ruleRouteTargetAddresses(r *rt) {
 	rs := r.routes()
-	n := withUID(r.nodes(1))[0]
+	n := withUID(r.namedNodes(1))[0]
 	addrs := n.Status.Addresses
 	if len(addrs) == 0 {
 		if inst, ok := r.anyInst(); ok {
@@ -292,7 +292,7 @@ func ruleRouteTargetAddresses(r *rt) {
 func ruleRouteBlackhole(r *rt) {
 	rs := r.routes()
 	c := r.cfg.ClusterName
-	nodes := withUID(r.nodes(1))
+	nodes := withUID(r.namedNodes(1))
 	var specs []routeSpec
 	for i, n := range nodes {
 		s := newRoute(n, r.podCIDRs(i)[0])
@@ -332,7 +332,7 @@ func ruleRouteClusterScope(r *rt) {
 		// Two clusters on one network, both named ClusterName.
 		baseOther = r.listRoutes(retryRoutes{r, rsB}, a)
 	}
-	n := withUID(r.nodes(1))[0]
+	n := withUID(r.namedNodes(1))[0]
 	s := newRoute(n, r.podCIDRs(0)[0])
 	r.createRoute(rs, a, s)
 	r.checkListed(fmt.Sprintf("cluster %q", a), r.listRoutes(rs, a), []routeSpec{s})
@@ -350,7 +350,7 @@ func ruleRouteClusterScope(r *rt) {
 func ruleRouteConcurrent(r *rt) {
 	rs := r.routes()
 	c := r.cfg.ClusterName
-	nodes := withUID(r.nodes(1))
+	nodes := withUID(r.namedNodes(1))
 	var specs []routeSpec
 	for i, n := range nodes {
 		for _, cidr := range r.podCIDRs(i) {
@@ -402,7 +402,7 @@ func ruleRouteOutage(r *rt) {
 	rs := r.routes()
 	r.needHook("Outage", r.target().Hooks.Outage)
 	c := r.cfg.ClusterName
-	n := withUID(r.nodes(1))[0]
+	n := withUID(r.namedNodes(1))[0]
 	s := newRoute(n, r.podCIDRs(0)[0])
 	r.createRoute(rs, c, s)
 	restore := r.target().Hooks.Outage()

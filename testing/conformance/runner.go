@@ -209,7 +209,7 @@ func (r *rt) Go(f func()) (wait func()) {
 func (r *rt) target() *Target {
 	if r.tgt == nil {
 		tgt := r.newTarget()
-		r.initialize(tgt, nodeClientset(tgt.Nodes))
+		r.initialize(tgt, nodeClientset(slices.Concat(tgt.Nodes, tgt.RenamedNodes)))
 	}
 	return r.tgt
 }
@@ -242,14 +242,18 @@ func (r *rt) newTarget() *Target {
 		r.Fatalf("Config.NewTarget returned Target.OtherCluster equal to Target.Cloud, expected the provider of another cluster (another cluster ID) over the same cloud")
 	}
 	seen := map[string]bool{}
-	for i, n := range tgt.Nodes {
-		if n == nil || n.Name == "" {
-			r.Fatalf("Config.NewTarget: Target.Nodes[%d] has no name, expected a Node as a kubelet registers it", i)
+	for field, nodes := range map[string][]*v1.Node{"Nodes": tgt.Nodes, "RenamedNodes": tgt.RenamedNodes} {
+		for i, n := range nodes {
+			switch {
+			case n == nil || n.Name == "":
+				r.Fatalf("Config.NewTarget: Target.%s[%d] has no name, expected a Node as the cloud node controller initialized it", field, i)
+			case seen[n.Name]:
+				r.Fatalf("Config.NewTarget: Target.%s[%d] repeats node name %q, expected each Node once in Nodes and RenamedNodes", field, i, n.Name)
+			case field == "RenamedNodes" && n.Spec.ProviderID == "":
+				r.Fatalf("Config.NewTarget: Target.RenamedNodes[%d] (%s) has no spec.providerID, expected the provider ID its instance is found by", i, n.Name)
+			}
+			seen[n.Name] = true
 		}
-		if seen[n.Name] {
-			r.Fatalf("Config.NewTarget: Target.Nodes[%d] repeats node name %q", i, n.Name)
-		}
-		seen[n.Name] = true
 	}
 	return tgt
 }
@@ -261,7 +265,7 @@ func (r *rt) initialize(tgt *Target, kube *fake.Clientset) {
 	r.tgt = tgt
 	r.inf, r.stop = r.initCloud(tgt.Cloud, kube)
 	if tgt.OtherCluster != nil {
-		r.initCloud(tgt.OtherCluster, nodeClientset(tgt.Nodes))
+		r.initCloud(tgt.OtherCluster, nodeClientset(slices.Concat(tgt.Nodes, tgt.RenamedNodes)))
 	}
 }
 
@@ -294,14 +298,31 @@ func (r *rt) initCloud(cloud cloudprovider.Interface, kube *fake.Clientset) (inf
 // rule when there are fewer than n.
 func (r *rt) nodes(n int) []*v1.Node {
 	tgt := r.target()
-	if len(tgt.Nodes) < n {
-		r.Skipf("needs at least %d fixture nodes in Target.Nodes, got %d", n, len(tgt.Nodes))
+	return r.copyNodes(n, "Target.Nodes and Target.RenamedNodes", slices.Concat(tgt.Nodes, tgt.RenamedNodes))
+}
+
+// namedNodes returns copies of Target.Nodes alone, the nodes the provider
+// can find by name, skipping the rule when there are fewer than n.
+func (r *rt) namedNodes(n int) []*v1.Node {
+	return r.copyNodes(n, "Target.Nodes", r.target().Nodes)
+}
+
+// copyNodes returns deep copies of nodes (from where), skipping the rule
+// when there are fewer than n.
+func (r *rt) copyNodes(n int, where string, nodes []*v1.Node) []*v1.Node {
+	if len(nodes) < n {
+		r.Skipf("needs at least %d fixture nodes in %s, got %d", n, where, len(nodes))
 	}
-	out := make([]*v1.Node, len(tgt.Nodes))
-	for i, n := range tgt.Nodes {
+	out := make([]*v1.Node, len(nodes))
+	for i, n := range nodes {
 		out[i] = n.DeepCopy()
 	}
 	return out
+}
+
+// renamed reports whether n (a copy) is one of Target.RenamedNodes.
+func (r *rt) renamed(n *v1.Node) bool {
+	return slices.ContainsFunc(r.target().RenamedNodes, func(m *v1.Node) bool { return m.Name == n.Name })
 }
 
 // needHook skips the rule when hook (a func field of Hooks) is nil.

@@ -17,9 +17,33 @@ type wrapped struct {
 	lb        func(wrappedLB) cloudprovider.LoadBalancer
 	inst      func(wrappedInst) cloudprovider.InstancesV2
 	routes    func(wrappedRoutes) cloudprovider.Routes
+	zones     func(cloudprovider.Zones) cloudprovider.Zones
 	clusters  func() (cloudprovider.Clusters, bool)
 	instances func() (cloudprovider.Instances, bool)
-	untagged  bool
+	// name, if set, replaces ProviderName.
+	name     func(next string) string
+	untagged bool
+}
+
+func (b *wrapped) ProviderName() string {
+	if b.name != nil {
+		return b.name(b.Interface.ProviderName())
+	}
+	return b.Interface.ProviderName()
+}
+
+// Zones: when b.zones is set, it is given the wrapped provider's Zones (nil
+// when not offered) and its result is offered when not nil.
+func (b *wrapped) Zones() (cloudprovider.Zones, bool) {
+	v, ok := b.Interface.Zones()
+	if b.zones != nil {
+		if !ok {
+			v = nil
+		}
+		z := b.zones(v)
+		return z, z != nil
+	}
+	return v, ok
 }
 
 func (b *wrapped) LoadBalancer() (cloudprovider.LoadBalancer, bool) {
@@ -105,10 +129,20 @@ func (b wrappedLB) EnsureLoadBalancerDeleted(ctx context.Context, c string, s *v
 	return b.LoadBalancer.EnsureLoadBalancerDeleted(ctx, c, s)
 }
 
+// wrappedInst replaces the methods whose func is set; next is the correct
+// one.
 type wrappedInst struct {
 	cloudprovider.InstancesV2
 	exists   func(next cloudprovider.InstancesV2, ctx context.Context, n *v1.Node) (bool, error)
+	shutdown func(next cloudprovider.InstancesV2, ctx context.Context, n *v1.Node) (bool, error)
 	metadata func(next cloudprovider.InstancesV2, ctx context.Context, n *v1.Node) (*cloudprovider.InstanceMetadata, error)
+}
+
+func (b wrappedInst) InstanceShutdown(ctx context.Context, n *v1.Node) (bool, error) {
+	if b.shutdown != nil {
+		return b.shutdown(b.InstancesV2, ctx, n)
+	}
+	return b.InstancesV2.InstanceShutdown(ctx, n)
 }
 
 func (b wrappedInst) InstanceExists(ctx context.Context, n *v1.Node) (bool, error) {
@@ -125,10 +159,20 @@ func (b wrappedInst) InstanceMetadata(ctx context.Context, n *v1.Node) (*cloudpr
 	return b.InstancesV2.InstanceMetadata(ctx, n)
 }
 
+// wrappedRoutes replaces the methods whose func is set; next is the
+// correct one.
 type wrappedRoutes struct {
 	cloudprovider.Routes
-	list func(next cloudprovider.Routes, ctx context.Context, cluster string) ([]*cloudprovider.Route, error)
-	del  func(next cloudprovider.Routes, ctx context.Context, cluster string, r *cloudprovider.Route) error
+	list   func(next cloudprovider.Routes, ctx context.Context, cluster string) ([]*cloudprovider.Route, error)
+	create func(next cloudprovider.Routes, ctx context.Context, cluster, nameHint string, r *cloudprovider.Route) error
+	del    func(next cloudprovider.Routes, ctx context.Context, cluster string, r *cloudprovider.Route) error
+}
+
+func (b wrappedRoutes) CreateRoute(ctx context.Context, c, nameHint string, r *cloudprovider.Route) error {
+	if b.create != nil {
+		return b.create(b.Routes, ctx, c, nameHint, r)
+	}
+	return b.Routes.CreateRoute(ctx, c, nameHint, r)
 }
 
 func (b wrappedRoutes) ListRoutes(ctx context.Context, c string) ([]*cloudprovider.Route, error) {
