@@ -255,7 +255,7 @@ func compose(cfg Config, st *store, o options) (*Cloud, error) {
 	c.Cloud = provider.New(ProviderName, cfg.ClusterID, provider.Capabilities{
 		LoadBalancer: lbs,
 		InstancesV2:  nodes,
-		Routes:       c.routes,
+		Routes:       checkedRoutes{Table: c.routes, s: st, clusterID: cfg.ClusterID},
 	})
 	// A change made through the control surface is seen at the next
 	// look-up, not up to a TTL later: a real cloud's provider would learn

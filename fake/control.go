@@ -5,12 +5,12 @@ import (
 	"crypto/sha256"
 	"fmt"
 	"maps"
-	"net/netip"
 	"slices"
 
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/klog/v2"
 
 	"github.com/ccmkit/ccmkit/loadbalancer"
@@ -122,20 +122,23 @@ func (c *Cloud) LoadBalancerFor(clusterName string, svc *v1.Service) (LoadBalanc
 }
 
 // AddRoute puts r in the route table as is, for example a route of no
-// cluster (Cluster "") that the provider must never touch, or a stale route
-// of a deleted node; its TargetNodeAddresses are stored as InternalIP
-// addresses. It returns an error naming the field for a
-// DestinationCIDR that does not parse or an address that is not an IP, and
-// an error wrapping ErrStateFile when the shared state file fails.
+// cluster (Cluster "") that the provider must never touch, such as a
+// default route, or a stale route of a deleted node; its
+// TargetNodeAddresses are stored as InternalIP addresses. r must keep the
+// route table's rules (package documentation, "Routes"): otherwise nothing
+// changes and the error names the field, its value (cut to a bounded
+// length) and what was expected, wrapping routes.ErrInvalidRoute (a field,
+// a name the cluster already has) or routes.ErrCIDRInUse (a destination
+// overlapping another cluster route's). It returns an error wrapping
+// ErrStateFile when the shared state file fails.
 func (c *Cloud) AddRoute(r Route) error {
-	if _, err := netip.ParsePrefix(r.DestinationCIDR); err != nil {
-		return fmt.Errorf("fake: Route.DestinationCIDR %q: expected a CIDR", r.DestinationCIDR)
-	}
 	e := routes.Entry{Name: r.Name, Cluster: r.Cluster, DestinationCIDR: r.DestinationCIDR, TargetNode: types.NodeName(r.TargetNode)}
 	for i, a := range r.TargetNodeAddresses {
-		ip, err := netip.ParseAddr(a)
-		if err != nil {
-			return fmt.Errorf("fake: Route.TargetNodeAddresses[%d] %q: expected an IP address", i, a)
+		// An address is stored as an InternalIP: it must be an IP.
+		ip, problem := nodeIP(a)
+		if problem != "" {
+			err := field.Invalid(field.NewPath("route", "targetNodeAddresses").Index(i), clipValue(a), problem)
+			return fmt.Errorf("fake: %w", routeError(routes.ErrInvalidRoute, &e, field.ErrorList{err}))
 		}
 		e.TargetNodeAddresses = append(e.TargetNodeAddresses, v1.NodeAddress{Type: v1.NodeInternalIP, Address: ip.String()})
 	}

@@ -209,9 +209,11 @@
 // (Config.Instances, WithInstances); when it exists, New loads it and the
 // seeds are ignored, so a second replica or a restarted CCM never adds the
 // instances again. A file that cannot be read — not JSON, another format,
-// an unknown field, an invalid instance, a VIP outside its pool, pools
-// other than the cloud-config's, or the file removed after it was loaded —
-// is an error wrapping ErrStateFile that names the file and the problem:
+// an unknown field, an invalid instance or route, a VIP outside its pool,
+// pools other than the cloud-config's, or the file removed after it was
+// loaded —
+// is an error wrapping ErrStateFile that names the file and the problem
+// (for a route breaking the rules of "Routes": the route and the field):
 // from New, from every cloud API call and control-surface method with an
 // error result, and as a 500 from the admin endpoint; Snapshot,
 // InstanceByID and LoadBalancerFor log it and answer from the state last
@@ -304,6 +306,44 @@
 // destination to one place, and routes.Table refuses a destination another
 // cluster holds.
 //
+// # Routes
+//
+// The route table is one table for the whole cloud, read and written as a
+// whole (routes.TableDriver) under a routes.Table, which coalesces the
+// route controller's concurrent calls into few writes. Like a real cloud,
+// the fake refuses a route it could not route, whichever way it comes in
+// (CreateRoute, a table write, AddRoute, a state file being loaded), with
+// an error that names the field (route.destinationCIDR for a CreateRoute
+// or AddRoute argument, routes[i].<field> in a table or state file, with
+// the route's name and cluster), the value, cut to a bounded length, and
+// what was expected, and changes nothing:
+//
+//   - destinationCIDR must be a CIDR whose address is its network address
+//     (10.244.1.0/24, not 10.244.1.5/24), without zone, and IPv4 in dotted
+//     form (not IPv4-mapped IPv6 such as ::ffff:10.0.0.0/120); its
+//     spelling is otherwise kept byte for byte (an upper-case or expanded
+//     IPv6 CIDR is fine);
+//   - a route of a cluster is a pod route: not a default route (0.0.0.0/0,
+//     ::/0), and its destination must not equal, contain or lie in the
+//     destination of another cluster's route or of another route of its
+//     own cluster (routes.ErrCIDRInUse). Routes of no cluster (Cluster "",
+//     the network's own routes, which AddRoute seeds) may be default
+//     routes and cover pod routes: a pod route is the more specific route;
+//   - targetNode, when set, must be a Node name (a DNS-1123 subdomain);
+//   - each target node address must have a node address type and fit it:
+//     an IP address (as for instances: no zone, IPv4 in dotted form,
+//     unicast) for InternalIP and ExternalIP, a DNS-1123 subdomain for
+//     InternalDNS, ExternalDNS and Hostname;
+//   - a cluster has one route of each name.
+//
+// CreateRoute checks its route before the routes.Table batches it, so a
+// refused route fails alone, and the table write checks the routes it adds
+// or changes again. Re-creating an existing route (the same name and
+// destination) is not an overlap: the Table leaves an equal route as it is
+// and replaces one whose target changed. Refusals wrap
+// routes.ErrInvalidRoute or routes.ErrCIDRInUse, never an *api.RetryError:
+// they are not retried as throttles.
+//
 // # Known limitations
 //
 //   - Without stateFile the state lives in the Cloud: two
@@ -331,6 +371,11 @@
 //   - The route table is one table for the whole cloud; WriteTable fails
 //     with routes.ErrConflict only when the table changed since it was read
 //     (which the routes.Table's serialized calls never cause by themselves).
+//     A write that breaks the rules of "Routes" fails as a whole, so the
+//     other calls of its batch fail with it: CreateRoute checks each route
+//     first against the table last loaded, which leaves only two
+//     overlapping routes of one batch, or a route overlapping one that
+//     another process wrote since, to fail that way.
 //   - Instance look-ups are answered from an instances.Cache (one
 //     ListInstances call per instanceCacheTTL). An instance changed through
 //     the control surface or the admin endpoint is seen at the next

@@ -1,11 +1,19 @@
 package fake
 
 import (
+	"cmp"
 	"context"
 	"fmt"
+	"net/netip"
+	"slices"
 	"strconv"
+	"strings"
 
+	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	cloudprovider "k8s.io/cloud-provider"
 
 	"github.com/ccmkit/ccmkit/instances"
 	"github.com/ccmkit/ccmkit/routes"
@@ -32,14 +40,19 @@ func (d routeDriver) ReadTable(ctx context.Context) (entries []routes.Entry, rev
 	return entries, rev, nil
 }
 
-// WriteTable replaces the table if it is still at revision.
+// WriteTable replaces the table if it is still at revision and every
+// route it adds or changes is valid (see "The route table's rules"); otherwise it
+// changes nothing. Errors wrap routes.ErrConflict, routes.ErrInvalidRoute
+// or routes.ErrCIDRInUse (never an *api.RetryError: a rejected table is
+// not retried as a throttled one).
 func (d routeDriver) WriteTable(ctx context.Context, revision string, entries []routes.Entry) error {
 	return d.s.writeCtx(ctx, func() (bool, error) {
 		if cur := strconv.FormatUint(d.s.routeRev, 10); revision != cur {
 			return false, fmt.Errorf("fake: route table is at revision %s, the write is based on %q: %w", cur, revision, routes.ErrConflict)
 		}
-		d.s.routes = entries
-		d.s.routeRev++
+		if err := d.s.setRoutes(entries, tablePath); err != nil {
+			return false, fmt.Errorf("fake: route table write: %w", err)
+		}
 		return true, nil
 	})
 }
@@ -70,12 +83,377 @@ func (g goneTargets) GoneTargets(ctx context.Context, nodes []types.NodeName) ([
 	return gone, nil
 }
 
-// addRoute stores e as is (control surface: seeding routes the Table did
-// not create, such as routes of no cluster).
+// addRoute adds e to the table as is (control surface: seeding routes the
+// Table did not create, such as routes of no cluster), if it is valid
+// (see "The route table's rules"); route names it in errors.
 func (s *store) addRoute(e routes.Entry) error {
 	return s.write(func() (bool, error) {
-		s.routes = append(append([]routes.Entry(nil), s.routes...), e)
-		s.routeRev++
+		next := append(slices.Clone(s.routes), e)
+		err := s.setRoutes(next, func(i int) *field.Path {
+			if i == len(next)-1 {
+				return field.NewPath("route")
+			}
+			return tablePath(i)
+		})
+		if err != nil {
+			return false, fmt.Errorf("fake: %w", err)
+		}
 		return true, nil
 	})
+}
+
+// setRoutes makes entries the route table (store.mu held for writing) if
+// they keep the route table's rules, and leaves the state unchanged
+// otherwise.
+func (s *cloudState) setRoutes(entries []routes.Entry, path func(i int) *field.Path) error {
+	if err := s.routeIdx.replace(s.routes, entries, path); err != nil {
+		return err
+	}
+	s.routes = entries
+	s.routeRev++
+	return nil
+}
+
+// tablePath names the i-th route of a whole table (a write, a state file)
+// in errors.
+func tablePath(i int) *field.Path { return field.NewPath("routes").Index(i) }
+
+// The route table's rules, which every way into
+// it applies (a routes.Table write through CreateRoute or DeleteRoute,
+// AddRoute, a state file being loaded), so the table never holds a route a
+// cloud would refuse:
+//
+//   - destinationCIDR is a CIDR (net/netip syntax) whose address is its
+//     network address (no host bits set), without zone, IPv4 spelled as
+//     IPv4 (not IPv4-mapped IPv6 such as ::ffff:10.0.0.0/120);
+//   - a cluster route (Cluster not empty: a pod route) has a prefix length
+//     above 0 (0.0.0.0/0 and ::/0 are default routes, not pod routes), and
+//     its destination neither contains nor lies in, nor equals, the
+//     destination of another cluster route, of any cluster (one network,
+//     one table: a packet has one pod-route destination). Routes of no
+//     cluster (the network's own, such as a default route) are exempt: a
+//     pod route inside them is the usual, more specific route;
+//   - targetNode, when set, is a Node name (a DNS-1123 subdomain);
+//   - each of targetNodeAddresses has a node address type, and an address
+//     that fits it (an IP address as nodeIP accepts it for InternalIP and
+//     ExternalIP, a DNS-1123 subdomain for the name types);
+//   - (cluster, name) is unique: it is the cloud's identity of a route.
+//
+// Values quoted in errors are cut to a bounded length (clipValue).
+
+// nodeAddressTypes are the node address types a route's target addresses
+// may have (v1.NodeAddressType).
+var nodeAddressTypes = []string{
+	string(v1.NodeInternalIP), string(v1.NodeExternalIP), string(v1.NodeInternalDNS), string(v1.NodeExternalDNS), string(v1.NodeHostName),
+}
+
+// validateRoute checks the fields of one route against the rules above
+// (all but uniqueness and overlap, which need the table) and returns its
+// masked destination; path names the route in errors.
+func validateRoute(path *field.Path, e routes.Entry) (netip.Prefix, field.ErrorList) {
+	var errs field.ErrorList
+	p, err := parseDestination(path.Child("destinationCIDR"), e)
+	if err != nil {
+		errs = append(errs, err)
+	}
+	if n := string(e.TargetNode); n != "" {
+		if msgs := validation.IsDNS1123Subdomain(n); len(msgs) > 0 {
+			errs = append(errs, field.Invalid(path.Child("targetNode"), clipValue(n), "expected a Node name (a DNS-1123 subdomain): "+strings.Join(msgs, "; ")))
+		}
+	}
+	for i, a := range e.TargetNodeAddresses {
+		p := path.Child("targetNodeAddresses").Index(i)
+		switch a.Type {
+		case v1.NodeInternalIP, v1.NodeExternalIP:
+			if _, problem := nodeIP(a.Address); problem != "" {
+				errs = append(errs, field.Invalid(p.Child("address"), clipValue(a.Address), problem+" (the address type is "+string(a.Type)+")"))
+			}
+		case v1.NodeInternalDNS, v1.NodeExternalDNS, v1.NodeHostName:
+			if msgs := validation.IsDNS1123Subdomain(a.Address); len(msgs) > 0 {
+				errs = append(errs, field.Invalid(p.Child("address"), clipValue(a.Address), "expected a DNS-1123 subdomain (the address type is "+string(a.Type)+"): "+strings.Join(msgs, "; ")))
+			}
+		default:
+			errs = append(errs, field.NotSupported(p.Child("type"), clipValue(string(a.Type)), nodeAddressTypes))
+		}
+	}
+	return p, errs
+}
+
+// parseDestination parses e's destination (see the rules above) and
+// returns it masked; path names it in the error.
+func parseDestination(path *field.Path, e routes.Entry) (netip.Prefix, *field.Error) {
+	s := e.DestinationCIDR
+	invalid := func(detail string) (netip.Prefix, *field.Error) {
+		return netip.Prefix{}, field.Invalid(path, clipValue(s), detail)
+	}
+	if strings.Contains(s, "%") {
+		return invalid("expected a CIDR without zone: a destination is a network, not an interface's address")
+	}
+	p, err := netip.ParsePrefix(s)
+	switch {
+	case err != nil:
+		return invalid("expected a CIDR such as 10.244.1.0/24 or fd00:10:244:1::/64")
+	case p.Addr().Is4In6():
+		return invalid(fmt.Sprintf("expected an IPv4 CIDR in dotted form (%s), not IPv4-mapped IPv6", netip.PrefixFrom(p.Addr().Unmap(), max(p.Bits()-96, 0)).Masked()))
+	case p != p.Masked():
+		return invalid(fmt.Sprintf("expected the network address %s (host bits set)", p.Masked()))
+	case e.Cluster != "" && p.Bits() == 0:
+		return invalid("expected a pod CIDR, with a prefix length above 0: a default route is not a pod route (only a route of no cluster may be one)")
+	}
+	return p.Masked(), nil
+}
+
+// routeKey is a route's identity in the table: its cluster and name.
+type routeKey struct{ cluster, name string }
+
+func keyOf(e *routes.Entry) routeKey { return routeKey{e.Cluster, e.Name} }
+
+// routeIndex indexes a route table for its rules: every route by key,
+// and the destinations of cluster routes by masked prefix, with how many
+// of them lie strictly inside each shorter prefix, so that a change is
+// checked in time proportional to the routes it adds and the table's
+// length, never to the square of it. Each stored entry's Extra (which a
+// routes.Table carries unchanged from ReadTable to WriteTable, and the
+// state file does not keep) is its *indexedRoute, so a route written back
+// unchanged is recognised without a look-up. It belongs to a cloudState
+// and changes only through replace (store.mu held for writing).
+type routeIndex struct {
+	byKey  map[routeKey]*indexedRoute
+	dests  map[netip.Prefix]*indexedRoute // cluster routes only
+	inside map[netip.Prefix]int           // cluster-route destinations strictly inside each prefix
+	mark   uint64                         // the latest replace
+}
+
+// indexedRoute is a route of the table as the index keeps it.
+type indexedRoute struct {
+	routes.Entry
+	dest  netip.Prefix // the masked destination
+	index *routeIndex  // the index it is in; nil once it left the table
+	mark  uint64       // the replace that last saw it
+	at    int          // its position in the table of that replace
+}
+
+func newRouteIndex() *routeIndex {
+	return &routeIndex{byKey: map[routeKey]*indexedRoute{}, dests: map[netip.Prefix]*indexedRoute{}, inside: map[netip.Prefix]int{}}
+}
+
+// replace makes entries, the whole next table, the indexed table instead
+// of old, the current one, if it keeps the route table's rules, and sets
+// each entry's Extra to its record; otherwise it returns the first
+// violation found, naming the route with path(i), and leaves the index as
+// it was (entries may have had their Extra set: discard them). Routes of
+// the current table written back unchanged are not checked again. Errors
+// wrap routes.ErrInvalidRoute (a field, a repeated name) or
+// routes.ErrCIDRInUse (an overlap).
+func (x *routeIndex) replace(old, entries []routes.Entry, path func(i int) *field.Path) error {
+	x.mark++
+	var changed []int        // positions of new and changed routes
+	var gone []*indexedRoute // routes changed or left out
+	var fresh map[routeKey]int
+	for i := range entries {
+		e := &entries[i]
+		if r, ok := e.Extra.(*indexedRoute); ok && r.index == x && r.mark != x.mark && sameRoute(&r.Entry, e) {
+			r.mark, r.at = x.mark, i // unchanged, and read from this table: no look-up
+			continue
+		}
+		k := keyOf(e)
+		r := x.byKey[k]
+		if r != nil && r.mark != x.mark {
+			r.mark, r.at = x.mark, i
+			if sameRoute(&r.Entry, e) {
+				e.Extra = r
+			} else {
+				changed, gone = append(changed, i), append(gone, r)
+			}
+			continue
+		}
+		at, dup := fresh[k]
+		if r != nil {
+			at, dup = r.at, true
+		}
+		if dup {
+			err := field.Invalid(path(i).Child("name"), clipValue(e.Name), fmt.Sprintf("expected each route name once per cluster: duplicates %s of cluster %s", path(at).Child("name"), clip(e.Cluster)))
+			return routeError(routes.ErrInvalidRoute, e, field.ErrorList{err})
+		}
+		if fresh == nil {
+			fresh = map[routeKey]int{}
+		}
+		fresh[k] = i
+		changed = append(changed, i)
+	}
+	for i := range old {
+		r, ok := old[i].Extra.(*indexedRoute)
+		if !ok { // never: replace sets it; kept for safety
+			r = x.byKey[keyOf(&old[i])]
+		}
+		if r != nil && r.mark != x.mark {
+			gone = append(gone, r)
+		}
+	}
+	added := make([]*indexedRoute, len(changed))
+	for j, i := range changed {
+		p, errs := validateRoute(path(i), entries[i])
+		if len(errs) > 0 {
+			return routeError(routes.ErrInvalidRoute, &entries[i], errs)
+		}
+		added[j] = &indexedRoute{Entry: entries[i], dest: p, index: x, mark: x.mark, at: i}
+	}
+	for _, r := range gone {
+		x.unindex(r)
+	}
+	for j, r := range added {
+		if r.Cluster == "" {
+			continue
+		}
+		if other := x.overlapping(r.dest, true); other != nil {
+			for _, a := range added[:j] {
+				x.unindex(a)
+			}
+			for _, g := range gone {
+				x.index(g)
+			}
+			err := overlapError(path(r.at).Child("destinationCIDR"), &r.Entry, r.dest, other)
+			return routeError(routes.ErrCIDRInUse, &r.Entry, field.ErrorList{err})
+		}
+		x.index(r)
+	}
+	for _, r := range gone {
+		delete(x.byKey, keyOf(&r.Entry))
+		r.index = nil
+	}
+	for _, r := range added {
+		x.byKey[keyOf(&r.Entry)] = r
+		entries[r.at].Extra = r
+	}
+	return nil
+}
+
+// index adds a cluster route's destination to dests and inside; unindex
+// removes it. Routes of no cluster are not in them.
+func (x *routeIndex) index(r *indexedRoute) {
+	if r.Cluster == "" {
+		return
+	}
+	x.dests[r.dest] = r
+	for b := range r.dest.Bits() {
+		x.inside[netip.PrefixFrom(r.dest.Addr(), b).Masked()]++
+	}
+}
+
+func (x *routeIndex) unindex(r *indexedRoute) {
+	if r.Cluster == "" {
+		return
+	}
+	delete(x.dests, r.dest)
+	for b := range r.dest.Bits() {
+		k := netip.PrefixFrom(r.dest.Addr(), b).Masked()
+		if x.inside[k]--; x.inside[k] == 0 {
+			delete(x.inside, k)
+		}
+	}
+}
+
+// overlapping returns a cluster route whose destination contains or lies
+// in p (a masked prefix), or equals it when equal is set; nil when there
+// is none. With several it returns the one with the shortest prefix that
+// contains p, else the lowest one inside p.
+func (x *routeIndex) overlapping(p netip.Prefix, equal bool) *indexedRoute {
+	for b := range p.Bits() + 1 {
+		if b == p.Bits() && !equal {
+			break
+		}
+		if r := x.dests[netip.PrefixFrom(p.Addr(), b).Masked()]; r != nil {
+			return r
+		}
+	}
+	if x.inside[p] == 0 {
+		return nil
+	}
+	var found *indexedRoute // rare (an error): a scan is fine
+	for q, r := range x.dests {
+		if q.Bits() > p.Bits() && p.Overlaps(q) && (found == nil || comparePrefixes(q, found.dest) < 0) {
+			found = r
+		}
+	}
+	return found
+}
+
+func comparePrefixes(a, b netip.Prefix) int {
+	return cmp.Or(a.Addr().Compare(b.Addr()), cmp.Compare(a.Bits(), b.Bits()))
+}
+
+// sameRoute reports whether a and b are the same stored route (Extra, the
+// index's record, aside).
+func sameRoute(a, b *routes.Entry) bool {
+	return a.Cluster == b.Cluster && a.Name == b.Name && a.DestinationCIDR == b.DestinationCIDR &&
+		a.TargetNode == b.TargetNode && a.Blackhole == b.Blackhole && slices.Equal(a.TargetNodeAddresses, b.TargetNodeAddresses)
+}
+
+// routeError is the error for route e, which breaks the rules as errs
+// say, wrapping sentinel.
+func routeError(sentinel error, e *routes.Entry, errs field.ErrorList) error {
+	return fmt.Errorf("%w: route %s of cluster %s: %w", sentinel, clip(e.Name), clip(e.Cluster), errs.ToAggregate())
+}
+
+// overlapError says that e's destination p (masked) overlaps other's;
+// path names e's destination.
+func overlapError(path *field.Path, e *routes.Entry, p netip.Prefix, other *indexedRoute) *field.Error {
+	rel := "lies in"
+	switch {
+	case other.dest == p:
+		rel = "equals"
+	case other.dest.Bits() > p.Bits():
+		rel = "contains"
+	}
+	return field.Invalid(path, clipValue(e.DestinationCIDR), fmt.Sprintf(
+		"expected a destination that overlaps no other cluster route's (one network, one pod-route destination per packet): it %s %s, the destination of route %s of cluster %s",
+		rel, clip(other.DestinationCIDR), clip(other.Name), clip(other.Cluster)))
+}
+
+// checkCreate checks a CreateRoute of route for cluster (the Table's
+// cluster identity) against the rules of the route table, with the table
+// last loaded, before the routes.Table batches it: a route the cloud
+// refuses then fails alone. A destination equal to another route's is left
+// to the Table (ErrCIDRInUse, or a replacement of the route of the same
+// name), which applies the deletions of its batch first. Errors wrap
+// routes.ErrInvalidRoute or routes.ErrCIDRInUse.
+func (s *store) checkCreate(cluster string, route *cloudprovider.Route) error {
+	e := routes.Entry{Cluster: cluster, DestinationCIDR: route.DestinationCIDR, TargetNode: route.TargetNode, TargetNodeAddresses: route.TargetNodeAddresses}
+	path := field.NewPath("route")
+	p, errs := validateRoute(path, e)
+	if len(errs) > 0 {
+		return fmt.Errorf("fake: %w: %w", routes.ErrInvalidRoute, errs.ToAggregate())
+	}
+	if cluster == "" {
+		return nil // the Table refuses it
+	}
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	if other := s.routeIdx.overlapping(p, false); other != nil {
+		return fmt.Errorf("fake: %w: %w", routes.ErrCIDRInUse, overlapError(path.Child("destinationCIDR"), &e, p, other))
+	}
+	return nil
+}
+
+// checkedRoutes is the fake's cloudprovider.Routes: the routes.Table, with
+// each CreateRoute first checked by checkCreate, as a cloud API that
+// creates one route at a time would, so that a route the cloud refuses
+// fails alone rather than failing the table write of its whole batch
+// (WriteTable checks again, against the table as it is then). The check
+// makes no cloud API call.
+type checkedRoutes struct {
+	*routes.Table
+	s         *store
+	clusterID string // Config.ClusterID
+}
+
+// CreateRoute implements cloudprovider.Routes: routes.Table.CreateRoute,
+// after checkCreate.
+func (r checkedRoutes) CreateRoute(ctx context.Context, clusterName, nameHint string, route *cloudprovider.Route) error {
+	if route != nil {
+		if err := r.s.checkCreate(cmp.Or(r.clusterID, clusterName), route); err != nil {
+			return err
+		}
+	}
+	return r.Table.CreateRoute(ctx, clusterName, nameHint, route)
 }

@@ -267,7 +267,7 @@ type statePool struct {
 
 // stateRoute is a route table entry, with the address types and the
 // Blackhole flag that Route leaves out. routes.Entry.Extra is not stored
-// (the fake sets none).
+// (the fake keeps its index record there, rebuilt when a file is loaded).
 type stateRoute struct {
 	Cluster             string           `json:"cluster"`
 	Name                string           `json:"name"`
@@ -361,12 +361,19 @@ func decodeState(data []byte, cfg Config) (cloudState, uint64, error) {
 			return cloudState{}, 0, fmt.Errorf("loadBalancers[%d] (id %q): %w", i, v.ID, err)
 		}
 	}
+	var table []routes.Entry
 	for _, r := range doc.Routes {
-		st.routes = append(st.routes, routes.Entry{
+		table = append(table, routes.Entry{
 			Cluster: r.Cluster, Name: r.Name, DestinationCIDR: r.DestinationCIDR, TargetNode: types.NodeName(r.TargetNode),
 			TargetNodeAddresses: r.TargetNodeAddresses, Blackhole: r.Blackhole,
 		})
 	}
+	// The route table's rules, as for every other way into it: a file
+	// that breaks them is not loaded at all.
+	if err := st.routeIdx.replace(nil, table, tablePath); err != nil {
+		return cloudState{}, 0, err
+	}
+	st.routes = table
 	return st, doc.Generation, nil
 }
 

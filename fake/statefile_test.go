@@ -864,3 +864,97 @@ func TestStateFileV1(t *testing.T) {
 		t.Errorf("format after a change = %v; want %s", got, fake.StateFormat)
 	}
 }
+
+// TestStateFileRejectsBadRoutes: a state file whose route table breaks the
+// table's rules (routes[1] below; routes[0] is valid) is not loaded at
+// all: New fails, and a running Cloud that finds it fails its calls and
+// keeps the state last loaded, with an error naming the file, the route
+// and the field. The file is left as it was.
+func TestStateFileRejectsBadRoutes(t *testing.T) {
+	valid := map[string]any{"cluster": cluster, "name": "r0", "destinationCIDR": "10.244.0.0/24", "targetNode": "node-01"}
+	tests := []struct {
+		name, reason string
+		bad          map[string]any // routes[1], over a copy of valid with another name and destination
+		want         []string
+	}{
+		{"destination not a CIDR", "every field the loader reads is checked",
+			map[string]any{"destinationCIDR": "nope"}, []string{"routes[1].destinationCIDR", `"nope"`, "expected a CIDR"}},
+		{"cluster default route", "not a pod route",
+			map[string]any{"destinationCIDR": "0.0.0.0/0"}, []string{"routes[1].destinationCIDR", `"0.0.0.0/0"`}},
+		{"IPv4-mapped destination", "IPv4 spelled as IPv4",
+			map[string]any{"destinationCIDR": "::ffff:10.244.1.0/120"}, []string{"routes[1].destinationCIDR", "IPv4-mapped"}},
+		{"overlapping destinations", "routes[1] contains routes[0]",
+			map[string]any{"destinationCIDR": "10.244.0.0/16"}, []string{"routes[1].destinationCIDR", `contains "10.244.0.0/24"`, `route "r0"`}},
+		{"repeated name", "(cluster, name) is unique",
+			map[string]any{"name": "r0"}, []string{"routes[1].name", "duplicates routes[0].name"}},
+		{"target node with NUL", "a Node name",
+			map[string]any{"targetNode": "node\x0001"}, []string{"routes[1].targetNode", `"node\x0001"`}},
+		{"address of an unknown type", "node address types are a closed set",
+			map[string]any{"targetNodeAddresses": []any{map[string]any{"type": "Bogus", "address": "10.0.0.1"}}},
+			[]string{"routes[1].targetNodeAddresses[0].type", `"Bogus"`}},
+		{"address not an IP", "an InternalIP is an IP",
+			map[string]any{"targetNodeAddresses": []any{map[string]any{"type": "InternalIP", "address": "node-01"}}},
+			[]string{"routes[1].targetNodeAddresses[0].address", `"node-01"`}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			cfg, data := validStateFile(t)
+			bad := map[string]any{"cluster": cluster, "name": "r1", "destinationCIDR": "10.244.1.0/24", "targetNode": "node-01"}
+			for k, v := range tt.bad {
+				bad[k] = v
+			}
+			good := edit(t, data, func(d map[string]any) { d["routes"] = []any{valid} })
+			broken := edit(t, data, func(d map[string]any) { d["routes"] = []any{valid, bad} })
+			want := append([]string{cfg.StateFile, `route "` + bad["name"].(string) + `"`}, tt.want...)
+			check := func(what string, err error) {
+				t.Helper()
+				if !errors.Is(err, fake.ErrStateFile) {
+					t.Fatalf("%s = %v; want an error wrapping ErrStateFile (%s)", what, err, tt.reason)
+				}
+				for _, w := range want {
+					if !strings.Contains(err.Error(), w) {
+						t.Errorf("%s = %q; want it to name %q (%s)", what, err, w, tt.reason)
+					}
+				}
+			}
+
+			if err := os.WriteFile(cfg.StateFile, broken, 0o600); err != nil {
+				t.Fatal(err)
+			}
+			_, err := fake.New(cfg)
+			check("New", err)
+
+			// A running Cloud, then another process leaves the bad file.
+			if err := os.WriteFile(cfg.StateFile, good, 0o600); err != nil {
+				t.Fatal(err)
+			}
+			c := newCloud(t, cfg)
+			before := c.Snapshot()
+			if len(before.Routes) != 1 {
+				t.Fatalf("the valid file loaded %d routes; want 1", len(before.Routes))
+			}
+			replaceFile(t, cfg.StateFile, broken)
+			_, err = routesOf(t, c).ListRoutes(t.Context(), cluster)
+			check("ListRoutes", err)
+			if diff := cmp.Diff(before, c.Snapshot()); diff != "" {
+				t.Errorf("Snapshot after the bad file (-before +after): want the state last loaded, nothing of the bad file\n%s", diff)
+			}
+			if got, _ := os.ReadFile(cfg.StateFile); string(got) != string(broken) {
+				t.Errorf("the state file changed after the error; want it left as it was")
+			}
+		})
+	}
+}
+
+// replaceFile replaces path with a new file holding data, as the fake and
+// a careful person do.
+func replaceFile(t *testing.T, path string, data []byte) {
+	t.Helper()
+	tmp := path + ".new"
+	if err := os.WriteFile(tmp, data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		t.Fatal(err)
+	}
+}

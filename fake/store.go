@@ -89,6 +89,7 @@ type cloudState struct {
 
 	routes   []routes.Entry // replaced as a whole, never mutated
 	routeRev uint64
+	routeIdx *routeIndex // of routes; changed only with them (setRoutes)
 }
 
 // lbRecord is a stored load balancer: the model, its VIPs and when it is
@@ -136,6 +137,7 @@ func emptyState(cfg Config) (cloudState, error) {
 	st := cloudState{
 		instances: map[string]*Instance{}, instByName: index{}, instIPs: map[netip.Addr]string{},
 		lbs: map[string]*lbRecord{}, lbNames: index{}, lbUIDs: index{}, lbPools: map[bool]*pool{},
+		routeIdx: newRouteIndex(),
 	}
 	for _, c := range cfg.InstanceCIDRs {
 		p, err := newPool(c)

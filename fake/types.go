@@ -84,12 +84,10 @@ func (in *Instance) validate(path *field.Path) field.ErrorList {
 	}{{"internalIPs", in.InternalIPs}, {"externalIPs", in.ExternalIPs}} {
 		seen := map[netip.Addr]bool{}
 		for i, s := range list.ips {
-			ip, err := netip.ParseAddr(s)
+			ip, problem := nodeIP(s)
 			switch {
-			case err != nil || ip.Zone() != "" || ip.Is4In6():
-				errs = append(errs, field.Invalid(path.Child(list.name).Index(i), s, "expected an IPv4 or IPv6 address without zone"))
-			case ip.IsUnspecified() || ip.IsMulticast():
-				errs = append(errs, field.Invalid(path.Child(list.name).Index(i), s, "expected a unicast address"))
+			case problem != "":
+				errs = append(errs, field.Invalid(path.Child(list.name).Index(i), clipValue(s), problem))
 			case seen[ip]:
 				errs = append(errs, field.Duplicate(path.Child(list.name).Index(i), s))
 			}
@@ -118,6 +116,24 @@ func (in *Instance) validate(path *field.Path) field.ErrorList {
 		errs = append(errs, field.NotSupported(path.Child("state"), in.State, []string{string(StateRunning), string(StateStopped), string(StateTerminated)}))
 	}
 	return errs
+}
+
+// nodeIP parses s as the IP address of a node (an instance's address, a
+// route's target address) and returns it, or says what was expected: an
+// IPv4 or IPv6 address in standard notation, without zone, an IPv4 address
+// spelled as IPv4 (not IPv4-mapped IPv6, which instances.BuildAddresses
+// rejects too), and unicast.
+func nodeIP(s string) (netip.Addr, string) {
+	ip, err := netip.ParseAddr(s)
+	switch {
+	case err != nil || ip.Zone() != "":
+		return netip.Addr{}, "expected an IPv4 or IPv6 address without zone"
+	case ip.Is4In6():
+		return netip.Addr{}, "expected an IPv4 address in dotted form (" + ip.Unmap().String() + "), not IPv4-mapped IPv6"
+	case ip.IsUnspecified() || ip.IsMulticast():
+		return netip.Addr{}, "expected a unicast address"
+	}
+	return ip, ""
 }
 
 // isKubernetesLabel reports whether key is in the kubernetes.io or k8s.io
