@@ -7,6 +7,7 @@ package ccmkit_test
 // balancers provision asynchronously and keep VM IDs as targets.
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"os"
@@ -71,12 +72,13 @@ func checkREADMEPasses(t *testing.T, who string, outs []conformance.Outcome) {
 	}
 }
 
-// newAcmeSandbox builds an acme cloud with three VMs (IDs i-N, names
+// newAcmeSandbox builds an acme cloud with four VMs (IDs i-N, names
 // worker-N), the walkthrough provider over it as cluster "conformance" and,
-// as Target.OtherCluster, as cluster "conformance-other".
+// as Target.OtherCluster, as cluster "conformance-other". The Node of the
+// fourth VM is named unlike it (Target.RenamedNodes).
 func newAcmeSandbox(context.Context) (*conformance.Target, error) {
 	api := &acmeAPI{lbs: map[string]*loadbalancer.LoadBalancer{}}
-	for range 3 {
+	for range 4 {
 		api.addVM("")
 	}
 	const cluster = "conformance"
@@ -93,6 +95,11 @@ func newAcmeSandbox(context.Context) (*conformance.Target, error) {
 	for _, vm := range vms {
 		nodes = append(nodes, acmeNode(vm))
 	}
+	// A kubelet run with --hostname-override and --provider-id.
+	renamed := nodes[len(nodes)-1:]
+	nodes = nodes[:len(nodes)-1]
+	nodeName := map[string]string{renamed[0].Spec.ProviderID: "edge-gateway"} // by provider ID
+	renamed[0].Name = "edge-gateway"
 	// lbOf finds the load balancer of svc as cluster sees it: by the
 	// ownership tags (the provider's cluster ID, not the clusterName
 	// argument, which it ignores).
@@ -116,6 +123,7 @@ func newAcmeSandbox(context.Context) (*conformance.Target, error) {
 		Cloud:        p,
 		OtherCluster: other,
 		Nodes:        nodes,
+		RenamedNodes: renamed,
 		Hooks: conformance.Hooks{
 			CloudChanged: func(context.Context) error {
 				p.cache.Invalidate()
@@ -160,7 +168,7 @@ func newAcmeSandbox(context.Context) (*conformance.Target, error) {
 					if err != nil {
 						return nil, fmt.Errorf("load balancer %s targets %q: %w", lb.ID, b.ProviderID, err)
 					}
-					out = append(out, vm.Name)
+					out = append(out, cmp.Or(nodeName[b.ProviderID], vm.Name))
 				}
 				return out, nil
 			},
@@ -288,7 +296,10 @@ func TestWalkthroughIsRealistic(t *testing.T) {
 	if err != nil || len(names) != 3 {
 		t.Errorf("backends = %v, %v; want the 3 workers", names, err)
 	}
-	for _, n := range tgt.Nodes {
+	if len(tgt.RenamedNodes) == 0 {
+		t.Errorf("no Target.RenamedNodes; the sandbox must have a Node named unlike its VM")
+	}
+	for _, n := range slices.Concat(tgt.Nodes, tgt.RenamedNodes) {
 		if strings.TrimPrefix(n.Spec.ProviderID, "acme://") == n.Name {
 			t.Errorf("node %s has the name of its VM; the sandbox must tell them apart", n.Name)
 		}

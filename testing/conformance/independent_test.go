@@ -992,6 +992,10 @@ type indieSandbox struct {
 	cloud       *indieCloud
 	blue, green *indieProvider
 	nodes       []*v1.Node
+	// renamed are Nodes named unlike their VMs (Target.RenamedNodes), and
+	// nodeName names the Node of each VM by ID.
+	renamed  []*v1.Node
+	nodeName map[string]string
 }
 
 func newIndieSandbox(opts indieOptions) (*indieSandbox, error) {
@@ -1010,6 +1014,12 @@ func newIndieSandbox(opts indieOptions) (*indieSandbox, error) {
 	} {
 		s.nodes = append(s.nodes, indieNode(s.cloud.addVM(vm)))
 	}
+	// A kubelet run with --hostname-override and --provider-id: its Node is
+	// not named as its VM, so only the provider ID finds it.
+	n := indieNode(s.cloud.addVM(indieVM{ID: "vm-91d0", Name: "ip-10-0-0-14", Zone: "zone-b"}))
+	n.Name = "edge-gateway"
+	s.renamed = append(s.renamed, n)
+	s.nodeName = map[string]string{"vm-91d0": n.Name}
 	return s, nil
 }
 
@@ -1033,6 +1043,7 @@ func (s *indieSandbox) target() *conformance.Target {
 	return &conformance.Target{
 		Cloud:        s.blue,
 		Nodes:        s.nodes,
+		RenamedNodes: s.renamed,
 		OtherCluster: s.green,
 		Hooks: conformance.Hooks{
 			CreateInstance:    s.createInstance,
@@ -1116,7 +1127,9 @@ func (s *indieSandbox) backends(_ context.Context, _ string, svc *v1.Service) ([
 	}
 	var out []string
 	for _, id := range lb.Spec.Targets {
-		if vm, ok := s.cloud.vm(id, ""); ok {
+		if name, ok := s.nodeName[id]; ok {
+			id = name
+		} else if vm, ok := s.cloud.vm(id, ""); ok {
 			id = vm.Name
 		}
 		out = append(out, id)
@@ -1231,7 +1244,7 @@ func TestIndependentProviderIsRealistic(t *testing.T) {
 			return a
 		}
 		got := []answer{ensure(), ensure(), ensure(), ensure()}
-		ip := []v1.LoadBalancerIngress{{IP: "198.18.0.5"}}
+		ip := []v1.LoadBalancerIngress{{IP: "198.18.0.6"}} // the cloud numbers VMs, load balancers and addresses from one sequence: 4 VMs, an LB ID, then its address
 		want := []answer{
 			{RetryAfter: indieRetryAfter, Writes: 1}, // created, no address in the create response
 			{RetryAfter: indieRetryAfter, Writes: 1}, // first listing: still provisioning
