@@ -413,19 +413,21 @@ func overlapError(path *field.Path, e *routes.Entry, p netip.Prefix, other *inde
 // checkCreate checks a CreateRoute of route for cluster (the Table's
 // cluster identity) against the rules of the route table, with the table
 // last loaded, before the routes.Table batches it: a route the cloud
-// refuses then fails alone. A destination equal to another route's is left
-// to the Table (ErrCIDRInUse, or a replacement of the route of the same
-// name), which applies the deletions of its batch first. Errors wrap
+// refuses then fails alone. What the Table refuses by itself (a
+// destination that does not parse, an empty cluster or target node) is
+// left to it, and so is a destination equal to another route's
+// (ErrCIDRInUse, or a replacement of the route of the same name): the
+// Table applies the deletions of its batch first. Errors wrap
 // routes.ErrInvalidRoute or routes.ErrCIDRInUse.
 func (s *store) checkCreate(cluster string, route *cloudprovider.Route) error {
+	if _, err := netip.ParsePrefix(route.DestinationCIDR); err != nil || cluster == "" {
+		return nil // the Table refuses it, naming it its way
+	}
 	e := routes.Entry{Cluster: cluster, DestinationCIDR: route.DestinationCIDR, TargetNode: route.TargetNode, TargetNodeAddresses: route.TargetNodeAddresses}
 	path := field.NewPath("route")
 	p, errs := validateRoute(path, e)
 	if len(errs) > 0 {
 		return fmt.Errorf("fake: %w: %w", routes.ErrInvalidRoute, errs.ToAggregate())
-	}
-	if cluster == "" {
-		return nil // the Table refuses it
 	}
 	s.mu.RLock()
 	defer s.mu.RUnlock()
