@@ -29,6 +29,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	cloudprovider "k8s.io/cloud-provider"
 	"k8s.io/klog/v2"
 	"k8s.io/klog/v2/textlogger"
@@ -871,20 +872,72 @@ func routeInputs(w *badWorld) []badInput {
 	}
 	cidr := func(name, c string, expect string) badInput {
 		return create(name, "DestinationCIDR "+strconv.Quote(c), "uid-node-2",
-			&cloudprovider.Route{TargetNode: "node-2", DestinationCIDR: c}, "route.DestinationCIDR", q(c), expect)
+			&cloudprovider.Route{TargetNode: "node-2", DestinationCIDR: c}, "route.destinationCIDR", q(c), expect)
 	}
+	target := func(name, reason, node string, addrs []v1.NodeAddress, field, value, expect string) badInput {
+		return create(name, reason, "uid-node-2",
+			&cloudprovider.Route{TargetNode: types.NodeName(node), TargetNodeAddresses: addrs, DestinationCIDR: "10.244.2.0/24"}, field, value, expect)
+	}
+	const dest = "route.destinationCIDR"
 	v6 := "fd00:10:244:2::/64"
-	hugeCIDR := cidr("CIDR 1 MiB", "10.244.2.0/24"+strings.Repeat("0", huge), "want a CIDR")
-	hugeCIDR.gap = "routes.Table quotes DestinationCIDR whole (%q, not cut)"
+	hugeCIDR := cidr("CIDR 1 MiB", "10.244.2.0/24"+strings.Repeat("0", huge), "expected a CIDR")
+	// The walkthrough's acme provider: a routes.Table over a driver that
+	// checks nothing, as a provider team first writes one.
+	acme, err := cloudprovider.GetCloudProvider("acme", strings.NewReader("clusterID: c\n"))
+	if err != nil {
+		panic(err)
+	}
+	acmeRoutes, _ := acme.Routes()
+	bigCIDR := "10.244.2.0/24" + strings.Repeat("0", huge)
+	acmeCIDR := withGap(badInput{surface: "routes", name: "CIDR 1 MiB over a plain driver",
+		reason: "routes.Table's own check, before any driver",
+		call: func(ctx context.Context) error {
+			return acmeRoutes.CreateRoute(ctx, "kubernetes", "uid-node-2", &cloudprovider.Route{TargetNode: "node-2", DestinationCIDR: bigCIDR})
+		},
+		state: func() any {
+			rs, err := acmeRoutes.ListRoutes(context.Background(), "kubernetes")
+			return []any{rs, err}
+		},
+		field: "route.DestinationCIDR", value: q(bigCIDR), expect: "want a CIDR"},
+		"routes.Table quotes DestinationCIDR whole (%q, not cut)")
 	return []badInput{
 		create("nil route", "CreateRoute(nil)", "uid-node-2", nil, "route", "", "want a route"),
-		cidr("empty CIDR", "", "want a CIDR"),
-		cidr("word", "nope", "want a CIDR"),
-		cidr("prefix too long", "10.244.2.0/33", "want a CIDR"),
-		cidr("no prefix length", "10.244.2.0", "want a CIDR"),
-		cidr("trailing space", "10.244.2.0/24 ", "want a CIDR"),
-		cidr("leading zeros", "10.244.02.0/24", "want a CIDR"),
-		cidr("zone", "fe80::%eth0/64", "want a CIDR"),
+		cidr("empty CIDR", "", "expected a CIDR"),
+		cidr("word", "nope", "expected a CIDR"),
+		cidr("prefix too long", "10.244.2.0/33", "expected a CIDR"),
+		cidr("no prefix length", "10.244.2.0", "expected a CIDR"),
+		cidr("trailing space", "10.244.2.0/24 ", "expected a CIDR"),
+		cidr("leading zeros", "10.244.02.0/24", "expected a CIDR"),
+		cidr("zone", "fe80::%eth0/64", "expected a CIDR without zone"),
+		create("default route", "0.0.0.0/0 as a pod route sends every packet to one node", "uid-node-2",
+			&cloudprovider.Route{TargetNode: "node-2", DestinationCIDR: "0.0.0.0/0"}, dest, q("0.0.0.0/0"), "expected a pod CIDR"),
+		create("IPv6 default route", "::/0 as a pod route", "uid-node-2",
+			&cloudprovider.Route{TargetNode: "node-2", DestinationCIDR: "::/0"}, dest, q("::/0"), "expected a pod CIDR"),
+		create("host bits", "10.244.2.1/24: ListRoutes must return it byte-identical, and it is no network", "uid-node-2",
+			&cloudprovider.Route{TargetNode: "node-2", DestinationCIDR: "10.244.2.1/24"}, dest, q("10.244.2.1/24"), "expected the network address 10.244.2.0/24"),
+		create("IPv4-mapped IPv6", "::ffff:10.244.3.0/120 is 10.244.3.0/24 spelled another way", "uid-node-2",
+			&cloudprovider.Route{TargetNode: "node-2", DestinationCIDR: "::ffff:10.244.3.0/120"}, dest, q("::ffff:10.244.3.0/120"), "expected an IPv4 CIDR in dotted form"),
+		create("containing another route", "10.244.0.0/16 holds node-1's 10.244.1.0/24", "uid-node-2",
+			&cloudprovider.Route{TargetNode: "node-2", DestinationCIDR: "10.244.0.0/16"}, dest, q("10.244.0.0/16"), "expected"),
+		create("inside another route", "10.244.1.128/25 lies in node-1's 10.244.1.0/24", "uid-node-2",
+			&cloudprovider.Route{TargetNode: "node-2", DestinationCIDR: "10.244.1.128/25"}, dest, q("10.244.1.128/25"), "expected"),
+		withGap(create("another node's destination", "node-1's 10.244.1.0/24 for node-2", "uid-node-2",
+			&cloudprovider.Route{TargetNode: "node-2", DestinationCIDR: "10.244.1.0/24"}, dest, q("10.244.1.0/24"), "expected"),
+			"routes.Table refuses a destination equal to another route's (ErrCIDRInUse) before the driver sees it, naming the route and node that hold it but neither the field nor what was expected, and not quoting the CIDR"),
+		target("node name with slash", "a Node name cannot hold '/'", "a/b", nil, "route.targetNode", q("a/b"), "expected a Node name"),
+		target("node name with NUL", "a NUL byte", "node\x00", nil, "route.targetNode", q("node\x00"), "expected a Node name"),
+		target("node name 10 kB", "a huge name is quoted cut", strings.Repeat("n", 10000), nil, "route.targetNode", q(strings.Repeat("n", 10000)), "expected a Node name"),
+		target("node name upper case", "Node names are lower case", "Node-2", nil, "route.targetNode", q("Node-2"), "expected a Node name"),
+		target("target address word", "an InternalIP that is no address", "node-2",
+			[]v1.NodeAddress{{Type: v1.NodeInternalIP, Address: "nope"}}, "route.targetNodeAddresses[0].address", q("nope"), "expected"),
+		target("target address IPv4-mapped", "::ffff:10.0.0.2 is 10.0.0.2 spelled another way", "node-2",
+			[]v1.NodeAddress{{Type: v1.NodeInternalIP, Address: "::ffff:10.0.0.2"}}, "route.targetNodeAddresses[0].address", q("::ffff:10.0.0.2"), "expected"),
+		target("target address type", "an address type that does not exist", "node-2",
+			[]v1.NodeAddress{{Type: "Bogus", Address: "10.0.0.2"}}, "route.targetNodeAddresses[0].type", q("Bogus"), "supported values"),
+		target("target hostname", "a Hostname that is no DNS name", "node-2",
+			[]v1.NodeAddress{{Type: v1.NodeHostName, Address: "a_b"}}, "route.targetNodeAddresses[0].address", q("a_b"), "expected a DNS-1123 subdomain"),
+		target("target address 1 MiB", "a huge address is quoted cut", "node-2",
+			[]v1.NodeAddress{{Type: v1.NodeInternalIP, Address: strings.Repeat("1", huge)}}, "route.targetNodeAddresses[0].address", q(strings.Repeat("1", huge)), "expected"),
 		create("empty target node", "a route to no node", "uid-node-2",
 			&cloudprovider.Route{DestinationCIDR: "10.244.2.0/24"}, "route.TargetNode", "", "want a node name"),
 		create("empty name hint", "no node UID to name the route after", "",
@@ -897,7 +950,7 @@ func routeInputs(w *badWorld) []badInput {
 		{surface: "routes", name: "delete nil route", reason: "DeleteRoute(nil)",
 			call:  func(ctx context.Context) error { return w.routesAPI.DeleteRoute(ctx, "kubernetes", nil) },
 			field: "route", expect: "want a route"},
-		hugeCIDR,
+		hugeCIDR, acmeCIDR,
 	}
 }
 
@@ -954,7 +1007,7 @@ func fakeConfigInputs(w *badWorld) []badInput {
 		f("instance IP", "10.0.0.256", inst(fake.Instance{Name: "n", InternalIPs: []string{"10.0.0.256"}}),
 			"instances[1].internalIPs[0]", q("10.0.0.256"), "expected an IPv4 or IPv6 address"),
 		f("instance IPv4-mapped IP", "::ffff:10.0.0.9: the fake keeps one spelling per address",
-			inst(fake.Instance{Name: "n", InternalIPs: []string{"::ffff:10.0.0.9"}}), "instances[1].internalIPs[0]", q("::ffff:10.0.0.9"), "expected an IPv4 or IPv6 address"),
+			inst(fake.Instance{Name: "n", InternalIPs: []string{"::ffff:10.0.0.9"}}), "instances[1].internalIPs[0]", q("::ffff:10.0.0.9"), "expected an IPv4 address in dotted form (10.0.0.9)"),
 		f("instance multicast IP", "224.0.0.1", inst(fake.Instance{Name: "n", ExternalIPs: []string{"224.0.0.1"}}),
 			"instances[1].externalIPs[0]", q("224.0.0.1"), "expected a unicast address"),
 		f("instance state", "exploded", inst(fake.Instance{Name: "n", State: "exploded"}),
@@ -1100,6 +1153,14 @@ func stateFileInputs(w *badWorld) []badInput {
 			}), "instances[2].id", q("i-1"), "expected each instance ID once"),
 		s("other instance CIDRs", "a file of a cloud-config with other networks",
 			edit(func(doc map[string]any) { doc["cloud"].(map[string]any)["instanceCIDRs"] = []string{"10.9.0.0/16"} }), "cloud.instanceCIDRs", "10.9.0.0/16", "expected the same cloud-config in every process"),
+		s("route destination word", "a route to \"nope\"",
+			edit(func(doc map[string]any) {
+				doc["routes"] = []any{map[string]any{"cluster": "c", "name": "r", "destinationCIDR": "nope", "targetNode": "node-1"}}
+			}), "routes[0].destinationCIDR", q("nope"), "expected a CIDR"),
+		s("route default", "a cluster's default route",
+			edit(func(doc map[string]any) {
+				doc["routes"] = []any{map[string]any{"cluster": "c", "name": "r", "destinationCIDR": "0.0.0.0/0", "targetNode": "node-1"}}
+			}), "routes[0].destinationCIDR", q("0.0.0.0/0"), "expected a pod CIDR"),
 		s("pool not configured", "a pool the cloud-config does not have",
 			edit(func(doc map[string]any) { doc["pools"].([]any)[0].(map[string]any)["cidr"] = "10.9.0.0/16" }), "pools[0]", q("10.9.0.0/16"), "expected one of the configured pools"),
 	}
