@@ -872,7 +872,7 @@ func routeInputs(w *badWorld) []badInput {
 	}
 	cidr := func(name, c string, expect string) badInput {
 		return create(name, "DestinationCIDR "+strconv.Quote(c), "uid-node-2",
-			&cloudprovider.Route{TargetNode: "node-2", DestinationCIDR: c}, "route.destinationCIDR", q(c), expect)
+			&cloudprovider.Route{TargetNode: "node-2", DestinationCIDR: c}, "route.DestinationCIDR", q(c), expect)
 	}
 	target := func(name, reason, node string, addrs []v1.NodeAddress, field, value, expect string) badInput {
 		return create(name, reason, "uid-node-2",
@@ -880,35 +880,17 @@ func routeInputs(w *badWorld) []badInput {
 	}
 	const dest = "route.destinationCIDR"
 	v6 := "fd00:10:244:2::/64"
-	hugeCIDR := cidr("CIDR 1 MiB", "10.244.2.0/24"+strings.Repeat("0", huge), "expected a CIDR")
-	// The walkthrough's acme provider: a routes.Table over a driver that
-	// checks nothing, as a provider team first writes one.
-	acme, err := cloudprovider.GetCloudProvider("acme", strings.NewReader("clusterID: c\n"))
-	if err != nil {
-		panic(err)
-	}
-	acmeRoutes, _ := acme.Routes()
-	bigCIDR := "10.244.2.0/24" + strings.Repeat("0", huge)
-	acmeCIDR := withGap(badInput{surface: "routes", name: "CIDR 1 MiB over a plain driver",
-		reason: "routes.Table's own check, before any driver",
-		call: func(ctx context.Context) error {
-			return acmeRoutes.CreateRoute(ctx, "kubernetes", "uid-node-2", &cloudprovider.Route{TargetNode: "node-2", DestinationCIDR: bigCIDR})
-		},
-		state: func() any {
-			rs, err := acmeRoutes.ListRoutes(context.Background(), "kubernetes")
-			return []any{rs, err}
-		},
-		field: "route.DestinationCIDR", value: q(bigCIDR), expect: "want a CIDR"},
+	hugeCIDR := withGap(cidr("CIDR 1 MiB", "10.244.2.0/24"+strings.Repeat("0", huge), "want a CIDR"),
 		"routes.Table quotes DestinationCIDR whole (%q, not cut)")
 	return []badInput{
 		create("nil route", "CreateRoute(nil)", "uid-node-2", nil, "route", "", "want a route"),
-		cidr("empty CIDR", "", "expected a CIDR"),
-		cidr("word", "nope", "expected a CIDR"),
-		cidr("prefix too long", "10.244.2.0/33", "expected a CIDR"),
-		cidr("no prefix length", "10.244.2.0", "expected a CIDR"),
-		cidr("trailing space", "10.244.2.0/24 ", "expected a CIDR"),
-		cidr("leading zeros", "10.244.02.0/24", "expected a CIDR"),
-		cidr("zone", "fe80::%eth0/64", "expected a CIDR without zone"),
+		cidr("empty CIDR", "", "want a CIDR"),
+		cidr("word", "nope", "want a CIDR"),
+		cidr("prefix too long", "10.244.2.0/33", "want a CIDR"),
+		cidr("no prefix length", "10.244.2.0", "want a CIDR"),
+		cidr("trailing space", "10.244.2.0/24 ", "want a CIDR"),
+		cidr("leading zeros", "10.244.02.0/24", "want a CIDR"),
+		cidr("zone", "fe80::%eth0/64", "want a CIDR"),
 		create("default route", "0.0.0.0/0 as a pod route sends every packet to one node", "uid-node-2",
 			&cloudprovider.Route{TargetNode: "node-2", DestinationCIDR: "0.0.0.0/0"}, dest, q("0.0.0.0/0"), "expected a pod CIDR"),
 		create("IPv6 default route", "::/0 as a pod route", "uid-node-2",
@@ -950,7 +932,7 @@ func routeInputs(w *badWorld) []badInput {
 		{surface: "routes", name: "delete nil route", reason: "DeleteRoute(nil)",
 			call:  func(ctx context.Context) error { return w.routesAPI.DeleteRoute(ctx, "kubernetes", nil) },
 			field: "route", expect: "want a route"},
-		hugeCIDR, acmeCIDR,
+		hugeCIDR,
 	}
 }
 
