@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	"k8s.io/apimachinery/pkg/util/validation/field"
 	cloudprovider "k8s.io/cloud-provider"
 
 	"github.com/ccmkit/ccmkit/instances"
@@ -112,9 +113,12 @@ func WithClock(now func() time.Time) Option {
 // New builds a fake cloud from cfg and opts. It starts nothing: the admin
 // endpoint, if configured, starts with Initialize. It returns an error
 // (wrapping the field errors of Config.Validate, or naming the instance or
-// the option) for an invalid cfg, a seeded instance that cannot be added,
-// a nil WithClock or a WithLoadBalancerCapabilities whose BackendKey
-// contradicts LoadBalancerConfig.Backends. With cfg.StateFile it loads the
+// the option) for an invalid cfg, a seeded instance that cannot be added
+// (WithInstances' instances are checked against cfg.Instances' as
+// Config.Validate checks those: an ID, an address or the name of a live
+// instance of two instances, named instances[i] in the list they make
+// together), a nil WithClock or a WithLoadBalancerCapabilities whose
+// BackendKey contradicts LoadBalancerConfig.Backends. With cfg.StateFile it loads the
 // shared state file, or creates it from the seeded instances when it does
 // not exist; an error about the file wraps ErrStateFile and names it.
 func New(cfg Config, opts ...Option) (*Cloud, error) {
@@ -130,6 +134,11 @@ func New(cfg Config, opts ...Option) (*Cloud, error) {
 	}
 	cfg = cfg.withDefaults()
 	cfg.Instances = append(slices.Clone(cfg.Instances), o.instances...)
+	if len(o.instances) > 0 {
+		if errs := seedConflicts(field.NewPath("instances"), cfg.Instances); len(errs) > 0 {
+			return nil, fmt.Errorf("fake: invalid instances (Config.Instances, then WithInstances): %w", errs.ToAggregate())
+		}
+	}
 	st, err := newStore(cfg, o.clock)
 	if err != nil {
 		return nil, err

@@ -1,6 +1,7 @@
 package fake
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"net"
@@ -82,7 +83,9 @@ type Config struct {
 	// the delay off). False: every such field defaults to today's
 	// behaviour (no delay, no rate limit, backends by Node name).
 	Realistic bool `json:"realistic,omitempty"`
-	// Instances are created, in order, when the cloud is built.
+	// Instances are created, in order, when the cloud is built. Two of
+	// them may not have the same ID, the same address (internal or
+	// external), or the same name unless one is terminated.
 	Instances []Instance `json:"instances,omitempty"`
 	// InstanceCIDRs are at most one IPv4 and one IPv6 network. An instance
 	// added without InternalIPs gets the next free address of each of them.
@@ -267,14 +270,14 @@ type AdminConfig struct {
 func (c *Config) Validate() error {
 	var errs field.ErrorList
 	if id := c.ClusterID; strings.TrimSpace(id) != id {
-		errs = append(errs, field.Invalid(field.NewPath("clusterID"), id, "expected no leading or trailing white space: it is stored as the owner tag of load balancers and routes"))
+		errs = append(errs, field.Invalid(field.NewPath("clusterID"), clipValue(id), "expected no leading or trailing white space: it is stored as the owner tag of load balancers and routes"))
 	}
 	var v4, v6 []netip.Prefix
 	cidrs := field.NewPath("instanceCIDRs")
 	for i, s := range c.InstanceCIDRs {
 		p, err := parsePool(s)
 		if err != nil {
-			errs = append(errs, field.Invalid(cidrs.Index(i), s, err.Error()))
+			errs = append(errs, field.Invalid(cidrs.Index(i), clipValue(s), err.Error()))
 			continue
 		}
 		if p.Addr().Is4() {
@@ -284,7 +287,7 @@ func (c *Config) Validate() error {
 		}
 	}
 	if len(v4) > 1 || len(v6) > 1 {
-		errs = append(errs, field.Invalid(cidrs, c.InstanceCIDRs, "expected at most one IPv4 and one IPv6 CIDR"))
+		errs = append(errs, field.Invalid(cidrs, clipValue(strings.Join(c.InstanceCIDRs, ", ")), "expected at most one IPv4 and one IPv6 CIDR"))
 	}
 	lbp := field.NewPath("loadBalancers")
 	for _, pool := range []struct {
@@ -297,23 +300,23 @@ func (c *Config) Validate() error {
 		p, err := parsePool(pool.value)
 		switch {
 		case err != nil:
-			errs = append(errs, field.Invalid(lbp.Child(pool.name), pool.value, err.Error()))
+			errs = append(errs, field.Invalid(lbp.Child(pool.name), clipValue(pool.value), err.Error()))
 		case p.Addr().Is4() != pool.want4:
-			errs = append(errs, field.Invalid(lbp.Child(pool.name), pool.value, "expected a CIDR of the pool's IP family"))
+			errs = append(errs, field.Invalid(lbp.Child(pool.name), clipValue(pool.value), "expected a CIDR of the pool's IP family"))
 		}
 	}
 	if s := c.LoadBalancers.HostnameSuffix; s != "" {
 		if msgs := validation.IsDNS1123Subdomain(s); len(msgs) > 0 {
-			errs = append(errs, field.Invalid(lbp.Child("hostnameSuffix"), s, "expected a DNS-1123 subdomain: "+strings.Join(msgs, "; ")))
+			errs = append(errs, field.Invalid(lbp.Child("hostnameSuffix"), clipValue(s), "expected a DNS-1123 subdomain: "+strings.Join(msgs, "; ")))
 		}
 		if c.LoadBalancers.IPMode != "" {
-			errs = append(errs, field.Invalid(lbp.Child("ipMode"), c.LoadBalancers.IPMode, "expected empty with hostnameSuffix: ipMode applies to IP ingress only"))
+			errs = append(errs, field.Invalid(lbp.Child("ipMode"), clipValue(string(c.LoadBalancers.IPMode)), "expected empty with hostnameSuffix: ipMode applies to IP ingress only"))
 		}
 	}
 	switch c.LoadBalancers.IPMode {
 	case "", v1.LoadBalancerIPModeVIP, v1.LoadBalancerIPModeProxy:
 	default:
-		errs = append(errs, field.NotSupported(lbp.Child("ipMode"), c.LoadBalancers.IPMode, []string{"", "VIP", "Proxy"}))
+		errs = append(errs, field.NotSupported(lbp.Child("ipMode"), clipValue(string(c.LoadBalancers.IPMode)), []string{"", "VIP", "Proxy"}))
 	}
 	if d := c.LoadBalancers.ProvisioningDelay; d != nil && d.Duration < 0 {
 		errs = append(errs, field.Invalid(lbp.Child("provisioningDelay"), d.String(), "expected zero (no delay) or a positive duration"))
@@ -321,7 +324,7 @@ func (c *Config) Validate() error {
 	switch c.LoadBalancers.Backends {
 	case "", BackendsNodeName, BackendsInstanceID:
 	default:
-		errs = append(errs, field.NotSupported(lbp.Child("backends"), c.LoadBalancers.Backends, []string{string(BackendsNodeName), string(BackendsInstanceID)}))
+		errs = append(errs, field.NotSupported(lbp.Child("backends"), clipValue(string(c.LoadBalancers.Backends)), []string{string(BackendsNodeName), string(BackendsInstanceID)}))
 	}
 	errs = append(errs, c.rateLimit().validate(field.NewPath("rateLimit"))...)
 	if c.InstanceCacheTTL.Duration < 0 {
@@ -329,34 +332,71 @@ func (c *Config) Validate() error {
 	}
 	if a := c.Admin.Address; a != "" {
 		if _, err := loopbackAddress(a); err != nil {
-			errs = append(errs, field.Invalid(field.NewPath("admin", "address"), a, err.Error()))
+			errs = append(errs, field.Invalid(field.NewPath("admin", "address"), clipValue(a), err.Error()))
 		}
 	}
 	if f := c.StateFile; f != "" && (!filepath.IsAbs(f) || strings.HasSuffix(f, "/")) {
-		errs = append(errs, field.Invalid(field.NewPath("stateFile"), f, "expected the absolute path of a file: processes sharing it may run in different directories"))
+		errs = append(errs, field.Invalid(field.NewPath("stateFile"), clipValue(f), "expected the absolute path of a file: processes sharing it may run in different directories"))
 	}
-	ids := map[string]bool{}
-	ips := map[netip.Addr]string{}
 	inst := field.NewPath("instances")
 	for i := range c.Instances {
-		in := c.Instances[i]
-		errs = append(errs, in.validate(inst.Index(i))...)
+		errs = append(errs, c.Instances[i].validate(inst.Index(i))...)
+	}
+	errs = append(errs, seedConflicts(inst, c.Instances)...)
+	return errs.ToAggregate()
+}
+
+// seedConflicts checks the instances a cloud is seeded with against each
+// other; path names the list in errors. Each ID, and each address
+// (internal or external), belongs to one instance; each name to one
+// instance that is not terminated, since a Node without a provider ID is
+// looked up by name (a terminated instance may share its name with the
+// one that replaced it, as in a cloud). Values are quoted cut to a
+// bounded length.
+func seedConflicts(path *field.Path, seeds []Instance) field.ErrorList {
+	var errs field.ErrorList
+	ids := map[string]bool{}
+	names := map[string]int{}
+	type owner struct {
+		instance int
+		path     *field.Path
+	}
+	ips := map[netip.Addr]owner{}
+	for i := range seeds {
+		in, p := &seeds[i], path.Index(i)
 		if in.ID != "" {
 			if ids[in.ID] {
-				errs = append(errs, field.Duplicate(inst.Index(i).Child("id"), in.ID))
+				errs = append(errs, field.Duplicate(p.Child("id"), clipValue(in.ID)))
 			}
 			ids[in.ID] = true
 		}
-		for j, s := range in.InternalIPs {
-			if ip, err := netip.ParseAddr(s); err == nil {
-				if other, dup := ips[ip]; dup {
-					errs = append(errs, field.Invalid(inst.Index(i).Child("internalIPs").Index(j), s, "expected an address no other instance has; "+other+" has it"))
+		if in.Name != "" && in.State != StateTerminated {
+			if j, dup := names[in.Name]; dup {
+				errs = append(errs, field.Invalid(p.Child("name"), clipValue(in.Name), fmt.Sprintf(
+					"duplicates %s: expected one instance of a name that is not terminated (a Node without a provider ID is looked up by name)", path.Index(j).Child("name"))))
+			} else {
+				names[in.Name] = i
+			}
+		}
+		for _, list := range []struct {
+			name string
+			ips  []string
+		}{{"internalIPs", in.InternalIPs}, {"externalIPs", in.ExternalIPs}} {
+			for j, s := range list.ips {
+				ip, err := netip.ParseAddr(s)
+				if err != nil {
+					continue // validate says why
 				}
-				ips[ip] = fmt.Sprintf("instances[%d]", i)
+				ap := p.Child(list.name).Index(j)
+				if other, dup := ips[ip]; dup && other.instance != i {
+					errs = append(errs, field.Invalid(ap, clipValue(s), fmt.Sprintf("expected an address no other instance has; %s has it", other.path)))
+				} else if !dup {
+					ips[ip] = owner{i, ap}
+				}
 			}
 		}
 	}
-	return errs.ToAggregate()
+	return errs
 }
 
 // withDefaults returns c with the documented defaults filled in.
@@ -426,17 +466,17 @@ func parsePool(s string) (netip.Prefix, error) {
 func loopbackAddress(addr string) (string, error) {
 	host, port, err := net.SplitHostPort(addr)
 	if err != nil {
-		return "", fmt.Errorf("expected host:port: %v", err)
+		return "", errors.New("expected host:port, such as 127.0.0.1:8089")
 	}
 	if n, err := strconv.Atoi(port); err != nil || n < 0 || n > 65535 {
-		return "", fmt.Errorf("port %q: expected a number from 0 to 65535", port)
+		return "", fmt.Errorf("port %s: expected a number from 0 to 65535", clip(port))
 	}
 	if host == "localhost" {
 		host = "127.0.0.1"
 	}
 	ip, err := netip.ParseAddr(host)
 	if err != nil || !ip.IsLoopback() || ip.Zone() != "" {
-		return "", fmt.Errorf("host %q: expected a loopback address (127.0.0.1, ::1 or localhost): the admin endpoint has no authentication", host)
+		return "", fmt.Errorf("host %s: expected a loopback address (127.0.0.1, ::1 or localhost): the admin endpoint has no authentication", clip(host))
 	}
 	return net.JoinHostPort(ip.String(), port), nil
 }

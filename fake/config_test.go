@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -58,7 +59,22 @@ func TestConfigValidate(t *testing.T) {
 		{name: "instance without name", reason: "the name is the Node name", config: "instances: [{id: i-1}]", want: []string{"instances[0].name", "Required"}},
 		{name: "instance bad ip", reason: "addresses are IPs", config: "instances: [{name: a, internalIPs: [10.0.0.300]}]", want: []string{"instances[0].internalIPs[0]", "10.0.0.300"}},
 		{name: "duplicate id", reason: "IDs are unique", config: "instances: [{name: a, id: i-1}, {name: b, id: i-1}]", want: []string{"instances[1].id", "Duplicate"}},
-		{name: "shared ip", reason: "an address belongs to one instance", config: "instances: [{name: a, internalIPs: [10.0.0.5]}, {name: b, internalIPs: [10.0.0.5]}]", want: []string{"instances[1].internalIPs[0]"}},
+		{name: "shared ip", reason: "an address belongs to one instance", config: "instances: [{name: a, internalIPs: [10.0.0.5]}, {name: b, internalIPs: [10.0.0.5]}]",
+			want: []string{"instances[1].internalIPs[0]", `"10.0.0.5"`, "instances[0].internalIPs[0] has it"}},
+		{name: "shared external ip", reason: "an external address belongs to one instance too", config: "instances: [{name: a, externalIPs: [203.0.113.1]}, {name: b, externalIPs: [203.0.113.1]}]",
+			want: []string{"instances[1].externalIPs[0]", `"203.0.113.1"`, "instances[0].externalIPs[0] has it"}},
+		{name: "internal ip of one, external of another", reason: "one address, two machines", config: "instances: [{name: a, internalIPs: [10.0.0.5]}, {name: b, externalIPs: [10.0.0.5]}]",
+			want: []string{"instances[1].externalIPs[0]", "instances[0].internalIPs[0] has it"}},
+		{name: "one instance's ip internal and external", reason: "an instance may report its address under both types, as upstream allows", config: "instances: [{name: a, internalIPs: [10.0.0.5], externalIPs: [10.0.0.5]}]"},
+		{name: "duplicate name", reason: "a Node without a provider ID is looked up by name: two live instances of one name make it ambiguous",
+			config: "instances: [{name: b}, {name: node-a}, {name: c}, {name: node-a}]", want: []string{"instances[3].name", `"node-a"`, "duplicates instances[1].name"}},
+		{name: "duplicate name, stopped", reason: "a stopped instance is still the Node's", config: "instances: [{name: node-a, state: stopped}, {name: node-a}]",
+			want: []string{"instances[1].name", "duplicates instances[0].name"}},
+		{name: "duplicate name, one terminated", reason: "a terminated instance and the one that replaced it, as in a cloud", config: "instances: [{name: node-a, state: terminated}, {name: node-a}]"},
+		{name: "name of 10k characters", reason: "the value is quoted cut", config: "instances: [{name: " + strings.Repeat("n", 10_000) + "}]",
+			want: []string{"instances[0].name", `"nnnn`, "(10000 bytes)", "DNS-1123"}},
+		{name: "admin address of 10k characters", reason: "the value is quoted cut, in the detail too", config: "admin: {address: '" + strings.Repeat("h", 10_000) + ":1'}",
+			want: []string{"admin.address", `"hhhh`, "(10002 bytes)", "(10000 bytes)", "loopback"}},
 		{name: "bad state", reason: "three states", config: "instances: [{name: a, state: paused}]", want: []string{"instances[0].state", "paused"}},
 		{name: "kubernetes label", reason: "the node controller drops kubernetes.io labels", config: "instances: [{name: a, labels: {node.kubernetes.io/x: y}}]", want: []string{"instances[0].labels[node.kubernetes.io/x]"}},
 		{name: "negative ttl", reason: "a TTL is positive", config: "instanceCacheTTL: -1s", want: []string{"instanceCacheTTL"}},
@@ -103,8 +119,56 @@ func TestConfigValidate(t *testing.T) {
 			}
 			for _, w := range tt.want {
 				if !strings.Contains(err.Error(), w) {
-					t.Errorf("DecodeConfig(%q) = %q, want it to contain %q (%s)", tt.config, err, w, tt.reason)
+					t.Errorf("DecodeConfig(%.80q) = %q, want it to contain %q (%s)", tt.config, err, w, tt.reason)
 				}
+			}
+			if n := len(err.Error()); n > 2048 {
+				t.Errorf("DecodeConfig(%.80q): error of %d bytes; want at most 2048 (values quoted cut)", tt.config, n)
+			}
+		})
+	}
+}
+
+// TestNewChecksSeedsTogether: instances given with WithInstances are
+// checked against the cloud-config's as the cloud-config's are against
+// each other, and a refused cloud creates no state file.
+func TestNewChecksSeedsTogether(t *testing.T) {
+	tests := []struct {
+		name, reason string
+		config, with []fake.Instance
+		want         []string // nil: accepted
+	}{
+		{"same name", "a cloud-config instance and a WithInstances one of one name",
+			[]fake.Instance{{Name: "node-a"}}, []fake.Instance{{Name: "node-a"}}, []string{"instances[1].name", `"node-a"`, "duplicates instances[0].name"}},
+		{"same ID", "IDs are unique across both",
+			[]fake.Instance{{Name: "a", ID: "i-7"}}, []fake.Instance{{Name: "b", ID: "i-7"}}, []string{"instances[1].id", `"i-7"`}},
+		{"same address", "addresses too",
+			[]fake.Instance{{Name: "a", InternalIPs: []string{"10.0.0.7"}}}, []fake.Instance{{Name: "b", ExternalIPs: []string{"10.0.0.7"}}},
+			[]string{"instances[1].externalIPs[0]", "instances[0].internalIPs[0] has it"}},
+		{"distinct", "nothing shared", []fake.Instance{{Name: "a"}}, []fake.Instance{{Name: "b"}}, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "cloud.json")
+			c, err := fake.New(fake.Config{Instances: tt.config, StateFile: path}, fake.WithInstances(tt.with...))
+			if tt.want == nil {
+				if err != nil {
+					t.Fatalf("New = %v; want a cloud (%s)", err, tt.reason)
+				}
+				c.Shutdown()
+				return
+			}
+			if err == nil {
+				c.Shutdown()
+				t.Fatalf("New = a cloud; want an error (%s)", tt.reason)
+			}
+			for _, w := range tt.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("New = %q; want it to contain %q (%s)", err, w, tt.reason)
+				}
+			}
+			if _, err := os.Stat(path); !errors.Is(err, os.ErrNotExist) {
+				t.Errorf("a refused New left the state file (stat: %v); want none", err)
 			}
 		})
 	}

@@ -55,7 +55,8 @@
 //	realistic: false                 # true: the defaults marked (R) below
 //	instanceCIDRs: [10.0.0.0/16, fd00:10::/64] # default [10.0.0.0/16]; auto InternalIPs
 //	instanceCacheTTL: 1m             # instances.Cache TTL; default 1m
-//	instances:                       # created in order
+//	instances:                       # created in order; each ID and address once, each
+//	                                 # name once but for terminated instances
 //	  - name: node-a                 # required: the Node name
 //	    id: i-1                      # default: the next free i-<n>
 //	    zone: zone-a                 # default zone-a

@@ -232,8 +232,14 @@ func TestAddInstanceErrors(t *testing.T) {
 	}
 }
 
+// TestDuplicateNamesAreAnErrorNotGone: two live instances of one name (a
+// cloud allows it, so AddInstance does; seeds may not) make a look-up by
+// name an error, never "gone".
 func TestDuplicateNamesAreAnErrorNotGone(t *testing.T) {
-	c := newCloud(t, fake.Config{}, fake.WithInstances(fake.Instance{Name: "twin"}, fake.Instance{Name: "twin"}))
+	c := newCloud(t, fake.Config{}, fake.WithInstances(fake.Instance{Name: "twin"}))
+	if _, err := c.AddInstance(fake.Instance{Name: "twin"}); err != nil {
+		t.Fatal(err)
+	}
 	exists, err := instancesOf(t, c).InstanceExists(t.Context(), &v1.Node{ObjectMeta: metav1.ObjectMeta{Name: "twin"}})
 	if exists || err == nil {
 		t.Errorf("InstanceExists for an ambiguous name = %v, %v; want an error", exists, err)

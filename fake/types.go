@@ -64,18 +64,18 @@ func (in *Instance) validate(path *field.Path) field.ErrorList {
 	if in.Name == "" {
 		errs = append(errs, field.Required(path.Child("name"), "expected the name of the Node the instance registers as"))
 	} else if msgs := validation.IsDNS1123Subdomain(in.Name); len(msgs) > 0 {
-		errs = append(errs, field.Invalid(path.Child("name"), in.Name, "expected a DNS-1123 subdomain (a Node name): "+strings.Join(msgs, "; ")))
+		errs = append(errs, field.Invalid(path.Child("name"), clipValue(in.Name), "expected a DNS-1123 subdomain (a Node name): "+strings.Join(msgs, "; ")))
 	}
 	if in.ID != "" {
 		// The ID is the last segment of the provider ID: the codec the
 		// instances adapter formats it with must accept it.
 		if _, err := codec.Format(in.ID); err != nil {
-			errs = append(errs, field.Invalid(path.Child("id"), in.ID, "expected no '/', whitespace, control characters or invalid UTF-8 (it is the last segment of the provider ID)"))
+			errs = append(errs, field.Invalid(path.Child("id"), clipValue(in.ID), "expected no '/', whitespace, control characters or invalid UTF-8 (it is the last segment of the provider ID)"))
 		}
 	}
 	for _, f := range []struct{ name, value string }{{"zone", in.Zone}, {"region", in.Region}, {"type", in.Type}} {
 		if msgs := validation.IsValidLabelValue(f.value); f.value != "" && len(msgs) > 0 {
-			errs = append(errs, field.Invalid(path.Child(f.name), f.value, "expected a valid label value: "+strings.Join(msgs, "; ")))
+			errs = append(errs, field.Invalid(path.Child(f.name), clipValue(f.value), "expected a valid label value: "+strings.Join(msgs, "; ")))
 		}
 	}
 	for _, list := range []struct {
@@ -89,31 +89,31 @@ func (in *Instance) validate(path *field.Path) field.ErrorList {
 			case problem != "":
 				errs = append(errs, field.Invalid(path.Child(list.name).Index(i), clipValue(s), problem))
 			case seen[ip]:
-				errs = append(errs, field.Duplicate(path.Child(list.name).Index(i), s))
+				errs = append(errs, field.Duplicate(path.Child(list.name).Index(i), clipValue(s)))
 			}
 			seen[ip] = true
 		}
 	}
 	if in.Hostname != "" {
 		if msgs := validation.IsDNS1123Subdomain(in.Hostname); len(msgs) > 0 {
-			errs = append(errs, field.Invalid(path.Child("hostname"), in.Hostname, "expected a DNS-1123 subdomain: "+strings.Join(msgs, "; ")))
+			errs = append(errs, field.Invalid(path.Child("hostname"), clipValue(in.Hostname), "expected a DNS-1123 subdomain: "+strings.Join(msgs, "; ")))
 		}
 	}
 	for k, v := range in.Labels {
 		p := path.Child("labels").Key(k)
 		if msgs := validation.IsQualifiedName(k); len(msgs) > 0 {
-			errs = append(errs, field.Invalid(p, k, "expected a qualified name: "+strings.Join(msgs, "; ")))
+			errs = append(errs, field.Invalid(p, clipValue(k), "expected a qualified name: "+strings.Join(msgs, "; ")))
 		} else if isKubernetesLabel(k) {
-			errs = append(errs, field.Invalid(p, k, "expected a key outside the kubernetes.io and k8s.io namespaces, which the node controller discards"))
+			errs = append(errs, field.Invalid(p, clipValue(k), "expected a key outside the kubernetes.io and k8s.io namespaces, which the node controller discards"))
 		}
 		if msgs := validation.IsValidLabelValue(v); len(msgs) > 0 {
-			errs = append(errs, field.Invalid(p, v, "expected a valid label value: "+strings.Join(msgs, "; ")))
+			errs = append(errs, field.Invalid(p, clipValue(v), "expected a valid label value: "+strings.Join(msgs, "; ")))
 		}
 	}
 	switch in.State {
 	case "", StateRunning, StateStopped, StateTerminated:
 	default:
-		errs = append(errs, field.NotSupported(path.Child("state"), in.State, []string{string(StateRunning), string(StateStopped), string(StateTerminated)}))
+		errs = append(errs, field.NotSupported(path.Child("state"), clipValue(string(in.State)), []string{string(StateRunning), string(StateStopped), string(StateTerminated)}))
 	}
 	return errs
 }
