@@ -12,6 +12,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 	cloudproviderapi "k8s.io/cloud-provider/api"
 	nodehelpers "k8s.io/cloud-provider/node/helpers"
+
+	"github.com/ccmkit/ccmkit/internal/clip"
 )
 
 // Address errors. BuildAddresses wraps exactly one of them in every error it
@@ -67,9 +69,12 @@ type AddressOptions struct {
 //     Hostname.
 //   - InternalIP and ExternalIP must be an IPv4 or IPv6 address in standard
 //     notation (net/netip syntax: no leading zeros, no zone such as
-//     "%eth0"), not unspecified (0.0.0.0, ::) and not multicast. It is
-//     rewritten in canonical form: lower-case, "::" compressed, and an
-//     IPv4-mapped IPv6 address ("::ffff:10.0.0.1") as plain IPv4.
+//     "%eth0"), IPv4 in dotted form (an IPv4-mapped IPv6 address such as
+//     "::ffff:10.0.0.1" is an error, as in the API server's strict IP
+//     validation, which finds no use for that spelling in Kubernetes:
+//     k8s.io/apimachinery pkg/util/validation/ip.go, IsValidIPForLegacyField),
+//     not unspecified (0.0.0.0, ::) and not multicast. It is rewritten in
+//     canonical form: lower-case and "::" compressed.
 //   - InternalDNS, ExternalDNS and Hostname are lower-cased, lose one
 //     trailing "." and must then be a DNS-1123 subdomain.
 //
@@ -92,14 +97,15 @@ type AddressOptions struct {
 // kubelet pin it with --node-ip (which sets the provided-node-ip annotation).
 //
 // BuildAddresses never modifies addrs. An empty result is nil. Errors wrap
-// ErrInvalidAddress (naming the index, type and value), ErrProvidedNodeIP or
-// ErrNoInternalIP. It is safe for concurrent use.
+// ErrInvalidAddress (naming the index, type and value, and saying what was
+// expected), ErrProvidedNodeIP or ErrNoInternalIP; values are quoted cut to
+// maxQuoted bytes. It is safe for concurrent use.
 func BuildAddresses(addrs []v1.NodeAddress, opts AddressOptions) ([]v1.NodeAddress, error) {
 	entries := make([]addrEntry, 0, len(addrs))
 	for i, a := range addrs {
 		e, err := parseAddress(a, opts.PreferIPv6)
 		if err != nil {
-			return nil, fmt.Errorf("%w: addresses[%d] (type %q, address %q): %v", ErrInvalidAddress, i, a.Type, a.Address, err)
+			return nil, fmt.Errorf("%w: addresses[%d] (type %q, address %q): %v", ErrInvalidAddress, i, quoted(string(a.Type)), quoted(a.Address), err)
 		}
 		entries = append(entries, e)
 	}
@@ -118,7 +124,9 @@ func BuildAddresses(addrs []v1.NodeAddress, opts AddressOptions) ([]v1.NodeAddre
 		// updateNodeAddressesFromNodeIP (controllers/node/node_controller.go).
 		filtered, err := nodehelpers.GetNodeAddressesFromNodeIP(opts.ProvidedNodeIP, out)
 		if err != nil {
-			return nil, fmt.Errorf("%w: annotation %s=%q: %v", ErrProvidedNodeIP, cloudproviderapi.AnnotationAlphaProvidedIPAddr, opts.ProvidedNodeIP, err)
+			// The helper's error quotes the annotation whole: cut it too.
+			return nil, fmt.Errorf("%w: annotation %s=%q: expected an IP address, or a dual-stack pair \"a,b\", each among the node's addresses: %s",
+				ErrProvidedNodeIP, cloudproviderapi.AnnotationAlphaProvidedIPAddr, quoted(opts.ProvidedNodeIP), clip.Value(err.Error(), 4*maxQuoted))
 		}
 		out = filtered
 		if len(out) == 0 {
@@ -159,6 +167,14 @@ func checkInternalIPs(out []v1.NodeAddress, opts AddressOptions) error {
 	}
 	return nil
 }
+
+// maxQuoted bounds the bytes of a value (an address, a type, an
+// annotation) quoted in an error, so that a huge value never makes a huge
+// message.
+const maxQuoted = 64
+
+// quoted cuts s to maxQuoted bytes for an error message.
+func quoted(s string) string { return clip.Value(s, maxQuoted) }
 
 // typeRank gives the canonical position of each address type; 0 means
 // unknown.
@@ -206,19 +222,21 @@ func parseAddress(a v1.NodeAddress, preferIPv6 bool) (addrEntry, error) {
 			v1.NodeInternalIP, v1.NodeExternalIP, v1.NodeInternalDNS, v1.NodeExternalDNS, v1.NodeHostName)
 	}
 	if a.Address == "" {
-		return addrEntry{}, errors.New("empty address")
+		return addrEntry{}, errors.New("empty: expected an address")
 	}
 	e := addrEntry{rank: rank, typ: a.Type}
 	if a.Type == v1.NodeInternalIP || a.Type == v1.NodeExternalIP {
 		ip, err := netip.ParseAddr(a.Address)
-		if err != nil {
+		switch {
+		case err != nil && len(a.Address) > maxQuoted:
+			return addrEntry{}, errors.New("expected an IPv4 or IPv6 address") // netip's error quotes it whole
+		case err != nil:
 			return addrEntry{}, fmt.Errorf("expected an IPv4 or IPv6 address: %v", err)
-		}
-		if ip.Zone() != "" {
-			return addrEntry{}, fmt.Errorf("expected an IP address without a zone, got zone %q", ip.Zone())
-		}
-		ip = ip.Unmap()
-		if ip.IsUnspecified() || ip.IsMulticast() {
+		case ip.Zone() != "":
+			return addrEntry{}, fmt.Errorf("expected an IP address without a zone, got zone %q", quoted(ip.Zone()))
+		case ip.Is4In6():
+			return addrEntry{}, fmt.Errorf("expected an IPv4 address in dotted form (%s), not IPv4-mapped IPv6, a spelling Kubernetes' strict IP validation refuses", ip.Unmap())
+		case ip.IsUnspecified() || ip.IsMulticast():
 			return addrEntry{}, errors.New("expected a unicast address, got an unspecified or multicast address")
 		}
 		e.ip = ip

@@ -2,6 +2,7 @@ package instances_test
 
 import (
 	"errors"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -57,9 +58,9 @@ func TestBuildAddresses(t *testing.T) {
 		},
 		{
 			name:   "duplicates removed, also in other spellings",
-			reason: "2001:DB8:0::1 and 2001:db8::1 are one address, as are ::ffff:10.0.0.1 and 10.0.0.1, and NODE-1. and node-1",
+			reason: "2001:DB8:0::1 and 2001:db8::1 are one address, as are NODE-1. and node-1",
 			in: []v1.NodeAddress{
-				internal("10.0.0.1"), internal("::ffff:10.0.0.1"), internal("10.0.0.1"),
+				internal("10.0.0.1"), internal("10.0.0.1"),
 				external("2001:DB8:0::1"), external("2001:db8::1"),
 				hostname("NODE-1."), hostname("node-1"),
 			},
@@ -168,6 +169,8 @@ func TestBuildAddresses(t *testing.T) {
 		{name: "unspecified IPv4", reason: "0.0.0.0 is not a node address", in: []v1.NodeAddress{internal("0.0.0.0")}, err: instances.ErrInvalidAddress},
 		{name: "unspecified IPv6", reason: ":: is not a node address", in: []v1.NodeAddress{internal("10.0.0.1"), external("::")}, err: instances.ErrInvalidAddress},
 		{name: "multicast", reason: "not a unicast address", in: []v1.NodeAddress{internal("224.0.0.1")}, err: instances.ErrInvalidAddress},
+		{name: "IPv4-mapped IPv6", reason: "one spelling per address, IPv4 as IPv4 (the fake and Kubernetes' strict IP validation refuse ::ffff:a.b.c.d)", in: []v1.NodeAddress{internal("::ffff:10.0.0.1")}, err: instances.ErrInvalidAddress},
+		{name: "IPv4-mapped IPv6 beside its IPv4", reason: "not silently merged into the IPv4 address", in: []v1.NodeAddress{internal("10.0.0.1"), external("::ffff:10.0.0.1")}, err: instances.ErrInvalidAddress},
 		{name: "whitespace", reason: "no trimming of IPs", in: []v1.NodeAddress{internal(" 10.0.0.1")}, err: instances.ErrInvalidAddress},
 		{name: "bad DNS name", reason: "DNS types hold DNS-1123 subdomains", in: []v1.NodeAddress{internal("10.0.0.1"), addr(v1.NodeInternalDNS, "node_1.internal")}, err: instances.ErrInvalidAddress},
 		{name: "bad hostname", reason: "hostnames are DNS-1123 subdomains", in: []v1.NodeAddress{internal("10.0.0.1"), hostname("-node")}, err: instances.ErrInvalidAddress},
@@ -210,11 +213,62 @@ func TestBuildAddresses(t *testing.T) {
 	}
 }
 
-func TestBuildAddressesErrorNamesIndexAndValue(t *testing.T) {
-	_, err := instances.BuildAddresses([]v1.NodeAddress{internal("10.0.0.1"), internal("10.0.0.300")}, instances.AddressOptions{})
-	want := `invalid node address: addresses[1] (type "InternalIP", address "10.0.0.300"): expected an IPv4 or IPv6 address: ParseAddr("10.0.0.300"): IPv4 field has value >255`
-	if err == nil || err.Error() != want {
-		t.Errorf("error:\n got %v\nwant %s", err, want)
+// TestBuildAddressesErrors: each error names the address (its index, type
+// and value, cut to a bounded length) and says what was expected.
+func TestBuildAddressesErrors(t *testing.T) {
+	huge := strings.Repeat("1", 1<<20)
+	tests := []struct {
+		name, reason string
+		in           []v1.NodeAddress
+		opts         instances.AddressOptions
+		want         error
+		// exact is the whole message; otherwise mention lists parts of it.
+		exact   string
+		mention []string
+	}{
+		{name: "octet over 255", reason: "netip's reason is kept for a short value",
+			in: []v1.NodeAddress{internal("10.0.0.1"), internal("10.0.0.300")}, want: instances.ErrInvalidAddress,
+			exact: `invalid node address: addresses[1] (type "InternalIP", address "10.0.0.300"): expected an IPv4 or IPv6 address: ParseAddr("10.0.0.300"): IPv4 field has value >255`},
+		{name: "IPv4-mapped IPv6", reason: "refused, not rewritten: the fake and Kubernetes' strict IP validation refuse that spelling",
+			in: []v1.NodeAddress{internal("10.0.0.1"), external("::ffff:10.0.0.1")}, want: instances.ErrInvalidAddress,
+			exact: `invalid node address: addresses[1] (type "ExternalIP", address "::ffff:10.0.0.1"): expected an IPv4 address in dotted form (10.0.0.1), not IPv4-mapped IPv6, a spelling Kubernetes' strict IP validation refuses`},
+		{name: "empty address", reason: "says what was expected",
+			in: []v1.NodeAddress{internal("")}, want: instances.ErrInvalidAddress,
+			exact: `invalid node address: addresses[0] (type "InternalIP", address ""): empty: expected an address`},
+		{name: "address of 1 MiB", reason: "the value is quoted cut, and netip's error, which quotes it whole, left out",
+			in: []v1.NodeAddress{internal(huge)}, want: instances.ErrInvalidAddress,
+			mention: []string{"addresses[0]", `"1111`, "(1048576 bytes)", "expected an IPv4 or IPv6 address"}},
+		{name: "type of 1 MiB", reason: "the type is quoted cut too",
+			in: []v1.NodeAddress{addr(v1.NodeAddressType(huge), "10.0.0.1")}, want: instances.ErrInvalidAddress,
+			mention: []string{"addresses[0]", `(type "1111`, "(1048576 bytes)", "expected one of InternalIP"}},
+		{name: "zone of 1 MiB", reason: "the zone is quoted cut",
+			in: []v1.NodeAddress{internal("fe80::1%" + huge)}, want: instances.ErrInvalidAddress,
+			mention: []string{"addresses[0]", "without a zone", "(1048576 bytes)"}},
+		{name: "provided node IP not among the addresses", reason: "the annotation is named with what was expected",
+			in: []v1.NodeAddress{internal("10.0.0.4")}, opts: instances.AddressOptions{ProvidedNodeIP: "10.0.0.99"}, want: instances.ErrProvidedNodeIP,
+			mention: []string{`alpha.kubernetes.io/provided-node-ip="10.0.0.99"`, "expected an IP address", "among the node's addresses"}},
+		{name: "provided node IP of 1 MiB", reason: "the annotation, and the upstream error quoting it, are cut",
+			in: []v1.NodeAddress{internal("10.0.0.4")}, opts: instances.AddressOptions{ProvidedNodeIP: huge}, want: instances.ErrProvidedNodeIP,
+			mention: []string{`provided-node-ip="1111`, "(1048576 bytes)", "expected an IP address"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := instances.BuildAddresses(tt.in, tt.opts)
+			if !errors.Is(err, tt.want) || got != nil {
+				t.Fatalf("BuildAddresses = %v, %.200v; want an error wrapping %v (%s)", got, err, tt.want, tt.reason)
+			}
+			if tt.exact != "" && err.Error() != tt.exact {
+				t.Errorf("error:\n got %s\nwant %s\n(%s)", err, tt.exact, tt.reason)
+			}
+			for _, m := range tt.mention {
+				if !strings.Contains(err.Error(), m) {
+					t.Errorf("error %.300q; want it to contain %q (%s)", err, m, tt.reason)
+				}
+			}
+			if n := len(err.Error()); n > 1024 {
+				t.Errorf("error of %d bytes; want at most 1024 (values quoted cut)", n)
+			}
+		})
 	}
 }
 

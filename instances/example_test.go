@@ -154,15 +154,20 @@ func ExampleBuildAddresses() {
 		{Type: v1.NodeInternalIP, Address: "fd00::1"},
 		{Type: v1.NodeInternalIP, Address: "10.0.0.12"},
 		{Type: v1.NodeInternalIP, Address: "10.0.0.4"},
-		{Type: v1.NodeInternalIP, Address: "::ffff:10.0.0.4"},
+		{Type: v1.NodeInternalIP, Address: "10.0.0.4"},
 	}, instances.AddressOptions{})
 	fmt.Println(addrs, err)
 
 	_, err = instances.BuildAddresses([]v1.NodeAddress{{Type: v1.NodeExternalIP, Address: "198.51.100.7"}}, instances.AddressOptions{})
 	fmt.Println(err)
+
+	// An IPv4 address spelled as IPv6 is an error, not rewritten.
+	_, err = instances.BuildAddresses([]v1.NodeAddress{{Type: v1.NodeInternalIP, Address: "::ffff:10.0.0.4"}}, instances.AddressOptions{})
+	fmt.Println(err)
 	// Output:
 	// [{InternalIP 10.0.0.4} {InternalIP 10.0.0.12} {InternalIP fd00::1} {ExternalIP 2001:db8::7} {Hostname worker-1.example.com}] <nil>
 	// no InternalIP node address: at least one address of type InternalIP is required, got [{ExternalIP 198.51.100.7}]
+	// invalid node address: addresses[0] (type "InternalIP", address "::ffff:10.0.0.4"): expected an IPv4 address in dotted form (10.0.0.4), not IPv4-mapped IPv6, a spelling Kubernetes' strict IP validation refuses
 }
 
 func ExampleBuildAddresses_providedNodeIP() {
@@ -182,5 +187,5 @@ func ExampleBuildAddresses_providedNodeIP() {
 	fmt.Println(err)
 	// Output:
 	// [{InternalIP 10.0.0.12} {ExternalIP 198.51.100.7}] <nil>
-	// provided node IP does not match the node addresses: annotation alpha.kubernetes.io/provided-node-ip="10.0.0.99": failed to get node address from cloud provider that matches ip: 10.0.0.99
+	// provided node IP does not match the node addresses: annotation alpha.kubernetes.io/provided-node-ip="10.0.0.99": expected an IP address, or a dual-stack pair "a,b", each among the node's addresses: failed to get node address from cloud provider that matches ip: 10.0.0.99
 }
