@@ -2,12 +2,15 @@ package conformance_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"sync"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/types"
 	cloudprovider "k8s.io/cloud-provider"
 	"k8s.io/cloud-provider/api"
@@ -21,14 +24,70 @@ import (
 func brokenLB() []brokenCase {
 	type bc = brokenCase
 	return []bc{
+		// LB-ENSURE-STATUS
 		{
-			name: "ensure-never-ready-without-backends", want: "LB-ENSURE-STATUS",
+			name: "ensure-requires-subnet-annotation", want: "LB-ENSURE-STATUS", clause: "succeeds for a plain TCP Service",
+			also:   []string{"CTRL-SERVICE-LB"}, // the same Ensure, through the service controller
+			reason: "EnsureLoadBalancer requires a provider annotation naming a subnet, so a plain Service without it fails",
+			b: lbWrap(func(b *wrappedLB) {
+				b.ensure = func(next cloudprovider.LoadBalancer, ctx context.Context, c string, s *v1.Service, n []*v1.Node) (*v1.LoadBalancerStatus, error) {
+					if _, ok := s.Annotations["example.com/lb-subnet"]; !ok {
+						return nil, fmt.Errorf("service %s/%s: annotation example.com/lb-subnet is required", s.Namespace, s.Name)
+					}
+					return next.EnsureLoadBalancer(ctx, c, s, n)
+				}
+			}),
+		},
+		{
+			name: "ensure-rejects-no-backends", want: "LB-ENSURE-STATUS", clause: "with and without nodes",
+			also:   []string{"CTRL-SERVICE-LB"}, // the service controller's first Ensure has no nodes yet
+			reason: "EnsureLoadBalancer without nodes fails with \"no backends\", but the service controller creates load balancers before any node is ready",
+			b: lbWrap(func(b *wrappedLB) {
+				b.ensure = func(next cloudprovider.LoadBalancer, ctx context.Context, c string, s *v1.Service, n []*v1.Node) (*v1.LoadBalancerStatus, error) {
+					if len(n) == 0 {
+						return nil, fmt.Errorf("load balancer of %s/%s: no backends", s.Namespace, s.Name)
+					}
+					return next.EnsureLoadBalancer(ctx, c, s, n)
+				}
+			}),
+		},
+		{
+			name: "ensure-nil-status-without-backends", want: "LB-ENSURE-STATUS", clause: "with a non-nil status",
+			also:   []string{"CTRL-SERVICE-LB"}, // the service controller's first Ensure has no nodes yet
+			reason: "EnsureLoadBalancer without nodes builds the load balancer but returns a nil status and no error: the service controller fails with \"service status returned by EnsureLoadBalancer is nil\"",
+			b: lbWrap(func(b *wrappedLB) {
+				b.ensure = func(next cloudprovider.LoadBalancer, ctx context.Context, c string, s *v1.Service, n []*v1.Node) (*v1.LoadBalancerStatus, error) {
+					st, err := next.EnsureLoadBalancer(ctx, c, s, n)
+					if err == nil && len(n) == 0 {
+						return nil, nil
+					}
+					return st, err
+				}
+			}),
+		},
+		{
+			name: "ensure-empty-status-while-provisioning", want: "LB-ENSURE-STATUS", clause: "holding at least one ingress",
+			also:   []string{"CTRL-SERVICE-LB"}, // the same first Ensure through the controller, which is not called again
+			reason: "the first EnsureLoadBalancer of a load balancer returns an empty status and no error while its address is being assigned, instead of an api.RetryError: the Service never gets an ingress",
+			b: lbWrap(func(b *wrappedLB) {
+				var calls counter
+				b.ensure = func(next cloudprovider.LoadBalancer, ctx context.Context, c string, s *v1.Service, n []*v1.Node) (*v1.LoadBalancerStatus, error) {
+					st, err := next.EnsureLoadBalancer(ctx, c, s, n)
+					if err == nil && calls.add(lbKey(c, s)) == 1 {
+						return &v1.LoadBalancerStatus{}, nil
+					}
+					return st, err
+				}
+			}),
+		},
+		{
+			name: "ensure-never-ready-without-backends", want: "LB-ENSURE-STATUS", clause: "once it stops returning api.RetryError",
 			also:   []string{"CTRL-SERVICE-LB"}, // the same Ensure, through the service controller
 			reason: "a load balancer without backends never gets an address: EnsureLoadBalancer answers an api.RetryError forever",
 			// Only the rules concerned run: each waits Timeout for an address.
 			claims:  func(c *conformance.Claims) { c.InstancesV2, c.Routes = false, false },
 			timeout: 2 * time.Second,
-			b: wrapped{lb: func(b wrappedLB) cloudprovider.LoadBalancer {
+			b: lbWrap(func(b *wrappedLB) {
 				b.ensure = func(next cloudprovider.LoadBalancer, ctx context.Context, c string, s *v1.Service, n []*v1.Node) (*v1.LoadBalancerStatus, error) {
 					st, err := next.EnsureLoadBalancer(ctx, c, s, n)
 					if err != nil || len(n) > 0 {
@@ -36,42 +95,60 @@ func brokenLB() []brokenCase {
 					}
 					return nil, fmt.Errorf("load balancer of %s/%s: %w", s.Namespace, s.Name, api.NewRetryError("no address until a backend is attached", 100*time.Millisecond))
 				}
-				return b
-			}},
+			}),
 		},
+
+		// LB-GET-EXISTS
 		{
-			name: "ensure-new-ip", want: "LB-IDEMPOTENT",
-			reason: "every Ensure after the first reports a new IP, as if it allocated an address each time",
-			b: wrapped{lb: func(b wrappedLB) cloudprovider.LoadBalancer {
-				var calls counter
-				b.ensure = func(next cloudprovider.LoadBalancer, ctx context.Context, c string, s *v1.Service, n []*v1.Node) (*v1.LoadBalancerStatus, error) {
-					st, err := next.EnsureLoadBalancer(ctx, c, s, n)
-					if k := calls.add(lbKey(c, s)); err == nil && k > 1 && len(st.Ingress) > 0 {
-						st = st.DeepCopy()
-						st.Ingress[0].IP = fmt.Sprintf("198.19.255.%d", k%250+1)
+			name: "get-exists-unless-deleted", want: "LB-GET-EXISTS", clause: "exists=false before the first Ensure",
+			// Both ask about a load balancer that was never created:
+			// CTRL-SERVICE-CLASS about a Service with a loadBalancerClass,
+			// LB-CLUSTER-ISOLATION the other cluster before it creates its own.
+			also:   []string{"CTRL-SERVICE-CLASS", "LB-CLUSTER-ISOLATION"},
+			reason: "GetLoadBalancer reports exists=true, with an empty status, for every Service whose load balancer it has not deleted itself: it assumes every LoadBalancer Service has one",
+			b: func() wrapped {
+				// One provider's memory, shared by the service controller's
+				// calls and the rules' (a deletion through either is known).
+				var deleted sync.Map
+				return lbWrap(func(b *wrappedLB) {
+					b.get = func(next cloudprovider.LoadBalancer, ctx context.Context, c string, s *v1.Service) (*v1.LoadBalancerStatus, bool, error) {
+						st, ok, err := next.GetLoadBalancer(ctx, c, s)
+						if _, gone := deleted.Load(lbKey(c, s)); err == nil && !ok && !gone {
+							return &v1.LoadBalancerStatus{}, true, nil
+						}
+						return st, ok, err
 					}
-					return st, err
-				}
-				return b
-			}},
-		},
-		{
-			name: "ensure-rewrites-backends", want: "LB-CONVERGED",
-			reason: "Ensure removes and re-adds a backend on every call: the right end state, but writes when converged",
-			b: wrapped{lb: func(b wrappedLB) cloudprovider.LoadBalancer {
-				b.ensure = func(next cloudprovider.LoadBalancer, ctx context.Context, c string, s *v1.Service, n []*v1.Node) (*v1.LoadBalancerStatus, error) {
-					if len(n) > 0 {
-						_ = next.UpdateLoadBalancer(ctx, c, s, n[:len(n)-1])
+					b.del = func(next cloudprovider.LoadBalancer, ctx context.Context, c string, s *v1.Service) error {
+						err := next.EnsureLoadBalancerDeleted(ctx, c, s)
+						if err == nil {
+							deleted.Store(lbKey(c, s), true)
+						}
+						return err
 					}
-					return next.EnsureLoadBalancer(ctx, c, s, n)
-				}
-				return b
-			}},
+				})
+			}(),
 		},
 		{
-			name: "get-not-exists-without-backends", want: "LB-GET-EXISTS",
+			name: "get-caches-not-found", want: "LB-GET-EXISTS", clause: "true after it",
+			reason: "GetLoadBalancer caches exists=false answers, and EnsureLoadBalancer does not drop them: a load balancer looked up before it was created stays missing",
+			b: lbWrap(func(b *wrappedLB) {
+				var missing sync.Map
+				b.get = func(next cloudprovider.LoadBalancer, ctx context.Context, c string, s *v1.Service) (*v1.LoadBalancerStatus, bool, error) {
+					if _, ok := missing.Load(lbKey(c, s)); ok {
+						return nil, false, nil
+					}
+					st, ok, err := next.GetLoadBalancer(ctx, c, s)
+					if err == nil && !ok {
+						missing.Store(lbKey(c, s), true)
+					}
+					return st, ok, err
+				}
+			}),
+		},
+		{
+			name: "get-not-exists-without-backends", want: "LB-GET-EXISTS", clause: "also with no backends",
 			reason: "Get finds the load balancer through its backends, so one without backends is reported missing",
-			b: wrapped{lb: func(b wrappedLB) cloudprovider.LoadBalancer {
+			b: lbWrap(func(b *wrappedLB) {
 				var backends counter
 				b.ensure = func(next cloudprovider.LoadBalancer, ctx context.Context, c string, s *v1.Service, n []*v1.Node) (*v1.LoadBalancerStatus, error) {
 					backends.set(lbKey(c, s), len(n))
@@ -87,39 +164,349 @@ func brokenLB() []brokenCase {
 					}
 					return next.GetLoadBalancer(ctx, c, s)
 				}
-				return b
-			}},
+			}),
+		},
+
+		// LB-IDEMPOTENT
+		{
+			name: "ensure-errors-when-converged", want: "LB-IDEMPOTENT", clause: "succeeds",
+			also:   []string{"LB-CONCURRENT"}, // its concurrent Ensure calls repeat the converged shared Service's
+			reason: "EnsureLoadBalancer of a load balancer that already matches the Service and nodes fails with \"nothing to change\"",
+			b: lbWrap(func(b *wrappedLB) {
+				var mem lbMemory
+				b.ensure = func(next cloudprovider.LoadBalancer, ctx context.Context, c string, s *v1.Service, n []*v1.Node) (*v1.LoadBalancerStatus, error) {
+					if last, ok := mem.get(lbKey(c, s)); ok && last.same(s, n) {
+						return nil, fmt.Errorf("load balancer of %s/%s: nothing to change", s.Namespace, s.Name)
+					}
+					return next.EnsureLoadBalancer(ctx, c, s, n)
+				}
+				mem.track(b)
+			}),
 		},
 		{
-			name: "delete-unknown-errors", want: "LB-DELETE-UNKNOWN",
+			name: "ensure-rebuilds-on-node-order", want: "LB-IDEMPOTENT", clause: "the same nodes in any order",
+			reason: "EnsureLoadBalancer compares the nodes with the last ones position by position, and rebuilds the load balancer when the same nodes come in another order",
+			b: lbWrap(func(b *wrappedLB) {
+				var mem lbMemory
+				b.ensure = func(next cloudprovider.LoadBalancer, ctx context.Context, c string, s *v1.Service, n []*v1.Node) (*v1.LoadBalancerStatus, error) {
+					if last, ok := mem.get(lbKey(c, s)); ok && last.same(s, n) && !slices.Equal(last.nodes, lbNodeNames(n)) {
+						if err := next.EnsureLoadBalancerDeleted(ctx, c, s); err != nil {
+							return nil, err
+						}
+					}
+					return next.EnsureLoadBalancer(ctx, c, s, n)
+				}
+				mem.track(b)
+			}),
+		},
+		{
+			name: "ensure-new-ip", want: "LB-IDEMPOTENT", clause: "returns the same ingress",
+			reason: "every Ensure after the first reports a new IP, as if it allocated an address each time",
+			b: lbWrap(func(b *wrappedLB) {
+				var calls counter
+				b.ensure = func(next cloudprovider.LoadBalancer, ctx context.Context, c string, s *v1.Service, n []*v1.Node) (*v1.LoadBalancerStatus, error) {
+					st, err := next.EnsureLoadBalancer(ctx, c, s, n)
+					if k := calls.add(lbKey(c, s)); err == nil && k > 1 && len(st.Ingress) > 0 {
+						st = st.DeepCopy()
+						st.Ingress[0].IP = fmt.Sprintf("198.19.255.%d", k%250+1)
+					}
+					return st, err
+				}
+			}),
+		},
+		{
+			name: "ensure-creates-a-copy-each-call", want: "LB-IDEMPOTENT", clause: "creates nothing",
+			also:   []string{"LB-CONVERGED"}, // creating a load balancer is a cloud write
+			reason: "every EnsureLoadBalancer after the first also creates a new load balancer under a fresh name (a create request without a client token, never deduplicated), and the old ones leak",
+			b: lbWrap(func(b *wrappedLB) {
+				var calls counter
+				b.ensure = func(next cloudprovider.LoadBalancer, ctx context.Context, c string, s *v1.Service, n []*v1.Node) (*v1.LoadBalancerStatus, error) {
+					st, err := next.EnsureLoadBalancer(ctx, c, s, n)
+					if k := calls.add(lbKey(c, s)); err == nil && k > 1 {
+						if _, err := next.EnsureLoadBalancer(ctx, c, lbCompanion(s, fmt.Sprintf("copy-%d", k)), n); err != nil {
+							return nil, err
+						}
+					}
+					return st, err
+				}
+			}),
+		},
+
+		// LB-CONVERGED
+		{
+			name: "ensure-rewrites-backends", want: "LB-CONVERGED", clause: "EnsureLoadBalancer",
+			reason: "Ensure removes and re-adds a backend on every call: the right end state, but writes when converged",
+			b: lbWrap(func(b *wrappedLB) {
+				b.ensure = func(next cloudprovider.LoadBalancer, ctx context.Context, c string, s *v1.Service, n []*v1.Node) (*v1.LoadBalancerStatus, error) {
+					if len(n) > 0 {
+						_ = next.UpdateLoadBalancer(ctx, c, s, n[:len(n)-1])
+					}
+					return next.EnsureLoadBalancer(ctx, c, s, n)
+				}
+			}),
+		},
+		{
+			name: "update-rewrites-backends", want: "LB-CONVERGED", clause: "UpdateLoadBalancer on a converged load balancer",
+			reason: "Update removes and re-adds a backend on every call: the right end state, but writes when nothing changed",
+			b: lbWrap(func(b *wrappedLB) {
+				b.update = func(next cloudprovider.LoadBalancer, ctx context.Context, c string, s *v1.Service, n []*v1.Node) error {
+					if len(n) > 0 {
+						if err := next.UpdateLoadBalancer(ctx, c, s, n[:len(n)-1]); err != nil {
+							return err
+						}
+					}
+					return next.UpdateLoadBalancer(ctx, c, s, n)
+				}
+			}),
+		},
+
+		// LB-DELETE
+		{
+			name: "get-caches-found", want: "LB-DELETE", clause: "GetLoadBalancer reports exists=false",
+			reason: "GetLoadBalancer caches exists=true answers, and EnsureLoadBalancerDeleted does not drop them: a deleted load balancer is still reported",
+			b: lbWrap(func(b *wrappedLB) {
+				var found sync.Map
+				b.get = func(next cloudprovider.LoadBalancer, ctx context.Context, c string, s *v1.Service) (*v1.LoadBalancerStatus, bool, error) {
+					if st, ok := found.Load(lbKey(c, s)); ok {
+						return st.(*v1.LoadBalancerStatus), true, nil
+					}
+					st, ok, err := next.GetLoadBalancer(ctx, c, s)
+					if err == nil && ok {
+						found.Store(lbKey(c, s), st)
+					}
+					return st, ok, err
+				}
+			}),
+		},
+		{
+			name: "delete-leaves-firewall", want: "LB-DELETE", clause: "nothing the provider created remains",
+			// They check what remains after their own deletions.
+			also:   []string{"LB-DELETE-STALE", "LB-CLUSTER-ISOLATION", "CTRL-SERVICE-DELETE"},
+			reason: "EnsureLoadBalancer also creates a firewall for the load balancer (here a second cloud load balancer), which EnsureLoadBalancerDeleted forgets",
+			b: lbWrap(func(b *wrappedLB) {
+				b.ensure = func(next cloudprovider.LoadBalancer, ctx context.Context, c string, s *v1.Service, n []*v1.Node) (*v1.LoadBalancerStatus, error) {
+					if _, err := next.EnsureLoadBalancer(ctx, c, lbCompanion(s, "fw"), nil); err != nil {
+						return nil, err
+					}
+					return next.EnsureLoadBalancer(ctx, c, s, n)
+				}
+			}),
+		},
+
+		// LB-DELETE-UNKNOWN
+		{
+			name: "delete-unknown-errors", want: "LB-DELETE-UNKNOWN", clause: "that never existed",
 			reason: "deleting a load balancer that is not there is an error",
-			b: wrapped{lb: func(b wrappedLB) cloudprovider.LoadBalancer {
+			b: lbWrap(func(b *wrappedLB) {
 				b.del = func(next cloudprovider.LoadBalancer, ctx context.Context, c string, s *v1.Service) error {
 					if _, ok, err := next.GetLoadBalancer(ctx, c, s); err == nil && !ok {
 						return fmt.Errorf("load balancer of %s/%s not found", s.Namespace, s.Name)
 					}
 					return next.EnsureLoadBalancerDeleted(ctx, c, s)
 				}
-				return b
-			}},
+			}),
 		},
 		{
-			name: "delete-needs-lb-type", want: "LB-DELETE-STALE",
+			name: "delete-twice-errors", want: "LB-DELETE-UNKNOWN", clause: "is already gone",
+			reason: "EnsureLoadBalancerDeleted keeps a tombstone of every load balancer it deleted and answers \"already deleted\" when asked again",
+			b: lbWrap(func(b *wrappedLB) {
+				var deleted sync.Map
+				b.del = func(next cloudprovider.LoadBalancer, ctx context.Context, c string, s *v1.Service) error {
+					if _, ok := deleted.Load(lbKey(c, s)); ok {
+						return fmt.Errorf("load balancer of %s/%s: already deleted", s.Namespace, s.Name)
+					}
+					_, existed, err := next.GetLoadBalancer(ctx, c, s)
+					if err != nil {
+						return err
+					}
+					if err := next.EnsureLoadBalancerDeleted(ctx, c, s); err != nil {
+						return err
+					}
+					if existed {
+						deleted.Store(lbKey(c, s), true)
+					}
+					return nil
+				}
+			}),
+		},
+
+		// LB-DELETE-STALE
+		{
+			name: "delete-needs-lb-type", want: "LB-DELETE-STALE", clause: "type ClusterIP",
 			reason: "Delete does nothing for a Service that is no longer type LoadBalancer",
-			b: wrapped{lb: func(b wrappedLB) cloudprovider.LoadBalancer {
+			b: lbWrap(func(b *wrappedLB) {
 				b.del = func(next cloudprovider.LoadBalancer, ctx context.Context, c string, s *v1.Service) error {
 					if s.Spec.Type != v1.ServiceTypeLoadBalancer {
 						return nil
 					}
 					return next.EnsureLoadBalancerDeleted(ctx, c, s)
 				}
-				return b
-			}},
+			}),
 		},
 		{
-			name: "cross-cluster-hijack", want: "LB-CLUSTER-ISOLATION", sharesLBs: true,
+			name: "delete-by-node-ports", want: "LB-DELETE-STALE", clause: "node ports 0",
+			reason: "Delete finds the listeners to remove by the Service's node ports, and removes nothing when they are 0",
+			b: lbWrap(func(b *wrappedLB) {
+				b.del = func(next cloudprovider.LoadBalancer, ctx context.Context, c string, s *v1.Service) error {
+					if ctx.Err() == nil && !slices.ContainsFunc(s.Spec.Ports, func(p v1.ServicePort) bool { return p.NodePort != 0 }) {
+						return nil
+					}
+					return next.EnsureLoadBalancerDeleted(ctx, c, s)
+				}
+			}),
+		},
+		{
+			name: "delete-by-status-ip", want: "LB-DELETE-STALE", clause: "no status",
+			reason: "Delete finds the load balancer by the IP in the Service's status, and does nothing when the status is empty",
+			b: lbWrap(func(b *wrappedLB) {
+				b.del = func(next cloudprovider.LoadBalancer, ctx context.Context, c string, s *v1.Service) error {
+					if ctx.Err() == nil && len(s.Status.LoadBalancer.Ingress) == 0 {
+						return nil
+					}
+					return next.EnsureLoadBalancerDeleted(ctx, c, s)
+				}
+			}),
+		},
+
+		// LB-RECREATE
+		{
+			name: "ensure-from-status-cache", want: "LB-RECREATE", clause: "builds the load balancer again",
+			reason: "EnsureLoadBalancer answers a request equal to the last one from its status cache without asking the cloud, and EnsureLoadBalancerDeleted does not drop the cache: a deleted load balancer is never built again",
+			b: lbWrap(func(b *wrappedLB) {
+				var mu sync.Mutex
+				type entry struct {
+					req lbRequest
+					st  *v1.LoadBalancerStatus
+				}
+				cache := map[string]entry{}
+				b.ensure = func(next cloudprovider.LoadBalancer, ctx context.Context, c string, s *v1.Service, n []*v1.Node) (*v1.LoadBalancerStatus, error) {
+					k := lbKey(c, s)
+					mu.Lock()
+					e, ok := cache[k]
+					mu.Unlock()
+					if ok && e.req.same(s, n) {
+						return e.st.DeepCopy(), nil
+					}
+					st, err := next.EnsureLoadBalancer(ctx, c, s, n)
+					if err == nil && st != nil {
+						mu.Lock()
+						cache[k] = entry{lbRequestOf(s, n), st.DeepCopy()}
+						mu.Unlock()
+					}
+					return st, err
+				}
+			}),
+		},
+
+		// LB-BACKENDS
+		{
+			name: "update-only-adds-backends", want: "LB-BACKENDS", clause: "The backends are exactly the nodes given",
+			reason: "UpdateLoadBalancer adds the nodes it is given but never removes a backend",
+			b: lbWrap(func(b *wrappedLB) {
+				var mem lbMemory
+				b.update = func(next cloudprovider.LoadBalancer, ctx context.Context, c string, s *v1.Service, n []*v1.Node) error {
+					all := slices.Clone(n)
+					if last, ok := mem.get(lbKey(c, s)); ok {
+						for _, old := range last.nodeObjs {
+							if !slices.Contains(lbNodeNames(all), old.Name) {
+								all = append(all, old)
+							}
+						}
+					}
+					return next.UpdateLoadBalancer(ctx, c, s, all)
+				}
+				mem.track(b)
+			}),
+		},
+		{
+			name: "ensure-keeps-backends", want: "LB-BACKENDS", clause: "the last Ensure or Update",
+			reason: "EnsureLoadBalancer of an existing load balancer leaves its backends as they are, assuming UpdateLoadBalancer keeps them",
+			b: lbWrap(func(b *wrappedLB) {
+				var mem lbMemory
+				b.ensure = func(next cloudprovider.LoadBalancer, ctx context.Context, c string, s *v1.Service, n []*v1.Node) (*v1.LoadBalancerStatus, error) {
+					if last, ok := mem.get(lbKey(c, s)); ok {
+						n = last.nodeObjs
+					}
+					return next.EnsureLoadBalancer(ctx, c, s, n)
+				}
+				mem.track(b)
+			}),
+		},
+		{
+			name: "drops-notready-nodes", want: "LB-BACKENDS", clause: "NotReady nodes",
+			reason: "NotReady nodes are filtered out, which the service controller deliberately does not do",
+			b: lbFilterNodes(readyFalse),
+		},
+		{
+			name: "drops-nodes-without-addresses", want: "LB-BACKENDS", clause: "nodes whose addresses are not set yet included",
+			reason: "nodes without an InternalIP are left out as not ready to serve, but the service controller never gives them again once the cloud node controller sets their addresses",
+			b: lbFilterNodes(func(n *v1.Node) bool {
+				return !slices.ContainsFunc(n.Status.Addresses, func(a v1.NodeAddress) bool { return a.Type == v1.NodeInternalIP })
+			}),
+		},
+
+		// LB-PORTS
+		{
+			name: "ensure-keeps-old-ports", want: "LB-PORTS", clause: "a changed port replaces the old one",
+			also:   []string{"CTRL-SERVICE-PORT"}, // the same changed port, through the service controller
+			reason: "EnsureLoadBalancer adds a listener for every port it is given but never removes one, so a changed port leaves the old listener open",
+			b: lbWrap(func(b *wrappedLB) {
+				var mem lbMemory
+				b.ensure = func(next cloudprovider.LoadBalancer, ctx context.Context, c string, s *v1.Service, n []*v1.Node) (*v1.LoadBalancerStatus, error) {
+					if last, ok := mem.get(lbKey(c, s)); ok {
+						s = s.DeepCopy()
+						for _, p := range last.svc.Spec.Ports {
+							if !slices.ContainsFunc(s.Spec.Ports, func(q v1.ServicePort) bool { return q.Port == p.Port && q.Protocol == p.Protocol }) {
+								s.Spec.Ports = append(s.Spec.Ports, p)
+							}
+						}
+					}
+					st, err := next.EnsureLoadBalancer(ctx, c, s, n)
+					if err == nil {
+						mem.put(lbKey(c, s), s, n)
+					}
+					return st, err
+				}
+				b.del = func(next cloudprovider.LoadBalancer, ctx context.Context, c string, s *v1.Service) error {
+					err := next.EnsureLoadBalancerDeleted(ctx, c, s)
+					if err == nil {
+						mem.drop(lbKey(c, s))
+					}
+					return err
+				}
+			}),
+		},
+		{
+			name: "ensure-never-adds-ports", want: "LB-PORTS", clause: "an added port is added",
+			reason: "EnsureLoadBalancer of an existing load balancer updates its listeners in place, one per port it had, and ignores ports added since",
+			b: lbWrap(func(b *wrappedLB) {
+				var mem lbMemory
+				b.ensure = func(next cloudprovider.LoadBalancer, ctx context.Context, c string, s *v1.Service, n []*v1.Node) (*v1.LoadBalancerStatus, error) {
+					if last, ok := mem.get(lbKey(c, s)); ok && len(s.Spec.Ports) > len(last.svc.Spec.Ports) {
+						s = s.DeepCopy()
+						s.Spec.Ports = s.Spec.Ports[:len(last.svc.Spec.Ports)]
+					}
+					st, err := next.EnsureLoadBalancer(ctx, c, s, n)
+					if err == nil {
+						mem.put(lbKey(c, s), s, n)
+					}
+					return st, err
+				}
+				b.del = func(next cloudprovider.LoadBalancer, ctx context.Context, c string, s *v1.Service) error {
+					err := next.EnsureLoadBalancerDeleted(ctx, c, s)
+					if err == nil {
+						mem.drop(lbKey(c, s))
+					}
+					return err
+				}
+			}),
+		},
+
+		// LB-CLUSTER-ISOLATION
+		{
+			name: "cross-cluster-hijack", want: "LB-CLUSTER-ISOLATION", clause: "never see", sharesLBs: true,
 			reason: "load balancers are identified by namespace/name alone, ignoring the cluster (and so the Service UID)",
-			b: wrapped{lb: func(b wrappedLB) cloudprovider.LoadBalancer {
+			b: lbWrap(func(b *wrappedLB) {
 				var mu sync.Mutex
 				uids := map[string]types.UID{}
 				// one maps every cluster's Service ns/name to the first one seen.
@@ -147,27 +534,75 @@ func brokenLB() []brokenCase {
 				b.del = func(next cloudprovider.LoadBalancer, ctx context.Context, _ string, s *v1.Service) error {
 					return next.EnsureLoadBalancerDeleted(ctx, c0, one(s))
 				}
-				return b
-			}},
+			}),
 		},
 		{
-			name: "drops-notready-nodes", want: "LB-BACKENDS",
-			reason: "NotReady nodes are filtered out, which the service controller deliberately does not do",
-			b: wrapped{lb: func(b wrappedLB) cloudprovider.LoadBalancer {
-				ready := func(n []*v1.Node) []*v1.Node { return slices.DeleteFunc(slices.Clone(n), readyFalse) }
+			name: "other-cluster-gets-by-uid", want: "LB-CLUSTER-ISOLATION", clause: "never see",
+			reason: "with Target.OtherCluster: GetLoadBalancer looks load balancers up by cluster name and Service UID (both equal in the two clusters) instead of its own cluster ID, so it reports the other cluster's",
+			target: lbOtherClusterSharing(true, false, false),
+		},
+		{
+			name: "other-cluster-updates-by-uid", want: "LB-CLUSTER-ISOLATION", clause: "update",
+			reason: "with Target.OtherCluster: UpdateLoadBalancer finds its load balancer by cluster name and Service UID (both equal in the two clusters), so it sets the other cluster's backends",
+			target: lbOtherClusterSharing(false, true, false),
+		},
+		{
+			name: "other-cluster-deletes-by-uid", want: "LB-CLUSTER-ISOLATION", clause: "delete each other's load balancer",
+			reason: "with Target.OtherCluster: EnsureLoadBalancerDeleted finds its load balancer by cluster name and Service UID (both equal in the two clusters), so it deletes the other cluster's",
+			target: lbOtherClusterSharing(false, false, true),
+		},
+		{
+			name: "lb-keyed-by-uid-across-clusters", want: "LB-CLUSTER-ISOLATION", clause: "also the same UID and cluster name",
+			reason: "with Target.OtherCluster: the other cluster's provider finds load balancers by cluster name and Service UID, both equal, not by its own cluster ID",
+			target: twoClusters(true, false),
+		},
+
+		// LB-CONCURRENT
+		{
+			name: "concurrent-conflict", want: "LB-CONCURRENT", clause: "all succeed",
+			reason: "a call on a load balancer that another call is changing fails with \"operation in progress\" instead of waiting for it",
+			b: lbWrap(func(b *wrappedLB) {
+				var busy lbBusy
 				b.ensure = func(next cloudprovider.LoadBalancer, ctx context.Context, c string, s *v1.Service, n []*v1.Node) (*v1.LoadBalancerStatus, error) {
-					return next.EnsureLoadBalancer(ctx, c, s, ready(n))
+					defer busy.enter(lbKey(c, s))()
+					if busy.others(lbKey(c, s)) {
+						return nil, fmt.Errorf("load balancer of %s/%s: operation in progress", s.Namespace, s.Name)
+					}
+					return next.EnsureLoadBalancer(ctx, c, s, n)
 				}
 				b.update = func(next cloudprovider.LoadBalancer, ctx context.Context, c string, s *v1.Service, n []*v1.Node) error {
-					return next.UpdateLoadBalancer(ctx, c, s, ready(n))
+					defer busy.enter(lbKey(c, s))()
+					if busy.others(lbKey(c, s)) {
+						return fmt.Errorf("load balancer of %s/%s: operation in progress", s.Namespace, s.Name)
+					}
+					return next.UpdateLoadBalancer(ctx, c, s, n)
 				}
-				return b
-			}},
+			}),
 		},
 		{
-			name: "get-not-exists-on-error", want: "LB-OUTAGE",
+			name: "concurrent-shared-request", want: "LB-CONCURRENT", clause: "leave every load balancer converged",
+			reason: "EnsureLoadBalancer builds its request in one field shared by all calls, so concurrent calls for several Services build one of them, and all report success",
+			b: lbWrap(func(b *wrappedLB) {
+				var mu sync.Mutex
+				var pending *v1.Service // the request being built
+				b.ensure = func(next cloudprovider.LoadBalancer, ctx context.Context, c string, s *v1.Service, n []*v1.Node) (*v1.LoadBalancerStatus, error) {
+					mu.Lock()
+					pending = s
+					mu.Unlock()
+					lbOverlap() // building the request takes a while
+					mu.Lock()
+					s = pending
+					mu.Unlock()
+					return next.EnsureLoadBalancer(ctx, c, s, n)
+				}
+			}),
+		},
+
+		// LB-OUTAGE
+		{
+			name: "get-not-exists-on-error", want: "LB-OUTAGE", clause: "GetLoadBalancer returns an error, never exists=false",
 			reason: "any cloud error from the look-up is taken for \"not found\"",
-			b: wrapped{lb: func(b wrappedLB) cloudprovider.LoadBalancer {
+			b: lbWrap(func(b *wrappedLB) {
 				b.get = func(next cloudprovider.LoadBalancer, ctx context.Context, c string, s *v1.Service) (*v1.LoadBalancerStatus, bool, error) {
 					st, ok, err := next.GetLoadBalancer(ctx, c, s)
 					if err != nil && ctx.Err() == nil {
@@ -175,13 +610,7 @@ func brokenLB() []brokenCase {
 					}
 					return st, ok, err
 				}
-				return b
-			}},
-		},
-		{
-			name: "lb-keyed-by-uid-across-clusters", want: "LB-CLUSTER-ISOLATION",
-			reason: "with Target.OtherCluster: the other cluster's provider finds load balancers by cluster name and Service UID, both equal, not by its own cluster ID",
-			target: twoClusters(true, false),
+			}),
 		},
 	}
 }
@@ -189,5 +618,240 @@ func brokenLB() []brokenCase {
 // clausesLB returns the clauses of the statements of the rules of this
 // file, each quoted from its statement (see TestBrokenCoverage).
 func clausesLB() map[string][]string {
-	return map[string][]string{}
+	return map[string][]string{
+		"LB-ENSURE-STATUS":     {"succeeds for a plain TCP Service", "with and without nodes", "with a non-nil status", "holding at least one ingress", "once it stops returning api.RetryError"},
+		"LB-GET-EXISTS":        {"exists=false before the first Ensure", "true after it", "also with no backends"},
+		"LB-IDEMPOTENT":        {"succeeds", "the same nodes in any order", "returns the same ingress", "creates nothing"},
+		"LB-CONVERGED":         {"EnsureLoadBalancer", "UpdateLoadBalancer on a converged load balancer"},
+		"LB-DELETE":            {"GetLoadBalancer reports exists=false", "nothing the provider created remains"},
+		"LB-DELETE-UNKNOWN":    {"that never existed", "is already gone"},
+		"LB-DELETE-STALE":      {"type ClusterIP", "node ports 0", "no status"},
+		"LB-RECREATE":          {"builds the load balancer again"},
+		"LB-BACKENDS":          {"The backends are exactly the nodes given", "the last Ensure or Update", "NotReady nodes", "nodes whose addresses are not set yet included"},
+		"LB-PORTS":             {"a changed port replaces the old one", "an added port is added"},
+		"LB-CLUSTER-ISOLATION": {"never see", "update", "delete each other's load balancer", "also the same UID and cluster name"},
+		"LB-CONCURRENT":        {"all succeed", "leave every load balancer converged"},
+		"LB-OUTAGE":            {"GetLoadBalancer returns an error, never exists=false"},
+	}
+}
+
+// lbWrap breaks the target's LoadBalancer: set replaces methods of each
+// LoadBalancer the provider hands out (wrapped.lb), and state it declares
+// belongs to that one.
+func lbWrap(set func(b *wrappedLB)) wrapped {
+	return wrapped{lb: func(b wrappedLB) cloudprovider.LoadBalancer {
+		set(&b)
+		return b
+	}}
+}
+
+// lbFilterNodes breaks EnsureLoadBalancer and UpdateLoadBalancer by leaving
+// out the nodes for which drop is true.
+func lbFilterNodes(drop func(*v1.Node) bool) wrapped {
+	keep := func(n []*v1.Node) []*v1.Node { return slices.DeleteFunc(slices.Clone(n), drop) }
+	return lbWrap(func(b *wrappedLB) {
+		b.ensure = func(next cloudprovider.LoadBalancer, ctx context.Context, c string, s *v1.Service, n []*v1.Node) (*v1.LoadBalancerStatus, error) {
+			return next.EnsureLoadBalancer(ctx, c, s, keep(n))
+		}
+		b.update = func(next cloudprovider.LoadBalancer, ctx context.Context, c string, s *v1.Service, n []*v1.Node) error {
+			return next.UpdateLoadBalancer(ctx, c, s, keep(n))
+		}
+	})
+}
+
+// lbCompanion returns a copy of s under another name and UID (suffixed with
+// what): a second cloud load balancer standing for a resource a provider
+// creates next to the one of s.
+func lbCompanion(s *v1.Service, what string) *v1.Service {
+	c := s.DeepCopy()
+	c.Name += "-" + what
+	c.UID += types.UID("-" + what)
+	return c
+}
+
+// lbRequest is what a provider was asked for a load balancer: the Service,
+// and the nodes in the order given.
+type lbRequest struct {
+	svc      *v1.Service
+	nodes    []string
+	nodeObjs []*v1.Node
+}
+
+func lbRequestOf(s *v1.Service, n []*v1.Node) lbRequest {
+	objs := make([]*v1.Node, len(n))
+	for i, node := range n {
+		objs[i] = node.DeepCopy()
+	}
+	return lbRequest{svc: s.DeepCopy(), nodes: lbNodeNames(n), nodeObjs: objs}
+}
+
+// same reports whether s and n ask for what q asked for: an equal spec and
+// annotations, and the same nodes in any order.
+func (q lbRequest) same(s *v1.Service, n []*v1.Node) bool {
+	return equality.Semantic.DeepEqual(q.svc.Spec, s.Spec) && maps.Equal(q.svc.Annotations, s.Annotations) &&
+		slices.Equal(lbSorted(q.nodes), lbSorted(lbNodeNames(n)))
+}
+
+func lbNodeNames(n []*v1.Node) []string {
+	out := make([]string, len(n))
+	for i, node := range n {
+		out[i] = node.Name
+	}
+	return out
+}
+
+func lbSorted(s []string) []string {
+	out := slices.Clone(s)
+	slices.Sort(out)
+	return out
+}
+
+// lbMemory is what a provider remembers of each load balancer (by lbKey):
+// the last request that succeeded. It is safe for concurrent use.
+type lbMemory struct {
+	mu sync.Mutex
+	m  map[string]lbRequest
+}
+
+func (m *lbMemory) get(k string) (lbRequest, bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	q, ok := m.m[k]
+	return q, ok
+}
+
+func (m *lbMemory) put(k string, s *v1.Service, n []*v1.Node) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.m == nil {
+		m.m = map[string]lbRequest{}
+	}
+	m.m[k] = lbRequestOf(s, n)
+}
+
+func (m *lbMemory) drop(k string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	delete(m.m, k)
+}
+
+// track makes b's Ensure and Update (as set so far) remember each request
+// that succeeds, and its Delete forget the load balancer.
+func (m *lbMemory) track(b *wrappedLB) {
+	ensure, update, del := b.ensure, b.update, b.del
+	b.ensure = func(next cloudprovider.LoadBalancer, ctx context.Context, c string, s *v1.Service, n []*v1.Node) (*v1.LoadBalancerStatus, error) {
+		var st *v1.LoadBalancerStatus
+		var err error
+		if ensure != nil {
+			st, err = ensure(next, ctx, c, s, n)
+		} else {
+			st, err = next.EnsureLoadBalancer(ctx, c, s, n)
+		}
+		if err == nil {
+			m.put(lbKey(c, s), s, n)
+		}
+		return st, err
+	}
+	b.update = func(next cloudprovider.LoadBalancer, ctx context.Context, c string, s *v1.Service, n []*v1.Node) error {
+		var err error
+		if update != nil {
+			err = update(next, ctx, c, s, n)
+		} else {
+			err = next.UpdateLoadBalancer(ctx, c, s, n)
+		}
+		if err == nil {
+			if last, ok := m.get(lbKey(c, s)); ok {
+				m.put(lbKey(c, s), last.svc, n)
+			}
+		}
+		return err
+	}
+	b.del = func(next cloudprovider.LoadBalancer, ctx context.Context, c string, s *v1.Service) error {
+		var err error
+		if del != nil {
+			err = del(next, ctx, c, s)
+		} else {
+			err = next.EnsureLoadBalancerDeleted(ctx, c, s)
+		}
+		if err == nil {
+			m.drop(lbKey(c, s))
+		}
+		return err
+	}
+}
+
+// lbOverlapTime is how long a call of a broken provider that races its
+// concurrent calls holds its window open: long enough for LB-CONCURRENT's
+// calls, all started together, to meet in it.
+const lbOverlapTime = 20 * time.Millisecond
+
+func lbOverlap() { time.Sleep(lbOverlapTime) }
+
+// lbBusy counts the calls in flight per load balancer, for a provider that
+// refuses a call while another one is changing the same load balancer.
+type lbBusy struct {
+	mu sync.Mutex
+	n  map[string]int
+}
+
+// enter counts a call on k for lbOverlapTime (the call's window) and
+// returns the function that ends it.
+func (b *lbBusy) enter(k string) (leave func()) {
+	b.mu.Lock()
+	if b.n == nil {
+		b.n = map[string]int{}
+	}
+	b.n[k]++
+	b.mu.Unlock()
+	return func() {
+		lbOverlap()
+		b.mu.Lock()
+		b.n[k]--
+		b.mu.Unlock()
+	}
+}
+
+// others reports whether another call on k is in flight.
+func (b *lbBusy) others(k string) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.n[k] > 1
+}
+
+// lbOtherClusterSharing returns a NewTarget like newFakeTarget whose
+// OtherCluster's provider makes the calls named (get, update, del) on
+// Target.Cloud's load balancers instead of its own: a provider that finds
+// load balancers by cluster name and Service UID in those calls, and by its
+// own cluster ID in the others.
+func lbOtherClusterSharing(get, update, del bool) func(context.Context) (*conformance.Target, error) {
+	return func(ctx context.Context) (*conformance.Target, error) {
+		tgt, err := newFakeTarget(ctx)
+		if err != nil {
+			return nil, err
+		}
+		shared, ok := tgt.Cloud.LoadBalancer()
+		if !ok {
+			tgt.Close()
+			return nil, errors.New("the fake offers no LoadBalancer")
+		}
+		tgt.OtherCluster = &wrapped{Interface: tgt.OtherCluster, lb: func(b wrappedLB) cloudprovider.LoadBalancer {
+			if get {
+				b.get = func(_ cloudprovider.LoadBalancer, ctx context.Context, c string, s *v1.Service) (*v1.LoadBalancerStatus, bool, error) {
+					return shared.GetLoadBalancer(ctx, c, s)
+				}
+			}
+			if update {
+				b.update = func(_ cloudprovider.LoadBalancer, ctx context.Context, c string, s *v1.Service, n []*v1.Node) error {
+					return shared.UpdateLoadBalancer(ctx, c, s, n)
+				}
+			}
+			if del {
+				b.del = func(_ cloudprovider.LoadBalancer, ctx context.Context, c string, s *v1.Service) error {
+					return shared.EnsureLoadBalancerDeleted(ctx, c, s)
+				}
+			}
+			return b
+		}}
+		return tgt, nil
+	}
 }

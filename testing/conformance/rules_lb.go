@@ -24,6 +24,31 @@ func (r *rt) mustEnsure(lb cloudprovider.LoadBalancer, cluster string, svc *v1.S
 	return st
 }
 
+// skipIfPlainFails is called by a rule whose EnsureLoadBalancer of a
+// variant Service (Local traffic, source ranges, a claimed feature) failed,
+// before it reports that: when a plain TCP Service (named name) fails as
+// well, the variant is not the problem, and the rule is skipped
+// (LB-ENSURE-STATUS reports it, once); otherwise it returns.
+func (r *rt) skipIfPlainFails(lb retryLB, name string, nodes []*v1.Node) {
+	plain := service(name)
+	st, err := lb.EnsureLoadBalancer(r.ctx, r.cfg.ClusterName, plain, nodes)
+	if err != nil || st == nil || len(st.Ingress) == 0 {
+		r.Skipf("precondition failed: EnsureLoadBalancer(%s) of a plain TCP Service = (%v, %v) as well: see LB-ENSURE-STATUS", svcKey(plain), st, err)
+	}
+}
+
+// withStatus returns a copy of svc with st as its load-balancer status: the
+// Service as the service controller's informer holds it after patchStatus,
+// which is what it passes to GetLoadBalancer and EnsureLoadBalancerDeleted
+// (controllers/service/controller.go syncLoadBalancerIfNeeded).
+func withStatus(svc *v1.Service, st *v1.LoadBalancerStatus) *v1.Service {
+	s := svc.DeepCopy()
+	if st != nil {
+		s.Status.LoadBalancer = *st.DeepCopy()
+	}
+	return s
+}
+
 // exists calls GetLoadBalancer and fails the rule on an error.
 func (r *rt) exists(lb cloudprovider.LoadBalancer, cluster string, svc *v1.Service) bool {
 	_, ok, err := lb.GetLoadBalancer(r.ctx, cluster, svc)
@@ -176,7 +201,7 @@ func ruleLBConverged(r *rt) {
 	writes := r.target().Hooks.Writes
 	w0 := writes()
 	if _, err := lb.EnsureLoadBalancer(r.ctx, c, svc.DeepCopy(), nodes); err != nil {
-		r.Fatalf("EnsureLoadBalancer(%s) again: %v", svcKey(svc), err)
+		r.Skipf("precondition failed: EnsureLoadBalancer(%s) again: %v: see LB-IDEMPOTENT", svcKey(svc), err)
 	}
 	if w := writes(); w != w0 {
 		r.Errorf("EnsureLoadBalancer(%s) on a converged load balancer made %d cloud writes, expected 0 (Ensure runs for every Service on every CCM restart)", svcKey(svc), w-w0)
@@ -195,8 +220,14 @@ func ruleLBDelete(r *rt) {
 	nodes := r.nodes(1)
 	c := r.cfg.ClusterName
 	before := r.owned()
+	// The service controller deletes the Service it holds, with the status
+	// it patched, after asking GetLoadBalancer whether there is anything to
+	// delete (controllers/service/controller.go syncLoadBalancerIfNeeded).
 	svc := service("delete")
-	r.mustEnsure(lb, c, svc, nodes)
+	svc = withStatus(svc, r.mustEnsure(lb, c, svc, nodes))
+	if !r.exists(lb, c, svc) {
+		r.Skipf("precondition failed: GetLoadBalancer(%s) after EnsureLoadBalancer reported exists=false: see LB-GET-EXISTS", svcKey(svc))
+	}
 	if err := lb.EnsureLoadBalancerDeleted(r.ctx, c, svc); err != nil {
 		r.Fatalf("EnsureLoadBalancerDeleted(%s): %v", svcKey(svc), err)
 	}
@@ -424,6 +455,7 @@ func ruleLBSourceRanges(r *rt) {
 			continue
 		}
 		if _, err := lb.EnsureLoadBalancer(r.ctx, c, k.svc, nodes); err != nil {
+			r.skipIfPlainFails(lb, "source-ranges-plain", nodes)
 			r.Errorf("EnsureLoadBalancer(%s) with %s: %v", svcKey(k.svc), k.what, err)
 			continue
 		}
@@ -453,9 +485,33 @@ func ruleLBSourceRanges(r *rt) {
 func ruleLBSourceRangesMalformed(r *rt) {
 	lb := r.lb()
 	nodes := r.nodes(1)
-	bad := service("source-ranges-bad", withAnnotation(v1.AnnotationLoadBalancerSourceRangesKey, "10.0.0.0/8,not-a-cidr"))
-	if st, err := lb.EnsureLoadBalancer(r.ctx, r.cfg.ClusterName, bad, nodes); err == nil {
-		r.Errorf("EnsureLoadBalancer(%s) with annotation %s=%q returned %v and no error, expected an error naming the malformed value (not a silent allow-all)", svcKey(bad), v1.AnnotationLoadBalancerSourceRangesKey, bad.Annotations[v1.AnnotationLoadBalancerSourceRangesKey], st)
+	c := r.cfg.ClusterName
+	const key = v1.AnnotationLoadBalancerSourceRangesKey
+	bad := service("source-ranges-bad", withAnnotation(key, "10.0.0.0/8,not-a-cidr"))
+	if st, err := lb.EnsureLoadBalancer(r.ctx, c, bad, nodes); err == nil {
+		r.Errorf("EnsureLoadBalancer(%s) with annotation %s=%q returned %v and no error, expected an error naming the malformed value (not a silent allow-all)", svcKey(bad), key, bad.Annotations[key], st)
+		return
+	}
+	// Rejected: nor may a load balancer built before the error be open to
+	// all.
+	hook := r.target().Hooks.SourceRanges
+	if hook == nil || !r.exists(lb, c, bad) {
+		return
+	}
+	raw, err := hook(r.ctx, c, bad)
+	if err != nil {
+		// GetLoadBalancer's answer is LB-GET-EXISTS's to check.
+		r.Logf("GetLoadBalancer(%s) reports a load balancer after the rejection, but Hooks.SourceRanges finds none: %v", svcKey(bad), err)
+		return
+	}
+	got, err := prefixSet(raw)
+	if err != nil {
+		r.Fatalf("Hooks.SourceRanges(%s): %v", svcKey(bad), err)
+	}
+	for _, all := range []string{"0.0.0.0/0", "::/0"} {
+		if slices.Contains(got, all) {
+			r.Errorf("EnsureLoadBalancer(%s) with annotation %s=%q returned an error, but left a load balancer that allows %s (sources %v), expected none or a restricted one", svcKey(bad), key, bad.Annotations[key], all, got)
+		}
 	}
 }
 
@@ -477,9 +533,12 @@ func ruleLBHealthCheck(r *rt) {
 }
 
 // healthCheck ensures svc's load balancer (what says with what) and returns
-// its health check, through Hooks.HealthCheck.
+// its health check, through Hooks.HealthCheck. When the Ensure fails, and a
+// plain Service's fails too, the rule is skipped (see skipIfPlainFails).
 func (r *rt) healthCheck(lb retryLB, svc *v1.Service, what string) HealthCheck {
-	if _, err := lb.EnsureLoadBalancer(r.ctx, r.cfg.ClusterName, svc, r.nodes(1)); err != nil {
+	nodes := r.nodes(1)
+	if _, err := lb.EnsureLoadBalancer(r.ctx, r.cfg.ClusterName, svc, nodes); err != nil {
+		r.skipIfPlainFails(lb, svc.Name+"-plain", nodes)
 		r.Fatalf("EnsureLoadBalancer(%s) with %s: %v", svcKey(svc), what, err)
 	}
 	got, err := r.target().Hooks.HealthCheck(r.ctx, r.cfg.ClusterName, svc)
@@ -573,9 +632,12 @@ func ruleLBClaimedFeatures(r *rt) {
 		ran = true
 		st, err := lb.EnsureLoadBalancer(r.ctx, r.cfg.ClusterName, fc.svc, nodes)
 		if err != nil || st == nil || len(st.Ingress) == 0 {
+			r.skipIfPlainFails(lb, "feature-plain", nodes)
 			r.Errorf("EnsureLoadBalancer(%s) with claimed feature %s = (%v, %v), expected a status with an ingress", svcKey(fc.svc), fc.name, st, err)
 			continue
 		}
+		// An ingress reported by hostname alone hides its family; without
+		// Claims.HostnameIngress, LB-INGRESS-VALID reports it.
 		if fc.id == "dual-stack" && !r.cfg.Claims.HostnameIngress {
 			fams := map[bool]bool{}
 			for _, in := range st.Ingress {
@@ -583,7 +645,7 @@ func ruleLBClaimedFeatures(r *rt) {
 					fams[ip.Is6()] = true
 				}
 			}
-			if !fams[false] || !fams[true] {
+			if (fams[false] || fams[true]) && (!fams[false] || !fams[true]) {
 				r.Errorf("EnsureLoadBalancer(%s) with RequireDualStack returned ingress %v, expected an IP of each family", svcKey(fc.svc), st.Ingress)
 			}
 		}
@@ -632,14 +694,15 @@ func ruleLBClusterIsolation(r *rt) {
 	if r.exists(b.lb, b.cluster, b.svc) {
 		r.Errorf("GetLoadBalancer(%s) through %s, which has created nothing yet, reports exists=true: it sees the load balancer of %s, and would adopt or delete it", svcKey(b.svc), b.desc, a.desc)
 	}
-	if _, err := b.lb.EnsureLoadBalancer(r.ctx, b.cluster, b.svc, nodes[:1]); err != nil {
+	stB, err := b.lb.EnsureLoadBalancer(r.ctx, b.cluster, b.svc, nodes[:1])
+	if err != nil {
 		r.Fatalf("EnsureLoadBalancer(%s) of %s: %v", svcKey(b.svc), b.desc, err)
 	}
 	if err := b.lb.UpdateLoadBalancer(context.TODO(), b.cluster, b.svc, nil); err != nil {
 		r.Fatalf("UpdateLoadBalancer(%s, no nodes) of %s: %v", svcKey(b.svc), b.desc, err)
 	}
 	r.checkBackends(fmt.Sprintf("after %s updated its own %s", b.desc, svcKey(b.svc)), a.cluster, a.svc, nodes)
-	if err := b.lb.EnsureLoadBalancerDeleted(r.ctx, b.cluster, b.svc); err != nil {
+	if err := b.lb.EnsureLoadBalancerDeleted(r.ctx, b.cluster, withStatus(b.svc, stB)); err != nil {
 		r.Fatalf("EnsureLoadBalancerDeleted(%s) of %s: %v", svcKey(b.svc), b.desc, err)
 	}
 	st, ok, err := a.lb.GetLoadBalancer(r.ctx, a.cluster, a.svc)
