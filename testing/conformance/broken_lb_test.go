@@ -435,7 +435,7 @@ func brokenLB() []brokenCase {
 		{
 			name: "drops-notready-nodes", want: "LB-BACKENDS", clause: "NotReady nodes",
 			reason: "NotReady nodes are filtered out, which the service controller deliberately does not do",
-			b: lbFilterNodes(readyFalse),
+			b:      lbFilterNodes(readyFalse),
 		},
 		{
 			name: "drops-nodes-without-addresses", want: "LB-BACKENDS", clause: "nodes whose addresses are not set yet included",

@@ -43,7 +43,7 @@ func brokenLBFeatures() []brokenCase {
 		{
 			name: "hostname-is-ip", want: "LB-INGRESS-VALID", clause: "that is not an IP",
 			reason: "the ingress repeats its IP as hostname, which the API server rejects",
-			b: lbRewriteIngress(func(in *v1.LoadBalancerIngress) { in.Hostname = in.IP }),
+			b:      lbRewriteIngress(func(in *v1.LoadBalancerIngress) { in.Hostname = in.IP }),
 		},
 		{
 			name: "ingress-hostname-unclaimed", want: "LB-INGRESS-VALID", clause: "a hostname alone only with Claims.HostnameIngress",
