@@ -34,14 +34,17 @@ const (
 	maxHeaderBytes = 64 << 10
 )
 
-// adminTimeouts are the admin endpoint's server timeouts (http.Server):
-// a client that sends its headers, its body or reads the response more
-// slowly, or keeps an idle connection open longer, is cut off.
-type adminTimeouts struct{ readHeader, read, write, idle time.Duration }
+// adminTimeouts are the admin endpoint's timeouts: the server's
+// (http.Server: a client that sends its headers, its body or reads the
+// response more slowly, or keeps an idle connection open longer, is cut
+// off), and handler, the deadline of each request's work on the cloud
+// (waiting for the shared state file's lock included), shorter than
+// write so that the refusal still reaches the client.
+type adminTimeouts struct{ readHeader, read, write, idle, handler time.Duration }
 
 // defaultAdminTimeouts are the documented timeouts (package
 // documentation, "Admin endpoint").
-var defaultAdminTimeouts = adminTimeouts{readHeader: 5 * time.Second, read: 10 * time.Second, write: 30 * time.Second, idle: time.Minute}
+var defaultAdminTimeouts = adminTimeouts{readHeader: 5 * time.Second, read: 10 * time.Second, write: 30 * time.Second, idle: time.Minute, handler: 20 * time.Second}
 
 // testAdminTimeouts, when set, replaces defaultAdminTimeouts for the
 // endpoints started afterwards: the tests' knob for slow clients without
@@ -157,19 +160,30 @@ func writeFileAtomic(path, data string) error {
 // data; 413 over 1 MiB), and unsafe instance IDs are refused (400). Served
 // elsewhere, it must therefore be reached through a loopback name (a port
 // forward, an SSH tunnel); it sets no server timeouts (the http.Server
-// serving it does).
-func (c *Cloud) AdminHandler() http.Handler { return adminGuard{c.adminMux()} }
+// serving it does). Each request's work on the cloud ends with the
+// request's context or after 20s, whichever comes first: a request that
+// waits that long for the shared state file's lock (Config.StateFile, held
+// by another process or Cloud) is answered 503 with Retry-After, having
+// changed nothing.
+func (c *Cloud) AdminHandler() http.Handler {
+	return adminGuard{next: c.adminMux(), deadline: adminTimeoutsOf().handler}
+}
 
 // adminGuard refuses the requests a web page could make to the admin API
-// before they reach it.
-type adminGuard struct{ next http.Handler }
+// before they reach it, and bounds the others by deadline.
+type adminGuard struct {
+	next     http.Handler
+	deadline time.Duration
+}
 
 func (g adminGuard) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if status, msg := refuseRequest(r); status != 0 {
 		writeError(w, status, msg)
 		return
 	}
-	g.next.ServeHTTP(w, r)
+	ctx, cancel := context.WithTimeout(r.Context(), g.deadline)
+	defer cancel()
+	g.next.ServeHTTP(w, r.WithContext(ctx))
 }
 
 // refuseRequest returns the status and message refusing r, or 0: the
@@ -272,22 +286,24 @@ func pathID(w http.ResponseWriter, r *http.Request) (string, bool) {
 func (c *Cloud) adminMux() http.Handler {
 	mux := http.NewServeMux()
 	// snapshot reads the state, answering 500 when the shared state file
-	// cannot be read (rather than the state last loaded).
-	snapshot := func(w http.ResponseWriter) (State, bool) {
-		st, err := c.State()
+	// cannot be read (rather than the state last loaded), 503 when its
+	// lock was not free before r's deadline. Every store call below is
+	// bound by r's context so.
+	snapshot := func(w http.ResponseWriter, r *http.Request) (State, bool) {
+		st, err := c.store.snapshot(r.Context(), c.cfg.ClusterID)
 		if err != nil {
-			writeError(w, http.StatusInternalServerError, err.Error())
+			writeControlError(w, err)
 		}
 		return st, err == nil
 	}
 	mux.Handle("/state", methods{"GET": func(w http.ResponseWriter, r *http.Request) {
-		if st, ok := snapshot(w); ok {
+		if st, ok := snapshot(w, r); ok {
 			writeJSON(w, http.StatusOK, st)
 		}
 	}})
 	mux.Handle("/instances", methods{
 		"GET": func(w http.ResponseWriter, r *http.Request) {
-			if st, ok := snapshot(w); ok {
+			if st, ok := snapshot(w, r); ok {
 				writeJSON(w, http.StatusOK, st.Instances)
 			}
 		},
@@ -296,7 +312,7 @@ func (c *Cloud) adminMux() http.Handler {
 			if !decodeBody(w, r, &in) {
 				return
 			}
-			out, err := c.AddInstance(in)
+			out, err := c.store.createInstance(r.Context(), in)
 			if err != nil {
 				writeControlError(w, err)
 				return
@@ -310,9 +326,9 @@ func (c *Cloud) adminMux() http.Handler {
 			if !ok {
 				return
 			}
-			in, ok, err := c.store.instance(id)
+			in, ok, err := c.store.instance(r.Context(), id)
 			if err != nil {
-				writeError(w, http.StatusInternalServerError, err.Error())
+				writeControlError(w, err)
 				return
 			}
 			if !ok {
@@ -326,19 +342,18 @@ func (c *Cloud) adminMux() http.Handler {
 			if !ok || !emptyBody(w, r) {
 				return
 			}
-			if err := c.RemoveInstance(id); err != nil {
+			if err := c.store.removeInstance(r.Context(), id); err != nil {
 				writeControlError(w, err)
 				return
 			}
 			w.WriteHeader(http.StatusNoContent)
 		},
 	})
-	actions := map[string]func(string) (Instance, error){
-		"stop": c.StopInstance, "start": c.StartInstance, "terminate": c.TerminateInstance,
-	}
+	// The actions of StopInstance, StartInstance and TerminateInstance.
+	actions := map[string]InstanceState{"stop": StateStopped, "start": StateRunning, "terminate": StateTerminated}
 	mux.Handle("/instances/{id}/{action}", methods{"POST": func(w http.ResponseWriter, r *http.Request) {
-		act := actions[r.PathValue("action")]
-		if act == nil {
+		state, ok := actions[r.PathValue("action")]
+		if !ok {
 			writeError(w, http.StatusNotFound, fmt.Sprintf("unknown instance action %s; expected stop, start or terminate", clip(r.PathValue("action"))))
 			return
 		}
@@ -346,7 +361,7 @@ func (c *Cloud) adminMux() http.Handler {
 		if !ok || !emptyBody(w, r) {
 			return
 		}
-		out, err := act(id)
+		out, err := c.store.setState(r.Context(), id, state)
 		if err != nil {
 			writeControlError(w, err)
 			return
@@ -354,12 +369,12 @@ func (c *Cloud) adminMux() http.Handler {
 		writeJSON(w, http.StatusOK, out)
 	}})
 	mux.Handle("/loadbalancers", methods{"GET": func(w http.ResponseWriter, r *http.Request) {
-		if st, ok := snapshot(w); ok {
+		if st, ok := snapshot(w, r); ok {
 			writeJSON(w, http.StatusOK, st.LoadBalancers)
 		}
 	}})
 	mux.Handle("/routes", methods{"GET": func(w http.ResponseWriter, r *http.Request) {
-		st, ok := snapshot(w)
+		st, ok := snapshot(w, r)
 		if !ok {
 			return
 		}
@@ -515,10 +530,15 @@ func decode(w http.ResponseWriter, r *http.Request, v any, emptyOK bool) bool {
 	return true
 }
 
-// writeControlError maps a control-surface error to its status.
+// writeControlError maps a control-surface error to its status: a wait
+// for the state file's lock that outlived the request's deadline (or its
+// client) is 503 with Retry-After, any other state file error 500.
 func writeControlError(w http.ResponseWriter, err error) {
 	status := http.StatusInternalServerError
 	switch {
+	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled):
+		status = http.StatusServiceUnavailable
+		w.Header().Set("Retry-After", "1")
 	case errors.Is(err, ErrInvalidInstance):
 		status = http.StatusBadRequest
 	case errors.Is(err, ErrInstanceNotFound):

@@ -2,6 +2,7 @@ package fake
 
 import (
 	"cmp"
+	"context"
 	"crypto/sha256"
 	"fmt"
 	"maps"
@@ -29,37 +30,45 @@ import (
 // AddInstance creates an instance (see Instance for the defaults) and
 // returns it as stored. Errors wrap ErrInvalidInstance (naming each bad
 // field), ErrInstanceExists, ErrPoolExhausted or ErrStateFile.
-func (c *Cloud) AddInstance(in Instance) (Instance, error) { return c.store.createInstance(in) }
+func (c *Cloud) AddInstance(in Instance) (Instance, error) {
+	return c.store.createInstance(context.Background(), in)
+}
 
 // StopInstance shuts instance id down: the provider reports it shut down
 // (the node gets the shutdown taint) but existing. Stopping a stopped
 // instance is a no-op. Errors wrap ErrInstanceNotFound,
 // ErrInstanceTerminated or ErrStateFile.
-func (c *Cloud) StopInstance(id string) (Instance, error) { return c.store.setState(id, StateStopped) }
+func (c *Cloud) StopInstance(id string) (Instance, error) {
+	return c.store.setState(context.Background(), id, StateStopped)
+}
 
 // StartInstance runs a stopped instance again; starting a running one is a
 // no-op. Errors wrap ErrInstanceNotFound, ErrInstanceTerminated or
 // ErrStateFile.
-func (c *Cloud) StartInstance(id string) (Instance, error) { return c.store.setState(id, StateRunning) }
+func (c *Cloud) StartInstance(id string) (Instance, error) {
+	return c.store.setState(context.Background(), id, StateRunning)
+}
 
 // TerminateInstance terminates instance id for good: the provider reports
 // it gone (the node-lifecycle controller deletes the Node) while the cloud
 // still lists it as terminated. Errors wrap ErrInstanceNotFound or
 // ErrStateFile.
 func (c *Cloud) TerminateInstance(id string) (Instance, error) {
-	return c.store.setState(id, StateTerminated)
+	return c.store.setState(context.Background(), id, StateTerminated)
 }
 
 // RemoveInstance forgets instance id entirely and frees its addresses:
 // look-ups then answer "not found". Errors wrap ErrInstanceNotFound or
 // ErrStateFile.
-func (c *Cloud) RemoveInstance(id string) error { return c.store.removeInstance(id) }
+func (c *Cloud) RemoveInstance(id string) error {
+	return c.store.removeInstance(context.Background(), id)
+}
 
 // InstanceByID returns a copy of instance id. With Config.StateFile, when
 // the file cannot be read it logs the error and answers from the state last
 // loaded (the admin endpoint answers 500 instead).
 func (c *Cloud) InstanceByID(id string) (Instance, bool) {
-	in, ok, err := c.store.instance(id)
+	in, ok, err := c.store.instance(context.Background(), id)
 	if err != nil {
 		logStale(err)
 		in, ok = c.store.staleInstance(id)
@@ -83,7 +92,9 @@ func (c *Cloud) Snapshot() State {
 // State is Snapshot reporting, rather than logging, an error reading the
 // shared state file (wrapping ErrStateFile); without Config.StateFile it
 // never fails.
-func (c *Cloud) State() (State, error) { return c.store.snapshot(c.cfg.ClusterID) }
+func (c *Cloud) State() (State, error) {
+	return c.store.snapshot(context.Background(), c.cfg.ClusterID)
+}
 
 // logStale logs a state file error of a control-surface method that has no
 // error result.
@@ -154,7 +165,7 @@ func (c *Cloud) AddRoute(r Route) error {
 // and the beta topology labels; NodeFor leaves them out. It is a new object
 // each time. Errors wrap ErrInstanceNotFound or ErrStateFile.
 func (c *Cloud) NodeFor(id string) (*v1.Node, error) {
-	in, ok, err := c.store.instance(id)
+	in, ok, err := c.store.instance(context.Background(), id)
 	if err != nil {
 		return nil, err
 	}

@@ -116,8 +116,11 @@
 // control or format characters (400). A slow client is cut off: 5s to send
 // the headers, 10s for the whole request, 30s to read the response, 1m idle
 // between requests on a connection (a body still incomplete at 10s is a
-// 408). So curl needs -H 'Content-Type: application/json' for every
-// POST, PUT and DELETE.
+// 408). A request's work on the cloud ends after 20s, or when its client
+// goes away: with stateFile, a request that waits that long for the file's
+// lock (another process holding it) is a 503 with Retry-After: 1 and
+// changes nothing. So curl needs -H 'Content-Type: application/json' for
+// every POST, PUT and DELETE.
 //
 //	GET    /state                     200 State: the whole cloud
 //	GET    /instances                 200 [Instance]
@@ -145,11 +148,13 @@
 // method; 409 for starting or stopping a terminated instance, adding an
 // existing ID or adding an instance when its network has no free address;
 // 413 for a body over 1 MiB; 415 for a Content-Type other than
-// application/json; 403 and 421 as above. In POST /faults, "op" is one of the Op constants
-// ("" means every operation), "times" is how many calls fail (-1: every call
-// until DELETE /faults), "retryAfter" (a Go duration) makes the fault a
-// throttle (an api.RetryError), "error" is the message, and "lostResponse"
-// makes a failing write take effect before it fails (Fault.LostResponse).
+// application/json; 403 and 421 as above; 500 for a state file that cannot
+// be read; 503 for a state file whose lock was not free in time. In POST
+// /faults, "op" is one of the Op constants ("" means every operation),
+// "times" is how many calls fail (-1: every call until DELETE /faults),
+// "retryAfter" (a Go duration) makes the fault a throttle (an
+// api.RetryError), "error" is the message, and "lostResponse" makes a
+// failing write take effect before it fails (Fault.LostResponse).
 // PUT /ratelimit and PUT /provisioning act as SetRateLimit and
 // SetProvisioningDelay (400 for a value they reject, naming it): the body of
 // PUT /ratelimit is the whole limit, without the realistic defaults, and
@@ -201,7 +206,8 @@
 // makes this Unix only (developed and tested on Linux); elsewhere New fails.
 // A cloud API call waits for the lock at most until its context ends, then
 // fails with an error wrapping ErrStateFile and ctx.Err(), having changed
-// nothing; the control surface and the admin endpoint wait without a
+// nothing; an admin endpoint request waits at most 20s (a 503, see "Admin
+// endpoint"); the control surface, which takes no context, waits without a
 // deadline.
 // Without stateFile none of this runs, and the in-memory fake costs what it
 // always did.

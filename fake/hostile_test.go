@@ -32,14 +32,20 @@ func viewOf(c *Cloud) adminView {
 // to (zero: the defaults), and returns it with the endpoint's address.
 func hostileCloud(t *testing.T, to adminTimeouts) (*Cloud, string) {
 	t.Helper()
+	return adminCloud(t, Config{Instances: []Instance{{Name: "node-1"}, {Name: "node-2"}}}, to)
+}
+
+// adminCloud starts a fake of cfg with its admin endpoint on a free
+// loopback port and the timeouts to (zero: the defaults), and returns it
+// with the endpoint's address.
+func adminCloud(t *testing.T, cfg Config, to adminTimeouts) (*Cloud, string) {
+	t.Helper()
 	if to != (adminTimeouts{}) {
 		testAdminTimeouts.Store(&to)
 		t.Cleanup(func() { testAdminTimeouts.Store(nil) })
 	}
-	c, err := New(Config{
-		Admin:     AdminConfig{Address: "127.0.0.1:0"},
-		Instances: []Instance{{Name: "node-1"}, {Name: "node-2"}},
-	})
+	cfg.Admin.Address = "127.0.0.1:0"
+	c, err := New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -283,7 +289,7 @@ func TestAdminTimesOutSlowClients(t *testing.T) {
 // TestAdminTimeoutsDocumented: the endpoint's timeouts are set, and are
 // the values the package documentation states.
 func TestAdminTimeoutsDocumented(t *testing.T) {
-	want := adminTimeouts{readHeader: 5 * time.Second, read: 10 * time.Second, write: 30 * time.Second, idle: time.Minute}
+	want := adminTimeouts{readHeader: 5 * time.Second, read: 10 * time.Second, write: 30 * time.Second, idle: time.Minute, handler: 20 * time.Second}
 	if diff := cmp.Diff(want, defaultAdminTimeouts, cmp.AllowUnexported(adminTimeouts{})); diff != "" {
 		t.Errorf("defaultAdminTimeouts differ from the documented ones (-doc +code):\n%s", diff)
 	}

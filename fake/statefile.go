@@ -31,7 +31,8 @@ import (
 // cloud API call whose context ends while it waits for the file's lock
 // (held by another process or Cloud, or by a call of this Cloud before it)
 // fails with an ErrStateFile error that also wraps ctx.Err(), having
-// changed nothing; the control surface, which takes no context, waits.
+// changed nothing, and so does an admin endpoint request (503) at its
+// deadline; the control surface, which takes no context, waits.
 var ErrStateFile = errors.New("fake: state file")
 
 // StateFormat is the "format" field of the state files the fake writes.

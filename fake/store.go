@@ -408,9 +408,10 @@ func (s *store) addInstance(in Instance) (Instance, error) {
 	return in.clone(), nil
 }
 
-// createInstance is addInstance under the write lock.
-func (s *store) createInstance(in Instance) (out Instance, err error) {
-	err = s.write(func() (bool, error) {
+// createInstance is addInstance under the write lock, waiting for a
+// state file's lock at most until ctx ends (see writeCtx).
+func (s *store) createInstance(ctx context.Context, in Instance) (out Instance, err error) {
+	err = s.writeCtx(ctx, func() (bool, error) {
 		out, err = s.addInstance(in)
 		return err == nil, err
 	})
@@ -465,9 +466,10 @@ func (s *store) releaseInstanceIP(ip netip.Addr) {
 	}
 }
 
-// setState moves instance id to state, following the allowed transitions.
-func (s *store) setState(id string, state InstanceState) (out Instance, err error) {
-	err = s.write(func() (bool, error) {
+// setState moves instance id to state, following the allowed
+// transitions, waiting for a state file's lock at most until ctx ends.
+func (s *store) setState(ctx context.Context, id string, state InstanceState) (out Instance, err error) {
+	err = s.writeCtx(ctx, func() (bool, error) {
 		in := s.instances[id]
 		if in == nil {
 			return false, fmt.Errorf("%w: %q", ErrInstanceNotFound, id)
@@ -488,9 +490,10 @@ func (s *store) setState(id string, state InstanceState) (out Instance, err erro
 	return out, err
 }
 
-// removeInstance forgets instance id and frees its addresses.
-func (s *store) removeInstance(id string) error {
-	return s.write(func() (bool, error) {
+// removeInstance forgets instance id and frees its addresses, waiting for
+// a state file's lock at most until ctx ends.
+func (s *store) removeInstance(ctx context.Context, id string) error {
+	return s.writeCtx(ctx, func() (bool, error) {
 		in := s.instances[id]
 		if in == nil {
 			return false, fmt.Errorf("%w: %q", ErrInstanceNotFound, id)
@@ -522,9 +525,10 @@ func (s *store) watchInstances(f func()) {
 	s.onInstanceChange = append(s.onInstanceChange, f)
 }
 
-// instance returns a copy of instance id, and false when there is none.
-func (s *store) instance(id string) (out Instance, ok bool, err error) {
-	err = s.read(func() error {
+// instance returns a copy of instance id, and false when there is none,
+// waiting for a state file's lock at most until ctx ends.
+func (s *store) instance(ctx context.Context, id string) (out Instance, ok bool, err error) {
+	err = s.readCtx(ctx, func() error {
 		if in := s.instances[id]; in != nil {
 			out, ok = in.clone(), true
 		}
@@ -533,10 +537,11 @@ func (s *store) instance(id string) (out Instance, ok bool, err error) {
 	return out, ok, err
 }
 
-// snapshot copies the whole state.
-func (s *store) snapshot(clusterID string) (st State, err error) {
+// snapshot copies the whole state, waiting for a state file's lock at
+// most until ctx ends.
+func (s *store) snapshot(ctx context.Context, clusterID string) (st State, err error) {
 	st = emptyView(clusterID)
-	err = s.read(func() error {
+	err = s.readCtx(ctx, func() error {
 		s.cloudState.view(&st, s.now())
 		return nil
 	})
