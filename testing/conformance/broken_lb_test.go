@@ -15,6 +15,7 @@ import (
 	cloudprovider "k8s.io/cloud-provider"
 	"k8s.io/cloud-provider/api"
 
+	"github.com/ccmkit/ccmkit/fake"
 	"github.com/ccmkit/ccmkit/testing/conformance"
 )
 
@@ -27,8 +28,8 @@ func brokenLB() []brokenCase {
 		// LB-ENSURE-STATUS
 		{
 			name: "ensure-requires-subnet-annotation", want: "LB-ENSURE-STATUS", clause: "succeeds for a plain TCP Service",
-			also:   []string{"CTRL-SERVICE-LB"}, // the same Ensure, through the service controller
-			reason: "EnsureLoadBalancer requires a provider annotation naming a subnet, so a plain Service without it fails",
+			also:   []string{"CTRL-SERVICE-LB"},
+			reason: "EnsureLoadBalancer requires a provider annotation naming a subnet, so a plain Service without it fails; CTRL-SERVICE-LB fails too: the service controller makes the same Ensure",
 			b: lbWrap(func(b *wrappedLB) {
 				b.ensure = func(next cloudprovider.LoadBalancer, ctx context.Context, c string, s *v1.Service, n []*v1.Node) (*v1.LoadBalancerStatus, error) {
 					if _, ok := s.Annotations["example.com/lb-subnet"]; !ok {
@@ -40,8 +41,8 @@ func brokenLB() []brokenCase {
 		},
 		{
 			name: "ensure-rejects-no-backends", want: "LB-ENSURE-STATUS", clause: "with and without nodes",
-			also:   []string{"CTRL-SERVICE-LB"}, // the service controller's first Ensure has no nodes yet
-			reason: "EnsureLoadBalancer without nodes fails with \"no backends\", but the service controller creates load balancers before any node is ready",
+			also:   []string{"CTRL-SERVICE-LB"},
+			reason: "EnsureLoadBalancer without nodes fails with \"no backends\"; CTRL-SERVICE-LB fails too: the service controller creates the load balancer before any node is ready, with no nodes",
 			b: lbWrap(func(b *wrappedLB) {
 				b.ensure = func(next cloudprovider.LoadBalancer, ctx context.Context, c string, s *v1.Service, n []*v1.Node) (*v1.LoadBalancerStatus, error) {
 					if len(n) == 0 {
@@ -53,8 +54,8 @@ func brokenLB() []brokenCase {
 		},
 		{
 			name: "ensure-nil-status-without-backends", want: "LB-ENSURE-STATUS", clause: "with a non-nil status",
-			also:   []string{"CTRL-SERVICE-LB"}, // the service controller's first Ensure has no nodes yet
-			reason: "EnsureLoadBalancer without nodes builds the load balancer but returns a nil status and no error: the service controller fails with \"service status returned by EnsureLoadBalancer is nil\"",
+			also:   []string{"CTRL-SERVICE-LB"},
+			reason: "EnsureLoadBalancer without nodes builds the load balancer but returns a nil status and no error; CTRL-SERVICE-LB fails too: the service controller's first Ensure has no nodes, and fails with \"service status returned by EnsureLoadBalancer is nil\"",
 			b: lbWrap(func(b *wrappedLB) {
 				b.ensure = func(next cloudprovider.LoadBalancer, ctx context.Context, c string, s *v1.Service, n []*v1.Node) (*v1.LoadBalancerStatus, error) {
 					st, err := next.EnsureLoadBalancer(ctx, c, s, n)
@@ -67,8 +68,8 @@ func brokenLB() []brokenCase {
 		},
 		{
 			name: "ensure-empty-status-while-provisioning", want: "LB-ENSURE-STATUS", clause: "holding at least one ingress",
-			also:   []string{"CTRL-SERVICE-LB"}, // the same first Ensure through the controller, which is not called again
-			reason: "the first EnsureLoadBalancer of a load balancer returns an empty status and no error while its address is being assigned, instead of an api.RetryError: the Service never gets an ingress",
+			also:   []string{"CTRL-SERVICE-LB"},
+			reason: "the first EnsureLoadBalancer of a load balancer returns an empty status and no error while its address is being assigned, instead of an api.RetryError; CTRL-SERVICE-LB fails too: the service controller, told all is well, never asks again, and the Service never gets an ingress",
 			b: lbWrap(func(b *wrappedLB) {
 				var calls counter
 				b.ensure = func(next cloudprovider.LoadBalancer, ctx context.Context, c string, s *v1.Service, n []*v1.Node) (*v1.LoadBalancerStatus, error) {
@@ -82,8 +83,8 @@ func brokenLB() []brokenCase {
 		},
 		{
 			name: "ensure-never-ready-without-backends", want: "LB-ENSURE-STATUS", clause: "once it stops returning api.RetryError",
-			also:   []string{"CTRL-SERVICE-LB"}, // the same Ensure, through the service controller
-			reason: "a load balancer without backends never gets an address: EnsureLoadBalancer answers an api.RetryError forever",
+			also:   []string{"CTRL-SERVICE-LB"},
+			reason: "a load balancer without backends never gets an address: EnsureLoadBalancer answers an api.RetryError forever; CTRL-SERVICE-LB fails too: the service controller's first Ensure has no nodes",
 			// Only the rules concerned run: each waits Timeout for an address.
 			claims:  func(c *conformance.Claims) { c.InstancesV2, c.Routes = false, false },
 			timeout: 2 * time.Second,
@@ -101,11 +102,8 @@ func brokenLB() []brokenCase {
 		// LB-GET-EXISTS
 		{
 			name: "get-exists-unless-deleted", want: "LB-GET-EXISTS", clause: "exists=false before the first Ensure",
-			// Both ask about a load balancer that was never created:
-			// CTRL-SERVICE-CLASS about a Service with a loadBalancerClass,
-			// LB-CLUSTER-ISOLATION the other cluster before it creates its own.
 			also:   []string{"CTRL-SERVICE-CLASS", "LB-CLUSTER-ISOLATION"},
-			reason: "GetLoadBalancer reports exists=true, with an empty status, for every Service whose load balancer it has not deleted itself: it assumes every LoadBalancer Service has one",
+			reason: "GetLoadBalancer reports exists=true, with an empty status, for every Service whose load balancer it has not deleted itself: it assumes every LoadBalancer Service has one; CTRL-SERVICE-CLASS and LB-CLUSTER-ISOLATION fail too: they ask about a load balancer never created (a Service with a loadBalancerClass; the other cluster's, before it creates it)",
 			b: func() wrapped {
 				// One provider's memory, shared by the service controller's
 				// calls and the rules' (a deletion through either is known).
@@ -170,8 +168,8 @@ func brokenLB() []brokenCase {
 		// LB-IDEMPOTENT
 		{
 			name: "ensure-errors-when-converged", want: "LB-IDEMPOTENT", clause: "succeeds",
-			also:   []string{"LB-CONCURRENT"}, // its concurrent Ensure calls repeat the converged shared Service's
-			reason: "EnsureLoadBalancer of a load balancer that already matches the Service and nodes fails with \"nothing to change\"",
+			also:   []string{"LB-CONCURRENT"},
+			reason: "EnsureLoadBalancer of a load balancer that already matches the Service and nodes fails with \"nothing to change\"; LB-CONCURRENT fails too: its concurrent Ensure calls repeat that of its converged shared Service",
 			b: lbWrap(func(b *wrappedLB) {
 				var mem lbMemory
 				b.ensure = func(next cloudprovider.LoadBalancer, ctx context.Context, c string, s *v1.Service, n []*v1.Node) (*v1.LoadBalancerStatus, error) {
@@ -216,8 +214,8 @@ func brokenLB() []brokenCase {
 		},
 		{
 			name: "ensure-creates-a-copy-each-call", want: "LB-IDEMPOTENT", clause: "creates nothing",
-			also:   []string{"LB-CONVERGED"}, // creating a load balancer is a cloud write
-			reason: "every EnsureLoadBalancer after the first also creates a new load balancer under a fresh name (a create request without a client token, never deduplicated), and the old ones leak",
+			also:   []string{"LB-CONVERGED"},
+			reason: "every EnsureLoadBalancer after the first also creates a new load balancer under a fresh name (a create request without a client token, never deduplicated), and the old ones leak; LB-CONVERGED fails too: creating is a cloud write",
 			b: lbWrap(func(b *wrappedLB) {
 				var calls counter
 				b.ensure = func(next cloudprovider.LoadBalancer, ctx context.Context, c string, s *v1.Service, n []*v1.Node) (*v1.LoadBalancerStatus, error) {
@@ -280,15 +278,24 @@ func brokenLB() []brokenCase {
 		},
 		{
 			name: "delete-leaves-firewall", want: "LB-DELETE", clause: "nothing the provider created remains",
-			// They check what remains after their own deletions.
-			also:   []string{"LB-DELETE-STALE", "LB-CLUSTER-ISOLATION", "CTRL-SERVICE-DELETE"},
-			reason: "EnsureLoadBalancer also creates a firewall for the load balancer (here a second cloud load balancer), which EnsureLoadBalancerDeleted forgets",
+			also:   []string{"LB-DELETE-STALE"},
+			reason: "EnsureLoadBalancer with nodes opens a firewall for them (here a second cloud load balancer), which UpdateLoadBalancer closes when the last node goes, but EnsureLoadBalancerDeleted forgets; LB-DELETE-STALE fails too: it deletes a load balancer with nodes and checks what remains",
 			b: lbWrap(func(b *wrappedLB) {
 				b.ensure = func(next cloudprovider.LoadBalancer, ctx context.Context, c string, s *v1.Service, n []*v1.Node) (*v1.LoadBalancerStatus, error) {
-					if _, err := next.EnsureLoadBalancer(ctx, c, lbCompanion(s, "fw"), nil); err != nil {
-						return nil, err
+					if len(n) > 0 {
+						if _, err := next.EnsureLoadBalancer(ctx, c, lbCompanion(s, "fw"), nil); err != nil {
+							return nil, err
+						}
 					}
 					return next.EnsureLoadBalancer(ctx, c, s, n)
+				}
+				b.update = func(next cloudprovider.LoadBalancer, ctx context.Context, c string, s *v1.Service, n []*v1.Node) error {
+					if len(n) == 0 {
+						if err := next.EnsureLoadBalancerDeleted(ctx, c, lbCompanion(s, "fw")); err != nil {
+							return err
+						}
+					}
+					return next.UpdateLoadBalancer(ctx, c, s, n)
 				}
 			}),
 		},
@@ -448,8 +455,8 @@ func brokenLB() []brokenCase {
 		// LB-PORTS
 		{
 			name: "ensure-keeps-old-ports", want: "LB-PORTS", clause: "a changed port replaces the old one",
-			also:   []string{"CTRL-SERVICE-PORT"}, // the same changed port, through the service controller
-			reason: "EnsureLoadBalancer adds a listener for every port it is given but never removes one, so a changed port leaves the old listener open",
+			also:   []string{"CTRL-SERVICE-PORT"},
+			reason: "EnsureLoadBalancer adds a listener for every port it is given but never removes one, so a changed port leaves the old listener open; CTRL-SERVICE-PORT fails too: it changes a port through the service controller",
 			b: lbWrap(func(b *wrappedLB) {
 				var mem lbMemory
 				b.ensure = func(next cloudprovider.LoadBalancer, ctx context.Context, c string, s *v1.Service, n []*v1.Node) (*v1.LoadBalancerStatus, error) {
@@ -506,35 +513,7 @@ func brokenLB() []brokenCase {
 		{
 			name: "cross-cluster-hijack", want: "LB-CLUSTER-ISOLATION", clause: "never see", sharesLBs: true,
 			reason: "load balancers are identified by namespace/name alone, ignoring the cluster (and so the Service UID)",
-			b: lbWrap(func(b *wrappedLB) {
-				var mu sync.Mutex
-				uids := map[string]types.UID{}
-				// one maps every cluster's Service ns/name to the first one seen.
-				one := func(s *v1.Service) *v1.Service {
-					mu.Lock()
-					defer mu.Unlock()
-					k := s.Namespace + "/" + s.Name
-					if _, ok := uids[k]; !ok {
-						uids[k] = s.UID
-					}
-					s = s.DeepCopy()
-					s.UID = uids[k]
-					return s
-				}
-				const c0 = "conformance"
-				b.get = func(next cloudprovider.LoadBalancer, ctx context.Context, _ string, s *v1.Service) (*v1.LoadBalancerStatus, bool, error) {
-					return next.GetLoadBalancer(ctx, c0, one(s))
-				}
-				b.ensure = func(next cloudprovider.LoadBalancer, ctx context.Context, _ string, s *v1.Service, n []*v1.Node) (*v1.LoadBalancerStatus, error) {
-					return next.EnsureLoadBalancer(ctx, c0, one(s), n)
-				}
-				b.update = func(next cloudprovider.LoadBalancer, ctx context.Context, _ string, s *v1.Service, n []*v1.Node) error {
-					return next.UpdateLoadBalancer(ctx, c0, one(s), n)
-				}
-				b.del = func(next cloudprovider.LoadBalancer, ctx context.Context, _ string, s *v1.Service) error {
-					return next.EnsureLoadBalancerDeleted(ctx, c0, one(s))
-				}
-			}),
+			b:      lbByNamespaceName(),
 		},
 		{
 			name: "other-cluster-gets-by-uid", want: "LB-CLUSTER-ISOLATION", clause: "never see",
@@ -550,6 +529,17 @@ func brokenLB() []brokenCase {
 			name: "other-cluster-deletes-by-uid", want: "LB-CLUSTER-ISOLATION", clause: "delete each other's load balancer",
 			reason: "with Target.OtherCluster: EnsureLoadBalancerDeleted finds its load balancer by cluster name and Service UID (both equal in the two clusters), so it deletes the other cluster's",
 			target: lbOtherClusterSharing(false, false, true),
+		},
+		{
+			name: "lb-ignores-cluster-name", want: "LB-CLUSTER-ISOLATION", clause: "Two clusters with a Service of the same namespace and name",
+			reason: "without Target.OtherCluster: load balancers are identified by namespace/name alone, ignoring the clusterName argument and the Service UID, so two clusters' Services of one namespace and name share a load balancer",
+			// Without OtherCluster the fake's routes, owned by its cluster ID
+			// as well, fail ROUTE-CLUSTER-SCOPE: not claimed here.
+			claims: func(c *conformance.Claims) { c.Routes = false },
+			target: func(context.Context) (*conformance.Target, error) {
+				return fakeCloudTarget(fake.Config{ClusterID: "conformance", InstanceCIDRs: []string{"10.0.0.0/16", "fd00:10::/64"}})
+			},
+			b: lbByNamespaceName(),
 		},
 		{
 			name: "lb-keyed-by-uid-across-clusters", want: "LB-CLUSTER-ISOLATION", clause: "also the same UID and cluster name",
@@ -629,7 +619,7 @@ func clausesLB() map[string][]string {
 		"LB-RECREATE":          {"builds the load balancer again"},
 		"LB-BACKENDS":          {"The backends are exactly the nodes given", "the last Ensure or Update", "NotReady nodes", "nodes whose addresses are not set yet included"},
 		"LB-PORTS":             {"a changed port replaces the old one", "an added port is added"},
-		"LB-CLUSTER-ISOLATION": {"never see", "update", "delete each other's load balancer", "also the same UID and cluster name"},
+		"LB-CLUSTER-ISOLATION": {"Two clusters with a Service of the same namespace and name", "never see", "update", "delete each other's load balancer", "also the same UID and cluster name"},
 		"LB-CONCURRENT":        {"all succeed", "leave every load balancer converged"},
 		"LB-OUTAGE":            {"GetLoadBalancer returns an error, never exists=false"},
 	}
@@ -643,6 +633,41 @@ func lbWrap(set func(b *wrappedLB)) wrapped {
 		set(&b)
 		return b
 	}}
+}
+
+// lbByNamespaceName breaks every LoadBalancer method by identifying load
+// balancers by the Service's namespace/name alone: every cluster's Service
+// of that namespace and name is mapped to the UID of the first one seen and
+// to one cluster name.
+func lbByNamespaceName() wrapped {
+	return lbWrap(func(b *wrappedLB) {
+		var mu sync.Mutex
+		uids := map[string]types.UID{}
+		one := func(s *v1.Service) *v1.Service {
+			mu.Lock()
+			defer mu.Unlock()
+			k := s.Namespace + "/" + s.Name
+			if _, ok := uids[k]; !ok {
+				uids[k] = s.UID
+			}
+			s = s.DeepCopy()
+			s.UID = uids[k]
+			return s
+		}
+		const c0 = "conformance"
+		b.get = func(next cloudprovider.LoadBalancer, ctx context.Context, _ string, s *v1.Service) (*v1.LoadBalancerStatus, bool, error) {
+			return next.GetLoadBalancer(ctx, c0, one(s))
+		}
+		b.ensure = func(next cloudprovider.LoadBalancer, ctx context.Context, _ string, s *v1.Service, n []*v1.Node) (*v1.LoadBalancerStatus, error) {
+			return next.EnsureLoadBalancer(ctx, c0, one(s), n)
+		}
+		b.update = func(next cloudprovider.LoadBalancer, ctx context.Context, _ string, s *v1.Service, n []*v1.Node) error {
+			return next.UpdateLoadBalancer(ctx, c0, one(s), n)
+		}
+		b.del = func(next cloudprovider.LoadBalancer, ctx context.Context, _ string, s *v1.Service) error {
+			return next.EnsureLoadBalancerDeleted(ctx, c0, one(s))
+		}
+	})
 }
 
 // lbFilterNodes breaks EnsureLoadBalancer and UpdateLoadBalancer by leaving
