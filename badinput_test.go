@@ -100,6 +100,9 @@ const (
 	callTimeout = 5 * time.Second
 	// huge is the size of the inputs meant to be too big to quote.
 	huge = 1 << 20
+	// lockWait is how long a call waits for a state-file lock another
+	// Cloud holds (see lockInputs), far below callTimeout.
+	lockWait = 100 * time.Millisecond
 )
 
 // q is how a message must show the string value s: Go-quoted (so control
@@ -1332,8 +1335,9 @@ func lockInputs(w *badWorld) []badInput {
 		panic(err)
 	}
 	// held runs call while holder holds the lock, with a deadline of its
-	// own far shorter than the case's.
-	held := func(call func(ctx context.Context) error) func(context.Context) error {
+	// own far shorter than the case's (none for an admin request: the
+	// server below gives each request that deadline).
+	held := func(call func(ctx context.Context) error, own bool) func(context.Context) error {
 		return func(ctx context.Context) error {
 			release := make(chan struct{})
 			var once sync.Once
@@ -1343,12 +1347,15 @@ func lockInputs(w *badWorld) []badInput {
 			done := make(chan struct{})
 			go func() { defer close(done); holder.Snapshot() }()
 			<-entered // the holder has the lock
-			cctx, cancel := context.WithTimeout(ctx, 100*time.Millisecond)
+			cctx, cancel := ctx, context.CancelFunc(func() {})
+			if own {
+				cctx, cancel = context.WithTimeout(ctx, lockWait)
+			}
 			err := call(cctx)
 			cancel()
 			free()
 			<-done
-			if err != nil && !errors.Is(err, context.DeadlineExceeded) {
+			if own && err != nil && !errors.Is(err, context.DeadlineExceeded) {
 				return fmt.Errorf("%w: not context.DeadlineExceeded: %w", errWrongOutcome, err)
 			}
 			return err
@@ -1357,7 +1364,27 @@ func lockInputs(w *badWorld) []badInput {
 	svc := webService(nil)
 	l := func(name string, call func(ctx context.Context) error) badInput {
 		return badInput{surface: "lock", name: name, reason: name + " while another Cloud holds the state file's lock",
-			call: held(call), state: func() any { return []any{a.Snapshot(), svc.DeepCopy(), node.DeepCopy()} },
+			call: held(call, true), state: func() any { return []any{a.Snapshot(), svc.DeepCopy(), node.DeepCopy()} },
+			field: "state.json.lock", expect: "which another process or Cloud holds"}
+	}
+	// The admin endpoint of a, served as a user serves AdminHandler
+	// elsewhere, under a request deadline of lockWait (the endpoint's own
+	// is 20s): a request that cannot take the lock by then is a 503.
+	adminH := a.AdminHandler()
+	srv := httptest.NewServer(http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
+		ctx, cancel := context.WithTimeout(r.Context(), lockWait)
+		defer cancel()
+		adminH.ServeHTTP(rw, r.WithContext(ctx))
+	}))
+	w.closers = append(w.closers, srv.Close)
+	admin := func(method, path, body string) badInput {
+		return badInput{surface: "lock", name: "admin " + method + " " + path, reason: method + " " + path + " while another Cloud holds the state file's lock",
+			call: held(func(ctx context.Context) error {
+				return adminRequest(ctx, srv.URL, method, path, nil, body, http.StatusServiceUnavailable)
+			}, false),
+			state: func() any {
+				return adminView{State: a.Snapshot(), Calls: a.Calls(), RateLimit: a.RateLimit(), Delay: a.ProvisioningDelay()}
+			},
 			field: "state.json.lock", expect: "which another process or Cloud holds"}
 	}
 	route := &cloudprovider.Route{TargetNode: "node-1", DestinationCIDR: "10.244.1.0/24"}
@@ -1387,6 +1414,10 @@ func lockInputs(w *badWorld) []badInput {
 			_, err := nodesAPI.InstanceMetadata(ctx, node)
 			return err
 		}),
+		admin("GET", "/state", ""),
+		admin("POST", "/instances/i-1/stop", ""),
+		admin("POST", "/instances", `{"name": "node-9"}`),
+		admin("DELETE", "/instances/i-2", ""),
 		withGap(l("CreateRoute", func(ctx context.Context) error {
 			return routesAPI.CreateRoute(ctx, "kubernetes", "uid-node-1", route)
 		}), "routes.Table.CreateRoute returns ctx.Err() bare when the deadline ends its batch: what it waited for (the fake's ErrStateFile) is not named"),
