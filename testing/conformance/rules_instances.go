@@ -152,7 +152,11 @@ func ruleInstMetadata(r *rt) {
 			if !strings.HasPrefix(md.ProviderID, prefix) || len(md.ProviderID) == len(prefix) {
 				r.Errorf("InstanceMetadata(%s) %s: ProviderID %q, expected %q followed by the instance ID", n.Name, l.how, md.ProviderID, prefix)
 			}
-			if n.Spec.ProviderID != "" && md.ProviderID != n.Spec.ProviderID {
+			// Against the node as looked up: by name it has no provider ID,
+			// and what the node controller then writes to spec.providerID
+			// (getNodeModifiersFromCloudProvider) must be the one of the
+			// look-up by provider ID, compared below.
+			if l.node.Spec.ProviderID != "" && md.ProviderID != l.node.Spec.ProviderID {
 				r.Errorf("InstanceMetadata(%s) %s: ProviderID %q differs from spec.providerID %q, expected them equal", n.Name, l.how, md.ProviderID, n.Spec.ProviderID)
 			}
 			for _, p := range labelValueProblems("InstanceType", md.InstanceType) {
