@@ -147,7 +147,15 @@ func TestBadInput(t *testing.T) {
 	if len(cases) < minCases {
 		t.Errorf("the catalogue has %d cases; want at least %d", len(cases), minCases)
 	}
-	seen := map[string]bool{}
+	seen, surfaces := map[string]bool{}, map[string]int{}
+	for _, c := range cases {
+		surfaces[c.surface]++
+	}
+	for _, s := range []string{"config", "providerID", "annotation", "service", "addresses", "instances", "routes", "fakeConfig", "stateFile", "admin", "lock"} {
+		if surfaces[s] < 5 {
+			t.Errorf("surface %s has %d cases; want at least 5", s, surfaces[s])
+		}
+	}
 	for _, c := range cases {
 		id := c.surface + "/" + c.name
 		if seen[id] {
@@ -168,7 +176,7 @@ func TestBadInput(t *testing.T) {
 			}
 		})
 	}
-	t.Logf("%d hostile inputs across %d surfaces", len(cases), countSurfaces(cases))
+	t.Logf("%d hostile inputs across %d surfaces", len(cases), len(surfaces))
 }
 
 // containsWord reports whether s holds word where it starts a word: not
@@ -184,14 +192,6 @@ func containsWord(s, word string) bool {
 		}
 		i += j + 1
 	}
-}
-
-func countSurfaces(cases []badInput) int {
-	s := map[string]bool{}
-	for _, c := range cases {
-		s[c.surface] = true
-	}
-	return len(s)
 }
 
 // runBadInput calls c and returns every way the outcome breaks the rule.
