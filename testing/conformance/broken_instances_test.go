@@ -264,6 +264,15 @@ func brokenInstances() []brokenCase {
 			}),
 		},
 		{
+			name: "provider-id-left-to-spec", want: "", // correct: passes every rule
+			reason: "InstanceMetadata of a Node with spec.providerID leaves ProviderID empty: the node controller fills it in from spec.providerID (getInstanceMetadata), so this is correct",
+			b: rewriteMetadata(func(n *v1.Node, md *cloudprovider.InstanceMetadata) {
+				if n.Spec.ProviderID != "" {
+					md.ProviderID = ""
+				}
+			}),
+		},
+		{
 			name: "zone-display-name", want: "INST-METADATA", clause: "label-valid type, zone and region",
 			reason: "the zone is the cloud's display name (\"Zone A (Paris)\"), not a label value: the API server rejects the Node update that labels it",
 			b: rewriteMetadata(func(_ *v1.Node, md *cloudprovider.InstanceMetadata) {

@@ -24,6 +24,17 @@ func (r *rt) mustMetadata(inst cloudprovider.InstancesV2, n *v1.Node) *cloudprov
 	return md
 }
 
+// providerIDOf is the provider ID the node controller takes from md, the
+// InstanceMetadata of n: md.ProviderID, or n's spec.providerID when md
+// leaves it empty (controllers/node/node_controller.go getInstanceMetadata
+// fills it in; by name, with neither, it fails the node's initialization).
+func providerIDOf(n *v1.Node, md *cloudprovider.InstanceMetadata) string {
+	if md.ProviderID != "" {
+		return md.ProviderID
+	}
+	return n.Spec.ProviderID
+}
+
 // lookup is a node as the controllers present it, and how it is looked up.
 type lookup struct {
 	how  string
@@ -141,23 +152,27 @@ func ruleInstMetadata(r *rt) {
 	inst := r.inst()
 	prefix := r.target().Cloud.ProviderName() + "://"
 	nodes := r.nodes(1)
+	// key is what the node controller takes from InstanceMetadata for the
+	// Node's spec and labels, the same by provider ID and by name.
+	type key struct{ ProviderID, InstanceType, Zone, Region string }
 	for _, n := range nodes {
-		var first *cloudprovider.InstanceMetadata
+		var first *key
 		for _, l := range r.lookups(n) {
 			md, err := inst.InstanceMetadata(r.ctx, l.node)
 			if err != nil || md == nil {
 				r.Errorf("InstanceMetadata(%s) %s = (%v, %v), expected metadata for a running instance", n.Name, l.how, md, err)
 				continue
 			}
-			if !strings.HasPrefix(md.ProviderID, prefix) || len(md.ProviderID) == len(prefix) {
+			pid := providerIDOf(l.node, md)
+			if !strings.HasPrefix(pid, prefix) || len(pid) == len(prefix) {
 				r.Errorf("InstanceMetadata(%s) %s: ProviderID %q, expected %q followed by the instance ID", n.Name, l.how, md.ProviderID, prefix)
 			}
 			// Against the node as looked up: by name it has no provider ID,
 			// and what the node controller then writes to spec.providerID
 			// (getNodeModifiersFromCloudProvider) must be the one of the
 			// look-up by provider ID, compared below.
-			if l.node.Spec.ProviderID != "" && md.ProviderID != l.node.Spec.ProviderID {
-				r.Errorf("InstanceMetadata(%s) %s: ProviderID %q differs from spec.providerID %q, expected them equal", n.Name, l.how, md.ProviderID, n.Spec.ProviderID)
+			if l.node.Spec.ProviderID != "" && pid != l.node.Spec.ProviderID {
+				r.Errorf("InstanceMetadata(%s) %s: ProviderID %q differs from spec.providerID %q, expected them equal (or empty)", n.Name, l.how, md.ProviderID, l.node.Spec.ProviderID)
 			}
 			for _, p := range labelValueProblems("InstanceType", md.InstanceType) {
 				r.Errorf("InstanceMetadata(%s): %s", n.Name, p)
@@ -168,12 +183,12 @@ func ruleInstMetadata(r *rt) {
 			for _, p := range labelValueProblems("Region", md.Region) {
 				r.Errorf("InstanceMetadata(%s): %s", n.Name, p)
 			}
+			k := key{pid, md.InstanceType, md.Zone, md.Region}
 			if first == nil {
-				first = md
+				first = &k
 				continue
 			}
-			type key struct{ ProviderID, InstanceType, Zone, Region string }
-			if d := cmp.Diff(key{first.ProviderID, first.InstanceType, first.Zone, first.Region}, key{md.ProviderID, md.InstanceType, md.Zone, md.Region}); d != "" {
+			if d := cmp.Diff(*first, k); d != "" {
 				r.Errorf("InstanceMetadata(%s) by provider ID and by name disagree (-by provider ID +by name):\n%s", n.Name, d)
 			}
 		}
@@ -301,7 +316,7 @@ func ruleInstNewInstance(r *rt) {
 		}
 		r.eventuallyChanged(fmt.Sprintf("InstanceMetadata(%s) %s of a new instance", n.Name, l.how), func() (bool, string) {
 			md, err := inst.InstancesV2.InstanceMetadata(r.ctx, l.node) // polled: an api.RetryError is "not yet"
-			return err == nil && md != nil && md.ProviderID != "", fmt.Sprintf("(%v, %v)", md, err)
+			return err == nil && md != nil && providerIDOf(l.node, md) != "", fmt.Sprintf("(%v, %v)", md, err)
 		})
 	}
 }
