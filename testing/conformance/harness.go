@@ -23,9 +23,19 @@ import (
 )
 
 // Periods of the controllers the suite runs: short, so that scenarios end in
-// well under a second against an in-memory provider.
+// well under a second against an in-memory provider, except
+// nodeStatusPeriod.
+//
+// nodeStatusPeriod is the cloud node controller's periodic status update
+// (controllers/node/node_controller.go UpdateNodeStatus, every
+// --node-status-update-frequency, 5 minutes by default: options/options.go).
+// It asks the provider again about every initialized Node and repairs its
+// addresses, which would hide addresses that initialization (syncNode,
+// then updateNodeAddress with the same metadata) got wrong: in a cluster
+// the Node would go without them for minutes. Longer than any rule, it
+// runs once when the controller starts, before the rule creates Nodes.
 const (
-	nodeStatusPeriod     = 200 * time.Millisecond
+	nodeStatusPeriod     = time.Hour
 	nodeMonitorPeriod    = 50 * time.Millisecond
 	routeReconcilePeriod = 50 * time.Millisecond
 )
@@ -78,13 +88,29 @@ func (h *harness) startServiceController() {
 	h.goRun(func() { sc.Run(h.ctx, 1, h.metrics) })
 }
 
+// startNodeController starts the cloud node controller and waits for the
+// first run of its periodic status update (see nodeStatusPeriod), which
+// happens at start: a witness Node, initialized and of no instance, is
+// asked about then. After it, the controller asks about Nodes the rule
+// registers only to initialize them, so that what initialization writes
+// is what the rule sees.
 func (h *harness) startNodeController() {
 	nc, err := nodecontroller.NewCloudNodeController(h.r.inf.Core().V1().Nodes(), h.kube, h.g, nodeStatusPeriod, 1, 1)
 	if err != nil {
 		h.r.Fatalf("cloud node controller: NewCloudNodeController: %v", err)
 	}
+	witness := missingNode("")
+	h.createNode(witness)
 	h.startInformers()
+	h.r.eventually(fmt.Sprintf("witness Node %s in the informer cache", witness.Name), func() (bool, string) {
+		_, err := h.r.inf.Core().V1().Nodes().Lister().Get(witness.Name)
+		return err == nil, fmt.Sprint(err)
+	})
 	h.goRun(func() { nc.RunWithContext(h.ctx, h.metrics) })
+	h.r.eventually("the cloud node controller's first status update", func() (bool, string) {
+		c := h.g.count(func(c call) bool { return c.key == witness.Name })
+		return c > 0, fmt.Sprintf("%d provider calls about witness Node %s", c, witness.Name)
+	})
 }
 
 func (h *harness) startNodeLifecycleController() {

@@ -59,15 +59,63 @@ func hasTaint(n *v1.Node, key string) bool {
 	return slices.ContainsFunc(n.Spec.Taints, func(t v1.Taint) bool { return t.Key == key })
 }
 
+// cloudLabels are the labels the cloud node controller sets from
+// InstanceMetadata (controllers/node/node_controller.go
+// getNodeModifiersFromCloudProvider): a kubelet registering with
+// --cloud-provider=external sets none of them.
+var cloudLabels = []string{
+	v1.LabelInstanceType, v1.LabelInstanceTypeStable,
+	v1.LabelFailureDomainBetaZone, v1.LabelTopologyZone,
+	v1.LabelFailureDomainBetaRegion, v1.LabelTopologyRegion,
+}
+
+// registered returns a copy of n, a Node as the cloud node controller
+// initialized it, as a kubelet with --cloud-provider=external registers it:
+// no provider ID (the provider finds the node by name), none of cloudLabels,
+// and of the addresses only a Hostname (n's, else its name), which the
+// controller keeps when the cloud reports none (updateNodeAddress).
+//
+// Not none at all, although a kubelet without --node-ip leaves them to the
+// cloud: the controller patches addresses right after initializing the
+// Node, and again in its status update, whose first run at start may race
+// it; from an empty list each patch is a strategic merge that merges by
+// address type (k8s.io/component-helpers/node/util PatchNodeStatus replaces
+// the list only when it was not empty), so the second one turns a
+// dual-stack node's two InternalIPs into one IP twice. That race is
+// upstream's, not the provider's.
+func registered(n *v1.Node) *v1.Node {
+	c := byName(n)
+	c.ResourceVersion = ""
+	c.Status.Addresses = slices.DeleteFunc(c.Status.Addresses, func(a v1.NodeAddress) bool { return a.Type != v1.NodeHostName })
+	if len(c.Status.Addresses) == 0 {
+		c.Status.Addresses = []v1.NodeAddress{{Type: v1.NodeHostName, Address: c.Name}}
+	}
+	for _, l := range cloudLabels {
+		delete(c.Labels, l)
+	}
+	return c
+}
+
+// withoutCloudTaint returns a copy of n without the uninitialized taint.
+func withoutCloudTaint(n *v1.Node) *v1.Node {
+	c := n.DeepCopy()
+	c.Spec.Taints = slices.DeleteFunc(c.Spec.Taints, func(t v1.Taint) bool { return t.Key == cloudproviderapi.TaintExternalCloudProvider })
+	return c
+}
+
+// ruleCtrlNodeInit registers the fixture nodes as a kubelet does and waits
+// for the cloud node controller to initialize them. What each Node must get
+// is the provider's answer for it without the taint (the answer every later
+// call gets), and the provider ID of the fixture node when it has one: an
+// answer that differs while the node is uninitialized is what initialization
+// writes, and (addresses aside, see nodeStatusPeriod) what the Node keeps.
 func ruleCtrlNodeInit(r *rt) {
 	h := r.harness()
 	inst := r.inst()
-	// As a kubelet with --cloud-provider=external registers: no provider ID
-	// (the provider looks the node up by name), the uninitialized taint.
-	nodes := withUID(r.namedNodes(1))
-	for i, n := range nodes {
-		n = byName(n)
-		n.ResourceVersion = ""
+	fixtures := withUID(r.namedNodes(1))
+	nodes := make([]*v1.Node, len(fixtures))
+	for i, n := range fixtures {
+		n = registered(n)
 		n.Spec.Taints = append(n.Spec.Taints, v1.Taint{Key: cloudproviderapi.TaintExternalCloudProvider, Value: "true", Effect: v1.TaintEffectNoSchedule})
 		nodes[i] = n
 	}
@@ -75,8 +123,12 @@ func ruleCtrlNodeInit(r *rt) {
 	for _, n := range nodes {
 		h.createNode(n)
 	}
-	for _, n := range nodes {
-		md := r.mustMetadata(inst, n)
+	for i, n := range nodes {
+		md := r.mustMetadata(inst, withoutCloudTaint(n))
+		providerID := fixtures[i].Spec.ProviderID
+		if providerID == "" {
+			providerID = md.ProviderID
+		}
 		addrs := md.NodeAddresses
 		if ann := n.Annotations[providedNodeIP]; ann != "" {
 			if a, err := nodehelpers.GetNodeAddressesFromNodeIP(ann, addrs); err == nil {
@@ -92,10 +144,10 @@ func ruleCtrlNodeInit(r *rt) {
 			last = got
 			missing := slices.ContainsFunc(addrs, func(a v1.NodeAddress) bool { return !slices.Contains(got.Status.Addresses, a) })
 			return !hasTaint(got, cloudproviderapi.TaintExternalCloudProvider) && !missing,
-				fmt.Sprintf("taints %v, addresses %v (want %v)", got.Spec.Taints, got.Status.Addresses, addrs)
+				fmt.Sprintf("taints %v, addresses %v (want %v), provider calls %v", got.Spec.Taints, got.Status.Addresses, addrs, h.g.summary(n.Name))
 		})
-		if last.Spec.ProviderID != md.ProviderID {
-			r.Errorf("node %s has spec.providerID %q, expected %q from InstanceMetadata", n.Name, last.Spec.ProviderID, md.ProviderID)
+		if last.Spec.ProviderID != providerID {
+			r.Errorf("node %s has spec.providerID %q, expected %q (the fixture node's, which InstanceMetadata reports for it)", n.Name, last.Spec.ProviderID, providerID)
 		}
 		for label, v := range map[string]string{v1.LabelTopologyZone: md.Zone, v1.LabelTopologyRegion: md.Region, v1.LabelInstanceTypeStable: md.InstanceType} {
 			if v != "" && last.Labels[label] != v {
@@ -116,15 +168,9 @@ func (h *harness) lifecycleNodes() []*v1.Node {
 		h.createNode(n)
 	}
 	h.startNodeLifecycleController()
-	for _, n := range nodes {
-		h.r.eventually(fmt.Sprintf("the node lifecycle controller to check node %s twice", n.Name), func() (bool, string) {
-			c := h.g.count(func(c call) bool { return c.method == "InstanceExists" && c.key == n.Name })
-			return c >= 2, fmt.Sprintf("%d InstanceExists calls", c)
-		})
-		if _, err := h.node(n.Name); err != nil {
-			h.r.Fatalf("the node lifecycle controller deleted (or lost) Node %s of a running instance: %v", n.Name, err)
-		}
-	}
+	h.monitorPasses(nodes, func(n *v1.Node) string {
+		return fmt.Sprintf("Node %s of a running instance is gone before any instance changed, expected it kept", n.Name)
+	})
 	return nodes
 }
 
@@ -139,16 +185,35 @@ func ruleCtrlNodeTerminated(r *rt) {
 		_, err := h.node(nodes[0].Name)
 		return apierrors.IsNotFound(err), fmt.Sprintf("Get: %v, provider calls %v", err, h.g.summary(nodes[0].Name))
 	})
-	calls := h.g.count(func(c call) bool { return c.method == "InstanceExists" })
-	r.eventually("two more monitoring passes", func() (bool, string) {
-		c := h.g.count(func(c call) bool { return c.method == "InstanceExists" })
-		return c >= calls+2*len(nodes[1:]), fmt.Sprintf("%d InstanceExists calls", c)
+	h.monitorPasses(nodes[1:], func(n *v1.Node) string {
+		return fmt.Sprintf("Node %s of a running instance is gone after another instance was terminated, expected it kept", n.Name)
 	})
-	for _, n := range nodes[1:] {
-		if _, err := h.node(n.Name); err != nil {
-			r.Errorf("Node %s of a running instance is gone after another instance was terminated: %v", n.Name, err)
-		}
+}
+
+// monitorPasses waits until the node lifecycle controller has asked twice
+// more about each of keep, whose Nodes must stay: one deleted meanwhile
+// fails the rule at once, with what gone says of it.
+func (h *harness) monitorPasses(keep []*v1.Node, gone func(n *v1.Node) string) {
+	asked := func(name string) int {
+		return h.g.count(func(c call) bool { return c.method == "InstanceExists" && c.key == name })
 	}
+	before := map[string]int{}
+	for _, n := range keep {
+		before[n.Name] = asked(n.Name)
+	}
+	h.r.eventually("two more monitoring passes", func() (bool, string) {
+		for _, n := range keep {
+			if _, err := h.node(n.Name); apierrors.IsNotFound(err) {
+				h.r.Fatalf("%s: the node lifecycle controller deleted it; provider calls %v", gone(n), h.g.summary(n.Name))
+			}
+		}
+		for _, n := range keep {
+			if c := asked(n.Name); c < before[n.Name]+2 {
+				return false, fmt.Sprintf("%d InstanceExists calls about node %s", c, n.Name)
+			}
+		}
+		return true, ""
+	})
 }
 
 func ruleCtrlNodeShutdown(r *rt) {
@@ -160,15 +225,23 @@ func ruleCtrlNodeShutdown(r *rt) {
 	r.changeCloud("StopInstance", stop, nodes[0])
 	r.eventuallyChanged(fmt.Sprintf("Node %s of a stopped instance to get the taint %s", nodes[0].Name, cloudproviderapi.TaintNodeShutdown), func() (bool, string) {
 		n, err := h.node(nodes[0].Name)
+		if apierrors.IsNotFound(err) {
+			r.Fatalf("the node lifecycle controller deleted Node %s of a stopped instance, expected it kept with the taint %s: InstanceExists must stay true while the instance exists; provider calls %v", nodes[0].Name, cloudproviderapi.TaintNodeShutdown, h.g.summary(nodes[0].Name))
+		}
 		if err != nil {
 			return false, fmt.Sprintf("Get: %v", err)
 		}
 		return hasTaint(n, cloudproviderapi.TaintNodeShutdown), fmt.Sprintf("taints %v, provider calls %v", n.Spec.Taints, h.g.summary(n.Name))
 	})
+	h.monitorPasses(nodes, func(n *v1.Node) string {
+		if n == nodes[0] {
+			return fmt.Sprintf("Node %s of a stopped instance is gone after it got the shutdown taint, expected it kept", n.Name)
+		}
+		return fmt.Sprintf("Node %s of a running instance is gone, expected it kept", n.Name)
+	})
 	for _, n := range nodes[1:] {
-		got, err := h.node(n.Name)
-		if err != nil {
-			r.Errorf("Node %s of a running instance is gone: %v", n.Name, err)
+		if got, err := h.node(n.Name); err != nil {
+			r.Errorf("Node %s of a running instance: %v", n.Name, err)
 		} else if hasTaint(got, cloudproviderapi.TaintNodeShutdown) {
 			r.Errorf("Node %s of a running instance has the shutdown taint", n.Name)
 		}
@@ -179,8 +252,9 @@ func ruleCtrlNodeShutdown(r *rt) {
 // until it has the finalizer and an ingress; then it creates one Node
 // (Ready, initialized) and waits until the controller has put it behind the
 // load balancer with UpdateLoadBalancer. It returns svc as stored. When
-// the finalizer and ingress do not come, the rule fails if it is
-// CTRL-SERVICE-LB (owner) and is skipped, pointing at that rule, otherwise.
+// the finalizer and ingress, or that update, do not come, the rule fails if
+// it is CTRL-SERVICE-LB (owner) and is skipped, pointing at that rule,
+// otherwise.
 //
 // The order avoids a data race of k8s.io/cloud-provider@v0.37.2
 // controllers/service/controller.go, so that -race reports only the
@@ -195,29 +269,34 @@ func (h *harness) serviceScenario(svc *v1.Service, owner bool) *v1.Service {
 	if _, err := h.kube.CoreV1().Services(namespace).Create(h.r.ctx, svc, metav1.CreateOptions{}); err != nil {
 		h.r.Fatalf("creating Service %s: %v", svcKey(svc), err)
 	}
-	ok, last := h.r.poll(h.r.cfg.Timeout, func() (bool, string) {
+	h.awaitScenario(owner, fmt.Sprintf("Service %s to get the finalizer %s and an ingress", svcKey(svc), servicehelpers.LoadBalancerCleanupFinalizer), func() (bool, string) {
 		got := h.service(svc.Name)
 		return servicehelpers.HasLBFinalizer(got) && len(got.Status.LoadBalancer.Ingress) > 0,
 			fmt.Sprintf("finalizers %v, ingress %v, provider calls %v", got.Finalizers, got.Status.LoadBalancer.Ingress, h.g.summary(svcKey(svc)))
 	})
-	if !ok {
-		why := fmt.Sprintf("%s waiting for Service %s to get the finalizer %s and an ingress; last observed: %s",
-			h.r.pollEnd(h.r.cfg.Timeout, "Config.Timeout"), svcKey(svc), servicehelpers.LoadBalancerCleanupFinalizer, last)
-		if owner {
-			h.r.Fatalf("%s", why)
-		}
-		h.r.Skipf("precondition failed: %s: see CTRL-SERVICE-LB", why)
-	}
 	n := h.r.initializedNodes(1)[0]
 	setCondition(n, v1.NodeReady, v1.ConditionTrue)
 	h.createNode(n)
-	h.r.eventually(fmt.Sprintf("UpdateLoadBalancer(%s) to put new Node %s behind the load balancer", svcKey(svc), n.Name), func() (bool, string) {
+	h.awaitScenario(owner, fmt.Sprintf("UpdateLoadBalancer(%s) to put new Node %s behind the load balancer", svcKey(svc), n.Name), func() (bool, string) {
 		c := h.g.count(func(c call) bool {
 			return c.method == "UpdateLoadBalancer" && c.key == svcKey(svc) && c.err == nil && c.nodes == 1
 		})
 		return c > 0, fmt.Sprintf("provider calls %v", h.g.summary(svcKey(svc)))
 	})
 	return h.service(svc.Name)
+}
+
+// awaitScenario polls cond for Config.Timeout; when it does not come, it
+// fails the rule if owner (CTRL-SERVICE-LB) and skips it, pointing at that
+// rule, otherwise: one mistake, one failing rule.
+func (h *harness) awaitScenario(owner bool, what string, cond func() (bool, string)) {
+	if ok, last := h.r.poll(h.r.cfg.Timeout, cond); !ok {
+		why := fmt.Sprintf("%s waiting for %s; last observed: %s", h.r.pollEnd(h.r.cfg.Timeout, "Config.Timeout"), what, last)
+		if owner {
+			h.r.Fatalf("%s", why)
+		}
+		h.r.Skipf("precondition failed: %s: see CTRL-SERVICE-LB", why)
+	}
 }
 
 // summary renders the calls made for key, for failure messages.

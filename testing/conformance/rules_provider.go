@@ -5,24 +5,33 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
+	"slices"
 	"strings"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
 	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	cloudprovider "k8s.io/cloud-provider"
 )
 
+// ruleProviderAccessors checks what the callers of the accessors rely on:
+// a true bool promises a usable value (cloud.go Interface: "returns true if
+// the interface is supported"), on which the controllers call methods
+// (controllers/nodelifecycle/node_lifecycle_controller.go
+// ensureNodeExistsByProviderID, controllers/service/controller.go New,
+// app/core.go startRouteController). With false, no caller looks at the
+// value (controllers/node/node_controller.go getInstanceMetadata even checks
+// both), so any value is fine there.
 func ruleProviderAccessors(r *rt) {
 	cloud := r.target().Cloud
 	cl := r.cfg.Claims
 	check := func(name string, v any, ok, claimed bool) {
 		switch {
 		case ok && isNil(v):
-			r.Errorf("%s() returned (%s, true), expected (impl, true) or (nil, false): the controllers call methods on the value whenever the bool is true", name, describe(v))
-		case !ok && v != nil:
-			r.Errorf("%s() returned (%s, false), expected (nil, false)", name, describe(v))
+			r.Errorf("%s() returned (%s, true), expected (impl, true) or false: the controllers call methods on the value whenever the bool is true", name, describe(v))
 		case claimed && !ok:
 			r.Errorf("%s() returned false, but Claims.%s is true", name, name)
 		}
@@ -127,6 +136,10 @@ func ruleProviderBadConfig(r *rt) {
 	if r.cfg.ProviderName == "" || r.cfg.BadCloudConfig == "" {
 		r.Skipf("needs Config.ProviderName and Config.BadCloudConfig")
 	}
+	if !cloudprovider.IsCloudProvider(r.cfg.ProviderName) {
+		// GetCloudProvider returns (nil, nil) for an unknown name.
+		r.Skipf("precondition failed: no cloud provider is registered as %q: see PROVIDER-REGISTRATION", r.cfg.ProviderName)
+	}
 	cloud, err := r.build(strings.NewReader(r.cfg.BadCloudConfig), "Config.BadCloudConfig")
 	if err == nil {
 		r.Errorf("the factory of %q accepted Config.BadCloudConfig and returned %s, expected an error naming what is wrong", r.cfg.ProviderName, describe(cloud))
@@ -168,83 +181,74 @@ func (r *rt) caps() caps {
 	return c
 }
 
-// wrappedSentinel returns the one of want that err wraps without being it.
-func wrappedSentinel(err error, want ...error) error {
-	for _, s := range want {
-		if err != s && errors.Is(err, s) {
-			return s
-		}
-	}
-	return nil
-}
-
-// ruleSentinelsUnwrapped checks the sentinels exactly where upstream
-// compares them with ==, and nowhere else: every other comparison in
-// k8s.io/cloud-provider@v0.37.2 is errors.Is, which a wrapped sentinel
-// satisfies.
+// ruleSentinelsUnwrapped checks ImplementedElsewhere exactly where upstream
+// compares it with == and acts on the answer, and nowhere else:
 //
-//   - cloud.go GetInstanceProviderID: `err == NotImplemented`, `err ==
-//     InstanceNotFound` on Instances.InstanceID (legacy Instances, used by
-//     controllers/node/node_controller.go getInstanceMetadata and
-//     controllers/nodelifecycle/node_lifecycle_controller.go getProviderID
-//     when there is no InstancesV2). A wrapped one is wrapped again with
-//     "failed to get instance ID from cloud provider: %w" instead of being
-//     returned as the documented ("", InstanceNotFound).
 //   - controllers/service/controller.go syncLoadBalancerIfNeeded: `err ==
-//     cloudprovider.ImplementedElsewhere` on EnsureLoadBalancerDeleted and
-//     EnsureLoadBalancer; lockedUpdateLoadBalancerHosts: the same on
-//     UpdateLoadBalancer. A wrapped one is a failed sync, retried forever.
+//     cloudprovider.ImplementedElsewhere` on EnsureLoadBalancer (always
+//     called) and on EnsureLoadBalancerDeleted (called when GetLoadBalancer
+//     reports exists=true); a wrapped one is a failed sync, retried forever,
+//     and a deleted Service keeps its finalizer.
+//   - lockedUpdateLoadBalancerHosts: the same on UpdateLoadBalancer; a
+//     wrapped one is ignored when GetLoadBalancer then reports exists=false,
+//     and is a failed update (a Warning event, a retry) otherwise.
 //
-// Compared with errors.Is, so free to wrap: InstanceNotFound and
-// NotImplemented in controllers/nodelifecycle/node_lifecycle_controller.go
-// (ensureNodeExistsByProviderID, shutdownInCloudProvider,
-// observeInstanceOp) and controllers/node/node_controller.go
-// getInstanceMetadata; every InstancesV2, Zones, GetLoadBalancer and Routes
-// error, which upstream compares with no sentinel at all.
+// Every other comparison in k8s.io/cloud-provider@v0.37.2 is errors.Is, on
+// the provider's error or on one wrapped with %w first, which a wrapped
+// sentinel satisfies: cloud.go GetInstanceProviderID compares the
+// InstanceNotFound and NotImplemented of legacy Instances.InstanceID with
+// ==, but only to decide whether to wrap them with %w, and all its callers
+// (controllers/node/node_controller.go getInstanceMetadata,
+// controllers/nodelifecycle/node_lifecycle_controller.go getProviderID and
+// its callers) use errors.Is; so do observeInstanceOp and every InstancesV2
+// caller. Zones, GetLoadBalancer and Routes errors are compared with no
+// sentinel at all.
 func ruleSentinelsUnwrapped(r *rt) {
-	c := r.caps()
+	lb := r.lb()
 	nodes := r.nodes(1)
-	missing := missingNode(nodes[0].Spec.ProviderID)
-	ran := false
-	check := func(what, where string, err error, want ...error) {
-		ran = true
-		if s := wrappedSentinel(err, want...); s != nil {
-			r.Errorf("%s returned %q, which wraps cloudprovider sentinel %q: %s compares it with ==, expected the sentinel itself", what, err, s, where)
+	cl := r.cfg.ClusterName
+	const where = "controllers/service/controller.go syncLoadBalancerIfNeeded"
+	check := func(what, where string, err error) {
+		if err != cloudprovider.ImplementedElsewhere && errors.Is(err, cloudprovider.ImplementedElsewhere) {
+			r.Errorf("%s returned %q, which wraps cloudprovider.ImplementedElsewhere: %s compares it with ==, expected the sentinel itself", what, err, where)
 		}
 	}
-	if in, ok := r.target().Cloud.Instances(); ok && !isNil(in) {
-		_, err := in.InstanceID(r.ctx, types.NodeName(missing.Name))
-		check("Instances.InstanceID of a missing node", "cloud.go GetInstanceProviderID", err, cloudprovider.InstanceNotFound, cloudprovider.NotImplemented)
+	svc := service("sentinels")
+	_, err := lb.EnsureLoadBalancer(r.ctx, cl, svc, nodes)
+	check("EnsureLoadBalancer", where, err)
+	// Upstream calls Update and Delete, and acts on their sentinel, only for
+	// a load balancer GetLoadBalancer reports (or cannot rule out).
+	if _, exists, err := lb.GetLoadBalancer(r.ctx, cl, svc); err == nil && !exists {
+		return
 	}
-	if c.lb != nil {
-		svc := service("sentinels")
-		const where = "controllers/service/controller.go syncLoadBalancerIfNeeded"
-		check("EnsureLoadBalancerDeleted of a missing load balancer", where, c.lb.EnsureLoadBalancerDeleted(r.ctx, r.cfg.ClusterName, svc), cloudprovider.ImplementedElsewhere)
-		check("UpdateLoadBalancer of a missing load balancer", "controllers/service/controller.go lockedUpdateLoadBalancerHosts", c.lb.UpdateLoadBalancer(context.TODO(), r.cfg.ClusterName, svc, nodes), cloudprovider.ImplementedElsewhere)
-		_, err := c.lb.EnsureLoadBalancer(r.ctx, r.cfg.ClusterName, svc, nodes)
-		check("EnsureLoadBalancer", where, err, cloudprovider.ImplementedElsewhere)
-		if err == nil {
-			check("EnsureLoadBalancerDeleted", where, c.lb.EnsureLoadBalancerDeleted(r.ctx, r.cfg.ClusterName, svc), cloudprovider.ImplementedElsewhere)
-		}
-	}
-	if !ran {
-		r.Skipf("neither legacy Instances nor a claimed LoadBalancer: upstream compares no other sentinel with ==")
-	}
+	check("UpdateLoadBalancer", "controllers/service/controller.go lockedUpdateLoadBalancerHosts", lb.UpdateLoadBalancer(context.TODO(), cl, svc, nodes))
+	check("EnsureLoadBalancerDeleted", where, lb.EnsureLoadBalancerDeleted(r.ctx, cl, svc))
 }
 
 // unchanged calls f and reports any change to args, the arguments f passes
-// to the provider.
-func (r *rt) unchanged(what string, args []any, f func()) {
+// to the provider, as seen through view (nil: every field).
+func (r *rt) unchanged(what string, view func(any) any, args []any, f func()) {
+	if view == nil {
+		view = deepCopy
+	}
 	before := make([]any, len(args))
 	for i, a := range args {
-		before[i] = deepCopy(a)
+		before[i] = view(a)
 	}
 	f()
 	for i, a := range args {
-		if d := cmp.Diff(before[i], a, cmpOpts); d != "" {
-			r.Errorf("%s modified its argument #%d (%T) (-before +after): the controllers pass objects from the shared informer cache\n%s", what, i+1, a, d)
+		if d := cmp.Diff(before[i], view(a), cmpOpts); d != "" {
+			r.Errorf("%s modified its argument #%d (%T) (-before +after): %s\n%s", what, i+1, a, argNeeds[fmt.Sprintf("%T", a)], d)
 		}
 	}
+}
+
+// argNeeds says, per argument type, why upstream needs it unmodified.
+var argNeeds = map[string]string{
+	"*v1.Service":          "the controllers pass objects from the shared informer cache (cloud.go LoadBalancer: \"treat the *v1.Service parameter as read-only\")",
+	"[]*v1.Node":           "the controllers pass objects from the shared informer cache (cloud.go LoadBalancer: \"treat the *v1.Service and *v1.Node parameters as read-only\")",
+	"*v1.Node":             "the controllers read these fields of their copy after the call (controllers/node/node_controller.go syncNode, UpdateNodeStatus, updateNodeAddress; controllers/nodelifecycle/node_lifecycle_controller.go MonitorNodes)",
+	"*cloudprovider.Route": "the route controller marks DestinationCIDR done after CreateRoute, and TargetNodeAddresses is the Node's status.addresses from the informer cache (controllers/route/route_controller.go reconcile)",
 }
 
 func deepCopy(a any) any {
@@ -252,47 +256,70 @@ func deepCopy(a any) any {
 	case *v1.Service:
 		return v.DeepCopy()
 	case []*v1.Node:
-		out := make([]*v1.Node, len(v))
-		for i, n := range v {
-			out[i] = n.DeepCopy()
-		}
-		return out
-	case *v1.Node:
-		return v.DeepCopy()
-	case *cloudprovider.Route:
-		c := *v
-		c.TargetNodeAddresses = append([]v1.NodeAddress(nil), v.TargetNodeAddresses...)
-		return &c
+		return copyNodes(v)
 	}
 	panic(fmt.Sprintf("conformance: deepCopy of %T", a))
 }
 
+// instNodeView is what upstream reads of the Node copy it passed to an
+// InstancesV2 call, after the call: its name and UID (MonitorNodes deletes
+// or taints by name), spec.providerID and annotations
+// (getNodeModifiersFromCloudProvider: a provider ID found set is not set
+// again; the provided node IP), taints and addresses (updateNodeAddress,
+// whose status patch is computed against the copy). The controllers pass
+// copies (DeepCopy), so the rest is the provider's business.
+func instNodeView(a any) any {
+	n := a.(*v1.Node)
+	return v1.Node{
+		ObjectMeta: metav1.ObjectMeta{Name: n.Name, UID: n.UID, Annotations: maps.Clone(n.Annotations)},
+		Spec:       v1.NodeSpec{ProviderID: n.Spec.ProviderID, Taints: slices.Clone(n.Spec.Taints)},
+		Status:     v1.NodeStatus{Addresses: slices.Clone(n.Status.Addresses)},
+	}
+}
+
+// createRouteView is what upstream reads of the Route it passed to
+// CreateRoute, after the call: its DestinationCIDR (reconcile marks that
+// CIDR's action done), and the elements of TargetNodeAddresses, the Node's
+// status.addresses in the informer cache. route.Name is ignored in a
+// create (cloud.go Routes.CreateRoute), and the Route itself is the
+// controller's own.
+func createRouteView(shared []v1.NodeAddress) func(any) any {
+	return func(a any) any {
+		type view struct {
+			DestinationCIDR string
+			NodeAddresses   []v1.NodeAddress
+		}
+		return view{a.(*cloudprovider.Route).DestinationCIDR, slices.Clone(shared)}
+	}
+}
+
+// ruleArgsNotMutated checks the arguments of each call where upstream needs
+// them unmodified (see argNeeds). DeleteRoute is not checked: its Route is one
+// ListRoutes returned, which upstream does not read after the call.
 func ruleArgsNotMutated(r *rt) {
 	c := r.caps()
 	nodes := r.nodes(1)
 	cl := r.cfg.ClusterName
 	if c.lb != nil {
 		svc := service("args", withLocalTraffic(32200))
-		r.unchanged("EnsureLoadBalancer", []any{svc, nodes}, func() { _, _ = c.lb.EnsureLoadBalancer(r.ctx, cl, svc, nodes) })
-		r.unchanged("GetLoadBalancer", []any{svc}, func() { _, _, _ = c.lb.GetLoadBalancer(r.ctx, cl, svc) })
-		r.unchanged("GetLoadBalancerName", []any{svc}, func() { _ = c.lb.GetLoadBalancerName(r.ctx, cl, svc) })
-		r.unchanged("UpdateLoadBalancer", []any{svc, nodes}, func() { _ = c.lb.UpdateLoadBalancer(context.TODO(), cl, svc, nodes) })
-		r.unchanged("EnsureLoadBalancerDeleted", []any{svc}, func() { _ = c.lb.EnsureLoadBalancerDeleted(r.ctx, cl, svc) })
+		r.unchanged("EnsureLoadBalancer", nil, []any{svc, nodes}, func() { _, _ = c.lb.EnsureLoadBalancer(r.ctx, cl, svc, nodes) })
+		r.unchanged("GetLoadBalancer", nil, []any{svc}, func() { _, _, _ = c.lb.GetLoadBalancer(r.ctx, cl, svc) })
+		r.unchanged("GetLoadBalancerName", nil, []any{svc}, func() { _ = c.lb.GetLoadBalancerName(r.ctx, cl, svc) })
+		r.unchanged("UpdateLoadBalancer", nil, []any{svc, nodes}, func() { _ = c.lb.UpdateLoadBalancer(context.TODO(), cl, svc, nodes) })
+		r.unchanged("EnsureLoadBalancerDeleted", nil, []any{svc}, func() { _ = c.lb.EnsureLoadBalancerDeleted(r.ctx, cl, svc) })
 	}
 	if c.inst != nil {
 		for _, l := range r.lookups(nodes[0]) {
 			n := l.node
-			r.unchanged("InstanceExists "+l.how, []any{n}, func() { _, _ = c.inst.InstanceExists(r.ctx, n) })
-			r.unchanged("InstanceShutdown "+l.how, []any{n}, func() { _, _ = c.inst.InstanceShutdown(r.ctx, n) })
-			r.unchanged("InstanceMetadata "+l.how, []any{n}, func() { _, _ = c.inst.InstanceMetadata(r.ctx, n) })
+			r.unchanged("InstanceExists "+l.how, instNodeView, []any{n}, func() { _, _ = c.inst.InstanceExists(r.ctx, n) })
+			r.unchanged("InstanceShutdown "+l.how, instNodeView, []any{n}, func() { _, _ = c.inst.InstanceShutdown(r.ctx, n) })
+			r.unchanged("InstanceMetadata "+l.how, instNodeView, []any{n}, func() { _, _ = c.inst.InstanceMetadata(r.ctx, n) })
 		}
 	}
 	if c.rs != nil {
 		s := newRoute(withUID(nodes)[0], r.podCIDRs(0)[0])
-		r.unchanged("CreateRoute", []any{s.route}, func() { _ = c.rs.CreateRoute(r.ctx, cl, s.nameHint, s.route) })
-		for _, rt := range findRoutes(r.listRoutes(c.rs, cl), s.route.DestinationCIDR) {
-			r.unchanged("DeleteRoute", []any{rt}, func() { _ = c.rs.DeleteRoute(r.ctx, cl, rt) })
-		}
+		shared := s.route.TargetNodeAddresses
+		r.unchanged("CreateRoute", createRouteView(shared), []any{s.route}, func() { _ = c.rs.CreateRoute(r.ctx, cl, s.nameHint, s.route) })
 	}
 }
 
@@ -345,6 +372,9 @@ func ruleCtxCancelled(r *rt) {
 				r.Errorf("ListRoutes with a cancelled context returned no error and a list without route %q, expected an error or the full list", s.route.DestinationCIDR)
 			}
 		})
+		for _, rt := range findRoutes(r.listRoutes(c.rs, cl), s.route.DestinationCIDR) {
+			r.within("DeleteRoute with a cancelled context", func() { _ = c.rs.DeleteRoute(done, cl, rt) })
+		}
 		if len(cidrs) > 1 {
 			other := newRoute(n, cidrs[len(cidrs)-1])
 			r.within("CreateRoute with a cancelled context", func() {
