@@ -18,8 +18,20 @@ import (
 
 // brokenRoutes returns the broken providers of the route rules: ROUTE-*.
 // Route.TargetNode is a Node name, so the route rules use Target.Nodes
-// only, never Target.RenamedNodes.
+// only, never Target.RenamedNodes. A broken Routes can only fail rules that
+// call Routes, so each case claims routes alone (routesOnly) unless it says
+// otherwise: the other capabilities' rules are skipped, not run in vain.
 func brokenRoutes() []brokenCase {
+	cases := routesCases()
+	for i := range cases {
+		if cases[i].claims == nil {
+			cases[i].claims = routesOnly
+		}
+	}
+	return cases
+}
+
+func routesCases() []brokenCase {
 	type bc = brokenCase
 	return []bc{
 		// ROUTE-ROUNDTRIP
@@ -52,11 +64,10 @@ func brokenRoutes() []brokenCase {
 		},
 		{
 			name: "route-target-fqdn", want: "ROUTE-ROUNDTRIP", clause: "with its TargetNode",
-			also:   []string{"CTRL-ROUTES"}, // the route controller compares TargetNode too
-			reason: "TargetNode is listed as the next hop's DNS name (node.internal), not the Node name CreateRoute got; CTRL-ROUTES waits in vain for routes to the Nodes",
-			// CTRL-ROUTES waits out Config.Timeout: the routes only.
-			claims:  routesOnly,
-			timeout: 2 * time.Second,
+			also:    []string{"CTRL-ROUTES"}, // the route controller compares TargetNode too
+			reason:  "TargetNode is listed as the next hop's DNS name (node.internal), not the Node name CreateRoute got; CTRL-ROUTES waits in vain for routes to the Nodes",
+			timeout: 2 * time.Second, // CTRL-ROUTES waits it out
+
 			b: routesRewritten(func(r *cloudprovider.Route) {
 				r.TargetNode += ".internal"
 			}, func(stored, listed *cloudprovider.Route) bool {
@@ -233,8 +244,7 @@ func brokenRoutes() []brokenCase {
 		{
 			name: "routes-by-cluster-id-alone", want: "ROUTE-CLUSTER-SCOPE", clause: "ListRoutes for one cluster never returns another cluster's routes",
 			reason: "without Target.OtherCluster: ListRoutes ignores its clusterName argument (routes are owned by a cluster ID of the provider's own), so another cluster of the account lists this one's routes",
-			// The fake's load balancers ignore clusterName as well.
-			claims: func(c *conformance.Claims) { c.LoadBalancer = false },
+			// routesOnly: the fake's load balancers ignore clusterName as well.
 			target: func(context.Context) (*conformance.Target, error) {
 				return fakeCloudTarget(routesFakeConfig())
 			},
@@ -340,9 +350,8 @@ func brokenRoutes() []brokenCase {
 	}
 }
 
-// routesOnly narrows the claims to the route rules (and those of every
-// capability), for the broken providers that make CTRL-ROUTES wait out
-// Config.Timeout.
+// routesOnly narrows the claims to Routes: the route rules, CTRL-ROUTES
+// and the rules of every capability run.
 func routesOnly(c *conformance.Claims) {
 	*c = conformance.Claims{Routes: true, IPv6Routes: c.IPv6Routes}
 }
