@@ -97,11 +97,11 @@ var rules = []rule{
 		"controllers/node/node_controller.go getZoneByProviderIDOrName", ruleZonesLookup},
 
 	// Routes.
-	{upstream, "ROUTE-ROUNDTRIP", "ListRoutes returns each created route once, DestinationCIDR byte-identical, with its TargetNode and Blackhole false.",
+	{upstream, "ROUTE-ROUNDTRIP", "ListRoutes returns each created route, DestinationCIDR byte-identical, with its TargetNode and Blackhole false.",
 		"controllers/route/route_controller.go reconcile, getRouteAction", ruleRouteRoundtrip},
 	{upstream, "ROUTE-CIDR-VERBATIM", "A valid IPv6 pod CIDR that is not in canonical form is listed exactly as given.",
 		"controllers/route/route_controller.go getRouteAction (string comparison)", ruleRouteCIDRVerbatim},
-	{upstream, "ROUTE-NAMES", "A node's IPv4 and IPv6 routes, created with one nameHint and any Route.Name, are both kept under distinct names.",
+	{upstream, "ROUTE-NAMES", "A node's IPv4 and IPv6 routes, created with one nameHint and any Route.Name, are both kept.",
 		"controllers/route/route_controller.go reconcile (nameHint is the node UID); cloud.go Routes.CreateRoute", ruleRouteNames},
 	{upstream, "ROUTE-DELETE", "DeleteRoute of a route as listed removes exactly that route; deleting every route leaves nothing behind.",
 		"controllers/route/route_controller.go reconcile; cloud.go Routes.DeleteRoute", ruleRouteDelete},

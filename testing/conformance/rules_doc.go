@@ -104,11 +104,11 @@
 //
 // # Rules: Routes
 //
-//   - ROUTE-ROUNDTRIP: ListRoutes returns each created route once, DestinationCIDR byte-identical, with its TargetNode and Blackhole false.
+//   - ROUTE-ROUNDTRIP: ListRoutes returns each created route, DestinationCIDR byte-identical, with its TargetNode and Blackhole false.
 //     Source: controllers/route/route_controller.go reconcile, getRouteAction.
 //   - ROUTE-CIDR-VERBATIM: A valid IPv6 pod CIDR that is not in canonical form is listed exactly as given.
 //     Source: controllers/route/route_controller.go getRouteAction (string comparison).
-//   - ROUTE-NAMES: A node's IPv4 and IPv6 routes, created with one nameHint and any Route.Name, are both kept under distinct names.
+//   - ROUTE-NAMES: A node's IPv4 and IPv6 routes, created with one nameHint and any Route.Name, are both kept.
 //     Source: controllers/route/route_controller.go reconcile (nameHint is the node UID); cloud.go Routes.CreateRoute.
 //   - ROUTE-DELETE: DeleteRoute of a route as listed removes exactly that route; deleting every route leaves nothing behind.
 //     Source: controllers/route/route_controller.go reconcile; cloud.go Routes.DeleteRoute.
