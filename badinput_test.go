@@ -666,7 +666,7 @@ func serviceInputs(w *badWorld) []badInput {
 			s.Spec.HealthCheckNodePort = hc
 		}
 	}
-	const aff, ranges = "spec.sessionAffinityConfig.clientIP.timeoutSeconds", "service.Spec.LoadBalancerSourceRanges"
+	const aff, ranges = "spec.sessionAffinityConfig.clientIP.timeoutSeconds", "spec.loadBalancerSourceRanges"
 	cases := []badInput{
 		s("ClientIP timeout negative", "the apiserver allows 1-86400 s", timeout(-5), aff, "-5", "expected 1-86400"),
 		s("ClientIP timeout zero", "zero seconds of affinity", timeout(0), aff, "0", "expected 1-86400"),
@@ -695,22 +695,22 @@ func serviceInputs(w *badWorld) []badInput {
 			},
 			"spec.ports", "80", "expected unique (protocol, port)"),
 		s("ipFamilies repeated", "IPv4 twice",
-			func(s *v1.Service) { s.Spec.IPFamilies = []v1.IPFamily{v1.IPv4Protocol, v1.IPv4Protocol} }, "spec.ipFamilies", "[IPv4 IPv4]", "expected one family or IPv4 and IPv6"),
+			func(s *v1.Service) { s.Spec.IPFamilies = []v1.IPFamily{v1.IPv4Protocol, v1.IPv4Protocol} }, "spec.ipFamilies", `["IPv4" "IPv4"]`, "expected one family or IPv4 and IPv6"),
 		s("ipFamilies unknown", "IPv5",
 			func(s *v1.Service) { s.Spec.IPFamilies = []v1.IPFamily{"IPv5"} }, "spec.ipFamilies", q("IPv5"), "expected IPv4 or IPv6"),
 		s("ipFamilies three", "three families",
 			func(s *v1.Service) {
 				s.Spec.IPFamilies = []v1.IPFamily{v1.IPv4Protocol, v1.IPv6Protocol, v1.IPv4Protocol}
-			}, "spec.ipFamilies", "[IPv4 IPv6 IPv4]", "expected one family or IPv4 and IPv6"),
+			}, "spec.ipFamilies", `["IPv4" "IPv6" "IPv4"]`, "expected one family or IPv4 and IPv6"),
 		s("source range prefix length", "/33",
-			func(s *v1.Service) { s.Spec.LoadBalancerSourceRanges = []string{"10.0.0.0/33"} }, ranges, "10.0.0.0/33", "Expecting a list of IP ranges"),
+			func(s *v1.Service) { s.Spec.LoadBalancerSourceRanges = []string{"10.0.0.0/33"} }, ranges, q("10.0.0.0/33"), "expected a list of CIDRs"),
 		s("source range word", "not a CIDR",
-			func(s *v1.Service) { s.Spec.LoadBalancerSourceRanges = []string{"nope"} }, ranges, "nope", "Expecting a list of IP ranges"),
+			func(s *v1.Service) { s.Spec.LoadBalancerSourceRanges = []string{"nope"} }, ranges, q("nope"), "expected a list of CIDRs"),
 		s("source range address", "an address without a prefix length",
-			func(s *v1.Service) { s.Spec.LoadBalancerSourceRanges = []string{"10.0.0.1"} }, ranges, "10.0.0.1", "Expecting a list of IP ranges"),
+			func(s *v1.Service) { s.Spec.LoadBalancerSourceRanges = []string{"10.0.0.1"} }, ranges, q("10.0.0.1"), "expected a list of CIDRs"),
 		s("source range annotation", "the annotation's list holds a word",
 			func(s *v1.Service) { s.Annotations[v1.AnnotationLoadBalancerSourceRangesKey] = "10.0.0.0/8,nope" },
-			v1.AnnotationLoadBalancerSourceRangesKey, "nope", "Expecting a comma-separated list of source IP ranges"),
+			v1.AnnotationLoadBalancerSourceRangesKey, q("nope"), "expected a comma-separated list of CIDRs"),
 		s("loadBalancerIP word", "not an address",
 			func(s *v1.Service) { s.Spec.LoadBalancerIP = "nope" }, "spec.loadBalancerIP", q("nope"), "expected an IPv4 or IPv6 address"),
 		s("loadBalancerIP zone", "an address with a zone",
@@ -727,12 +727,10 @@ func serviceInputs(w *badWorld) []badInput {
 			call: func(ctx context.Context) error {
 				_, err := w.lbs.EnsureLoadBalancer(ctx, "kubernetes", nil, w.nodes)
 				return err
-			}, field: "service", expect: "expected",
-			gap: "loadbalancer: \"service is nil\" says what is wrong, not what was expected"},
+			}, field: "service", expect: "expected a Service"},
 		{surface: "service", name: "nil Service update", reason: "UpdateLoadBalancer(nil)",
 			call:  func(ctx context.Context) error { return w.lbs.UpdateLoadBalancer(ctx, "kubernetes", nil, w.nodes) },
-			field: "service", expect: "expected",
-			gap: "loadbalancer: \"service is nil\" says what is wrong, not what was expected"},
+			field: "service", expect: "expected a Service"},
 	}
 	for _, g := range []struct {
 		name, field string
@@ -744,15 +742,11 @@ func serviceInputs(w *badWorld) []badInput {
 		{"loadBalancerIP 1 MiB", "spec.loadBalancerIP", func(s *v1.Service) { s.Spec.LoadBalancerIP = big }, "expected an IPv4 or IPv6 address"},
 		{"ipFamilies 1 MiB", "spec.ipFamilies", func(s *v1.Service) { s.Spec.IPFamilies = []v1.IPFamily{v1.IPFamily(big)} }, "expected IPv4 or IPv6"},
 	} {
-		c := s(g.name, "a huge value is quoted cut", g.mod, g.field, q(big), g.expect)
-		c.gap = "loadbalancer.Desired quotes this field whole (%q, not cut)"
-		cases = append(cases, c)
+		cases = append(cases, s(g.name, "a huge value is quoted cut", g.mod, g.field, q(big), g.expect))
 	}
-	src := s("source range annotation 1 MiB", "the upstream helper's error repeats the whole annotation",
+	return append(cases, s("source range annotation 1 MiB", "the upstream helper's error would repeat the whole annotation",
 		func(s *v1.Service) { s.Annotations[v1.AnnotationLoadBalancerSourceRangesKey] = "nope" + big },
-		v1.AnnotationLoadBalancerSourceRangesKey, "nope", "Expecting a comma-separated list")
-	src.gap = "loadbalancer.SourceRanges wraps servicehelpers.GetLoadBalancerSourceRanges, whose error holds the whole value"
-	return append(cases, src)
+		v1.AnnotationLoadBalancerSourceRangesKey, q("nope"+big), "expected a comma-separated list of CIDRs"))
 }
 
 // addressInputs: node addresses a cloud returns, given to

@@ -10,6 +10,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	cloudprovider "k8s.io/cloud-provider"
 	servicehelpers "k8s.io/cloud-provider/service/helpers"
+	utilnet "k8s.io/utils/net"
 )
 
 // Capabilities declares what a provider's load balancers can do beyond a
@@ -85,7 +86,8 @@ var defaultNamer = func() *Namer {
 //     spec.loadBalancerClass is set;
 //   - ErrInvalidService (wrapped, naming the field, value and expectation)
 //     for a Service that is not of type LoadBalancer or has an unusable
-//     field, including the errors of servicehelpers.GetLoadBalancerSourceRanges;
+//     field (see SourceRanges), or that is nil; values are quoted cut
+//     to a bounded length, so a huge field makes no huge message;
 //   - *AnnotationError (errors.Is ErrInvalidAnnotation; several are joined)
 //     for malformed declared annotations;
 //   - *UnsupportedError (errors.Is ErrUnsupported) for features missing
@@ -102,14 +104,14 @@ var defaultNamer = func() *Namer {
 // else allow-all for every IP family of the Service.
 func Desired(svc *v1.Service, nodes []*v1.Node, opts Options) (*LoadBalancer, error) {
 	if svc == nil {
-		return nil, invalidService("service is nil")
+		return nil, errNilService
 	}
 	if svc.Spec.LoadBalancerClass != nil {
 		return nil, cloudprovider.ImplementedElsewhere
 	}
 	key := svc.Namespace + "/" + svc.Name
 	if svc.Spec.Type != v1.ServiceTypeLoadBalancer {
-		return nil, invalidService("service %s: spec.type is %q; expected %q", key, svc.Spec.Type, v1.ServiceTypeLoadBalancer)
+		return nil, invalidService("service %s: spec.type is %q; expected %q", key, cut(string(svc.Spec.Type)), v1.ServiceTypeLoadBalancer)
 	}
 	if opts.Cluster == "" {
 		return nil, errors.New("loadbalancer: Options.Cluster is empty; expected the cluster identity")
@@ -181,7 +183,7 @@ func Desired(svc *v1.Service, nodes []*v1.Node, opts Options) (*LoadBalancer, er
 				fail(&UnsupportedError{Feature: "SCTP", Detail: fmt.Sprintf("service %s: spec.ports[%d].protocol SCTP", key, i)})
 			}
 		default:
-			fail(invalidService("service %s: spec.ports[%d].protocol %q; expected TCP, UDP or SCTP", key, i, p.Protocol))
+			fail(invalidService("service %s: spec.ports[%d].protocol %q; expected TCP, UDP or SCTP", key, i, cut(string(p.Protocol))))
 		}
 		proto := p.Protocol
 		if proto == "" {
@@ -204,7 +206,7 @@ func Desired(svc *v1.Service, nodes []*v1.Node, opts Options) (*LoadBalancer, er
 	slices.SortFunc(spec.Listeners, compareListener)
 	for i := 1; i < len(spec.Listeners); i++ {
 		if spec.Listeners[i].ListenerKey == spec.Listeners[i-1].ListenerKey {
-			fail(invalidService("service %s: spec.ports has port %d/%s twice; expected unique (protocol, port)", key, spec.Listeners[i].Port, spec.Listeners[i].Protocol))
+			fail(invalidService("service %s: spec.ports has port %d/%s twice; expected unique (protocol, port)", key, spec.Listeners[i].Port, cut(string(spec.Listeners[i].Protocol))))
 		}
 	}
 
@@ -252,7 +254,7 @@ func Desired(svc *v1.Service, nodes []*v1.Node, opts Options) (*LoadBalancer, er
 			spec.SessionAffinity.TimeoutSeconds = *c.ClientIP.TimeoutSeconds
 		}
 	default:
-		fail(invalidService("service %s: spec.sessionAffinity %q; expected None or ClientIP", key, svc.Spec.SessionAffinity))
+		fail(invalidService("service %s: spec.sessionAffinity %q; expected None or ClientIP", key, cut(string(svc.Spec.SessionAffinity))))
 	}
 
 	// Requested IP.
@@ -278,18 +280,22 @@ func Desired(svc *v1.Service, nodes []*v1.Node, opts Options) (*LoadBalancer, er
 
 // ServiceFamilies returns svc's IP families: spec.ipFamilies, or [IPv4]
 // when the list is empty (a Service the API server has not defaulted). An
-// unknown family or a repeated one is an ErrInvalidService error.
+// unknown family or a repeated one, or a nil svc, is an ErrInvalidService
+// error (wrapped) quoting the families cut to a bounded length.
 func ServiceFamilies(svc *v1.Service) ([]v1.IPFamily, error) {
+	if svc == nil {
+		return nil, errNilService
+	}
 	fs := svc.Spec.IPFamilies
 	if len(fs) == 0 {
 		return []v1.IPFamily{v1.IPv4Protocol}, nil
 	}
 	if len(fs) > 2 || (len(fs) == 2 && fs[0] == fs[1]) {
-		return nil, invalidService("service %s/%s: spec.ipFamilies %v; expected one family or IPv4 and IPv6", svc.Namespace, svc.Name, fs)
+		return nil, invalidService("service %s/%s: spec.ipFamilies %q; expected one family or IPv4 and IPv6", svc.Namespace, svc.Name, cutFamilies(fs))
 	}
 	for _, f := range fs {
 		if f != v1.IPv4Protocol && f != v1.IPv6Protocol {
-			return nil, invalidService("service %s/%s: spec.ipFamilies contains %q; expected IPv4 or IPv6", svc.Namespace, svc.Name, f)
+			return nil, invalidService("service %s/%s: spec.ipFamilies contains %q; expected IPv4 or IPv6", svc.Namespace, svc.Name, cut(string(f)))
 		}
 	}
 	return slices.Clone(fs), nil
@@ -350,9 +356,15 @@ func (k BackendKey) Backends(nodes []*v1.Node, families []v1.IPFamily) []Backend
 // annotation (both parsed by servicehelpers.GetLoadBalancerSourceRanges),
 // else allow-all for every IP family of the Service (0.0.0.0/0 and/or ::/0;
 // the upstream helper would return only 0.0.0.0/0). The result is masked,
-// sorted and unique. A malformed value is an ErrInvalidService error that
-// names the field or annotation.
+// sorted and unique. A malformed value, or a nil svc, is an error wrapping
+// ErrInvalidService that names the field or annotation, the first entry
+// that is not a CIDR and the annotation's value (both cut to a bounded
+// length), and what was expected; it does not carry the helper's error,
+// which repeats the whole value however big.
 func SourceRanges(svc *v1.Service) ([]netip.Prefix, error) {
+	if svc == nil {
+		return nil, errNilService
+	}
 	if len(svc.Spec.LoadBalancerSourceRanges) == 0 && strings.TrimSpace(svc.Annotations[v1.AnnotationLoadBalancerSourceRangesKey]) == "" {
 		families, err := ServiceFamilies(svc)
 		if err != nil {
@@ -369,7 +381,9 @@ func SourceRanges(svc *v1.Service) ([]netip.Prefix, error) {
 	}
 	set, err := servicehelpers.GetLoadBalancerSourceRanges(svc)
 	if err != nil {
-		return nil, fmt.Errorf("%w: service %s/%s: %w", ErrInvalidService, svc.Namespace, svc.Name, err)
+		// The helper's error holds the whole field or annotation, however
+		// big: say which entry is wrong, cut, instead.
+		return nil, sourceRangeError(svc)
 	}
 	out := make([]netip.Prefix, 0, len(set))
 	for s := range set {
@@ -381,6 +395,34 @@ func SourceRanges(svc *v1.Service) ([]netip.Prefix, error) {
 	}
 	slices.SortFunc(out, comparePrefix)
 	return slices.Compact(out), nil
+}
+
+// sourceRangeError is SourceRanges' error for a Service whose source
+// ranges servicehelpers.GetLoadBalancerSourceRanges refused: it names
+// the field the helper parsed (spec.loadBalancerSourceRanges when it is not
+// empty, else the annotation, split at commas), the first entry the
+// helper's parser (utilnet.ParseIPNets, which trims each entry) refuses,
+// cut, and what was expected.
+func sourceRangeError(svc *v1.Service) error {
+	key := svc.Namespace + "/" + svc.Name
+	if specs := svc.Spec.LoadBalancerSourceRanges; len(specs) > 0 {
+		for i, e := range specs {
+			if _, err := utilnet.ParseIPNets(e); err != nil {
+				return invalidService("service %s: spec.loadBalancerSourceRanges[%d] %q is not a CIDR; expected a list of CIDRs such as 10.0.0.0/24 and 192.168.2.0/24",
+					key, i, cut(e))
+			}
+		}
+	} else {
+		v := strings.TrimSpace(svc.Annotations[v1.AnnotationLoadBalancerSourceRangesKey])
+		for i, e := range strings.Split(v, ",") {
+			if _, err := utilnet.ParseIPNets(e); err != nil {
+				return invalidService("service %s: annotation %q %q: entry %d %q is not a CIDR; expected a comma-separated list of CIDRs such as 10.0.0.0/24,192.168.2.0/24",
+					key, v1.AnnotationLoadBalancerSourceRangesKey, cut(v), i, cut(strings.TrimSpace(e)))
+			}
+		}
+	}
+	// Not reached while the helper and ParseIPNets agree.
+	return invalidService("service %s: source ranges: not a list of CIDRs; expected a list of CIDRs such as 10.0.0.0/24 and 192.168.2.0/24", key)
 }
 
 // isAllowAll reports whether ps restricts nothing for a Service of the
@@ -403,7 +445,7 @@ func requestedIPs(svc *v1.Service, key string, families []v1.IPFamily, ann *Anno
 	if s := svc.Spec.LoadBalancerIP; s != "" {
 		a, err := netip.ParseAddr(s)
 		if err != nil || a.Zone() != "" {
-			return nil, invalidService("service %s: spec.loadBalancerIP %q; expected an IPv4 or IPv6 address", key, s)
+			return nil, invalidService("service %s: spec.loadBalancerIP %q; expected an IPv4 or IPv6 address", key, cut(s))
 		}
 		ip = a.Unmap()
 	}
@@ -415,7 +457,7 @@ func requestedIPs(svc *v1.Service, key string, families []v1.IPFamily, ann *Anno
 		if set {
 			a = a.Unmap()
 			if ip.IsValid() && ip != a {
-				return nil, invalidService("service %s: spec.loadBalancerIP %q and annotation %q %q differ; expected one address", key, ip, ann.Name, a)
+				return nil, invalidService("service %s: spec.loadBalancerIP %q and annotation %q %q differ; expected one address", key, cut(svc.Spec.LoadBalancerIP), ann.Name, cut(svc.Annotations[ann.Name]))
 			}
 			ip = a
 		}
@@ -433,10 +475,25 @@ func requestedIPs(svc *v1.Service, key string, families []v1.IPFamily, ann *Anno
 	return []netip.Addr{ip}, nil
 }
 
+// cutFamilies returns spec.ipFamilies for quoting with %q: each entry cut,
+// and at most four of them, then a count.
+func cutFamilies(fs []v1.IPFamily) []string {
+	const most = 4
+	s := make([]string, 0, most+1)
+	for i, f := range fs {
+		if i == most {
+			s = append(s, fmt.Sprintf("… (%d entries)", len(fs)))
+			break
+		}
+		s = append(s, cut(string(f)))
+	}
+	return s
+}
+
 func joinProtocols(ps map[v1.Protocol]bool) string {
 	var s []string
 	for p := range ps {
-		s = append(s, string(p))
+		s = append(s, cut(string(p)))
 	}
 	slices.Sort(s)
 	return strings.Join(s, " and ")

@@ -220,9 +220,9 @@ func TestDesiredErrors(t *testing.T) {
 			lbService(func(s *v1.Service) { s.Spec.Ports = nil }), allCaps, loadbalancer.ErrInvalidService, []string{"spec.ports is empty"}},
 		{"local without health port", "Local needs spec.healthCheckNodePort",
 			lbService(func(s *v1.Service) { s.Spec.ExternalTrafficPolicy = v1.ServiceExternalTrafficPolicyLocal }), allCaps, loadbalancer.ErrInvalidService, []string{"spec.healthCheckNodePort 0"}},
-		{"bad spec source range", "the upstream helper's error names the field",
-			lbService(func(s *v1.Service) { s.Spec.LoadBalancerSourceRanges = []string{"10.0.0.0/33"} }), allCaps, loadbalancer.ErrInvalidService, []string{"service.Spec.LoadBalancerSourceRanges", "10.0.0.0/33"}},
-		{"bad annotation source range", "the upstream helper's error names the annotation",
+		{"bad spec source range", "names the field, the entry and the expectation",
+			lbService(func(s *v1.Service) { s.Spec.LoadBalancerSourceRanges = []string{"10.0.0.0/33"} }), allCaps, loadbalancer.ErrInvalidService, []string{`spec.loadBalancerSourceRanges[0] "10.0.0.0/33"`, "expected a list of CIDRs"}},
+		{"bad annotation source range", "names the annotation, the entry and the expectation",
 			lbService(func(s *v1.Service) {
 				s.Annotations = map[string]string{v1.AnnotationLoadBalancerSourceRangesKey: "everyone"}
 			}), allCaps, loadbalancer.ErrInvalidService, []string{v1.AnnotationLoadBalancerSourceRangesKey, "everyone"}},

@@ -92,6 +92,10 @@ func (e *OwnershipError) Error() string {
 // Is reports whether target is ErrNotOwned.
 func (e *OwnershipError) Is(target error) bool { return target == ErrNotOwned }
 
+// errNilService is the error of a call given a nil Service, Desired's and
+// the Reconciler's alike: a caller's mistake, reported rather than a panic.
+var errNilService = invalidService("service is nil; expected a Service of type LoadBalancer")
+
 func invalidService(format string, args ...any) error {
 	return fmt.Errorf("%w: "+format, append([]any{ErrInvalidService}, args...)...)
 }

@@ -59,7 +59,7 @@ func (r *Reconciler) reportSkipped(ctx context.Context, node *v1.Node, reason er
 		r.cfg.Hooks.NodeSkipped(ctx, node, reason)
 		return
 	}
-	klog.FromContext(ctx).Info("Node left out of load-balancer backends", "node", klog.KObj(node), "providerID", node.Spec.ProviderID, "reason", reason.Error())
+	klog.FromContext(ctx).Info("Node left out of load-balancer backends", "node", klog.KObj(node), "providerID", cut(node.Spec.ProviderID), "reason", reason.Error())
 	r.mu.Lock()
 	rec := r.recorder
 	r.mu.Unlock()

@@ -538,7 +538,7 @@ func (r *Reconciler) begin(ctx context.Context, op, clusterName string, svc *v1.
 
 func (r *Reconciler) owner(clusterName string, svc *v1.Service) (Owner, error) {
 	if svc == nil {
-		return Owner{}, invalidService("service is nil")
+		return Owner{}, errNilService
 	}
 	cluster := r.cluster(clusterName)
 	if cluster == "" {
@@ -619,11 +619,11 @@ func (r *Reconciler) find(ctx context.Context, owner Owner, svc *v1.Service) (*l
 		} else if set {
 			lbs, err := r.findDriver(ctx, Query{ID: id})
 			if err != nil {
-				return nil, fmt.Errorf("find load balancer by id %q: %w", id, err)
+				return nil, fmt.Errorf("find load balancer by id %q: %w", cut(id), err)
 			}
 			switch {
 			case len(lbs) == 0:
-				res.err = fmt.Errorf("%w: annotation %q names load balancer id %q, which does not exist; expected the ID of an existing load balancer", ErrNotFound, a.Name, id)
+				res.err = fmt.Errorf("%w: annotation %q names load balancer id %q, which does not exist; expected the ID of an existing load balancer", ErrNotFound, a.Name, cut(id))
 			case owner.Owns(lbs[0].Tags):
 				addOwned(lbs[0])
 			default:
@@ -755,7 +755,7 @@ func (r *Reconciler) eligible(ctx context.Context, nodes []*v1.Node) ([]*v1.Node
 			r.skip(ctx, stageNode, n, err)
 			change(i, nil)
 		case err != nil:
-			return nil, fmt.Errorf("node %q (providerID %q) has no InternalIP yet and its cloud addresses could not be read: %w", n.Name, n.Spec.ProviderID, err)
+			return nil, fmt.Errorf("node %q (providerID %q) has no InternalIP yet and its cloud addresses could not be read: %w", cut(n.Name), cut(n.Spec.ProviderID), err)
 		case md != nil && len(md.NodeAddresses) > 0:
 			if anySkipped {
 				r.unskip(stageNode, n)
@@ -802,7 +802,7 @@ func (r *Reconciler) checkTargets(ctx context.Context, actions []Action, nodes [
 				return err
 			})
 			if err != nil {
-				return nil, fmt.Errorf("node %q (providerID %q): checking that its instance exists before adding it as a backend: %w", n.Name, n.Spec.ProviderID, err)
+				return nil, fmt.Errorf("node %q (providerID %q): checking that its instance exists before adding it as a backend: %w", cut(n.Name), cut(n.Spec.ProviderID), err)
 			}
 			if !ok {
 				r.skip(ctx, stageTarget, n, errors.New("its instance does not exist"))

@@ -45,7 +45,8 @@ func (b *StatusBuilder) Add(in ...Ingress) *StatusBuilder {
 // hostname is not a DNS-1123 subdomain or is an IP; ipMode is set without
 // an IP or is not VIP or Proxy; a port status has a port outside 1-65535,
 // a protocol other than TCP, UDP or SCTP, or an empty error string; or two
-// entries are equal.
+// entries are equal. Values are quoted cut to a bounded length, so a
+// huge one makes no huge message.
 func (b *StatusBuilder) Build() (*v1.LoadBalancerStatus, error) {
 	if len(b.ingress) == 0 {
 		return nil, errors.New("load balancer status: no ingress; expected at least one IP or hostname")
@@ -60,12 +61,12 @@ func (b *StatusBuilder) Build() (*v1.LoadBalancerStatus, error) {
 		var out v1.LoadBalancerIngress
 		switch {
 		case in.IP != "" && in.Hostname != "":
-			fail("both ip %q and hostname %q; expected exactly one", in.IP, in.Hostname)
+			fail("both ip %q and hostname %q; expected exactly one", cut(in.IP), cut(in.Hostname))
 			continue
 		case in.IP != "":
 			ip, err := netip.ParseAddr(in.IP)
 			if err != nil || ip.Zone() != "" {
-				fail("ip %q; expected an IPv4 or IPv6 address without zone", in.IP)
+				fail("ip %q; expected an IPv4 or IPv6 address without zone", cut(in.IP))
 				continue
 			}
 			out.IP = ip.Unmap().String()
@@ -75,20 +76,25 @@ func (b *StatusBuilder) Build() (*v1.LoadBalancerStatus, error) {
 				mode := in.IPMode
 				out.IPMode = &mode
 			default:
-				fail("ipMode %q; expected VIP or Proxy", in.IPMode)
+				fail("ipMode %q; expected VIP or Proxy", cut(string(in.IPMode)))
 			}
 		case in.Hostname != "":
 			if _, err := netip.ParseAddr(in.Hostname); err == nil {
-				fail("hostname %q is an IP; expected a DNS name (put IPs in ip)", in.Hostname)
+				fail("hostname %q is an IP; expected a DNS name (put IPs in ip)", cut(in.Hostname))
+				continue
+			}
+			if len(in.Hostname) > validation.DNS1123SubdomainMaxLength {
+				// Before IsDNS1123Subdomain, whose pattern match takes seconds on a 1 MiB name.
+				fail("hostname %q; expected a DNS-1123 subdomain of at most %d characters", cut(in.Hostname), validation.DNS1123SubdomainMaxLength)
 				continue
 			}
 			if msgs := validation.IsDNS1123Subdomain(in.Hostname); len(msgs) > 0 {
-				fail("hostname %q; expected a DNS-1123 subdomain: %s", in.Hostname, strings.Join(msgs, "; "))
+				fail("hostname %q; expected a DNS-1123 subdomain: %s", cut(in.Hostname), strings.Join(msgs, "; "))
 				continue
 			}
 			out.Hostname = in.Hostname
 			if in.IPMode != "" {
-				fail("ipMode %q with hostname %q; expected ipMode only with an ip", in.IPMode, in.Hostname)
+				fail("ipMode %q with hostname %q; expected ipMode only with an ip", cut(string(in.IPMode)), in.Hostname)
 			}
 		default:
 			fail("neither ip nor hostname; expected exactly one")
@@ -99,7 +105,7 @@ func (b *StatusBuilder) Build() (*v1.LoadBalancerStatus, error) {
 			case p.Port < 1 || p.Port > 65535:
 				fail("ports[%d].port %d; expected 1-65535", j, p.Port)
 			case p.Protocol != v1.ProtocolTCP && p.Protocol != v1.ProtocolUDP && p.Protocol != v1.ProtocolSCTP:
-				fail("ports[%d].protocol %q; expected TCP, UDP or SCTP", j, p.Protocol)
+				fail("ports[%d].protocol %q; expected TCP, UDP or SCTP", j, cut(string(p.Protocol)))
 			case p.Error != nil && *p.Error == "":
 				fail("ports[%d].error is empty; expected nil or a reason", j)
 			}
