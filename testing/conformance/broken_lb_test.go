@@ -23,13 +23,18 @@ import (
 // LB-ENSURE-STATUS to LB-RECREATE, LB-BACKENDS, LB-PORTS,
 // LB-CLUSTER-ISOLATION, LB-CONCURRENT and LB-OUTAGE.
 func brokenLB() []brokenCase {
+	return lbOnly(brokenLBCases())
+}
+
+func brokenLBCases() []brokenCase {
 	type bc = brokenCase
 	return []bc{
 		// LB-ENSURE-STATUS
 		{
 			name: "ensure-requires-subnet-annotation", want: "LB-ENSURE-STATUS", clause: "succeeds for a plain TCP Service",
-			also:   []string{"CTRL-SERVICE-LB"},
-			reason: "EnsureLoadBalancer requires a provider annotation naming a subnet, so a plain Service without it fails; CTRL-SERVICE-LB fails too: the service controller makes the same Ensure",
+			also:    []string{"CTRL-SERVICE-LB"},
+			reason:  "EnsureLoadBalancer requires a provider annotation naming a subnet, so a plain Service without it fails; CTRL-SERVICE-LB fails too: the service controller makes the same Ensure",
+			timeout: lbControllerTimeout,
 			b: lbWrap(func(b *wrappedLB) {
 				b.ensure = func(next cloudprovider.LoadBalancer, ctx context.Context, c string, s *v1.Service, n []*v1.Node) (*v1.LoadBalancerStatus, error) {
 					if _, ok := s.Annotations["example.com/lb-subnet"]; !ok {
@@ -41,8 +46,9 @@ func brokenLB() []brokenCase {
 		},
 		{
 			name: "ensure-rejects-no-backends", want: "LB-ENSURE-STATUS", clause: "with and without nodes",
-			also:   []string{"CTRL-SERVICE-LB"},
-			reason: "EnsureLoadBalancer without nodes fails with \"no backends\"; CTRL-SERVICE-LB fails too: the service controller creates the load balancer before any node is ready, with no nodes",
+			also:    []string{"CTRL-SERVICE-LB"},
+			reason:  "EnsureLoadBalancer without nodes fails with \"no backends\"; CTRL-SERVICE-LB fails too: the service controller creates the load balancer before any node is ready, with no nodes",
+			timeout: lbControllerTimeout,
 			b: lbWrap(func(b *wrappedLB) {
 				b.ensure = func(next cloudprovider.LoadBalancer, ctx context.Context, c string, s *v1.Service, n []*v1.Node) (*v1.LoadBalancerStatus, error) {
 					if len(n) == 0 {
@@ -54,8 +60,9 @@ func brokenLB() []brokenCase {
 		},
 		{
 			name: "ensure-nil-status-without-backends", want: "LB-ENSURE-STATUS", clause: "with a non-nil status",
-			also:   []string{"CTRL-SERVICE-LB"},
-			reason: "EnsureLoadBalancer without nodes builds the load balancer but returns a nil status and no error; CTRL-SERVICE-LB fails too: the service controller's first Ensure has no nodes, and fails with \"service status returned by EnsureLoadBalancer is nil\"",
+			also:    []string{"CTRL-SERVICE-LB"},
+			reason:  "EnsureLoadBalancer without nodes builds the load balancer but returns a nil status and no error; CTRL-SERVICE-LB fails too: the service controller's first Ensure has no nodes, and fails with \"service status returned by EnsureLoadBalancer is nil\"",
+			timeout: lbControllerTimeout,
 			b: lbWrap(func(b *wrappedLB) {
 				b.ensure = func(next cloudprovider.LoadBalancer, ctx context.Context, c string, s *v1.Service, n []*v1.Node) (*v1.LoadBalancerStatus, error) {
 					st, err := next.EnsureLoadBalancer(ctx, c, s, n)
@@ -68,8 +75,9 @@ func brokenLB() []brokenCase {
 		},
 		{
 			name: "ensure-empty-status-while-provisioning", want: "LB-ENSURE-STATUS", clause: "holding at least one ingress",
-			also:   []string{"CTRL-SERVICE-LB"},
-			reason: "the first EnsureLoadBalancer of a load balancer returns an empty status and no error while its address is being assigned, instead of an api.RetryError; CTRL-SERVICE-LB fails too: the service controller, told all is well, never asks again, and the Service never gets an ingress",
+			also:    []string{"CTRL-SERVICE-LB"},
+			reason:  "the first EnsureLoadBalancer of a load balancer returns an empty status and no error while its address is being assigned, instead of an api.RetryError; CTRL-SERVICE-LB fails too: the service controller, told all is well, never asks again, and the Service never gets an ingress",
+			timeout: lbControllerTimeout,
 			b: lbWrap(func(b *wrappedLB) {
 				var calls counter
 				b.ensure = func(next cloudprovider.LoadBalancer, ctx context.Context, c string, s *v1.Service, n []*v1.Node) (*v1.LoadBalancerStatus, error) {
@@ -83,11 +91,9 @@ func brokenLB() []brokenCase {
 		},
 		{
 			name: "ensure-never-ready-without-backends", want: "LB-ENSURE-STATUS", clause: "once it stops returning api.RetryError",
-			also:   []string{"CTRL-SERVICE-LB"},
-			reason: "a load balancer without backends never gets an address: EnsureLoadBalancer answers an api.RetryError forever; CTRL-SERVICE-LB fails too: the service controller's first Ensure has no nodes",
-			// Only the rules concerned run: each waits Timeout for an address.
-			claims:  func(c *conformance.Claims) { c.InstancesV2, c.Routes = false, false },
-			timeout: 2 * time.Second,
+			also:    []string{"CTRL-SERVICE-LB"},
+			reason:  "a load balancer without backends never gets an address: EnsureLoadBalancer answers an api.RetryError forever; CTRL-SERVICE-LB fails too: the service controller's first Ensure has no nodes",
+			timeout: lbControllerTimeout,
 			b: lbWrap(func(b *wrappedLB) {
 				b.ensure = func(next cloudprovider.LoadBalancer, ctx context.Context, c string, s *v1.Service, n []*v1.Node) (*v1.LoadBalancerStatus, error) {
 					st, err := next.EnsureLoadBalancer(ctx, c, s, n)
@@ -455,8 +461,9 @@ func brokenLB() []brokenCase {
 		// LB-PORTS
 		{
 			name: "ensure-keeps-old-ports", want: "LB-PORTS", clause: "a changed port replaces the old one",
-			also:   []string{"CTRL-SERVICE-PORT"},
-			reason: "EnsureLoadBalancer adds a listener for every port it is given but never removes one, so a changed port leaves the old listener open; CTRL-SERVICE-PORT fails too: it changes a port through the service controller",
+			also:    []string{"CTRL-SERVICE-PORT"},
+			reason:  "EnsureLoadBalancer adds a listener for every port it is given but never removes one, so a changed port leaves the old listener open; CTRL-SERVICE-PORT fails too: it changes a port through the service controller",
+			timeout: lbControllerTimeout,
 			b: lbWrap(func(b *wrappedLB) {
 				var mem lbMemory
 				b.ensure = func(next cloudprovider.LoadBalancer, ctx context.Context, c string, s *v1.Service, n []*v1.Node) (*v1.LoadBalancerStatus, error) {
@@ -623,6 +630,28 @@ func clausesLB() map[string][]string {
 		"LB-CONCURRENT":        {"all succeed", "leave every load balancer converged"},
 		"LB-OUTAGE":            {"GetLoadBalancer returns an error, never exists=false"},
 	}
+}
+
+// A broken provider that the service controller waits for in vain makes
+// each CTRL-SERVICE-* rule wait Config.Timeout: those cases run with
+// lbControllerTimeout.
+const lbControllerTimeout = time.Second
+
+// lbOnly narrows the claims of cases, which break load balancers alone, to
+// the LoadBalancer capability (and its features): the rules of the other
+// capabilities never call it, and pass or fail alike without them, at a
+// fraction of the time (their controllers poll).
+func lbOnly(cases []brokenCase) []brokenCase {
+	for i := range cases {
+		narrow := cases[i].claims
+		cases[i].claims = func(c *conformance.Claims) {
+			c.InstancesV2, c.Routes, c.Zones = false, false, false
+			if narrow != nil {
+				narrow(c)
+			}
+		}
+	}
+	return cases
 }
 
 // lbWrap breaks the target's LoadBalancer: set replaces methods of each

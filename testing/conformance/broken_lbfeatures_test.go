@@ -21,6 +21,10 @@ import (
 // LB-HEALTH-CHECK(-CLUSTER), LB-UNSUPPORTED-REJECTED, LB-DUAL-STACK-REJECTED
 // and LB-CLAIMED-FEATURES.
 func brokenLBFeatures() []brokenCase {
+	return lbOnly(brokenLBFeatureCases())
+}
+
+func brokenLBFeatureCases() []brokenCase {
 	type bc = brokenCase
 	return []bc{
 		// LB-INGRESS-VALID
