@@ -435,13 +435,21 @@ func (c *Cloud) adminMux() http.Handler {
 			writeJSON(w, http.StatusOK, provisioningBody{Delay: &provider.Duration{Duration: c.ProvisioningDelay()}})
 		},
 		"PUT": func(w http.ResponseWriter, r *http.Request) {
-			var req provisioningBody
+			// The delay is decoded apart, so that its error names it.
+			var req struct {
+				Delay json.RawMessage `json:"delay"`
+			}
 			if !decodeBody(w, r, &req) {
 				return
 			}
 			err := errors.New(`delay: expected a duration such as "2s" ("0s": no delay)`)
-			if req.Delay != nil {
-				err = c.SetProvisioningDelay(req.Delay.Duration)
+			if d := bytes.TrimSpace(req.Delay); len(d) > 0 && !bytes.Equal(d, []byte("null")) {
+				var delay provider.Duration
+				if err = json.Unmarshal(d, &delay); err != nil {
+					err = fmt.Errorf("delay: %w", err)
+				} else {
+					err = c.SetProvisioningDelay(delay.Duration)
+				}
 			}
 			if err != nil {
 				writeError(w, http.StatusBadRequest, err.Error())
@@ -456,7 +464,8 @@ func (c *Cloud) adminMux() http.Handler {
 	return mux
 }
 
-// provisioningBody is the body of GET and PUT /provisioning.
+// provisioningBody is the body of GET /provisioning, and the response to
+// PUT /provisioning.
 type provisioningBody struct {
 	Delay *provider.Duration `json:"delay"`
 }
@@ -578,7 +587,7 @@ func strictJSON(data []byte, v any) error {
 		return err
 	}
 	if dec.More() {
-		return errors.New("data after the JSON object")
+		return errors.New("data after the JSON object; expected the body to be one JSON object")
 	}
 	return nil
 }

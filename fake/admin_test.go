@@ -274,7 +274,7 @@ func TestAdminRejectsMalformedRequests(t *testing.T) {
 		{"not json", "POST", "/instances", "application/json", `{"name": `, "a truncated body", 400, "malformed JSON"},
 		{"unknown field", "POST", "/instances", "", `{"name": "n", "flavor": "x"}`, "strict decoding", 400, `unknown field "flavor"`},
 		{"empty body", "POST", "/instances", "", ``, "an object is required", 400, "empty body"},
-		{"trailing data", "POST", "/instances", "", `{"name": "n"} {}`, "one object", 400, "data after"},
+		{"trailing data", "POST", "/instances", "", `{"name": "n"} {}`, "one object, which the error says", 400, "data after the JSON object; expected the body to be one JSON object"},
 		{"wrong type", "POST", "/instances", "", `{"name": 7}`, "types are checked", 400, "malformed JSON"},
 		{"invalid instance", "POST", "/instances", "", `{"name": "Not_A_Node"}`, "fields are validated", 400, "instance.name"},
 		{"missing name", "POST", "/instances", "", `{"zone": "z"}`, "the name is required", 400, "instance.name"},
@@ -295,7 +295,10 @@ func TestAdminRejectsMalformedRequests(t *testing.T) {
 		{"unknown rate field", "PUT", "/ratelimit", "", `{"qps": 3}`, "strict decoding", 400, `unknown field "qps"`},
 		{"rate limit method", "POST", "/ratelimit", "", `{}`, "GET or PUT", 405, "expected GET, PUT"},
 		{"negative delay", "PUT", "/provisioning", "", `{"delay": "-2s"}`, "time does not run backwards", 400, "-2s"},
-		{"delay without unit", "PUT", "/provisioning", "", `{"delay": "2"}`, "a duration has a unit", 400, "unit"},
+		{"delay without unit", "PUT", "/provisioning", "", `{"delay": "2"}`, "a duration has a unit; the error names the field", 400, `delay: duration "2": expected a number with a unit`},
+		{"delay not a duration", "PUT", "/provisioning", "", `{"delay": "soon"}`, "the field, the value and what was expected", 400, `delay: duration "soon": expected`},
+		{"delay not a string", "PUT", "/provisioning", "", `{"delay": 5}`, "a duration is a string", 400, "delay: "},
+		{"null delay", "PUT", "/provisioning", "", `{"delay": null}`, "null is no duration", 400, `delay: expected a duration such as "2s"`},
 		{"missing delay", "PUT", "/provisioning", "", `{}`, "the delay is required", 400, "delay"},
 	}
 	for _, tt := range tests {

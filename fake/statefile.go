@@ -321,6 +321,11 @@ func decodeState(data []byte, cfg Config) (cloudState, uint64, error) {
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&doc); err != nil {
+		var typeErr *json.UnmarshalTypeError
+		if errors.As(err, &typeErr) && typeErr.Field == "" {
+			// encoding/json names the Go type it wanted: say what.
+			return cloudState{}, 0, fmt.Errorf("not a valid state file: a JSON %s; expected a JSON object written by the fake (format %s)", typeErr.Value, StateFormat)
+		}
 		return cloudState{}, 0, fmt.Errorf("not a valid state file: %w", err)
 	}
 	if dec.More() {

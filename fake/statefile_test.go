@@ -618,6 +618,8 @@ func TestStateFileCorrupt(t *testing.T) {
 			want: []string{"not a valid state file"}},
 		{name: "empty", reason: "an empty file is not an empty cloud", content: func([]byte) []byte { return nil }, want: []string{"empty"}},
 		{name: "trailing data", reason: "one document", content: func(v []byte) []byte { return append(v, "{}"...) }, want: []string{"data after"}},
+		{name: "an array", reason: "a JSON value of another kind: the error says what was expected, not a Go type", content: func([]byte) []byte { return []byte("[]") },
+			want: []string{"a JSON array; expected a JSON object written by the fake"}},
 		{name: "other format", reason: "the format is checked", want: []string{`format "v0"`},
 			content: func(v []byte) []byte { return edit(t, v, func(d map[string]any) { d["format"] = "v0" }) }},
 		{name: "unknown field", reason: "decoded strictly", want: []string{`unknown field "extra"`},
