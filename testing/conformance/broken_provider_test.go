@@ -294,23 +294,25 @@ func providerControllers() []brokenCase {
 		},
 		{
 			name: "ingress-from-finalized-service", want: "CTRL-SERVICE-LB", clause: "and an ingress",
-			reason: "asynchronous (an api.RetryError while a new load balancer provisions), and it answers EnsureLoadBalancer of a Service with the cleanup finalizer from the Service's own status, taking the finalizer for \"already published\": the service controller's retries pass the Service with the finalizer it added, and get a status without an ingress",
+			reason: "asynchronous (an api.RetryError while a load balancer created without backends provisions, as the service controller's first EnsureLoadBalancer of a new Service creates it), and it answers EnsureLoadBalancer of a Service with the cleanup finalizer from the Service's own status, taking the finalizer for \"already published\": the controller's retries pass the Service with the finalizer it added, and get a status without an ingress",
 			claims: providerLBWaits, timeout: providerTimeout,
 			target: providerTarget(func(tgt *conformance.Target) cloudprovider.Interface {
 				var mu sync.Mutex
-				since := map[types.UID]time.Time{}
-				provisioning := func(s *v1.Service) bool {
+				since := map[types.UID]time.Time{} // of the Services first ensured without nodes
+				provisioning := func(s *v1.Service, nodes []*v1.Node) bool {
 					mu.Lock()
 					defer mu.Unlock()
-					if _, ok := since[s.UID]; !ok {
-						since[s.UID] = time.Now()
+					t, ok := since[s.UID]
+					if !ok && len(nodes) == 0 {
+						t, ok = time.Now(), true
+						since[s.UID] = t
 					}
-					return time.Since(since[s.UID]) < providerProvisioning
+					return ok && time.Since(t) < providerProvisioning
 				}
 				return &wrapped{Interface: tgt.Cloud, lb: func(b wrappedLB) cloudprovider.LoadBalancer {
 					b.ensure = func(next cloudprovider.LoadBalancer, ctx context.Context, c string, s *v1.Service, n []*v1.Node) (*v1.LoadBalancerStatus, error) {
 						switch {
-						case provisioning(s):
+						case provisioning(s, n):
 							return nil, cloudproviderapi.NewRetryError("load balancer provisioning", 10*time.Millisecond)
 						case servicehelpers.HasLBFinalizer(s):
 							return s.Status.LoadBalancer.DeepCopy(), nil
@@ -420,7 +422,7 @@ const (
 	providerBlocks           = "conformance-broken-blocks"
 	providerLenient          = "conformance-broken-lenient"
 	providerPanicsOnUnknown  = "conformance-broken-panics-on-unknown"
-	providerRegistryTimeout  = 200 * time.Millisecond
+	providerRegistryTimeout  = 500 * time.Millisecond
 	providerFactoryBlockTime = 2 * providerRegistryTimeout
 )
 
@@ -570,11 +572,13 @@ func providerConfigure(f func(*conformance.Config)) func(*conformance.Claims) {
 	}
 }
 
-// providerProvisioning is how long a new load balancer of the asynchronous
-// broken provider provisions: long enough for the cleanup finalizer the
-// service controller adds before its first EnsureLoadBalancer to reach its
-// informer, before the retries.
-const providerProvisioning = 300 * time.Millisecond
+// providerProvisioning is how long a load balancer the asynchronous broken
+// provider creates without backends provisions: long enough for the
+// cleanup finalizer the service controller adds before its first
+// EnsureLoadBalancer to reach its informer, even on a loaded machine,
+// before the retries. The direct rules wait it out only for their few
+// Services without nodes.
+const providerProvisioning = time.Second
 
 // providerTimeout is Config.Timeout for the broken providers that make a
 // rule wait it out, with claims narrowed to the rules concerned.
