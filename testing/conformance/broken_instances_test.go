@@ -473,11 +473,14 @@ func brokenInstances() []brokenCase {
 		},
 		{
 			name: "metadata-coalesced-without-addresses", want: "INST-CONCURRENT", clause: "with the answers of sequential calls",
-			reason: "concurrent InstanceMetadata calls for one node are coalesced, and the calls that join one in flight get a summary of its answer, without the node addresses",
+			reason: "concurrent InstanceMetadata calls for one provider ID are coalesced, and the calls that join one in flight get a summary of its answer, without the node addresses",
 			target: instTarget(func(*conformance.Target, *fake.Cloud) wrapped {
 				var flights instFlights
 				return instMetadata(func(next cloudprovider.InstancesV2, ctx context.Context, n *v1.Node) (*cloudprovider.InstanceMetadata, error) {
-					md, err, joined := flights.do(n.Name, func() (*cloudprovider.InstanceMetadata, error) {
+					if n.Spec.ProviderID == "" { // by name: not coalesced
+						return next.InstanceMetadata(ctx, n)
+					}
+					md, err, joined := flights.do(n.Spec.ProviderID, func() (*cloudprovider.InstanceMetadata, error) {
 						time.Sleep(instRoundTrip)
 						return next.InstanceMetadata(ctx, n)
 					})
