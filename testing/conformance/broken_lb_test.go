@@ -111,8 +111,9 @@ func brokenLBCases() []brokenCase {
 			also:   []string{"CTRL-SERVICE-CLASS", "LB-CLUSTER-ISOLATION"},
 			reason: "GetLoadBalancer reports exists=true, with an empty status, for every Service whose load balancer it has not deleted itself: it assumes every LoadBalancer Service has one; CTRL-SERVICE-CLASS and LB-CLUSTER-ISOLATION fail too: they ask about a load balancer never created (a Service with a loadBalancerClass; the other cluster's, before it creates it)",
 			b: func() wrapped {
-				// One provider's memory, shared by the service controller's
-				// calls and the rules' (a deletion through either is known).
+				// Shared by every LoadBalancer the case hands out, the service
+				// controller's and the rules': a deletion through either is
+				// known to both.
 				var deleted sync.Map
 				return lbWrap(func(b *wrappedLB) {
 					b.get = func(next cloudprovider.LoadBalancer, ctx context.Context, c string, s *v1.Service) (*v1.LoadBalancerStatus, bool, error) {
