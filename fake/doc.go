@@ -347,11 +347,12 @@
 // refused route fails alone, and the table write checks the routes it adds
 // or changes again. (What the routes.Table refuses by itself — a
 // destination that does not parse, an empty target node — it refuses with
-// its own message, naming route.DestinationCIDR or route.TargetNode.) Re-creating an existing route (the same name and
-// destination) is not an overlap: the Table leaves an equal route as it is
-// and replaces one whose target changed. Refusals wrap
-// routes.ErrInvalidRoute or routes.ErrCIDRInUse, never an *api.RetryError:
-// they are not retried as throttles.
+// its own message, naming route.DestinationCIDR or route.TargetNode.)
+// Re-creating an existing route (the same name and destination) is not an
+// overlap: the Table leaves an equal route as it is and replaces one whose
+// target changed. Refusals wrap routes.ErrInvalidRoute or
+// routes.ErrCIDRInUse, never an *api.RetryError: they are not retried as
+// throttles.
 //
 // # Known limitations
 //

@@ -41,10 +41,10 @@ func (d routeDriver) ReadTable(ctx context.Context) (entries []routes.Entry, rev
 }
 
 // WriteTable replaces the table if it is still at revision and every
-// route it adds or changes is valid (see "The route table's rules"); otherwise it
-// changes nothing. Errors wrap routes.ErrConflict, routes.ErrInvalidRoute
-// or routes.ErrCIDRInUse (never an *api.RetryError: a rejected table is
-// not retried as a throttled one).
+// route it adds or changes keeps the route table's rules (package
+// documentation, "Routes"); otherwise it changes nothing. Errors wrap
+// routes.ErrConflict, routes.ErrInvalidRoute or routes.ErrCIDRInUse (never
+// an *api.RetryError: a rejected table is not retried as a throttled one).
 func (d routeDriver) WriteTable(ctx context.Context, revision string, entries []routes.Entry) error {
 	return d.s.writeCtx(ctx, func() (bool, error) {
 		if cur := strconv.FormatUint(d.s.routeRev, 10); revision != cur {
@@ -84,8 +84,9 @@ func (g goneTargets) GoneTargets(ctx context.Context, nodes []types.NodeName) ([
 }
 
 // addRoute adds e to the table as is (control surface: seeding routes the
-// Table did not create, such as routes of no cluster), if it is valid
-// (see "The route table's rules"); route names it in errors.
+// Table did not create, such as routes of no cluster), if it keeps the
+// route table's rules (package documentation, "Routes"); the error names
+// e "route".
 func (s *store) addRoute(e routes.Entry) error {
 	return s.write(func() (bool, error) {
 		next := append(slices.Clone(s.routes), e)
@@ -118,28 +119,12 @@ func (s *cloudState) setRoutes(entries []routes.Entry, path func(i int) *field.P
 // in errors.
 func tablePath(i int) *field.Path { return field.NewPath("routes").Index(i) }
 
-// The route table's rules, which every way into
-// it applies (a routes.Table write through CreateRoute or DeleteRoute,
-// AddRoute, a state file being loaded), so the table never holds a route a
-// cloud would refuse:
-//
-//   - destinationCIDR is a CIDR (net/netip syntax) whose address is its
-//     network address (no host bits set), without zone, IPv4 spelled as
-//     IPv4 (not IPv4-mapped IPv6 such as ::ffff:10.0.0.0/120);
-//   - a cluster route (Cluster not empty: a pod route) has a prefix length
-//     above 0 (0.0.0.0/0 and ::/0 are default routes, not pod routes), and
-//     its destination neither contains nor lies in, nor equals, the
-//     destination of another cluster route, of any cluster (one network,
-//     one table: a packet has one pod-route destination). Routes of no
-//     cluster (the network's own, such as a default route) are exempt: a
-//     pod route inside them is the usual, more specific route;
-//   - targetNode, when set, is a Node name (a DNS-1123 subdomain);
-//   - each of targetNodeAddresses has a node address type, and an address
-//     that fits it (an IP address as nodeIP accepts it for InternalIP and
-//     ExternalIP, a DNS-1123 subdomain for the name types);
-//   - (cluster, name) is unique: it is the cloud's identity of a route.
-//
-// Values quoted in errors are cut to a bounded length (clipValue).
+// The route table's rules are stated once, in the package documentation
+// ("Routes"): every way into the table applies them (a routes.Table write
+// through CreateRoute or DeleteRoute, AddRoute, a state file being
+// loaded). validateRoute checks the fields of one route, routeIndex.replace
+// the names and destinations of the routes together. Values quoted in
+// errors are cut to a bounded length (clipValue).
 
 // nodeAddressTypes are the node address types a route's target addresses
 // may have (v1.NodeAddressType).
@@ -147,8 +132,8 @@ var nodeAddressTypes = []string{
 	string(v1.NodeInternalIP), string(v1.NodeExternalIP), string(v1.NodeInternalDNS), string(v1.NodeExternalDNS), string(v1.NodeHostName),
 }
 
-// validateRoute checks the fields of one route against the rules above
-// (all but uniqueness and overlap, which need the table) and returns its
+// validateRoute checks the fields of one route against the route table's
+// rules (all but names and overlap, which need the table) and returns its
 // masked destination; path names the route in errors.
 func validateRoute(path *field.Path, e routes.Entry) (netip.Prefix, field.ErrorList) {
 	var errs field.ErrorList
@@ -179,8 +164,11 @@ func validateRoute(path *field.Path, e routes.Entry) (netip.Prefix, field.ErrorL
 	return p, errs
 }
 
-// parseDestination parses e's destination (see the rules above) and
-// returns it masked; path names it in the error.
+// parseDestination parses e's destination and returns it masked; path
+// names it in the error. Host bits and IPv4-mapped IPv6 are refused as
+// Kubernetes' strict CIDR validation refuses them (k8s.io/apimachinery
+// pkg/util/validation/ip.go, parseCIDR), and so is a zone, which
+// netip.ParsePrefix refuses too.
 func parseDestination(path *field.Path, e routes.Entry) (netip.Prefix, *field.Error) {
 	s := e.DestinationCIDR
 	invalid := func(detail string) (netip.Prefix, *field.Error) {

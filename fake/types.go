@@ -223,7 +223,8 @@ type Ingress struct {
 	IPMode   string `json:"ipMode,omitempty"`
 }
 
-// Route is one entry of the fake's route table.
+// Route is one entry of the fake's route table, which keeps the rules of
+// the package documentation's "Routes".
 type Route struct {
 	// Cluster is the cluster that owns the route: the Config.ClusterID of
 	// the Cloud that created it (the --cluster-name of the call without
