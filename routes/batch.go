@@ -46,15 +46,16 @@ type batcher struct {
 	active    bool
 	full      chan struct{} // closed when MaxBatch ops are pending during a window
 	notBefore time.Time     // no batch starts before: the back-off of a throttled batch
+	throttled error         // the driver error that set notBefore
 }
 
 // do queues o and returns its result: as the leader of a batch, or as a
 // follower woken with the result, the leadership, or ctx's end.
 func (b *batcher) do(ctx context.Context, t *Table, o *op) error {
-	if err := ctx.Err(); err != nil {
-		return err
-	}
 	o.ctx = ctx
+	if ctx.Err() != nil {
+		return o.ended("before it joined a batch", nil)
+	}
 	o.lead = make(chan struct{})
 	o.done = make(chan struct{})
 
@@ -80,14 +81,22 @@ func (b *batcher) do(ctx context.Context, t *Table, o *op) error {
 		// Calls queued while the previous batch was written: no window.
 		return b.lead(t, o, false)
 	case <-ctx.Done():
-		return b.abandon(o)
+		return b.abandon(o, waitTaken, nil)
 	}
 }
 
-// abandon withdraws o, whose ctx is done, and returns ctx.Err(); a queued o
-// is removed (its leadership, if any, passes on), a taken o's result is
-// discarded, a done o keeps its result.
-func (b *batcher) abandon(o *op) error {
+// What a call waits for when its ctx ends, for o.ended.
+const (
+	waitTaken  = "while it waited for a batch to take it (an earlier batch held the route table)"
+	waitWindow = "before its batch started"
+	waitBatch  = "while its batch read and wrote the route table (the change may still be applied)"
+)
+
+// abandon withdraws o, whose ctx is done, and returns o.ended: queuedWait
+// and cause say what a queued o waited for and why. A queued o is removed
+// (its leadership, if any, passes on), a taken o's result is discarded, a
+// done o keeps its result.
+func (b *batcher) abandon(o *op, queuedWait string, cause error) error {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	switch o.state {
@@ -98,8 +107,27 @@ func (b *batcher) abandon(o *op) error {
 		if o.leader {
 			b.handOff()
 		}
+		return o.ended(queuedWait, cause)
 	}
-	return o.ctx.Err()
+	return o.ended(waitBatch, nil)
+}
+
+// ended returns the error of o, whose ctx has ended, when: the phrase
+// saying what it was waiting for (or doing). It wraps ctx.Err(), so that
+// errors.Is finds context.Canceled or context.DeadlineExceeded, and cause
+// when not nil: the result its batch left it, which often names what held
+// the batch up (a lock, a slow cloud).
+func (o *op) ended(when string, cause error) error {
+	verb := "delete"
+	if o.create {
+		verb = "create"
+	}
+	err := fmt.Errorf("routes: %s route %q %q -> node %q: %w %s", verb, cut(o.entry.Name), cut(o.entry.DestinationCIDR),
+		cut(string(o.entry.TargetNode)), o.ctx.Err(), when)
+	if cause != nil {
+		err = fmt.Errorf("%w: %w", err, cause)
+	}
+	return err
 }
 
 // handOff passes the leadership to the first pending op, or ends it.
@@ -140,14 +168,14 @@ func (b *batcher) lead(t *Table, o *op, window bool) error {
 	}
 	for {
 		b.mu.Lock()
-		wait := time.Until(b.notBefore)
+		wait, throttled := time.Until(b.notBefore), b.throttled
 		b.mu.Unlock()
 		if wait > 0 && sleep(o.ctx, wait) != nil {
-			return b.abandon(o)
+			return b.abandon(o, fmt.Sprintf("while its batch waited %v for the cloud's throttle to end", wait.Round(time.Millisecond)), throttled)
 		}
 		batch, ok := b.take(t, o)
 		if !ok {
-			return b.abandon(o)
+			return b.abandon(o, waitWindow, nil)
 		}
 		res := t.runBatch(batch)
 
@@ -160,8 +188,8 @@ func (b *batcher) lead(t *Table, o *op, window bool) error {
 		}
 		b.mu.Unlock() // o is queued again, first, and leads the retry
 	}
-	if err := o.ctx.Err(); err != nil {
-		return err
+	if o.ctx.Err() != nil {
+		return o.ended(waitBatch, o.err)
 	}
 	return o.err
 }
@@ -183,7 +211,7 @@ func (b *batcher) take(t *Table, o *op) ([]*op, bool) {
 		case len(batch) == t.cfg.MaxBatch:
 			keep = append(keep, p)
 		case p.ctx.Err() != nil:
-			p.state, p.err = done, p.ctx.Err()
+			p.state, p.err = done, p.ended(waitTaken, nil)
 			close(p.done)
 		default:
 			p.state = taken
@@ -205,8 +233,9 @@ func (b *batcher) settle(t *Table, batch []*op, res batchResult) {
 	for i, p := range batch {
 		err := res.errs[i]
 		if res.retry[i] {
-			err = p.ctx.Err()
-			if err == nil {
+			if p.ctx.Err() != nil {
+				err = p.ended("while its batch was throttled by the cloud ("+res.call+")", res.throttled)
+			} else {
 				why := t.giveUp(p.ctx, res.after, p.waited)
 				if why == "" {
 					p.state, p.waited = queued, p.waited+res.after
@@ -221,7 +250,7 @@ func (b *batcher) settle(t *Table, batch []*op, res batchResult) {
 	}
 	if len(again) > 0 {
 		b.pending = append(again, b.pending...)
-		b.notBefore = time.Now().Add(res.after)
+		b.notBefore, b.throttled = time.Now().Add(res.after), res.throttled
 	}
 }
 
@@ -382,8 +411,8 @@ func apply(entries []Entry, batch []*op, results []error) (next []Entry, depende
 		}
 		switch {
 		case clash != nil:
-			results[i] = fmt.Errorf("routes: create route %q %s -> node %q: destination held by route %q of cluster %q -> node %q: %w",
-				o.entry.Name, o.entry.DestinationCIDR, o.entry.TargetNode, clash.Name, clash.Cluster, clash.TargetNode, ErrCIDRInUse)
+			results[i] = fmt.Errorf("routes: CreateRoute: route.DestinationCIDR %q for node %q: route %q of cluster %q -> node %q has the destination %q: expected a destination no other route has (the route controller deletes a stale route of its cluster in the same reconcile): %w",
+				cut(o.entry.DestinationCIDR), cut(string(o.entry.TargetNode)), cut(clash.Name), cut(clash.Cluster), cut(string(clash.TargetNode)), cut(clash.DestinationCIDR), ErrCIDRInUse)
 		case same >= 0 && identical(next[same], o.entry):
 			// Entries this batch appended are touched too.
 			dependent[i] = touched[same]

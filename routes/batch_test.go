@@ -199,7 +199,7 @@ func TestBatchHandOffSkipsAbandonedLeader(t *testing.T) {
 	if !o1.leader {
 		t.Fatal("handOff did not designate the first pending op")
 	}
-	_ = b.abandon(o1) // o1's caller gave up before it noticed
+	_ = b.abandon(o1, waitTaken, nil) // o1's caller gave up before it noticed
 	select {
 	case <-o2.lead:
 	default:
@@ -208,7 +208,7 @@ func TestBatchHandOffSkipsAbandonedLeader(t *testing.T) {
 	if !b.active || len(b.pending) != 1 {
 		t.Fatalf("active=%v pending=%d, want true, 1", b.active, len(b.pending))
 	}
-	_ = b.abandon(o2)
+	_ = b.abandon(o2, waitTaken, nil)
 	if b.active || len(b.pending) != 0 {
 		t.Fatalf("after the last op left: active=%v pending=%d, want false, 0", b.active, len(b.pending))
 	}

@@ -153,27 +153,27 @@ func (n *Namer) Owns(name string) bool {
 func (n *Namer) Parse(name string) (NameKey, error) {
 	body, ok := strings.CutPrefix(name, n.prefix)
 	if !ok || body == "" {
-		return NameKey{}, fmt.Errorf("routes: route name %q: want prefix %q and a marker: %w", name, n.prefix, ErrForeignName)
+		return NameKey{}, fmt.Errorf("routes: route name %q: want prefix %q and a marker: %w", cut(name), n.prefix, ErrForeignName)
 	}
 	marker, body := body[0], body[1:]
 	switch marker {
 	case n.hashMark:
 		if len(body) != n.hashLen || strings.Trim(body, n.alphabet) != "" {
-			return NameKey{}, fmt.Errorf("routes: route name %q: want %d characters of %q after the hash marker: %w", name, n.hashLen, n.alphabet, ErrForeignName)
+			return NameKey{}, fmt.Errorf("routes: route name %q: want %d characters of %q after the hash marker: %w", cut(name), n.hashLen, n.alphabet, ErrForeignName)
 		}
-		return NameKey{}, fmt.Errorf("routes: route name %q: %w", name, ErrHashedName)
+		return NameKey{}, fmt.Errorf("routes: route name %q: %w", cut(name), ErrHashedName)
 	case n.revMarker:
 		raw, err := n.enc.DecodeString(body)
 		if err != nil {
-			return NameKey{}, fmt.Errorf("routes: route name %q: body is not base32 over %q: %w", name, n.alphabet, ErrForeignName)
+			return NameKey{}, fmt.Errorf("routes: route name %q: body is not base32 over %q: %w", cut(name), n.alphabet, ErrForeignName)
 		}
 		k, ok := decodeKey(raw)
 		if !ok || n.Name(k.NameHint, k.CIDR) != name {
-			return NameKey{}, fmt.Errorf("routes: route name %q: body is not a canonical (nameHint, CIDR) encoding: %w", name, ErrForeignName)
+			return NameKey{}, fmt.Errorf("routes: route name %q: body is not a canonical (nameHint, CIDR) encoding: %w", cut(name), ErrForeignName)
 		}
 		return k, nil
 	default:
-		return NameKey{}, fmt.Errorf("routes: route name %q: marker %q after the prefix: want %q or %q: %w", name, marker, n.revMarker, n.hashMark, ErrForeignName)
+		return NameKey{}, fmt.Errorf("routes: route name %q: marker %q after the prefix: want %q or %q: %w", cut(name), marker, n.revMarker, n.hashMark, ErrForeignName)
 	}
 }
 

@@ -14,6 +14,8 @@ import (
 
 	"k8s.io/apimachinery/pkg/types"
 	cloudprovider "k8s.io/cloud-provider"
+
+	"github.com/ccmkit/ccmkit/internal/clip"
 )
 
 // Table defaults, used for the zero values of Config's fields.
@@ -240,6 +242,14 @@ func (t *Table) cluster(clusterName string) string {
 	return cmp.Or(t.cfg.ClusterID, clusterName)
 }
 
+// maxQuoted bounds a caller's value (a CIDR, a node or route name)
+// quoted in an error.
+const maxQuoted = 64
+
+// cut returns s cut to maxQuoted bytes with its length (clip.Value), so
+// that a huge value makes no huge error.
+func cut(s string) string { return clip.Value(s, maxQuoted) }
+
 // noCluster is the error of a call whose cluster identity is empty.
 const noCluster = "clusterName is empty and Config.ClusterID is not set: want the cluster's name"
 
@@ -250,8 +260,9 @@ const noCluster = "clusterName is empty and Config.ClusterID is not set: want th
 // when the driver says so, when the route has no TargetNode, or when
 // Config.Instances reports its target gone (one call for the whole list).
 // A throttled driver read is retried within Config.MaxThrottleWait (see
-// Table). Errors from the driver or the InstanceChecker, and ctx.Err() if
-// ctx ends while it waits out a throttle, are wrapped.
+// Table). Errors from the driver or the InstanceChecker are wrapped; if
+// ctx ends while it waits out a throttle, the error wraps ctx.Err() and
+// the throttled driver error. Values are quoted cut to a bounded length.
 func (t *Table) ListRoutes(ctx context.Context, clusterName string) ([]*cloudprovider.Route, error) {
 	cluster := t.cluster(clusterName)
 	if cluster == "" {
@@ -276,7 +287,7 @@ func (t *Table) ListRoutes(ctx context.Context, clusterName string) ([]*cloudpro
 		})
 	}
 	if err != nil {
-		return nil, fmt.Errorf("routes: list routes of cluster %q: %w", cluster, err)
+		return nil, fmt.Errorf("routes: list routes of cluster %q: %w", cut(cluster), err)
 	}
 	owned := make([]Entry, 0, len(entries))
 	for _, e := range entries {
@@ -341,13 +352,16 @@ func (t *Table) goneTargets(ctx context.Context, entries []Entry) (map[types.Nod
 // It is idempotent: creating a route that exists (same name) succeeds, and
 // with a TableDriver rewrites it only if its target or addresses differ.
 // Throttled driver calls are retried within Config.MaxThrottleWait (see
-// Table). Errors: ErrInvalidRoute (nil route, empty cluster identity,
-// nameHint or TargetNode, unparsable DestinationCIDR) and
+// Table). Errors, each naming the field (route.DestinationCIDR,
+// route.TargetNode, nameHint), the value quoted cut to a bounded length
+// and what was expected: ErrInvalidRoute (nil route, empty cluster
+// identity, nameHint or TargetNode, unparsable DestinationCIDR) and
 // ErrIPv6Unsupported before any driver call; with a TableDriver,
-// ErrCIDRInUse when another route holds the destination; otherwise the
-// driver's error, wrapped. If ctx ends first it returns ctx.Err() (see
-// DeleteRoute for what that means for the change), or with a RouteDriver
-// an error wrapping it.
+// ErrCIDRInUse when another route has the same destination network (also
+// naming that route, its cluster and node); otherwise the driver's error,
+// wrapped. If ctx ends first the error wraps ctx.Err() and says what the
+// call was waiting for (see DeleteRoute for that and for what it means
+// for the change).
 func (t *Table) CreateRoute(ctx context.Context, clusterName string, nameHint string, route *cloudprovider.Route) error {
 	e, p, err := t.newEntry(clusterName, nameHint, route)
 	if err != nil {
@@ -357,7 +371,7 @@ func (t *Table) CreateRoute(ctx context.Context, clusterName string, nameHint st
 		var waited time.Duration
 		err := t.retry(ctx, &waited, func() error { return t.routes.CreateRoute(ctx, e) })
 		if err != nil && !errors.Is(err, ErrAlreadyExists) {
-			return fmt.Errorf("routes: create route %q %s -> node %q: %w", e.Name, e.DestinationCIDR, e.TargetNode, err)
+			return fmt.Errorf("routes: create route %q %q -> node %q: %w", e.Name, cut(e.DestinationCIDR), cut(string(e.TargetNode)), err)
 		}
 		return nil
 	}
@@ -371,18 +385,18 @@ func (t *Table) newEntry(clusterName, nameHint string, route *cloudprovider.Rout
 	cluster := t.cluster(clusterName)
 	switch {
 	case cluster == "":
-		return Entry{}, netip.Prefix{}, fmt.Errorf("routes: CreateRoute %s: %s: %w", route.DestinationCIDR, noCluster, ErrInvalidRoute)
+		return Entry{}, netip.Prefix{}, fmt.Errorf("routes: CreateRoute %q: %s: %w", cut(route.DestinationCIDR), noCluster, ErrInvalidRoute)
 	case nameHint == "":
-		return Entry{}, netip.Prefix{}, fmt.Errorf("routes: CreateRoute %s: nameHint is empty: want the node UID: %w", route.DestinationCIDR, ErrInvalidRoute)
+		return Entry{}, netip.Prefix{}, fmt.Errorf("routes: CreateRoute %q: nameHint is empty: want the node UID: %w", cut(route.DestinationCIDR), ErrInvalidRoute)
 	case route.TargetNode == "":
-		return Entry{}, netip.Prefix{}, fmt.Errorf("routes: CreateRoute %s: route.TargetNode is empty: want a node name: %w", route.DestinationCIDR, ErrInvalidRoute)
+		return Entry{}, netip.Prefix{}, fmt.Errorf("routes: CreateRoute %q: route.TargetNode is empty: want a node name: %w", cut(route.DestinationCIDR), ErrInvalidRoute)
 	}
 	p, err := netip.ParsePrefix(route.DestinationCIDR)
 	if err != nil {
-		return Entry{}, netip.Prefix{}, fmt.Errorf("routes: CreateRoute: route.DestinationCIDR %q: want a CIDR such as 10.244.1.0/24 or fd00:10:244:1::/64: %w", route.DestinationCIDR, ErrInvalidRoute)
+		return Entry{}, netip.Prefix{}, fmt.Errorf("routes: CreateRoute: route.DestinationCIDR %q: want a CIDR such as 10.244.1.0/24 or fd00:10:244:1::/64: %w", cut(route.DestinationCIDR), ErrInvalidRoute)
 	}
 	if t.cfg.IPv4Only && !p.Addr().Is4() {
-		return Entry{}, netip.Prefix{}, fmt.Errorf("routes: CreateRoute: route.DestinationCIDR %q for node %q is IPv6: want IPv4, the cloud is configured IPv4Only: %w", route.DestinationCIDR, route.TargetNode, ErrIPv6Unsupported)
+		return Entry{}, netip.Prefix{}, fmt.Errorf("routes: CreateRoute: route.DestinationCIDR %q for node %q is IPv6: want IPv4, the cloud is configured IPv4Only: %w", cut(route.DestinationCIDR), cut(string(route.TargetNode)), ErrIPv6Unsupported)
 	}
 	return Entry{
 		Name:                t.namer.Name(nameHint, route.DestinationCIDR),
@@ -402,7 +416,12 @@ func (t *Table) newEntry(clusterName, nameHint string, route *cloudprovider.Rout
 // route or an empty cluster identity; otherwise the driver's error, wrapped.
 //
 // With a TableDriver, if ctx ends before the call's batch completes, it
-// returns ctx.Err(): the change is dropped if no batch has taken it yet and
+// returns an error wrapping ctx.Err() (errors.Is finds context.Canceled or
+// context.DeadlineExceeded) that names the route and says what the call
+// was waiting for: a batch to take it, its batch to start, the cloud's
+// throttle, or its batch's table read and write, then wrapping too the
+// result the batch left it, if any (a driver error that names what held
+// the table up). The change is dropped if no batch has taken it yet and
 // may still be applied if one has; the other calls of the batch are not
 // affected (the batch's driver calls are cancelled only when every caller in
 // it has given up). A caller leading a batch returns after the batch's
@@ -414,7 +433,7 @@ func (t *Table) DeleteRoute(ctx context.Context, clusterName string, route *clou
 	}
 	cluster := t.cluster(clusterName)
 	if cluster == "" {
-		return fmt.Errorf("routes: DeleteRoute %q: %s: %w", route.Name, noCluster, ErrInvalidRoute)
+		return fmt.Errorf("routes: DeleteRoute %q: %s: %w", cut(route.Name), noCluster, ErrInvalidRoute)
 	}
 	e := Entry{
 		Name:                route.Name,
@@ -445,7 +464,7 @@ func (t *Table) deleteOne(ctx context.Context, e Entry) error {
 			return err
 		})
 		if err != nil {
-			return fmt.Errorf("routes: delete route %s -> node %q: list routes to find it: %w", e.DestinationCIDR, e.TargetNode, err)
+			return fmt.Errorf("routes: delete route %q -> node %q: list routes to find it: %w", cut(e.DestinationCIDR), cut(string(e.TargetNode)), err)
 		}
 		victims = victims[:0]
 		for _, a := range all {
@@ -457,7 +476,7 @@ func (t *Table) deleteOne(ctx context.Context, e Entry) error {
 	for _, v := range victims {
 		err := t.retry(ctx, &waited, func() error { return t.routes.DeleteRoute(ctx, v) })
 		if err != nil && !errors.Is(err, ErrNotFound) {
-			return fmt.Errorf("routes: delete route %q %s -> node %q: %w", v.Name, v.DestinationCIDR, v.TargetNode, err)
+			return fmt.Errorf("routes: delete route %q %q -> node %q: %w", cut(v.Name), cut(v.DestinationCIDR), cut(string(v.TargetNode)), err)
 		}
 	}
 	return nil

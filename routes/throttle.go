@@ -43,9 +43,10 @@ func sleep(ctx context.Context, d time.Duration) error {
 }
 
 // retry runs call, and again after each throttled answer's delay, until it
-// returns anything else, giveUp says stop, or ctx ends (then it returns
-// ctx.Err()). waited is the time the Table already waited for the Table
-// call this driver call serves, shared by all its driver calls.
+// returns anything else, giveUp says stop, or ctx ends (then it returns an
+// error wrapping ctx.Err() and the throttled driver error). waited is the
+// time the Table already waited for the Table call this driver call
+// serves, shared by all its driver calls.
 func (t *Table) retry(ctx context.Context, waited *time.Duration, call func() error) error {
 	for {
 		err := call()
@@ -57,8 +58,8 @@ func (t *Table) retry(ctx context.Context, waited *time.Duration, call func() er
 		if why := t.giveUp(ctx, d, *waited); why != "" {
 			return fmt.Errorf("%s: %w", why, err)
 		}
-		if err := sleep(ctx, d); err != nil {
-			return err
+		if serr := sleep(ctx, d); serr != nil {
+			return fmt.Errorf("%w while it waited %v to retry a throttled driver call: %w", serr, d, err)
 		}
 		*waited += d
 	}

@@ -338,7 +338,8 @@ func TestThrottleBudget(t *testing.T) {
 }
 
 // TestThrottleWaitEndsWithContext checks that a call waiting out a long
-// throttle returns as soon as its context ends, for either driver kind.
+// throttle returns as soon as its context ends, for either driver kind,
+// with an error that says so.
 func TestThrottleWaitEndsWithContext(t *testing.T) {
 	for _, kind := range []string{"per-route", "whole-table"} {
 		for _, a := range actions {
@@ -353,8 +354,13 @@ func TestThrottleWaitEndsWithContext(t *testing.T) {
 				go func() { done <- a.call(ctx, tbl, seeded(t)) }()
 				<-throttled
 				cancel() // the call now waits for an hour, or is about to
-				if err := <-done; !errors.Is(err, context.Canceled) {
+				err := <-done
+				if !errors.Is(err, context.Canceled) {
 					t.Errorf("%s after its context ended while throttled: %v, want context.Canceled", a.name, err)
+				}
+				// Wrapped with what it waited for, and the driver's answer.
+				if err != nil && (!strings.Contains(err.Error(), "throttle") || !strings.Contains(err.Error(), "HTTP 429")) {
+					t.Errorf("%s after its context ended while throttled: %q; want it to say it waited out a throttle, and the driver's error", a.name, err)
 				}
 			})
 		}
