@@ -12,7 +12,6 @@ import (
 	"time"
 
 	v1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/utils/ptr"
@@ -94,8 +93,9 @@ type Config struct {
 	// InstanceCacheTTL is how long one instance list answers look-ups
 	// (instances.CacheOptions.TTL); zero means instances.DefaultCacheTTL.
 	// Instances changed through the control surface or the admin endpoint
-	// are seen at the next look-up whatever the TTL.
-	InstanceCacheTTL metav1.Duration `json:"instanceCacheTTL,omitempty"`
+	// are seen at the next look-up whatever the TTL. A Go duration string,
+	// such as "90s"; anything else is an error naming the field.
+	InstanceCacheTTL provider.Duration `json:"instanceCacheTTL,omitempty"`
 	// LoadBalancers configures load-balancer addresses, provisioning and
 	// backends.
 	LoadBalancers LoadBalancerConfig `json:"loadBalancers,omitempty"`

@@ -11,7 +11,6 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	v1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/yaml"
 
@@ -204,7 +203,7 @@ func TestConfigYAMLRoundTrip(t *testing.T) {
 			{Name: "a", ID: "i-a", Zone: "z", InternalIPs: []string{"10.0.0.9"}, Labels: map[string]string{"fake.ccmkit.io/x": "y"}, State: fake.StateStopped},
 			{Name: "b"},
 		},
-		InstanceCacheTTL: metav1.Duration{Duration: 90 * time.Second},
+		InstanceCacheTTL: provider.Duration{Duration: 90 * time.Second},
 		LoadBalancers: fake.LoadBalancerConfig{IPv4Pool: "192.0.2.0/24", IPMode: v1.LoadBalancerIPModeProxy,
 			ProvisioningDelay: &provider.Duration{Duration: 1500 * time.Millisecond}, Backends: fake.BackendsInstanceID},
 		Routes:    fake.RoutesConfig{EnableNodeAddresses: true},

@@ -146,7 +146,7 @@ var errGone = errors.New("instance is gone")
 // otherwise a validated Instance or an error naming the node.
 func (a *Adapter) lookup(ctx context.Context, node *v1.Node) (Instance, error) {
 	if node == nil {
-		return Instance{}, errors.New("instances: node is nil")
+		return Instance{}, errors.New("instances: node is nil, expected the Node the controller asks about")
 	}
 	var (
 		inst Instance
