@@ -631,7 +631,8 @@ func (p providerWithout) InstancesV2() (cloudprovider.InstancesV2, bool) {
 	return p.wrapped.InstancesV2()
 }
 
-// providerFamily orders addresses IPv4 (0) before IPv6 (1), others last.
+// providerFamily ranks an address: 1 for an IPv6 one, 0 for an IPv4 one,
+// -1 for a name.
 func providerFamily(a v1.NodeAddress) int {
 	ip, err := netip.ParseAddr(a.Address)
 	switch {
@@ -643,8 +644,8 @@ func providerFamily(a v1.NodeAddress) int {
 	return 0
 }
 
-// providerSentinels breaks the calls set sets, for the Service of
-// SENTINELS-UNWRAPPED ("sentinels") only.
+// providerSentinels replaces the load-balancer calls set sets; each
+// breaks only the Service of SENTINELS-UNWRAPPED, "sentinels".
 func providerSentinels(set func(b *wrappedLB)) wrapped {
 	return wrapped{lb: func(b wrappedLB) cloudprovider.LoadBalancer {
 		set(&b)
@@ -662,14 +663,14 @@ func providerElsewhere(s *v1.Service) error {
 // initializing it (and no direct-call rule does): f gets a copy of the
 // answer and returns the broken one.
 func providerUninitialized(f func(*cloudprovider.InstanceMetadata) *cloudprovider.InstanceMetadata) wrapped {
-	return rewriteMetadataIf(func(n *v1.Node) bool {
+	return providerRewriteMetadataIf(func(n *v1.Node) bool {
 		return slices.ContainsFunc(n.Spec.Taints, func(t v1.Taint) bool { return t.Key == cloudproviderapi.TaintExternalCloudProvider })
 	}, f)
 }
 
-// rewriteMetadataIf applies f to a copy of every successful InstanceMetadata
+// providerRewriteMetadataIf applies f to a copy of every successful InstanceMetadata
 // answer for a node that matches.
-func rewriteMetadataIf(match func(*v1.Node) bool, f func(*cloudprovider.InstanceMetadata) *cloudprovider.InstanceMetadata) wrapped {
+func providerRewriteMetadataIf(match func(*v1.Node) bool, f func(*cloudprovider.InstanceMetadata) *cloudprovider.InstanceMetadata) wrapped {
 	return wrapped{inst: func(b wrappedInst) cloudprovider.InstancesV2 {
 		b.metadata = func(next cloudprovider.InstancesV2, ctx context.Context, n *v1.Node) (*cloudprovider.InstanceMetadata, error) {
 			md, err := next.InstanceMetadata(ctx, n)
