@@ -11,7 +11,6 @@ import (
 	"strings"
 	"sync"
 	"time"
-	"unsafe"
 
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -80,7 +79,7 @@ func brokenProvider() []brokenCase {
 		{
 			name: "name-with-scheme", want: "PROVIDER-NAME", clause: "bare name",
 			reason: "ProviderName() returns \"fake://\", the provider-ID prefix instead of the name (Config.ProviderName unset, so that only bareness is checked; no capability claimed: INST-METADATA would check provider IDs against it)",
-			claims: providerConfigure(func(c *conformance.Config) { c.Claims, c.ProviderName = conformance.Claims{}, "" }),
+			config: (func(c *conformance.Config) { c.Claims, c.ProviderName = conformance.Claims{}, "" }),
 			b:      wrapped{name: func(next string) string { return next + "://" }},
 		},
 		{
@@ -546,7 +545,7 @@ func providerRegistration() []brokenCase {
 // calling itself name, and no capability claimed: the fake's provider IDs
 // are "fake://", and only the provider rules concern the registration.
 func providerRegistered(name string, edit func(*conformance.Config), c brokenCase) brokenCase {
-	c.claims = providerConfigure(func(cfg *conformance.Config) {
+	c.config = (func(cfg *conformance.Config) {
 		cfg.Claims, cfg.ProviderName = conformance.Claims{}, name
 		if edit != nil {
 			edit(cfg)
@@ -554,22 +553,6 @@ func providerRegistered(name string, edit func(*conformance.Config), c brokenCas
 	})
 	c.b = wrapped{name: func(string) string { return name }}
 	return c
-}
-
-// providerConfigure returns a brokenCase.claims that edits the whole Config
-// the case is checked with, for the registration rules, which read
-// Config.ProviderName and the cloud-configs rather than the Target. It
-// relies on TestBrokenProviders passing claims the address of the Claims
-// field of the Config it then checks: a stopgap until brokenCase has a
-// field to edit the Config.
-func providerConfigure(f func(*conformance.Config)) func(*conformance.Claims) {
-	return func(c *conformance.Claims) {
-		cfg := (*conformance.Config)(unsafe.Add(unsafe.Pointer(c), -int(unsafe.Offsetof(conformance.Config{}.Claims))))
-		if cfg.NewTarget == nil {
-			panic("providerConfigure: claims was not given the Claims field of a Config built by fakeConfig")
-		}
-		f(cfg)
-	}
 }
 
 // providerProvisioning is how long a load balancer the asynchronous broken

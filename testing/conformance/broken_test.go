@@ -92,13 +92,18 @@ func (wrappingInstances) InstanceID(_ context.Context, name types.NodeName) (str
 type brokenCase struct {
 	name, reason, want string
 	// clause is the clause of want's statement that b breaks: one of
-	// brokenClauses()[want], quoted from the statement.
+	// the declared clauses of want (clauses<Area>() of its file), quoted
+	// from the statement.
 	clause string
 	// also lists the rules that unavoidably fail with want: a controller
 	// rule that checks the same clause through the controller.
 	also []string
 	// claims, if set, narrows the fake's claims.
 	claims func(*conformance.Claims)
+	// config, if set, edits the whole Config after claims and timeout: for
+	// the registration rules, which read Config.ProviderName and the
+	// cloud-configs rather than the Target.
+	config func(*conformance.Config)
 	// timeout, if set, is Config.Timeout: for providers that make rules
 	// wait it out, on claims narrowed to the rules concerned.
 	timeout time.Duration
@@ -180,6 +185,9 @@ func TestBrokenProviders(t *testing.T) {
 		}
 		if tc.timeout != 0 {
 			cfg.Timeout = tc.timeout
+		}
+		if tc.config != nil {
+			tc.config(&cfg)
 		}
 		newTarget := tc.target
 		if newTarget == nil {

@@ -11,7 +11,7 @@
 //
 // # Rules: Provider and registration
 //
-//   - PROVIDER-ACCESSORS: Each accessor returns (impl, true) or (nil, false), never (nil, true) nor a typed nil, and every claimed capability is offered.
+//   - PROVIDER-ACCESSORS: No accessor returns true without a usable value: never (nil, true) nor a typed nil with true, and every claimed capability is offered.
 //     Source: cloud.go Interface; controllers/nodelifecycle/node_lifecycle_controller.go ensureNodeExistsByProviderID.
 //   - PROVIDER-NAME: ProviderName is a constant bare name, equal to Config.ProviderName when that is set.
 //     Source: cloud.go GetInstanceProviderID.
@@ -125,9 +125,9 @@
 //
 // # Rules: Every capability
 //
-//   - SENTINELS-UNWRAPPED: Where upstream compares a sentinel with ==, it is returned unwrapped: InstanceNotFound and NotImplemented from legacy Instances.InstanceID, ImplementedElsewhere from EnsureLoadBalancer, UpdateLoadBalancer and EnsureLoadBalancerDeleted (elsewhere upstream uses errors.Is, and wrapping is fine).
+//   - SENTINELS-UNWRAPPED: Where upstream compares a sentinel with == and acts on it, it is returned unwrapped: ImplementedElsewhere from EnsureLoadBalancer, and from UpdateLoadBalancer and EnsureLoadBalancerDeleted of a load balancer GetLoadBalancer reports (elsewhere, legacy Instances.InstanceID included, which GetInstanceProviderID wraps with %w for callers using errors.Is, wrapping is fine).
 //     Source: cloud.go GetInstanceProviderID; controllers/service/controller.go syncLoadBalancerIfNeeded, lockedUpdateLoadBalancerHosts.
-//   - ARGS-NOT-MUTATED: No call modifies its Service, Node or Route arguments.
+//   - ARGS-NOT-MUTATED: No call modifies its Service, Node or Route arguments where upstream reads them afterwards: every field of a LoadBalancer call's Service and Nodes; the name, UID, annotations, provider ID, taints and addresses of an InstancesV2 call's Node; CreateRoute's DestinationCIDR and the Node addresses its TargetNodeAddresses shares.
 //     Source: cloud.go LoadBalancer; controllers/service/controller.go ensureLoadBalancer (nodes from the informer cache).
 //   - CTX-CANCELLED: With a cancelled context every call returns within Config.Timeout and never a wrong answer.
 //     Source: controllers/service/controller.go Run; controllers/nodelifecycle/node_lifecycle_controller.go Run (calls get the controller's context).
