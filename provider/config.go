@@ -63,13 +63,16 @@ const MaxConfigSize = 1 << 20
 // Its errors never quote a value of the input, so a credential cannot leak
 // through them whatever field, key, anchor or document it was written in:
 // a YAML syntax error gives the line (when the parser knows it) and the
-// kind of mistake; a wrong type gives the field path and the expected type;
+// kind of mistake; sequences and mappings nested more than 10000 levels
+// deep (encoding/json's and go.yaml.in/yaml/v2's limit) give the line
+// where the nesting passes the limit, and the limit; a wrong type gives the field path and the expected type;
 // an unknown or misspelled field gives the key as written (it is the
 // user's own key), cut to 64 characters. The exceptions are the errors of
 // C's own code, returned as it wrote them: Validate's, and those of a field
-// type's UnmarshalJSON (Duration's quote the malformed duration, cut to 64
-// characters). A Secret is redacted in Validate errors built with fmt or
-// k8s.io/apimachinery's field package.
+// type's UnmarshalJSON other than Duration (a malformed Duration gives the
+// field path, the kind of value and the expected form). A Secret is
+// redacted in Validate errors built with fmt or k8s.io/apimachinery's field
+// package.
 func DecodeConfig[C any](r io.Reader) (*C, error) {
 	cfg := new(C)
 	if present(r) {
@@ -134,7 +137,7 @@ func decodeStrict(data []byte, into any) error {
 	fields := fieldNames(reflect.TypeOf(into))
 	var generic any
 	if err := yaml.Unmarshal(data, &generic); err != nil {
-		return yamlError(err, fields)
+		return yamlError(err, fields, data)
 	}
 	if err := checkOneDocument(data, fields); err != nil {
 		return err
@@ -148,7 +151,7 @@ func decodeStrict(data []byte, into any) error {
 	case err == nil:
 		return nil
 	case strings.HasPrefix(err.Error(), "error converting YAML to JSON: ") && !errors.As(err, &typeErr):
-		return yamlError(err, fields)
+		return yamlError(err, fields, data)
 	default:
 		return jsonError(err)
 	}
@@ -169,7 +172,7 @@ func checkOneDocument(data []byte, fields map[string]bool) error {
 			continue // decoded, and its errors reported, by the caller
 		}
 		if err != nil {
-			return fmt.Errorf("YAML document %d: %w", n, yamlError(err, fields))
+			return fmt.Errorf("YAML document %d: %w", n, yamlError(err, fields, nil))
 		}
 		if doc != nil {
 			return fmt.Errorf("YAML document %d is not empty: expected a single document (remove the \"---\" line that starts document %d, and what follows)", n, n)
@@ -195,7 +198,8 @@ func checkFieldCase(v any, t reflect.Type, path string) error {
 			err = new(Duration).UnmarshalJSON(raw)
 		}
 		if err != nil {
-			return fmt.Errorf("%s: %w", strings.TrimSuffix(path, "."), err)
+			// Not err: Duration's own error quotes the value.
+			return fmt.Errorf("%s: %w", strings.TrimSuffix(path, "."), durationError(v))
 		}
 		return nil
 	}

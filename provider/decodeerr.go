@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"strings"
 	"unicode/utf8"
+
+	yamlv3 "go.yaml.in/yaml/v3"
 )
 
 // The errors of the YAML and JSON libraries DecodeConfig uses quote the
@@ -70,13 +72,20 @@ var yamlKinds = []struct{ phrase, say string }{
 // yamlError rebuilds err, an error of go.yaml.in/yaml/v2 or of
 // sigs.k8s.io/yaml's YAML-to-JSON conversion, without the input's text.
 // fields holds the key names of the configuration type: a duplicated key is
-// named only when it is one of them.
-func yamlError(err error, fields map[string]bool) error {
+// named only when it is one of them. data is the document err is about, to
+// locate what the error does not (nil: not located).
+func yamlError(err error, fields map[string]bool, data []byte) error {
 	msg := err.Error()
 	msg = strings.TrimPrefix(msg, "error converting YAML to JSON: ")
 	msg = strings.TrimPrefix(msg, "yaml: ")
 	if rest, ok := strings.CutPrefix(msg, "unmarshal errors:\n"); ok {
 		return duplicateKeyError(rest, fields)
+	}
+	if strings.Contains(msg, depthExceeded) {
+		if m := yamlLineRE.FindStringSubmatch(msg); m != nil {
+			return depthError("line " + m[1] + ": ")
+		}
+		return depthError(deepLine(data))
 	}
 	for _, k := range yamlKinds {
 		if strings.Contains(msg, k.phrase) {
@@ -96,6 +105,110 @@ func yamlError(err error, fields map[string]bool) error {
 		msg = "syntax error"
 	}
 	return fmt.Errorf("%smalformed YAML: %s", where, msg)
+}
+
+// maxDepth is how deep a cloud-config may nest sequences and mappings, its
+// top-level mapping counting as the first level: encoding/json's limit
+// (maxNestingDepth, encoding/json/scanner.go), met when sigs.k8s.io/yaml
+// decodes the YAML it converted to JSON. go.yaml.in/yaml/v2's parser has
+// the same limit for flow ([ {) and block (indented) nesting, each alone
+// (max_flow_level and max_indents, scannerc.go).
+const maxDepth = 10000
+
+// depthExceeded is in both libraries' errors for a document nested too
+// deep: yaml/v2's "line N: exceeded max depth of 10000", encoding/json's
+// "invalid character '[' exceeded max depth" (which has no line).
+const depthExceeded = "exceeded max depth"
+
+// depthError is the error of a document nested more than maxDepth levels
+// deep; where is "line N: " or "" when the line is not known.
+func depthError(where string) error {
+	return fmt.Errorf("%smalformed YAML: sequences and mappings are nested more than %d levels deep (the nesting depth limit): expected at most %d levels, the top-level mapping included",
+		where, maxDepth, maxDepth)
+}
+
+// deepLine returns "line N: " for the first node of data that lies deeper
+// than maxDepth, found in go.yaml.in/yaml/v3's node tree, which keeps
+// lines (and whose parser has yaml/v2's limits, so it reads what yaml/v2
+// read), following aliases as the JSON conversion expands them; "" when it
+// cannot tell.
+func deepLine(data []byte) string {
+	var doc yamlv3.Node
+	if data == nil || yamlv3.Unmarshal(data, &doc) != nil {
+		return ""
+	}
+	// height is memoized per node, so a document of many aliases to one
+	// anchor costs one walk of it; a node being measured counts 0, which
+	// cuts an alias to an enclosing anchor.
+	heights := map[*yamlv3.Node]int{}
+	var height func(n *yamlv3.Node) int
+	height = func(n *yamlv3.Node) int {
+		if h, ok := heights[n]; ok {
+			return h
+		}
+		heights[n] = 0
+		h := 0
+		switch n.Kind {
+		case yamlv3.AliasNode:
+			if n.Alias != nil {
+				h = height(n.Alias)
+			}
+		case yamlv3.DocumentNode, yamlv3.SequenceNode, yamlv3.MappingNode:
+			for _, c := range n.Content {
+				h = max(h, height(c))
+			}
+			if n.Kind != yamlv3.DocumentNode {
+				h++
+			}
+		}
+		heights[n] = h
+		return h
+	}
+	if height(&doc) <= maxDepth {
+		return ""
+	}
+	// Descend along the highest child, an alias standing for its anchor's
+	// node, to the first node below the limit: each step is one level, and
+	// the heights fall by one at each, so the walk ends.
+	n := &doc // the document is level 0, its mapping level 1
+	for range maxDepth + 1 {
+		var next *yamlv3.Node
+		for _, c := range n.Content {
+			if next == nil || height(c) > height(next) {
+				next = c
+			}
+		}
+		for next != nil && next.Kind == yamlv3.AliasNode {
+			next = next.Alias
+		}
+		if next == nil {
+			return ""
+		}
+		n = next
+	}
+	return "line " + strconv.Itoa(n.Line) + ": "
+}
+
+// durationError is DecodeConfig's error for v, the decoded value of a
+// Duration field that Duration.UnmarshalJSON refused: the kind of value
+// and the expected form, without the value (Duration's own error quotes
+// it, and a value may be a credential written in the wrong field).
+func durationError(v any) error {
+	const form = `a number with a unit (ns, us, ms, s, m, h), such as "5s" or "1m30s"`
+	kind := "another kind of value"
+	switch v.(type) {
+	case string:
+		return errors.New("malformed duration: expected " + form)
+	case bool:
+		kind = jsonKinds["bool"]
+	case float64, int, int64, uint64:
+		kind = jsonKinds["number"]
+	case []any:
+		kind = jsonKinds["array"]
+	case map[string]any:
+		kind = jsonKinds["object"]
+	}
+	return fmt.Errorf("got %s, expected a duration: a string of %s", kind, form)
 }
 
 // duplicateKeyError rebuilds go.yaml.in/yaml/v2's "line N: key K already

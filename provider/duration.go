@@ -15,7 +15,8 @@ import (
 //
 // and reads cfg.ProvisioningTimeout.Duration. A number, a string without a
 // unit ("5") or any other malformed value is an error naming the value and
-// the expected form; 0 ("0s") is valid and is the field's zero value, so
+// the expected form (through DecodeConfig, which never quotes a value: the
+// field path, the kind of value and the expected form); 0 ("0s") is valid and is the field's zero value, so
 // "unset" and "zero" mean the same thing. Duration accepts negative values:
 // whether one is valid is for the config's Validate to say, naming its
 // field. It is a plain value, safe to copy.
