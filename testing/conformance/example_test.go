@@ -50,7 +50,7 @@ func ExampleRules() {
 		fmt.Printf("%s: %s\n", r.ID, r.Statement)
 	}
 	// Output:
-	// PROVIDER-ACCESSORS: Each accessor returns (impl, true) or (nil, false), never (nil, true) nor a typed nil, and every claimed capability is offered.
+	// PROVIDER-ACCESSORS: No accessor returns true without a usable value: never (nil, true) nor a typed nil with true, and every claimed capability is offered.
 	// PROVIDER-NAME: ProviderName is a constant bare name, equal to Config.ProviderName when that is set.
 	// PROVIDER-CLUSTER-ID: HasClusterID reports true, unless the CCM runs with --allow-untagged-cloud.
 }
