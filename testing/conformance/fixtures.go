@@ -168,8 +168,8 @@ func missingNode(providerID string) *v1.Node {
 	return n
 }
 
-// copyNodes returns deep copies of nodes, for a goroutine of a concurrency
-// rule to own.
+// copyNodes returns deep copies of nodes, for a rule (or a goroutine of a
+// concurrency rule) to own.
 func copyNodes(nodes []*v1.Node) []*v1.Node {
 	out := make([]*v1.Node, len(nodes))
 	for i, n := range nodes {

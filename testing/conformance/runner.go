@@ -209,10 +209,13 @@ func (r *rt) Go(f func()) (wait func()) {
 func (r *rt) target() *Target {
 	if r.tgt == nil {
 		tgt := r.newTarget()
-		r.initialize(tgt, nodeClientset(slices.Concat(tgt.Nodes, tgt.RenamedNodes)))
+		r.initialize(tgt, nodeClientset(allNodes(tgt)))
 	}
 	return r.tgt
 }
+
+// allNodes returns tgt's Nodes and RenamedNodes, in that order.
+func allNodes(tgt *Target) []*v1.Node { return slices.Concat(tgt.Nodes, tgt.RenamedNodes) }
 
 // nodeClientset returns a fake clientset holding copies of nodes.
 func nodeClientset(nodes []*v1.Node) *fake.Clientset {
@@ -265,7 +268,7 @@ func (r *rt) initialize(tgt *Target, kube *fake.Clientset) {
 	r.tgt = tgt
 	r.inf, r.stop = r.initCloud(tgt.Cloud, kube)
 	if tgt.OtherCluster != nil {
-		r.initCloud(tgt.OtherCluster, nodeClientset(slices.Concat(tgt.Nodes, tgt.RenamedNodes)))
+		r.initCloud(tgt.OtherCluster, nodeClientset(allNodes(tgt)))
 	}
 }
 
@@ -297,27 +300,22 @@ func (r *rt) initCloud(cloud cloudprovider.Interface, kube *fake.Clientset) (inf
 // nodes returns deep copies of the fixture nodes, failing (skipping) the
 // rule when there are fewer than n.
 func (r *rt) nodes(n int) []*v1.Node {
-	tgt := r.target()
-	return r.copyNodes(n, "Target.Nodes and Target.RenamedNodes", slices.Concat(tgt.Nodes, tgt.RenamedNodes))
+	return r.needNodes(n, "Target.Nodes and Target.RenamedNodes", allNodes(r.target()))
 }
 
 // namedNodes returns copies of Target.Nodes alone, the nodes the provider
 // can find by name, skipping the rule when there are fewer than n.
 func (r *rt) namedNodes(n int) []*v1.Node {
-	return r.copyNodes(n, "Target.Nodes", r.target().Nodes)
+	return r.needNodes(n, "Target.Nodes", r.target().Nodes)
 }
 
-// copyNodes returns deep copies of nodes (from where), skipping the rule
+// needNodes returns deep copies of nodes (from where), skipping the rule
 // when there are fewer than n.
-func (r *rt) copyNodes(n int, where string, nodes []*v1.Node) []*v1.Node {
+func (r *rt) needNodes(n int, where string, nodes []*v1.Node) []*v1.Node {
 	if len(nodes) < n {
 		r.Skipf("needs at least %d fixture nodes in %s, got %d", n, where, len(nodes))
 	}
-	out := make([]*v1.Node, len(nodes))
-	for i, n := range nodes {
-		out[i] = n.DeepCopy()
-	}
-	return out
+	return copyNodes(nodes)
 }
 
 // renamed reports whether n (a copy) is one of Target.RenamedNodes.
