@@ -103,9 +103,9 @@
 // their own (the concurrency rules and the controllers), so run the suite
 // with -race. A provider that panics fails the rule it panicked in; a
 // provider call that blocks fails its rule after
-// 4×(Config.Timeout+Config.MaxStaleness) and is abandoned. The upstream controllers log through klog; silence it in your
-// test with klog.SetOutput and klog.LogToStderr(false) if the output is
-// noisy.
+// 4×(Config.Timeout+Config.MaxStaleness) and is abandoned. The upstream
+// controllers log through klog; silence it in your test with klog.SetOutput
+// and klog.LogToStderr(false) if the output is noisy.
 //
 // The rules, with the upstream source each comes from, follow.
 package conformance
