@@ -103,9 +103,10 @@ func (s *store) addRoute(e routes.Entry) error {
 	})
 }
 
-// setRoutes makes entries the route table (store.mu held for writing) if
-// they keep the route table's rules, and leaves the state unchanged
-// otherwise.
+// setRoutes makes entries the route table, a new revision, if they keep
+// the route table's rules, and leaves the state unchanged otherwise: the
+// one way into the table, for a table write, AddRoute and a state file
+// being loaded (store.mu held for writing, or the state not shared yet).
 func (s *cloudState) setRoutes(entries []routes.Entry, path func(i int) *field.Path) error {
 	if err := s.routeIdx.replace(s.routes, entries, path); err != nil {
 		return err

@@ -351,7 +351,7 @@ func decodeState(data []byte, cfg Config) (cloudState, uint64, error) {
 	if doc.NextInstance < 0 || doc.NextLoadBalancer < 0 {
 		return cloudState{}, 0, fmt.Errorf("nextInstance %d, nextLoadBalancer %d; expected counters of zero or more", doc.NextInstance, doc.NextLoadBalancer)
 	}
-	st.nextInstance, st.nextLB, st.routeRev = doc.NextInstance, doc.NextLoadBalancer, doc.RouteRevision
+	st.nextInstance, st.nextLB = doc.NextInstance, doc.NextLoadBalancer
 	for i, sp := range doc.Pools {
 		if err := st.setPoolNext(sp); err != nil {
 			return cloudState{}, 0, fmt.Errorf("pools[%d]: %w", i, err)
@@ -376,10 +376,10 @@ func decodeState(data []byte, cfg Config) (cloudState, uint64, error) {
 	}
 	// The route table's rules, as for every other way into it: a file
 	// that breaks them is not loaded at all.
-	if err := st.routeIdx.replace(nil, table, tablePath); err != nil {
+	if err := st.setRoutes(table, tablePath); err != nil {
 		return cloudState{}, 0, err
 	}
-	st.routes = table
+	st.routeRev = doc.RouteRevision // the file's, not setRoutes' count
 	return st, doc.Generation, nil
 }
 
