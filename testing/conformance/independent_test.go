@@ -39,6 +39,7 @@ import (
 	cloudprovider "k8s.io/cloud-provider"
 	"k8s.io/cloud-provider/api"
 	servicehelpers "k8s.io/cloud-provider/service/helpers"
+	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/ccmkit/ccmkit/testing/conformance"
 )
@@ -188,15 +189,26 @@ func (k *indieClient) ListVMs(ctx context.Context) ([]indieVM, error) {
 func (k *indieClient) ListLoadBalancers(ctx context.Context, tags map[string]string) ([]indieLB, error) {
 	var out []indieLB
 	err := k.do(ctx, "ListLoadBalancers", false, func(c *indieCloud) error {
-		for _, lb := range c.lbs {
-			if hasIndieTags(lb.Spec.Tags, tags) {
-				c.provision(lb)
-				out = append(out, indieLB{ID: lb.ID, Address: lb.Address, Spec: lb.Spec.clone()})
-			}
-		}
+		out = c.tagged(tags, true)
 		return nil
 	})
 	return out, err
+}
+
+// tagged returns copies of the load balancers carrying every tag of tags,
+// counting a listing of each (provision) when listing is true. The caller
+// holds c.mu.
+func (c *indieCloud) tagged(tags map[string]string, listing bool) []indieLB {
+	var out []indieLB
+	for _, lb := range c.lbs {
+		if hasIndieTags(lb.Spec.Tags, tags) {
+			if listing {
+				c.provision(lb)
+			}
+			out = append(out, indieLB{ID: lb.ID, Address: lb.Address, Spec: lb.Spec.clone()})
+		}
+	}
+	return out
 }
 
 // provision counts one listing of lb and gives it an address once it has
@@ -252,13 +264,19 @@ func (k *indieClient) modifyLB(ctx context.Context, op, id string, f func(*indie
 // errIndieNotFound.
 func (k *indieClient) DeleteLoadBalancer(ctx context.Context, id string) error {
 	return k.do(ctx, "DeleteLoadBalancer", true, func(c *indieCloud) error {
-		if _, ok := c.lbs[id]; !ok {
-			return fmt.Errorf("load balancer %s: %w", id, errIndieNotFound)
-		}
-		delete(c.lbs, id)
 		delete(c.pending, id)
-		return nil
+		return removeIndie(c.lbs, "load balancer", id)
 	})
+}
+
+// removeIndie deletes key, a what, from m; an unknown key wraps
+// errIndieNotFound.
+func removeIndie[V any](m map[string]V, what, key string) error {
+	if _, ok := m[key]; !ok {
+		return fmt.Errorf("%s %s: %w", what, key, errIndieNotFound)
+	}
+	delete(m, key)
+	return nil
 }
 
 // ListRoutes lists the route table, by name.
@@ -300,11 +318,7 @@ func (k *indieClient) CreateRoute(ctx context.Context, r indieRoute) error {
 // DeleteRoute deletes route name; an unknown name wraps errIndieNotFound.
 func (k *indieClient) DeleteRoute(ctx context.Context, name string) error {
 	return k.do(ctx, "DeleteRoute", true, func(c *indieCloud) error {
-		if _, ok := c.routes[name]; !ok {
-			return fmt.Errorf("route %s: %w", name, errIndieNotFound)
-		}
-		delete(c.routes, name)
-		return nil
+		return removeIndie(c.routes, "route", name)
 	})
 }
 
@@ -368,13 +382,7 @@ func (c *indieCloud) vm(id, name string) (indieVM, bool) {
 func (c *indieCloud) lbsTagged(tags map[string]string) []indieLB {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	var out []indieLB
-	for _, lb := range c.lbs {
-		if hasIndieTags(lb.Spec.Tags, tags) {
-			out = append(out, indieLB{ID: lb.ID, Address: lb.Address, Spec: lb.Spec.clone()})
-		}
-	}
-	return out
+	return c.tagged(tags, false)
 }
 
 func (c *indieCloud) setOutage(on bool) {
@@ -1185,31 +1193,13 @@ func TestIndependentProvider(t *testing.T) {
 	})
 }
 
-// indieClock is a settable clock, safe for concurrent use.
-type indieClock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func (c *indieClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.t
-}
-
-func (c *indieClock) Add(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.t = c.t.Add(d)
-}
-
 // TestIndependentProviderIsRealistic pins what makes indie a meaningful
 // check of the suite: load balancers are asynchronous, instances are
 // cached, VM IDs are not names.
 func TestIndependentProviderIsRealistic(t *testing.T) {
 	ctx := t.Context()
-	newSandbox := func(t *testing.T) (*indieSandbox, *indieClock) {
-		clock := &indieClock{t: time.Unix(1_700_000_000, 0)}
+	newSandbox := func(t *testing.T) (*indieSandbox, *clocktesting.FakeClock) {
+		clock := clocktesting.NewFakeClock(time.Unix(1_700_000_000, 0))
 		s, err := newIndieSandbox(indieOptions{RetryAfter: indieRetryAfter, Now: clock.Now})
 		if err != nil {
 			t.Fatal(err)
@@ -1281,7 +1271,7 @@ func TestIndependentProviderIsRealistic(t *testing.T) {
 		if shutdown() {
 			t.Errorf("InstanceShutdown of a VM stopped behind the cache's back, within the TTL, = true, expected the cached false")
 		}
-		clock.Add(time.Minute)
+		clock.Step(time.Minute)
 		if !shutdown() {
 			t.Errorf("InstanceShutdown of a stopped VM once the TTL passed = false, expected true")
 		}
