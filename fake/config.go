@@ -306,9 +306,7 @@ func (c *Config) Validate() error {
 		}
 	}
 	if s := c.LoadBalancers.HostnameSuffix; s != "" {
-		if msgs := validation.IsDNS1123Subdomain(s); len(msgs) > 0 {
-			errs = append(errs, field.Invalid(lbp.Child("hostnameSuffix"), clipValue(s), "expected a DNS-1123 subdomain: "+strings.Join(msgs, "; ")))
-		}
+		errs = append(errs, checkValue(lbp.Child("hostnameSuffix"), s, validation.IsDNS1123Subdomain, "expected a DNS-1123 subdomain")...)
 		if c.LoadBalancers.IPMode != "" {
 			errs = append(errs, field.Invalid(lbp.Child("ipMode"), clipValue(string(c.LoadBalancers.IPMode)), "expected empty with hostnameSuffix: ipMode applies to IP ingress only"))
 		}

@@ -143,9 +143,7 @@ func validateRoute(path *field.Path, e routes.Entry) (netip.Prefix, field.ErrorL
 		errs = append(errs, err)
 	}
 	if n := string(e.TargetNode); n != "" {
-		if msgs := validation.IsDNS1123Subdomain(n); len(msgs) > 0 {
-			errs = append(errs, field.Invalid(path.Child("targetNode"), clipValue(n), "expected a Node name (a DNS-1123 subdomain): "+strings.Join(msgs, "; ")))
-		}
+		errs = append(errs, checkValue(path.Child("targetNode"), n, validation.IsDNS1123Subdomain, "expected a Node name (a DNS-1123 subdomain)")...)
 	}
 	for i, a := range e.TargetNodeAddresses {
 		p := path.Child("targetNodeAddresses").Index(i)
@@ -155,9 +153,7 @@ func validateRoute(path *field.Path, e routes.Entry) (netip.Prefix, field.ErrorL
 				errs = append(errs, field.Invalid(p.Child("address"), clipValue(a.Address), problem+" (the address type is "+string(a.Type)+")"))
 			}
 		case v1.NodeInternalDNS, v1.NodeExternalDNS, v1.NodeHostName:
-			if msgs := validation.IsDNS1123Subdomain(a.Address); len(msgs) > 0 {
-				errs = append(errs, field.Invalid(p.Child("address"), clipValue(a.Address), "expected a DNS-1123 subdomain (the address type is "+string(a.Type)+"): "+strings.Join(msgs, "; ")))
-			}
+			errs = append(errs, checkValue(p.Child("address"), a.Address, validation.IsDNS1123Subdomain, "expected a DNS-1123 subdomain (the address type is "+string(a.Type)+")")...)
 		default:
 			errs = append(errs, field.NotSupported(p.Child("type"), clipValue(string(a.Type)), nodeAddressTypes))
 		}

@@ -370,6 +370,18 @@ func validateInstance(path *field.Path, in Instance) field.ErrorList {
 // clipValue cuts a value quoted by a field.Error to a bounded length.
 func clipValue(s string) string { return bound.Value(s, 80) }
 
+// checkValue checks value, found at path, with is (one of apimachinery's
+// validation.Is… functions) and returns the error for what it finds:
+// what was expected, then is's messages, with value cut (clipValue); nil
+// when it finds nothing.
+func checkValue(path *field.Path, value string, is func(string) []string, expected string) field.ErrorList {
+	msgs := is(value)
+	if len(msgs) == 0 {
+		return nil
+	}
+	return field.ErrorList{field.Invalid(path, clipValue(value), expected+": "+strings.Join(msgs, "; "))}
+}
+
 // addInstance validates in, fills in the defaults and stores it (mu held
 // for writing).
 func (s *store) addInstance(in Instance) (Instance, error) {

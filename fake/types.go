@@ -63,8 +63,8 @@ func (in *Instance) validate(path *field.Path) field.ErrorList {
 	var errs field.ErrorList
 	if in.Name == "" {
 		errs = append(errs, field.Required(path.Child("name"), "expected the name of the Node the instance registers as"))
-	} else if msgs := validation.IsDNS1123Subdomain(in.Name); len(msgs) > 0 {
-		errs = append(errs, field.Invalid(path.Child("name"), clipValue(in.Name), "expected a DNS-1123 subdomain (a Node name): "+strings.Join(msgs, "; ")))
+	} else {
+		errs = append(errs, checkValue(path.Child("name"), in.Name, validation.IsDNS1123Subdomain, "expected a DNS-1123 subdomain (a Node name)")...)
 	}
 	if in.ID != "" {
 		// The ID is the last segment of the provider ID: the codec the
@@ -74,8 +74,8 @@ func (in *Instance) validate(path *field.Path) field.ErrorList {
 		}
 	}
 	for _, f := range []struct{ name, value string }{{"zone", in.Zone}, {"region", in.Region}, {"type", in.Type}} {
-		if msgs := validation.IsValidLabelValue(f.value); f.value != "" && len(msgs) > 0 {
-			errs = append(errs, field.Invalid(path.Child(f.name), clipValue(f.value), "expected a valid label value: "+strings.Join(msgs, "; ")))
+		if f.value != "" {
+			errs = append(errs, checkValue(path.Child(f.name), f.value, validation.IsValidLabelValue, "expected a valid label value")...)
 		}
 	}
 	for _, list := range []struct {
@@ -95,20 +95,16 @@ func (in *Instance) validate(path *field.Path) field.ErrorList {
 		}
 	}
 	if in.Hostname != "" {
-		if msgs := validation.IsDNS1123Subdomain(in.Hostname); len(msgs) > 0 {
-			errs = append(errs, field.Invalid(path.Child("hostname"), clipValue(in.Hostname), "expected a DNS-1123 subdomain: "+strings.Join(msgs, "; ")))
-		}
+		errs = append(errs, checkValue(path.Child("hostname"), in.Hostname, validation.IsDNS1123Subdomain, "expected a DNS-1123 subdomain")...)
 	}
 	for k, v := range in.Labels {
 		p := path.Child("labels").Key(k)
-		if msgs := validation.IsQualifiedName(k); len(msgs) > 0 {
-			errs = append(errs, field.Invalid(p, clipValue(k), "expected a qualified name: "+strings.Join(msgs, "; ")))
+		if keyErrs := checkValue(p, k, validation.IsQualifiedName, "expected a qualified name"); keyErrs != nil {
+			errs = append(errs, keyErrs...)
 		} else if isKubernetesLabel(k) {
 			errs = append(errs, field.Invalid(p, clipValue(k), "expected a key outside the kubernetes.io and k8s.io namespaces, which the node controller discards"))
 		}
-		if msgs := validation.IsValidLabelValue(v); len(msgs) > 0 {
-			errs = append(errs, field.Invalid(p, clipValue(v), "expected a valid label value: "+strings.Join(msgs, "; ")))
-		}
+		errs = append(errs, checkValue(p, v, validation.IsValidLabelValue, "expected a valid label value")...)
 	}
 	switch in.State {
 	case "", StateRunning, StateStopped, StateTerminated:
