@@ -346,8 +346,9 @@ func (k BackendKey) Backends(nodes []*v1.Node, families []v1.IPFamily) []Backend
 			out = append(out, b)
 		}
 	}
-	k.sort(out)
-	return k.compact(out)
+	compare := k.compareFunc()
+	slices.SortStableFunc(out, compare)
+	return slices.CompactFunc(out, func(a, b Backend) bool { return compare(a, b) == 0 })
 }
 
 // SourceRanges returns the client CIDRs svc allows, in the order of

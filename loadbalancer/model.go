@@ -230,7 +230,7 @@ func (s *Spec) Canonical() {
 	slices.SortFunc(s.RequestedIPs, compareAddr)
 	s.RequestedIPs = slices.Compact(s.RequestedIPs)
 	slices.SortStableFunc(s.Listeners, compareListener)
-	s.BackendKey.sort(s.Backends)
+	slices.SortStableFunc(s.Backends, s.BackendKey.compareFunc())
 	for i, p := range s.SourceRanges {
 		s.SourceRanges[i] = p.Masked()
 	}
@@ -284,45 +284,6 @@ func (k BackendKey) compareFunc() func(a, b Backend) int {
 func compareByName(a, b Backend) int       { return cmp.Compare(a.NodeName, b.NodeName) }
 func compareByProviderID(a, b Backend) int { return cmp.Compare(a.ProviderID, b.ProviderID) }
 func compareByAddress(a, b Backend) int    { return a.address().Compare(b.address()) }
-
-// The hot paths of a Plan over thousands of backends (sorting, the sorted
-// check, compaction) switch on k once and pass the comparison as a
-// constant, which the compiler inlines; compareFunc's result it cannot.
-
-// sort sorts bs stably in k's order.
-func (k BackendKey) sort(bs []Backend) {
-	switch k {
-	case BackendKeyProviderID:
-		slices.SortStableFunc(bs, compareByProviderID)
-	case BackendKeyAddress:
-		slices.SortStableFunc(bs, compareByAddress)
-	default:
-		slices.SortStableFunc(bs, compareByName)
-	}
-}
-
-// isSorted reports whether bs is in k's order.
-func (k BackendKey) isSorted(bs []Backend) bool {
-	switch k {
-	case BackendKeyProviderID:
-		return slices.IsSortedFunc(bs, compareByProviderID)
-	case BackendKeyAddress:
-		return slices.IsSortedFunc(bs, compareByAddress)
-	}
-	return slices.IsSortedFunc(bs, compareByName)
-}
-
-// compact keeps the first of each run of backends with the same key in bs,
-// sorted in k's order.
-func (k BackendKey) compact(bs []Backend) []Backend {
-	switch k {
-	case BackendKeyProviderID:
-		return slices.CompactFunc(bs, func(a, b Backend) bool { return a.ProviderID == b.ProviderID })
-	case BackendKeyAddress:
-		return slices.CompactFunc(bs, func(a, b Backend) bool { return a.address() == b.address() })
-	}
-	return slices.CompactFunc(bs, func(a, b Backend) bool { return a.NodeName == b.NodeName })
-}
 
 // id returns b's key under k as a string, for maps.
 func (k BackendKey) id(b Backend) string {

@@ -136,7 +136,7 @@ func canonicalView(s *Spec, key BackendKey) *Spec {
 	sorted := s.BackendKey == key &&
 		isStrictlySorted(s.RequestedIPs, compareAddr) &&
 		slices.IsSortedFunc(s.Listeners, compareListener) &&
-		key.isSorted(s.Backends) &&
+		slices.IsSortedFunc(s.Backends, key.compareFunc()) &&
 		isStrictlySorted(s.SourceRanges, comparePrefix)
 	for _, r := range s.SourceRanges {
 		sorted = sorted && r == r.Masked()
