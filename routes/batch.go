@@ -9,6 +9,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/ccmkit/ccmkit/internal/throttle"
 )
 
 // op is one CreateRoute or DeleteRoute call waiting for, or in, a batch.
@@ -170,7 +172,7 @@ func (b *batcher) lead(t *Table, o *op, window bool) error {
 		b.mu.Lock()
 		wait, throttled := time.Until(b.notBefore), b.throttled
 		b.mu.Unlock()
-		if wait > 0 && sleep(o.ctx, wait) != nil {
+		if wait > 0 && throttle.Sleep(o.ctx, wait) != nil {
 			return b.abandon(o, fmt.Sprintf("while its batch waited %v for the cloud's throttle to end", wait.Round(time.Millisecond)), throttled)
 		}
 		batch, ok := b.take(t, o)
@@ -226,7 +228,7 @@ func (b *batcher) take(t *Table, o *op) ([]*op, bool) {
 // settle finishes the ops of a batch with their results, or, for the ops a
 // throttled driver call left undone, queues them again at the front of
 // pending, in order, and makes the next batch wait res.after. An op whose
-// ctx has ended, or that giveUp says must not wait again, is finished
+// ctx has ended, or that throttle.GiveUp says must not wait again, is finished
 // instead. Called with mu held.
 func (b *batcher) settle(t *Table, batch []*op, res batchResult) {
 	var again []*op
@@ -236,7 +238,7 @@ func (b *batcher) settle(t *Table, batch []*op, res batchResult) {
 			if p.ctx.Err() != nil {
 				err = p.ended("while its batch was throttled by the cloud ("+res.call+")", res.throttled)
 			} else {
-				why := t.giveUp(p.ctx, res.after, p.waited)
+				why := throttle.GiveUp(p.ctx, res.after, p.waited, t.cfg.MaxThrottleWait)
 				if why == "" {
 					p.state, p.waited = queued, p.waited+res.after
 					again = append(again, p)
@@ -290,7 +292,7 @@ func (t *Table) runBatch(batch []*op) batchResult {
 	defer t.driverMu.Unlock()
 	res := batchResult{errs: make([]error, len(batch)), retry: make([]bool, len(batch))}
 	throttled := func(err error, call string) bool {
-		d, ok := retryAfter(err)
+		d, ok := throttle.RetryAfter(err)
 		if ok {
 			t.stats.throttled.Add(1)
 			res.throttled, res.call, res.after = err, call, d

@@ -1,8 +1,9 @@
 // Package throttle holds ccmkit's one reading of its throttling convention:
 // a Driver says "throttled, retry after D" by returning an error that wraps
 // an *api.RetryError (k8s.io/cloud-provider/api). Every block that waits for
-// or passes on such an error asks RetryAfter. It is internal: users see only
-// the convention, documented on each Driver.
+// or passes on such an error asks RetryAfter, and every block that waits
+// one out decides with GiveUp and waits with Sleep (Retry does both). It is
+// internal: users see only the convention, documented on each Driver.
 package throttle
 
 import (
@@ -45,31 +46,50 @@ func (e *delayed) Error() string { return fmt.Sprintf("%v (%v)", e.err, e.retry)
 
 func (e *delayed) Unwrap() []error { return []error{e.retry, e.err} }
 
+// GiveUp decides whether a call that has already waited waited for
+// throttles may wait d more within budget, the caller's
+// Config.MaxThrottleWait (so its words name it). It returns "" to wait, or
+// why not: d is not positive (no delay to honour; retrying at once would
+// busy-loop), waited+d would exceed budget (a budget of zero or less never
+// waits), or d would outlast ctx's deadline.
+func GiveUp(ctx context.Context, d, waited, budget time.Duration) string {
+	switch {
+	case d <= 0:
+		return fmt.Sprintf("throttled with RetryAfter %v, not retried: want a positive delay", d)
+	case waited+d > budget:
+		return fmt.Sprintf("throttled; waiting another %v after %v would exceed Config.MaxThrottleWait %v", d, waited, budget)
+	}
+	if dl, ok := ctx.Deadline(); ok && time.Until(dl) < d {
+		return fmt.Sprintf("throttled; the caller's deadline is in %v, before the %v to wait", time.Until(dl).Round(time.Millisecond), d)
+	}
+	return ""
+}
+
+// Sleep waits d, or until ctx ends and then returns ctx.Err().
+func Sleep(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
 // Retry calls fn, and calls it again after each throttled error (see
-// RetryAfter) once the delay that error asks for has passed, as long as
-// the delays waited for this call add up to no more than budget and the
-// next wait ends before ctx's deadline. It returns fn's first error that is
-// not throttled (nil included), or the throttled error it stopped waiting
-// on: at once when the delay is not positive (nothing to wait for: retrying
-// would busy-loop), would exceed the budget or the deadline, or when ctx
-// ends during a wait. A budget of zero or less never waits.
+// RetryAfter) once the delay that error asks for has passed (Sleep), as
+// long as GiveUp lets it wait, the delays waited for this call counting
+// against budget. It returns fn's first error that is not throttled (nil
+// included), or the throttled error it stopped waiting on: at once when
+// GiveUp says why not, or when ctx ends during a wait.
 func Retry(ctx context.Context, budget time.Duration, fn func() error) error {
 	var waited time.Duration
 	for {
 		err := fn()
 		d, throttled := RetryAfter(err)
-		if !throttled || d <= 0 || waited+d > budget {
+		if !throttled || GiveUp(ctx, d, waited, budget) != "" || Sleep(ctx, d) != nil {
 			return err
-		}
-		if deadline, ok := ctx.Deadline(); ok && time.Until(deadline) < d {
-			return err
-		}
-		t := time.NewTimer(d)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return err
-		case <-t.C:
 		}
 		waited += d
 	}

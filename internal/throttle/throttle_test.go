@@ -112,3 +112,49 @@ func TestRetry(t *testing.T) {
 		})
 	}
 }
+
+func TestGiveUp(t *testing.T) {
+	withDeadline := func(in time.Duration) func() (context.Context, context.CancelFunc) {
+		return func() (context.Context, context.CancelFunc) { return context.WithTimeout(context.Background(), in) }
+	}
+	for _, tc := range []struct {
+		name              string
+		d, waited, budget time.Duration
+		ctx               func() (context.Context, context.CancelFunc)
+		want              string // substring of the reason; "" means wait
+		reason            string
+	}{
+		{name: "within budget", d: time.Second, waited: time.Second, budget: 2 * time.Second, reason: "1s+1s fits a 2s budget"},
+		{name: "zero delay", d: 0, budget: time.Minute, want: "throttled with RetryAfter 0s, not retried: want a positive delay", reason: "no delay to honour"},
+		{name: "negative delay", d: -time.Second, budget: time.Minute, want: "RetryAfter -1s, not retried", reason: "no delay to honour"},
+		{name: "over budget", d: 2 * time.Second, waited: time.Second, budget: 2 * time.Second,
+			want: "throttled; waiting another 2s after 1s would exceed Config.MaxThrottleWait 2s", reason: "1s+2s > 2s"},
+		{name: "no budget", d: time.Millisecond, budget: 0, want: "would exceed Config.MaxThrottleWait 0s", reason: "a zero budget never waits"},
+		{name: "past the deadline", d: time.Hour, budget: 2 * time.Hour, ctx: withDeadline(time.Minute),
+			want: "throttled; the caller's deadline is in", reason: "the wait would outlast the caller's deadline"},
+		{name: "before the deadline", d: time.Millisecond, budget: time.Second, ctx: withDeadline(time.Hour), reason: "the deadline is far"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx, cancel := context.WithCancel(context.Background())
+			if tc.ctx != nil {
+				ctx, cancel = tc.ctx()
+			}
+			defer cancel()
+			got := GiveUp(ctx, tc.d, tc.waited, tc.budget)
+			if (tc.want == "") != (got == "") || !strings.Contains(got, tc.want) {
+				t.Errorf("GiveUp(%v, waited %v, budget %v) = %q; want %q (%s)", tc.d, tc.waited, tc.budget, got, tc.want, tc.reason)
+			}
+		})
+	}
+}
+
+func TestSleep(t *testing.T) {
+	if err := Sleep(context.Background(), time.Millisecond); err != nil {
+		t.Errorf("Sleep(1ms) = %v; want nil once the delay has passed", err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if err := Sleep(ctx, time.Hour); !errors.Is(err, context.Canceled) {
+		t.Errorf("Sleep(1h) with an ended ctx = %v; want context.Canceled at once", err)
+	}
+}
