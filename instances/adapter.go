@@ -14,6 +14,7 @@ import (
 	cloudprovider "k8s.io/cloud-provider"
 	cloudproviderapi "k8s.io/cloud-provider/api"
 
+	"github.com/ccmkit/ccmkit/internal/throttle"
 	"github.com/ccmkit/ccmkit/provider"
 )
 
@@ -174,12 +175,12 @@ func (a *Adapter) lookup(ctx context.Context, node *v1.Node) (Instance, error) {
 		}
 	}
 	if errors.Is(err, ErrNotFound) {
-		d, throttled := retryAfter(err)
+		d, throttled := throttle.RetryAfter(err)
 		if !throttled {
 			return Instance{}, errGone
 		}
 		// Throttled wins: keep the text and the delay, drop the sentinel.
-		err = retryIn(errors.New(err.Error()), d)
+		err = throttle.Delay(errors.New(err.Error()), d)
 	}
 	if err != nil {
 		return Instance{}, fmt.Errorf("node %q: looking up instance by %s: %w", node.Name, by, err)

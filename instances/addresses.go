@@ -105,7 +105,7 @@ func BuildAddresses(addrs []v1.NodeAddress, opts AddressOptions) ([]v1.NodeAddre
 	for i, a := range addrs {
 		e, err := parseAddress(a, opts.PreferIPv6)
 		if err != nil {
-			return nil, fmt.Errorf("%w: addresses[%d] (type %q, address %q): %v", ErrInvalidAddress, i, quoted(string(a.Type)), quoted(a.Address), err)
+			return nil, fmt.Errorf("%w: addresses[%d] (type %q, address %q): %v", ErrInvalidAddress, i, cut(string(a.Type)), cut(a.Address), err)
 		}
 		entries = append(entries, e)
 	}
@@ -126,7 +126,7 @@ func BuildAddresses(addrs []v1.NodeAddress, opts AddressOptions) ([]v1.NodeAddre
 		if err != nil {
 			// The helper's error quotes the annotation whole: cut it too.
 			return nil, fmt.Errorf("%w: annotation %s=%q: expected an IP address, or a dual-stack pair \"a,b\", each among the node's addresses: %s",
-				ErrProvidedNodeIP, cloudproviderapi.AnnotationAlphaProvidedIPAddr, quoted(opts.ProvidedNodeIP), clip.Value(err.Error(), 4*maxQuoted))
+				ErrProvidedNodeIP, cloudproviderapi.AnnotationAlphaProvidedIPAddr, cut(opts.ProvidedNodeIP), clip.Value(err.Error(), 4*maxQuoted))
 		}
 		out = filtered
 		if len(out) == 0 {
@@ -173,8 +173,8 @@ func checkInternalIPs(out []v1.NodeAddress, opts AddressOptions) error {
 // message.
 const maxQuoted = 64
 
-// quoted cuts s to maxQuoted bytes for an error message.
-func quoted(s string) string { return clip.Value(s, maxQuoted) }
+// cut returns s cut to maxQuoted bytes with its length (clip.Value).
+func cut(s string) string { return clip.Value(s, maxQuoted) }
 
 // typeRank gives the canonical position of each address type; 0 means
 // unknown.
@@ -233,7 +233,7 @@ func parseAddress(a v1.NodeAddress, preferIPv6 bool) (addrEntry, error) {
 		case err != nil:
 			return addrEntry{}, fmt.Errorf("expected an IPv4 or IPv6 address: %v", err)
 		case ip.Zone() != "":
-			return addrEntry{}, fmt.Errorf("expected an IP address without a zone, got zone %q", quoted(ip.Zone()))
+			return addrEntry{}, fmt.Errorf("expected an IP address without a zone, got zone %q", cut(ip.Zone()))
 		case ip.Is4In6():
 			return addrEntry{}, fmt.Errorf("expected an IPv4 address in dotted form (%s), not IPv4-mapped IPv6, a spelling Kubernetes' strict IP validation refuses", ip.Unmap())
 		case ip.IsUnspecified() || ip.IsMulticast():

@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/ccmkit/ccmkit/internal/throttle"
 	"github.com/ccmkit/ccmkit/provider"
 )
 
@@ -239,7 +240,7 @@ func (c *Cache) snapshot(ctx context.Context) (*snapshot, error) {
 		if c.failErr != nil && now.Before(c.failUntil) {
 			err := c.failErr
 			if c.throttled {
-				err = retryIn(err, c.failUntil.Sub(now))
+				err = throttle.Delay(err, c.failUntil.Sub(now))
 			}
 			c.mu.Unlock()
 			return nil, err
@@ -285,7 +286,7 @@ func (c *Cache) list(ctx context.Context, f *flight, start time.Time) (_ *snapsh
 			// The cloud asked for no List before backoff has passed: honour
 			// it whatever the generation, ctx or ErrorTTL.
 			c.failErr, c.failUntil, c.throttled = err, c.now().Add(max(c.errorTTL, backoff)), true
-			err = retryIn(err, backoff)
+			err = throttle.Delay(err, backoff)
 		case f.gen != c.gen:
 			// Invalidate ran during this List: answer its waiters, keep nothing.
 		case err == nil:
@@ -300,13 +301,13 @@ func (c *Cache) list(ctx context.Context, f *flight, start time.Time) (_ *snapsh
 	}()
 	items, lerr := c.d.List(ctx)
 	if lerr != nil {
-		if d, ok := retryAfter(lerr); ok && d > 0 {
+		if d, ok := throttle.RetryAfter(lerr); ok && d > 0 {
 			backoff = d
 		}
 		if errors.Is(lerr, ErrNotFound) {
 			// Not-found from List says nothing about one instance: keep the
 			// text, drop the sentinel so that it is never read as "gone"
-			// (retryIn restores a throttle's RetryError).
+			// (throttle.Delay restores a throttle's RetryError).
 			return nil, fmt.Errorf("instances cache: listing instances: %v", lerr)
 		}
 		return nil, fmt.Errorf("instances cache: listing instances: %w", lerr)

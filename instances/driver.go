@@ -8,7 +8,6 @@ import (
 	v1 "k8s.io/api/core/v1"
 	cloudprovider "k8s.io/cloud-provider"
 
-	"github.com/ccmkit/ccmkit/internal/throttle"
 	"github.com/ccmkit/ccmkit/provider"
 )
 
@@ -166,10 +165,3 @@ type ListDriver interface {
 	Driver
 	Lister
 }
-
-// retryAfter is throttle.RetryAfter: ccmkit's one reading of the
-// throttling convention.
-var retryAfter = throttle.RetryAfter
-
-// retryIn is throttle.Delay: err, asking to be retried in d.
-var retryIn = throttle.Delay
