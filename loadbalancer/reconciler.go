@@ -552,11 +552,7 @@ func (r *Reconciler) owner(clusterName string, svc *v1.Service) (Owner, error) {
 
 func (r *Reconciler) apply(ctx context.Context, svc *v1.Service, a Action) (*LoadBalancer, error) {
 	klog.FromContext(ctx).V(2).Info("Applying load balancer action", "service", klog.KObj(svc), "action", a.Kind, "id", a.LoadBalancerID, "reason", a.Reason)
-	var lb *LoadBalancer
-	err := r.call(ctx, func() (err error) {
-		lb, err = r.cfg.Driver.Apply(ctx, a)
-		return err
-	})
+	lb, err := callFor(ctx, r, func() (*LoadBalancer, error) { return r.cfg.Driver.Apply(ctx, a) })
 	if err == nil && lb == nil {
 		err = fmt.Errorf("driver returned no load balancer")
 	}
@@ -674,11 +670,7 @@ func (r *Reconciler) find(ctx context.Context, owner Owner, svc *v1.Service) (*l
 // findDriver calls Driver.Find and rejects a nil load balancer in its
 // result (a Driver bug that would otherwise panic the caller).
 func (r *Reconciler) findDriver(ctx context.Context, q Query) ([]*LoadBalancer, error) {
-	var lbs []*LoadBalancer
-	err := r.call(ctx, func() (err error) {
-		lbs, err = r.cfg.Driver.Find(ctx, q)
-		return err
-	})
+	lbs, err := callFor(ctx, r, func() ([]*LoadBalancer, error) { return r.cfg.Driver.Find(ctx, q) })
 	if err != nil {
 		return nil, err
 	}
@@ -742,11 +734,7 @@ func (r *Reconciler) eligible(ctx context.Context, nodes []*v1.Node) ([]*v1.Node
 			}
 			continue
 		}
-		var md *cloudprovider.InstanceMetadata
-		err := r.call(ctx, func() (err error) {
-			md, err = r.cfg.Instances.InstanceMetadata(ctx, n)
-			return err
-		})
+		md, err := callFor(ctx, r, func() (*cloudprovider.InstanceMetadata, error) { return r.cfg.Instances.InstanceMetadata(ctx, n) })
 		switch {
 		case errors.Is(err, cloudprovider.InstanceNotFound):
 			r.skip(ctx, stageNode, n, fmt.Errorf("it has no InternalIP yet and its instance does not exist (%w)", err))
@@ -796,11 +784,7 @@ func (r *Reconciler) checkTargets(ctx context.Context, actions []Action, nodes [
 			if n == nil {
 				continue // not built from nodes: keep
 			}
-			var ok bool
-			err := r.call(ctx, func() (err error) {
-				ok, err = r.cfg.Instances.InstanceExists(ctx, n)
-				return err
-			})
+			ok, err := callFor(ctx, r, func() (bool, error) { return r.cfg.Instances.InstanceExists(ctx, n) })
 			if err != nil {
 				return nil, fmt.Errorf("node %q (providerID %q): checking that its instance exists before adding it as a backend: %w", cut(n.Name), cut(n.Spec.ProviderID), err)
 			}
@@ -921,4 +905,14 @@ func (r *Reconciler) waitThrottles(ctx context.Context) context.Context {
 func (r *Reconciler) call(ctx context.Context, fn func() error) error {
 	budget, _ := ctx.Value(throttleBudget{}).(time.Duration)
 	return throttle.Retry(ctx, budget, fn)
+}
+
+// callFor is r.call for a cloud call that returns a value with its error.
+func callFor[T any](ctx context.Context, r *Reconciler, fn func() (T, error)) (T, error) {
+	var v T
+	err := r.call(ctx, func() (err error) {
+		v, err = fn()
+		return err
+	})
+	return v, err
 }
