@@ -13,30 +13,6 @@ import (
 	"github.com/google/go-cmp/cmp"
 )
 
-// holdStateLock takes the flock of path+".lock" through an open file of
-// its own, as another process would, and returns the function that
-// releases it (also run at cleanup).
-func holdStateLock(t *testing.T, path string) (release func()) {
-	t.Helper()
-	f, err := os.OpenFile(path+".lock", os.O_RDWR, 0)
-	if err != nil {
-		t.Fatalf("the lock file: %v", err)
-	}
-	if err := flock(f); err != nil {
-		t.Fatal(err)
-	}
-	released := false
-	release = func() {
-		if !released {
-			released = true
-			_ = funlock(f)
-			f.Close()
-		}
-	}
-	t.Cleanup(release)
-	return release
-}
-
 // TestAdminLockDeadline: while another holder keeps the shared state
 // file's lock, every admin request that works on the cloud gives up at its
 // deadline (here the test's 100ms) with a 503, Retry-After and an error
@@ -92,7 +68,7 @@ func TestAdminLockDeadline(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	release := holdStateLock(t, path)
+	release := HoldStateLock(t, path)
 	for _, tt := range tests {
 		resp, body := send(tt.method, tt.path, tt.body)
 		if resp.StatusCode != tt.held {

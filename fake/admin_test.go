@@ -28,14 +28,7 @@ func startAdmin(t *testing.T, cfg fake.Config, opts ...fake.Option) (*fake.Cloud
 		cfg.Admin.Address = "127.0.0.1:0"
 	}
 	c := newCloud(t, cfg, opts...)
-	stop := make(chan struct{})
-	t.Cleanup(func() { close(stop); c.Shutdown() })
-	c.Initialize(nil, stop)
-	addr, err := c.AdminAddr()
-	if err != nil || addr == "" {
-		t.Fatalf("AdminAddr() = %q, %v; want a listening address", addr, err)
-	}
-	return c, "http://" + addr
+	return c, "http://" + fake.InitializeAdmin(t, c)
 }
 
 // noContentType is the contentType of do that sends no Content-Type.

@@ -49,14 +49,7 @@ func adminCloud(t *testing.T, cfg Config, to adminTimeouts) (*Cloud, string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	stop := make(chan struct{})
-	t.Cleanup(func() { close(stop); c.Shutdown() })
-	c.Initialize(nil, stop)
-	addr, err := c.AdminAddr()
-	if err != nil || addr == "" {
-		t.Fatalf("AdminAddr() = %q, %v; want a listening address", addr, err)
-	}
-	return c, addr
+	return c, InitializeAdmin(t, c)
 }
 
 // TestAdminRefusesWebPages sends the admin endpoint the requests a web page

@@ -395,44 +395,6 @@ func TestStateFileLock(t *testing.T) {
 	}
 }
 
-// holdLock takes the exclusive flock on path+".lock" through an open file
-// of its own, as another process would, and returns the function that
-// releases it (also run at cleanup).
-func holdLock(t *testing.T, path string) (release func()) {
-	t.Helper()
-	lockf, err := os.OpenFile(path+".lock", os.O_RDWR, 0)
-	if err != nil {
-		t.Fatalf("the lock file: %v", err)
-	}
-	if err := syscall.Flock(int(lockf.Fd()), syscall.LOCK_EX); err != nil {
-		t.Fatal(err)
-	}
-	var once sync.Once
-	release = func() {
-		once.Do(func() {
-			_ = syscall.Flock(int(lockf.Fd()), syscall.LOCK_UN)
-			lockf.Close()
-		})
-	}
-	t.Cleanup(release)
-	return release
-}
-
-// lockIsFree reports whether nobody holds the flock of path+".lock" now.
-func lockIsFree(t *testing.T, path string) bool {
-	t.Helper()
-	f, err := os.OpenFile(path+".lock", os.O_RDWR, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	err = syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
-	if err == nil {
-		_ = syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
-	}
-	return err == nil
-}
-
 // withinBound runs call and fails the test if it has not returned after a
 // bound far above any deadline the caller gives it (the assertion is that
 // it returns at all while the lock is held, not how fast).
@@ -506,7 +468,7 @@ func TestStateFileLockHonoursContext(t *testing.T) {
 			}, context.Canceled},
 		} {
 			t.Run(tt.name+"/"+cause.name, func(t *testing.T) {
-				release := holdLock(t, path)
+				release := fake.HoldStateLock(t, path)
 				ctx, cancel := cause.ctx()
 				defer cancel()
 				err := withinBound(t, tt.name, func() error { return tt.call(ctx) })
@@ -514,7 +476,7 @@ func TestStateFileLockHonoursContext(t *testing.T) {
 					t.Errorf("%s with the lock held = %v; want an error wrapping %v and fake.ErrStateFile (%s)", tt.name, err, cause.want, tt.reason)
 				}
 				release()
-				if !lockIsFree(t, path) {
+				if !fake.StateLockIsFree(t, path) {
 					t.Errorf("after %s gave up, someone still holds %s.lock; want nobody", tt.name, path)
 				}
 				if diff := cmp.Diff(before, c.Snapshot()); diff != "" {
@@ -536,7 +498,7 @@ func TestStateFileLockQueuedCaller(t *testing.T) {
 	cs, path := sharedClouds(t, fake.Config{Instances: []fake.Instance{{Name: "node-01"}}}, 2)
 	c, other := cs[0], cs[1]
 	node := mustNode(t, c, "i-1")
-	release := holdLock(t, path)
+	release := fake.HoldStateLock(t, path)
 	added := make(chan error, 1)
 	go func() {
 		_, err := c.AddInstance(fake.Instance{Name: "node-02"}) // waits for the lock, no deadline
