@@ -81,11 +81,17 @@ func yamlError(err error, fields map[string]bool, data []byte) error {
 	if rest, ok := strings.CutPrefix(msg, "unmarshal errors:\n"); ok {
 		return duplicateKeyError(rest, fields)
 	}
+	// The line, when the parser knows it.
+	where := ""
+	if m := yamlLineRE.FindStringSubmatch(msg); m != nil {
+		where = "line " + m[1] + ": "
+		msg = msg[len(m[0]):]
+	}
 	if strings.Contains(msg, depthExceeded) {
-		if m := yamlLineRE.FindStringSubmatch(msg); m != nil {
-			return depthError("line " + m[1] + ": ")
+		if where == "" { // encoding/json's error: found in the document
+			where = deepLine(data)
 		}
-		return depthError(deepLine(data))
+		return depthError(where)
 	}
 	for _, k := range yamlKinds {
 		if strings.Contains(msg, k.phrase) {
@@ -93,14 +99,8 @@ func yamlError(err error, fields map[string]bool, data []byte) error {
 		}
 	}
 	// What is left are the scanner's and the parser's problems: fixed
-	// messages of go.yaml.in/yaml/v2 (scannerc.go, parserc.go, readerc.go),
-	// with a line number when the parser knows it. Anything unexpected is
-	// withheld rather than risk quoting input.
-	where := ""
-	if m := yamlLineRE.FindStringSubmatch(msg); m != nil {
-		where = "line " + m[1] + ": "
-		msg = msg[len(m[0]):]
-	}
+	// messages of go.yaml.in/yaml/v2 (scannerc.go, parserc.go, readerc.go).
+	// Anything unexpected is withheld rather than risk quoting input.
 	if strings.ContainsAny(yamlCharRE.ReplaceAllString(msg, ""), "\n%'\"`") || utf8.RuneCountInString(msg) > 80 {
 		msg = "syntax error"
 	}
