@@ -31,7 +31,7 @@ func brokenInstances() []brokenCase {
 			also:    []string{"INST-METADATA", "INST-TERMINATED", "INST-SHUTDOWN", "CTRL-NODE-TERMINATED", "CTRL-NODE-SHUTDOWN"}, // every rule that asks about the renamed Node's instance
 			reason:  "InstancesV2 ignores spec.providerID and looks instances up by Node name: a Node named unlike its instance (Target.RenamedNodes) is reported gone",
 			timeout: instTimeout, // the controller rules wait for the renamed Node's checks
-			b: wrapped{inst: func(b wrappedInst) cloudprovider.InstancesV2 {
+			b: instWrap(func(b *wrappedInst) {
 				b.exists = func(next cloudprovider.InstancesV2, ctx context.Context, n *v1.Node) (bool, error) {
 					return next.InstanceExists(ctx, byNameOnly(n))
 				}
@@ -41,8 +41,7 @@ func brokenInstances() []brokenCase {
 				b.metadata = func(next cloudprovider.InstancesV2, ctx context.Context, n *v1.Node) (*cloudprovider.InstanceMetadata, error) {
 					return next.InstanceMetadata(ctx, byNameOnly(n))
 				}
-				return b
-			}},
+			}),
 		},
 		{
 			name: "exists-false-by-name-while-running", want: "INST-EXISTS", clause: "and by name",
@@ -124,15 +123,12 @@ func brokenInstances() []brokenCase {
 		{
 			name: "shutdown-true-by-name", want: "INST-SHUTDOWN", clause: "InstanceShutdown of a running instance is (false, nil)",
 			reason: "InstanceShutdown of a Node without spec.providerID is (true, nil): the by-name path reads a state the name API does not return, and an empty state counts as not running",
-			b: wrapped{inst: func(b wrappedInst) cloudprovider.InstancesV2 {
-				b.shutdown = func(next cloudprovider.InstancesV2, ctx context.Context, n *v1.Node) (bool, error) {
-					if n.Spec.ProviderID == "" {
-						return true, nil
-					}
-					return next.InstanceShutdown(ctx, n)
+			b: instShutdown(func(next cloudprovider.InstancesV2, ctx context.Context, n *v1.Node) (bool, error) {
+				if n.Spec.ProviderID == "" {
+					return true, nil
 				}
-				return b
-			}},
+				return next.InstanceShutdown(ctx, n)
+			}),
 		},
 
 		// INST-STOPPED.
@@ -156,13 +152,10 @@ func brokenInstances() []brokenCase {
 			also:    []string{"CTRL-NODE-SHUTDOWN"}, // the same answer, through the node lifecycle controller
 			reason:  "InstanceShutdown is never true: only a state the cloud never reports (\"shutting-down\") counts as shut down, not \"stopped\"",
 			timeout: instTimeout,
-			b: wrapped{inst: func(b wrappedInst) cloudprovider.InstancesV2 {
-				b.shutdown = func(next cloudprovider.InstancesV2, ctx context.Context, n *v1.Node) (bool, error) {
-					_, err := next.InstanceShutdown(ctx, n)
-					return false, err
-				}
-				return b
-			}},
+			b: instShutdown(func(next cloudprovider.InstancesV2, ctx context.Context, n *v1.Node) (bool, error) {
+				_, err := next.InstanceShutdown(ctx, n)
+				return false, err
+			}),
 		},
 		{
 			name: "shutdown-sticky", want: "INST-STOPPED", clause: "started again, it is not shut down",
@@ -170,19 +163,16 @@ func brokenInstances() []brokenCase {
 			timeout: instTimeout,
 			target: instTarget(func(*conformance.Target, *fake.Cloud) wrapped {
 				var down sync.Map // node key → true
-				return wrapped{inst: func(b wrappedInst) cloudprovider.InstancesV2 {
-					b.shutdown = func(next cloudprovider.InstancesV2, ctx context.Context, n *v1.Node) (bool, error) {
-						if _, ok := down.Load(instKey(n)); ok {
-							return true, nil
-						}
-						d, err := next.InstanceShutdown(ctx, n)
-						if err == nil && d {
-							down.Store(instKey(n), true)
-						}
-						return d, err
+				return instShutdown(func(next cloudprovider.InstancesV2, ctx context.Context, n *v1.Node) (bool, error) {
+					if _, ok := down.Load(instKey(n)); ok {
+						return true, nil
 					}
-					return b
-				}}
+					d, err := next.InstanceShutdown(ctx, n)
+					if err == nil && d {
+						down.Store(instKey(n), true)
+					}
+					return d, err
+				})
 			}),
 		},
 		{
@@ -192,12 +182,9 @@ func brokenInstances() []brokenCase {
 			timeout: instTimeout,
 			target: instTarget(func(*conformance.Target, *fake.Cloud) wrapped {
 				var cache instAnswers[bool]
-				return wrapped{inst: func(b wrappedInst) cloudprovider.InstancesV2 {
-					b.shutdown = func(next cloudprovider.InstancesV2, ctx context.Context, n *v1.Node) (bool, error) {
-						return cache.get(n, func() (bool, error) { return next.InstanceShutdown(ctx, n) })
-					}
-					return b
-				}}
+				return instShutdown(func(next cloudprovider.InstancesV2, ctx context.Context, n *v1.Node) (bool, error) {
+					return cache.get(n, func() (bool, error) { return next.InstanceShutdown(ctx, n) })
+				})
 			}),
 		},
 
@@ -458,17 +445,14 @@ func brokenInstances() []brokenCase {
 			reason: "InstanceShutdown goes through a client that serves one request at a time and fails the others (\"request in progress\") instead of queueing them",
 			target: instTarget(func(*conformance.Target, *fake.Cloud) wrapped {
 				var busy atomic.Bool
-				return wrapped{inst: func(b wrappedInst) cloudprovider.InstancesV2 {
-					b.shutdown = func(next cloudprovider.InstancesV2, ctx context.Context, n *v1.Node) (bool, error) {
-						if !busy.CompareAndSwap(false, true) {
-							return false, fmt.Errorf("InstanceShutdown(%s): another request is in progress", n.Name)
-						}
-						defer busy.Store(false)
-						time.Sleep(instRoundTrip)
-						return next.InstanceShutdown(ctx, n)
+				return instShutdown(func(next cloudprovider.InstancesV2, ctx context.Context, n *v1.Node) (bool, error) {
+					if !busy.CompareAndSwap(false, true) {
+						return false, fmt.Errorf("InstanceShutdown(%s): another request is in progress", n.Name)
 					}
-					return b
-				}}
+					defer busy.Store(false)
+					time.Sleep(instRoundTrip)
+					return next.InstanceShutdown(ctx, n)
+				})
 			}),
 		},
 		{
@@ -605,20 +589,18 @@ func instTarget(build func(tgt *conformance.Target, cloud *fake.Cloud) wrapped) 
 	}
 }
 
-// instExists is a provider whose InstanceExists is f.
+// instExists, instShutdown and instMetadata are providers whose
+// InstanceExists, InstanceShutdown or InstanceMetadata is f.
 func instExists(f func(next cloudprovider.InstancesV2, ctx context.Context, n *v1.Node) (bool, error)) wrapped {
-	return wrapped{inst: func(b wrappedInst) cloudprovider.InstancesV2 {
-		b.exists = f
-		return b
-	}}
+	return instWrap(func(b *wrappedInst) { b.exists = f })
 }
 
-// instMetadata is a provider whose InstanceMetadata is f.
+func instShutdown(f func(next cloudprovider.InstancesV2, ctx context.Context, n *v1.Node) (bool, error)) wrapped {
+	return instWrap(func(b *wrappedInst) { b.shutdown = f })
+}
+
 func instMetadata(f func(next cloudprovider.InstancesV2, ctx context.Context, n *v1.Node) (*cloudprovider.InstanceMetadata, error)) wrapped {
-	return wrapped{inst: func(b wrappedInst) cloudprovider.InstancesV2 {
-		b.metadata = f
-		return b
-	}}
+	return instWrap(func(b *wrappedInst) { b.metadata = f })
 }
 
 // instLabel is a provider whose InstanceMetadata adds the label k=v to

@@ -464,55 +464,19 @@ func brokenLBCases() []brokenCase {
 			name: "ensure-keeps-old-ports", want: "LB-PORTS", clause: "a changed port replaces the old one",
 			also:   []string{"CTRL-SERVICE-PORT"},
 			reason: "EnsureLoadBalancer adds a listener for every port it is given but never removes one, so a changed port leaves the old listener open; CTRL-SERVICE-PORT fails too: it changes a port through the service controller",
-			b: lbWrap(func(b *wrappedLB) {
-				var mem lbMemory
-				b.ensure = func(next cloudprovider.LoadBalancer, ctx context.Context, c string, s *v1.Service, n []*v1.Node) (*v1.LoadBalancerStatus, error) {
-					if last, ok := mem.get(lbKey(c, s)); ok {
-						s = s.DeepCopy()
-						for _, p := range last.svc.Spec.Ports {
-							if !slices.ContainsFunc(s.Spec.Ports, func(q v1.ServicePort) bool { return q.Port == p.Port && q.Protocol == p.Protocol }) {
-								s.Spec.Ports = append(s.Spec.Ports, p)
-							}
-						}
+			b: lbRebuildFromLast(func(last, s *v1.Service) {
+				for _, p := range last.Spec.Ports {
+					if !slices.ContainsFunc(s.Spec.Ports, func(q v1.ServicePort) bool { return q.Port == p.Port && q.Protocol == p.Protocol }) {
+						s.Spec.Ports = append(s.Spec.Ports, p)
 					}
-					st, err := next.EnsureLoadBalancer(ctx, c, s, n)
-					if err == nil {
-						mem.put(lbKey(c, s), s, n)
-					}
-					return st, err
-				}
-				b.del = func(next cloudprovider.LoadBalancer, ctx context.Context, c string, s *v1.Service) error {
-					err := next.EnsureLoadBalancerDeleted(ctx, c, s)
-					if err == nil {
-						mem.drop(lbKey(c, s))
-					}
-					return err
 				}
 			}),
 		},
 		{
 			name: "ensure-never-adds-ports", want: "LB-PORTS", clause: "an added port is added",
 			reason: "EnsureLoadBalancer of an existing load balancer updates its listeners in place, one per port it had, and ignores ports added since",
-			b: lbWrap(func(b *wrappedLB) {
-				var mem lbMemory
-				b.ensure = func(next cloudprovider.LoadBalancer, ctx context.Context, c string, s *v1.Service, n []*v1.Node) (*v1.LoadBalancerStatus, error) {
-					if last, ok := mem.get(lbKey(c, s)); ok && len(s.Spec.Ports) > len(last.svc.Spec.Ports) {
-						s = s.DeepCopy()
-						s.Spec.Ports = s.Spec.Ports[:len(last.svc.Spec.Ports)]
-					}
-					st, err := next.EnsureLoadBalancer(ctx, c, s, n)
-					if err == nil {
-						mem.put(lbKey(c, s), s, n)
-					}
-					return st, err
-				}
-				b.del = func(next cloudprovider.LoadBalancer, ctx context.Context, c string, s *v1.Service) error {
-					err := next.EnsureLoadBalancerDeleted(ctx, c, s)
-					if err == nil {
-						mem.drop(lbKey(c, s))
-					}
-					return err
-				}
+			b: lbRebuildFromLast(func(last, s *v1.Service) {
+				s.Spec.Ports = s.Spec.Ports[:min(len(s.Spec.Ports), len(last.Spec.Ports))]
 			}),
 		},
 
@@ -657,16 +621,6 @@ func lbOnly(cases []brokenCase) []brokenCase {
 	return cases
 }
 
-// lbWrap breaks the target's LoadBalancer: set replaces methods of each
-// LoadBalancer the provider hands out (wrapped.lb), and state it declares
-// belongs to that one.
-func lbWrap(set func(b *wrappedLB)) wrapped {
-	return wrapped{lb: func(b wrappedLB) cloudprovider.LoadBalancer {
-		set(&b)
-		return b
-	}}
-}
-
 // lbByNamespaceName breaks every LoadBalancer method by identifying load
 // balancers by the Service's namespace/name alone: every cluster's Service
 // of that namespace and name is mapped to the UID of the first one seen and
@@ -712,6 +666,34 @@ func lbFilterNodes(drop func(*v1.Node) bool) wrapped {
 		}
 		b.update = func(next cloudprovider.LoadBalancer, ctx context.Context, c string, s *v1.Service, n []*v1.Node) error {
 			return next.UpdateLoadBalancer(ctx, c, s, keep(n))
+		}
+	})
+}
+
+// lbRebuildFromLast breaks EnsureLoadBalancer of an existing load
+// balancer: it builds what f makes of a copy of the Service s, given last,
+// the Service as built by the last Ensure that succeeded, and remembers
+// what it built; Delete forgets it.
+func lbRebuildFromLast(f func(last, s *v1.Service)) wrapped {
+	return lbWrap(func(b *wrappedLB) {
+		var mem lbMemory
+		b.ensure = func(next cloudprovider.LoadBalancer, ctx context.Context, c string, s *v1.Service, n []*v1.Node) (*v1.LoadBalancerStatus, error) {
+			if last, ok := mem.get(lbKey(c, s)); ok {
+				s = s.DeepCopy()
+				f(last.svc, s)
+			}
+			st, err := next.EnsureLoadBalancer(ctx, c, s, n)
+			if err == nil {
+				mem.put(lbKey(c, s), s, n)
+			}
+			return st, err
+		}
+		b.del = func(next cloudprovider.LoadBalancer, ctx context.Context, c string, s *v1.Service) error {
+			err := next.EnsureLoadBalancerDeleted(ctx, c, s)
+			if err == nil {
+				mem.drop(lbKey(c, s))
+			}
+			return err
 		}
 	})
 }
@@ -795,27 +777,16 @@ func (m *lbMemory) drop(k string) {
 // track makes b's Ensure and Update (as set so far) remember each request
 // that succeeds, and its Delete forget the load balancer.
 func (m *lbMemory) track(b *wrappedLB) {
-	ensure, update, del := b.ensure, b.update, b.del
-	b.ensure = func(next cloudprovider.LoadBalancer, ctx context.Context, c string, s *v1.Service, n []*v1.Node) (*v1.LoadBalancerStatus, error) {
-		var st *v1.LoadBalancerStatus
-		var err error
-		if ensure != nil {
-			st, err = ensure(next, ctx, c, s, n)
-		} else {
-			st, err = next.EnsureLoadBalancer(ctx, c, s, n)
-		}
+	set := *b // the methods as set so far, over the same next
+	b.ensure = func(_ cloudprovider.LoadBalancer, ctx context.Context, c string, s *v1.Service, n []*v1.Node) (*v1.LoadBalancerStatus, error) {
+		st, err := set.EnsureLoadBalancer(ctx, c, s, n)
 		if err == nil {
 			m.put(lbKey(c, s), s, n)
 		}
 		return st, err
 	}
-	b.update = func(next cloudprovider.LoadBalancer, ctx context.Context, c string, s *v1.Service, n []*v1.Node) error {
-		var err error
-		if update != nil {
-			err = update(next, ctx, c, s, n)
-		} else {
-			err = next.UpdateLoadBalancer(ctx, c, s, n)
-		}
+	b.update = func(_ cloudprovider.LoadBalancer, ctx context.Context, c string, s *v1.Service, n []*v1.Node) error {
+		err := set.UpdateLoadBalancer(ctx, c, s, n)
 		if err == nil {
 			if last, ok := m.get(lbKey(c, s)); ok {
 				m.put(lbKey(c, s), last.svc, n)
@@ -823,13 +794,8 @@ func (m *lbMemory) track(b *wrappedLB) {
 		}
 		return err
 	}
-	b.del = func(next cloudprovider.LoadBalancer, ctx context.Context, c string, s *v1.Service) error {
-		var err error
-		if del != nil {
-			err = del(next, ctx, c, s)
-		} else {
-			err = next.EnsureLoadBalancerDeleted(ctx, c, s)
-		}
+	b.del = func(_ cloudprovider.LoadBalancer, ctx context.Context, c string, s *v1.Service) error {
+		err := set.EnsureLoadBalancerDeleted(ctx, c, s)
 		if err == nil {
 			m.drop(lbKey(c, s))
 		}

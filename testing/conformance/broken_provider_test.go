@@ -96,7 +96,7 @@ func brokenProvider() []brokenCase {
 		{
 			name: "mutates-service", want: "ARGS-NOT-MUTATED", clause: "No call modifies its Service",
 			reason: "Ensure defaults an annotation in the Service it was given, which lives in the informer cache",
-			b: wrapped{lb: func(b wrappedLB) cloudprovider.LoadBalancer {
+			b: lbWrap(func(b *wrappedLB) {
 				b.ensure = func(next cloudprovider.LoadBalancer, ctx context.Context, c string, s *v1.Service, n []*v1.Node) (*v1.LoadBalancerStatus, error) {
 					if s.Annotations == nil {
 						s.Annotations = map[string]string{}
@@ -104,13 +104,12 @@ func brokenProvider() []brokenCase {
 					s.Annotations["example.com/lb-flavor"] = "standard"
 					return next.EnsureLoadBalancer(ctx, c, s, n)
 				}
-				return b
-			}},
+			}),
 		},
 		{
 			name: "mutates-nodes", want: "ARGS-NOT-MUTATED", clause: "Node",
 			reason: "Update stamps a label on every Node it was given, which lives in the informer cache: LB-CONCURRENT's goroutines each own their copies, so this fails ARGS-NOT-MUTATED instead of racing",
-			b: wrapped{lb: func(b wrappedLB) cloudprovider.LoadBalancer {
+			b: lbWrap(func(b *wrappedLB) {
 				b.update = func(next cloudprovider.LoadBalancer, ctx context.Context, c string, s *v1.Service, n []*v1.Node) error {
 					for _, node := range n {
 						if node.Labels == nil {
@@ -120,46 +119,38 @@ func brokenProvider() []brokenCase {
 					}
 					return next.UpdateLoadBalancer(ctx, c, s, n)
 				}
-				return b
-			}},
+			}),
 		},
 		{
 			name: "mutates-route-addresses", want: "ARGS-NOT-MUTATED", clause: "Route arguments",
 			reason: "CreateRoute sorts route.TargetNodeAddresses IPv6 first in place: the route controller passes the Node's status.addresses from the informer cache",
-			b: wrapped{routes: func(b wrappedRoutes) cloudprovider.Routes {
+			b: routesWrap(func(b *wrappedRoutes) {
 				b.create = func(next cloudprovider.Routes, ctx context.Context, c, hint string, r *cloudprovider.Route) error {
 					slices.SortStableFunc(r.TargetNodeAddresses, func(a, b v1.NodeAddress) int { return providerFamily(b) - providerFamily(a) })
 					return next.CreateRoute(ctx, c, hint, r)
 				}
-				return b
-			}},
+			}),
 		},
 		{
 			name: "exists-false-when-cancelled", want: "CTX-CANCELLED", clause: "never a wrong answer",
 			reason: "a cancelled context is taken for \"instance gone\"",
-			b: wrapped{inst: func(b wrappedInst) cloudprovider.InstancesV2 {
-				b.exists = func(next cloudprovider.InstancesV2, ctx context.Context, n *v1.Node) (bool, error) {
-					if ctx.Err() != nil {
-						return false, nil
-					}
-					return next.InstanceExists(ctx, n)
+			b: instExists(func(next cloudprovider.InstancesV2, ctx context.Context, n *v1.Node) (bool, error) {
+				if ctx.Err() != nil {
+					return false, nil
 				}
-				return b
-			}},
+				return next.InstanceExists(ctx, n)
+			}),
 		},
 		{
 			name: "shutdown-ignores-cancel", want: "CTX-CANCELLED", clause: "every call returns within Config.Timeout",
 			reason: "InstanceShutdown waits for its rate limiter with context.Background(), well past a cancelled context",
 			claims: providerInstWaits, timeout: providerTimeout,
-			b: wrapped{inst: func(b wrappedInst) cloudprovider.InstancesV2 {
-				b.shutdown = func(next cloudprovider.InstancesV2, ctx context.Context, n *v1.Node) (bool, error) {
-					if ctx.Err() != nil {
-						time.Sleep(providerTimeout + providerTimeout/2)
-					}
-					return next.InstanceShutdown(ctx, n)
+			b: instShutdown(func(next cloudprovider.InstancesV2, ctx context.Context, n *v1.Node) (bool, error) {
+				if ctx.Err() != nil {
+					time.Sleep(providerTimeout + providerTimeout/2)
 				}
-				return b
-			}},
+				return next.InstanceShutdown(ctx, n)
+			}),
 		},
 		{
 			name: "legacy-instance-id-wraps-not-found", want: "", // correct: passes every rule
@@ -172,7 +163,7 @@ func brokenProvider() []brokenCase {
 		{
 			name: "ensure-wraps-implemented-elsewhere", want: "SENTINELS-UNWRAPPED", clause: "ImplementedElsewhere from EnsureLoadBalancer",
 			reason: "EnsureLoadBalancer of a Service another controller serves returns fmt.Errorf(\"...: %w\", cloudprovider.ImplementedElsewhere): controllers/service syncLoadBalancerIfNeeded compares it with ==, and retries the Service forever",
-			b: providerSentinels(func(b *wrappedLB) {
+			b: lbWrap(func(b *wrappedLB) {
 				b.ensure = func(next cloudprovider.LoadBalancer, ctx context.Context, c string, s *v1.Service, n []*v1.Node) (*v1.LoadBalancerStatus, error) {
 					if s.Name == "sentinels" {
 						return nil, providerElsewhere(s)
@@ -184,7 +175,7 @@ func brokenProvider() []brokenCase {
 		{
 			name: "update-wraps-implemented-elsewhere", want: "SENTINELS-UNWRAPPED", clause: "UpdateLoadBalancer",
 			reason: "UpdateLoadBalancer of an existing load balancer another controller updates returns fmt.Errorf(\"...: %w\", cloudprovider.ImplementedElsewhere): controllers/service lockedUpdateLoadBalancerHosts compares it with == and reports a failed update",
-			b: providerSentinels(func(b *wrappedLB) {
+			b: lbWrap(func(b *wrappedLB) {
 				b.update = func(next cloudprovider.LoadBalancer, ctx context.Context, c string, s *v1.Service, n []*v1.Node) error {
 					if s.Name == "sentinels" {
 						return providerElsewhere(s)
@@ -196,7 +187,7 @@ func brokenProvider() []brokenCase {
 		{
 			name: "lb-delete-wraps-implemented-elsewhere", want: "SENTINELS-UNWRAPPED", clause: "EnsureLoadBalancerDeleted",
 			reason: "EnsureLoadBalancerDeleted reports fmt.Errorf(\"...: %w\", cloudprovider.ImplementedElsewhere): controllers/service syncLoadBalancerIfNeeded compares it with ==, and the Service keeps its finalizer",
-			b: providerSentinels(func(b *wrappedLB) {
+			b: lbWrap(func(b *wrappedLB) {
 				b.del = func(next cloudprovider.LoadBalancer, ctx context.Context, c string, s *v1.Service) error {
 					if s.Name == "sentinels" {
 						return providerElsewhere(s)
@@ -326,7 +317,7 @@ func providerControllers() []brokenCase {
 			name: "ports-frozen-once-finalized", want: "CTRL-SERVICE-PORT", clause: "a changed Service port reaches the cloud",
 			reason: "EnsureLoadBalancer of a Service with the cleanup finalizer only reads the load balancer's status back, taking the finalizer for \"already built\": a port changed later never reaches the cloud",
 			claims: providerLBWaits, timeout: providerTimeout,
-			b: wrapped{lb: func(b wrappedLB) cloudprovider.LoadBalancer {
+			b: lbWrap(func(b *wrappedLB) {
 				b.ensure = func(next cloudprovider.LoadBalancer, ctx context.Context, c string, s *v1.Service, n []*v1.Node) (*v1.LoadBalancerStatus, error) {
 					if servicehelpers.HasLBFinalizer(s) {
 						if st, ok, err := next.GetLoadBalancer(ctx, c, s); err == nil && ok {
@@ -335,8 +326,7 @@ func providerControllers() []brokenCase {
 					}
 					return next.EnsureLoadBalancer(ctx, c, s, n)
 				}
-				return b
-			}},
+			}),
 		},
 		{
 			name: "delete-left-to-gc", want: "CTRL-SERVICE-DELETE", clause: "a deleted Service releases its load balancer",
@@ -627,15 +617,6 @@ func providerFamily(a v1.NodeAddress) int {
 	return 0
 }
 
-// providerSentinels replaces the load-balancer calls set sets; each
-// breaks only the Service of SENTINELS-UNWRAPPED, "sentinels".
-func providerSentinels(set func(b *wrappedLB)) wrapped {
-	return wrapped{lb: func(b wrappedLB) cloudprovider.LoadBalancer {
-		set(&b)
-		return b
-	}}
-}
-
 // providerElsewhere returns ImplementedElsewhere wrapped, for s.
 func providerElsewhere(s *v1.Service) error {
 	return fmt.Errorf("load balancer of %s/%s: %w", s.Namespace, s.Name, cloudprovider.ImplementedElsewhere)
@@ -646,25 +627,12 @@ func providerElsewhere(s *v1.Service) error {
 // initializing it (and no direct-call rule does): f gets a copy of the
 // answer and returns the broken one.
 func providerUninitialized(f func(*cloudprovider.InstanceMetadata) *cloudprovider.InstanceMetadata) wrapped {
-	return providerRewriteMetadataIf(func(n *v1.Node) bool {
-		return slices.ContainsFunc(n.Spec.Taints, func(t v1.Taint) bool { return t.Key == cloudproviderapi.TaintExternalCloudProvider })
-	}, f)
-}
-
-// providerRewriteMetadataIf applies f to a copy of every successful InstanceMetadata
-// answer for a node that matches.
-func providerRewriteMetadataIf(match func(*v1.Node) bool, f func(*cloudprovider.InstanceMetadata) *cloudprovider.InstanceMetadata) wrapped {
-	return wrapped{inst: func(b wrappedInst) cloudprovider.InstancesV2 {
-		b.metadata = func(next cloudprovider.InstancesV2, ctx context.Context, n *v1.Node) (*cloudprovider.InstanceMetadata, error) {
-			md, err := next.InstanceMetadata(ctx, n)
-			if err == nil && md != nil && match(n) {
-				c := *md
-				return f(&c), nil
-			}
-			return md, err
+	return answerMetadata(func(n *v1.Node, md *cloudprovider.InstanceMetadata) *cloudprovider.InstanceMetadata {
+		if !slices.ContainsFunc(n.Spec.Taints, func(t v1.Taint) bool { return t.Key == cloudproviderapi.TaintExternalCloudProvider }) {
+			return md
 		}
-		return b
-	}}
+		return f(md)
+	})
 }
 
 // providerNotReady breaks InstanceExists (exists) and InstanceShutdown
@@ -683,26 +651,24 @@ func providerNotReady(exists, shutdown func(next cloudprovider.InstancesV2, ctx 
 			return correct(next, ctx, n)
 		}
 	}
-	return wrapped{inst: func(b wrappedInst) cloudprovider.InstancesV2 {
+	return instWrap(func(b *wrappedInst) {
 		b.exists = pick(exists, cloudprovider.InstancesV2.InstanceExists)
 		b.shutdown = pick(shutdown, cloudprovider.InstancesV2.InstanceShutdown)
-		return b
-	}}
+	})
 }
 
 // providerDeleting breaks EnsureLoadBalancerDeleted with del for a Service
 // that has a deletion timestamp, as the service controller passes a
 // deleted Service (and no direct-call rule does).
 func providerDeleting(del func(next cloudprovider.LoadBalancer, ctx context.Context, c string, s *v1.Service) error) wrapped {
-	return wrapped{lb: func(b wrappedLB) cloudprovider.LoadBalancer {
+	return lbWrap(func(b *wrappedLB) {
 		b.del = func(next cloudprovider.LoadBalancer, ctx context.Context, c string, s *v1.Service) error {
 			if s.DeletionTimestamp != nil {
 				return del(next, ctx, c, s)
 			}
 			return next.EnsureLoadBalancerDeleted(ctx, c, s)
 		}
-		return b
-	}}
+	})
 }
 
 // providerAnyClass is a provider that watches Services itself, through the

@@ -39,7 +39,7 @@ func routesCases() []brokenCase {
 			name: "route-ipv6-create-dropped", want: "ROUTE-ROUNDTRIP", clause: "ListRoutes returns each created route",
 			also:   []string{"ROUTE-NAMES", "ROUTE-CIDR-VERBATIM", "ROUTE-CONCURRENT"},
 			reason: "CreateRoute of an IPv6 route returns nil without creating it; ROUTE-NAMES, ROUTE-CIDR-VERBATIM and ROUTE-CONCURRENT create IPv6 routes too, and that they are listed is each one's own clause",
-			b: wrapped{routes: func(b wrappedRoutes) cloudprovider.Routes {
+			b: routesWrap(func(b *wrappedRoutes) {
 				b.create = func(next cloudprovider.Routes, ctx context.Context, c, hint string, r *cloudprovider.Route) error {
 					if err := ctx.Err(); err != nil {
 						return err
@@ -49,8 +49,7 @@ func routesCases() []brokenCase {
 					}
 					return next.CreateRoute(ctx, c, hint, r)
 				}
-				return b
-			}},
+			}),
 		},
 		{
 			name: "route-cidr-expanded", want: "ROUTE-ROUNDTRIP", clause: "DestinationCIDR byte-identical",
@@ -229,15 +228,14 @@ func routesCases() []brokenCase {
 		{
 			name: "route-blackhole-undeletable", want: "ROUTE-BLACKHOLE", clause: "a route to a terminated instance can be deleted as listed",
 			reason: "DeleteRoute looks the target instance up to find its route table, and fails for a route whose instance is gone",
-			b: wrapped{routes: func(b wrappedRoutes) cloudprovider.Routes {
+			b: routesWrap(func(b *wrappedRoutes) {
 				b.del = func(next cloudprovider.Routes, ctx context.Context, c string, r *cloudprovider.Route) error {
 					if r.Blackhole {
 						return fmt.Errorf("route %s: instance of node %s: %w", r.DestinationCIDR, r.TargetNode, cloudprovider.InstanceNotFound)
 					}
 					return next.DeleteRoute(ctx, c, r)
 				}
-				return b
-			}},
+			}),
 		},
 
 		// ROUTE-CLUSTER-SCOPE
@@ -313,7 +311,7 @@ func routesCases() []brokenCase {
 		{
 			name: "routes-empty-on-error", want: "ROUTE-OUTAGE", clause: "ListRoutes returns an error",
 			reason: "a failed route-table read is reported as an empty table",
-			b: wrapped{routes: func(b wrappedRoutes) cloudprovider.Routes {
+			b: routesWrap(func(b *wrappedRoutes) {
 				b.list = func(next cloudprovider.Routes, ctx context.Context, c string) ([]*cloudprovider.Route, error) {
 					list, err := next.ListRoutes(ctx, c)
 					if err != nil && ctx.Err() == nil {
@@ -321,8 +319,7 @@ func routesCases() []brokenCase {
 					}
 					return list, err
 				}
-				return b
-			}},
+			}),
 		},
 		{
 			name: "routes-stale-on-error", want: "ROUTE-OUTAGE", clause: "never a partial list",
@@ -396,7 +393,7 @@ func routesRewritten(rewrite func(*cloudprovider.Route), stored func(stored, lis
 // the routes stored (as listed before rewrite) that stored matches with it:
 // how the provider finds a route it listed.
 func routesListRewritten(rewrite func([]*cloudprovider.Route), stored func(stored, listed *cloudprovider.Route) bool) wrapped {
-	return wrapped{routes: func(b wrappedRoutes) cloudprovider.Routes {
+	return routesWrap(func(b *wrappedRoutes) {
 		b.list = func(next cloudprovider.Routes, ctx context.Context, c string) ([]*cloudprovider.Route, error) {
 			list, err := next.ListRoutes(ctx, c)
 			for i, r := range list {
@@ -422,8 +419,7 @@ func routesListRewritten(rewrite func([]*cloudprovider.Route), stored func(store
 				return nil
 			}
 		}
-		return b
-	}}
+	})
 }
 
 // routesSameNetwork matches a stored route with a listed one of the same

@@ -39,25 +39,30 @@ func readyFalse(n *v1.Node) bool {
 // rewriteMetadata breaks InstanceMetadata by applying f to a copy of every
 // successful answer.
 func rewriteMetadata(f func(n *v1.Node, md *cloudprovider.InstanceMetadata)) wrapped {
-	return wrapped{inst: func(b wrappedInst) cloudprovider.InstancesV2 {
-		b.metadata = func(next cloudprovider.InstancesV2, ctx context.Context, n *v1.Node) (*cloudprovider.InstanceMetadata, error) {
-			md, err := next.InstanceMetadata(ctx, n)
-			if err == nil && md != nil {
-				c := *md
-				f(n, &c)
-				md = &c
-			}
-			return md, err
+	return answerMetadata(func(n *v1.Node, md *cloudprovider.InstanceMetadata) *cloudprovider.InstanceMetadata {
+		f(n, md)
+		return md
+	})
+}
+
+// answerMetadata breaks InstanceMetadata by answering, for every
+// successful answer, what f returns for a copy of it (nil: (nil, nil)).
+func answerMetadata(f func(n *v1.Node, md *cloudprovider.InstanceMetadata) *cloudprovider.InstanceMetadata) wrapped {
+	return instMetadata(func(next cloudprovider.InstancesV2, ctx context.Context, n *v1.Node) (*cloudprovider.InstanceMetadata, error) {
+		md, err := next.InstanceMetadata(ctx, n)
+		if err == nil && md != nil {
+			c := *md
+			return f(n, &c), nil
 		}
-		return b
-	}}
+		return md, err
+	})
 }
 
 // stripSourceRangesAnnotation ignores the source-range annotation of a
 // Service without spec.loadBalancerSourceRanges: a valid one when valid, a
 // malformed one otherwise.
 func stripSourceRangesAnnotation(valid bool) wrapped {
-	return wrapped{lb: func(b wrappedLB) cloudprovider.LoadBalancer {
+	return lbWrap(func(b *wrappedLB) {
 		b.ensure = func(next cloudprovider.LoadBalancer, ctx context.Context, c string, s *v1.Service, n []*v1.Node) (*v1.LoadBalancerStatus, error) {
 			_, err := servicehelpers.GetLoadBalancerSourceRanges(s)
 			if _, ok := s.Annotations[v1.AnnotationLoadBalancerSourceRangesKey]; ok && len(s.Spec.LoadBalancerSourceRanges) == 0 && (err == nil) == valid {
@@ -66,8 +71,7 @@ func stripSourceRangesAnnotation(valid bool) wrapped {
 			}
 			return next.EnsureLoadBalancer(ctx, c, s, n)
 		}
-		return b
-	}}
+	})
 }
 
 // byNameOnly returns a copy of n without its provider ID: what a provider
@@ -140,16 +144,13 @@ func brokenCases() []brokenCase {
 		{
 			name: "metadata-wraps-instance-not-found", want: "", // correct: passes every rule
 			reason: "InstanceMetadata of a missing instance returns fmt.Errorf(\"...: %w\", cloudprovider.InstanceNotFound): no upstream caller compares InstancesV2 errors with ==, so this is correct",
-			b: wrapped{inst: func(b wrappedInst) cloudprovider.InstancesV2 {
-				b.metadata = func(next cloudprovider.InstancesV2, ctx context.Context, n *v1.Node) (*cloudprovider.InstanceMetadata, error) {
-					md, err := next.InstanceMetadata(ctx, n)
-					if err != nil && ctx.Err() == nil {
-						return nil, fmt.Errorf("instance of node %s: %w", n.Name, cloudprovider.InstanceNotFound)
-					}
-					return md, err
+			b: instMetadata(func(next cloudprovider.InstancesV2, ctx context.Context, n *v1.Node) (*cloudprovider.InstanceMetadata, error) {
+				md, err := next.InstanceMetadata(ctx, n)
+				if err != nil && ctx.Err() == nil {
+					return nil, fmt.Errorf("instance of node %s: %w", n.Name, cloudprovider.InstanceNotFound)
 				}
-				return b
-			}},
+				return md, err
+			}),
 		},
 	})
 }

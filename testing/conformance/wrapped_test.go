@@ -92,6 +92,32 @@ func (b *wrapped) SetInformers(f informers.SharedInformerFactory) {
 	}
 }
 
+// lbWrap breaks the target's LoadBalancer: set replaces methods of each
+// LoadBalancer the provider hands out (wrapped.lb), and state it declares
+// belongs to that one.
+func lbWrap(set func(b *wrappedLB)) wrapped {
+	return wrapped{lb: func(b wrappedLB) cloudprovider.LoadBalancer {
+		set(&b)
+		return b
+	}}
+}
+
+// instWrap is lbWrap for InstancesV2.
+func instWrap(set func(b *wrappedInst)) wrapped {
+	return wrapped{inst: func(b wrappedInst) cloudprovider.InstancesV2 {
+		set(&b)
+		return b
+	}}
+}
+
+// routesWrap is lbWrap for Routes.
+func routesWrap(set func(b *wrappedRoutes)) wrapped {
+	return wrapped{routes: func(b wrappedRoutes) cloudprovider.Routes {
+		set(&b)
+		return b
+	}}
+}
+
 // wrappedLB replaces the methods whose func is set; next is the correct one.
 type wrappedLB struct {
 	cloudprovider.LoadBalancer
