@@ -816,13 +816,7 @@ func instanceInputs(w *badWorld) []badInput {
 			name string
 			call func(ctx context.Context) error
 		}{
-			{"InstanceExists", func(ctx context.Context) error {
-				ok, err := w.nodesAPI.InstanceExists(ctx, node)
-				if err == nil && !ok {
-					return fmt.Errorf("%w: (false, nil): the Node would be deleted", errWrongOutcome)
-				}
-				return err
-			}},
+			{"InstanceExists", existsCall(w.nodesAPI, node)},
 			{"InstanceShutdown", func(ctx context.Context) error { _, err := w.nodesAPI.InstanceShutdown(ctx, node); return err }},
 			{"InstanceMetadata", func(ctx context.Context) error { _, err := w.nodesAPI.InstanceMetadata(ctx, node); return err }},
 		} {
@@ -836,14 +830,20 @@ func instanceInputs(w *badWorld) []badInput {
 		}
 	}
 	nilNode := badInput{surface: "instances", name: "InstanceExists/nil Node", reason: "a nil Node: an error, not a panic",
-		call: func(ctx context.Context) error {
-			ok, err := w.nodesAPI.InstanceExists(ctx, nil)
-			if err == nil && !ok {
-				return fmt.Errorf("%w: (false, nil) for a nil Node", errWrongOutcome)
-			}
-			return err
-		}, field: "node", expect: "expected"}
+		call: existsCall(w.nodesAPI, nil), field: "node", expect: "expected"}
 	return append(out, nilNode)
+}
+
+// existsCall calls api.InstanceExists for node: (false, nil), which would
+// make the node-lifecycle controller delete the Node, is a wrong outcome.
+func existsCall(api cloudprovider.InstancesV2, node *v1.Node) func(context.Context) error {
+	return func(ctx context.Context) error {
+		ok, err := api.InstanceExists(ctx, node)
+		if err == nil && !ok {
+			return fmt.Errorf("%w: (false, nil): the Node would be deleted", errWrongOutcome)
+		}
+		return err
+	}
 }
 
 // routeInputs: routes given to the fake's route table (a routes.Table over
@@ -1158,15 +1158,20 @@ type adminView struct {
 	Delay     time.Duration
 }
 
+// adminViewOf returns the state function of c's admin endpoint.
+func adminViewOf(c *fake.Cloud) func() any {
+	return func() any {
+		return adminView{State: c.Snapshot(), Calls: c.Calls(), RateLimit: c.RateLimit(), Delay: c.ProvisioningDelay()}
+	}
+}
+
 // adminInputs: requests to the fake's admin endpoint (AdminHandler behind
 // an httptest server on loopback) that a web page, a careless script or a
 // hostile body can make. Each is refused with the status it wants and a
 // {"error"} body; the planted secret rides in the Authorization and Cookie
 // headers of every request; nothing of the cloud changes.
 func adminInputs(w *badWorld) []badInput {
-	view := func() any {
-		return adminView{State: w.admin.Snapshot(), Calls: w.admin.Calls(), RateLimit: w.admin.RateLimit(), Delay: w.admin.ProvisioningDelay()}
-	}
+	view := adminViewOf(w.admin)
 	a := func(name, reason, method, path string, header map[string]string, body string, status int, field, value, expect string) badInput {
 		return badInput{surface: "admin", name: name, reason: reason,
 			call: func(ctx context.Context) error {
@@ -1365,9 +1370,7 @@ func lockInputs(w *badWorld) []badInput {
 			call: held(func(ctx context.Context) error {
 				return adminRequest(ctx, srv.URL, method, path, nil, body, http.StatusServiceUnavailable)
 			}, false),
-			state: func() any {
-				return adminView{State: a.Snapshot(), Calls: a.Calls(), RateLimit: a.RateLimit(), Delay: a.ProvisioningDelay()}
-			},
+			state: adminViewOf(a),
 			field: "state.json.lock", expect: "which another process or Cloud holds"}
 	}
 	route := &cloudprovider.Route{TargetNode: "node-1", DestinationCIDR: "10.244.1.0/24"}
@@ -1386,13 +1389,7 @@ func lockInputs(w *badWorld) []badInput {
 		l("EnsureLoadBalancerDeleted", func(ctx context.Context) error {
 			return lbs.EnsureLoadBalancerDeleted(ctx, "kubernetes", svc)
 		}),
-		l("InstanceExists", func(ctx context.Context) error {
-			ok, err := nodesAPI.InstanceExists(ctx, node)
-			if err == nil && !ok {
-				return fmt.Errorf("%w: (false, nil): the Node would be deleted", errWrongOutcome)
-			}
-			return err
-		}),
+		l("InstanceExists", existsCall(nodesAPI, node)),
 		l("InstanceMetadata", func(ctx context.Context) error {
 			_, err := nodesAPI.InstanceMetadata(ctx, node)
 			return err
