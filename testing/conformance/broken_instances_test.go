@@ -47,27 +47,21 @@ func brokenInstances() []brokenCase {
 			name: "exists-false-by-name-while-running", want: "INST-EXISTS", clause: "and by name",
 			also:   []string{"INST-NEW-INSTANCE"}, // it asks about a new running instance by name too
 			reason: "InstanceExists of a Node without spec.providerID (a NotReady Node a kubelet registered) is (false, nil) for a running instance, so the node lifecycle controller deletes it: the by-name search filters on the states it knows, and spells running \"active\"",
-			target: instTarget(func(_ *conformance.Target, cloud *fake.Cloud) wrapped {
-				return instExists(func(next cloudprovider.InstancesV2, ctx context.Context, n *v1.Node) (bool, error) {
-					ok, err := next.InstanceExists(ctx, n)
-					if st, _ := instState(cloud, n); err == nil && n.Spec.ProviderID == "" && st == fake.StateRunning {
-						return false, nil
-					}
-					return ok, err
-				})
+			target: instExistsByState(func(n *v1.Node, exists bool, st fake.InstanceState, _ bool) (bool, error) {
+				if n.Spec.ProviderID == "" && st == fake.StateRunning {
+					return false, nil
+				}
+				return exists, nil
 			}),
 		},
 		{
 			name: "exists-errors-for-unknown-instance", want: "INST-EXISTS", clause: "(false, nil) for one that never existed",
 			reason: "an instance the cloud has never heard of (its API answers 404) is an InstanceNotFound error, so the node lifecycle controller never deletes its Node; only an instance listed as terminated is (false, nil)",
-			target: instTarget(func(_ *conformance.Target, cloud *fake.Cloud) wrapped {
-				return instExists(func(next cloudprovider.InstancesV2, ctx context.Context, n *v1.Node) (bool, error) {
-					ok, err := next.InstanceExists(ctx, n)
-					if _, known := instState(cloud, n); err == nil && !ok && !known {
-						return false, fmt.Errorf("instance of node %s: %w", n.Name, cloudprovider.InstanceNotFound)
-					}
-					return ok, err
-				})
+			target: instExistsByState(func(n *v1.Node, exists bool, _ fake.InstanceState, known bool) (bool, error) {
+				if !exists && !known {
+					return false, fmt.Errorf("instance of node %s: %w", n.Name, cloudprovider.InstanceNotFound)
+				}
+				return exists, nil
 			}),
 		},
 
@@ -77,14 +71,11 @@ func brokenInstances() []brokenCase {
 			also:    []string{"CTRL-NODE-TERMINATED"}, // the same answer, through the node lifecycle controller
 			reason:  "an instance listed as terminated is an error (\"instance is terminated\") instead of (false, nil): its Node is never deleted",
 			timeout: instTimeout,
-			target: instTarget(func(_ *conformance.Target, cloud *fake.Cloud) wrapped {
-				return instExists(func(next cloudprovider.InstancesV2, ctx context.Context, n *v1.Node) (bool, error) {
-					ok, err := next.InstanceExists(ctx, n)
-					if st, _ := instState(cloud, n); err == nil && st == fake.StateTerminated {
-						return false, fmt.Errorf("instance of node %s is terminated", n.Name)
-					}
-					return ok, err
-				})
+			target: instExistsByState(func(n *v1.Node, exists bool, st fake.InstanceState, _ bool) (bool, error) {
+				if st == fake.StateTerminated {
+					return false, fmt.Errorf("instance of node %s is terminated", n.Name)
+				}
+				return exists, nil
 			}),
 		},
 		{
@@ -137,14 +128,8 @@ func brokenInstances() []brokenCase {
 			also:    []string{"CTRL-NODE-SHUTDOWN"}, // the node lifecycle controller deletes the Node instead of tainting it
 			reason:  "InstanceExists is (false, nil) for a stopped instance, so the Node of a merely stopped machine is deleted",
 			timeout: instTimeout,
-			target: instTarget(func(_ *conformance.Target, cloud *fake.Cloud) wrapped {
-				return instExists(func(next cloudprovider.InstancesV2, ctx context.Context, n *v1.Node) (bool, error) {
-					ok, err := next.InstanceExists(ctx, n)
-					if st, _ := instState(cloud, n); err == nil && st == fake.StateStopped {
-						return false, nil
-					}
-					return ok, err
-				})
+			target: instExistsByState(func(_ *v1.Node, exists bool, st fake.InstanceState, _ bool) (bool, error) {
+				return exists && st != fake.StateStopped, nil
 			}),
 		},
 		{
@@ -483,37 +468,20 @@ func brokenInstances() []brokenCase {
 			name: "zone-by-provider-id-default", want: "ZONES-LOOKUP", clause: "GetZoneByProviderID and GetZoneByNodeName agree with each other",
 			reason: "GetZoneByProviderID answers the region's default zone for every instance, while GetZoneByNodeName answers the instance's own",
 			claims: zonesClaimed, target: zonesTarget(false),
-			b: wrapped{zones: func(z cloudprovider.Zones) cloudprovider.Zones {
-				if z == nil {
-					return nil
-				}
-				return zonesBroken{Zones: z, byID: func(zone cloudprovider.Zone) cloudprovider.Zone { zone.FailureDomain = "zone-a"; return zone }}
-			}},
+			b: zonesIn("zone-a", ""),
 		},
 		{
 			name: "zones-of-the-ccm-host", want: "ZONES-LOOKUP", clause: "and InstanceMetadata",
 			reason: "GetZoneByProviderID and GetZoneByNodeName both answer the zone the cloud-controller-manager runs in (zone-a, from its local metadata service) for every node",
 			claims: zonesClaimed, target: zonesTarget(false),
-			b: wrapped{zones: func(z cloudprovider.Zones) cloudprovider.Zones {
-				if z == nil {
-					return nil
-				}
-				here := func(zone cloudprovider.Zone) cloudprovider.Zone { zone.FailureDomain = "zone-a"; return zone }
-				return zonesBroken{Zones: z, byID: here, byName: here}
-			}},
+			b: zonesIn("zone-a", "zone-a"),
 		},
 		{
 			name: "zone-display-name-legacy", want: "ZONES-LOOKUP", clause: "with label-valid zone and region",
 			reason: "a provider without InstancesV2 (the kind whose Zones the node controller calls) answers the zone's display name (\"Zone A (Paris)\"), which is no label value",
 			claims: func(c *conformance.Claims) { c.InstancesV2, c.Zones = false, true },
 			target: zonesTarget(true),
-			b: wrapped{zones: func(z cloudprovider.Zones) cloudprovider.Zones {
-				if z == nil {
-					return nil
-				}
-				display := func(zone cloudprovider.Zone) cloudprovider.Zone { zone.FailureDomain = "Zone A (Paris)"; return zone }
-				return zonesBroken{Zones: z, byID: display, byName: display}
-			}},
+			b:      zonesIn("Zone A (Paris)", "Zone A (Paris)"),
 		},
 	}
 	// Only the rules an instance or zones breakage can reach run (instOnly).
@@ -601,6 +569,23 @@ func instShutdown(f func(next cloudprovider.InstancesV2, ctx context.Context, n 
 
 func instMetadata(f func(next cloudprovider.InstancesV2, ctx context.Context, n *v1.Node) (*cloudprovider.InstanceMetadata, error)) wrapped {
 	return instWrap(func(b *wrappedInst) { b.metadata = f })
+}
+
+// instExistsByState returns a NewTarget whose InstanceExists answers, for
+// each of its successful answers exists about a Node n, what answer
+// returns, given the state st of n's instance in the fake (known false:
+// the fake has never heard of it, see instState).
+func instExistsByState(answer func(n *v1.Node, exists bool, st fake.InstanceState, known bool) (bool, error)) func(context.Context) (*conformance.Target, error) {
+	return instTarget(func(_ *conformance.Target, cloud *fake.Cloud) wrapped {
+		return instExists(func(next cloudprovider.InstancesV2, ctx context.Context, n *v1.Node) (bool, error) {
+			exists, err := next.InstanceExists(ctx, n)
+			if err != nil {
+				return exists, err
+			}
+			st, known := instState(cloud, n)
+			return answer(n, exists, st, known)
+		})
+	})
 }
 
 // instLabel is a provider whose InstanceMetadata adds the label k=v to
@@ -780,25 +765,36 @@ func (z instZones) of(ctx context.Context, n *v1.Node) (cloudprovider.Zone, erro
 	return cloudprovider.Zone{FailureDomain: md.Zone, Region: md.Region}, nil
 }
 
-// zonesBroken rewrites the successful answers of GetZoneByProviderID with
-// byID and of GetZoneByNodeName with byName, where set.
+// zonesIn breaks the provider's Zones (when offered): the successful
+// answers of GetZoneByProviderID have the failure domain byID, and those
+// of GetZoneByNodeName byName, where not empty, instead of the instance's.
+func zonesIn(byID, byName string) wrapped {
+	return wrapped{zones: func(z cloudprovider.Zones) cloudprovider.Zones {
+		if z == nil {
+			return nil
+		}
+		return zonesBroken{Zones: z, byID: byID, byName: byName}
+	}}
+}
+
+// zonesBroken is the Zones of zonesIn.
 type zonesBroken struct {
 	cloudprovider.Zones
-	byID, byName func(cloudprovider.Zone) cloudprovider.Zone
+	byID, byName string
 }
 
 func (z zonesBroken) GetZoneByProviderID(ctx context.Context, providerID string) (cloudprovider.Zone, error) {
 	zone, err := z.Zones.GetZoneByProviderID(ctx, providerID)
-	if err == nil && z.byID != nil {
-		zone = z.byID(zone)
+	if err == nil && z.byID != "" {
+		zone.FailureDomain = z.byID
 	}
 	return zone, err
 }
 
 func (z zonesBroken) GetZoneByNodeName(ctx context.Context, name types.NodeName) (cloudprovider.Zone, error) {
 	zone, err := z.Zones.GetZoneByNodeName(ctx, name)
-	if err == nil && z.byName != nil {
-		zone = z.byName(zone)
+	if err == nil && z.byName != "" {
+		zone.FailureDomain = z.byName
 	}
 	return zone, err
 }

@@ -35,13 +35,11 @@ func brokenLBCases() []brokenCase {
 			also:    []string{"CTRL-SERVICE-LB"},
 			reason:  "EnsureLoadBalancer requires a provider annotation naming a subnet, so a plain Service without it fails; CTRL-SERVICE-LB fails too: the service controller makes the same Ensure",
 			timeout: lbControllerTimeout,
-			b: lbWrap(func(b *wrappedLB) {
-				b.ensure = func(next cloudprovider.LoadBalancer, ctx context.Context, c string, s *v1.Service, n []*v1.Node) (*v1.LoadBalancerStatus, error) {
-					if _, ok := s.Annotations["example.com/lb-subnet"]; !ok {
-						return nil, fmt.Errorf("service %s/%s: annotation example.com/lb-subnet is required", s.Namespace, s.Name)
-					}
-					return next.EnsureLoadBalancer(ctx, c, s, n)
+			b: lbShortCircuit(lbEnsure, func(_ context.Context, s *v1.Service, _ []*v1.Node) (bool, error) {
+				if _, ok := s.Annotations["example.com/lb-subnet"]; ok {
+					return false, nil
 				}
+				return true, fmt.Errorf("service %s/%s: annotation example.com/lb-subnet is required", s.Namespace, s.Name)
 			}),
 		},
 		{
@@ -49,13 +47,11 @@ func brokenLBCases() []brokenCase {
 			also:    []string{"CTRL-SERVICE-LB"},
 			reason:  "EnsureLoadBalancer without nodes fails with \"no backends\"; CTRL-SERVICE-LB fails too: the service controller creates the load balancer before any node is ready, with no nodes",
 			timeout: lbControllerTimeout,
-			b: lbWrap(func(b *wrappedLB) {
-				b.ensure = func(next cloudprovider.LoadBalancer, ctx context.Context, c string, s *v1.Service, n []*v1.Node) (*v1.LoadBalancerStatus, error) {
-					if len(n) == 0 {
-						return nil, fmt.Errorf("load balancer of %s/%s: no backends", s.Namespace, s.Name)
-					}
-					return next.EnsureLoadBalancer(ctx, c, s, n)
+			b: lbShortCircuit(lbEnsure, func(_ context.Context, s *v1.Service, n []*v1.Node) (bool, error) {
+				if len(n) > 0 {
+					return false, nil
 				}
+				return true, fmt.Errorf("load balancer of %s/%s: no backends", s.Namespace, s.Name)
 			}),
 		},
 		{
@@ -348,37 +344,22 @@ func brokenLBCases() []brokenCase {
 		{
 			name: "delete-needs-lb-type", want: "LB-DELETE-STALE", clause: "type ClusterIP",
 			reason: "Delete does nothing for a Service that is no longer type LoadBalancer",
-			b: lbWrap(func(b *wrappedLB) {
-				b.del = func(next cloudprovider.LoadBalancer, ctx context.Context, c string, s *v1.Service) error {
-					if s.Spec.Type != v1.ServiceTypeLoadBalancer {
-						return nil
-					}
-					return next.EnsureLoadBalancerDeleted(ctx, c, s)
-				}
+			b: lbShortCircuit(lbDelete, func(_ context.Context, s *v1.Service, _ []*v1.Node) (bool, error) {
+				return s.Spec.Type != v1.ServiceTypeLoadBalancer, nil
 			}),
 		},
 		{
 			name: "delete-by-node-ports", want: "LB-DELETE-STALE", clause: "node ports 0",
 			reason: "Delete finds the listeners to remove by the Service's node ports, and removes nothing when they are 0",
-			b: lbWrap(func(b *wrappedLB) {
-				b.del = func(next cloudprovider.LoadBalancer, ctx context.Context, c string, s *v1.Service) error {
-					if ctx.Err() == nil && !slices.ContainsFunc(s.Spec.Ports, func(p v1.ServicePort) bool { return p.NodePort != 0 }) {
-						return nil
-					}
-					return next.EnsureLoadBalancerDeleted(ctx, c, s)
-				}
+			b: lbShortCircuit(lbDelete, func(ctx context.Context, s *v1.Service, _ []*v1.Node) (bool, error) {
+				return ctx.Err() == nil && !slices.ContainsFunc(s.Spec.Ports, func(p v1.ServicePort) bool { return p.NodePort != 0 }), nil
 			}),
 		},
 		{
 			name: "delete-by-status-ip", want: "LB-DELETE-STALE", clause: "no status",
 			reason: "Delete finds the load balancer by the IP in the Service's status, and does nothing when the status is empty",
-			b: lbWrap(func(b *wrappedLB) {
-				b.del = func(next cloudprovider.LoadBalancer, ctx context.Context, c string, s *v1.Service) error {
-					if ctx.Err() == nil && len(s.Status.LoadBalancer.Ingress) == 0 {
-						return nil
-					}
-					return next.EnsureLoadBalancerDeleted(ctx, c, s)
-				}
+			b: lbShortCircuit(lbDelete, func(ctx context.Context, s *v1.Service, _ []*v1.Node) (bool, error) {
+				return ctx.Err() == nil && len(s.Status.LoadBalancer.Ingress) == 0, nil
 			}),
 		},
 
@@ -652,6 +633,47 @@ func lbByNamespaceName() wrapped {
 		}
 		b.del = func(next cloudprovider.LoadBalancer, ctx context.Context, _ string, s *v1.Service) error {
 			return next.EnsureLoadBalancerDeleted(ctx, c0, one(s))
+		}
+	})
+}
+
+// lbCall names a LoadBalancer call that lbShortCircuit breaks.
+type lbCall int
+
+const (
+	lbEnsure lbCall = iota
+	lbUpdate
+	lbDelete
+)
+
+// lbShortCircuit breaks the call named: when answer reports done for a
+// call's context, Service and nodes (nil for lbDelete), the call returns
+// answer's error (and no status) without reaching the cloud; the other
+// calls reach it.
+func lbShortCircuit(call lbCall, answer func(ctx context.Context, s *v1.Service, n []*v1.Node) (done bool, err error)) wrapped {
+	return lbWrap(func(b *wrappedLB) {
+		switch call {
+		case lbEnsure:
+			b.ensure = func(next cloudprovider.LoadBalancer, ctx context.Context, c string, s *v1.Service, n []*v1.Node) (*v1.LoadBalancerStatus, error) {
+				if done, err := answer(ctx, s, n); done {
+					return nil, err
+				}
+				return next.EnsureLoadBalancer(ctx, c, s, n)
+			}
+		case lbUpdate:
+			b.update = func(next cloudprovider.LoadBalancer, ctx context.Context, c string, s *v1.Service, n []*v1.Node) error {
+				if done, err := answer(ctx, s, n); done {
+					return err
+				}
+				return next.UpdateLoadBalancer(ctx, c, s, n)
+			}
+		case lbDelete:
+			b.del = func(next cloudprovider.LoadBalancer, ctx context.Context, c string, s *v1.Service) error {
+				if done, err := answer(ctx, s, nil); done {
+					return err
+				}
+				return next.EnsureLoadBalancerDeleted(ctx, c, s)
+			}
 		}
 	})
 }

@@ -254,15 +254,13 @@ func brokenLBFeatureCases() []brokenCase {
 		{
 			name: "claimed-sctp-rejected", want: "LB-CLAIMED-FEATURES", clause: "builds each claimed feature as asked",
 			reason: "SCTP is claimed, but EnsureLoadBalancer rejects SCTP ports",
-			b: lbWrap(func(b *wrappedLB) {
-				b.ensure = func(next cloudprovider.LoadBalancer, ctx context.Context, c string, s *v1.Service, n []*v1.Node) (*v1.LoadBalancerStatus, error) {
-					for _, p := range s.Spec.Ports {
-						if p.Protocol == v1.ProtocolSCTP {
-							return nil, fmt.Errorf("service %s/%s: port %s: protocol SCTP is not supported", s.Namespace, s.Name, p.Name)
-						}
+			b: lbShortCircuit(lbEnsure, func(_ context.Context, s *v1.Service, _ []*v1.Node) (bool, error) {
+				for _, p := range s.Spec.Ports {
+					if p.Protocol == v1.ProtocolSCTP {
+						return true, fmt.Errorf("service %s/%s: port %s: protocol SCTP is not supported", s.Namespace, s.Name, p.Name)
 					}
-					return next.EnsureLoadBalancer(ctx, c, s, n)
 				}
+				return false, nil
 			}),
 		},
 		{

@@ -163,38 +163,17 @@ func brokenProvider() []brokenCase {
 		{
 			name: "ensure-wraps-implemented-elsewhere", want: "SENTINELS-UNWRAPPED", clause: "ImplementedElsewhere from EnsureLoadBalancer",
 			reason: "EnsureLoadBalancer of a Service another controller serves returns fmt.Errorf(\"...: %w\", cloudprovider.ImplementedElsewhere): controllers/service syncLoadBalancerIfNeeded compares it with ==, and retries the Service forever",
-			b: lbWrap(func(b *wrappedLB) {
-				b.ensure = func(next cloudprovider.LoadBalancer, ctx context.Context, c string, s *v1.Service, n []*v1.Node) (*v1.LoadBalancerStatus, error) {
-					if s.Name == "sentinels" {
-						return nil, providerElsewhere(s)
-					}
-					return next.EnsureLoadBalancer(ctx, c, s, n)
-				}
-			}),
+			b:      providerSentinel(lbEnsure),
 		},
 		{
 			name: "update-wraps-implemented-elsewhere", want: "SENTINELS-UNWRAPPED", clause: "UpdateLoadBalancer",
 			reason: "UpdateLoadBalancer of an existing load balancer another controller updates returns fmt.Errorf(\"...: %w\", cloudprovider.ImplementedElsewhere): controllers/service lockedUpdateLoadBalancerHosts compares it with == and reports a failed update",
-			b: lbWrap(func(b *wrappedLB) {
-				b.update = func(next cloudprovider.LoadBalancer, ctx context.Context, c string, s *v1.Service, n []*v1.Node) error {
-					if s.Name == "sentinels" {
-						return providerElsewhere(s)
-					}
-					return next.UpdateLoadBalancer(ctx, c, s, n)
-				}
-			}),
+			b:      providerSentinel(lbUpdate),
 		},
 		{
 			name: "lb-delete-wraps-implemented-elsewhere", want: "SENTINELS-UNWRAPPED", clause: "EnsureLoadBalancerDeleted",
 			reason: "EnsureLoadBalancerDeleted reports fmt.Errorf(\"...: %w\", cloudprovider.ImplementedElsewhere): controllers/service syncLoadBalancerIfNeeded compares it with ==, and the Service keeps its finalizer",
-			b: lbWrap(func(b *wrappedLB) {
-				b.del = func(next cloudprovider.LoadBalancer, ctx context.Context, c string, s *v1.Service) error {
-					if s.Name == "sentinels" {
-						return providerElsewhere(s)
-					}
-					return next.EnsureLoadBalancerDeleted(ctx, c, s)
-				}
-			}),
+			b:      providerSentinel(lbDelete),
 		},
 	}, providerRegistration(), providerControllers())
 }
@@ -331,16 +310,19 @@ func providerControllers() []brokenCase {
 		{
 			name: "delete-left-to-gc", want: "CTRL-SERVICE-DELETE", clause: "a deleted Service releases its load balancer",
 			reason: "EnsureLoadBalancerDeleted of a Service with a deletion timestamp returns nil at once, counting on a cloud-side garbage collection that never comes: the finalizer goes, the load balancer leaks",
-			b: providerDeleting(func(next cloudprovider.LoadBalancer, ctx context.Context, c string, s *v1.Service) error {
-				return nil
+			b: lbShortCircuit(lbDelete, func(_ context.Context, s *v1.Service, _ []*v1.Node) (bool, error) {
+				return s.DeletionTimestamp != nil, nil
 			}),
 		},
 		{
 			name: "delete-waits-for-service", want: "CTRL-SERVICE-DELETE", clause: "then its finalizer",
 			reason: "EnsureLoadBalancerDeleted returns an api.RetryError while the Service has a deletion timestamp, waiting for the Service to be gone first: the Service waits for its finalizer, which waits for the load balancer",
 			claims: providerLBWaits, timeout: providerTimeout,
-			b: providerDeleting(func(next cloudprovider.LoadBalancer, ctx context.Context, c string, s *v1.Service) error {
-				return cloudproviderapi.NewRetryError(fmt.Sprintf("Service %s/%s is still being deleted", s.Namespace, s.Name), 10*time.Millisecond)
+			b: lbShortCircuit(lbDelete, func(_ context.Context, s *v1.Service, _ []*v1.Node) (bool, error) {
+				if s.DeletionTimestamp == nil {
+					return false, nil
+				}
+				return true, cloudproviderapi.NewRetryError(fmt.Sprintf("Service %s/%s is still being deleted", s.Namespace, s.Name), 10*time.Millisecond)
 			}),
 		},
 		{
@@ -617,9 +599,16 @@ func providerFamily(a v1.NodeAddress) int {
 	return 0
 }
 
-// providerElsewhere returns ImplementedElsewhere wrapped, for s.
-func providerElsewhere(s *v1.Service) error {
-	return fmt.Errorf("load balancer of %s/%s: %w", s.Namespace, s.Name, cloudprovider.ImplementedElsewhere)
+// providerSentinel breaks the load-balancer call named for the Service of
+// SENTINELS-UNWRAPPED, "sentinels", alone: it returns ImplementedElsewhere
+// wrapped.
+func providerSentinel(call lbCall) wrapped {
+	return lbShortCircuit(call, func(_ context.Context, s *v1.Service, _ []*v1.Node) (bool, error) {
+		if s.Name != "sentinels" {
+			return false, nil
+		}
+		return true, fmt.Errorf("load balancer of %s/%s: %w", s.Namespace, s.Name, cloudprovider.ImplementedElsewhere)
+	})
 }
 
 // providerUninitialized breaks InstanceMetadata for a Node that carries the
@@ -654,20 +643,6 @@ func providerNotReady(exists, shutdown func(next cloudprovider.InstancesV2, ctx 
 	return instWrap(func(b *wrappedInst) {
 		b.exists = pick(exists, cloudprovider.InstancesV2.InstanceExists)
 		b.shutdown = pick(shutdown, cloudprovider.InstancesV2.InstanceShutdown)
-	})
-}
-
-// providerDeleting breaks EnsureLoadBalancerDeleted with del for a Service
-// that has a deletion timestamp, as the service controller passes a
-// deleted Service (and no direct-call rule does).
-func providerDeleting(del func(next cloudprovider.LoadBalancer, ctx context.Context, c string, s *v1.Service) error) wrapped {
-	return lbWrap(func(b *wrappedLB) {
-		b.del = func(next cloudprovider.LoadBalancer, ctx context.Context, c string, s *v1.Service) error {
-			if s.DeletionTimestamp != nil {
-				return del(next, ctx, c, s)
-			}
-			return next.EnsureLoadBalancerDeleted(ctx, c, s)
-		}
 	})
 }
 
