@@ -889,22 +889,23 @@ func hasInternalIP(n *v1.Node) bool {
 	return false
 }
 
-// throttleBudget is the context key of the time a method may wait for
-// throttled cloud calls (see Config.MaxThrottleWait).
+// throttleBudget is the context key of the *throttle.Budget of a method
+// that waits for throttled cloud calls (see Config.MaxThrottleWait).
 type throttleBudget struct{}
 
-// waitThrottles returns ctx carrying Config.MaxThrottleWait: the cloud calls
-// of the method it is given to are retried after a throttle (call).
+// waitThrottles returns ctx carrying a budget of Config.MaxThrottleWait for
+// all the cloud calls of the method it is given to: each is retried after a
+// throttle while the waits so far fit in it (call).
 func (r *Reconciler) waitThrottles(ctx context.Context) context.Context {
-	return context.WithValue(ctx, throttleBudget{}, r.cfg.MaxThrottleWait)
+	return context.WithValue(ctx, throttleBudget{}, throttle.NewBudget(r.cfg.MaxThrottleWait))
 }
 
 // call makes one cloud call (fn) and, in a method that waits for throttles
-// (waitThrottles), calls again after each throttle within the budget; see
-// throttle.Retry. In EnsureLoadBalancer it calls fn once.
+// (waitThrottles), calls again after each throttle within the method's
+// budget; see throttle.Retry. In EnsureLoadBalancer it calls fn once.
 func (r *Reconciler) call(ctx context.Context, fn func() error) error {
-	budget, _ := ctx.Value(throttleBudget{}).(time.Duration)
-	return throttle.Retry(ctx, budget, fn)
+	b, _ := ctx.Value(throttleBudget{}).(*throttle.Budget)
+	return throttle.Retry(ctx, b, fn)
 }
 
 // callFor is r.call for a cloud call that returns a value with its error.

@@ -10,6 +10,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync/atomic"
 	"time"
 
 	"k8s.io/cloud-provider/api"
@@ -77,20 +78,31 @@ func Sleep(ctx context.Context, d time.Duration) error {
 	}
 }
 
+// Budget is the time one caller may wait for throttles in all, across
+// every Retry it makes: each wait is charged to it. Safe for concurrent use.
+type Budget struct {
+	max    time.Duration
+	waited atomic.Int64 // a time.Duration
+}
+
+// NewBudget returns a Budget of max (its Config.MaxThrottleWait); a max of
+// zero or less never waits.
+func NewBudget(max time.Duration) *Budget { return &Budget{max: max} }
+
 // Retry calls fn, and calls it again after each throttled error (see
 // RetryAfter) once the delay that error asks for has passed (Sleep), as
-// long as GiveUp lets it wait, the delays waited for this call counting
-// against budget. It returns fn's first error that is not throttled (nil
-// included), or the throttled error it stopped waiting on: at once when
-// GiveUp says why not, or when ctx ends during a wait.
-func Retry(ctx context.Context, budget time.Duration, fn func() error) error {
-	var waited time.Duration
+// long as GiveUp lets it wait, every delay waited, by this call or an
+// earlier one, counting against b. A nil b never waits. It returns fn's
+// first error that is not throttled (nil included), or the throttled error
+// it stopped waiting on: at once when GiveUp says why not, or when ctx ends
+// during a wait.
+func Retry(ctx context.Context, b *Budget, fn func() error) error {
 	for {
 		err := fn()
 		d, throttled := RetryAfter(err)
-		if !throttled || GiveUp(ctx, d, waited, budget) != "" || Sleep(ctx, d) != nil {
+		if !throttled || b == nil || GiveUp(ctx, d, time.Duration(b.waited.Load()), b.max) != "" || Sleep(ctx, d) != nil {
 			return err
 		}
-		waited += d
+		b.waited.Add(int64(d))
 	}
 }

@@ -90,7 +90,7 @@ func TestRetry(t *testing.T) {
 			}
 			defer cancel()
 			calls := 0
-			err := Retry(ctx, tc.budget, func() error {
+			err := Retry(ctx, NewBudget(tc.budget), func() error {
 				calls++
 				if calls <= len(tc.errs) {
 					return tc.errs[calls-1]
@@ -110,6 +110,30 @@ func TestRetry(t *testing.T) {
 				t.Errorf("fn called %d times; want %d (%s)", calls, tc.calls, tc.reason)
 			}
 		})
+	}
+}
+
+// TestRetrySharesBudget: the budget bounds a caller's waits in all, across
+// its calls of Retry, not each call (Config.MaxThrottleWait is "in all").
+func TestRetrySharesBudget(t *testing.T) {
+	throttledOnce := func() func() error {
+		n := 0
+		return func() error {
+			if n++; n == 1 {
+				return fmt.Errorf("429: %w", api.NewRetryError("slow down", 3*time.Millisecond))
+			}
+			return nil
+		}
+	}
+	b := NewBudget(5 * time.Millisecond)
+	if err := Retry(context.Background(), b, throttledOnce()); err != nil {
+		t.Fatalf("first Retry = %v; want its 3ms throttle waited out within the 5ms budget", err)
+	}
+	if _, ok := RetryAfter(Retry(context.Background(), b, throttledOnce())); !ok {
+		t.Errorf("second Retry on the same budget waited another 3ms after 3ms; want the throttle returned: 6ms exceeds the 5ms budget")
+	}
+	if _, ok := RetryAfter(Retry(context.Background(), nil, throttledOnce())); !ok {
+		t.Errorf("Retry with a nil budget waited; want the throttle returned at once")
 	}
 }
 
