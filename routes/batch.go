@@ -28,6 +28,9 @@ type op struct {
 	done   chan struct{} // closed when err is final
 	err    error
 	waited time.Duration // sum of the throttle delays its batches were retried after
+	// ctxEnded: err is ended's, which already says what o was waiting for
+	// when its ctx ended.
+	ctxEnded bool
 }
 
 type opState int
@@ -129,6 +132,7 @@ func (o *op) ended(when string, cause error) error {
 	if cause != nil {
 		err = fmt.Errorf("%w: %w", err, cause)
 	}
+	o.ctxEnded = true
 	return err
 }
 
@@ -190,7 +194,7 @@ func (b *batcher) lead(t *Table, o *op, window bool) error {
 		}
 		b.mu.Unlock() // o is queued again, first, and leads the retry
 	}
-	if o.ctx.Err() != nil {
+	if o.ctx.Err() != nil && !o.ctxEnded {
 		return o.ended(waitBatch, o.err)
 	}
 	return o.err

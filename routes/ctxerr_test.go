@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"k8s.io/cloud-provider/api"
 )
 
 // lockedTable is a TableDriver whose table is locked by someone else:
@@ -22,6 +24,21 @@ func (l lockedTable) ReadTable(ctx context.Context) ([]Entry, string, error) {
 
 func (lockedTable) WriteTable(context.Context, string, []Entry) error {
 	return errors.New("lockedTable: no write expected")
+}
+
+// throttledTable is a TableDriver whose ReadTable, once entered, is
+// throttled when its ctx ends: a cloud that answered 429 to a call its
+// caller gave up on.
+type throttledTable struct{ entered chan struct{} }
+
+func (l throttledTable) ReadTable(ctx context.Context) ([]Entry, string, error) {
+	close(l.entered)
+	<-ctx.Done()
+	return nil, "", fmt.Errorf("429: %w", api.NewRetryError("slow down", time.Hour))
+}
+
+func (throttledTable) WriteTable(context.Context, string, []Entry) error {
+	return errors.New("throttledTable: no write expected")
 }
 
 // TestBatchContextErrors checks what a whole-table call returns when its
@@ -104,6 +121,16 @@ func TestBatchContextErrors(t *testing.T) {
 			},
 			want: []string{`"10.0.1.0/24" -> node "n": context canceled while its batch read and wrote the route table`,
 				"read route table: table lock held by job 7"}},
+		{name: "throttled leader", reason: "the leader's ctx ends while its batch is throttled: said once, and nothing was applied",
+			run: func(t *testing.T) error {
+				tbl := newTbl(t, throttledTable{make(chan struct{})}, Config{BatchWindow: -1, MaxThrottleWait: 2 * time.Hour})
+				ctx, cancel := context.WithCancel(t.Context())
+				ch := create(tbl, ctx, "10.0.1.0/24")
+				<-tbl.table.(throttledTable).entered
+				cancel()
+				return <-ch
+			},
+			want: []string{`"10.0.1.0/24" -> node "n": context canceled while its batch was throttled by the cloud`}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -118,6 +145,9 @@ func TestBatchContextErrors(t *testing.T) {
 				if !strings.Contains(err.Error(), w) {
 					t.Errorf("%s: error %q does not contain %q", tc.reason, err, w)
 				}
+			}
+			if n := strings.Count(err.Error(), "-> node"); n != 1 {
+				t.Errorf("%s: error %q names the route %d times; want once", tc.reason, err, n)
 			}
 		})
 	}
