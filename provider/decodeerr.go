@@ -127,8 +127,10 @@ func depthError(where string) error {
 		where, maxDepth, maxDepth)
 }
 
-// deepLine returns "line N: " for the first node of data that lies deeper
-// than maxDepth, found in go.yaml.in/yaml/v3's node tree, which keeps
+// deepLine returns "line N: " for a node of data that lies deeper than
+// maxDepth (on the deepest branch, the first of equally deep ones, not
+// necessarily the first such node in the document), found in
+// go.yaml.in/yaml/v3's node tree, which keeps
 // lines (and whose parser has yaml/v2's limits, so it reads what yaml/v2
 // read), following aliases as the JSON conversion expands them; "" when it
 // cannot tell.
