@@ -27,6 +27,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -67,11 +68,21 @@ type badInput struct {
 	// fault, and expect the kind of mistake, which is what DecodeConfig
 	// promises.
 	field, value, expect string
+	// calls are the calls to the shared fake clouds the refusal needs, by
+	// operation: the minimum, and exactly what it must make (nil: none, as
+	// for any input refused on its own merits; a write is never needed).
+	calls map[fake.Op]int64
 	// gap, when set, says why the case is known to fail today (an
 	// accepted input, an unbounded message): it must still fail, and
 	// the test says so once it passes, so that the mark is removed. No
 	// case has one today.
 	gap string
+}
+
+// withCalls returns b needing calls (see badInput.calls).
+func withCalls(b badInput, calls map[fake.Op]int64) badInput {
+	b.calls = calls
+	return b
 }
 
 // errWrongOutcome marks an outcome other than the refusal a case wants.
@@ -127,7 +138,10 @@ func q(s string) string {
 //   - neither the message nor any log line written during the call (klog's
 //     global logger and the context's logger, captured at verbosity 10)
 //     contains plantedSecret;
-//   - the state the case names is the same before and after the call.
+//   - the state the case names is the same before and after the call;
+//   - the shared fake clouds were called exactly as the refusal needs at
+//     least (badInput.calls: none but for a refusal that needs the cloud's
+//     state, and never a write), by operation, reported per surface.
 //
 // A case marked with a gap must break the rule (it is a known defect),
 // and the test fails once it no longer does.
@@ -172,6 +186,9 @@ func TestBadInput(t *testing.T) {
 		})
 	}
 	t.Logf("%d hostile inputs across %d surfaces", len(cases), len(surfaces))
+	for _, s := range slices.Sorted(maps.Keys(surfaces)) {
+		t.Logf("surface %s: %d inputs, cloud calls by operation %v (each case its minimum; writes 0)", s, surfaces[s], w.metered[s])
+	}
 }
 
 // containsWord reports whether s holds word where it starts a word: not
@@ -195,7 +212,7 @@ func runBadInput(t *testing.T, w *badWorld, logs *logCapture, c badInput) []stri
 	if state == nil {
 		state = func() any { return w.cloud.Snapshot() }
 	}
-	before := state()
+	before, calls := state(), w.calls()
 	logs.reset()
 	ctx, cancel := context.WithTimeout(klog.NewContext(t.Context(), logs.logger), callTimeout)
 	defer cancel()
@@ -248,7 +265,59 @@ func runBadInput(t *testing.T, w *badWorld, logs *logCapture, c badInput) []stri
 	if diff := cmp.Diff(before, state()); diff != "" {
 		problems = append(problems, "changed what it must not (-before +after):\n"+diff)
 	}
+	made := w.calls().since(calls)
+	w.meter(c.surface, made)
+	if made.writes > 0 {
+		problems = append(problems, fmt.Sprintf("made %d cloud writes (%v); want 0, the minimum: a refused input writes nothing", made.writes, made.byOp))
+	}
+	if d := cmp.Diff(c.calls, made.byOp, cmpopts.EquateEmpty()); d != "" {
+		problems = append(problems, "cloud calls differ from the minimum the refusal needs (-minimum +made):\n"+d)
+	}
 	return problems
+}
+
+// cloudCalls is what the shared fake clouds (badWorld.cloud and v4only)
+// have been called, by operation.
+type cloudCalls struct {
+	writes int64
+	byOp   map[fake.Op]int64
+}
+
+// calls returns the shared fake clouds' call counters, summed.
+func (w *badWorld) calls() cloudCalls {
+	out := cloudCalls{byOp: map[fake.Op]int64{}}
+	for _, c := range []*fake.Cloud{w.cloud, w.v4only} {
+		n := c.Calls()
+		out.writes += n.Writes
+		for op, k := range n.ByOp {
+			out.byOp[op] += k
+		}
+	}
+	return out
+}
+
+// since returns the calls made after before.
+func (c cloudCalls) since(before cloudCalls) cloudCalls {
+	out := cloudCalls{writes: c.writes - before.writes, byOp: map[fake.Op]int64{}}
+	for op, k := range c.byOp {
+		if d := k - before.byOp[op]; d > 0 {
+			out.byOp[op] = d
+		}
+	}
+	return out
+}
+
+// meter adds made to the calls of surface, which TestBadInput reports.
+func (w *badWorld) meter(surface string, made cloudCalls) {
+	if w.metered == nil {
+		w.metered = map[string]map[fake.Op]int64{}
+	}
+	if w.metered[surface] == nil {
+		w.metered[surface] = map[fake.Op]int64{}
+	}
+	for op, k := range made.byOp {
+		w.metered[surface][op] += k
+	}
 }
 
 // logCapture collects every klog line written during a call: the global
@@ -297,13 +366,16 @@ func (l *logCapture) lineWith(s string) string {
 // directory for state files.
 type badWorld struct {
 	cloud, v4only, admin *fake.Cloud
-	lbs                  cloudprovider.LoadBalancer
-	nodesAPI             cloudprovider.InstancesV2
-	routesAPI, v4Routes  cloudprovider.Routes
-	nodes                []*v1.Node
-	adminURL             string
-	dir                  string
-	closers              []func() // Shutdown of the Clouds the cases build
+	// metered counts the calls the cases made to cloud and v4only, by
+	// surface and operation.
+	metered             map[string]map[fake.Op]int64
+	lbs                 cloudprovider.LoadBalancer
+	nodesAPI            cloudprovider.InstancesV2
+	routesAPI, v4Routes cloudprovider.Routes
+	nodes               []*v1.Node
+	adminURL            string
+	dir                 string
+	closers             []func() // Shutdown of the Clouds the cases build
 }
 
 const badCluster = "badinput"
@@ -888,9 +960,10 @@ func routeInputs(w *badWorld) []badInput {
 			&cloudprovider.Route{TargetNode: "node-2", DestinationCIDR: "10.244.0.0/16"}, dest, q("10.244.0.0/16"), "expected"),
 		create("inside another route", "10.244.1.128/25 lies in node-1's 10.244.1.0/24", "uid-node-2",
 			&cloudprovider.Route{TargetNode: "node-2", DestinationCIDR: "10.244.1.128/25"}, dest, q("10.244.1.128/25"), "expected"),
-		create("another node's destination", "node-1's 10.244.1.0/24 for node-2: routes.Table refuses it (ErrCIDRInUse) before the driver sees it",
+		withCalls(create("another node's destination", "node-1's 10.244.1.0/24 for node-2: routes.Table refuses it (ErrCIDRInUse) from the table it reads, before any write",
 			"uid-node-2", &cloudprovider.Route{TargetNode: "node-2", DestinationCIDR: "10.244.1.0/24"},
 			"route.DestinationCIDR", q("10.244.1.0/24"), "expected a destination no other route has"),
+			map[fake.Op]int64{fake.OpReadRouteTable: 1}),
 		target("node name with slash", "a Node name cannot hold '/'", "a/b", nil, "route.targetNode", q("a/b"), "expected a Node name"),
 		target("node name with NUL", "a NUL byte", "node\x00", nil, "route.targetNode", q("node\x00"), "expected a Node name"),
 		target("node name 10 kB", "a huge name is quoted cut", strings.Repeat("n", 10000), nil, "route.targetNode", q(strings.Repeat("n", 10000)), "expected a Node name"),
