@@ -32,8 +32,10 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	cloudprovider "k8s.io/cloud-provider"
+	"k8s.io/cloud-provider/api"
 	"k8s.io/klog/v2"
 	"k8s.io/klog/v2/textlogger"
+	clocktesting "k8s.io/utils/clock/testing"
 	"k8s.io/utils/ptr"
 
 	"github.com/ccmkit/ccmkit/fake"
@@ -360,8 +362,9 @@ func (l *logCapture) lineWith(s string) string {
 	return ""
 }
 
-// badWorld is what the cases act on: a fake cloud of three instances with
-// one load balancer (Service default/web) and one route, a second cloud
+// badWorld is what the cases act on: a fake cloud in its realistic mode of
+// three instances (the Node of one named unlike it) with one load balancer
+// (Service default/web) and one route, a second cloud
 // whose route table is IPv4 only, the admin endpoint of a third one, and a
 // directory for state files.
 type badWorld struct {
@@ -380,6 +383,9 @@ type badWorld struct {
 
 const badCluster = "badinput"
 
+// renamedBadNode is the instance whose Node the world names unlike it.
+const renamedBadNode = "node-3"
+
 func newBadWorld(t *testing.T) *badWorld {
 	t.Helper()
 	w := &badWorld{dir: t.TempDir()}
@@ -388,8 +394,8 @@ func newBadWorld(t *testing.T) *badWorld {
 			c()
 		}
 	})
-	newCloud := func(cfg fake.Config) *fake.Cloud {
-		c, err := fake.New(cfg)
+	newCloud := func(cfg fake.Config, opts ...fake.Option) *fake.Cloud {
+		c, err := fake.New(cfg, opts...)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -399,7 +405,11 @@ func newBadWorld(t *testing.T) *badWorld {
 		return c
 	}
 	seed := []fake.Instance{{Name: "node-1"}, {Name: "node-2"}, {Name: "node-3"}}
-	w.cloud = newCloud(fake.Config{ClusterID: badCluster, Instances: seed})
+	// The cases' cloud is realistic (load balancers provision, calls are
+	// rate limited, backends are kept by instance ID) on a clock the setup
+	// moves, so no call waits in real time.
+	clock := clocktesting.NewFakeClock(time.Unix(1_700_000_000, 0))
+	w.cloud = newCloud(fake.Config{ClusterID: badCluster, Instances: seed, Realistic: true}, fake.WithClock(clock.Now))
 	w.v4only = newCloud(fake.Config{ClusterID: badCluster, Instances: seed, Routes: fake.RoutesConfig{IPv4Only: true}})
 	w.admin = newCloud(fake.Config{Instances: seed})
 	srv := httptest.NewServer(w.admin.AdminHandler())
@@ -416,11 +426,25 @@ func newBadWorld(t *testing.T) *badWorld {
 			t.Fatal(err)
 		}
 		n.Labels["example.com/owner-token"] = plantedSecret
+		if in.Name == renamedBadNode {
+			n.Name = "worker-7f3a" // named unlike its instance; found by spec.providerID
+		}
 		w.nodes = append(w.nodes, n)
 	}
 	ctx := t.Context()
-	if _, err := w.lbs.EnsureLoadBalancer(ctx, "kubernetes", webService(nil), w.nodes); err != nil {
-		t.Fatal(err)
+	for retries := 0; ; retries++ {
+		_, err := w.lbs.EnsureLoadBalancer(ctx, "kubernetes", webService(nil), w.nodes)
+		var re *api.RetryError
+		if !errors.As(err, &re) {
+			if err != nil {
+				t.Fatal(err)
+			}
+			if retries == 0 {
+				t.Fatal("the world's load balancer was ready at once; want it to provision, as in the realistic mode")
+			}
+			break
+		}
+		clock.Step(max(re.RetryAfter(), time.Second)) // provisioning, or throttled
 	}
 	route := &cloudprovider.Route{TargetNode: "node-1", DestinationCIDR: "10.244.1.0/24"}
 	if err := w.routesAPI.CreateRoute(ctx, "kubernetes", "uid-node-1", route); err != nil {
