@@ -24,13 +24,13 @@ import (
 // rules: INST-* and ZONES-LOOKUP.
 func brokenInstances() []brokenCase {
 	type bc = brokenCase
-	cases := []bc{
+	return narrowed(instOnly, []bc{
 		// INST-EXISTS.
 		{
 			name: "instances-by-name-only", want: "INST-EXISTS", clause: "(true, nil) for running instances, by provider ID",
 			also:    []string{"INST-METADATA", "INST-TERMINATED", "INST-SHUTDOWN", "CTRL-NODE-TERMINATED", "CTRL-NODE-SHUTDOWN"}, // every rule that asks about the renamed Node's instance
 			reason:  "InstancesV2 ignores spec.providerID and looks instances up by Node name: a Node named unlike its instance (Target.RenamedNodes) is reported gone",
-			timeout: instTimeout, // the controller rules wait for the renamed Node's checks
+			timeout: brokenTimeout, // the controller rules wait for the renamed Node's checks
 			b: instWrap(func(b *wrappedInst) {
 				b.exists = func(next cloudprovider.InstancesV2, ctx context.Context, n *v1.Node) (bool, error) {
 					return next.InstanceExists(ctx, byNameOnly(n))
@@ -70,7 +70,7 @@ func brokenInstances() []brokenCase {
 			name: "exists-errors-when-terminated", want: "INST-TERMINATED", clause: "InstanceExists of a terminated instance becomes (false, nil)",
 			also:    []string{"CTRL-NODE-TERMINATED"}, // the same answer, through the node lifecycle controller
 			reason:  "an instance listed as terminated is an error (\"instance is terminated\") instead of (false, nil): its Node is never deleted",
-			timeout: instTimeout,
+			timeout: brokenTimeout,
 			target: instExistsByState(func(n *v1.Node, exists bool, st fake.InstanceState, _ bool) (bool, error) {
 				if st == fake.StateTerminated {
 					return false, fmt.Errorf("instance of node %s is terminated", n.Name)
@@ -82,8 +82,8 @@ func brokenInstances() []brokenCase {
 			name: "exists-cached-past-cloud-changed", want: "INST-TERMINATED", clause: "within Config.Timeout+MaxStaleness after Hooks.CloudChanged",
 			also:    []string{"CTRL-NODE-TERMINATED"}, // the same cached answer, through the node lifecycle controller
 			reason:  "InstanceExists answers from a cache with a one-hour TTL that Hooks.CloudChanged does not drop, and Config.MaxStaleness does not declare",
-			timeout: instTimeout,
-			target: instTarget(func(*conformance.Target, *fake.Cloud) wrapped {
+			timeout: brokenTimeout,
+			target: wrappedTarget(func(*conformance.Target, *fake.Cloud) wrapped {
 				var cache instAnswers[bool]
 				return instExists(func(next cloudprovider.InstancesV2, ctx context.Context, n *v1.Node) (bool, error) {
 					return cache.get(n, func() (bool, error) { return next.InstanceExists(ctx, n) })
@@ -94,8 +94,8 @@ func brokenInstances() []brokenCase {
 			name: "gone-answer-shared-by-all-nodes", want: "INST-TERMINATED", clause: "other instances still exist",
 			also:    []string{"CTRL-NODE-TERMINATED"}, // the same answers, through the node lifecycle controller
 			reason:  "\"gone\" is cached for good (a terminated instance never comes back) under a key that leaves out the instance: once one instance is gone, every instance is",
-			timeout: instTimeout, // CTRL-NODE-TERMINATED waits for checks of Nodes it deleted
-			target: instTarget(func(*conformance.Target, *fake.Cloud) wrapped {
+			timeout: brokenTimeout, // CTRL-NODE-TERMINATED waits for checks of Nodes it deleted
+			target: wrappedTarget(func(*conformance.Target, *fake.Cloud) wrapped {
 				var gone atomic.Bool
 				return instExists(func(next cloudprovider.InstancesV2, ctx context.Context, n *v1.Node) (bool, error) {
 					if gone.Load() {
@@ -127,7 +127,7 @@ func brokenInstances() []brokenCase {
 			name: "stopped-reported-gone", want: "INST-STOPPED", clause: "A stopped instance still exists",
 			also:    []string{"CTRL-NODE-SHUTDOWN"}, // the node lifecycle controller deletes the Node instead of tainting it
 			reason:  "InstanceExists is (false, nil) for a stopped instance, so the Node of a merely stopped machine is deleted",
-			timeout: instTimeout,
+			timeout: brokenTimeout,
 			target: instExistsByState(func(_ *v1.Node, exists bool, st fake.InstanceState, _ bool) (bool, error) {
 				return exists && st != fake.StateStopped, nil
 			}),
@@ -136,7 +136,7 @@ func brokenInstances() []brokenCase {
 			name: "stopped-not-shut-down", want: "INST-STOPPED", clause: "and is shut down",
 			also:    []string{"CTRL-NODE-SHUTDOWN"}, // the same answer, through the node lifecycle controller
 			reason:  "InstanceShutdown is never true: only a state the cloud never reports (\"shutting-down\") counts as shut down, not \"stopped\"",
-			timeout: instTimeout,
+			timeout: brokenTimeout,
 			b: instShutdown(func(next cloudprovider.InstancesV2, ctx context.Context, n *v1.Node) (bool, error) {
 				_, err := next.InstanceShutdown(ctx, n)
 				return false, err
@@ -145,8 +145,8 @@ func brokenInstances() []brokenCase {
 		{
 			name: "shutdown-sticky", want: "INST-STOPPED", clause: "started again, it is not shut down",
 			reason:  "\"shut down\" is cached for good once seen, as if a stopped instance never ran again: a restarted instance stays shut down",
-			timeout: instTimeout,
-			target: instTarget(func(*conformance.Target, *fake.Cloud) wrapped {
+			timeout: brokenTimeout,
+			target: wrappedTarget(func(*conformance.Target, *fake.Cloud) wrapped {
 				var down sync.Map // node key → true
 				return instShutdown(func(next cloudprovider.InstancesV2, ctx context.Context, n *v1.Node) (bool, error) {
 					if _, ok := down.Load(instKey(n)); ok {
@@ -164,8 +164,8 @@ func brokenInstances() []brokenCase {
 			name: "shutdown-cached-past-cloud-changed", want: "INST-STOPPED", clause: "each change shows within Config.Timeout+MaxStaleness after Hooks.CloudChanged",
 			also:    []string{"CTRL-NODE-SHUTDOWN"}, // the same cached answer, through the node lifecycle controller
 			reason:  "InstanceShutdown answers from a cache with a one-hour TTL that Hooks.CloudChanged does not drop, and Config.MaxStaleness does not declare",
-			timeout: instTimeout,
-			target: instTarget(func(*conformance.Target, *fake.Cloud) wrapped {
+			timeout: brokenTimeout,
+			target: wrappedTarget(func(*conformance.Target, *fake.Cloud) wrapped {
 				var cache instAnswers[bool]
 				return instShutdown(func(next cloudprovider.InstancesV2, ctx context.Context, n *v1.Node) (bool, error) {
 					return cache.get(n, func() (bool, error) { return next.InstanceShutdown(ctx, n) })
@@ -187,7 +187,7 @@ func brokenInstances() []brokenCase {
 			// registers Nodes by name, is skipped: its precondition fails).
 			also:    []string{"INST-NEW-INSTANCE", "INST-ADDRESSES-STABLE"},
 			reason:  "InstanceMetadata of a Node without spec.providerID is an error: the provider requires a provider ID, so no kubelet-registered Node is ever initialized",
-			timeout: instTimeout,
+			timeout: brokenTimeout,
 			b: instMetadata(func(next cloudprovider.InstancesV2, ctx context.Context, n *v1.Node) (*cloudprovider.InstanceMetadata, error) {
 				if n.Spec.ProviderID == "" {
 					return nil, fmt.Errorf("node %s has no spec.providerID", n.Name)
@@ -198,7 +198,7 @@ func brokenInstances() []brokenCase {
 		{
 			name: "metadata-nil-for-renamed-node", want: "INST-METADATA", clause: "is non-nil",
 			reason: "InstanceMetadata is (nil, nil), upstream's \"not my node\", for a Node named unlike its instance: the provider takes it for another provider's Node, and the node controller never initializes it",
-			target: instTarget(func(_ *conformance.Target, cloud *fake.Cloud) wrapped {
+			target: wrappedTarget(func(_ *conformance.Target, cloud *fake.Cloud) wrapped {
 				return instMetadata(func(next cloudprovider.InstancesV2, ctx context.Context, n *v1.Node) (*cloudprovider.InstanceMetadata, error) {
 					if in, ok := cloud.InstanceByID(strings.TrimPrefix(n.Spec.ProviderID, fake.ProviderName+"://")); ok && in.Name != n.Name {
 						return nil, nil
@@ -306,7 +306,7 @@ func brokenInstances() []brokenCase {
 			name: "hostname-address-flaps", want: "INST-ADDRESSES-STABLE", clause: "the same node addresses",
 			also:   []string{"INST-CONCURRENT"}, // it compares answers with the first one too, and they vary
 			reason: "every other look-up by provider ID of a node leaves out its Hostname address (read from a second, flaky API)",
-			target: instTarget(func(*conformance.Target, *fake.Cloud) wrapped {
+			target: wrappedTarget(func(*conformance.Target, *fake.Cloud) wrapped {
 				var calls counter
 				return rewriteMetadata(func(n *v1.Node, md *cloudprovider.InstanceMetadata) {
 					if n.Spec.ProviderID != "" && calls.add(n.Name)%2 == 0 {
@@ -319,7 +319,7 @@ func brokenInstances() []brokenCase {
 			name: "addresses-rotate-per-call", want: "INST-ADDRESSES-STABLE", clause: "in the same order on every call",
 			also:   []string{"INST-CONCURRENT"}, // it compares answers with the first one too, and they vary
 			reason: "the addresses come in another order on every InstanceMetadata call of a node (the cloud API's order is unspecified and the provider does not sort)",
-			target: instTarget(func(*conformance.Target, *fake.Cloud) wrapped {
+			target: wrappedTarget(func(*conformance.Target, *fake.Cloud) wrapped {
 				var calls counter
 				return rewriteMetadata(func(n *v1.Node, md *cloudprovider.InstanceMetadata) {
 					addrs := slices.Clone(md.NodeAddresses)
@@ -381,7 +381,7 @@ func brokenInstances() []brokenCase {
 		{
 			name: "new-instance-gone-after-lagging-relist", want: "INST-NEW-INSTANCE", clause: "nor after Hooks.CloudChanged",
 			reason: "on Hooks.CloudChanged the provider re-lists from an eventually consistent list API that does not show new instances yet, and then trusts that list: an instance missing from it is (false, nil)",
-			target: instTarget(func(tgt *conformance.Target, cloud *fake.Cloud) wrapped {
+			target: wrappedTarget(func(tgt *conformance.Target, cloud *fake.Cloud) wrapped {
 				initial := cloud.Snapshot().Instances
 				var relisted atomic.Bool
 				tgt.Hooks.CloudChanged = func(context.Context) error {
@@ -399,8 +399,8 @@ func brokenInstances() []brokenCase {
 		{
 			name: "new-instance-no-metadata", want: "INST-NEW-INSTANCE", clause: "has metadata within Config.Timeout+MaxStaleness after it",
 			reason:  "InstanceMetadata answers from the instance list read when the provider started, which nothing refreshes: an instance created since has no metadata",
-			timeout: instTimeout,
-			target: instTarget(func(_ *conformance.Target, cloud *fake.Cloud) wrapped {
+			timeout: brokenTimeout,
+			target: wrappedTarget(func(_ *conformance.Target, cloud *fake.Cloud) wrapped {
 				initial := cloud.Snapshot().Instances
 				return instMetadata(func(next cloudprovider.InstancesV2, ctx context.Context, n *v1.Node) (*cloudprovider.InstanceMetadata, error) {
 					if !slices.ContainsFunc(initial, instOf(n)) {
@@ -428,7 +428,7 @@ func brokenInstances() []brokenCase {
 		{
 			name: "shutdown-one-call-at-a-time", want: "INST-CONCURRENT", clause: "Concurrent instance calls all succeed",
 			reason: "InstanceShutdown goes through a client that serves one request at a time and fails the others (\"request in progress\") instead of queueing them",
-			target: instTarget(func(*conformance.Target, *fake.Cloud) wrapped {
+			target: wrappedTarget(func(*conformance.Target, *fake.Cloud) wrapped {
 				var busy atomic.Bool
 				return instShutdown(func(next cloudprovider.InstancesV2, ctx context.Context, n *v1.Node) (bool, error) {
 					if !busy.CompareAndSwap(false, true) {
@@ -443,7 +443,7 @@ func brokenInstances() []brokenCase {
 		{
 			name: "metadata-coalesced-without-addresses", want: "INST-CONCURRENT", clause: "with the answers of sequential calls",
 			reason: "concurrent InstanceMetadata calls for one provider ID are coalesced, and the calls that join one in flight get a summary of its answer, without the node addresses",
-			target: instTarget(func(*conformance.Target, *fake.Cloud) wrapped {
+			target: wrappedTarget(func(*conformance.Target, *fake.Cloud) wrapped {
 				var flights instFlights
 				return instMetadata(func(next cloudprovider.InstancesV2, ctx context.Context, n *v1.Node) (*cloudprovider.InstanceMetadata, error) {
 					if n.Spec.ProviderID == "" { // by name: not coalesced
@@ -483,17 +483,7 @@ func brokenInstances() []brokenCase {
 			target: zonesTarget(true),
 			b:      zonesIn("Zone A (Paris)", "Zone A (Paris)"),
 		},
-	}
-	// Only the rules an instance or zones breakage can reach run (instOnly).
-	for i, c := range cases {
-		cases[i].claims = func(cl *conformance.Claims) {
-			instOnly(cl)
-			if c.claims != nil {
-				c.claims(cl)
-			}
-		}
-	}
-	return cases
+	})
 }
 
 // clausesInstances returns the clauses of the statements of the rules of this
@@ -520,12 +510,9 @@ func clausesInstances() map[string][]string {
 	}
 }
 
-// instTimeout is Config.Timeout for the broken providers that make rules
-// wait it out.
-const instTimeout = 2 * time.Second
-
-// instOnly narrows the claims of every broken provider of this file to the
-// instance rules (and the controller and every-capability rules over
+// instOnly narrows the claims of every broken provider of this file (see
+// narrowed), and of those of the provider area that make instance rules
+// wait, to the instance rules (and the controller and every-capability rules over
 // them): the load-balancer and route rules ask InstancesV2 only about
 // fixture nodes without a provider ID or addresses (initNodes,
 // ROUTE-TARGET-ADDRESSES), which the fake's are not, and never ask Zones,
@@ -538,24 +525,6 @@ func instOnly(c *conformance.Claims) { c.LoadBalancer, c.Routes = false, false }
 // keeps its resource: long enough for INST-CONCURRENT's goroutines, which
 // start together, to meet inside it.
 const instRoundTrip = 5 * time.Millisecond
-
-// instTarget returns a NewTarget: newFakeTarget whose Cloud is wrapped by
-// what build returns for it, built for each target, so that the state
-// build's closures share is one provider's own (the controllers call the
-// accessor again for every call, which would reset state kept in an inst
-// func). build may set the target's hooks.
-func instTarget(build func(tgt *conformance.Target, cloud *fake.Cloud) wrapped) func(context.Context) (*conformance.Target, error) {
-	return func(ctx context.Context) (*conformance.Target, error) {
-		tgt, err := newFakeTarget(ctx)
-		if err != nil {
-			return nil, err
-		}
-		w := build(tgt, tgt.Cloud.(*fake.Cloud))
-		w.Interface = tgt.Cloud
-		tgt.Cloud = &w
-		return tgt, nil
-	}
-}
 
 // instExists, instShutdown and instMetadata are providers whose
 // InstanceExists, InstanceShutdown or InstanceMetadata is f.
@@ -576,7 +545,7 @@ func instMetadata(f func(next cloudprovider.InstancesV2, ctx context.Context, n 
 // returns, given the state st of n's instance in the fake (known false:
 // the fake has never heard of it, see instState).
 func instExistsByState(answer func(n *v1.Node, exists bool, st fake.InstanceState, known bool) (bool, error)) func(context.Context) (*conformance.Target, error) {
-	return instTarget(func(_ *conformance.Target, cloud *fake.Cloud) wrapped {
+	return wrappedTarget(func(_ *conformance.Target, cloud *fake.Cloud) wrapped {
 		return instExists(func(next cloudprovider.InstancesV2, ctx context.Context, n *v1.Node) (bool, error) {
 			exists, err := next.InstanceExists(ctx, n)
 			if err != nil {
@@ -707,23 +676,18 @@ func zonesClaimed(c *conformance.Claims) { c.Zones = true }
 // ZONES-LOOKUP broken providers. withoutV2 hides the fake's InstancesV2,
 // as a provider of the legacy kind (Zones without InstancesV2) does.
 func zonesTarget(withoutV2 bool) func(context.Context) (*conformance.Target, error) {
-	return func(ctx context.Context) (*conformance.Target, error) {
-		tgt, err := newFakeTarget(ctx)
-		if err != nil {
-			return nil, err
-		}
+	return targetWith(func(tgt *conformance.Target) error {
 		inst, ok := tgt.Cloud.InstancesV2()
 		if !ok {
-			tgt.Close()
-			return nil, errors.New("the fake offers no InstancesV2 to derive Zones from")
+			return errors.New("the fake offers no InstancesV2 to derive Zones from")
 		}
 		w := &wrapped{Interface: tgt.Cloud, zones: func(cloudprovider.Zones) cloudprovider.Zones { return instZones{inst} }}
 		tgt.Cloud = w
 		if withoutV2 {
 			tgt.Cloud = zonesNoV2{w}
 		}
-		return tgt, nil
-	}
+		return nil
+	})
 }
 
 // zonesNoV2 hides the InstancesV2 of the provider it wraps.

@@ -15,7 +15,6 @@ import (
 	cloudprovider "k8s.io/cloud-provider"
 	"k8s.io/cloud-provider/api"
 
-	"github.com/ccmkit/ccmkit/fake"
 	"github.com/ccmkit/ccmkit/testing/conformance"
 )
 
@@ -23,18 +22,14 @@ import (
 // LB-ENSURE-STATUS to LB-RECREATE, LB-BACKENDS, LB-PORTS,
 // LB-CLUSTER-ISOLATION, LB-CONCURRENT and LB-OUTAGE.
 func brokenLB() []brokenCase {
-	return lbOnly(brokenLBCases())
-}
-
-func brokenLBCases() []brokenCase {
 	type bc = brokenCase
-	return []bc{
+	return narrowed(lbOnly, []bc{
 		// LB-ENSURE-STATUS
 		{
 			name: "ensure-requires-subnet-annotation", want: "LB-ENSURE-STATUS", clause: "succeeds for a plain TCP Service",
 			also:    []string{"CTRL-SERVICE-LB"},
 			reason:  "EnsureLoadBalancer requires a provider annotation naming a subnet, so a plain Service without it fails; CTRL-SERVICE-LB fails too: the service controller makes the same Ensure",
-			timeout: lbControllerTimeout,
+			timeout: brokenTimeout,
 			b: lbShortCircuit(lbEnsure, func(_ context.Context, s *v1.Service, _ []*v1.Node) (bool, error) {
 				if _, ok := s.Annotations["example.com/lb-subnet"]; ok {
 					return false, nil
@@ -46,7 +41,7 @@ func brokenLBCases() []brokenCase {
 			name: "ensure-rejects-no-backends", want: "LB-ENSURE-STATUS", clause: "with and without nodes",
 			also:    []string{"CTRL-SERVICE-LB"},
 			reason:  "EnsureLoadBalancer without nodes fails with \"no backends\"; CTRL-SERVICE-LB fails too: the service controller creates the load balancer before any node is ready, with no nodes",
-			timeout: lbControllerTimeout,
+			timeout: brokenTimeout,
 			b: lbShortCircuit(lbEnsure, func(_ context.Context, s *v1.Service, n []*v1.Node) (bool, error) {
 				if len(n) > 0 {
 					return false, nil
@@ -58,7 +53,7 @@ func brokenLBCases() []brokenCase {
 			name: "ensure-nil-status-without-backends", want: "LB-ENSURE-STATUS", clause: "with a non-nil status",
 			also:    []string{"CTRL-SERVICE-LB"},
 			reason:  "EnsureLoadBalancer without nodes builds the load balancer but returns a nil status and no error; CTRL-SERVICE-LB fails too: the service controller's first Ensure has no nodes, and fails with \"service status returned by EnsureLoadBalancer is nil\"",
-			timeout: lbControllerTimeout,
+			timeout: brokenTimeout,
 			b: lbWrap(func(b *wrappedLB) {
 				b.ensure = func(next cloudprovider.LoadBalancer, ctx context.Context, c string, s *v1.Service, n []*v1.Node) (*v1.LoadBalancerStatus, error) {
 					st, err := next.EnsureLoadBalancer(ctx, c, s, n)
@@ -73,7 +68,7 @@ func brokenLBCases() []brokenCase {
 			name: "ensure-empty-status-while-provisioning", want: "LB-ENSURE-STATUS", clause: "holding at least one ingress",
 			also:    []string{"CTRL-SERVICE-LB"},
 			reason:  "the first EnsureLoadBalancer of a load balancer returns an empty status and no error while its address is being assigned, instead of an api.RetryError; CTRL-SERVICE-LB fails too: the service controller, told all is well, never asks again, and the Service never gets an ingress",
-			timeout: lbControllerTimeout,
+			timeout: brokenTimeout,
 			b: lbWrap(func(b *wrappedLB) {
 				var calls counter
 				b.ensure = func(next cloudprovider.LoadBalancer, ctx context.Context, c string, s *v1.Service, n []*v1.Node) (*v1.LoadBalancerStatus, error) {
@@ -89,7 +84,7 @@ func brokenLBCases() []brokenCase {
 			name: "ensure-never-ready-without-backends", want: "LB-ENSURE-STATUS", clause: "once it stops returning api.RetryError",
 			also:    []string{"CTRL-SERVICE-LB"},
 			reason:  "a load balancer without backends never gets an address: EnsureLoadBalancer answers an api.RetryError forever; CTRL-SERVICE-LB fails too: the service controller's first Ensure has no nodes",
-			timeout: lbControllerTimeout,
+			timeout: brokenTimeout,
 			b: lbWrap(func(b *wrappedLB) {
 				b.ensure = func(next cloudprovider.LoadBalancer, ctx context.Context, c string, s *v1.Service, n []*v1.Node) (*v1.LoadBalancerStatus, error) {
 					st, err := next.EnsureLoadBalancer(ctx, c, s, n)
@@ -488,10 +483,8 @@ func brokenLBCases() []brokenCase {
 			// Without OtherCluster the fake's routes, owned by its cluster ID
 			// as well, fail ROUTE-CLUSTER-SCOPE: not claimed here.
 			claims: func(c *conformance.Claims) { c.Routes = false },
-			target: func(context.Context) (*conformance.Target, error) {
-				return fakeCloudTarget(fake.Config{ClusterID: "conformance", InstanceCIDRs: []string{"10.0.0.0/16", "fd00:10::/64"}})
-			},
-			b: lbByNamespaceName(),
+			target: oneClusterTarget,
+			b:      lbByNamespaceName(),
 		},
 		{
 			name: "lb-keyed-by-uid-across-clusters", want: "LB-CLUSTER-ISOLATION", clause: "also the same UID and cluster name",
@@ -554,7 +547,7 @@ func brokenLBCases() []brokenCase {
 				}
 			}),
 		},
-	}
+	})
 }
 
 // clausesLB returns the clauses of the statements of the rules of this
@@ -577,30 +570,11 @@ func clausesLB() map[string][]string {
 	}
 }
 
-// A broken provider that the service controller waits for in vain makes
-// each CTRL-SERVICE-* rule wait Config.Timeout: those cases run with
-// lbControllerTimeout, short, but long enough for every rule to finish
-// within 4×Timeout under -race on a busy machine. (A case where a
-// CTRL-SERVICE-* rule must get past its Service's first ingress before it
-// fails keeps the default.)
-const lbControllerTimeout = 2 * time.Second
-
-// lbOnly narrows the claims of cases, which break load balancers alone, to
-// the LoadBalancer capability (and its features): the rules of the other
-// capabilities never call it, and pass or fail alike without them, at a
-// fraction of the time (their controllers poll).
-func lbOnly(cases []brokenCase) []brokenCase {
-	for i := range cases {
-		narrow := cases[i].claims
-		cases[i].claims = func(c *conformance.Claims) {
-			c.InstancesV2, c.Routes, c.Zones = false, false, false
-			if narrow != nil {
-				narrow(c)
-			}
-		}
-	}
-	return cases
-}
+// lbOnly narrows the claims to the LoadBalancer capability (and its
+// features), for the broken providers that break load balancers alone: the
+// rules of the other capabilities never call it, and pass or fail alike
+// without them (see narrowed).
+func lbOnly(c *conformance.Claims) { c.InstancesV2, c.Routes, c.Zones = false, false, false }
 
 // lbByNamespaceName breaks every LoadBalancer method by identifying load
 // balancers by the Service's namespace/name alone: every cluster's Service
@@ -869,15 +843,10 @@ func (b *lbBusy) others(k string) bool {
 // load balancers by cluster name and Service UID in those calls, and by its
 // own cluster ID in the others.
 func lbOtherClusterSharing(get, update, del bool) func(context.Context) (*conformance.Target, error) {
-	return func(ctx context.Context) (*conformance.Target, error) {
-		tgt, err := newFakeTarget(ctx)
-		if err != nil {
-			return nil, err
-		}
+	return targetWith(func(tgt *conformance.Target) error {
 		shared, ok := tgt.Cloud.LoadBalancer()
 		if !ok {
-			tgt.Close()
-			return nil, errors.New("the fake offers no LoadBalancer")
+			return errors.New("the fake offers no LoadBalancer")
 		}
 		tgt.OtherCluster = &wrapped{Interface: tgt.OtherCluster, lb: func(b wrappedLB) cloudprovider.LoadBalancer {
 			if get {
@@ -897,6 +866,6 @@ func lbOtherClusterSharing(get, update, del bool) func(context.Context) (*confor
 			}
 			return b
 		}}
-		return tgt, nil
-	}
+		return nil
+	})
 }

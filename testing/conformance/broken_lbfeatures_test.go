@@ -21,12 +21,8 @@ import (
 // LB-HEALTH-CHECK(-CLUSTER), LB-UNSUPPORTED-REJECTED, LB-DUAL-STACK-REJECTED
 // and LB-CLAIMED-FEATURES.
 func brokenLBFeatures() []brokenCase {
-	return lbOnly(brokenLBFeatureCases())
-}
-
-func brokenLBFeatureCases() []brokenCase {
 	type bc = brokenCase
-	return []bc{
+	return narrowed(lbOnly, []bc{
 		// LB-INGRESS-VALID
 		{
 			name: "ingress-ip-as-cidr", want: "LB-INGRESS-VALID", clause: "a valid IP",
@@ -301,7 +297,7 @@ func brokenLBFeatureCases() []brokenCase {
 				st.Ingress = keep
 			}),
 		},
-	}
+	})
 }
 
 // clausesLBFeatures returns the clauses of the statements of the rules of this
@@ -396,7 +392,7 @@ func lbMadeUpNodePorts(s *v1.Service) {
 // built with opts.
 func lbFakeTargetWith(opts ...fake.Option) func(context.Context) (*conformance.Target, error) {
 	return func(context.Context) (*conformance.Target, error) {
-		return fakeTarget(fake.Config{ClusterID: "conformance", InstanceCIDRs: []string{"10.0.0.0/16", "fd00:10::/64"}}, opts...)
+		return fakeTarget(fakeCloudConfig(), opts...)
 	}
 }
 

@@ -63,10 +63,10 @@ func brokenProvider() []brokenCase {
 			name: "name-per-call", want: "PROVIDER-NAME", clause: "a constant",
 			reason: "ProviderName() appends a call counter after its first answer (a request ID leaking into it)",
 			claims: providerNothing,
-			target: providerTarget(func(tgt *conformance.Target) cloudprovider.Interface {
+			target: wrappedTarget(func(*conformance.Target, *fake.Cloud) wrapped {
 				var calls int
 				var mu sync.Mutex
-				return &wrapped{Interface: tgt.Cloud, name: func(next string) string {
+				return wrapped{name: func(next string) string {
 					mu.Lock()
 					defer mu.Unlock()
 					if calls++; calls > 1 {
@@ -144,10 +144,10 @@ func brokenProvider() []brokenCase {
 		{
 			name: "shutdown-ignores-cancel", want: "CTX-CANCELLED", clause: "every call returns within Config.Timeout",
 			reason: "InstanceShutdown waits for its rate limiter with context.Background(), well past a cancelled context",
-			claims: providerInstWaits, timeout: providerTimeout,
+			claims: instOnly, timeout: brokenTimeout,
 			b: instShutdown(func(next cloudprovider.InstancesV2, ctx context.Context, n *v1.Node) (bool, error) {
 				if ctx.Err() != nil {
-					time.Sleep(providerTimeout + providerTimeout/2)
+					time.Sleep(brokenTimeout + brokenTimeout/2)
 				}
 				return next.InstanceShutdown(ctx, n)
 			}),
@@ -193,7 +193,7 @@ func providerControllers() []brokenCase {
 		{
 			name: "init-addresses-later", want: "CTRL-NODE-INIT", clause: "addresses",
 			reason: "InstanceMetadata of a Node with the uninitialized taint has no addresses yet (filled in on a later call): the Node goes without them until the next status update, minutes later",
-			claims: providerInstWaits, timeout: providerTimeout,
+			claims: instOnly, timeout: brokenTimeout,
 			b: providerUninitialized(func(md *cloudprovider.InstanceMetadata) *cloudprovider.InstanceMetadata {
 				md.NodeAddresses = nil
 				return md
@@ -210,13 +210,13 @@ func providerControllers() []brokenCase {
 		{
 			name: "init-nil-metadata", want: "CTRL-NODE-INIT", clause: "loses the taint",
 			reason: "InstanceMetadata of a Node with the uninitialized taint is (nil, nil), \"not booted yet\": the node controller skips the Node and never comes back to it",
-			claims: providerInstWaits, timeout: providerTimeout,
+			claims: instOnly, timeout: brokenTimeout,
 			b: providerUninitialized(func(*cloudprovider.InstanceMetadata) *cloudprovider.InstanceMetadata { return nil }),
 		},
 		{
 			name: "notready-exists-unasked", want: "CTRL-NODE-TERMINATED", clause: "the Node of a terminated instance is deleted within Config.Timeout+MaxStaleness after Hooks.CloudChanged",
 			reason: "InstanceExists of a NotReady Node is true without asking the cloud (NotReady taken for \"still booting\"): the node lifecycle controller asks about no other Node, so a terminated instance's Node stays forever",
-			claims: providerInstWaits, timeout: providerTimeout,
+			claims: instOnly, timeout: brokenTimeout,
 			b: providerNotReady(func(next cloudprovider.InstancesV2, ctx context.Context, n *v1.Node) (bool, error) {
 				return true, nil
 			}, nil),
@@ -224,11 +224,11 @@ func providerControllers() []brokenCase {
 		{
 			name: "notready-all-gone-after-one", want: "CTRL-NODE-TERMINATED", clause: "the Nodes of running instances are kept",
 			reason: "once it has found one NotReady Node's instance gone, InstanceExists reports every NotReady Node gone (a \"gone\" flag kept per provider instead of per instance): the node lifecycle controller deletes the Nodes of running instances",
-			claims: providerInstWaits, timeout: providerTimeout,
-			target: providerTarget(func(tgt *conformance.Target) cloudprovider.Interface {
+			claims: instOnly, timeout: brokenTimeout,
+			target: wrappedTarget(func(*conformance.Target, *fake.Cloud) wrapped {
 				var mu sync.Mutex
 				gone := false
-				b := providerNotReady(func(next cloudprovider.InstancesV2, ctx context.Context, n *v1.Node) (bool, error) {
+				return providerNotReady(func(next cloudprovider.InstancesV2, ctx context.Context, n *v1.Node) (bool, error) {
 					mu.Lock()
 					defer mu.Unlock()
 					if gone {
@@ -238,14 +238,12 @@ func providerControllers() []brokenCase {
 					gone = err == nil && !ok
 					return ok, err
 				}, nil)
-				b.Interface = tgt.Cloud
-				return &b
 			}),
 		},
 		{
 			name: "notready-shutdown-unasked", want: "CTRL-NODE-SHUTDOWN", clause: "the Node of a stopped instance gets the shutdown taint within Config.Timeout+MaxStaleness after Hooks.CloudChanged",
 			reason: "InstanceShutdown of a NotReady Node is false without asking the cloud (NotReady taken for \"still booting\"): a stopped instance's Node never gets the shutdown taint",
-			claims: providerInstWaits, timeout: providerTimeout,
+			claims: instOnly, timeout: brokenTimeout,
 			b: providerNotReady(nil, func(next cloudprovider.InstancesV2, ctx context.Context, n *v1.Node) (bool, error) {
 				return false, nil
 			}),
@@ -253,7 +251,7 @@ func providerControllers() []brokenCase {
 		{
 			name: "notready-stopped-gone", want: "CTRL-NODE-SHUTDOWN", clause: "and is kept",
 			reason: "InstanceExists of a NotReady Node whose instance is stopped is false (a stopped NotReady node taken for a dead one): the node lifecycle controller deletes the Node instead of tainting it",
-			claims: providerInstWaits, timeout: providerTimeout,
+			claims: instOnly, timeout: brokenTimeout,
 			b: providerNotReady(func(next cloudprovider.InstancesV2, ctx context.Context, n *v1.Node) (bool, error) {
 				if down, err := next.InstanceShutdown(ctx, n); err == nil && down {
 					return false, nil
@@ -264,8 +262,8 @@ func providerControllers() []brokenCase {
 		{
 			name: "ingress-from-finalized-service", want: "CTRL-SERVICE-LB", clause: "and an ingress",
 			reason: "asynchronous (an api.RetryError while a load balancer created without backends provisions, as the service controller's first EnsureLoadBalancer of a new Service creates it), and it answers EnsureLoadBalancer of a Service with the cleanup finalizer from the Service's own status, taking the finalizer for \"already published\": the controller's retries pass the Service with the finalizer it added, and get a status without an ingress",
-			claims: providerLBWaits, timeout: providerTimeout,
-			target: providerTarget(func(tgt *conformance.Target) cloudprovider.Interface {
+			claims: lbOnly, timeout: brokenTimeout,
+			target: wrappedTarget(func(*conformance.Target, *fake.Cloud) wrapped {
 				var mu sync.Mutex
 				since := map[types.UID]time.Time{} // of the Services first ensured without nodes
 				provisioning := func(s *v1.Service, nodes []*v1.Node) bool {
@@ -278,7 +276,7 @@ func providerControllers() []brokenCase {
 					}
 					return ok && time.Since(t) < providerProvisioning
 				}
-				return &wrapped{Interface: tgt.Cloud, lb: func(b wrappedLB) cloudprovider.LoadBalancer {
+				return lbWrap(func(b *wrappedLB) {
 					b.ensure = func(next cloudprovider.LoadBalancer, ctx context.Context, c string, s *v1.Service, n []*v1.Node) (*v1.LoadBalancerStatus, error) {
 						switch {
 						case provisioning(s, n):
@@ -288,14 +286,13 @@ func providerControllers() []brokenCase {
 						}
 						return next.EnsureLoadBalancer(ctx, c, s, n)
 					}
-					return b
-				}}
+				})
 			}),
 		},
 		{
 			name: "ports-frozen-once-finalized", want: "CTRL-SERVICE-PORT", clause: "a changed Service port reaches the cloud",
 			reason: "EnsureLoadBalancer of a Service with the cleanup finalizer only reads the load balancer's status back, taking the finalizer for \"already built\": a port changed later never reaches the cloud",
-			claims: providerLBWaits, timeout: providerTimeout,
+			claims: lbOnly, timeout: brokenTimeout,
 			b: lbWrap(func(b *wrappedLB) {
 				b.ensure = func(next cloudprovider.LoadBalancer, ctx context.Context, c string, s *v1.Service, n []*v1.Node) (*v1.LoadBalancerStatus, error) {
 					if servicehelpers.HasLBFinalizer(s) {
@@ -317,7 +314,7 @@ func providerControllers() []brokenCase {
 		{
 			name: "delete-waits-for-service", want: "CTRL-SERVICE-DELETE", clause: "then its finalizer",
 			reason: "EnsureLoadBalancerDeleted returns an api.RetryError while the Service has a deletion timestamp, waiting for the Service to be gone first: the Service waits for its finalizer, which waits for the load balancer",
-			claims: providerLBWaits, timeout: providerTimeout,
+			claims: lbOnly, timeout: brokenTimeout,
 			b: lbShortCircuit(lbDelete, func(_ context.Context, s *v1.Service, _ []*v1.Node) (bool, error) {
 				if s.DeletionTimestamp == nil {
 					return false, nil
@@ -335,7 +332,7 @@ func providerControllers() []brokenCase {
 		{
 			name: "routes-to-unknown-nodes-fail", want: "CTRL-ROUTES", clause: "routes appear for the nodes' pod CIDRs",
 			reason: "CreateRoute looks the target Node up in a map of Nodes listed once when the provider started, and fails for a Node registered since",
-			claims: providerRouteWaits, timeout: providerTimeout,
+			claims: providerRouteWaits, timeout: brokenTimeout,
 			target: providerNodeMapTarget(func(known func(types.NodeName) bool, b wrappedRoutes) wrappedRoutes {
 				b.create = func(next cloudprovider.Routes, ctx context.Context, c, hint string, r *cloudprovider.Route) error {
 					if !known(r.TargetNode) {
@@ -349,7 +346,7 @@ func providerControllers() []brokenCase {
 		{
 			name: "routes-to-unknown-nodes-blackhole", want: "CTRL-ROUTES", clause: "stay put while nothing changes",
 			reason: "ListRoutes marks Blackhole every route whose target Node is not in a map of Nodes listed once when the provider started (an unknown next hop taken for a dead one): the route controller deletes and recreates the routes of Nodes registered since, every reconciliation",
-			claims: providerRouteWaits, timeout: providerTimeout,
+			claims: providerRouteWaits, timeout: brokenTimeout,
 			target: providerNodeMapTarget(func(known func(types.NodeName) bool, b wrappedRoutes) wrappedRoutes {
 				b.list = func(next cloudprovider.Routes, ctx context.Context, c string) ([]*cloudprovider.Route, error) {
 					list, err := next.ListRoutes(ctx, c)
@@ -368,7 +365,7 @@ func providerControllers() []brokenCase {
 		{
 			name: "routes-of-unknown-nodes-stay", want: "CTRL-ROUTES", clause: "go away with their nodes",
 			reason: "DeleteRoute finds the route table through the target Node in a map of Nodes listed once when the provider started, and fails for a Node registered since: the route of a deleted Node stays",
-			claims: providerRouteWaits, timeout: providerTimeout,
+			claims: providerRouteWaits, timeout: brokenTimeout,
 			target: providerNodeMapTarget(func(known func(types.NodeName) bool, b wrappedRoutes) wrappedRoutes {
 				b.del = func(next cloudprovider.Routes, ctx context.Context, c string, r *cloudprovider.Route) error {
 					if !known(r.TargetNode) {
@@ -535,34 +532,22 @@ func providerRegistered(name string, edit func(*conformance.Config), c brokenCas
 // Services without nodes.
 const providerProvisioning = time.Second
 
-// providerTimeout is Config.Timeout for the broken providers that make a
-// rule wait it out, with claims narrowed to the rules concerned.
-const providerTimeout = 2 * time.Second
-
 // providerNothing claims no capability: only the provider rules run.
 func providerNothing(c *conformance.Claims) { *c = conformance.Claims{} }
 
-// providerInstWaits, providerLBWaits and providerRouteWaits narrow the
-// claims to one capability, for the broken providers that make its rules
-// wait out providerTimeout.
-func providerInstWaits(c *conformance.Claims) { c.LoadBalancer, c.Routes = false, false }
-
-func providerLBWaits(c *conformance.Claims) { c.InstancesV2, c.Routes = false, false }
-
+// providerRouteWaits narrows the claims to Routes, for the broken providers
+// that make CTRL-ROUTES wait out brokenTimeout (instOnly and lbOnly narrow
+// them for the others): unlike routesOnly, it keeps the feature claims.
 func providerRouteWaits(c *conformance.Claims) { c.LoadBalancer, c.InstancesV2 = false, false }
 
 // providerTarget returns a NewTarget: newFakeTarget whose Cloud is what wrap
 // returns for it, built for each target, so that the state a broken
 // provider keeps is its target's own.
 func providerTarget(wrap func(tgt *conformance.Target) cloudprovider.Interface) func(context.Context) (*conformance.Target, error) {
-	return func(ctx context.Context) (*conformance.Target, error) {
-		tgt, err := newFakeTarget(ctx)
-		if err != nil {
-			return nil, err
-		}
+	return targetWith(func(tgt *conformance.Target) error {
 		tgt.Cloud = wrap(tgt)
-		return tgt, nil
-	}
+		return nil
+	})
 }
 
 // providerWithout is a provider that does not offer routes or InstancesV2

@@ -12,28 +12,17 @@ import (
 	v1 "k8s.io/api/core/v1"
 	cloudprovider "k8s.io/cloud-provider"
 
-	"github.com/ccmkit/ccmkit/fake"
 	"github.com/ccmkit/ccmkit/testing/conformance"
 )
 
 // brokenRoutes returns the broken providers of the route rules: ROUTE-*.
 // Route.TargetNode is a Node name, so the route rules use Target.Nodes
 // only, never Target.RenamedNodes. A broken Routes can only fail rules that
-// call Routes, so each case claims routes alone (routesOnly) unless it says
-// otherwise: the other capabilities' rules are skipped, not run in vain.
+// call Routes, so each case claims routes alone (routesOnly, see narrowed):
+// the other capabilities' rules are skipped, not run in vain.
 func brokenRoutes() []brokenCase {
-	cases := routesCases()
-	for i := range cases {
-		if cases[i].claims == nil {
-			cases[i].claims = routesOnly
-		}
-	}
-	return cases
-}
-
-func routesCases() []brokenCase {
 	type bc = brokenCase
-	return []bc{
+	return narrowed(routesOnly, []bc{
 		// ROUTE-ROUNDTRIP
 		{
 			name: "route-ipv6-create-dropped", want: "ROUTE-ROUNDTRIP", clause: "ListRoutes returns each created route",
@@ -65,7 +54,7 @@ func routesCases() []brokenCase {
 			name: "route-target-fqdn", want: "ROUTE-ROUNDTRIP", clause: "with its TargetNode",
 			also:    []string{"CTRL-ROUTES"}, // the route controller compares TargetNode too
 			reason:  "TargetNode is listed as the next hop's DNS name (node.internal), not the Node name CreateRoute got; CTRL-ROUTES waits in vain for routes to the Nodes",
-			timeout: 2 * time.Second, // CTRL-ROUTES waits it out
+			timeout: brokenTimeout, // CTRL-ROUTES waits it out
 
 			b: routesRewritten(func(r *cloudprovider.Route) {
 				r.TargetNode += ".internal"
@@ -243,9 +232,7 @@ func routesCases() []brokenCase {
 			name: "routes-by-cluster-id-alone", want: "ROUTE-CLUSTER-SCOPE", clause: "ListRoutes for one cluster never returns another cluster's routes",
 			reason: "without Target.OtherCluster: ListRoutes ignores its clusterName argument (routes are owned by a cluster ID of the provider's own), so another cluster of the account lists this one's routes",
 			// routesOnly: the fake's load balancers ignore clusterName as well.
-			target: func(context.Context) (*conformance.Target, error) {
-				return fakeCloudTarget(routesFakeConfig())
-			},
+			target: oneClusterTarget,
 		},
 		{
 			name: "routes-shared-across-clusters", want: "ROUTE-CLUSTER-SCOPE", clause: "nor (with Target.OtherCluster) those of another cluster of the same name on the same network",
@@ -344,7 +331,7 @@ func routesCases() []brokenCase {
 				}
 			}),
 		},
-	}
+	})
 }
 
 // routesOnly narrows the claims to Routes: the route rules, CTRL-ROUTES
@@ -357,26 +344,17 @@ func routesOnly(c *conformance.Claims) {
 // that concurrent calls overlap.
 const routesWriteTime = 20 * time.Millisecond
 
-// routesFakeConfig is the configuration of newFakeTarget's cloud.
-func routesFakeConfig() fake.Config {
-	return fake.Config{ClusterID: "conformance", InstanceCIDRs: []string{"10.0.0.0/16", "fd00:10::/64"}}
-}
-
 // routesTarget returns a NewTarget giving newFakeTarget whose providers
 // (Cloud, and OtherCluster) each have the Routes of mk(): a broken provider
 // with state of its own, fresh for each target and each provider.
 func routesTarget(mk func() func(wrappedRoutes) cloudprovider.Routes) func(context.Context) (*conformance.Target, error) {
-	return func(ctx context.Context) (*conformance.Target, error) {
-		tgt, err := newFakeTarget(ctx)
-		if err != nil {
-			return nil, err
-		}
+	return targetWith(func(tgt *conformance.Target) error {
 		tgt.Cloud = &wrapped{Interface: tgt.Cloud, routes: mk()}
 		if tgt.OtherCluster != nil {
 			tgt.OtherCluster = &wrapped{Interface: tgt.OtherCluster, routes: mk()}
 		}
-		return tgt, nil
-	}
+		return nil
+	})
 }
 
 // routesRewritten is routesListRewritten applying rewrite to each route.

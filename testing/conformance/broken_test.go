@@ -58,6 +58,75 @@ func answerMetadata(f func(n *v1.Node, md *cloudprovider.InstanceMetadata) *clou
 	})
 }
 
+// brokenTimeout is Config.Timeout for the broken providers that make rules
+// wait it out (a controller waiting in vain for what the provider never
+// does, a call that outlives a cancelled context), on claims narrowed to
+// the rules concerned: short, but long enough for every rule to finish
+// within 4×Timeout under -race on a busy machine. (A case where a
+// CTRL-SERVICE-* rule must get past its Service's first ingress before it
+// fails keeps the default.)
+const brokenTimeout = 2 * time.Second
+
+// narrowed returns cases, each with its claims narrowed by narrow and then
+// edited by its own claims func, if any: cases that break one capability
+// run only the rules that capability can reach, at a fraction of the time
+// (the other rules' controllers poll).
+func narrowed(narrow func(*conformance.Claims), cases []brokenCase) []brokenCase {
+	for i := range cases {
+		own := cases[i].claims
+		cases[i].claims = func(c *conformance.Claims) {
+			narrow(c)
+			if own != nil {
+				own(c)
+			}
+		}
+	}
+	return cases
+}
+
+// fakeCloudConfig is the configuration of newFakeTarget's cloud.
+func fakeCloudConfig() fake.Config {
+	return fake.Config{ClusterID: "conformance", InstanceCIDRs: []string{"10.0.0.0/16", "fd00:10::/64"}}
+}
+
+// oneClusterTarget is newFakeTarget without Target.OtherCluster.
+func oneClusterTarget(context.Context) (*conformance.Target, error) {
+	return fakeCloudTarget(fakeCloudConfig())
+}
+
+// targetWith returns a NewTarget: newFakeTarget edited by edit, which may
+// replace its providers and set its hooks. edit runs for each target, so
+// that the state of a broken provider it builds is its target's own; on
+// edit's error the target is closed.
+func targetWith(edit func(tgt *conformance.Target) error) func(context.Context) (*conformance.Target, error) {
+	return func(ctx context.Context) (*conformance.Target, error) {
+		tgt, err := newFakeTarget(ctx)
+		if err != nil {
+			return nil, err
+		}
+		if err := edit(tgt); err != nil {
+			tgt.Close()
+			return nil, err
+		}
+		return tgt, nil
+	}
+}
+
+// wrappedTarget returns a NewTarget: newFakeTarget whose Cloud is wrapped
+// by what build returns for it (given the fake; build may set the target's
+// hooks), built for each target, so that the state build's closures share
+// is one provider's own (the controllers call an accessor again for every
+// call, which would reset state declared in a wrapped.lb or wrapped.inst
+// func).
+func wrappedTarget(build func(tgt *conformance.Target, cloud *fake.Cloud) wrapped) func(context.Context) (*conformance.Target, error) {
+	return targetWith(func(tgt *conformance.Target) error {
+		w := build(tgt, tgt.Cloud.(*fake.Cloud))
+		w.Interface = tgt.Cloud
+		tgt.Cloud = &w
+		return nil
+	})
+}
+
 // stripSourceRangesAnnotation ignores the source-range annotation of a
 // Service without spec.loadBalancerSourceRanges: a valid one when valid, a
 // malformed one otherwise.
@@ -257,25 +326,21 @@ func (d listOnly) GetByName(ctx context.Context, name string) (instances.Instanc
 // Hooks.CloudChanged: correct after every announced change, wrong about an
 // instance created since the cache was filled.
 func staleListTarget(ctx context.Context) (*conformance.Target, error) {
-	tgt, err := newFakeTarget(ctx)
-	if err != nil {
-		return nil, err
-	}
-	cloud := tgt.Cloud.(*fake.Cloud)
-	cache, err := instances.NewCache(cloud.InstanceAPI(), instances.CacheOptions{TTL: time.Hour})
-	if err != nil {
-		tgt.Close()
-		return nil, err
-	}
-	adapter, err := instances.NewAdapter(listOnly{cache}, instances.Options{Codec: provider.Codec{Scheme: fake.ProviderName}})
-	if err != nil {
-		tgt.Close()
-		return nil, err
-	}
-	tgt.Cloud = &wrapped{Interface: cloud, inst: func(wrappedInst) cloudprovider.InstancesV2 { return adapter }}
-	tgt.Hooks.CloudChanged = func(context.Context) error {
-		cache.Invalidate()
+	return targetWith(func(tgt *conformance.Target) error {
+		cloud := tgt.Cloud.(*fake.Cloud)
+		cache, err := instances.NewCache(cloud.InstanceAPI(), instances.CacheOptions{TTL: time.Hour})
+		if err != nil {
+			return err
+		}
+		adapter, err := instances.NewAdapter(listOnly{cache}, instances.Options{Codec: provider.Codec{Scheme: fake.ProviderName}})
+		if err != nil {
+			return err
+		}
+		tgt.Cloud = &wrapped{Interface: cloud, inst: func(wrappedInst) cloudprovider.InstancesV2 { return adapter }}
+		tgt.Hooks.CloudChanged = func(context.Context) error {
+			cache.Invalidate()
+			return nil
+		}
 		return nil
-	}
-	return tgt, nil
+	})(ctx)
 }
