@@ -84,10 +84,7 @@ func brokenInstances() []brokenCase {
 			reason:  "InstanceExists answers from a cache with a one-hour TTL that Hooks.CloudChanged does not drop, and Config.MaxStaleness does not declare",
 			timeout: brokenTimeout,
 			target: wrappedTarget(func(*conformance.Target, *fake.Cloud) wrapped {
-				var cache instAnswers[bool]
-				return instExists(func(next cloudprovider.InstancesV2, ctx context.Context, n *v1.Node) (bool, error) {
-					return cache.get(n, func() (bool, error) { return next.InstanceExists(ctx, n) })
-				})
+				return instExists(instCachedForGood(cloudprovider.InstancesV2.InstanceExists))
 			}),
 		},
 		{
@@ -166,10 +163,7 @@ func brokenInstances() []brokenCase {
 			reason:  "InstanceShutdown answers from a cache with a one-hour TTL that Hooks.CloudChanged does not drop, and Config.MaxStaleness does not declare",
 			timeout: brokenTimeout,
 			target: wrappedTarget(func(*conformance.Target, *fake.Cloud) wrapped {
-				var cache instAnswers[bool]
-				return instShutdown(func(next cloudprovider.InstancesV2, ctx context.Context, n *v1.Node) (bool, error) {
-					return cache.get(n, func() (bool, error) { return next.InstanceShutdown(ctx, n) })
-				})
+				return instShutdown(instCachedForGood(cloudprovider.InstancesV2.InstanceShutdown))
 			}),
 		},
 
@@ -629,6 +623,15 @@ func (c *instAnswers[T]) get(n *v1.Node, ask func() (T, error)) (T, error) {
 		c.mu.Unlock()
 	}
 	return v, err
+}
+
+// instCachedForGood returns an InstanceExists or InstanceShutdown (ask,
+// which it calls on next) that answers from an instAnswers of its own.
+func instCachedForGood(ask func(cloudprovider.InstancesV2, context.Context, *v1.Node) (bool, error)) func(next cloudprovider.InstancesV2, ctx context.Context, n *v1.Node) (bool, error) {
+	var cache instAnswers[bool]
+	return func(next cloudprovider.InstancesV2, ctx context.Context, n *v1.Node) (bool, error) {
+		return cache.get(n, func() (bool, error) { return ask(next, ctx, n) })
+	}
 }
 
 // instFlights coalesces concurrent calls by key: a call made while another

@@ -168,22 +168,19 @@ func brokenLB() []brokenCase {
 			name: "ensure-errors-when-converged", want: "LB-IDEMPOTENT", clause: "succeeds",
 			also:   []string{"LB-CONCURRENT"},
 			reason: "EnsureLoadBalancer of a load balancer that already matches the Service and nodes fails with \"nothing to change\"; LB-CONCURRENT fails too: its concurrent Ensure calls repeat that of its converged shared Service",
-			b: lbWrap(func(b *wrappedLB) {
-				var mem lbMemory
+			b: lbRemembering(func(b *wrappedLB, mem *lbMemory) {
 				b.ensure = func(next cloudprovider.LoadBalancer, ctx context.Context, c string, s *v1.Service, n []*v1.Node) (*v1.LoadBalancerStatus, error) {
 					if last, ok := mem.get(lbKey(c, s)); ok && last.same(s, n) {
 						return nil, fmt.Errorf("load balancer of %s/%s: nothing to change", s.Namespace, s.Name)
 					}
 					return next.EnsureLoadBalancer(ctx, c, s, n)
 				}
-				mem.track(b)
 			}),
 		},
 		{
 			name: "ensure-rebuilds-on-node-order", want: "LB-IDEMPOTENT", clause: "the same nodes in any order",
 			reason: "EnsureLoadBalancer compares the nodes with the last ones position by position, and rebuilds the load balancer when the same nodes come in another order",
-			b: lbWrap(func(b *wrappedLB) {
-				var mem lbMemory
+			b: lbRemembering(func(b *wrappedLB, mem *lbMemory) {
 				b.ensure = func(next cloudprovider.LoadBalancer, ctx context.Context, c string, s *v1.Service, n []*v1.Node) (*v1.LoadBalancerStatus, error) {
 					if last, ok := mem.get(lbKey(c, s)); ok && last.same(s, n) && !slices.Equal(last.nodes, lbNodeNames(n)) {
 						if err := next.EnsureLoadBalancerDeleted(ctx, c, s); err != nil {
@@ -192,7 +189,6 @@ func brokenLB() []brokenCase {
 					}
 					return next.EnsureLoadBalancer(ctx, c, s, n)
 				}
-				mem.track(b)
 			}),
 		},
 		{
@@ -392,8 +388,7 @@ func brokenLB() []brokenCase {
 		{
 			name: "update-only-adds-backends", want: "LB-BACKENDS", clause: "The backends are exactly the nodes given",
 			reason: "UpdateLoadBalancer adds the nodes it is given but never removes a backend",
-			b: lbWrap(func(b *wrappedLB) {
-				var mem lbMemory
+			b: lbRemembering(func(b *wrappedLB, mem *lbMemory) {
 				b.update = func(next cloudprovider.LoadBalancer, ctx context.Context, c string, s *v1.Service, n []*v1.Node) error {
 					all := slices.Clone(n)
 					if last, ok := mem.get(lbKey(c, s)); ok {
@@ -405,21 +400,18 @@ func brokenLB() []brokenCase {
 					}
 					return next.UpdateLoadBalancer(ctx, c, s, all)
 				}
-				mem.track(b)
 			}),
 		},
 		{
 			name: "ensure-keeps-backends", want: "LB-BACKENDS", clause: "the last Ensure or Update",
 			reason: "EnsureLoadBalancer of an existing load balancer leaves its backends as they are, assuming UpdateLoadBalancer keeps them",
-			b: lbWrap(func(b *wrappedLB) {
-				var mem lbMemory
+			b: lbRemembering(func(b *wrappedLB, mem *lbMemory) {
 				b.ensure = func(next cloudprovider.LoadBalancer, ctx context.Context, c string, s *v1.Service, n []*v1.Node) (*v1.LoadBalancerStatus, error) {
 					if last, ok := mem.get(lbKey(c, s)); ok {
 						n = last.nodeObjs
 					}
 					return next.EnsureLoadBalancer(ctx, c, s, n)
 				}
-				mem.track(b)
 			}),
 		},
 		{
@@ -663,6 +655,17 @@ func lbFilterNodes(drop func(*v1.Node) bool) wrapped {
 		b.update = func(next cloudprovider.LoadBalancer, ctx context.Context, c string, s *v1.Service, n []*v1.Node) error {
 			return next.UpdateLoadBalancer(ctx, c, s, keep(n))
 		}
+	})
+}
+
+// lbRemembering is lbWrap for a provider that remembers the last request
+// that succeeded for each load balancer (mem, tracking the methods set
+// sets).
+func lbRemembering(set func(b *wrappedLB, mem *lbMemory)) wrapped {
+	return lbWrap(func(b *wrappedLB) {
+		var mem lbMemory
+		set(b, &mem)
+		mem.track(b)
 	})
 }
 

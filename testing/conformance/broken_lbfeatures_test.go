@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/netip"
+	"slices"
 	"strings"
 	"sync"
 
@@ -109,8 +110,8 @@ func brokenLBFeatures() []brokenCase {
 			reason: "a malformed annotation is reported with an error only after the load balancer was built without it, open to all",
 			b: lbWrap(func(b *wrappedLB) {
 				b.ensure = func(next cloudprovider.LoadBalancer, ctx context.Context, c string, s *v1.Service, n []*v1.Node) (*v1.LoadBalancerStatus, error) {
-					_, perr := servicehelpers.GetLoadBalancerSourceRanges(s)
-					if _, ok := s.Annotations[v1.AnnotationLoadBalancerSourceRangesKey]; !ok || perr == nil || len(s.Spec.LoadBalancerSourceRanges) > 0 {
+					annotated, perr := lbRangesAnnotation(s)
+					if !annotated || perr == nil {
 						return next.EnsureLoadBalancer(ctx, c, s, n)
 					}
 					open := s.DeepCopy()
@@ -207,13 +208,7 @@ func brokenLBFeatures() []brokenCase {
 					return
 				}
 				first := s.Spec.Ports[0].Protocol
-				var keep []v1.ServicePort
-				for _, p := range s.Spec.Ports {
-					if p.Protocol == first {
-						keep = append(keep, p)
-					}
-				}
-				s.Spec.Ports = keep
+				s.Spec.Ports = slices.DeleteFunc(s.Spec.Ports, func(p v1.ServicePort) bool { return p.Protocol != first })
 			}),
 		},
 		{
@@ -269,14 +264,11 @@ func brokenLBFeatures() []brokenCase {
 			reason: "listeners are keyed by port number alone, so a mixed-protocol Service's TCP and UDP port 53 become one listener",
 			b: lbRewriteService(func(s *v1.Service) {
 				seen := map[int32]bool{}
-				var keep []v1.ServicePort
-				for _, p := range s.Spec.Ports {
-					if !seen[p.Port] {
-						seen[p.Port] = true
-						keep = append(keep, p)
-					}
-				}
-				s.Spec.Ports = keep
+				s.Spec.Ports = slices.DeleteFunc(s.Spec.Ports, func(p v1.ServicePort) bool {
+					dup := seen[p.Port]
+					seen[p.Port] = true
+					return dup
+				})
 			}),
 		},
 		{
@@ -325,6 +317,27 @@ func lbRewriteService(f func(*v1.Service)) wrapped {
 			return next.EnsureLoadBalancer(ctx, c, s, n)
 		}
 	})
+}
+
+// stripSourceRangesAnnotation ignores the source-range annotation of a
+// Service without spec.loadBalancerSourceRanges: a valid one when valid, a
+// malformed one otherwise.
+func stripSourceRangesAnnotation(valid bool) wrapped {
+	return lbRewriteService(func(s *v1.Service) {
+		if annotated, err := lbRangesAnnotation(s); annotated && (err == nil) == valid {
+			delete(s.Annotations, v1.AnnotationLoadBalancerSourceRangesKey)
+		}
+	})
+}
+
+// lbRangesAnnotation reports whether the source ranges of s are those of
+// its source-range annotation (it has one, and no
+// spec.loadBalancerSourceRanges), and upstream's error reading them
+// (servicehelpers.GetLoadBalancerSourceRanges).
+func lbRangesAnnotation(s *v1.Service) (annotated bool, err error) {
+	_, ok := s.Annotations[v1.AnnotationLoadBalancerSourceRangesKey]
+	_, err = servicehelpers.GetLoadBalancerSourceRanges(s)
+	return ok && len(s.Spec.LoadBalancerSourceRanges) == 0, err
 }
 
 // lbRewriteStatus breaks EnsureLoadBalancer and GetLoadBalancer by applying

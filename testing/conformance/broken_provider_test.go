@@ -98,10 +98,7 @@ func brokenProvider() []brokenCase {
 			reason: "Ensure defaults an annotation in the Service it was given, which lives in the informer cache",
 			b: lbWrap(func(b *wrappedLB) {
 				b.ensure = func(next cloudprovider.LoadBalancer, ctx context.Context, c string, s *v1.Service, n []*v1.Node) (*v1.LoadBalancerStatus, error) {
-					if s.Annotations == nil {
-						s.Annotations = map[string]string{}
-					}
-					s.Annotations["example.com/lb-flavor"] = "standard"
+					metav1.SetMetaDataAnnotation(&s.ObjectMeta, "example.com/lb-flavor", "standard")
 					return next.EnsureLoadBalancer(ctx, c, s, n)
 				}
 			}),
@@ -112,10 +109,7 @@ func brokenProvider() []brokenCase {
 			b: lbWrap(func(b *wrappedLB) {
 				b.update = func(next cloudprovider.LoadBalancer, ctx context.Context, c string, s *v1.Service, n []*v1.Node) error {
 					for _, node := range n {
-						if node.Labels == nil {
-							node.Labels = map[string]string{}
-						}
-						node.Labels["example.com/lb-backend"] = "true"
+						metav1.SetMetaDataLabel(&node.ObjectMeta, "example.com/lb-backend", "true")
 					}
 					return next.UpdateLoadBalancer(ctx, c, s, n)
 				}

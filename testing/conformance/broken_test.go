@@ -15,7 +15,6 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	cloudprovider "k8s.io/cloud-provider"
-	servicehelpers "k8s.io/cloud-provider/service/helpers"
 
 	"github.com/ccmkit/ccmkit/fake"
 	"github.com/ccmkit/ccmkit/instances"
@@ -124,22 +123,6 @@ func wrappedTarget(build func(tgt *conformance.Target, cloud *fake.Cloud) wrappe
 		w.Interface = tgt.Cloud
 		tgt.Cloud = &w
 		return nil
-	})
-}
-
-// stripSourceRangesAnnotation ignores the source-range annotation of a
-// Service without spec.loadBalancerSourceRanges: a valid one when valid, a
-// malformed one otherwise.
-func stripSourceRangesAnnotation(valid bool) wrapped {
-	return lbWrap(func(b *wrappedLB) {
-		b.ensure = func(next cloudprovider.LoadBalancer, ctx context.Context, c string, s *v1.Service, n []*v1.Node) (*v1.LoadBalancerStatus, error) {
-			_, err := servicehelpers.GetLoadBalancerSourceRanges(s)
-			if _, ok := s.Annotations[v1.AnnotationLoadBalancerSourceRangesKey]; ok && len(s.Spec.LoadBalancerSourceRanges) == 0 && (err == nil) == valid {
-				s = s.DeepCopy()
-				delete(s.Annotations, v1.AnnotationLoadBalancerSourceRangesKey)
-			}
-			return next.EnsureLoadBalancer(ctx, c, s, n)
-		}
 	})
 }
 
