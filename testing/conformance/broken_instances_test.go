@@ -687,16 +687,11 @@ func zonesTarget(withoutV2 bool) func(context.Context) (*conformance.Target, err
 		w := &wrapped{Interface: tgt.Cloud, zones: func(cloudprovider.Zones) cloudprovider.Zones { return instZones{inst} }}
 		tgt.Cloud = w
 		if withoutV2 {
-			tgt.Cloud = zonesNoV2{w}
+			tgt.Cloud = providerWithout{wrapped: w, instancesV2: true}
 		}
 		return nil
 	})
 }
-
-// zonesNoV2 hides the InstancesV2 of the provider it wraps.
-type zonesNoV2 struct{ *wrapped }
-
-func (zonesNoV2) InstancesV2() (cloudprovider.InstancesV2, bool) { return nil, false }
 
 // instZones is a correct Zones over an InstancesV2: each zone is the
 // instance's InstanceMetadata zone and region. It is safe for concurrent

@@ -182,7 +182,7 @@ func brokenLB() []brokenCase {
 			reason: "EnsureLoadBalancer compares the nodes with the last ones position by position, and rebuilds the load balancer when the same nodes come in another order",
 			b: lbRemembering(func(b *wrappedLB, mem *lbMemory) {
 				b.ensure = func(next cloudprovider.LoadBalancer, ctx context.Context, c string, s *v1.Service, n []*v1.Node) (*v1.LoadBalancerStatus, error) {
-					if last, ok := mem.get(lbKey(c, s)); ok && last.same(s, n) && !slices.Equal(last.nodes, lbNodeNames(n)) {
+					if last, ok := mem.get(lbKey(c, s)); ok && last.same(s, n) && !slices.Equal(lbNodeNames(last.nodes), lbNodeNames(n)) {
 						if err := next.EnsureLoadBalancerDeleted(ctx, c, s); err != nil {
 							return nil, err
 						}
@@ -392,7 +392,7 @@ func brokenLB() []brokenCase {
 				b.update = func(next cloudprovider.LoadBalancer, ctx context.Context, c string, s *v1.Service, n []*v1.Node) error {
 					all := slices.Clone(n)
 					if last, ok := mem.get(lbKey(c, s)); ok {
-						for _, old := range last.nodeObjs {
+						for _, old := range last.nodes {
 							if !slices.Contains(lbNodeNames(all), old.Name) {
 								all = append(all, old)
 							}
@@ -408,7 +408,7 @@ func brokenLB() []brokenCase {
 			b: lbRemembering(func(b *wrappedLB, mem *lbMemory) {
 				b.ensure = func(next cloudprovider.LoadBalancer, ctx context.Context, c string, s *v1.Service, n []*v1.Node) (*v1.LoadBalancerStatus, error) {
 					if last, ok := mem.get(lbKey(c, s)); ok {
-						n = last.nodeObjs
+						n = last.nodes
 					}
 					return next.EnsureLoadBalancer(ctx, c, s, n)
 				}
@@ -710,9 +710,8 @@ func lbCompanion(s *v1.Service, what string) *v1.Service {
 // lbRequest is what a provider was asked for a load balancer: the Service,
 // and the nodes in the order given.
 type lbRequest struct {
-	svc      *v1.Service
-	nodes    []string
-	nodeObjs []*v1.Node
+	svc   *v1.Service
+	nodes []*v1.Node
 }
 
 func lbRequestOf(s *v1.Service, n []*v1.Node) lbRequest {
@@ -720,14 +719,14 @@ func lbRequestOf(s *v1.Service, n []*v1.Node) lbRequest {
 	for i, node := range n {
 		objs[i] = node.DeepCopy()
 	}
-	return lbRequest{svc: s.DeepCopy(), nodes: lbNodeNames(n), nodeObjs: objs}
+	return lbRequest{svc: s.DeepCopy(), nodes: objs}
 }
 
 // same reports whether s and n ask for what q asked for: an equal spec and
 // annotations, and the same nodes in any order.
 func (q lbRequest) same(s *v1.Service, n []*v1.Node) bool {
 	return equality.Semantic.DeepEqual(q.svc.Spec, s.Spec) && maps.Equal(q.svc.Annotations, s.Annotations) &&
-		slices.Equal(lbSorted(q.nodes), lbSorted(lbNodeNames(n)))
+		slices.Equal(lbSorted(lbNodeNames(q.nodes)), lbSorted(lbNodeNames(n)))
 }
 
 func lbNodeNames(n []*v1.Node) []string {

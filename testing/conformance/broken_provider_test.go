@@ -327,21 +327,20 @@ func providerControllers() []brokenCase {
 			name: "routes-to-unknown-nodes-fail", want: "CTRL-ROUTES", clause: "routes appear for the nodes' pod CIDRs",
 			reason: "CreateRoute looks the target Node up in a map of Nodes listed once when the provider started, and fails for a Node registered since",
 			claims: providerRouteWaits, timeout: brokenTimeout,
-			target: providerNodeMapTarget(func(known func(types.NodeName) bool, b wrappedRoutes) wrappedRoutes {
+			target: providerNodeMapTarget(func(known func(types.NodeName) bool, b *wrappedRoutes) {
 				b.create = func(next cloudprovider.Routes, ctx context.Context, c, hint string, r *cloudprovider.Route) error {
 					if !known(r.TargetNode) {
 						return fmt.Errorf("route %s: no instance known for node %s", r.DestinationCIDR, r.TargetNode)
 					}
 					return next.CreateRoute(ctx, c, hint, r)
 				}
-				return b
 			}),
 		},
 		{
 			name: "routes-to-unknown-nodes-blackhole", want: "CTRL-ROUTES", clause: "stay put while nothing changes",
 			reason: "ListRoutes marks Blackhole every route whose target Node is not in a map of Nodes listed once when the provider started (an unknown next hop taken for a dead one): the route controller deletes and recreates the routes of Nodes registered since, every reconciliation",
 			claims: providerRouteWaits, timeout: brokenTimeout,
-			target: providerNodeMapTarget(func(known func(types.NodeName) bool, b wrappedRoutes) wrappedRoutes {
+			target: providerNodeMapTarget(func(known func(types.NodeName) bool, b *wrappedRoutes) {
 				b.list = func(next cloudprovider.Routes, ctx context.Context, c string) ([]*cloudprovider.Route, error) {
 					list, err := next.ListRoutes(ctx, c)
 					for i, r := range list {
@@ -353,21 +352,19 @@ func providerControllers() []brokenCase {
 					}
 					return list, err
 				}
-				return b
 			}),
 		},
 		{
 			name: "routes-of-unknown-nodes-stay", want: "CTRL-ROUTES", clause: "go away with their nodes",
 			reason: "DeleteRoute finds the route table through the target Node in a map of Nodes listed once when the provider started, and fails for a Node registered since: the route of a deleted Node stays",
 			claims: providerRouteWaits, timeout: brokenTimeout,
-			target: providerNodeMapTarget(func(known func(types.NodeName) bool, b wrappedRoutes) wrappedRoutes {
+			target: providerNodeMapTarget(func(known func(types.NodeName) bool, b *wrappedRoutes) {
 				b.del = func(next cloudprovider.Routes, ctx context.Context, c string, r *cloudprovider.Route) error {
 					if !known(r.TargetNode) {
 						return fmt.Errorf("route %s: no route table known for node %s", r.DestinationCIDR, r.TargetNode)
 					}
 					return next.DeleteRoute(ctx, c, r)
 				}
-				return b
 			}),
 		},
 	}
@@ -687,11 +684,14 @@ func (p *providerNodeMap) knows(name types.NodeName) bool {
 }
 
 // providerNodeMapTarget returns a NewTarget whose Cloud is a providerNodeMap
-// with routes broken by routes, which is given the map's look-up.
-func providerNodeMapTarget(routes func(known func(types.NodeName) bool, b wrappedRoutes) wrappedRoutes) func(context.Context) (*conformance.Target, error) {
+// with routes broken by set (as routesWrap's), which is given the map's
+// look-up.
+func providerNodeMapTarget(set func(known func(types.NodeName) bool, b *wrappedRoutes)) func(context.Context) (*conformance.Target, error) {
 	return providerTarget(func(tgt *conformance.Target) cloudprovider.Interface {
 		p := &providerNodeMap{}
-		p.wrapped = &wrapped{Interface: tgt.Cloud, routes: func(b wrappedRoutes) cloudprovider.Routes { return routes(p.knows, b) }}
+		w := routesWrap(func(b *wrappedRoutes) { set(p.knows, b) })
+		w.Interface = tgt.Cloud
+		p.wrapped = &w
 		return p
 	})
 }

@@ -88,25 +88,24 @@ func brokenRoutes() []brokenCase {
 			name: "route-one-per-namehint", want: "ROUTE-NAMES", clause: "are both kept",
 			also:   []string{"ROUTE-CONCURRENT"}, // it creates both routes of a node at once, as the route controller does
 			reason: "routes are named after nameHint alone, so a node's second route replaces its first; ROUTE-CONCURRENT creates both routes of one node too",
-			target: routesTarget(func() func(wrappedRoutes) cloudprovider.Routes {
+			target: routesTarget(func() wrapped {
 				var mu sync.Mutex
-				return func(b wrappedRoutes) cloudprovider.Routes {
+				return routesWrap(func(b *wrappedRoutes) {
 					b.create = func(next cloudprovider.Routes, ctx context.Context, c, hint string, r *cloudprovider.Route) error {
 						mu.Lock()
 						defer mu.Unlock()
 						return routesReplace(next, ctx, c, hint, r, func(l *cloudprovider.Route) bool { return l.TargetNode == r.TargetNode })
 					}
-					return b
-				}
+				})
 			}),
 		},
 		{
 			name: "route-named-by-route-name", want: "ROUTE-NAMES", clause: "any Route.Name",
 			reason: "a Route.Name given to CreateRoute names the cloud route, so routes created with one Route.Name replace each other",
-			target: routesTarget(func() func(wrappedRoutes) cloudprovider.Routes {
+			target: routesTarget(func() wrapped {
 				var mu sync.Mutex
 				named := map[string]string{} // Route.Name → destination
-				return func(b wrappedRoutes) cloudprovider.Routes {
+				return routesWrap(func(b *wrappedRoutes) {
 					b.create = func(next cloudprovider.Routes, ctx context.Context, c, hint string, r *cloudprovider.Route) error {
 						if r.Name == "" {
 							return next.CreateRoute(ctx, c, hint, r)
@@ -117,8 +116,7 @@ func brokenRoutes() []brokenCase {
 						named[r.Name] = r.DestinationCIDR
 						return routesReplace(next, ctx, c, hint, r, func(l *cloudprovider.Route) bool { return used && l.DestinationCIDR == prev })
 					}
-					return b
-				}
+				})
 			}),
 		},
 		{
@@ -150,10 +148,10 @@ func brokenRoutes() []brokenCase {
 		{
 			name: "route-delete-hides", want: "ROUTE-DELETE", clause: "deleting every route leaves nothing behind",
 			reason: "DeleteRoute marks the route deleted in the provider's memory and no longer lists it, but leaves it in the cloud",
-			target: routesTarget(func() func(wrappedRoutes) cloudprovider.Routes {
+			target: routesTarget(func() wrapped {
 				var mu sync.Mutex
 				hidden := map[string]bool{} // destinations
-				return func(b wrappedRoutes) cloudprovider.Routes {
+				return routesWrap(func(b *wrappedRoutes) {
 					b.del = func(_ cloudprovider.Routes, ctx context.Context, _ string, r *cloudprovider.Route) error {
 						mu.Lock()
 						defer mu.Unlock()
@@ -178,8 +176,7 @@ func brokenRoutes() []brokenCase {
 						}
 						return out, err
 					}
-					return b
-				}
+				})
 			}),
 		},
 
@@ -244,9 +241,9 @@ func brokenRoutes() []brokenCase {
 		{
 			name: "route-delete-conflicts", want: "ROUTE-CONCURRENT", clause: "Concurrent CreateRoute and DeleteRoute calls all succeed",
 			reason: "DeleteRoute fails, instead of trying again, when another route write is in flight (an optimistic lock on the route table)",
-			target: routesTarget(func() func(wrappedRoutes) cloudprovider.Routes {
+			target: routesTarget(func() wrapped {
 				var writes atomic.Int32
-				return func(b wrappedRoutes) cloudprovider.Routes {
+				return routesWrap(func(b *wrappedRoutes) {
 					b.create = func(next cloudprovider.Routes, ctx context.Context, c, hint string, r *cloudprovider.Route) error {
 						writes.Add(1)
 						defer writes.Add(-1)
@@ -261,16 +258,15 @@ func brokenRoutes() []brokenCase {
 						time.Sleep(routesWriteTime)
 						return next.DeleteRoute(ctx, c, r)
 					}
-					return b
-				}
+				})
 			}),
 		},
 		{
 			name: "route-delete-writes-stale-table", want: "ROUTE-CONCURRENT", clause: "leave exactly the expected routes",
 			reason: "CreateRoute and DeleteRoute each hold a lock of their own, and DeleteRoute writes back the route table it read before its change: routes created meanwhile are lost",
-			target: routesTarget(func() func(wrappedRoutes) cloudprovider.Routes {
+			target: routesTarget(func() wrapped {
 				var creating, deleting sync.Mutex
-				return func(b wrappedRoutes) cloudprovider.Routes {
+				return routesWrap(func(b *wrappedRoutes) {
 					b.create = func(next cloudprovider.Routes, ctx context.Context, c, hint string, r *cloudprovider.Route) error {
 						creating.Lock()
 						defer creating.Unlock()
@@ -289,8 +285,7 @@ func brokenRoutes() []brokenCase {
 						}
 						return routesWriteBack(next, ctx, c, read)
 					}
-					return b
-				}
+				})
 			}),
 		},
 
@@ -311,10 +306,10 @@ func brokenRoutes() []brokenCase {
 		{
 			name: "routes-stale-on-error", want: "ROUTE-OUTAGE", clause: "never a partial list",
 			reason: "a failed route-table read is answered with the last list read, which lacks the routes created since",
-			target: routesTarget(func() func(wrappedRoutes) cloudprovider.Routes {
+			target: routesTarget(func() wrapped {
 				var mu sync.Mutex
 				var last []*cloudprovider.Route
-				return func(b wrappedRoutes) cloudprovider.Routes {
+				return routesWrap(func(b *wrappedRoutes) {
 					b.list = func(next cloudprovider.Routes, ctx context.Context, c string) ([]*cloudprovider.Route, error) {
 						list, err := next.ListRoutes(ctx, c)
 						mu.Lock()
@@ -327,8 +322,7 @@ func brokenRoutes() []brokenCase {
 						}
 						return list, err
 					}
-					return b
-				}
+				})
 			}),
 		},
 	})
@@ -345,13 +339,18 @@ func routesOnly(c *conformance.Claims) {
 const routesWriteTime = 20 * time.Millisecond
 
 // routesTarget returns a NewTarget giving newFakeTarget whose providers
-// (Cloud, and OtherCluster) each have the Routes of mk(): a broken provider
-// with state of its own, fresh for each target and each provider.
-func routesTarget(mk func() func(wrappedRoutes) cloudprovider.Routes) func(context.Context) (*conformance.Target, error) {
+// (Cloud, and OtherCluster) are each wrapped by mk(): a broken provider with
+// state of its own, fresh for each target and each provider.
+func routesTarget(mk func() wrapped) func(context.Context) (*conformance.Target, error) {
+	wrap := func(p cloudprovider.Interface) cloudprovider.Interface {
+		w := mk()
+		w.Interface = p
+		return &w
+	}
 	return targetWith(func(tgt *conformance.Target) error {
-		tgt.Cloud = &wrapped{Interface: tgt.Cloud, routes: mk()}
+		tgt.Cloud = wrap(tgt.Cloud)
 		if tgt.OtherCluster != nil {
-			tgt.OtherCluster = &wrapped{Interface: tgt.OtherCluster, routes: mk()}
+			tgt.OtherCluster = wrap(tgt.OtherCluster)
 		}
 		return nil
 	})
