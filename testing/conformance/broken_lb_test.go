@@ -640,6 +640,8 @@ func lbShortCircuit(call lbCall, answer func(ctx context.Context, s *v1.Service,
 				}
 				return next.EnsureLoadBalancerDeleted(ctx, c, s)
 			}
+		default:
+			panic(fmt.Sprintf("lbShortCircuit: unknown lbCall %d", call))
 		}
 	})
 }

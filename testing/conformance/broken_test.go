@@ -114,9 +114,9 @@ func targetWith(edit func(tgt *conformance.Target) error) func(context.Context) 
 // wrappedTarget returns a NewTarget: newFakeTarget whose Cloud is wrapped
 // by what build returns for it (given the fake; build may set the target's
 // hooks), built for each target, so that the state build's closures share
-// is one provider's own (the controllers call an accessor again for every
-// call, which would reset state declared in a wrapped.lb or wrapped.inst
-// func).
+// is one provider's own: state declared in a wrapped.inst or wrapped.lb
+// func is fresh for each accessor call, and the node controllers call
+// InstancesV2 again for every call.
 func wrappedTarget(build func(tgt *conformance.Target, cloud *fake.Cloud) wrapped) func(context.Context) (*conformance.Target, error) {
 	return targetWith(func(tgt *conformance.Target) error {
 		w := build(tgt, tgt.Cloud.(*fake.Cloud))
