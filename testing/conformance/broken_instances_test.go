@@ -246,6 +246,15 @@ func brokenInstances() []brokenCase {
 			}),
 		},
 		{
+			name: "zone-by-name-from-the-ccm-host", want: "INST-METADATA", clause: "both ways",
+			reason: "a look-up by name answers the zone the cloud-controller-manager runs in, not the instance's: a Node initialized by name is labelled with the wrong zone",
+			b: rewriteMetadata(func(n *v1.Node, md *cloudprovider.InstanceMetadata) {
+				if n.Spec.ProviderID == "" {
+					md.Zone = "zone-ccm"
+				}
+			}),
+		},
+		{
 			name: "metadata-of-missing-instance", want: "INST-METADATA", clause: "a missing instance gets an error",
 			reason: "an instance the cloud does not know gets empty metadata (the Node's own provider ID and nothing else) and no error",
 			b: instMetadata(func(next cloudprovider.InstancesV2, ctx context.Context, n *v1.Node) (*cloudprovider.InstanceMetadata, error) {
@@ -273,7 +282,7 @@ func brokenInstances() []brokenCase {
 			}),
 		},
 		{
-			name: "internal-ips-as-external", want: "INST-ADDRESSES", clause: "include an InternalIP",
+			name: "internal-ips-as-external", want: "INST-INTERNAL-IP", clause: "include an InternalIP",
 			reason: "every private address is reported as an ExternalIP, so the Node has no InternalIP",
 			b: rewriteMetadata(func(_ *v1.Node, md *cloudprovider.InstanceMetadata) {
 				md.NodeAddresses = slices.Clone(md.NodeAddresses)
@@ -465,12 +474,6 @@ func brokenInstances() []brokenCase {
 			b: zonesIn("zone-a", ""),
 		},
 		{
-			name: "zones-of-the-ccm-host", want: "ZONES-LOOKUP", clause: "and InstanceMetadata",
-			reason: "GetZoneByProviderID and GetZoneByNodeName both answer the zone the cloud-controller-manager runs in (zone-a, from its local metadata service) for every node",
-			claims: zonesClaimed, target: zonesTarget(false),
-			b: zonesIn("zone-a", "zone-a"),
-		},
-		{
 			name: "zone-display-name-legacy", want: "ZONES-LOOKUP", clause: "with label-valid zone and region",
 			reason: "a provider without InstancesV2 (the kind whose Zones the node controller calls) answers the zone's display name (\"Zone A (Paris)\"), which is no label value",
 			claims: func(c *conformance.Claims) { c.InstancesV2, c.Zones = false, true },
@@ -492,15 +495,16 @@ func clausesInstances() map[string][]string {
 			"each change shows within Config.Timeout+MaxStaleness after Hooks.CloudChanged"},
 		"INST-METADATA": {"InstanceMetadata, by provider ID", "and by name", "is non-nil", "with one ProviderID",
 			"\"<ProviderName()>://…\"", "equal to spec.providerID when set", "label-valid type, zone and region",
-			"a missing instance gets an error"},
-		"INST-ADDRESSES":        {"Node addresses are valid", "unique", "include an InternalIP", "both IP families with Claims.DualStackNodeAddresses"},
+			"both ways", "a missing instance gets an error"},
+		"INST-ADDRESSES":        {"Node addresses are valid", "unique", "both IP families with Claims.DualStackNodeAddresses"},
+		"INST-INTERNAL-IP":      {"include an InternalIP"},
 		"INST-ADDRESSES-STABLE": {"the same node addresses", "in the same order on every call", "by provider ID and by name"},
 		"INST-PROVIDED-NODE-IP": {"Every IP of a node's alpha.kubernetes.io/provided-node-ip annotation is among its addresses"},
 		"INST-LABELS":           {"AdditionalLabels have valid keys", "and values", "none under kubernetes.io or k8s.io"},
 		"INST-NEW-INSTANCE":     {"never reported (false, nil), neither before", "nor after Hooks.CloudChanged", "has metadata within Config.Timeout+MaxStaleness after it"},
 		"INST-OUTAGE":           {"When the cloud API fails, InstanceExists of an existing instance is an error (or true), never (false, nil)"},
 		"INST-CONCURRENT":       {"Concurrent instance calls all succeed", "with the answers of sequential calls"},
-		"ZONES-LOOKUP":          {"GetZoneByProviderID and GetZoneByNodeName agree with each other", "and InstanceMetadata", "with label-valid zone and region"},
+		"ZONES-LOOKUP":          {"GetZoneByProviderID and GetZoneByNodeName agree with each other", "with label-valid zone and region"},
 	}
 }
 

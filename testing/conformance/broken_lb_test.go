@@ -255,6 +255,7 @@ func brokenLB() []brokenCase {
 		// LB-DELETE
 		{
 			name: "get-caches-found", want: "LB-DELETE", clause: "GetLoadBalancer reports exists=false",
+			also:   []string{"LB-DELETE-STALE"}, // asks GetLoadBalancer before deleting, as the service controller does
 			reason: "GetLoadBalancer caches exists=true answers, and EnsureLoadBalancerDeleted does not drop them: a deleted load balancer is still reported",
 			b: lbWrap(func(b *wrappedLB) {
 				var found sync.Map
@@ -332,6 +333,18 @@ func brokenLB() []brokenCase {
 		},
 
 		// LB-DELETE-STALE
+		{
+			name: "get-needs-lb-type", want: "LB-DELETE-STALE", clause: "GetLoadBalancer reports the load balancer",
+			reason: "GetLoadBalancer reports exists=false for a Service that is no longer type LoadBalancer, so the service controller never deletes its load balancer",
+			b: lbWrap(func(b *wrappedLB) {
+				b.get = func(next cloudprovider.LoadBalancer, ctx context.Context, c string, s *v1.Service) (*v1.LoadBalancerStatus, bool, error) {
+					if s.Spec.Type != v1.ServiceTypeLoadBalancer {
+						return nil, false, nil
+					}
+					return next.GetLoadBalancer(ctx, c, s)
+				}
+			}),
+		},
 		{
 			name: "delete-needs-lb-type", want: "LB-DELETE-STALE", clause: "type ClusterIP",
 			reason: "Delete does nothing for a Service that is no longer type LoadBalancer",
@@ -552,7 +565,7 @@ func clausesLB() map[string][]string {
 		"LB-CONVERGED":         {"EnsureLoadBalancer", "UpdateLoadBalancer on a converged load balancer"},
 		"LB-DELETE":            {"GetLoadBalancer reports exists=false", "nothing the provider created remains"},
 		"LB-DELETE-UNKNOWN":    {"that never existed", "is already gone"},
-		"LB-DELETE-STALE":      {"type ClusterIP", "node ports 0", "no status"},
+		"LB-DELETE-STALE":      {"GetLoadBalancer reports the load balancer", "type ClusterIP", "node ports 0", "no status"},
 		"LB-RECREATE":          {"builds the load balancer again"},
 		"LB-BACKENDS":          {"The backends are exactly the nodes given", "the last Ensure or Update", "NotReady nodes", "nodes whose addresses are not set yet included"},
 		"LB-PORTS":             {"a changed port replaces the old one", "an added port is added"},

@@ -456,6 +456,11 @@ func (cfg Config) normalize() (*Config, error) {
 	if c.MaxStaleness < 0 {
 		return nil, fmt.Errorf("Config.MaxStaleness %v is negative, expected the provider's longest cache TTL, or 0", c.MaxStaleness)
 	}
+	if c.Claims.MixedProtocols && !c.Claims.UDP {
+		// LB-CLAIMED-FEATURES would build a TCP+UDP Service while
+		// LB-UNSUPPORTED-REJECTED wants a UDP one rejected.
+		return nil, errors.New("Config.Claims.MixedProtocols is true and Claims.UDP false, expected UDP claimed too: a Service of TCP and UDP ports needs UDP")
+	}
 	if len(c.ClusterCIDRs) == 0 {
 		c.ClusterCIDRs = []string{"10.244.0.0/16"}
 		if c.Claims.IPv6Routes {

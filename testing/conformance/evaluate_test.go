@@ -34,8 +34,8 @@ func TestEvaluate(t *testing.T) {
 				"LB-CONVERGED":            {conformance.Passed, true, ""},
 				"LB-UNSUPPORTED-REJECTED": {conformance.Failed, false, "EnsureLoadBalancer(conformance/feature-udp) needs UDP"},
 			}},
-		{name: "skip-case", reason: "skipping the udp case leaves no unclaimed feature to check",
-			skip: map[string]string{"LB-UNSUPPORTED-REJECTED/udp": "known"},
+		{name: "skip-case", reason: "skipping the udp and mixed-protocols cases leaves no unclaimed feature to check",
+			skip: map[string]string{"LB-UNSUPPORTED-REJECTED/udp": "known", "LB-UNSUPPORTED-REJECTED/mixed-protocols": "known"},
 			want: map[string]got{
 				"PROVIDER-NAME":           {conformance.Passed, false, ""},
 				"LB-CONVERGED":            {conformance.Passed, true, ""},
@@ -51,7 +51,7 @@ func TestEvaluate(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			cfg := fakeConfig()
-			cfg.Claims.UDP = false
+			cfg.Claims.UDP, cfg.Claims.MixedProtocols = false, false // mixed protocols need UDP
 			cfg.UpstreamOnly = tc.upstreamOnly
 			cfg.Skip = skipAllBut("not under test", slices.Collect(maps.Keys(tc.want))...)
 			maps.Copy(cfg.Skip, tc.skip)

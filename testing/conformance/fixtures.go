@@ -247,7 +247,6 @@ func ingressProblems(status *v1.LoadBalancerStatus, hostnameOK bool) []string {
 func addressProblems(addrs []v1.NodeAddress, dualStack bool) []string {
 	var out []string
 	seen := map[v1.NodeAddress]bool{}
-	internal := false
 	fams := map[bool]bool{}
 	for i, a := range addrs {
 		p := field.NewPath("addresses").Index(i)
@@ -259,9 +258,6 @@ func addressProblems(addrs []v1.NodeAddress, dualStack bool) []string {
 			}
 			if ip, err := netip.ParseAddr(a.Address); err == nil && len(errs) == 0 {
 				fams[ip.Is6()] = true
-				if a.Type == v1.NodeInternalIP {
-					internal = true
-				}
 			}
 		case v1.NodeHostName, v1.NodeInternalDNS, v1.NodeExternalDNS:
 			for _, m := range content.IsDNS1123Subdomain(a.Address) {
@@ -274,9 +270,6 @@ func addressProblems(addrs []v1.NodeAddress, dualStack bool) []string {
 			out = append(out, fmt.Sprintf("%s %s %q is a duplicate", p, a.Type, a.Address))
 		}
 		seen[a] = true
-	}
-	if !internal {
-		out = append(out, fmt.Sprintf("no valid InternalIP among %v", addrs))
 	}
 	if dualStack && !(fams[false] && fams[true]) {
 		out = append(out, fmt.Sprintf("Claims.DualStackNodeAddresses, but the IP addresses %v are not of both families", addrs))

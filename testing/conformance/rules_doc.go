@@ -2,7 +2,7 @@
 
 // # Rules
 //
-// The suite has 59 rules: 52 upstream contracts and 7 ccmkit recommendations.
+// The suite has 60 rules: 52 upstream contracts and 8 ccmkit recommendations.
 // An upstream contract checks what the upstream code cited as its source needs, and
 // nothing stricter. A recommendation, marked (recommendation) below and
 // "[recommendation]" in its failures, is a ccmkit policy stricter than upstream,
@@ -38,7 +38,7 @@
 //     Source: controllers/service/controller.go syncLoadBalancerIfNeeded, processLoadBalancerDelete.
 //   - LB-DELETE-UNKNOWN: EnsureLoadBalancerDeleted of a load balancer that never existed or is already gone returns nil.
 //     Source: cloud.go LoadBalancer.EnsureLoadBalancerDeleted; controllers/service/controller.go processServiceDeletion.
-//   - LB-DELETE-STALE: EnsureLoadBalancerDeleted works from a stale Service: type ClusterIP, node ports 0, no status.
+//   - LB-DELETE-STALE: GetLoadBalancer reports the load balancer, and EnsureLoadBalancerDeleted deletes it, from a stale Service: type ClusterIP, node ports 0, no status.
 //     Source: controllers/service/controller.go needsCleanup, syncLoadBalancerIfNeeded.
 //   - LB-RECREATE: EnsureLoadBalancer after EnsureLoadBalancerDeleted builds the load balancer again.
 //     Source: controllers/service/controller.go processServiceCreateOrUpdate.
@@ -80,10 +80,12 @@
 //     Source: controllers/nodelifecycle/node_lifecycle_controller.go shutdownInCloudProvider.
 //   - INST-STOPPED: A stopped instance still exists and is shut down; started again, it is not shut down; each change shows within Config.Timeout+MaxStaleness after Hooks.CloudChanged.
 //     Source: controllers/nodelifecycle/node_lifecycle_controller.go MonitorNodes, shutdownInCloudProvider.
-//   - INST-METADATA: InstanceMetadata, by provider ID and by name, is non-nil with one ProviderID "<ProviderName()>://…" equal to spec.providerID when set, label-valid type, zone and region; a missing instance gets an error.
+//   - INST-METADATA: InstanceMetadata, by provider ID and by name, is non-nil with one ProviderID "<ProviderName()>://…" (or empty) equal to spec.providerID when set, the same label-valid type, zone and region both ways; a missing instance gets an error or nil metadata.
 //     Source: controllers/node/node_controller.go getInstanceMetadata, getNodeModifiersFromCloudProvider.
-//   - INST-ADDRESSES: Node addresses are valid, unique and include an InternalIP (both IP families with Claims.DualStackNodeAddresses).
+//   - INST-ADDRESSES: Node addresses are valid and unique, of both IP families with Claims.DualStackNodeAddresses.
 //     Source: controllers/node/node_controller.go updateNodeAddress, getNodeAddressesByProviderIDOrName (the status patch is validated: k8s.io/kubernetes pkg/apis/core/validation ValidateNodeUpdate rejects duplicate addresses).
+//   - INST-INTERNAL-IP (recommendation): Node addresses include an InternalIP.
+//     Source: controllers/node/node_controller.go updateNodeAddress (upstream takes any valid addresses, but a Node's IPs are its InternalIPs, and only without one its ExternalIPs: k8s.io/kubernetes pkg/util/node GetNodeHostIPs, so a Node without an InternalIP is reached on a public address).
 //   - INST-ADDRESSES-STABLE (recommendation): InstanceMetadata returns the same node addresses in the same order on every call, by provider ID and by name.
 //     Source: controllers/node/node_controller.go nodeAddressesChangeDetected (it compares per address type, so an order change alone rewrites only a Node with two addresses of one type, but then the Node's primary IP, the first InternalIP of its family in k8s.io/kubernetes pkg/util/node GetNodeHostIPs, changes with it).
 //   - INST-PROVIDED-NODE-IP: Every IP of a node's alpha.kubernetes.io/provided-node-ip annotation is among its addresses.
@@ -99,8 +101,8 @@
 //
 // # Rules: Zones
 //
-//   - ZONES-LOOKUP: GetZoneByProviderID and GetZoneByNodeName agree with each other and InstanceMetadata, with label-valid zone and region.
-//     Source: controllers/node/node_controller.go getZoneByProviderIDOrName.
+//   - ZONES-LOOKUP: GetZoneByProviderID and GetZoneByNodeName agree with each other, with label-valid zone and region.
+//     Source: controllers/node/node_controller.go getZoneByProviderIDOrName; cloud.go Interface (Zones is not called when InstancesV2 is offered).
 //
 // # Rules: Routes
 //

@@ -2,7 +2,9 @@ package conformance
 
 import (
 	"fmt"
+	"net/netip"
 	"regexp"
+	"slices"
 	"strings"
 
 	"github.com/google/go-cmp/cmp"
@@ -212,6 +214,19 @@ func ruleInstAddresses(r *rt) {
 	}
 }
 
+func ruleInstInternalIP(r *rt) {
+	inst := r.inst()
+	for _, n := range r.nodes(1) {
+		addrs := r.mustMetadata(inst, n).NodeAddresses
+		if !slices.ContainsFunc(addrs, func(a v1.NodeAddress) bool {
+			_, err := netip.ParseAddr(a.Address) // its validity is INST-ADDRESSES'
+			return a.Type == v1.NodeInternalIP && err == nil
+		}) {
+			r.Errorf("InstanceMetadata(%s).NodeAddresses %v has no InternalIP, expected one: the Node's IP would be its first ExternalIP (k8s.io/kubernetes pkg/util/node GetNodeHostIPs)", n.Name, addrs)
+		}
+	}
+}
+
 func ruleInstAddressesStable(r *rt) {
 	inst := r.inst()
 	for _, n := range r.nodes(1) {
@@ -388,14 +403,12 @@ func ruleZonesLookup(r *rt) {
 		for _, p := range append(labelValueProblems("FailureDomain", byName.FailureDomain), labelValueProblems("Region", byName.Region)...) {
 			r.Errorf("GetZoneByNodeName(%s): %s", n.Name, p)
 		}
+		// Zones is never compared with InstanceMetadata: upstream calls
+		// Zones only without InstancesV2 (cloud.go Interface.Zones).
 		pid := n.Spec.ProviderID
-		var md *cloudprovider.InstanceMetadata
-		if hasInst {
+		if pid == "" && hasInst {
 			if m, err := inst.InstanceMetadata(r.ctx, n); err == nil && m != nil {
-				md = m
-				if pid == "" {
-					pid = m.ProviderID
-				}
+				pid = m.ProviderID
 			}
 		}
 		if pid != "" {
@@ -405,9 +418,6 @@ func ruleZonesLookup(r *rt) {
 			} else if byID != byName {
 				r.Errorf("GetZoneByProviderID(%q) = %+v, but GetZoneByNodeName(%s) = %+v, expected the same zone", pid, byID, n.Name, byName)
 			}
-		}
-		if md != nil && (md.Zone != "" || md.Region != "") && (md.Zone != byName.FailureDomain || md.Region != byName.Region) {
-			r.Errorf("InstanceMetadata(%s) says zone %q region %q, but Zones says %+v, expected the same", n.Name, md.Zone, md.Region, byName)
 		}
 	}
 }

@@ -268,6 +268,12 @@ func ruleLBDeleteStale(r *rt) {
 		svc = service("delete-stale")
 		r.mustEnsure(lb, c, svc, nodes)
 	}
+	// The service controller asks GetLoadBalancer first, with the same
+	// stale Service, and deletes only what it reports
+	// (syncLoadBalancerIfNeeded): exists=false leaks the load balancer.
+	if !r.exists(lb, c, stale(svc)) {
+		r.Errorf("GetLoadBalancer(%s) from a stale Service (type ClusterIP, node ports 0, no status) reports exists=false for an existing load balancer, expected true: the service controller would not delete it", svcKey(svc))
+	}
 	if err := lb.EnsureLoadBalancerDeleted(r.ctx, c, stale(svc)); err != nil {
 		r.Fatalf("EnsureLoadBalancerDeleted(%s) from a stale Service (type ClusterIP, node ports 0): %v, expected nil", svcKey(svc), err)
 	}

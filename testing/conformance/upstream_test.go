@@ -59,6 +59,7 @@ var upstreamFailures = []string{
 	"INST-EXISTS",                // a never-existing instance exists (ExistsByProviderID is global)
 	"INST-METADATA",              // by-name look-up loses the instance type; metadata invented for missing instances
 	"LB-CLUSTER-ISOLATION",       // Balancers keyed by Service UID only; GetLoadBalancer ignores the cluster
+	"LB-DELETE-STALE",            // exists is a constant: the service controller would never delete the load balancer
 	"LB-DUAL-STACK-REJECTED",     // (recommendation) RequireDualStack "succeeds" with one IP
 	"LB-GET-EXISTS",              // exists is a constant
 	"LB-RECREATE",                // exists is a constant
