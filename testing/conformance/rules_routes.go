@@ -83,9 +83,15 @@ func (r *rt) createRoute(rs cloudprovider.Routes, cluster string, s routeSpec) {
 // findRoutes returns the listed routes with that destination, compared byte
 // for byte as the route controller compares them.
 func findRoutes(list []*cloudprovider.Route, cidr string) []*cloudprovider.Route {
+	return routesBy(list, cidr, func(a, b string) bool { return a == b })
+}
+
+// routesBy returns the listed routes whose DestinationCIDR is the same as
+// cidr by same.
+func routesBy(list []*cloudprovider.Route, cidr string, same func(a, b string) bool) []*cloudprovider.Route {
 	var out []*cloudprovider.Route
 	for _, rt := range list {
-		if rt != nil && rt.DestinationCIDR == cidr {
+		if rt != nil && same(rt.DestinationCIDR, cidr) {
 			out = append(out, rt)
 		}
 	}
@@ -109,13 +115,7 @@ func sameDestination(a, b string) bool {
 // ROUTE-CIDR-VERBATIM's) find routes this way, so that one mistake fails
 // one rule.
 func routesTo(list []*cloudprovider.Route, cidr string) []*cloudprovider.Route {
-	var out []*cloudprovider.Route
-	for _, rt := range list {
-		if rt != nil && sameDestination(rt.DestinationCIDR, cidr) {
-			out = append(out, rt)
-		}
-	}
-	return out
+	return routesBy(list, cidr, sameDestination)
 }
 
 // unlisted returns the destinations of specs that no listed route has,
