@@ -11,6 +11,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	cloudprovider "k8s.io/cloud-provider"
 	servicehelpers "k8s.io/cloud-provider/service/helpers"
+	"k8s.io/utils/ptr"
 
 	"github.com/ccmkit/ccmkit/fake"
 	"github.com/ccmkit/ccmkit/loadbalancer"
@@ -57,7 +58,7 @@ func brokenLBFeatures() []brokenCase {
 			claims: func(c *conformance.Claims) { c.HostnameIngress = true },
 			b: lbRewriteIngress(func(in *v1.LoadBalancerIngress) {
 				lbIPToHostname(in)
-				in.IPMode = ptr(v1.LoadBalancerIPModeVIP)
+				in.IPMode = ptr.To(v1.LoadBalancerIPModeVIP)
 			}),
 		},
 

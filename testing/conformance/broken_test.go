@@ -83,11 +83,6 @@ func narrowed(narrow func(*conformance.Claims), cases []brokenCase) []brokenCase
 	return cases
 }
 
-// fakeCloudConfig is the configuration of newFakeTarget's cloud.
-func fakeCloudConfig() fake.Config {
-	return fake.Config{ClusterID: "conformance", InstanceCIDRs: []string{"10.0.0.0/16", "fd00:10::/64"}}
-}
-
 // oneClusterTarget is newFakeTarget without Target.OtherCluster.
 func oneClusterTarget(context.Context) (*conformance.Target, error) {
 	return fakeCloudTarget(fakeCloudConfig())

@@ -11,6 +11,7 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	cloudprovider "k8s.io/cloud-provider"
+	"k8s.io/utils/ptr"
 
 	"github.com/ccmkit/ccmkit/fake"
 	"github.com/ccmkit/ccmkit/loadbalancer"
@@ -41,7 +42,12 @@ func fakeConfig() conformance.Config {
 // hooks over its control surface, and the cloud of another cluster over the
 // same cloud (Target.OtherCluster).
 func newFakeTarget(context.Context) (*conformance.Target, error) {
-	return fakeTarget(fake.Config{ClusterID: "conformance", InstanceCIDRs: []string{"10.0.0.0/16", "fd00:10::/64"}})
+	return fakeTarget(fakeCloudConfig())
+}
+
+// fakeCloudConfig is the configuration of newFakeTarget's cloud.
+func fakeCloudConfig() fake.Config {
+	return fake.Config{ClusterID: "conformance", InstanceCIDRs: []string{"10.0.0.0/16", "fd00:10::/64"}}
 }
 
 // fakeTarget builds fakeCloudTarget(cfg, opts...) and, as
@@ -258,7 +264,7 @@ func TestFakeVariants(t *testing.T) {
 			// starves.
 			cfg: fake.Config{ClusterID: "conformance", InstanceCIDRs: []string{"10.0.0.0/16", "fd00:10::/64"}, Realistic: true,
 				LoadBalancers: fake.LoadBalancerConfig{ProvisioningDelay: &provider.Duration{Duration: 100 * time.Millisecond}},
-				RateLimit:     fake.RateLimit{ReadsPerSecond: ptr(200.0), WritesPerSecond: ptr(100.0), Burst: 10}},
+				RateLimit:     fake.RateLimit{ReadsPerSecond: ptr.To(200.0), WritesPerSecond: ptr.To(100.0), Burst: 10}},
 			throttles: true,
 		},
 		{
@@ -314,7 +320,7 @@ func BenchmarkCheckFake(b *testing.B) {
 // identity there. What is not shared is isolated by construction.
 func twoClusters(shareLB, shareRoutes bool) func(context.Context) (*conformance.Target, error) {
 	return func(context.Context) (*conformance.Target, error) {
-		cfg := fake.Config{ClusterID: "conformance", InstanceCIDRs: []string{"10.0.0.0/16", "fd00:10::/64"}}
+		cfg := fakeCloudConfig()
 		tgt, err := fakeCloudTarget(cfg)
 		if err != nil {
 			return nil, err
@@ -335,5 +341,3 @@ func twoClusters(shareLB, shareRoutes bool) func(context.Context) (*conformance.
 		return withOther(tgt, o, other.Close), nil
 	}
 }
-
-func ptr[T any](v T) *T { return &v }

@@ -19,6 +19,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	cloudproviderapi "k8s.io/cloud-provider/api"
+	"k8s.io/utils/ptr"
 )
 
 // namespace is the namespace of every Service the suite builds.
@@ -41,11 +42,11 @@ func service(name string, opts ...svcOpt) *v1.Service {
 			ClusterIP:                     "10.96.0.10",
 			ClusterIPs:                    []string{"10.96.0.10"},
 			IPFamilies:                    []v1.IPFamily{v1.IPv4Protocol},
-			IPFamilyPolicy:                ptr(v1.IPFamilyPolicySingleStack),
+			IPFamilyPolicy:                ptr.To(v1.IPFamilyPolicySingleStack),
 			ExternalTrafficPolicy:         v1.ServiceExternalTrafficPolicyCluster,
-			InternalTrafficPolicy:         ptr(v1.ServiceInternalTrafficPolicyCluster),
+			InternalTrafficPolicy:         ptr.To(v1.ServiceInternalTrafficPolicyCluster),
 			SessionAffinity:               v1.ServiceAffinityNone,
-			AllocateLoadBalancerNodePorts: ptr(true),
+			AllocateLoadBalancerNodePorts: ptr.To(true),
 		},
 	}
 	for _, o := range opts {
@@ -53,8 +54,6 @@ func service(name string, opts ...svcOpt) *v1.Service {
 	}
 	return s
 }
-
-func ptr[T any](v T) *T { return &v }
 
 func tcpPort(name string, port, nodePort int32) v1.ServicePort {
 	return v1.ServicePort{Name: name, Protocol: v1.ProtocolTCP, Port: port, TargetPort: intstr.FromInt32(port), NodePort: nodePort}
@@ -88,7 +87,7 @@ func withLocalTraffic(hcPort int32) svcOpt {
 
 func withDualStack() svcOpt {
 	return func(s *v1.Service) {
-		s.Spec.IPFamilyPolicy = ptr(v1.IPFamilyPolicyRequireDualStack)
+		s.Spec.IPFamilyPolicy = ptr.To(v1.IPFamilyPolicyRequireDualStack)
 		s.Spec.IPFamilies = []v1.IPFamily{v1.IPv4Protocol, v1.IPv6Protocol}
 		s.Spec.ClusterIPs = []string{"10.96.0.10", "fd00:10:96::a"}
 	}
@@ -96,7 +95,7 @@ func withDualStack() svcOpt {
 
 func withoutNodePorts() svcOpt {
 	return func(s *v1.Service) {
-		s.Spec.AllocateLoadBalancerNodePorts = ptr(false)
+		s.Spec.AllocateLoadBalancerNodePorts = ptr.To(false)
 		for i := range s.Spec.Ports {
 			s.Spec.Ports[i].NodePort = 0
 		}

@@ -12,6 +12,7 @@ import (
 	cloudproviderapi "k8s.io/cloud-provider/api"
 	nodehelpers "k8s.io/cloud-provider/node/helpers"
 	servicehelpers "k8s.io/cloud-provider/service/helpers"
+	"k8s.io/utils/ptr"
 )
 
 // initializedNodes returns copies of the fixture nodes as the cloud node
@@ -386,7 +387,7 @@ func ruleCtrlServiceClass(r *rt) {
 	h := r.harness()
 	lb := r.lb()
 	class := service("ctrl-class")
-	class.Spec.LoadBalancerClass = ptr("example.com/another-controller")
+	class.Spec.LoadBalancerClass = ptr.To("example.com/another-controller")
 	class.ResourceVersion = ""
 	if _, err := h.kube.CoreV1().Services(namespace).Create(r.ctx, class, metav1.CreateOptions{}); err != nil {
 		r.Fatalf("creating Service %s: %v", svcKey(class), err)
