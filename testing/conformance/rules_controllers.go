@@ -291,8 +291,7 @@ func (h *harness) serviceScenario(svc *v1.Service, owner bool) *v1.Service {
 // fails the rule if owner (CTRL-SERVICE-LB) and skips it, pointing at that
 // rule, otherwise: one mistake, one failing rule.
 func (h *harness) awaitScenario(owner bool, what string, cond func() (bool, string)) {
-	if ok, last := h.r.poll(h.r.cfg.Timeout, cond); !ok {
-		why := fmt.Sprintf("%s waiting for %s; last observed: %s", h.r.pollEnd(h.r.cfg.Timeout, "Config.Timeout"), what, last)
+	if why := h.r.awaited(h.r.cfg.Timeout, "Config.Timeout", what, cond); why != "" {
 		if owner {
 			h.r.Fatalf("%s", why)
 		}

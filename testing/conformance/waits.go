@@ -182,9 +182,18 @@ func (r *rt) eventuallyChanged(what string, cond func() (bool, string)) {
 // await polls cond until it reports true or budget (described as
 // budgetName) passes, and then fails the rule with cond's last description.
 func (r *rt) await(budget time.Duration, budgetName, what string, cond func() (bool, string)) {
-	if ok, last := r.poll(budget, cond); !ok {
-		r.Fatalf("%s waiting for %s; last observed: %s", r.pollEnd(budget, budgetName), what, last)
+	if why := r.awaited(budget, budgetName, what, cond); why != "" {
+		r.Fatalf("%s", why)
 	}
+}
+
+// awaited polls cond as await does and returns "" when it held, else why
+// the wait ended, with cond's last description.
+func (r *rt) awaited(budget time.Duration, budgetName, what string, cond func() (bool, string)) string {
+	if ok, last := r.poll(budget, cond); !ok {
+		return fmt.Sprintf("%s waiting for %s; last observed: %s", r.pollEnd(budget, budgetName), what, last)
+	}
+	return ""
 }
 
 // poll polls cond, at growing intervals of up to 100ms, until it reports
