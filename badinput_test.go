@@ -9,6 +9,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"maps"
@@ -148,7 +149,7 @@ func q(s string) string {
 // A case marked with a gap must break the rule (it is a known defect),
 // and the test fails once it no longer does.
 func TestBadInput(t *testing.T) {
-	logs := captureLogs(t)
+	logs := badLogs.arm(t)
 	w := newBadWorld(t)
 	cases := slices.Concat(
 		configInputs(w), providerIDInputs(), annotationInputs(w), serviceInputs(w),
@@ -322,25 +323,62 @@ func (w *badWorld) meter(surface string, made cloudCalls) {
 	}
 }
 
-// logCapture collects every klog line written during a call: the global
-// logger's and that of the call's context.
+// logCapture collects every klog line written during a call while armed,
+// at verbosity 10: the global logger's (klog.V included) and that of the
+// call's context. Disarmed, lines go to stderr as klog's would, at klog's
+// default verbosity.
 type logCapture struct {
 	mu     sync.Mutex
 	buf    bytes.Buffer
+	armed  bool
+	config *textlogger.Config
 	logger klog.Logger
+	flags  flag.FlagSet // klog's own flags: -v is the global klog.V threshold
 }
 
-func captureLogs(t *testing.T) *logCapture {
+// badLogs is the root test binary's klog logger, installed by TestMain:
+// klog.SetLogger must not race with logging, and other tests' controllers
+// log from goroutines that may outlive them.
+var badLogs = newLogCapture()
+
+func newLogCapture() *logCapture {
 	l := &logCapture{}
-	l.logger = textlogger.NewLogger(textlogger.NewConfig(textlogger.Output(l), textlogger.Verbosity(10)))
-	klog.SetLogger(l.logger)
-	t.Cleanup(klog.ClearLogger)
+	l.config = textlogger.NewConfig(textlogger.Output(l))
+	l.logger = textlogger.NewLogger(l.config)
+	klog.InitFlags(&l.flags)
 	return l
+}
+
+func TestMain(m *testing.M) {
+	klog.SetLogger(badLogs.logger)
+	os.Exit(m.Run())
+}
+
+// arm captures every line at verbosity 10 until t ends.
+func (l *logCapture) arm(t *testing.T) *logCapture {
+	l.setArmed(true, "10")
+	t.Cleanup(func() { l.setArmed(false, "0") })
+	return l
+}
+
+func (l *logCapture) setArmed(armed bool, verbosity string) {
+	l.mu.Lock()
+	l.armed = armed
+	l.buf.Reset()
+	l.mu.Unlock()
+	// Both are safe for concurrent use: the logger's threshold (for
+	// contextual loggers) and klog's -v (for klog.V).
+	if err := errors.Join(l.config.Verbosity().Set(verbosity), l.flags.Set("v", verbosity)); err != nil {
+		panic(err)
+	}
 }
 
 func (l *logCapture) Write(p []byte) (int, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	if !l.armed {
+		return os.Stderr.Write(p)
+	}
 	return l.buf.Write(p)
 }
 
