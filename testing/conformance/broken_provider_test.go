@@ -126,7 +126,7 @@ func brokenProvider() []brokenCase {
 			}),
 		},
 		{
-			name: "exists-false-when-cancelled", want: "CTX-CANCELLED", clause: "never a wrong answer",
+			name: "exists-false-when-cancelled", want: "CTX-CANCELLED", clause: "no call returns a wrong answer",
 			reason: "a cancelled context is taken for \"instance gone\"",
 			b: instExists(func(next cloudprovider.InstancesV2, ctx context.Context, n *v1.Node) (bool, error) {
 				if ctx.Err() != nil {
@@ -136,7 +136,7 @@ func brokenProvider() []brokenCase {
 			}),
 		},
 		{
-			name: "shutdown-ignores-cancel", want: "CTX-CANCELLED", clause: "every call returns within Config.Timeout",
+			name: "shutdown-ignores-cancel", want: "CTX-CANCELLED-PROMPT", clause: "every call returns within Config.Timeout",
 			reason: "InstanceShutdown waits for its rate limiter with context.Background(), well past a cancelled context",
 			claims: instOnly, timeout: brokenTimeout,
 			b: instShutdown(func(next cloudprovider.InstancesV2, ctx context.Context, n *v1.Node) (bool, error) {
@@ -707,7 +707,8 @@ func clausesProvider() map[string][]string {
 		"PROVIDER-BAD-CONFIG":   {"rejects Config.BadCloudConfig with an error", "never a panic"},
 		"SENTINELS-UNWRAPPED":   {"ImplementedElsewhere from EnsureLoadBalancer", "UpdateLoadBalancer", "EnsureLoadBalancerDeleted"},
 		"ARGS-NOT-MUTATED":      {"No call modifies its Service", "Node", "Route arguments"},
-		"CTX-CANCELLED":         {"every call returns within Config.Timeout", "never a wrong answer"},
+		"CTX-CANCELLED":         {"no call returns a wrong answer"},
+		"CTX-CANCELLED-PROMPT":  {"every call returns within Config.Timeout"},
 		"CTRL-NODE-INIT":        {"gets its provider ID", "addresses", "topology labels", "loses the taint"},
 		"CTRL-NODE-TERMINATED":  {"the Node of a terminated instance is deleted within Config.Timeout+MaxStaleness after Hooks.CloudChanged", "the Nodes of running instances are kept"},
 		"CTRL-NODE-SHUTDOWN":    {"the Node of a stopped instance gets the shutdown taint within Config.Timeout+MaxStaleness after Hooks.CloudChanged", "and is kept"},

@@ -123,8 +123,10 @@ var rules = []rule{
 		"cloud.go GetInstanceProviderID; controllers/service/controller.go syncLoadBalancerIfNeeded, lockedUpdateLoadBalancerHosts", ruleSentinelsUnwrapped},
 	{upstream, "ARGS-NOT-MUTATED", "No call modifies its Service, Node or Route arguments where upstream reads them afterwards: every field of a LoadBalancer call's Service and Nodes; the name, UID, annotations, provider ID, taints and addresses of an InstancesV2 call's Node; CreateRoute's DestinationCIDR and the Node addresses its TargetNodeAddresses shares.",
 		"cloud.go LoadBalancer; controllers/service/controller.go ensureLoadBalancer (nodes from the informer cache)", ruleArgsNotMutated},
-	{upstream, "CTX-CANCELLED", "With a cancelled context every call returns within Config.Timeout and never a wrong answer.",
-		"controllers/service/controller.go Run; controllers/nodelifecycle/node_lifecycle_controller.go Run (calls get the controller's context)", ruleCtxCancelled},
+	{upstream, "CTX-CANCELLED", "With a cancelled context no call returns a wrong answer: an error, or the truth.",
+		"controllers/service/controller.go Run, syncLoadBalancerIfNeeded; controllers/nodelifecycle/node_lifecycle_controller.go Run, MonitorNodes (calls get the controller's context, and a wrong answer is acted on: exists=false drops a finalizer, false without an error deletes a Node)", ruleCtxCancelled},
+	{recommendation, "CTX-CANCELLED-PROMPT", "With a cancelled context every call returns within Config.Timeout.",
+		"controllers/service/controller.go Run (upstream needs no prompt return, as nothing waits for a call once the controller's context ends with the CCM, but a call that ignores its context holds its worker, and the CCM's shutdown, until its cloud call ends)", ruleCtxCancelledPrompt},
 
 	// Through the upstream controllers.
 	{upstream, "CTRL-NODE-INIT", "Through the cloud node controller, a node registered with the uninitialized taint gets its provider ID, addresses and topology labels and loses the taint.",

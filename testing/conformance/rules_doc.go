@@ -2,7 +2,7 @@
 
 // # Rules
 //
-// The suite has 60 rules: 52 upstream contracts and 8 ccmkit recommendations.
+// The suite has 61 rules: 52 upstream contracts and 9 ccmkit recommendations.
 // An upstream contract checks what the upstream code cited as its source needs, and
 // nothing stricter. A recommendation, marked (recommendation) below and
 // "[recommendation]" in its failures, is a ccmkit policy stricter than upstream,
@@ -131,8 +131,10 @@
 //     Source: cloud.go GetInstanceProviderID; controllers/service/controller.go syncLoadBalancerIfNeeded, lockedUpdateLoadBalancerHosts.
 //   - ARGS-NOT-MUTATED: No call modifies its Service, Node or Route arguments where upstream reads them afterwards: every field of a LoadBalancer call's Service and Nodes; the name, UID, annotations, provider ID, taints and addresses of an InstancesV2 call's Node; CreateRoute's DestinationCIDR and the Node addresses its TargetNodeAddresses shares.
 //     Source: cloud.go LoadBalancer; controllers/service/controller.go ensureLoadBalancer (nodes from the informer cache).
-//   - CTX-CANCELLED: With a cancelled context every call returns within Config.Timeout and never a wrong answer.
-//     Source: controllers/service/controller.go Run; controllers/nodelifecycle/node_lifecycle_controller.go Run (calls get the controller's context).
+//   - CTX-CANCELLED: With a cancelled context no call returns a wrong answer: an error, or the truth.
+//     Source: controllers/service/controller.go Run, syncLoadBalancerIfNeeded; controllers/nodelifecycle/node_lifecycle_controller.go Run, MonitorNodes (calls get the controller's context, and a wrong answer is acted on: exists=false drops a finalizer, false without an error deletes a Node).
+//   - CTX-CANCELLED-PROMPT (recommendation): With a cancelled context every call returns within Config.Timeout.
+//     Source: controllers/service/controller.go Run (upstream needs no prompt return, as nothing waits for a call once the controller's context ends with the CCM, but a call that ignores its context holds its worker, and the CCM's shutdown, until its cloud call ends).
 //
 // # Rules: Through the upstream controllers
 //

@@ -323,7 +323,21 @@ func ruleArgsNotMutated(r *rt) {
 	}
 }
 
-func ruleCtxCancelled(r *rt) {
+func ruleCtxCancelled(r *rt) { cancelledCalls(r, false) }
+
+func ruleCtxCancelledPrompt(r *rt) { cancelledCalls(r, true) }
+
+// cancelledCalls makes every call with a cancelled context. Checking the
+// answers (CTX-CANCELLED), it waits for each call as long as the rule may
+// run; checking the time (prompt, CTX-CANCELLED-PROMPT), it bounds each by
+// Config.Timeout and ignores the answers, CTX-CANCELLED's.
+func cancelledCalls(r *rt, prompt bool) {
+	call := func(_ string, f func()) { f() }
+	wrong := r.Errorf
+	if prompt {
+		call = r.within
+		wrong = func(string, ...any) {}
+	}
 	c := r.caps()
 	nodes := r.nodes(1)
 	cl := r.cfg.ClusterName
@@ -331,34 +345,34 @@ func ruleCtxCancelled(r *rt) {
 	if c.lb != nil {
 		svc := service("cancelled")
 		r.mustEnsure(c.lb, cl, svc, nodes)
-		r.within("GetLoadBalancer with a cancelled context", func() {
+		call("GetLoadBalancer with a cancelled context", func() {
 			if _, ok, err := c.lb.GetLoadBalancer(done, cl, svc); err == nil && !ok {
-				r.Errorf("GetLoadBalancer(%s) with a cancelled context returned exists=false and no error for an existing load balancer, expected an error (or the truth)", svcKey(svc))
+				wrong("GetLoadBalancer(%s) with a cancelled context returned exists=false and no error for an existing load balancer, expected an error (or the truth)", svcKey(svc))
 			}
 		})
-		r.within("EnsureLoadBalancer with a cancelled context", func() {
+		call("EnsureLoadBalancer with a cancelled context", func() {
 			if st, err := c.lb.EnsureLoadBalancer(done, cl, svc, nodes); err == nil && (st == nil || len(st.Ingress) == 0) {
-				r.Errorf("EnsureLoadBalancer(%s) with a cancelled context returned status %v and no error, expected an error or a full status", svcKey(svc), st)
+				wrong("EnsureLoadBalancer(%s) with a cancelled context returned status %v and no error, expected an error or a full status", svcKey(svc), st)
 			}
 		})
-		r.within("UpdateLoadBalancer with a cancelled context", func() { _ = c.lb.UpdateLoadBalancer(done, cl, svc, nodes) })
-		r.within("EnsureLoadBalancerDeleted with a cancelled context", func() {
+		call("UpdateLoadBalancer with a cancelled context", func() { _ = c.lb.UpdateLoadBalancer(done, cl, svc, nodes) })
+		call("EnsureLoadBalancerDeleted with a cancelled context", func() {
 			if err := c.lb.EnsureLoadBalancerDeleted(done, cl, svc); err == nil && r.exists(c.lb, cl, svc) {
-				r.Errorf("EnsureLoadBalancerDeleted(%s) with a cancelled context returned nil, but the load balancer still exists: the controller would drop the finalizer", svcKey(svc))
+				wrong("EnsureLoadBalancerDeleted(%s) with a cancelled context returned nil, but the load balancer still exists: the controller would drop the finalizer", svcKey(svc))
 			}
 		})
 	}
 	if c.inst != nil {
 		n := nodes[0]
-		r.within("InstanceExists with a cancelled context", func() {
+		call("InstanceExists with a cancelled context", func() {
 			if ok, err := c.inst.InstanceExists(done, n); err == nil && !ok {
-				r.Errorf("InstanceExists(%s) with a cancelled context = (false, nil) for a running instance: the Node would be deleted; expected an error", n.Name)
+				wrong("InstanceExists(%s) with a cancelled context = (false, nil) for a running instance: the Node would be deleted; expected an error", n.Name)
 			}
 		})
-		r.within("InstanceShutdown with a cancelled context", func() { _, _ = c.inst.InstanceShutdown(done, n) })
-		r.within("InstanceMetadata with a cancelled context", func() {
+		call("InstanceShutdown with a cancelled context", func() { _, _ = c.inst.InstanceShutdown(done, n) })
+		call("InstanceMetadata with a cancelled context", func() {
 			if md, err := c.inst.InstanceMetadata(done, n); err == nil && md == nil {
-				r.Errorf("InstanceMetadata(%s) with a cancelled context = (nil, nil), expected an error or the metadata", n.Name)
+				wrong("InstanceMetadata(%s) with a cancelled context = (nil, nil), expected an error or the metadata", n.Name)
 			}
 		})
 	}
@@ -367,24 +381,24 @@ func ruleCtxCancelled(r *rt) {
 		cidrs := r.podCIDRs(0)
 		s := newRoute(n, cidrs[0])
 		r.createRoute(c.rs, cl, s)
-		r.within("ListRoutes with a cancelled context", func() {
+		call("ListRoutes with a cancelled context", func() {
 			if list, err := c.rs.ListRoutes(done, cl); err == nil && len(findRoutes(list, s.route.DestinationCIDR)) == 0 {
-				r.Errorf("ListRoutes with a cancelled context returned no error and a list without route %q, expected an error or the full list", s.route.DestinationCIDR)
+				wrong("ListRoutes with a cancelled context returned no error and a list without route %q, expected an error or the full list", s.route.DestinationCIDR)
 			}
 		})
 		for _, rt := range findRoutes(r.listRoutes(c.rs, cl), s.route.DestinationCIDR) {
-			r.within("DeleteRoute with a cancelled context", func() { _ = c.rs.DeleteRoute(done, cl, rt) })
+			call("DeleteRoute with a cancelled context", func() { _ = c.rs.DeleteRoute(done, cl, rt) })
 		}
 		if len(cidrs) > 1 {
 			other := newRoute(n, cidrs[len(cidrs)-1])
-			r.within("CreateRoute with a cancelled context", func() {
+			call("CreateRoute with a cancelled context", func() {
 				if err := c.rs.CreateRoute(done, cl, other.nameHint, other.route); err == nil && len(findRoutes(r.listRoutes(c.rs, cl), other.route.DestinationCIDR)) == 0 {
-					r.Errorf("CreateRoute(%q) with a cancelled context returned nil, but the route is not listed", other.route.DestinationCIDR)
+					wrong("CreateRoute(%q) with a cancelled context returned nil, but the route is not listed", other.route.DestinationCIDR)
 				}
 			})
 		}
 	}
 	if c.zones != nil {
-		r.within("GetZoneByNodeName with a cancelled context", func() { _, _ = c.zones.GetZoneByNodeName(done, types.NodeName(nodes[0].Name)) })
+		call("GetZoneByNodeName with a cancelled context", func() { _, _ = c.zones.GetZoneByNodeName(done, types.NodeName(nodes[0].Name)) })
 	}
 }
