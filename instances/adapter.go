@@ -5,15 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"maps"
-	"regexp"
 	"slices"
-	"strings"
 
 	v1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/util/validation"
 	cloudprovider "k8s.io/cloud-provider"
 	cloudproviderapi "k8s.io/cloud-provider/api"
 
+	"github.com/ccmkit/ccmkit/internal/nodelabel"
 	"github.com/ccmkit/ccmkit/internal/throttle"
 	"github.com/ccmkit/ccmkit/provider"
 )
@@ -197,11 +195,6 @@ func (a *Adapter) lookup(ctx context.Context, node *v1.Node) (Instance, error) {
 	return inst, nil
 }
 
-// k8sNamespace matches label keys in the kubernetes.io and k8s.io
-// namespaces; it is the expression getNodeModifiersFromCloudProvider
-// (controllers/node/node_controller.go) uses to discard such labels.
-var k8sNamespace = regexp.MustCompile(`(^|\.)(kubernetes|k8s)\.io/`)
-
 func (a *Adapter) metadata(node *v1.Node, inst Instance) (*cloudprovider.InstanceMetadata, error) {
 	invalid := func(format string, args ...any) error {
 		return fmt.Errorf("node %q: %w: instance %q: %s", node.Name, ErrInvalidInstance, inst.ID, fmt.Sprintf(format, args...))
@@ -217,22 +210,19 @@ func (a *Adapter) metadata(node *v1.Node, inst Instance) (*cloudprovider.Instanc
 		if f.value == "" {
 			continue
 		}
-		if msgs := validation.IsValidLabelValue(f.value); len(msgs) > 0 {
-			return nil, invalid("%s %q: expected a valid label value: %s", f.field, f.value, strings.Join(msgs, "; "))
+		if problem := nodelabel.ValueProblem(f.value); problem != "" {
+			return nil, invalid("%s %q: %s", f.field, f.value, problem)
 		}
 	}
 	var labels map[string]string
 	if len(inst.Labels) > 0 {
 		for _, k := range slices.Sorted(maps.Keys(inst.Labels)) {
 			v := inst.Labels[k]
-			if msgs := validation.IsQualifiedName(k); len(msgs) > 0 {
-				return nil, invalid("label key %q: expected a qualified name: %s", k, strings.Join(msgs, "; "))
+			if problem := nodelabel.KeyProblem(k); problem != "" {
+				return nil, invalid("label key %q: %s", k, problem)
 			}
-			if k8sNamespace.MatchString(k) {
-				return nil, invalid("label key %q is in the kubernetes.io or k8s.io namespace, which the node controller discards: expected a key under the provider's own domain", k)
-			}
-			if msgs := validation.IsValidLabelValue(v); len(msgs) > 0 {
-				return nil, invalid("label %q value %q: expected a valid label value: %s", k, v, strings.Join(msgs, "; "))
+			if problem := nodelabel.ValueProblem(v); problem != "" {
+				return nil, invalid("label %q value %q: %s", k, v, problem)
 			}
 		}
 		labels = maps.Clone(inst.Labels)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 
 	v1 "k8s.io/api/core/v1"
 	cloudprovider "k8s.io/cloud-provider"
@@ -62,6 +63,36 @@ func (s State) String() string {
 		return "Terminated"
 	}
 	return fmt.Sprintf("State(%d)", int(s))
+}
+
+// stateNames are the text forms of the States, in State order.
+var stateNames = [...]string{"running", "stopped", "terminated"}
+
+// MarshalText returns "running", "stopped" or "terminated", the form a
+// cloud-config or a state file writes (the fake's, for one); an unknown
+// State is an error naming it.
+func (s State) MarshalText() ([]byte, error) {
+	if !s.valid() {
+		return nil, fmt.Errorf("instances.State %d: expected one of %s", int(s), strings.Join(stateNames[:], ", "))
+	}
+	return []byte(stateNames[s]), nil
+}
+
+// UnmarshalText parses "running", "stopped" or "terminated" (as spelled);
+// "" is the zero value, StateRunning. Anything else is an error naming the
+// value and the accepted ones.
+func (s *State) UnmarshalText(text []byte) error {
+	if len(text) == 0 {
+		*s = StateRunning
+		return nil
+	}
+	for i, name := range stateNames {
+		if string(text) == name {
+			*s = State(i)
+			return nil
+		}
+	}
+	return fmt.Errorf("state %q: expected one of %s", cut(string(text)), strings.Join(stateNames[:], ", "))
 }
 
 func (s State) valid() bool { return s >= StateRunning && s <= StateTerminated }

@@ -1,0 +1,41 @@
+// Package check holds the input checks every ccmkit block shares, so that
+// each is written once and words its error the same way in every package
+// (CONTRIBUTING.md, rules E1–E3).
+package check
+
+import (
+	"fmt"
+	"reflect"
+)
+
+// IsNil reports whether v is nil or an interface holding a typed nil
+// pointer, map, slice, func, channel or interface: a value whose methods
+// would panic or do nothing. It is safe for concurrent use.
+func IsNil(v any) bool {
+	if v == nil {
+		return true
+	}
+	rv := reflect.ValueOf(v)
+	switch rv.Kind() {
+	case reflect.Pointer, reflect.Map, reflect.Slice, reflect.Func, reflect.Chan, reflect.Interface, reflect.UnsafePointer:
+		return rv.IsNil()
+	}
+	return false
+}
+
+// Driver returns nil when d is a usable driver, and otherwise the one
+// error every constructor gives for a missing one (rule E3):
+//
+//	<fn>: driver is nil: expected a <want>
+//
+// fn is the qualified constructor ("routes.NewTable") and want the driver
+// interface it takes ("routes.RouteDriver"). A typed nil counts as nil.
+func Driver(fn string, d any, want string) error {
+	if !IsNil(d) {
+		return nil
+	}
+	if d == nil {
+		return fmt.Errorf("%s: driver is nil: expected a %s", fn, want)
+	}
+	return fmt.Errorf("%s: driver is a nil %T: expected a usable %s", fn, d, want)
+}
