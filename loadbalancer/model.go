@@ -11,6 +11,8 @@ import (
 )
 
 // LoadBalancer is the provider-neutral model of one cloud load balancer.
+// It marshals to JSON with lowerCamel field names (the fake serves and
+// stores it in that form).
 //
 // It is used both for the desired state (built by Desired; ID and Ingress
 // are empty) and for the actual state a Driver reports (ID, Name, Tags,
@@ -22,19 +24,19 @@ import (
 // and the functions of this package never mutate one they were given.
 type LoadBalancer struct {
 	// ID is the cloud-assigned identifier; empty in a desired model.
-	ID string
+	ID string `json:"id,omitempty"`
 	// Name is the cloud name (see Namer). It is for people; identity is
 	// in Tags.
-	Name string
+	Name string `json:"name,omitempty"`
 	// Tags are the load balancer's tags or labels. A desired model holds
 	// exactly the ownership tags (Owner.Tags); a Driver reports all tags
 	// it knows, and Plan only ever touches the ccmkit keys.
-	Tags map[string]string
+	Tags map[string]string `json:"tags,omitempty"`
 	// Spec is what ccmkit manages on the load balancer.
-	Spec Spec
+	Spec Spec `json:"spec"`
 	// Ingress are the addresses the cloud assigned, in a stable order.
 	// Reported by the Driver; used to build the Service status.
-	Ingress []Ingress
+	Ingress []Ingress `json:"ingress,omitempty"`
 }
 
 // Spec is the part of a load balancer that ccmkit manages. Slices are kept
@@ -43,45 +45,45 @@ type LoadBalancer struct {
 type Spec struct {
 	// IPFamilies are the Service's IP families in the Service's order
 	// (primary family first). A single-stack Service has one.
-	IPFamilies []v1.IPFamily
+	IPFamilies []v1.IPFamily `json:"ipFamilies,omitempty"`
 	// RequestedIPs are the addresses the user asked for
 	// (spec.loadBalancerIP or the provider's requested-IP annotation), at
 	// most one per family, sorted. Empty means "any address".
-	RequestedIPs []netip.Addr
+	RequestedIPs []netip.Addr `json:"requestedIPs,omitempty"`
 	// Listeners are the front-end listeners, one per (IP family, protocol,
 	// port), sorted by ListenerKey.
-	Listeners []Listener
+	Listeners []Listener `json:"listeners,omitempty"`
 	// Backends are the nodes traffic is sent to, sorted by BackendKey (see
 	// Backend.Compare).
-	Backends []Backend
+	Backends []Backend `json:"backends,omitempty"`
 	// BackendKey is what the cloud keeps of each backend, and so what Plan
 	// matches and compares backends by. Desired copies it from
 	// Capabilities.BackendKey; Plan reads it from the desired model only,
 	// Apply from the load balancer it changes, so a Driver need not report
 	// it.
-	BackendKey BackendKey
+	BackendKey BackendKey `json:"backendKey,omitempty"`
 	// HealthCheck is how the load balancer probes backends.
-	HealthCheck HealthCheck
+	HealthCheck HealthCheck `json:"healthCheck"`
 	// SourceRanges are the client CIDRs allowed to connect, masked and
 	// sorted (IPv4 before IPv6). Allow-all is 0.0.0.0/0 and/or ::/0, one
 	// per IP family of the Service.
-	SourceRanges []netip.Prefix
+	SourceRanges []netip.Prefix `json:"sourceRanges,omitempty"`
 	// SessionAffinity is the Service's session affinity.
-	SessionAffinity SessionAffinity
+	SessionAffinity SessionAffinity `json:"sessionAffinity"`
 	// Settings are provider settings taken from declared annotations with
 	// Annotation.Setting set: annotation name → canonical value ("" when
 	// the annotation is not set and has no default). Plan compares only
 	// the keys present in the desired Spec, so a Driver must report every
 	// key it was given.
-	Settings map[string]string
+	Settings map[string]string `json:"settings,omitempty"`
 }
 
 // ListenerKey identifies a listener: Plan matches desired and actual
 // listeners by key.
 type ListenerKey struct {
-	Family   v1.IPFamily
-	Protocol v1.Protocol
-	Port     int32
+	Family   v1.IPFamily `json:"family"`
+	Protocol v1.Protocol `json:"protocol"`
+	Port     int32       `json:"port"`
 }
 
 // String returns "IPv4/TCP/80".
@@ -104,7 +106,7 @@ type Listener struct {
 	// backend; 0 when the Service does not allocate node ports
 	// (spec.allocateLoadBalancerNodePorts=false), in which case the Driver
 	// routes to endpoints by its own means (Capabilities.NodePortless).
-	NodePort int32
+	NodePort int32 `json:"nodePort,omitempty"`
 }
 
 // BackendKey says what a cloud keeps of a load-balancer backend, and so
@@ -144,15 +146,16 @@ type Backend struct {
 	// NodeName is the Kubernetes Node name; the key of BackendKeyNodeName.
 	// A desired backend always has it; a Driver keyed otherwise may
 	// report it empty.
-	NodeName string
+	NodeName string `json:"nodeName,omitempty"`
 	// ProviderID is the Node's spec.providerID; the key of
 	// BackendKeyProviderID. A desired backend always has it.
-	ProviderID string
+	ProviderID string `json:"providerID,omitempty"`
 	// IPv4 and IPv6 are the Node's first InternalIP of each family the
 	// Service uses; the zero Addr when the family is unused or the Node has
 	// no InternalIP of that family. Under BackendKeyAddress exactly one is
 	// set, and it is the key.
-	IPv4, IPv6 netip.Addr
+	IPv4 netip.Addr `json:"ipv4,omitzero"`
+	IPv6 netip.Addr `json:"ipv6,omitzero"`
 }
 
 // HealthCheckProtocol is the protocol of a health check.
@@ -168,17 +171,17 @@ const KubeProxyHealthzPort = 10256
 
 // HealthCheck describes how backends are probed: Protocol to Port, at Path.
 type HealthCheck struct {
-	Protocol HealthCheckProtocol
-	Port     int32
-	Path     string
+	Protocol HealthCheckProtocol `json:"protocol,omitempty"`
+	Port     int32               `json:"port,omitempty"`
+	Path     string              `json:"path,omitempty"`
 }
 
 // SessionAffinity is the Service's session affinity.
 type SessionAffinity struct {
 	// ClientIP is true for spec.sessionAffinity=ClientIP.
-	ClientIP bool
+	ClientIP bool `json:"clientIP,omitempty"`
 	// TimeoutSeconds is the ClientIP timeout (0 when ClientIP is false).
-	TimeoutSeconds int32
+	TimeoutSeconds int32 `json:"timeoutSeconds,omitempty"`
 }
 
 // Ingress is one address of a load balancer, as the cloud reports it. The
@@ -186,13 +189,13 @@ type SessionAffinity struct {
 type Ingress struct {
 	// IP is the address, in any form netip.ParseAddr accepts. Exactly one
 	// of IP and Hostname is set.
-	IP string
+	IP string `json:"ip,omitempty"`
 	// Hostname is a DNS-1123 subdomain that is not an IP.
-	Hostname string
+	Hostname string `json:"hostname,omitempty"`
 	// IPMode is VIP or Proxy, only with IP; empty leaves it unset.
-	IPMode v1.LoadBalancerIPMode
+	IPMode v1.LoadBalancerIPMode `json:"ipMode,omitempty"`
 	// Ports are optional per-port statuses.
-	Ports []v1.PortStatus
+	Ports []v1.PortStatus `json:"ports,omitempty"`
 }
 
 // Clone returns a deep copy of lb (nil for nil).
