@@ -292,7 +292,7 @@ func TestThrottleBudget(t *testing.T) {
 		},
 		{
 			name: "zero delay", reason: "a RetryAfter of 0 gives nothing to wait for: retrying at once would busy-loop",
-			max: time.Hour, delay: 0, tries: 1, mention: "want a positive delay",
+			max: time.Hour, delay: 0, tries: 1, mention: "expected a positive delay",
 		},
 		{
 			name: "past the deadline", reason: "the caller's context would end before the delay has passed",

@@ -56,7 +56,7 @@ func (e *delayed) Unwrap() []error { return []error{e.retry, e.err} }
 func GiveUp(ctx context.Context, d, waited, budget time.Duration) string {
 	switch {
 	case d <= 0:
-		return fmt.Sprintf("throttled with RetryAfter %v, not retried: want a positive delay", d)
+		return fmt.Sprintf("throttled with RetryAfter %v, not retried: expected a positive delay", d)
 	case waited+d > budget:
 		return fmt.Sprintf("throttled; waiting another %v after %v would exceed Config.MaxThrottleWait %v", d, waited, budget)
 	}

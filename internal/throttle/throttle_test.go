@@ -149,7 +149,7 @@ func TestGiveUp(t *testing.T) {
 		reason            string
 	}{
 		{name: "within budget", d: time.Second, waited: time.Second, budget: 2 * time.Second, reason: "1s+1s fits a 2s budget"},
-		{name: "zero delay", d: 0, budget: time.Minute, want: "throttled with RetryAfter 0s, not retried: want a positive delay", reason: "no delay to honour"},
+		{name: "zero delay", d: 0, budget: time.Minute, want: "throttled with RetryAfter 0s, not retried: expected a positive delay", reason: "no delay to honour"},
 		{name: "negative delay", d: -time.Second, budget: time.Minute, want: "RetryAfter -1s, not retried", reason: "no delay to honour"},
 		{name: "over budget", d: 2 * time.Second, waited: time.Second, budget: 2 * time.Second,
 			want: "throttled; waiting another 2s after 1s would exceed Config.MaxThrottleWait 2s", reason: "1s+2s > 2s"},

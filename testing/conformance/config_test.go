@@ -58,7 +58,14 @@ func TestConfigErrors(t *testing.T) {
 					t.Errorf("%s: error %q does not contain %q", tc.reason, err, w)
 				}
 			}
+			// Validate gives the same verdict without running anything.
+			if verr := cfg.Validate(); verr == nil || !strings.Contains(err.Error(), verr.Error()) {
+				t.Errorf("%s: Validate = %v, want the error Check gave (%v)", tc.reason, verr, err)
+			}
 		})
+	}
+	if err := fakeConfig().Validate(); err != nil {
+		t.Errorf("Validate of the fake's valid Config = %v, want nil", err)
 	}
 }
 

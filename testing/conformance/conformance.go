@@ -432,11 +432,21 @@ func Evaluate(ctx context.Context, cfg Config) ([]Outcome, error) {
 	return outs, nil
 }
 
+// Validate reports the first thing wrong with cfg, naming the field, the
+// value and what was expected: a nil NewTarget, a negative Timeout or
+// MaxStaleness, inconsistent Claims, a malformed or repeated ClusterCIDRs
+// entry, or a Skip key that names no rule or case. Run and Check call it
+// first; call it yourself to check a Config built outside a test.
+func (cfg Config) Validate() error {
+	_, err := cfg.normalize()
+	return err
+}
+
 // normalize validates cfg and fills in defaults.
 func (cfg Config) normalize() (*Config, error) {
 	c := cfg
 	if c.NewTarget == nil {
-		return nil, errors.New("Config.NewTarget is nil, expected a constructor of a fresh provider under test")
+		return nil, errors.New("Config.NewTarget is nil: expected a constructor of a fresh provider under test")
 	}
 	if c.ClusterName == "" {
 		c.ClusterName = "conformance"
@@ -445,21 +455,21 @@ func (cfg Config) normalize() (*Config, error) {
 		c.CrossClusterName = c.ClusterName + "-other"
 	}
 	if c.CrossClusterName == c.ClusterName {
-		return nil, fmt.Errorf("Config.CrossClusterName %q equals ClusterName, expected a different cluster", c.CrossClusterName)
+		return nil, fmt.Errorf("Config.CrossClusterName %q equals ClusterName: expected a different cluster", c.CrossClusterName)
 	}
 	if c.Timeout == 0 {
 		c.Timeout = 30 * time.Second
 	}
 	if c.Timeout < 0 {
-		return nil, fmt.Errorf("Config.Timeout %v is negative, expected a positive duration or 0 for the default", c.Timeout)
+		return nil, fmt.Errorf("Config.Timeout %v: expected a positive duration or 0 for the default", c.Timeout)
 	}
 	if c.MaxStaleness < 0 {
-		return nil, fmt.Errorf("Config.MaxStaleness %v is negative, expected the provider's longest cache TTL, or 0", c.MaxStaleness)
+		return nil, fmt.Errorf("Config.MaxStaleness %v: expected the provider's longest cache TTL, or 0", c.MaxStaleness)
 	}
 	if c.Claims.MixedProtocols && !c.Claims.UDP {
 		// LB-CLAIMED-FEATURES would build a TCP+UDP Service while
 		// LB-UNSUPPORTED-REJECTED wants a UDP one rejected.
-		return nil, errors.New("Config.Claims.MixedProtocols is true and Claims.UDP false, expected UDP claimed too: a Service of TCP and UDP ports needs UDP")
+		return nil, errors.New("Config.Claims.MixedProtocols is true and Claims.UDP false: expected UDP claimed too: a Service of TCP and UDP ports needs UDP")
 	}
 	if len(c.ClusterCIDRs) == 0 {
 		c.ClusterCIDRs = []string{"10.244.0.0/16"}
@@ -471,17 +481,17 @@ func (cfg Config) normalize() (*Config, error) {
 	for i, s := range c.ClusterCIDRs {
 		p, err := netip.ParsePrefix(s)
 		if err != nil || p.Masked() != p {
-			return nil, fmt.Errorf("Config.ClusterCIDRs[%d] %q is not a CIDR in canonical form, expected such as 10.244.0.0/16", i, s)
+			return nil, fmt.Errorf("Config.ClusterCIDRs[%d] %q is not a CIDR in canonical form: expected such as 10.244.0.0/16", i, s)
 		}
 		limit := 24
 		if p.Addr().Is6() {
 			limit = 64
 		}
 		if p.Bits() > limit-4 {
-			return nil, fmt.Errorf("Config.ClusterCIDRs[%d] %q is too small, expected room for 16 /%d pod CIDRs", i, s, limit)
+			return nil, fmt.Errorf("Config.ClusterCIDRs[%d] %q is too small: expected room for 16 /%d pod CIDRs", i, s, limit)
 		}
 		if slices.Contains(fams, p.Addr().Is6()) {
-			return nil, fmt.Errorf("Config.ClusterCIDRs[%d] %q repeats an IP family, expected at most one CIDR per family", i, s)
+			return nil, fmt.Errorf("Config.ClusterCIDRs[%d] %q repeats an IP family: expected at most one CIDR per family", i, s)
 		}
 		fams = append(fams, p.Addr().Is6())
 	}
@@ -492,7 +502,7 @@ func (cfg Config) normalize() (*Config, error) {
 			return nil, fmt.Errorf("Config.Skip key %q names rule %q, which does not exist (see Rules)", key, id)
 		}
 		if isCase && !slices.Contains(rl.cases(), cs) {
-			return nil, fmt.Errorf("Config.Skip key %q names case %q of %s, which does not exist, expected one of %q (see Rule.Cases)", key, cs, id, rl.cases())
+			return nil, fmt.Errorf("Config.Skip key %q names case %q of %s, which does not exist: expected one of %q (see Rule.Cases)", key, cs, id, rl.cases())
 		}
 	}
 	return &c, nil

@@ -434,7 +434,7 @@ func ruleCtrlRoutes(r *rt) {
 	}
 	r.eventually("routes for every node's pod CIDR", func() (bool, string) {
 		got, s := listed()
-		return got != nil && cmp.Equal(want, got), fmt.Sprintf("%s, want %v", s, want)
+		return got != nil && cmp.Equal(want, got), fmt.Sprintf("%s: expected %v", s, want)
 	})
 	for _, n := range nodes {
 		r.eventually(fmt.Sprintf("node %s to get NetworkUnavailable=False", n.Name), func() (bool, string) {
@@ -467,6 +467,6 @@ func ruleCtrlRoutes(r *rt) {
 	delete(want, gone.Spec.PodCIDRs[0])
 	r.eventually(fmt.Sprintf("the route of deleted Node %s to go away", gone.Name), func() (bool, string) {
 		got, s := listed()
-		return got != nil && cmp.Equal(want, got, cmpOpts), fmt.Sprintf("%s, want %v", s, want)
+		return got != nil && cmp.Equal(want, got, cmpOpts), fmt.Sprintf("%s: expected %v", s, want)
 	})
 }

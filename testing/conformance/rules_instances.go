@@ -321,13 +321,13 @@ func ruleInstNewInstance(r *rt) {
 	// says "gone", never take "not in my list" for it.
 	for _, l := range r.lookups(n) {
 		if ok, err := inst.InstanceExists(r.ctx, l.node); !ok && err == nil {
-			r.Errorf("InstanceExists(%s) %s of an instance created after the provider's caches were filled = (false, nil): the node lifecycle controller deletes a new, still NotReady Node at once; expected (true, nil), or an error while unsure", n.Name, l.how)
+			r.Errorf("InstanceExists(%s) %s of an instance created after the provider's caches were filled = (false, nil): the node lifecycle controller deletes a new, still NotReady Node at once: expected (true, nil), or an error while unsure", n.Name, l.how)
 		}
 	}
 	r.cloudChanged("CreateInstance")
 	for _, l := range r.lookups(n) {
 		if ok, err := inst.InstanceExists(r.ctx, l.node); !ok && err == nil {
-			r.Errorf("InstanceExists(%s) %s of a just created instance = (false, nil): the node lifecycle controller deletes a new, still NotReady Node at once; expected (true, nil), or an error while unsure", n.Name, l.how)
+			r.Errorf("InstanceExists(%s) %s of a just created instance = (false, nil): the node lifecycle controller deletes a new, still NotReady Node at once: expected (true, nil), or an error while unsure", n.Name, l.how)
 		}
 		r.eventuallyChanged(fmt.Sprintf("InstanceMetadata(%s) %s of a new instance", n.Name, l.how), func() (bool, string) {
 			md, err := inst.InstancesV2.InstanceMetadata(r.ctx, l.node) // polled: an api.RetryError is "not yet"
@@ -349,7 +349,7 @@ func ruleInstOutage(r *rt) {
 		for _, l := range r.lookups(n) {
 			// One answer, not retried: an api.RetryError is an error, as asked.
 			if ok, err := inst.InstancesV2.InstanceExists(r.ctx, l.node); !ok && err == nil {
-				r.Errorf("InstanceExists(%s) %s during a cloud outage = (false, nil): the node lifecycle controller deletes the Node at once; expected an error", n.Name, l.how)
+				r.Errorf("InstanceExists(%s) %s during a cloud outage = (false, nil): the node lifecycle controller deletes the Node at once: expected an error", n.Name, l.how)
 			}
 		}
 	}

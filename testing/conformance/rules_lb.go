@@ -777,6 +777,6 @@ func ruleLBOutage(r *rt) {
 	// One answer, not retried: an api.RetryError is an error, as asked.
 	_, ok, err := lb.LoadBalancer.GetLoadBalancer(r.ctx, c, svc)
 	if err == nil && !ok {
-		r.Errorf("GetLoadBalancer(%s) during a cloud outage returned exists=false and no error: the service controller would remove the finalizer of a deleted Service and leak its load balancer; expected an error", svcKey(svc))
+		r.Errorf("GetLoadBalancer(%s) during a cloud outage returned exists=false and no error: the service controller would remove the finalizer of a deleted Service and leak its load balancer: expected an error", svcKey(svc))
 	}
 }

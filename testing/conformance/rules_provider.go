@@ -366,7 +366,7 @@ func cancelledCalls(r *rt, prompt bool) {
 		n := nodes[0]
 		call("InstanceExists with a cancelled context", func() {
 			if ok, err := c.inst.InstanceExists(done, n); err == nil && !ok {
-				wrong("InstanceExists(%s) with a cancelled context = (false, nil) for a running instance: the Node would be deleted; expected an error", n.Name)
+				wrong("InstanceExists(%s) with a cancelled context = (false, nil) for a running instance: the Node would be deleted: expected an error", n.Name)
 			}
 		})
 		call("InstanceShutdown with a cancelled context", func() { _, _ = c.inst.InstanceShutdown(done, n) })

@@ -580,6 +580,6 @@ func ruleRouteOutage(r *rt) {
 	// One answer, not retried: an api.RetryError is an error, as asked.
 	list, err := rs.Routes.ListRoutes(r.ctx, c)
 	if m := unlisted(list, specs); err == nil && len(m) > 0 {
-		r.Errorf("ListRoutes(%q) during a cloud outage returned %d routes, without routes %q, and no error: the route controller would create routes that exist and, failing, mark their nodes NetworkUnavailable; expected an error", c, len(list), m)
+		r.Errorf("ListRoutes(%q) during a cloud outage returned %d routes, without routes %q, and no error: the route controller would create routes that exist and, failing, mark their nodes NetworkUnavailable: expected an error", c, len(list), m)
 	}
 }
