@@ -10,8 +10,6 @@ import (
 	"cmp"
 	"context"
 	"fmt"
-	"os"
-	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -23,6 +21,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/ccmkit/ccmkit/instances"
+	"github.com/ccmkit/ccmkit/internal/readme"
 	"github.com/ccmkit/ccmkit/loadbalancer"
 	"github.com/ccmkit/ccmkit/testing/conformance"
 )
@@ -40,36 +39,7 @@ func TestWalkthroughConformance(t *testing.T) {
 		Claims:         conformance.Claims{LoadBalancer: true, InstancesV2: true, Routes: true, UDP: true, SourceRanges: true, SourceRangesAnnotation: true},
 		NewTarget:      newAcmeSandbox,
 	})
-	checkREADMEPasses(t, "the walkthrough provider", outs)
-}
-
-// checkREADMEPasses checks the README's "- **who**: passes every rule it
-// claims (N run;" against a whole run of the suite: N rules passed. A run
-// narrowed by -run is not checked.
-func checkREADMEPasses(t *testing.T, who string, outs []conformance.Outcome) {
-	t.Helper()
-	if len(outs) != len(conformance.Rules()) {
-		return
-	}
-	raw, err := os.ReadFile("README.md")
-	if err != nil {
-		t.Fatalf("reading the README: %v", err)
-	}
-	text := strings.Join(strings.Fields(string(raw)), " ") // figures may wrap lines
-	pattern := `\*\*` + regexp.QuoteMeta(who) + `\*\*: passes every rule[^(]*\((\d+) run;`
-	m := regexp.MustCompile(pattern).FindStringSubmatch(text)
-	if m == nil {
-		t.Fatalf("the README states no figure for %s (%s)", who, pattern)
-	}
-	passed := 0
-	for _, o := range outs {
-		if o.Status == conformance.Passed {
-			passed++
-		}
-	}
-	if n, _ := strconv.Atoi(m[1]); n != passed {
-		t.Errorf("the README says %s passes %d rules, the suite passed %d of %d", who, n, passed, len(outs))
-	}
+	readme.CheckPasses(t, readme.Section(t, "README.md", "Run the conformance tests against your provider"), "the walkthrough provider", outs)
 }
 
 // newAcmeSandbox builds an acme cloud with four VMs (IDs i-N, names

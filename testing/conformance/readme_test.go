@@ -1,15 +1,14 @@
 package conformance_test
 
 import (
-	"os"
 	"regexp"
 	"slices"
 	"strconv"
-	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/ccmkit/ccmkit/internal/readme"
 	"github.com/ccmkit/ccmkit/testing/conformance"
 )
 
@@ -67,42 +66,19 @@ func TestREADMEFigures(t *testing.T) {
 	}
 }
 
+// suiteSection is the heading of the README's section on the suite.
+const suiteSection = "Run the conformance tests against your provider"
+
 // readmeSuiteSection returns the README's section on the suite with its
-// white space collapsed, as figures may wrap lines.
+// white space collapsed.
 func readmeSuiteSection(t *testing.T) string {
 	t.Helper()
-	raw, err := os.ReadFile("../../README.md")
-	if err != nil {
-		t.Fatalf("reading the README: %v", err)
-	}
-	_, section, ok := strings.Cut(string(raw), "## Run the conformance tests against your provider")
-	if !ok {
-		t.Fatalf("the README has no section \"Run the conformance tests against your provider\"")
-	}
-	section, _, _ = strings.Cut(section, "\n## ")
-	return strings.Join(strings.Fields(section), " ")
+	return readme.Section(t, "../../README.md", suiteSection)
 }
 
 // checkREADMERun checks the README's "- **who**: passes every rule (N run;"
-// against the outcomes of a whole run of the suite: N rules passed and none
-// failed. A run narrowed by -run is not checked.
+// against the outcomes of a whole run of the suite.
 func checkREADMERun(t *testing.T, who string, outs []conformance.Outcome) {
 	t.Helper()
-	if len(outs) != len(conformance.Rules()) {
-		return
-	}
-	pattern := `\*\*` + regexp.QuoteMeta(who) + `\*\*: passes every rule[^(]*\((\d+) run;`
-	m := regexp.MustCompile(pattern).FindStringSubmatch(readmeSuiteSection(t))
-	if m == nil {
-		t.Fatalf("the README's section on the suite states no figure for %s (%s)", who, pattern)
-	}
-	passed := 0
-	for _, o := range outs {
-		if o.Status == conformance.Passed {
-			passed++
-		}
-	}
-	if n, _ := strconv.Atoi(m[1]); n != passed {
-		t.Errorf("the README says %s passes %d rules, the suite passed %d of %d", who, n, passed, len(outs))
-	}
+	readme.CheckPasses(t, readmeSuiteSection(t), who, outs)
 }
