@@ -373,7 +373,7 @@ func formatSA(s SessionAffinity) string {
 func Apply(lb *LoadBalancer, a Action) (*LoadBalancer, error) {
 	if a.Kind == ActionCreate {
 		if a.Create == nil {
-			return nil, errors.New("the action's Create is nil; expected the load balancer to create")
+			return nil, errors.New("the action's Create is nil: expected the load balancer to create")
 		}
 		out := a.Create.Clone()
 		out.Spec.canonicalize()
@@ -388,7 +388,7 @@ func Apply(lb *LoadBalancer, a Action) (*LoadBalancer, error) {
 	out := lb.Clone()
 	s := &out.Spec
 	missing := func(field string) error {
-		return fmt.Errorf("the action's %s is nil; expected the payload of %s", field, a.Kind)
+		return fmt.Errorf("the action's %s is nil: expected the payload of %s", field, a.Kind)
 	}
 	switch a.Kind {
 	case ActionUpdateTags:

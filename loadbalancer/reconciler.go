@@ -577,7 +577,7 @@ func (r *Reconciler) owner(clusterName string, svc *v1.Service) (Owner, error) {
 		return Owner{}, errors.New("loadbalancer: the cluster identity is empty: expected a clusterName argument (--cluster-name) or Options.ClusterID")
 	}
 	if svc.UID == "" {
-		return Owner{}, invalidService("service %s/%s: metadata.uid is empty; expected the Service's UID", svc.Namespace, svc.Name)
+		return Owner{}, invalidService("service %s/%s: metadata.uid is empty: expected the Service's UID", svc.Namespace, svc.Name)
 	}
 	return OwnerOf(cluster, svc), nil
 }
@@ -653,7 +653,7 @@ func (r *Reconciler) find(ctx context.Context, owner Owner, svc *v1.Service) (*l
 			}
 			switch {
 			case len(lbs) == 0:
-				res.err = fmt.Errorf("%w: annotation %q names load balancer id %q, which does not exist; expected the ID of an existing load balancer", ErrNotFound, a.Name, cut(id))
+				res.err = fmt.Errorf("%w: annotation %q names load balancer id %q, which does not exist: expected the ID of an existing load balancer", ErrNotFound, a.Name, cut(id))
 			case owner.Owns(lbs[0].Tags):
 				addOwned(lbs[0])
 			default:
@@ -709,7 +709,7 @@ func (r *Reconciler) findDriver(ctx context.Context, q Query) ([]*LoadBalancer, 
 		return nil, err
 	}
 	if i := slices.Index(lbs, nil); i >= 0 {
-		return nil, fmt.Errorf("driver Find returned a nil load balancer at index %d of %d; expected only non-nil load balancers", i, len(lbs))
+		return nil, fmt.Errorf("driver Find returned a nil load balancer at index %d of %d: expected only non-nil load balancers", i, len(lbs))
 	}
 	return lbs, nil
 }
