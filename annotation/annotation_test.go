@@ -16,32 +16,13 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/ccmkit/ccmkit/annotation"
+	"github.com/ccmkit/ccmkit/internal/annotationtest"
 )
 
 var update = flag.Bool("update", false, "rewrite golden files under testdata/")
 
 // testAnnotations declares one annotation of every kind.
-func testAnnotations(t testing.TB) (*annotation.Set, map[annotation.Kind]*annotation.Annotation) {
-	t.Helper()
-	set := &annotation.Set{}
-	byKind := map[annotation.Kind]*annotation.Annotation{}
-	for _, a := range []annotation.Annotation{
-		{Name: "lb.example.com/proxy-protocol", Kind: annotation.KindBool, Default: "false", Doc: "Send the PROXY protocol header to backends.", Setting: true},
-		{Name: "lb.example.com/max-connections", Kind: annotation.KindInt, Min: 1, Max: 100000, Doc: "Connection limit per listener."},
-		{Name: "lb.example.com/idle-timeout", Kind: annotation.KindDuration, Default: "1m", Doc: "Close idle connections after this long.", Setting: true},
-		{Name: "lb.example.com/algorithm", Kind: annotation.KindEnum, Values: []string{"round-robin", "least-connections"}, Default: "round-robin", Doc: "How connections are spread over backends.", Setting: true},
-		{Name: "lb.example.com/ip", Kind: annotation.KindIP, Doc: "Request this address for the load balancer."},
-		{Name: "lb.example.com/internal-ranges", Kind: annotation.KindCIDRList, Doc: "Private networks the load balancer is reachable from.\n\nSeparate entries with commas."},
-		{Name: "lb.example.com/id", Kind: annotation.KindString, Doc: "Cloud ID of an existing load balancer to adopt."},
-	} {
-		d, err := set.Declare(a)
-		if err != nil {
-			t.Fatalf("Declare(%q): %v", a.Name, err)
-		}
-		byKind[a.Kind] = d
-	}
-	return set, byKind
-}
+var testAnnotations = annotationtest.EveryKind
 
 func TestAnnotationGetters(t *testing.T) {
 	_, k := testAnnotations(t)

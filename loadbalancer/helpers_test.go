@@ -7,14 +7,13 @@ import (
 	"runtime"
 	"sync"
 	"sync/atomic"
-	"testing"
 
 	"github.com/google/go-cmp/cmp"
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
-	"github.com/ccmkit/ccmkit/annotation"
+	"github.com/ccmkit/ccmkit/internal/annotationtest"
 	"github.com/ccmkit/ccmkit/loadbalancer"
 )
 
@@ -55,24 +54,8 @@ func node(name string, ips ...string) *v1.Node {
 }
 
 // testAnnotations declares one annotation of every kind, three of them
-// provider settings; it returns the set and the annotations by kind.
-func testAnnotations(t testing.TB) (*annotation.Set, map[annotation.Kind]*annotation.Annotation) {
-	t.Helper()
-	set := &annotation.Set{}
-	byKind := map[annotation.Kind]*annotation.Annotation{}
-	for _, a := range []annotation.Annotation{
-		{Name: "lb.example.com/proxy-protocol", Kind: annotation.KindBool, Default: "false", Doc: "Send the PROXY protocol header to backends.", Setting: true},
-		{Name: "lb.example.com/max-connections", Kind: annotation.KindInt, Min: 1, Max: 100000, Doc: "Connection limit per listener."},
-		{Name: "lb.example.com/idle-timeout", Kind: annotation.KindDuration, Default: "1m", Doc: "Close idle connections after this long.", Setting: true},
-		{Name: "lb.example.com/algorithm", Kind: annotation.KindEnum, Values: []string{"round-robin", "least-connections"}, Default: "round-robin", Doc: "How connections are spread over backends.", Setting: true},
-		{Name: "lb.example.com/ip", Kind: annotation.KindIP, Doc: "Request this address for the load balancer."},
-		{Name: "lb.example.com/internal-ranges", Kind: annotation.KindCIDRList, Doc: "Private networks the load balancer is reachable from."},
-		{Name: "lb.example.com/id", Kind: annotation.KindString, Doc: "Cloud ID of an existing load balancer to adopt."},
-	} {
-		byKind[a.Kind] = set.MustDeclare(a)
-	}
-	return set, byKind
-}
+// provider settings.
+var testAnnotations = annotationtest.EveryKind
 
 func ptr[T any](v T) *T { return &v }
 

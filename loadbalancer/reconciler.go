@@ -219,9 +219,6 @@ func NewReconciler(d Driver, opts Options) (*Reconciler, error) {
 		locks: map[string]*serviceLock{}, skipped: map[string]string{}, throttles: map[string]int{}}, nil
 }
 
-// Namer returns the Reconciler's Namer.
-func (r *Reconciler) Namer() *Namer { return r.namer }
-
 // desiredInput is the input of Desired the Reconciler uses for clusterName.
 func (r *Reconciler) desiredInput(clusterName string) DesiredInput {
 	return DesiredInput{
