@@ -189,59 +189,78 @@ func listed(run []Listener) string {
 
 func sameListenerKey(a, b Listener) bool { return a.ListenerKey == b.ListenerKey }
 
-func (p *planner) listeners(want, have []Listener) {
-	var removed [][]Listener
-	var added []Listener
-	type update struct {
-		old []Listener // every listener of the key
-		new Listener
-	}
-	var updates []update
-	// A Driver may report several listeners with one key; they follow
-	// each other (have is sorted by key, stably). RemoveListener and
-	// UpdateListener act on every listener of a key (see Apply), so one
-	// action per key converges, and a key the Service keeps is only ever
-	// replaced by its wanted listener, never removed.
+// listenerUpdate replaces every listener of one key (old) by new.
+type listenerUpdate struct {
+	old []Listener // every listener of the key, as reported
+	new Listener
+}
+
+// listenerDiff is what the listener actions do: remove runs of listeners
+// (one key each), update runs, add listeners.
+type listenerDiff struct {
+	removed [][]Listener
+	updates []listenerUpdate
+	added   []Listener
+}
+
+// diffListeners matches want and have (both sorted by key) by key.
+//
+// A Driver may report several listeners with one key; they follow each
+// other (have is sorted by key, stably). RemoveListener and UpdateListener
+// act on every listener of a key (see Apply), so one action per key
+// converges, and a key the Service keeps is only ever replaced by its
+// wanted listener, never removed.
+func diffListeners(want, have []Listener) listenerDiff {
+	var d listenerDiff
 	i := 0
 	for _, run := range runs(have, sameListenerKey) {
 		key := run[0].ListenerKey
 		for i < len(want) && want[i].ListenerKey.compare(key) < 0 {
-			added = append(added, want[i])
+			d.added = append(d.added, want[i])
 			i++
 		}
 		if i == len(want) || want[i].ListenerKey != key {
-			removed = append(removed, run)
+			d.removed = append(d.removed, run)
 			continue
 		}
 		w := want[i]
 		i++
-		for _, h := range run {
-			if h != w {
-				updates = append(updates, update{run, w})
-				break
-			}
+		if slices.ContainsFunc(run, func(h Listener) bool { return h != w }) {
+			d.updates = append(d.updates, listenerUpdate{run, w})
 		}
 	}
-	added = append(added, want[i:]...)
-	// Pair removed and added listeners of the same family and protocol:
-	// first those keeping their node port, then any.
+	d.added = append(d.added, want[i:]...)
+	return d
+}
+
+// pairPortChanges turns a removed and an added listener of the same family
+// and protocol into one update (a changed Service port is one write):
+// first those keeping their node port, then any. Updates end sorted by
+// their new key.
+func (d *listenerDiff) pairPortChanges() {
 	for _, sameNodePort := range []bool{true, false} {
-		for ri := 0; ri < len(removed); ri++ {
-			r := removed[ri][0]
-			ai := slices.IndexFunc(added, func(a Listener) bool {
+		for ri := 0; ri < len(d.removed); ri++ {
+			r := d.removed[ri][0]
+			ai := slices.IndexFunc(d.added, func(a Listener) bool {
 				return a.Family == r.Family && a.Protocol == r.Protocol && (!sameNodePort || a.NodePort == r.NodePort)
 			})
 			if ai < 0 {
 				continue
 			}
-			updates = append(updates, update{removed[ri], added[ai]})
-			removed = slices.Delete(removed, ri, ri+1)
-			added = slices.Delete(added, ai, ai+1)
+			d.updates = append(d.updates, listenerUpdate{d.removed[ri], d.added[ai]})
+			d.removed = slices.Delete(d.removed, ri, ri+1)
+			d.added = slices.Delete(d.added, ai, ai+1)
 			ri--
 		}
 	}
-	slices.SortFunc(updates, func(a, b update) int { return a.new.ListenerKey.compare(b.new.ListenerKey) })
-	for _, r := range removed {
+	slices.SortFunc(d.updates, func(a, b listenerUpdate) int { return a.new.ListenerKey.compare(b.new.ListenerKey) })
+}
+
+// listeners plans the listener actions: removals, updates, additions.
+func (p *planner) listeners(want, have []Listener) {
+	d := diffListeners(want, have)
+	d.pairPortChanges()
+	for _, r := range d.removed {
 		l := r[0]
 		if len(r) > 1 {
 			p.add(Action{Kind: ActionRemoveListener, Listener: &l}, "listener %s (listed %d times) is not a port of the service", l.ListenerKey.text(), len(r))
@@ -249,24 +268,30 @@ func (p *planner) listeners(want, have []Listener) {
 			p.add(Action{Kind: ActionRemoveListener, Listener: &l}, "listener %s is not a port of the service", l.ListenerKey.text())
 		}
 	}
-	for _, u := range updates {
-		o, n := u.old[0], u.new
-		switch {
-		case o.ListenerKey != n.ListenerKey:
-			p.add(Action{Kind: ActionUpdateListener, OldListener: &o, Listener: &n}, "service port changed: listener %s (node port %d%s) becomes %s (node port %d)", o.ListenerKey.text(), o.NodePort, listed(u.old), n.ListenerKey.text(), n.NodePort)
-		case len(u.old) > 1:
-			ports := make([]string, len(u.old))
-			for i, l := range u.old {
-				ports[i] = fmt.Sprint(l.NodePort)
-			}
-			p.add(Action{Kind: ActionUpdateListener, OldListener: &o, Listener: &n}, "listener %s is listed %d times (node ports %s); want one, with node port %d", n.ListenerKey.text(), len(u.old), strings.Join(ports, ", "), n.NodePort)
-		default:
-			p.add(Action{Kind: ActionUpdateListener, OldListener: &o, Listener: &n}, "listener %s node port is %d; want %d", n.ListenerKey.text(), o.NodePort, n.NodePort)
-		}
+	for _, u := range d.updates {
+		p.updateListener(u)
 	}
-	for _, a := range added {
+	for _, a := range d.added {
 		l := a
 		p.add(Action{Kind: ActionAddListener, Listener: &l}, "service port %s (node port %d) has no listener", a.ListenerKey.text(), a.NodePort)
+	}
+}
+
+// updateListener plans u, with the reason: a changed port, several
+// listeners of one key, or a changed node port.
+func (p *planner) updateListener(u listenerUpdate) {
+	o, n := u.old[0], u.new
+	switch {
+	case o.ListenerKey != n.ListenerKey:
+		p.add(Action{Kind: ActionUpdateListener, OldListener: &o, Listener: &n}, "service port changed: listener %s (node port %d%s) becomes %s (node port %d)", o.ListenerKey.text(), o.NodePort, listed(u.old), n.ListenerKey.text(), n.NodePort)
+	case len(u.old) > 1:
+		ports := make([]string, len(u.old))
+		for i, l := range u.old {
+			ports[i] = fmt.Sprint(l.NodePort)
+		}
+		p.add(Action{Kind: ActionUpdateListener, OldListener: &o, Listener: &n}, "listener %s is listed %d times (node ports %s); want one, with node port %d", n.ListenerKey.text(), len(u.old), strings.Join(ports, ", "), n.NodePort)
+	default:
+		p.add(Action{Kind: ActionUpdateListener, OldListener: &o, Listener: &n}, "listener %s node port is %d; want %d", n.ListenerKey.text(), o.NodePort, n.NodePort)
 	}
 }
 
