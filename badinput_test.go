@@ -39,6 +39,7 @@ import (
 	clocktesting "k8s.io/utils/clock/testing"
 	"k8s.io/utils/ptr"
 
+	"github.com/ccmkit/ccmkit/annotation"
 	"github.com/ccmkit/ccmkit/fake"
 	"github.com/ccmkit/ccmkit/instances"
 	"github.com/ccmkit/ccmkit/loadbalancer"
@@ -496,7 +497,7 @@ func newBadWorld(t *testing.T) *badWorld {
 
 // webService returns the Service of the world's load balancer, changed by
 // mod (nil: unchanged). Every Service carries the planted secret in an
-// annotation that no AnnotationSet declares.
+// annotation that no annotation.Set declares.
 func webService(mod func(*v1.Service)) *v1.Service {
 	svc := &v1.Service{
 		ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "web", UID: "uid-web",
@@ -704,26 +705,26 @@ func providerIDInputs() []badInput {
 // badAnnotations declares one annotation of every kind: the fake declares
 // none, so the catalogue declares a provider's set as a user would.
 var (
-	badAnnotations loadbalancer.AnnotationSet
-	annProxy       = badAnnotations.MustDeclare(loadbalancer.Annotation{Name: "lb.example.com/proxy-protocol", Kind: loadbalancer.KindBool, Doc: "PROXY protocol to the backends."})
-	annIdle        = badAnnotations.MustDeclare(loadbalancer.Annotation{Name: "lb.example.com/idle-timeout-seconds", Kind: loadbalancer.KindInt, Min: 1, Max: 3600, Doc: "Idle timeout.", Setting: true})
-	annDrain       = badAnnotations.MustDeclare(loadbalancer.Annotation{Name: "lb.example.com/drain", Kind: loadbalancer.KindDuration, Doc: "Connection draining."})
-	annAlgorithm   = badAnnotations.MustDeclare(loadbalancer.Annotation{Name: "lb.example.com/algorithm", Kind: loadbalancer.KindEnum, Values: []string{"round-robin", "least-connections"}, Doc: "Balancing algorithm.", Setting: true})
-	annIP          = badAnnotations.MustDeclare(loadbalancer.Annotation{Name: "lb.example.com/ip", Kind: loadbalancer.KindIP, Doc: "Requested address."})
-	annAllow       = badAnnotations.MustDeclare(loadbalancer.Annotation{Name: "lb.example.com/allowed-cidrs", Kind: loadbalancer.KindCIDRList, Doc: "Allowed clients."})
-	annCert        = badAnnotations.MustDeclare(loadbalancer.Annotation{Name: "lb.example.com/certificate", Kind: loadbalancer.KindString, Doc: "Certificate name."})
+	badAnnotations annotation.Set
+	annProxy       = badAnnotations.MustDeclare(annotation.Annotation{Name: "lb.example.com/proxy-protocol", Kind: annotation.KindBool, Doc: "PROXY protocol to the backends."})
+	annIdle        = badAnnotations.MustDeclare(annotation.Annotation{Name: "lb.example.com/idle-timeout-seconds", Kind: annotation.KindInt, Min: 1, Max: 3600, Doc: "Idle timeout.", Setting: true})
+	annDrain       = badAnnotations.MustDeclare(annotation.Annotation{Name: "lb.example.com/drain", Kind: annotation.KindDuration, Doc: "Connection draining."})
+	annAlgorithm   = badAnnotations.MustDeclare(annotation.Annotation{Name: "lb.example.com/algorithm", Kind: annotation.KindEnum, Values: []string{"round-robin", "least-connections"}, Doc: "Balancing algorithm.", Setting: true})
+	annIP          = badAnnotations.MustDeclare(annotation.Annotation{Name: "lb.example.com/ip", Kind: annotation.KindIP, Doc: "Requested address."})
+	annAllow       = badAnnotations.MustDeclare(annotation.Annotation{Name: "lb.example.com/allowed-cidrs", Kind: annotation.KindCIDRList, Doc: "Allowed clients."})
+	annCert        = badAnnotations.MustDeclare(annotation.Annotation{Name: "lb.example.com/certificate", Kind: annotation.KindString, Doc: "Certificate name."})
 )
 
 // annotationInputs: malformed values of each declared annotation on the
 // world's Service, given to loadbalancer.Desired, which must only read the
 // Service and its Nodes.
 func annotationInputs(w *badWorld) []badInput {
-	opts := loadbalancer.Options{Cluster: badCluster, Capabilities: fake.AllLoadBalancerCapabilities,
+	opts := loadbalancer.DesiredInput{Cluster: badCluster, Capabilities: fake.AllLoadBalancerCapabilities,
 		Annotations: &badAnnotations, RequestedIPAnnotation: annIP}
 	big := strings.Repeat("x", huge)
 	var out []badInput
 	for _, a := range []struct {
-		ann    *loadbalancer.Annotation
+		ann    *annotation.Annotation
 		expect string
 		values map[string]string // name -> value
 	}{

@@ -26,7 +26,7 @@
 //		...
 //		nodes, err := instances.NewAdapter(cache, instances.Options{Codec: provider.Codec{Scheme: "acme"}})
 //		...
-//		lbs, err := loadbalancer.NewReconciler(loadbalancer.Config{Driver: lbDriver{api}, ClusterID: cfg.ClusterID,
+//		lbs, err := loadbalancer.NewReconciler(lbDriver{api}, loadbalancer.Options{ClusterID: cfg.ClusterID,
 //			Instances: nodes, Codec: provider.Codec{Scheme: "acme"},
 //			Capabilities: loadbalancer.Capabilities{BackendKey: loadbalancer.BackendKeyProviderID}})
 //		...
@@ -51,11 +51,13 @@
 // validated, typed cloud-config; provider.Codec formats and parses provider
 // IDs; provider.Secret keeps credentials out of logs.
 //
-// loadbalancer: naming and ownership tags for cloud load balancers, typed
-// Service annotations, the provider-neutral desired state of a load
-// balancer, Plan (desired versus actual, as the fewest cloud actions), a
-// status builder, and a Reconciler that implements cloudprovider.LoadBalancer
-// over a small Driver.
+// loadbalancer: naming and ownership tags for cloud load balancers, the
+// provider-neutral desired state of a load balancer, Plan (desired versus
+// actual, as the fewest cloud actions), and a Reconciler that implements
+// cloudprovider.LoadBalancer over a small Driver, with a validated status.
+//
+// annotation: typed Service annotations, declared once, parsed strictly,
+// with a generated Markdown reference.
 //
 // routes: route naming per (node, CIDR), a pure differ between desired and
 // actual route tables, and a Table that implements cloudprovider.Routes over

@@ -69,8 +69,7 @@ func newAcme(cfg *Config, api *acmeAPI) (*acme, error) {
 	if err != nil {
 		return nil, err
 	}
-	lbs, err := loadbalancer.NewReconciler(loadbalancer.Config{
-		Driver:    lbDriver{api},
+	lbs, err := loadbalancer.NewReconciler(lbDriver{api}, loadbalancer.Options{ // Find, Apply, Delete
 		ClusterID: cfg.ClusterID,
 		Instances: nodes,                          // addresses and existence of nodes
 		Codec:     provider.Codec{Scheme: "acme"}, // a foreign Node is left out, not fatal

@@ -230,8 +230,7 @@ func compose(cfg Config, st *store, o options) (*Cloud, error) {
 	if err != nil {
 		return nil, fmt.Errorf("fake: instances: %w", err)
 	}
-	lbCfg := loadbalancer.Config{
-		Driver:       lbAPI{c.meter, lbDriver{st}},
+	lbCfg := loadbalancer.Options{
 		ClusterID:    cfg.ClusterID,
 		Capabilities: c.lbCaps,
 		Instances:    nodes, // addresses of nodes not yet patched by the CCM
@@ -247,7 +246,7 @@ func compose(cfg Config, st *store, o options) (*Cloud, error) {
 	if key == loadbalancer.BackendKeyProviderID {
 		lbCfg.Codec = codec // a foreign Node is left out, not sent to the cloud
 	}
-	lbs, err := loadbalancer.NewReconciler(lbCfg)
+	lbs, err := loadbalancer.NewReconciler(lbAPI{c.meter, lbDriver{st}}, lbCfg)
 	if err != nil {
 		return nil, fmt.Errorf("fake: load balancers: %w", err)
 	}
@@ -275,14 +274,18 @@ func compose(cfg Config, st *store, o options) (*Cloud, error) {
 
 // provisioningRetry is the Reconciler's RetryAfter for a provisioning
 // delay: the service controller comes back when a new load balancer is
-// ready, or after loadbalancer.DefaultRetryAfter for longer delays; 0 (the
-// default) without a delay.
+// ready, or after lbRetryAfter for longer delays; 0 (the default) without
+// a delay.
 func provisioningRetry(delay time.Duration) time.Duration {
 	if delay <= 0 {
 		return 0
 	}
-	return min(delay, loadbalancer.DefaultRetryAfter)
+	return min(delay, lbRetryAfter)
 }
+
+// lbRetryAfter is the default of loadbalancer.Options.RetryAfter, the
+// longest the service controller waits for a provisioning load balancer.
+const lbRetryAfter = 10 * time.Second
 
 // Initialize implements cloudprovider.Interface: provider.Cloud's
 // Initialize, then the admin endpoint, when Config.Admin.Address is set,

@@ -66,7 +66,7 @@ const (
 // A Config is a plain value; New copies what it needs.
 type Config struct {
 	// ClusterID is this cluster's identity in the cloud: it owns the load
-	// balancers and routes this Cloud creates (loadbalancer.Config.ClusterID
+	// balancers and routes this Cloud creates (loadbalancer.Options.ClusterID
 	// and routes.Config.ClusterID), whatever --cluster-name the controllers
 	// pass, so two clusters that both run with the default
 	// --cluster-name=kubernetes on one cloud never touch each other's
@@ -174,7 +174,7 @@ const (
 	// terminated instance (ErrInvalidBackend). The Reconciler matches
 	// backends by provider ID (loadbalancer.BackendKeyProviderID) and
 	// checks Nodes' provider IDs with the fake's codec
-	// (loadbalancer.Config.Codec): a Node whose name differs from its
+	// (loadbalancer.Options.Codec): a Node whose name differs from its
 	// instance's is a backend like any other.
 	BackendsInstanceID BackendMode = "instanceID"
 )

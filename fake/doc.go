@@ -272,8 +272,8 @@
 //   - Asynchronous provisioning (loadBalancers.provisioningDelay, 2s): a
 //     new load balancer has its VIPs at once but reports no ingress until
 //     the delay has passed since its creation. The Reconciler then returns
-//     an api.RetryError whose RetryAfter is the delay, at most
-//     loadbalancer.DefaultRetryAfter, and the service controller comes back
+//     an api.RetryError whose RetryAfter is the delay, at most 10s (the
+//     default of loadbalancer.Options.RetryAfter), and the service controller comes back
 //     when it is ready. GET /loadbalancers shows "provisioning" and
 //     "readyAt".
 //   - A rate limit (rateLimit, 20 reads/s, 10 writes/s, burst 20: a
@@ -288,7 +288,7 @@
 //     load balancer keeps and reports only each backend's provider ID, the
 //     Reconciler matches backends by it (loadbalancer.BackendKeyProviderID)
 //     and leaves out Nodes whose provider ID is not the fake's
-//     (loadbalancer.Config.Codec), and the cloud rejects a target that is
+//     (loadbalancer.Options.Codec), and the cloud rejects a target that is
 //     not a live instance (ErrInvalidBackend). A Node whose name differs
 //     from its instance's is a backend like any other.
 //
@@ -300,7 +300,7 @@
 //
 // Provider IDs are "fake://<instance ID>". Load balancers and routes are
 // owned (loadbalancer.TagCluster, routes.Entry.Cluster) by clusterID
-// (Config.ClusterID, given to loadbalancer.Config.ClusterID and
+// (Config.ClusterID, given to loadbalancer.Options.ClusterID and
 // routes.Config.ClusterID), whatever --cluster-name the controllers pass,
 // so two clusters that share one fake cloud, even both with the default
 // --cluster-name=kubernetes, never see or touch each other's resources.

@@ -61,3 +61,7 @@ func InitializeAdmin(t testing.TB, c *Cloud) string {
 	}
 	return addr
 }
+
+// LBRetryAfter is the default of loadbalancer.Options.RetryAfter, the
+// longest a provisioning load balancer makes the service controller wait.
+const LBRetryAfter = lbRetryAfter

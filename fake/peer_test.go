@@ -181,7 +181,7 @@ func TestPeerSharesTheCloud(t *testing.T) {
 		t.Fatalf("green's look-up with a full bucket: %v", err)
 	}
 	// Blue's look-up is throttled at once (GetLoadBalancer then waits the
-	// throttle out: loadbalancer.Config.MaxThrottleWait).
+	// throttle out: loadbalancer.Options.MaxThrottleWait).
 	blue.ResetCalls()
 	if _, _, err := lbOf(t, blue).GetLoadBalancer(t.Context(), kubernetes, service("x")); err != nil {
 		t.Errorf("blue's look-up after green spent the shared bucket: %v; want it to wait the throttle out", err)

@@ -135,8 +135,8 @@ func TestProvisioningDelayChange(t *testing.T) {
 	}
 	// Without a configured delay the Reconciler keeps its default RetryAfter.
 	_, err := lb.EnsureLoadBalancer(t.Context(), cluster, service("after"), nodes)
-	if got := retryAfter(t, "EnsureLoadBalancer after SetProvisioningDelay(1m)", err); got != loadbalancer.DefaultRetryAfter {
-		t.Errorf("RetryAfter = %v; want loadbalancer.DefaultRetryAfter", got)
+	if got := retryAfter(t, "EnsureLoadBalancer after SetProvisioningDelay(1m)", err); got != fake.LBRetryAfter {
+		t.Errorf("RetryAfter = %v; want fake.LBRetryAfter", got)
 	}
 	if _, err := lb.EnsureLoadBalancer(t.Context(), cluster, service("before"), nodes); err != nil {
 		t.Errorf("EnsureLoadBalancer of the load balancer created before the change: %v; want it still ready", err)
@@ -154,7 +154,7 @@ func TestProvisioningDelayChange(t *testing.T) {
 }
 
 // TestProvisioningRetryAfter: the Reconciler's RetryAfter suits the
-// configured delay: the delay itself, at most loadbalancer.DefaultRetryAfter.
+// configured delay: the delay itself, at most fake.LBRetryAfter.
 func TestProvisioningRetryAfter(t *testing.T) {
 	tests := []struct {
 		name   string
@@ -164,7 +164,7 @@ func TestProvisioningRetryAfter(t *testing.T) {
 	}{
 		{name: "short", reason: "the service controller comes back when the load balancer is ready", delay: 200 * time.Millisecond, want: 200 * time.Millisecond},
 		{name: "realistic", reason: "the realistic default", delay: fake.RealisticProvisioningDelay, want: fake.RealisticProvisioningDelay},
-		{name: "long", reason: "a long delay is polled at the Reconciler's default", delay: time.Hour, want: loadbalancer.DefaultRetryAfter},
+		{name: "long", reason: "a long delay is polled at the Reconciler's default", delay: time.Hour, want: fake.LBRetryAfter},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -447,7 +447,7 @@ func TestInstanceIDBackendsRejected(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			before := c.Snapshot()
 			b := loadbalancer.Backend{NodeName: "node-x", ProviderID: tt.providerID}
-			desired, err := loadbalancer.Desired(service("other"), nil, loadbalancer.Options{Cluster: cluster,
+			desired, err := loadbalancer.Desired(service("other"), nil, loadbalancer.DesiredInput{Cluster: cluster,
 				Capabilities: loadbalancer.Capabilities{BackendKey: loadbalancer.BackendKeyProviderID}})
 			if err != nil {
 				t.Fatal(err)

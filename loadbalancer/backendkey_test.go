@@ -35,7 +35,7 @@ func renamed(name, id string, ips ...string) *v1.Node {
 // vmCloud is a Driver over a cloud whose targets are instance IDs: it
 // keeps only each backend's provider ID and reports only that, as hcloud,
 // DigitalOcean or OpenStack servers do.
-type vmCloud struct{ *countingDriver }
+type vmCloud struct{ *memDriver }
 
 func (d vmCloud) Apply(ctx context.Context, a loadbalancer.Action) (*loadbalancer.LoadBalancer, error) {
 	a.Backends = idsOnly(a.Backends)
@@ -43,7 +43,7 @@ func (d vmCloud) Apply(ctx context.Context, a loadbalancer.Action) (*loadbalance
 		a.Create = a.Create.Clone()
 		a.Create.Spec.Backends = idsOnly(a.Create.Spec.Backends)
 	}
-	return d.countingDriver.Apply(ctx, a)
+	return d.memDriver.Apply(ctx, a)
 }
 
 func idsOnly(bs []loadbalancer.Backend) []loadbalancer.Backend {
@@ -72,8 +72,8 @@ func TestRenamedNodesKeepTheirTargets(t *testing.T) {
 	want := []string{"test://i-1", "test://i-2"}
 
 	t.Run("by node name against a VM-ID cloud loses targets", func(t *testing.T) {
-		base := newCountingDriver()
-		r, _ := newReconciler(t, loadbalancer.Config{Driver: vmCloud{base}})
+		base := newMemDriver()
+		r := newReconcilerOver(t, vmCloud{base}, loadbalancer.Options{})
 		mustEnsure(t, r, "c1", lbService(), nodes)
 		base.writes()
 		mustEnsure(t, r, "c1", lbService(), nodes)
@@ -84,8 +84,8 @@ func TestRenamedNodesKeepTheirTargets(t *testing.T) {
 
 	caps := allCaps
 	caps.BackendKey = loadbalancer.BackendKeyProviderID
-	base := newCountingDriver()
-	r, _ := newReconciler(t, loadbalancer.Config{Driver: vmCloud{base}, Capabilities: caps})
+	base := newMemDriver()
+	r := newReconcilerOver(t, vmCloud{base}, loadbalancer.Options{Capabilities: caps})
 	mustEnsure(t, r, "c1", lbService(), nodes)
 	if diff := cmp.Diff(want, providerIDs(onlyLB(t, base))); diff != "" {
 		t.Errorf("targets after the first Ensure (-want +got):\n%s", diff)
@@ -118,7 +118,7 @@ func TestRenamedNodesKeepTheirTargets(t *testing.T) {
 }
 
 func TestPlanBackendKeys(t *testing.T) {
-	tags := loadbalancer.OwnerOf("c1", lbService()).Tags()
+	tags := loadbalancer.OwnerTags(loadbalancer.OwnerOf("c1", lbService()))
 	lb := func(key loadbalancer.BackendKey, bs ...loadbalancer.Backend) *loadbalancer.LoadBalancer {
 		return &loadbalancer.LoadBalancer{ID: "lb-1", Tags: tags, Spec: loadbalancer.Spec{BackendKey: key, Backends: bs}}
 	}
@@ -223,7 +223,7 @@ func cmpLabel(b loadbalancer.Backend) string {
 // and removed by one plan, and that applying the plan converges.
 func TestPlanNeverAddsAndRemovesOneBackend(t *testing.T) {
 	rng := rand.New(rand.NewPCG(11, 11))
-	tags := loadbalancer.OwnerOf("c1", lbService()).Tags()
+	tags := loadbalancer.OwnerTags(loadbalancer.OwnerOf("c1", lbService()))
 	keyOf := map[loadbalancer.BackendKey]func(b loadbalancer.Backend) string{
 		loadbalancer.BackendKeyNodeName:   func(b loadbalancer.Backend) string { return b.NodeName },
 		loadbalancer.BackendKeyProviderID: func(b loadbalancer.Backend) string { return b.ProviderID },
@@ -302,7 +302,7 @@ func TestBackendsByKey(t *testing.T) {
 	} {
 		t.Run("key="+string(tc.key), func(t *testing.T) {
 			var got []string
-			for _, b := range tc.key.Backends(nodes, fams) {
+			for _, b := range loadbalancer.Backends(tc.key, nodes, fams) {
 				s := b.NodeName
 				if tc.key == loadbalancer.BackendKeyAddress {
 					s += ":" + cmpLabel(loadbalancer.Backend{IPv4: b.IPv4, IPv6: b.IPv6})
@@ -407,23 +407,23 @@ func TestOneBadNodeAmongGood(t *testing.T) {
 
 	for _, tc := range []struct {
 		name   string
-		cfg    loadbalancer.Config
+		cfg    loadbalancer.Options
 		want   []string // backends
 		skip   []string // reported nodes
 		reason string
 	}{
 		{
-			name: "instances only", cfg: loadbalancer.Config{Instances: book},
+			name: "instances only", cfg: loadbalancer.Options{Instances: book},
 			want: []string{"n1", "n2"}, skip: []string{"aws-node", "ghost", "typo"},
 			reason: "the provider ID errors come from the address look-up of nodes without an InternalIP",
 		},
 		{
-			name: "codec only", cfg: loadbalancer.Config{Codec: provider.Codec{Scheme: "test"}},
+			name: "codec only", cfg: loadbalancer.Options{Codec: provider.Codec{Scheme: "test"}},
 			want: []string{"n1", "n2"}, skip: []string{"aws-node", "typo"},
 			reason: "without Instances the ghost is left out as a node without address, silently (documented)",
 		},
 		{
-			name: "provider ID key", cfg: loadbalancer.Config{Instances: book, Codec: provider.Codec{Scheme: "test"}, Capabilities: withKey(loadbalancer.BackendKeyProviderID)},
+			name: "provider ID key", cfg: loadbalancer.Options{Instances: book, Codec: provider.Codec{Scheme: "test"}, Capabilities: withKey(loadbalancer.BackendKeyProviderID)},
 			want: []string{"n1", "n2"}, skip: []string{"aws-node", "ghost", "typo"},
 			reason: "a cloud keyed by instance rejects an unknown instance: the ghost is checked before it is added",
 		},
@@ -461,7 +461,7 @@ func TestOneBadNodeAmongGood(t *testing.T) {
 	// A node that was reported and is then fixed, then breaks again, is
 	// reported again.
 	var log skipLog
-	r, _ := newReconciler(t, loadbalancer.Config{Codec: provider.Codec{Scheme: "test"}, Hooks: loadbalancer.Hooks{NodeSkipped: log.hook}})
+	r, _ := newReconciler(t, loadbalancer.Options{Codec: provider.Codec{Scheme: "test"}, Hooks: loadbalancer.Hooks{NodeSkipped: log.hook}})
 	mustEnsure(t, r, "c1", lbService(), append(slices.Clone(good), malformed))
 	fixed := node("typo", "10.0.0.9")
 	mustEnsure(t, r, "c1", lbService(), append(slices.Clone(good), fixed))
@@ -487,7 +487,7 @@ func TestCloudErrorIsNotABadNode(t *testing.T) {
 	for _, key := range []loadbalancer.BackendKey{loadbalancer.BackendKeyNodeName, loadbalancer.BackendKeyProviderID} {
 		t.Run("key="+string(key), func(t *testing.T) {
 			var log skipLog
-			r, d := newReconciler(t, loadbalancer.Config{Instances: book, Capabilities: withKey(key), Hooks: loadbalancer.Hooks{NodeSkipped: log.hook}})
+			r, d := newReconciler(t, loadbalancer.Options{Instances: book, Capabilities: withKey(key), Hooks: loadbalancer.Hooks{NodeSkipped: log.hook}})
 			_, err := r.EnsureLoadBalancer(t.Context(), "c1", lbService(), []*v1.Node{node("n1", "10.0.0.1"), late})
 			var re *api.RetryError
 			if !errors.As(err, &re) || re.RetryAfter() < 3*time.Second || re.RetryAfter() >= 6*time.Second {
@@ -512,7 +512,7 @@ func TestCloudErrorIsNotABadNode(t *testing.T) {
 func TestThrottledDriver(t *testing.T) {
 	var userErrors int
 	hooks := loadbalancer.Hooks{UserError: func(context.Context, string, *v1.Service, error) { userErrors++ }}
-	throttles := func(d *countingDriver, n int, delay time.Duration) *int {
+	throttles := func(d *memDriver, n int, delay time.Duration) *int {
 		left := n
 		err := func() error {
 			if left == 0 {
@@ -527,7 +527,7 @@ func TestThrottledDriver(t *testing.T) {
 	}
 
 	t.Run("waited out", func(t *testing.T) {
-		r, d := newReconciler(t, loadbalancer.Config{Hooks: hooks, MaxThrottleWait: time.Second})
+		r, d := newReconciler(t, loadbalancer.Options{Hooks: hooks, MaxThrottleWait: time.Second})
 		mustEnsure(t, r, "c1", lbService(), threeNodes())
 		left := throttles(d, 2, time.Millisecond)
 		if err := r.UpdateLoadBalancer(t.Context(), "c1", lbService(), append(threeNodes(), node("n4", "10.0.0.4"))); err != nil || *left != 0 {
@@ -549,7 +549,7 @@ func TestThrottledDriver(t *testing.T) {
 		{name: "waiting off", wait: -1, delay: time.Millisecond, reason: "a negative MaxThrottleWait never waits"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			r, d := newReconciler(t, loadbalancer.Config{Hooks: hooks, MaxThrottleWait: tc.wait})
+			r, d := newReconciler(t, loadbalancer.Options{Hooks: hooks, MaxThrottleWait: tc.wait})
 			mustEnsure(t, r, "c1", lbService(), threeNodes())
 			check := func(op string, err error) {
 				t.Helper()
@@ -584,7 +584,7 @@ func (c clientsOf) Client(string) (kubernetes.Interface, error) { return c.cs, n
 // provider, so `kubectl describe node` says why.
 func TestSkippedNodeEvent(t *testing.T) {
 	cs := k8sfake.NewClientset()
-	r, _ := newReconciler(t, loadbalancer.Config{Codec: provider.Codec{Scheme: "test"}})
+	r, _ := newReconciler(t, loadbalancer.Options{Codec: provider.Codec{Scheme: "test"}})
 	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
 	r.Initialize(ctx, clientsOf{cs: cs})
@@ -623,8 +623,8 @@ func TestSkippedNodeEvent(t *testing.T) {
 // provisioning keeps its fixed RetryAfter.
 func TestThrottledEnsuresSpread(t *testing.T) {
 	throttled := true
-	base := newCountingDriver()
-	r, _ := newReconciler(t, loadbalancer.Config{Driver: &stripIngress{base}, RetryAfter: 7 * time.Second})
+	base := newMemDriver()
+	r := newReconcilerOver(t, &stripIngress{base}, loadbalancer.Options{RetryAfter: 7 * time.Second})
 	base.onApply = func(loadbalancer.Action) error {
 		if throttled {
 			return fmt.Errorf("POST: %w", api.NewRetryError("429", 200*time.Millisecond))

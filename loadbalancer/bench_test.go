@@ -11,7 +11,7 @@ import (
 
 // benchSetup returns a Service with 10 ports, 5,000 nodes and the actual
 // load balancer converged to them.
-func benchSetup(b *testing.B) (*v1.Service, []*v1.Node, loadbalancer.Options, *loadbalancer.LoadBalancer) {
+func benchSetup(b *testing.B) (*v1.Service, []*v1.Node, loadbalancer.DesiredInput, *loadbalancer.LoadBalancer) {
 	b.Helper()
 	svc := lbService(func(s *v1.Service) {
 		s.Spec.Ports = nil
@@ -23,7 +23,7 @@ func benchSetup(b *testing.B) (*v1.Service, []*v1.Node, loadbalancer.Options, *l
 	for i := range nodes {
 		nodes[i] = node(fmt.Sprintf("node-%05d", i), fmt.Sprintf("10.%d.%d.%d", i>>16&255, i>>8&255, i&255))
 	}
-	opts := loadbalancer.Options{Cluster: "c1"}
+	opts := loadbalancer.DesiredInput{Cluster: "c1"}
 	actual, err := loadbalancer.Desired(svc, nodes, opts)
 	if err != nil {
 		b.Fatal(err)
@@ -32,7 +32,7 @@ func benchSetup(b *testing.B) (*v1.Service, []*v1.Node, loadbalancer.Options, *l
 	return svc, nodes, opts, actual
 }
 
-func benchDesiredPlan(b *testing.B, svc *v1.Service, nodes []*v1.Node, opts loadbalancer.Options, actual *loadbalancer.LoadBalancer, wantActions int) {
+func benchDesiredPlan(b *testing.B, svc *v1.Service, nodes []*v1.Node, opts loadbalancer.DesiredInput, actual *loadbalancer.LoadBalancer, wantActions int) {
 	b.ReportAllocs()
 	for b.Loop() {
 		desired, err := loadbalancer.Desired(svc, nodes, opts)

@@ -1,6 +1,7 @@
 package loadbalancer
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"net/netip"
@@ -11,6 +12,9 @@ import (
 	cloudprovider "k8s.io/cloud-provider"
 	servicehelpers "k8s.io/cloud-provider/service/helpers"
 	utilnet "k8s.io/utils/net"
+
+	"github.com/ccmkit/ccmkit/annotation"
+	"github.com/ccmkit/ccmkit/internal/cidr"
 )
 
 // Capabilities declares what a provider's load balancers can do beyond a
@@ -45,23 +49,25 @@ type Capabilities struct {
 	BackendKey BackendKey
 }
 
-// Options parameterize Desired. The zero value uses the default Namer, no
-// declared annotations and the zero Capabilities; Cluster must be set.
-type Options struct {
+// DesiredInput is the input of Desired besides the Service and its Nodes.
+// Every field but Cluster is optional: the zero value uses the default
+// Namer, no declared annotations and the zero Capabilities.
+type DesiredInput struct {
 	// Cluster is the cluster identity (see the package doc); required.
 	Cluster string
-	// Namer names the load balancer; nil means NewNamer(NamingConfig{}).
+	// Namer names the load balancer; nil means NewNamer(NamerOptions{}).
 	Namer *Namer
 	// Capabilities are what the provider supports.
 	Capabilities Capabilities
 	// Annotations are the provider's declared annotations: every one
 	// present on the Service is validated, and those with Setting go into
 	// Spec.Settings. nil means none.
-	Annotations *AnnotationSet
-	// RequestedIPAnnotation, if set, is a declared KindIP annotation whose
-	// value is a requested load-balancer address, as an alternative to the
-	// deprecated spec.loadBalancerIP. When both are set they must agree.
-	RequestedIPAnnotation *Annotation
+	Annotations *annotation.Set
+	// RequestedIPAnnotation, if set, is a declared annotation.KindIP
+	// annotation whose value is a requested load-balancer address, as an
+	// alternative to the deprecated spec.loadBalancerIP. When both are set
+	// they must agree.
+	RequestedIPAnnotation *annotation.Annotation
 }
 
 // maxClientIPAffinitySeconds is the longest ClientIP affinity timeout the
@@ -70,7 +76,7 @@ type Options struct {
 const maxClientIPAffinitySeconds = 86400
 
 var defaultNamer = func() *Namer {
-	n, err := NewNamer(NamingConfig{})
+	n, err := NewNamer(NamerOptions{})
 	if err != nil {
 		panic(err) // the defaults are constants
 	}
@@ -86,203 +92,273 @@ var defaultNamer = func() *Namer {
 //     spec.loadBalancerClass is set;
 //   - ErrInvalidService (wrapped, naming the field, value and expectation)
 //     for a Service that is not of type LoadBalancer or has an unusable
-//     field (see SourceRanges), or that is nil; values are quoted cut
-//     to a bounded length, so a huge field makes no huge message;
-//   - *AnnotationError (errors.Is ErrInvalidAnnotation; several are joined)
-//     for malformed declared annotations;
+//     field, or that is nil; values are quoted cut to a bounded length, so
+//     a huge field makes no huge message;
+//   - *annotation.Error (errors.Is annotation.ErrInvalid; several are
+//     joined) for malformed declared annotations;
 //   - *UnsupportedError (errors.Is ErrUnsupported) for features missing
-//     from opts.Capabilities.
+//     from in.Capabilities;
+//   - an error starting "loadbalancer.Desired: " for an unusable in (no
+//     Cluster, an unknown Capabilities.BackendKey).
+//
+// Every problem of the Service is reported at once (joined), not only the
+// first.
 //
 // Model: one listener per (IP family, Service port); backends are the nodes
-// with a spec.providerID, as opts.Capabilities.BackendKey keeps them (see
-// BackendKey.Backends; by default those with an InternalIP of at least one
-// of the Service's families, with their first InternalIP per family); health check per externalTrafficPolicy
-// (Local: spec.healthCheckNodePort, HTTP /healthz, after
-// servicehelpers.GetServiceHealthCheckPathPort; Cluster: kube-proxy
-// KubeProxyHealthzPort, HTTP /healthz); source ranges from the spec, else
-// the service.beta.kubernetes.io/load-balancer-source-ranges annotation,
-// else allow-all for every IP family of the Service.
-func Desired(svc *v1.Service, nodes []*v1.Node, opts Options) (*LoadBalancer, error) {
-	if svc == nil {
-		return nil, errNilService
-	}
-	if svc.Spec.LoadBalancerClass != nil {
-		return nil, cloudprovider.ImplementedElsewhere
-	}
-	key := svc.Namespace + "/" + svc.Name
-	if svc.Spec.Type != v1.ServiceTypeLoadBalancer {
-		return nil, invalidService("service %s: spec.type is %q; expected %q", key, cut(string(svc.Spec.Type)), v1.ServiceTypeLoadBalancer)
-	}
-	if opts.Cluster == "" {
-		return nil, errors.New("loadbalancer: Options.Cluster is empty; expected the cluster identity")
-	}
-	if err := opts.Capabilities.BackendKey.check("loadbalancer: Options.Capabilities.BackendKey"); err != nil {
+// with a spec.providerID, as in.Capabilities.BackendKey keeps them (see
+// BackendKey; by default those with an InternalIP of at least one of the
+// Service's families, with their first InternalIP per family); health
+// check per externalTrafficPolicy (Local: spec.healthCheckNodePort, HTTP
+// /healthz, after servicehelpers.GetServiceHealthCheckPathPort; Cluster:
+// kube-proxy's port 10256, HTTP /healthz); source ranges from the spec,
+// else the service.beta.kubernetes.io/load-balancer-source-ranges
+// annotation, else allow-all for every IP family of the Service.
+func Desired(svc *v1.Service, nodes []*v1.Node, in DesiredInput) (*LoadBalancer, error) {
+	if err := checkDesired(svc, in); err != nil {
 		return nil, err
 	}
-	namer := opts.Namer
-	if namer == nil {
-		namer = defaultNamer
-	}
-	caps := opts.Capabilities
-	var errs []error
-	fail := func(err error) { errs = append(errs, err) }
-
-	lb := &LoadBalancer{
-		Name: namer.Name(opts.Cluster, svc),
-		Tags: OwnerOf(opts.Cluster, svc).Tags(),
-	}
-	spec := &lb.Spec
-
-	families, err := ServiceFamilies(svc)
+	families, err := serviceFamilies(svc)
 	if err != nil {
 		return nil, err
 	}
-	spec.IPFamilies = families
-	if len(families) == 2 && !caps.DualStack {
-		fail(&UnsupportedError{Feature: "DualStack", Detail: fmt.Sprintf("service %s: spec.ipFamilies %v", key, families)})
+	namer := cmp.Or(in.Namer, defaultNamer)
+	lb := &LoadBalancer{
+		Name: namer.Name(in.Cluster, svc),
+		Tags: OwnerOf(in.Cluster, svc).tags(),
 	}
+	b := specBuilder{svc: svc, key: svc.Namespace + "/" + svc.Name, caps: in.Capabilities, spec: &lb.Spec}
+	b.families(families)
+	b.settings(in.Annotations) // first: a malformed annotation is reported even if the spec is also wrong
+	b.listeners()
+	b.healthCheck()
+	b.sourceRanges()
+	b.sessionAffinity()
+	b.requestedIPs(in.Annotations, in.RequestedIPAnnotation)
+	if len(b.errs) > 0 {
+		return nil, errors.Join(b.errs...)
+	}
+	lb.Spec.BackendKey = in.Capabilities.BackendKey
+	lb.Spec.Backends = in.Capabilities.BackendKey.backends(nodes, families)
+	return lb, nil
+}
 
-	// Annotations first: a malformed one is reported even if the spec is
-	// also wrong.
-	if opts.Annotations != nil {
-		if err := opts.Annotations.Validate(svc.Annotations); err != nil {
-			fail(err)
+// checkDesired returns the errors that stop Desired before it looks at the
+// Service's spec: a nil or foreign Service (loadBalancerClass), one that is
+// not of type LoadBalancer, and an unusable in.
+func checkDesired(svc *v1.Service, in DesiredInput) error {
+	if svc == nil {
+		return errNilService
+	}
+	if svc.Spec.LoadBalancerClass != nil {
+		return cloudprovider.ImplementedElsewhere
+	}
+	if svc.Spec.Type != v1.ServiceTypeLoadBalancer {
+		return invalidService("service %s/%s: spec.type is %q: expected %q", svc.Namespace, svc.Name, cut(string(svc.Spec.Type)), v1.ServiceTypeLoadBalancer)
+	}
+	if in.Cluster == "" {
+		return errors.New("loadbalancer.Desired: DesiredInput.Cluster is empty: expected the cluster identity")
+	}
+	return in.Capabilities.BackendKey.check("loadbalancer.Desired: DesiredInput.Capabilities.BackendKey")
+}
+
+// specBuilder builds the Spec of Desired in named steps, one per part of
+// the Service, collecting every error so that the user sees all of them
+// at once.
+type specBuilder struct {
+	svc  *v1.Service
+	key  string // namespace/name, for messages
+	caps Capabilities
+	spec *Spec
+	errs []error
+}
+
+func (b *specBuilder) fail(err error) { b.errs = append(b.errs, err) }
+
+// unsupported records that the Service asks for feature, which the
+// provider did not declare; detail names the Service field and value.
+func (b *specBuilder) unsupported(feature, format string, args ...any) {
+	b.fail(&UnsupportedError{Feature: feature, Detail: fmt.Sprintf("service %s: "+format, append([]any{b.key}, args...)...)})
+}
+
+// invalid records an unusable field of the Service.
+func (b *specBuilder) invalid(format string, args ...any) {
+	b.fail(invalidService("service %s: "+format, append([]any{b.key}, args...)...))
+}
+
+// families sets the IP families; two need Capabilities.DualStack.
+func (b *specBuilder) families(families []v1.IPFamily) {
+	b.spec.IPFamilies = families
+	if len(families) == 2 && !b.caps.DualStack {
+		b.unsupported("DualStack", "spec.ipFamilies %v", families)
+	}
+}
+
+// settings validates every declared annotation present on the Service and
+// copies those declared with Setting into Spec.Settings.
+func (b *specBuilder) settings(set *annotation.Set) {
+	if set == nil {
+		return
+	}
+	if err := set.Validate(b.svc.Annotations); err != nil {
+		b.fail(err)
+	}
+	for _, a := range set.All() {
+		if !a.Setting {
+			continue
 		}
-		for _, a := range opts.Annotations.list {
-			if !a.Setting {
-				continue
+		if v, _, err := a.Canonical(b.svc.Annotations); err == nil {
+			if b.spec.Settings == nil {
+				b.spec.Settings = map[string]string{}
 			}
-			if v, _, err := a.Canonical(svc.Annotations); err == nil {
-				if spec.Settings == nil {
-					spec.Settings = map[string]string{}
-				}
-				spec.Settings[a.Name] = v
-			}
+			b.spec.Settings[a.Name] = v
 		}
 	}
+}
 
-	// Listeners.
+// listeners builds one listener per (IP family, Service port), sorted,
+// checking protocols, ports and node ports against the Capabilities.
+func (b *specBuilder) listeners() {
+	svc, families := b.svc, b.spec.IPFamilies
 	nodePortless := svc.Spec.AllocateLoadBalancerNodePorts != nil && !*svc.Spec.AllocateLoadBalancerNodePorts
-	if nodePortless && !caps.NodePortless {
-		fail(&UnsupportedError{Feature: "NodePortless", Detail: fmt.Sprintf("service %s: spec.allocateLoadBalancerNodePorts=false", key)})
+	if nodePortless && !b.caps.NodePortless {
+		b.unsupported("NodePortless", "spec.allocateLoadBalancerNodePorts=false")
 	}
 	if len(svc.Spec.Ports) == 0 {
-		fail(invalidService("service %s: spec.ports is empty; expected at least one port", key))
+		b.invalid("spec.ports is empty: expected at least one port")
 	}
 	protocols := map[v1.Protocol]bool{}
-	spec.Listeners = make([]Listener, 0, len(svc.Spec.Ports)*len(families))
+	listeners := make([]Listener, 0, len(svc.Spec.Ports)*len(families))
 	for i, p := range svc.Spec.Ports {
-		switch p.Protocol {
-		case v1.ProtocolTCP, "":
-		case v1.ProtocolUDP:
-			if !caps.UDP {
-				fail(&UnsupportedError{Feature: "UDP", Detail: fmt.Sprintf("service %s: spec.ports[%d].protocol UDP", key, i)})
-			}
-		case v1.ProtocolSCTP:
-			if !caps.SCTP {
-				fail(&UnsupportedError{Feature: "SCTP", Detail: fmt.Sprintf("service %s: spec.ports[%d].protocol SCTP", key, i)})
-			}
-		default:
-			fail(invalidService("service %s: spec.ports[%d].protocol %q; expected TCP, UDP or SCTP", key, i, cut(string(p.Protocol))))
-		}
-		proto := p.Protocol
-		if proto == "" {
-			proto = v1.ProtocolTCP
-		}
+		proto := cmp.Or(p.Protocol, v1.ProtocolTCP)
+		b.protocol(i, proto)
 		protocols[proto] = true
 		if p.Port < 1 || p.Port > 65535 {
-			fail(invalidService("service %s: spec.ports[%d].port %d; expected 1-65535", key, i, p.Port))
+			b.invalid("spec.ports[%d].port %d: expected 1-65535", i, p.Port)
 		}
 		if p.NodePort < 0 || p.NodePort > 65535 || (p.NodePort == 0 && !nodePortless) {
-			fail(invalidService("service %s: spec.ports[%d].nodePort %d; expected an allocated node port (1-65535)", key, i, p.NodePort))
+			b.invalid("spec.ports[%d].nodePort %d: expected an allocated node port (1-65535)", i, p.NodePort)
 		}
 		for _, f := range families {
-			spec.Listeners = append(spec.Listeners, Listener{ListenerKey: ListenerKey{Family: f, Protocol: proto, Port: p.Port}, NodePort: p.NodePort})
+			listeners = append(listeners, Listener{ListenerKey: ListenerKey{Family: f, Protocol: proto, Port: p.Port}, NodePort: p.NodePort})
 		}
 	}
-	if len(protocols) > 1 && !caps.MixedProtocols {
-		fail(&UnsupportedError{Feature: "MixedProtocols", Detail: fmt.Sprintf("service %s: spec.ports mixes %s", key, joinProtocols(protocols))})
+	if len(protocols) > 1 && !b.caps.MixedProtocols {
+		b.unsupported("MixedProtocols", "spec.ports mixes %s", joinProtocols(protocols))
 	}
-	slices.SortFunc(spec.Listeners, compareListener)
-	for i := 1; i < len(spec.Listeners); i++ {
-		if spec.Listeners[i].ListenerKey == spec.Listeners[i-1].ListenerKey {
-			fail(invalidService("service %s: spec.ports has port %d/%s twice; expected unique (protocol, port)", key, spec.Listeners[i].Port, cut(string(spec.Listeners[i].Protocol))))
+	slices.SortFunc(listeners, compareListener)
+	for i := 1; i < len(listeners); i++ {
+		if listeners[i].ListenerKey == listeners[i-1].ListenerKey {
+			b.invalid("spec.ports has port %d/%s twice: expected unique (protocol, port)", listeners[i].Port, cut(string(listeners[i].Protocol)))
 		}
 	}
+	b.spec.Listeners = listeners
+}
 
-	// Health check.
+// protocol checks the protocol of spec.ports[i] against the Capabilities.
+func (b *specBuilder) protocol(i int, proto v1.Protocol) {
+	switch proto {
+	case v1.ProtocolTCP:
+	case v1.ProtocolUDP:
+		if !b.caps.UDP {
+			b.unsupported("UDP", "spec.ports[%d].protocol UDP", i)
+		}
+	case v1.ProtocolSCTP:
+		if !b.caps.SCTP {
+			b.unsupported("SCTP", "spec.ports[%d].protocol SCTP", i)
+		}
+	default:
+		b.invalid("spec.ports[%d].protocol %q: expected TCP, UDP or SCTP", i, cut(string(proto)))
+	}
+}
+
+// healthCheck probes the Service's health check node port for
+// externalTrafficPolicy Local, else kube-proxy's health port.
+func (b *specBuilder) healthCheck() {
+	svc := b.svc
 	switch svc.Spec.ExternalTrafficPolicy {
 	case "", v1.ServiceExternalTrafficPolicyCluster, v1.ServiceExternalTrafficPolicyLocal:
 	default:
-		fail(invalidService("service %s: spec.externalTrafficPolicy %q; expected Cluster or Local", key, cut(string(svc.Spec.ExternalTrafficPolicy))))
+		b.invalid("spec.externalTrafficPolicy %q: expected Cluster or Local", cut(string(svc.Spec.ExternalTrafficPolicy)))
 	}
-	if servicehelpers.RequestsOnlyLocalTraffic(svc) {
-		path, port := servicehelpers.GetServiceHealthCheckPathPort(svc)
-		if port <= 0 || port > 65535 {
-			fail(invalidService("service %s: spec.healthCheckNodePort %d with externalTrafficPolicy Local; expected an allocated port (1-65535)", key, svc.Spec.HealthCheckNodePort))
-		}
-		spec.HealthCheck = HealthCheck{Protocol: HealthCheckHTTP, Port: port, Path: path}
-	} else {
-		spec.HealthCheck = HealthCheck{Protocol: HealthCheckHTTP, Port: KubeProxyHealthzPort, Path: "/healthz"}
+	if !servicehelpers.RequestsOnlyLocalTraffic(svc) {
+		b.spec.HealthCheck = HealthCheck{Protocol: HealthCheckHTTP, Port: kubeProxyHealthzPort, Path: "/healthz"}
+		return
 	}
+	path, port := servicehelpers.GetServiceHealthCheckPathPort(svc)
+	if port <= 0 || port > 65535 {
+		b.invalid("spec.healthCheckNodePort %d with externalTrafficPolicy Local: expected an allocated port (1-65535)", svc.Spec.HealthCheckNodePort)
+	}
+	b.spec.HealthCheck = HealthCheck{Protocol: HealthCheckHTTP, Port: port, Path: path}
+}
 
-	// Source ranges.
-	ranges, err := SourceRanges(svc)
+// sourceRanges sets the allowed client CIDRs; anything but allow-all needs
+// Capabilities.SourceRanges.
+func (b *specBuilder) sourceRanges() {
+	ranges, err := sourceRanges(b.svc)
 	if err != nil {
-		fail(err)
-	} else {
-		spec.SourceRanges = ranges
-		if !caps.SourceRanges && !isAllowAll(ranges, families) {
-			fail(&UnsupportedError{Feature: "SourceRanges", Detail: fmt.Sprintf("service %s: source ranges %s", key, formatCIDRList(ranges))})
-		}
+		b.fail(err)
+		return
 	}
+	b.spec.SourceRanges = ranges
+	if !b.caps.SourceRanges && !isAllowAll(ranges, b.spec.IPFamilies) {
+		b.unsupported("SourceRanges", "source ranges %s", cidr.Join(ranges))
+	}
+}
 
-	// Session affinity.
+// sessionAffinity sets ClientIP affinity and its timeout, within the
+// kube-apiserver's bounds; it needs Capabilities.ClientIPAffinity.
+func (b *specBuilder) sessionAffinity() {
+	svc := b.svc
 	switch svc.Spec.SessionAffinity {
 	case v1.ServiceAffinityNone, "":
 	case v1.ServiceAffinityClientIP:
-		if !caps.ClientIPAffinity {
-			fail(&UnsupportedError{Feature: "ClientIPAffinity", Detail: fmt.Sprintf("service %s: spec.sessionAffinity ClientIP", key)})
+		if !b.caps.ClientIPAffinity {
+			b.unsupported("ClientIPAffinity", "spec.sessionAffinity ClientIP")
 		}
-		spec.SessionAffinity = SessionAffinity{ClientIP: true, TimeoutSeconds: v1.DefaultClientIPServiceAffinitySeconds}
+		b.spec.SessionAffinity = SessionAffinity{ClientIP: true, TimeoutSeconds: v1.DefaultClientIPServiceAffinitySeconds}
 		if c := svc.Spec.SessionAffinityConfig; c != nil && c.ClientIP != nil && c.ClientIP.TimeoutSeconds != nil {
 			// The kube-apiserver's own bounds (k8s.io/kubernetes v1.37.2
 			// pkg/apis/core/validation/validation.go, validateAffinityTimeout).
 			if t := *c.ClientIP.TimeoutSeconds; t < 1 || t > maxClientIPAffinitySeconds {
-				fail(invalidService("service %s: spec.sessionAffinityConfig.clientIP.timeoutSeconds %d; expected 1-%d", key, t, maxClientIPAffinitySeconds))
+				b.invalid("spec.sessionAffinityConfig.clientIP.timeoutSeconds %d: expected 1-%d", t, maxClientIPAffinitySeconds)
 			}
-			spec.SessionAffinity.TimeoutSeconds = *c.ClientIP.TimeoutSeconds
+			b.spec.SessionAffinity.TimeoutSeconds = *c.ClientIP.TimeoutSeconds
 		}
 	default:
-		fail(invalidService("service %s: spec.sessionAffinity %q; expected None or ClientIP", key, cut(string(svc.Spec.SessionAffinity))))
+		b.invalid("spec.sessionAffinity %q: expected None or ClientIP", cut(string(svc.Spec.SessionAffinity)))
 	}
-
-	// Requested IP.
-	if ips, err := requestedIPs(svc, key, families, opts.RequestedIPAnnotation); err != nil {
-		var ae *AnnotationError
-		if !errors.As(err, &ae) || opts.Annotations == nil || !opts.Annotations.declared(ae.Name) {
-			fail(err) // else already reported by Validate
-		}
-	} else if len(ips) > 0 {
-		if !caps.RequestedIP {
-			fail(&UnsupportedError{Feature: "RequestedIP", Detail: fmt.Sprintf("service %s: requested IP %s", key, ips[0])})
-		}
-		spec.RequestedIPs = ips
-	}
-
-	if len(errs) > 0 {
-		return nil, errors.Join(errs...)
-	}
-	spec.BackendKey = caps.BackendKey
-	spec.Backends = caps.BackendKey.Backends(nodes, families)
-	return lb, nil
 }
 
-// ServiceFamilies returns svc's IP families: spec.ipFamilies, or [IPv4]
+// requestedIPs sets the requested address (spec.loadBalancerIP or the
+// requested-IP annotation ann); it needs Capabilities.RequestedIP. A
+// malformed annotation declared in set was already reported by settings.
+func (b *specBuilder) requestedIPs(set *annotation.Set, ann *annotation.Annotation) {
+	ips, err := requestedIPs(b.svc, b.key, b.spec.IPFamilies, ann)
+	if err != nil {
+		if ae, ok := errors.AsType[*annotation.Error](err); !ok || !declared(set, ae.Name) {
+			b.fail(err)
+		}
+		return
+	}
+	if len(ips) > 0 {
+		if !b.caps.RequestedIP {
+			b.unsupported("RequestedIP", "requested IP %s", ips[0])
+		}
+		b.spec.RequestedIPs = ips
+	}
+}
+
+// declared reports whether set declares an annotation of this name.
+func declared(set *annotation.Set, name string) bool {
+	_, ok := set.Lookup(name)
+	return ok
+}
+
+// serviceFamilies returns svc's IP families: spec.ipFamilies, or [IPv4]
 // when the list is empty (a Service the API server has not defaulted). An
 // unknown family or a repeated one, or a nil svc, is an ErrInvalidService
 // error (wrapped) quoting the families cut to a bounded length.
-func ServiceFamilies(svc *v1.Service) ([]v1.IPFamily, error) {
+func serviceFamilies(svc *v1.Service) ([]v1.IPFamily, error) {
 	if svc == nil {
 		return nil, errNilService
 	}
@@ -291,17 +367,17 @@ func ServiceFamilies(svc *v1.Service) ([]v1.IPFamily, error) {
 		return []v1.IPFamily{v1.IPv4Protocol}, nil
 	}
 	if len(fs) > 2 || (len(fs) == 2 && fs[0] == fs[1]) {
-		return nil, invalidService("service %s/%s: spec.ipFamilies %q; expected one family or IPv4 and IPv6", svc.Namespace, svc.Name, cutFamilies(fs))
+		return nil, invalidService("service %s/%s: spec.ipFamilies %q: expected one family or IPv4 and IPv6", svc.Namespace, svc.Name, cutFamilies(fs))
 	}
 	for _, f := range fs {
 		if f != v1.IPv4Protocol && f != v1.IPv6Protocol {
-			return nil, invalidService("service %s/%s: spec.ipFamilies contains %q; expected IPv4 or IPv6", svc.Namespace, svc.Name, cut(string(f)))
+			return nil, invalidService("service %s/%s: spec.ipFamilies contains %q: expected IPv4 or IPv6", svc.Namespace, svc.Name, cut(string(f)))
 		}
 	}
 	return slices.Clone(fs), nil
 }
 
-// Backends returns the backends for nodes and the Service's families, as a
+// backends returns the backends for nodes and the Service's families, as a
 // cloud keyed by k keeps them, in canonical order (see Spec.Backends): one
 // per node with a spec.providerID, carrying its name, provider ID and first
 // InternalIP of each of the families (IPv4-mapped addresses unmapped, zoned
@@ -311,7 +387,7 @@ func ServiceFamilies(svc *v1.Service) ([]v1.IPFamily, error) {
 // its own backend. Nodes with the same key (the same name, provider ID or
 // address) count once, the first listed. nodes and the Nodes are only read;
 // nil entries are skipped.
-func (k BackendKey) Backends(nodes []*v1.Node, families []v1.IPFamily) []Backend {
+func (k BackendKey) backends(nodes []*v1.Node, families []v1.IPFamily) []Backend {
 	want4, want6 := slices.Contains(families, v1.IPv4Protocol), slices.Contains(families, v1.IPv6Protocol)
 	out := make([]Backend, 0, len(nodes))
 	for _, n := range nodes {
@@ -351,7 +427,7 @@ func (k BackendKey) Backends(nodes []*v1.Node, families []v1.IPFamily) []Backend
 	return slices.CompactFunc(out, func(a, b Backend) bool { return compare(a, b) == 0 })
 }
 
-// SourceRanges returns the client CIDRs svc allows, in the order of
+// sourceRanges returns the client CIDRs svc allows, in the order of
 // precedence of the upstream service controller: spec.loadBalancerSourceRanges,
 // else the service.beta.kubernetes.io/load-balancer-source-ranges
 // annotation (both parsed by servicehelpers.GetLoadBalancerSourceRanges),
@@ -362,12 +438,12 @@ func (k BackendKey) Backends(nodes []*v1.Node, families []v1.IPFamily) []Backend
 // that is not a CIDR and the annotation's value (both cut to a bounded
 // length), and what was expected; it does not carry the helper's error,
 // which repeats the whole value however big.
-func SourceRanges(svc *v1.Service) ([]netip.Prefix, error) {
+func sourceRanges(svc *v1.Service) ([]netip.Prefix, error) {
 	if svc == nil {
 		return nil, errNilService
 	}
 	if len(svc.Spec.LoadBalancerSourceRanges) == 0 && strings.TrimSpace(svc.Annotations[v1.AnnotationLoadBalancerSourceRangesKey]) == "" {
-		families, err := ServiceFamilies(svc)
+		families, err := serviceFamilies(svc)
 		if err != nil {
 			return nil, err
 		}
@@ -394,11 +470,11 @@ func SourceRanges(svc *v1.Service) ([]netip.Prefix, error) {
 		}
 		out = append(out, p.Masked())
 	}
-	slices.SortFunc(out, comparePrefix)
+	slices.SortFunc(out, cidr.Compare)
 	return slices.Compact(out), nil
 }
 
-// sourceRangeError is SourceRanges' error for a Service whose source
+// sourceRangeError is sourceRanges' error for a Service whose source
 // ranges servicehelpers.GetLoadBalancerSourceRanges refused: it names
 // the field the helper parsed (spec.loadBalancerSourceRanges when it is not
 // empty, else the annotation, split at commas), the first entry the
@@ -409,7 +485,7 @@ func sourceRangeError(svc *v1.Service) error {
 	if specs := svc.Spec.LoadBalancerSourceRanges; len(specs) > 0 {
 		for i, e := range specs {
 			if _, err := utilnet.ParseIPNets(e); err != nil {
-				return invalidService("service %s: spec.loadBalancerSourceRanges[%d] %q is not a CIDR; expected a list of CIDRs such as 10.0.0.0/24 and 192.168.2.0/24",
+				return invalidService("service %s: spec.loadBalancerSourceRanges[%d] %q is not a CIDR: expected a list of CIDRs such as 10.0.0.0/24 and 192.168.2.0/24",
 					key, i, cut(e))
 			}
 		}
@@ -417,13 +493,13 @@ func sourceRangeError(svc *v1.Service) error {
 		v := strings.TrimSpace(svc.Annotations[v1.AnnotationLoadBalancerSourceRangesKey])
 		for i, e := range strings.Split(v, ",") {
 			if _, err := utilnet.ParseIPNets(e); err != nil {
-				return invalidService("service %s: annotation %q %q: entry %d %q is not a CIDR; expected a comma-separated list of CIDRs such as 10.0.0.0/24,192.168.2.0/24",
+				return invalidService("service %s: annotation %q %q: entry %d %q is not a CIDR: expected a comma-separated list of CIDRs such as 10.0.0.0/24,192.168.2.0/24",
 					key, v1.AnnotationLoadBalancerSourceRangesKey, cut(v), i, cut(strings.TrimSpace(e)))
 			}
 		}
 	}
 	// Not reached while the helper and ParseIPNets agree.
-	return invalidService("service %s: source ranges: not a list of CIDRs; expected a list of CIDRs such as 10.0.0.0/24 and 192.168.2.0/24", key)
+	return invalidService("service %s: source ranges: not a list of CIDRs: expected a list of CIDRs such as 10.0.0.0/24 and 192.168.2.0/24", key)
 }
 
 // isAllowAll reports whether ps restricts nothing for a Service of the
@@ -441,12 +517,12 @@ func isAllowAll(ps []netip.Prefix, families []v1.IPFamily) bool {
 	return (has4 || !slices.Contains(families, v1.IPv4Protocol)) && (has6 || !slices.Contains(families, v1.IPv6Protocol))
 }
 
-func requestedIPs(svc *v1.Service, key string, families []v1.IPFamily, ann *Annotation) ([]netip.Addr, error) {
+func requestedIPs(svc *v1.Service, key string, families []v1.IPFamily, ann *annotation.Annotation) ([]netip.Addr, error) {
 	var ip netip.Addr
 	if s := svc.Spec.LoadBalancerIP; s != "" {
 		a, err := netip.ParseAddr(s)
 		if err != nil || a.Zone() != "" {
-			return nil, invalidService("service %s: spec.loadBalancerIP %q; expected an IPv4 or IPv6 address", key, cut(s))
+			return nil, invalidService("service %s: spec.loadBalancerIP %q: expected an IPv4 or IPv6 address", key, cut(s))
 		}
 		ip = a.Unmap()
 	}
@@ -458,7 +534,7 @@ func requestedIPs(svc *v1.Service, key string, families []v1.IPFamily, ann *Anno
 		if set {
 			a = a.Unmap()
 			if ip.IsValid() && ip != a {
-				return nil, invalidService("service %s: spec.loadBalancerIP %q and annotation %q %q differ; expected one address", key, cut(svc.Spec.LoadBalancerIP), ann.Name, cut(svc.Annotations[ann.Name]))
+				return nil, invalidService("service %s: spec.loadBalancerIP %q and annotation %q %q differ: expected one address", key, cut(svc.Spec.LoadBalancerIP), ann.Name, cut(svc.Annotations[ann.Name]))
 			}
 			ip = a
 		}
@@ -471,7 +547,7 @@ func requestedIPs(svc *v1.Service, key string, families []v1.IPFamily, ann *Anno
 		f = v1.IPv6Protocol
 	}
 	if !slices.Contains(families, f) {
-		return nil, invalidService("service %s: requested IP %s is %s; expected a family of spec.ipFamilies %v", key, ip, f, families)
+		return nil, invalidService("service %s: requested IP %s is %s: expected a family of spec.ipFamilies %v", key, ip, f, families)
 	}
 	return []netip.Addr{ip}, nil
 }

@@ -10,6 +10,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	cloudprovider "k8s.io/cloud-provider"
 
+	"github.com/ccmkit/ccmkit/annotation"
 	"github.com/ccmkit/ccmkit/loadbalancer"
 )
 
@@ -18,7 +19,7 @@ var allCaps = loadbalancer.Capabilities{UDP: true, SCTP: true, MixedProtocols: t
 
 func TestDesired(t *testing.T) {
 	set, k := testAnnotations(t)
-	ipAnn := k[loadbalancer.KindIP]
+	ipAnn := k[annotation.KindIP]
 	v4, v6 := v1.IPv4Protocol, v1.IPv6Protocol
 	dual := func(s *v1.Service) { s.Spec.IPFamilies = []v1.IPFamily{v4, v6} }
 	nodes := []*v1.Node{
@@ -32,7 +33,7 @@ func TestDesired(t *testing.T) {
 	nodes[3].Status.Addresses = []v1.NodeAddress{{Type: v1.NodeExternalIP, Address: "198.51.100.3"}}
 	base := func(mod func(*loadbalancer.LoadBalancer)) *loadbalancer.LoadBalancer {
 		lb := &loadbalancer.LoadBalancer{
-			Name: mustNamer(t, loadbalancer.NamingConfig{}).NameFor("c1", "shop", "web", "uid-web"),
+			Name: mustNamer(t, loadbalancer.NamerOptions{}).NameFor("c1", "shop", "web", "uid-web"),
 			Tags: map[string]string{loadbalancer.TagCluster: "c1", loadbalancer.TagServiceUID: "uid-web", loadbalancer.TagService: "shop/web"},
 			Spec: loadbalancer.Spec{
 				IPFamilies:   []v1.IPFamily{v4},
@@ -131,7 +132,7 @@ func TestDesired(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			svcBefore, nodesBefore := tc.svc.DeepCopy(), deepCopyNodes(nodes)
-			got, err := loadbalancer.Desired(tc.svc, nodes, loadbalancer.Options{Cluster: "c1", Capabilities: tc.caps, Annotations: set, RequestedIPAnnotation: ipAnn})
+			got, err := loadbalancer.Desired(tc.svc, nodes, loadbalancer.DesiredInput{Cluster: "c1", Capabilities: tc.caps, Annotations: set, RequestedIPAnnotation: ipAnn})
 			if err != nil {
 				t.Fatalf("%s: Desired: %v", tc.reason, err)
 			}
@@ -160,7 +161,7 @@ func deepCopyNodes(ns []*v1.Node) []*v1.Node {
 
 func TestDesiredErrors(t *testing.T) {
 	set, k := testAnnotations(t)
-	ipAnn := k[loadbalancer.KindIP]
+	ipAnn := k[annotation.KindIP]
 	cases := []struct {
 		name, reason string
 		svc          *v1.Service
@@ -236,7 +237,7 @@ func TestDesiredErrors(t *testing.T) {
 		{"requested IP family", "an IPv6 address for an IPv4 Service",
 			lbService(func(s *v1.Service) { s.Annotations = map[string]string{ipAnn.Name: "2001:db8::1"} }), allCaps, loadbalancer.ErrInvalidService, []string{"requested IP 2001:db8::1 is IPv6"}},
 		{"malformed annotation", "names the annotation, the value and the expectation",
-			lbService(func(s *v1.Service) { s.Annotations = map[string]string{"lb.example.com/idle-timeout": "forever"} }), allCaps, loadbalancer.ErrInvalidAnnotation,
+			lbService(func(s *v1.Service) { s.Annotations = map[string]string{"lb.example.com/idle-timeout": "forever"} }), allCaps, annotation.ErrInvalid,
 			[]string{`annotation "lb.example.com/idle-timeout": invalid value "forever": expected a non-negative duration`}},
 		{"bad families", "a repeated family",
 			lbService(func(s *v1.Service) { s.Spec.IPFamilies = []v1.IPFamily{v1.IPv4Protocol, v1.IPv4Protocol} }), allCaps, loadbalancer.ErrInvalidService, []string{"spec.ipFamilies"}},
@@ -245,7 +246,7 @@ func TestDesiredErrors(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			got, err := loadbalancer.Desired(tc.svc, []*v1.Node{node("n1", "10.0.0.1")}, loadbalancer.Options{Cluster: "c1", Capabilities: tc.caps, Annotations: set, RequestedIPAnnotation: ipAnn})
+			got, err := loadbalancer.Desired(tc.svc, []*v1.Node{node("n1", "10.0.0.1")}, loadbalancer.DesiredInput{Cluster: "c1", Capabilities: tc.caps, Annotations: set, RequestedIPAnnotation: ipAnn})
 			if got != nil || !errors.Is(err, tc.wantIs) {
 				t.Fatalf("%s: Desired = %v, %v; want nil and an error that is %v", tc.reason, got, err, tc.wantIs)
 			}
@@ -263,16 +264,16 @@ func TestDesiredErrors(t *testing.T) {
 
 func TestDesiredReportsMalformedRequestedIPOnce(t *testing.T) {
 	set, k := testAnnotations(t)
-	svc := lbService(func(s *v1.Service) { s.Annotations = map[string]string{k[loadbalancer.KindIP].Name: "nope"} })
-	_, err := loadbalancer.Desired(svc, nil, loadbalancer.Options{Cluster: "c1", Capabilities: allCaps, Annotations: set, RequestedIPAnnotation: k[loadbalancer.KindIP]})
+	svc := lbService(func(s *v1.Service) { s.Annotations = map[string]string{k[annotation.KindIP].Name: "nope"} })
+	_, err := loadbalancer.Desired(svc, nil, loadbalancer.DesiredInput{Cluster: "c1", Capabilities: allCaps, Annotations: set, RequestedIPAnnotation: k[annotation.KindIP]})
 	if n := strings.Count(err.Error(), `"nope"`); n != 1 {
 		t.Errorf("error %q mentions the value %d times; want once", err, n)
 	}
 }
 
 func TestDesiredNeedsCluster(t *testing.T) {
-	if _, err := loadbalancer.Desired(lbService(), nil, loadbalancer.Options{}); err == nil || !strings.Contains(err.Error(), "Options.Cluster") {
-		t.Errorf("Desired without a cluster: error = %v; want one naming Options.Cluster", err)
+	if _, err := loadbalancer.Desired(lbService(), nil, loadbalancer.DesiredInput{}); err == nil || !strings.Contains(err.Error(), "loadbalancer.Desired: DesiredInput.Cluster") {
+		t.Errorf("Desired without a cluster: error = %v; want one naming DesiredInput.Cluster", err)
 	}
 }
 
@@ -295,7 +296,7 @@ func TestDesiredAllowAllWithoutSourceRanges(t *testing.T) {
 				s.Spec.IPFamilies = tc.families
 				s.Spec.LoadBalancerSourceRanges = tc.ranges
 			})
-			if _, err := loadbalancer.Desired(svc, nil, loadbalancer.Options{Cluster: "c1", Capabilities: loadbalancer.Capabilities{DualStack: true}}); err != nil {
+			if _, err := loadbalancer.Desired(svc, nil, loadbalancer.DesiredInput{Cluster: "c1", Capabilities: loadbalancer.Capabilities{DualStack: true}}); err != nil {
 				t.Errorf("%s: Desired with source ranges %v: %v; want no error", tc.reason, tc.ranges, err)
 			}
 		})

@@ -7,38 +7,37 @@
 //
 // The pieces, each usable on its own:
 //
-//   - Naming (Namer, NamingConfig): a deterministic, length- and
+//   - Naming (Namer, NamerOptions): a deterministic, length- and
 //     charset-bounded cloud name with a readable namespace/name part and a
 //     hash of the cluster and Service UID.
 //   - Ownership (Owner, OwnerFromTags, the Tag* keys): the tags that make a
 //     cloud load balancer "ours"; names are for people, tags are identity.
-//   - Typed annotations (AnnotationSet, Annotation): declare a provider's
-//     annotations once (name, kind, default, doc), parse them strictly, and
-//     generate a Markdown reference (AnnotationSet.WriteMarkdown).
-//   - Desired state (Desired, Options, Capabilities): Service + Nodes →
-//     *LoadBalancer, rejecting what the provider cannot build.
+//   - Desired state (Desired, DesiredInput, Capabilities): Service + Nodes
+//     → *LoadBalancer, rejecting what the provider cannot build. A
+//     provider's typed annotations are declared in the annotation package
+//     and validated here.
 //   - Plan (Plan, Action, Apply): desired vs actual → ordered, typed,
 //     deterministic actions, empty when converged.
-//   - Status (StatusBuilder): a validated v1.LoadBalancerStatus.
-//   - Reconciler (NewReconciler, Config, Driver): cloudprovider.LoadBalancer
-//     with the guarantees the upstream service controller relies on.
+//   - Reconciler (NewReconciler, Options, Driver): cloudprovider.LoadBalancer
+//     with the guarantees the upstream service controller relies on,
+//     reporting a validated v1.LoadBalancerStatus.
 //
 // # Cluster identity
 //
 // Ownership is keyed by a cluster identity and the Service UID. The cluster
 // identity is the clusterName argument the service controller passes to
 // every LoadBalancer method (the CCM's --cluster-name flag, "kubernetes" by
-// default), unless Config.ClusterID is set, in which case Config.ClusterID
+// default), unless Options.ClusterID is set, in which case Options.ClusterID
 // wins. Two clusters sharing one cloud account must have distinct identities.
 // Changing the identity of a running cluster orphans its load balancers:
-// keep Config.ClusterID at the old value to keep managing them.
+// keep Options.ClusterID at the old value to keep managing them.
 //
 // # Lookup order, rename and adoption
 //
 // The Reconciler finds "the load balancer of this Service" in this order
 // (every Reconciler method uses it):
 //
-//  1. A stored ID: when Config.IDAnnotation is set and the Service carries
+//  1. A stored ID: when Options.IDAnnotation is set and the Service carries
 //     that annotation, the load balancer with that cloud ID. If it carries no
 //     ccmkit ownership tags, EnsureLoadBalancer adopts it (adds the tags, and
 //     from then on manages it); if it is owned by another cluster or Service,
@@ -59,7 +58,7 @@
 //     match without ownership is a conflict (ErrNotOwned), never an adoption.
 //
 // Rename: names are derived from the Service (whose namespace and name are
-// immutable) and the naming configuration. Changing NamingConfig never
+// immutable) and the naming configuration. Changing NamerOptions never
 // orphans or duplicates a load balancer, because step 2 finds it by tag; the
 // existing load balancer keeps its old name (Plan never renames). A Service
 // deleted and re-created under the same name has a new UID and therefore a
@@ -82,8 +81,8 @@
 //     instances' (kubelet --hostname-override, renamed Nodes) keep their
 //     targets, and a converged load balancer costs no write.
 //   - One bad Node must not block every load balancer. A Node whose
-//     spec.providerID is another provider's or malformed (Config.Codec), or
-//     whose instance does not exist (Config.Instances), is left out of the
+//     spec.providerID is another provider's or malformed (Options.Codec), or
+//     whose instance does not exist (Options.Instances), is left out of the
 //     backends and reported once through Hooks.NodeSkipped; the other
 //     Nodes are served. A cloud error is never blamed on a Node: the call
 //     fails and the controller retries.

@@ -33,10 +33,10 @@ type Driver interface {
 	// Find returns the load balancers matching q, in any order, or an
 	// empty slice (not an error) when none match. Exactly one field of q
 	// is set. Each result has ID, Name, Tags, Spec (as configured in the
-	// cloud, see Spec.Canonical; each backend with at least the fields of
+	// cloud, in any order; each backend with at least the fields of
 	// Capabilities.BackendKey) and Ingress (empty while the load balancer
 	// has no address yet: EnsureLoadBalancer then asks the service
-	// controller to come back, see Config.RetryAfter).
+	// controller to come back, see Options.RetryAfter).
 	//
 	// A load balancer made of several cloud objects (a front end, a target
 	// pool, a firewall, ...) must be returned while any of them remains,

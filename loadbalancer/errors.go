@@ -5,29 +5,33 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+
+	"github.com/ccmkit/ccmkit/internal/clip"
 )
 
 var (
-	// ErrInvalidService marks an error caused by the Service's spec (a
-	// field the user can fix). Errors are wrapped: test with errors.Is.
+	// ErrInvalidService marks input the user can fix on the Service: a
+	// field of its spec or metadata that Desired or the Reconciler cannot
+	// use. It is always wrapped, with the field, its value and what was
+	// expected: test with errors.Is. (A malformed declared annotation is
+	// annotation.ErrInvalid instead.)
 	ErrInvalidService = errors.New("invalid service")
 
-	// ErrInvalidAnnotation marks a malformed annotation value; the
-	// concrete error is an *AnnotationError. Test with errors.Is.
-	ErrInvalidAnnotation = errors.New("invalid annotation")
-
 	// ErrUnsupported marks a Service feature the provider did not declare
-	// in its Capabilities; the concrete error is an *UnsupportedError.
+	// in its Capabilities. The concrete error is an *UnsupportedError,
+	// returned wrapped by the Reconciler: test with errors.Is.
 	ErrUnsupported = errors.New("unsupported by this provider")
 
 	// ErrNotOwned marks a load balancer owned by another cluster or
 	// Service (or by nobody, when found by name): ccmkit refuses to change
-	// or delete it. The concrete error is an *OwnershipError.
+	// or delete it. The concrete error is an *OwnershipError, returned
+	// wrapped by the Reconciler: test with errors.Is.
 	ErrNotOwned = errors.New("load balancer not owned by this service")
 
-	// ErrNotFound is returned (wrapped) by UpdateLoadBalancer when the
-	// Service has no load balancer, and by EnsureLoadBalancer when the
-	// stored ID names a load balancer that does not exist.
+	// ErrNotFound means the load balancer the call names does not exist:
+	// UpdateLoadBalancer's when the Service has none, EnsureLoadBalancer's
+	// when the stored ID names one that does not exist. Always wrapped:
+	// test with errors.Is.
 	ErrNotFound = errors.New("load balancer not found")
 )
 
@@ -78,14 +82,14 @@ func (e *OwnershipError) Error() string {
 		for i, id := range e.Owned {
 			owned[i] = strconv.Quote(id)
 		}
-		return fmt.Sprintf("load balancer %q (id %q) found by %s has no ccmkit ownership tags, but service %s (cluster %q service UID %q) already owns load balancer %s (found by its ownership tags): refusing to adopt a second one; expected the annotation to name %s, or no annotation",
-			e.Name, e.ID, e.How, e.Want.NamespacedName(), e.Want.Cluster, e.Want.UID, strings.Join(owned, ", "), owned[0])
+		return fmt.Sprintf("load balancer %q (id %q) found by %s has no ccmkit ownership tags, but service %s (cluster %q service UID %q) already owns load balancer %s (found by its ownership tags): refusing to adopt a second one: expected the annotation to name %s, or no annotation",
+			e.Name, e.ID, e.How, e.Want.namespacedName(), e.Want.Cluster, e.Want.UID, strings.Join(owned, ", "), owned[0])
 	}
 	got := "no ccmkit ownership tags"
 	if e.Got.Cluster != "" || e.Got.UID != "" {
-		got = fmt.Sprintf("owned by cluster %q service UID %q (%s)", e.Got.Cluster, e.Got.UID, e.Got.NamespacedName())
+		got = fmt.Sprintf("owned by cluster %q service UID %q (%s)", e.Got.Cluster, e.Got.UID, e.Got.namespacedName())
 	}
-	return fmt.Sprintf("load balancer %q (id %q) found by %s is %s; expected cluster %q service UID %q: refusing to touch it",
+	return fmt.Sprintf("load balancer %q (id %q) found by %s is %s, refusing to touch it: expected cluster %q service UID %q",
 		e.Name, e.ID, e.How, got, e.Want.Cluster, e.Want.UID)
 }
 
@@ -94,7 +98,13 @@ func (e *OwnershipError) Is(target error) bool { return target == ErrNotOwned }
 
 // errNilService is the error of a call given a nil Service, Desired's and
 // the Reconciler's alike: a caller's mistake, reported rather than a panic.
-var errNilService = invalidService("service is nil; expected a Service of type LoadBalancer")
+var errNilService = invalidService("service is nil: expected a Service of type LoadBalancer")
+
+// maxQuoted bounds a user value quoted in an error.
+const maxQuoted = 256
+
+// cut returns s cut to maxQuoted bytes with its length (clip.Value).
+func cut(s string) string { return clip.Value(s, maxQuoted) }
 
 func invalidService(format string, args ...any) error {
 	return fmt.Errorf("%w: "+format, append([]any{ErrInvalidService}, args...)...)

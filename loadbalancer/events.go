@@ -12,9 +12,9 @@ import (
 	"k8s.io/klog/v2"
 )
 
-// EventReasonBackendSkipped is the reason of the Warning event recorded on
+// eventReasonBackendSkipped is the reason of the Warning event recorded on
 // a Node left out of the load-balancer backends (see Hooks.NodeSkipped).
-const EventReasonBackendSkipped = "LoadBalancerBackendSkipped"
+const eventReasonBackendSkipped = "LoadBalancerBackendSkipped"
 
 // eventComponent is the source of the Reconciler's events, and the client
 // it asks the cloud-controller-manager for: the service controller's, on
@@ -24,7 +24,7 @@ const eventComponent = "service-controller"
 // Initialize implements provider.Initializer, which provider.Cloud calls
 // from the cloud-controller-manager's Initialize: it starts an event
 // recorder, so that without Hooks.NodeSkipped a Node left out of the
-// backends also gets a Warning event (reason EventReasonBackendSkipped)
+// backends also gets a Warning event (reason LoadBalancerBackendSkipped)
 // that `kubectl describe node` shows. The recorder's goroutines stop when
 // ctx is done. A client the builder cannot make is logged and leaves the
 // Reconciler logging only. Calls after the first do nothing.
@@ -55,8 +55,8 @@ func (r *Reconciler) Initialize(ctx context.Context, clientBuilder cloudprovider
 // Hooks.NodeSkipped when set, else in the log and, after Initialize, as a
 // Warning event on the Node.
 func (r *Reconciler) reportSkipped(ctx context.Context, node *v1.Node, reason error) {
-	if r.cfg.Hooks.NodeSkipped != nil {
-		r.cfg.Hooks.NodeSkipped(ctx, node, reason)
+	if r.opts.Hooks.NodeSkipped != nil {
+		r.opts.Hooks.NodeSkipped(ctx, node, reason)
 		return
 	}
 	klog.FromContext(ctx).Info("Node left out of load-balancer backends", "node", klog.KObj(node), "providerID", cut(node.Spec.ProviderID), "reason", reason.Error())
@@ -64,6 +64,6 @@ func (r *Reconciler) reportSkipped(ctx context.Context, node *v1.Node, reason er
 	rec := r.recorder
 	r.mu.Unlock()
 	if rec != nil {
-		rec.Event(node, v1.EventTypeWarning, EventReasonBackendSkipped, fmt.Sprintf("Left out of load-balancer backends: %v", reason))
+		rec.Event(node, v1.EventTypeWarning, eventReasonBackendSkipped, fmt.Sprintf("Left out of load-balancer backends: %v", reason))
 	}
 }

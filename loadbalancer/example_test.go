@@ -3,9 +3,6 @@ package loadbalancer_test
 import (
 	"context"
 	"fmt"
-	"os"
-	"slices"
-	"sync"
 
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -13,77 +10,13 @@ import (
 	"github.com/ccmkit/ccmkit/loadbalancer"
 )
 
-// memDriver is a minimal in-memory Driver: it stores load balancers as the
-// model and applies actions with loadbalancer.Apply. A real Driver maps
-// each ActionKind to its cloud's API.
-type memDriver struct {
-	mu   sync.Mutex
-	lbs  map[string]*loadbalancer.LoadBalancer
-	next int
-}
-
-func newMemDriver() *memDriver { return &memDriver{lbs: map[string]*loadbalancer.LoadBalancer{}} }
-
-func (d *memDriver) Find(_ context.Context, q loadbalancer.Query) ([]*loadbalancer.LoadBalancer, error) {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	var out []*loadbalancer.LoadBalancer
-	for _, lb := range d.lbs {
-		if matches(lb, q) {
-			out = append(out, lb.Clone())
-		}
-	}
-	return out, nil
-}
-
-func matches(lb *loadbalancer.LoadBalancer, q loadbalancer.Query) bool {
-	switch {
-	case q.ID != "":
-		return lb.ID == q.ID
-	case q.Name != "":
-		return lb.Name == q.Name
-	case len(q.Tags) > 0:
-		for k, v := range q.Tags {
-			if got, ok := lb.Tags[k]; !ok || got != v {
-				return false
-			}
-		}
-		return true
-	}
-	return false
-}
-
-func (d *memDriver) Apply(_ context.Context, a loadbalancer.Action) (*loadbalancer.LoadBalancer, error) {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	lb, err := loadbalancer.Apply(d.lbs[a.LoadBalancerID], a)
-	if err != nil {
-		return nil, err
-	}
-	if a.Kind == loadbalancer.ActionCreate {
-		d.next++
-		lb.ID = fmt.Sprintf("lb-%d", d.next)
-		lb.Ingress = []loadbalancer.Ingress{{IP: fmt.Sprintf("203.0.113.%d", d.next), IPMode: v1.LoadBalancerIPModeVIP}}
-	}
-	d.lbs[lb.ID] = lb
-	return lb.Clone(), nil
-}
-
-func (d *memDriver) Delete(_ context.Context, lb *loadbalancer.LoadBalancer) error {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	delete(d.lbs, lb.ID)
-	return nil
-}
-
 // ExampleReconciler runs a Reconciler over an in-memory Driver: Ensure
 // creates, a second Ensure writes nothing, Update changes backends, Delete
 // removes everything.
 func ExampleReconciler() {
 	ctx := context.Background()
-	driver := newMemDriver()
-	counting := &countWrites{Driver: driver}
-	r, err := loadbalancer.NewReconciler(loadbalancer.Config{Driver: counting})
+	driver := newMemDriver() // helpers_test.go: stores the model, records the writes
+	r, err := loadbalancer.NewReconciler(driver, loadbalancer.Options{})
 	if err != nil {
 		fmt.Println(err)
 		return
@@ -98,13 +31,13 @@ func ExampleReconciler() {
 	nodes := []*v1.Node{exampleNode("node-a", "10.0.0.1"), exampleNode("node-b", "10.0.0.2")}
 
 	status, err := r.EnsureLoadBalancer(ctx, "prod", svc, nodes)
-	fmt.Println("ensure:", status.Ingress[0].IP, err, "writes:", counting.take())
+	fmt.Println("ensure:", status.Ingress[0].IP, err, "writes:", driver.takeApplied())
 
 	_, err = r.EnsureLoadBalancer(ctx, "prod", svc, nodes)
-	fmt.Println("ensure again:", err, "writes:", counting.take())
+	fmt.Println("ensure again:", err, "writes:", driver.takeApplied())
 
 	err = r.UpdateLoadBalancer(ctx, "prod", svc, append(nodes, exampleNode("node-c", "10.0.0.3")))
-	fmt.Println("update:", err, "writes:", counting.take())
+	fmt.Println("update:", err, "writes:", driver.takeApplied())
 
 	fmt.Println("name:", r.GetLoadBalancerName(ctx, "prod", svc))
 	fmt.Println("delete:", r.EnsureLoadBalancerDeleted(ctx, "prod", svc))
@@ -119,31 +52,6 @@ func ExampleReconciler() {
 	// exists: false <nil>
 }
 
-// countWrites wraps a Driver and records the kinds of applied actions.
-type countWrites struct {
-	loadbalancer.Driver
-	mu    sync.Mutex
-	kinds []loadbalancer.ActionKind
-}
-
-func (c *countWrites) Apply(ctx context.Context, a loadbalancer.Action) (*loadbalancer.LoadBalancer, error) {
-	c.mu.Lock()
-	c.kinds = append(c.kinds, a.Kind)
-	c.mu.Unlock()
-	return c.Driver.Apply(ctx, a)
-}
-
-func (c *countWrites) take() []loadbalancer.ActionKind {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	k := slices.Clone(c.kinds)
-	c.kinds = nil
-	if k == nil {
-		k = []loadbalancer.ActionKind{}
-	}
-	return k
-}
-
 func exampleNode(name, ip string) *v1.Node {
 	return &v1.Node{
 		ObjectMeta: metav1.ObjectMeta{Name: name},
@@ -155,8 +63,8 @@ func exampleNode(name, ip string) *v1.Node {
 // ExampleNamer shows names for the default configuration and for a cloud
 // that allows 32 characters of [A-Za-z0-9-].
 func ExampleNamer() {
-	def, _ := loadbalancer.NewNamer(loadbalancer.NamingConfig{})
-	short, _ := loadbalancer.NewNamer(loadbalancer.NamingConfig{
+	def, _ := loadbalancer.NewNamer(loadbalancer.NamerOptions{})
+	short, _ := loadbalancer.NewNamer(loadbalancer.NamerOptions{
 		Prefix:    "K8s",
 		MaxLength: 32,
 		Charset:   "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-",
@@ -167,67 +75,11 @@ func ExampleNamer() {
 	fmt.Println(def.NameFor("staging", "payments", "checkout-api", uid))
 	// Truncated to 32 characters; '.' is not allowed and becomes '-'.
 	fmt.Println(short.NameFor("prod", "payments", "checkout-api.v2", uid))
-	_, err := loadbalancer.NewNamer(loadbalancer.NamingConfig{MaxLength: 10})
+	_, err := loadbalancer.NewNamer(loadbalancer.NamerOptions{MaxLength: 10})
 	fmt.Println(err)
 	// Output:
 	// k8s-payments-checkout-api-bouf4nbb9mnrp
 	// k8s-payments-checkout-api-4il3v0jssa4hc
 	// K8s-payments-check-bouf4nbb9mnrp
-	// NamingConfig.MaxLength 10: expected at least 17 (prefix "k8s", a separator and a 13-character hash)
-}
-
-// ExampleAnnotationSet declares a provider's annotations, parses them
-// strictly and writes the Markdown reference.
-func ExampleAnnotationSet() {
-	var set loadbalancer.AnnotationSet
-	algorithm := set.MustDeclare(loadbalancer.Annotation{
-		Name:    "lb.example.com/algorithm",
-		Kind:    loadbalancer.KindEnum,
-		Values:  []string{"round-robin", "least-connections"},
-		Default: "round-robin",
-		Doc:     "How connections are spread over backends.",
-		Setting: true,
-	})
-	interval := set.MustDeclare(loadbalancer.Annotation{
-		Name:    "lb.example.com/health-check-interval",
-		Kind:    loadbalancer.KindDuration,
-		Default: "10s",
-		Doc:     "Time between two health probes.",
-	})
-
-	v, set1, err := algorithm.Enum(map[string]string{})
-	fmt.Printf("absent: %q set=%v err=%v\n", v, set1, err)
-	v, set1, err = algorithm.Enum(map[string]string{"lb.example.com/algorithm": "round-robin"})
-	fmt.Printf("present: %q set=%v err=%v\n", v, set1, err)
-	d, _, err := interval.Duration(map[string]string{"lb.example.com/health-check-interval": "10 seconds"})
-	fmt.Println(d, err)
-
-	_ = set.WriteMarkdown(os.Stdout, "Annotations")
-	// Output:
-	// absent: "round-robin" set=false err=<nil>
-	// present: "round-robin" set=true err=<nil>
-	// 0s annotation "lb.example.com/health-check-interval": invalid value "10 seconds": expected a non-negative duration such as "30s" or "1m30s"
-	// # Annotations
-	//
-	// | Annotation | Type | Default |
-	// |---|---|---|
-	// | [`lb.example.com/algorithm`](#lbexamplecomalgorithm) | enum | `round-robin` |
-	// | [`lb.example.com/health-check-interval`](#lbexamplecomhealth-check-interval) | duration | `10s` |
-	//
-	// ## `lb.example.com/algorithm`
-	//
-	// - Type: enum
-	// - Accepted values: one of "round-robin", "least-connections"
-	// - Default: `round-robin`
-	// - Provider setting: changing it updates the load balancer
-	//
-	// How connections are spread over backends.
-	//
-	// ## `lb.example.com/health-check-interval`
-	//
-	// - Type: duration
-	// - Accepted values: a non-negative duration such as "30s" or "1m30s"
-	// - Default: `10s`
-	//
-	// Time between two health probes.
+	// loadbalancer.NewNamer: NamerOptions.MaxLength 10: expected 0 (the default, 63) or at least 17 (prefix "k8s", a separator and a 13-character hash)
 }

@@ -1,13 +1,19 @@
 package loadbalancer_test
 
 import (
+	"context"
+	"fmt"
 	"net/netip"
+	"runtime"
+	"sync"
+	"sync/atomic"
 
 	"github.com/google/go-cmp/cmp"
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/ccmkit/ccmkit/internal/annotationtest"
 	"github.com/ccmkit/ccmkit/loadbalancer"
 )
 
@@ -47,9 +53,150 @@ func node(name string, ips ...string) *v1.Node {
 	return n
 }
 
+// testAnnotations declares one annotation of every kind, three of them
+// provider settings.
+var testAnnotations = annotationtest.EveryKind
+
+func ptr[T any](v T) *T { return &v }
+
 func addr(s string) netip.Addr     { return netip.MustParseAddr(s) }
 func prefix(s string) netip.Prefix { return netip.MustParsePrefix(s) }
 
 func tcp(f v1.IPFamily, port, nodePort int32) loadbalancer.Listener {
 	return loadbalancer.Listener{ListenerKey: loadbalancer.ListenerKey{Family: f, Protocol: v1.ProtocolTCP, Port: port}, NodePort: nodePort}
+}
+
+// memDriver is the one hand-written Driver of this package's tests
+// (CONTRIBUTING.md T3): an in-memory cloud that stores load balancers as
+// the model and applies actions with loadbalancer.Apply (a real Driver maps
+// each ActionKind to its cloud's API), records every call, and lets a test
+// inject errors (nil funcs do nothing). Tests that need a behaviour no
+// cloud should have (a partial create, a nil from Find, a panic) embed it
+// and override one method. It is not the fake because these tests check
+// the Reconciler's cloud calls one by one, and the fake's Driver sits
+// behind its metering, throttling and provisioning.
+type memDriver struct {
+	mu      sync.Mutex
+	lbs     map[string]*loadbalancer.LoadBalancer
+	next    int
+	finds   int
+	applied []loadbalancer.ActionKind
+	deleted []string
+
+	onApply  func(a loadbalancer.Action) error
+	onDelete func(lb *loadbalancer.LoadBalancer) error
+
+	inflight atomic.Int32
+	overlap  atomic.Bool
+}
+
+func newMemDriver() *memDriver { return &memDriver{lbs: map[string]*loadbalancer.LoadBalancer{}} }
+
+// enter detects two calls in flight at once (the tests use one Service).
+func (d *memDriver) enter() func() {
+	if d.inflight.Add(1) > 1 {
+		d.overlap.Store(true)
+	}
+	runtime.Gosched()
+	return func() { d.inflight.Add(-1) }
+}
+
+func (d *memDriver) Find(_ context.Context, q loadbalancer.Query) ([]*loadbalancer.LoadBalancer, error) {
+	defer d.enter()()
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.finds++
+	var out []*loadbalancer.LoadBalancer
+	for _, lb := range d.lbs {
+		if matches(lb, q) {
+			out = append(out, lb.Clone())
+		}
+	}
+	return out, nil
+}
+
+func matches(lb *loadbalancer.LoadBalancer, q loadbalancer.Query) bool {
+	switch {
+	case q.ID != "":
+		return lb.ID == q.ID
+	case q.Name != "":
+		return lb.Name == q.Name
+	case len(q.Tags) > 0:
+		for k, v := range q.Tags {
+			if got, ok := lb.Tags[k]; !ok || got != v {
+				return false
+			}
+		}
+		return true
+	}
+	return false
+}
+
+func (d *memDriver) Apply(_ context.Context, a loadbalancer.Action) (*loadbalancer.LoadBalancer, error) {
+	defer d.enter()()
+	d.mu.Lock()
+	d.applied = append(d.applied, a.Kind)
+	hook := d.onApply
+	d.mu.Unlock()
+	if hook != nil {
+		if err := hook(a); err != nil {
+			return nil, err
+		}
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	lb, err := loadbalancer.Apply(d.lbs[a.LoadBalancerID], a)
+	if err != nil {
+		return nil, err
+	}
+	if a.Kind == loadbalancer.ActionCreate {
+		d.next++
+		lb.ID = fmt.Sprintf("lb-%d", d.next)
+		lb.Ingress = []loadbalancer.Ingress{{IP: fmt.Sprintf("203.0.113.%d", d.next), IPMode: v1.LoadBalancerIPModeVIP}}
+	}
+	d.lbs[lb.ID] = lb
+	return lb.Clone(), nil
+}
+
+func (d *memDriver) Delete(_ context.Context, lb *loadbalancer.LoadBalancer) error {
+	defer d.enter()()
+	d.mu.Lock()
+	d.deleted = append(d.deleted, lb.ID)
+	hook := d.onDelete
+	d.mu.Unlock()
+	if hook != nil {
+		if err := hook(lb); err != nil {
+			return err
+		}
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	delete(d.lbs, lb.ID)
+	return nil
+}
+
+// writes returns and resets the applied action kinds and deleted IDs.
+func (d *memDriver) writes() (applied []loadbalancer.ActionKind, deleted []string) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	applied, deleted = d.applied, d.deleted
+	d.applied, d.deleted = nil, nil
+	return applied, deleted
+}
+
+// takeApplied returns and resets the applied action kinds (writes).
+func (d *memDriver) takeApplied() []loadbalancer.ActionKind {
+	a, _ := d.writes()
+	return a
+}
+
+// stored returns a copy of every load balancer in the cloud, by ID.
+func (d *memDriver) stored() map[string]*loadbalancer.LoadBalancer {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	out := map[string]*loadbalancer.LoadBalancer{}
+	for id, lb := range d.lbs {
+		out[id] = lb.Clone()
+	}
+	return out
 }

@@ -8,6 +8,8 @@ import (
 	"slices"
 
 	v1 "k8s.io/api/core/v1"
+
+	"github.com/ccmkit/ccmkit/internal/cidr"
 )
 
 // LoadBalancer is the provider-neutral model of one cloud load balancer.
@@ -41,7 +43,8 @@ type LoadBalancer struct {
 
 // Spec is the part of a load balancer that ccmkit manages. Slices are kept
 // in canonical order (see the field docs) so that two Specs describing the
-// same load balancer compare equal; Canonical restores that order.
+// same load balancer compare equal. A Driver may report a Spec in any
+// order: Plan and Apply put a copy in canonical order first.
 type Spec struct {
 	// IPFamilies are the Service's IP families in the Service's order
 	// (primary family first). A single-stack Service has one.
@@ -53,8 +56,8 @@ type Spec struct {
 	// Listeners are the front-end listeners, one per (IP family, protocol,
 	// port), sorted by ListenerKey.
 	Listeners []Listener `json:"listeners,omitempty"`
-	// Backends are the nodes traffic is sent to, sorted by BackendKey (see
-	// Backend.Compare).
+	// Backends are the nodes traffic is sent to, sorted by their key (see
+	// BackendKey).
 	Backends []Backend `json:"backends,omitempty"`
 	// BackendKey is what the cloud keeps of each backend, and so what Plan
 	// matches and compares backends by. Desired copies it from
@@ -86,13 +89,13 @@ type ListenerKey struct {
 	Port     int32       `json:"port"`
 }
 
-// String returns "IPv4/TCP/80".
-func (k ListenerKey) String() string {
+// text returns "IPv4/TCP/80", for messages.
+func (k ListenerKey) text() string {
 	return fmt.Sprintf("%s/%s/%d", k.Family, k.Protocol, k.Port)
 }
 
-// Compare orders keys by family (IPv4 first), protocol, port.
-func (k ListenerKey) Compare(o ListenerKey) int {
+// compare orders keys by family (IPv4 first), protocol, port.
+func (k ListenerKey) compare(o ListenerKey) int {
 	return cmp.Or(cmp.Compare(familyRank(k.Family), familyRank(o.Family)),
 		cmp.Compare(k.Family, o.Family),
 		cmp.Compare(k.Protocol, o.Protocol),
@@ -165,9 +168,9 @@ type HealthCheckProtocol string
 // health endpoint and the per-Service healthCheckNodePort answer HTTP.
 const HealthCheckHTTP HealthCheckProtocol = "HTTP"
 
-// KubeProxyHealthzPort is kube-proxy's health port (--healthz-bind-address
+// kubeProxyHealthzPort is kube-proxy's health port (--healthz-bind-address
 // default :10256), probed for externalTrafficPolicy=Cluster.
-const KubeProxyHealthzPort = 10256
+const kubeProxyHealthzPort = 10256
 
 // HealthCheck describes how backends are probed: Protocol to Port, at Path.
 type HealthCheck struct {
@@ -185,7 +188,7 @@ type SessionAffinity struct {
 }
 
 // Ingress is one address of a load balancer, as the cloud reports it. The
-// StatusBuilder validates it.
+// Reconciler validates it when it builds the Service's status.
 type Ingress struct {
 	// IP is the address, in any form netip.ParseAddr accepts. Exactly one
 	// of IP and Hostname is set.
@@ -205,7 +208,7 @@ func (lb *LoadBalancer) Clone() *LoadBalancer {
 	}
 	c := *lb
 	c.Tags = maps.Clone(lb.Tags)
-	c.Spec = lb.Spec.Clone()
+	c.Spec = lb.Spec.clone()
 	c.Ingress = slices.Clone(lb.Ingress)
 	for i := range c.Ingress {
 		c.Ingress[i].Ports = slices.Clone(c.Ingress[i].Ports)
@@ -213,8 +216,8 @@ func (lb *LoadBalancer) Clone() *LoadBalancer {
 	return &c
 }
 
-// Clone returns a deep copy of s.
-func (s Spec) Clone() Spec {
+// clone returns a deep copy of s.
+func (s Spec) clone() Spec {
 	c := s
 	c.IPFamilies = slices.Clone(s.IPFamilies)
 	c.RequestedIPs = slices.Clone(s.RequestedIPs)
@@ -225,11 +228,10 @@ func (s Spec) Clone() Spec {
 	return c
 }
 
-// Canonical puts s in canonical form in place: RequestedIPs sorted and
+// canonicalize puts s in canonical form in place: RequestedIPs sorted and
 // unique, Listeners sorted by key, Backends sorted by s.BackendKey,
-// SourceRanges masked, sorted and unique. A Driver that cannot report in
-// canonical order may call it before returning; Plan copes either way.
-func (s *Spec) Canonical() {
+// SourceRanges masked, sorted and unique.
+func (s *Spec) canonicalize() {
 	slices.SortFunc(s.RequestedIPs, compareAddr)
 	s.RequestedIPs = slices.Compact(s.RequestedIPs)
 	slices.SortStableFunc(s.Listeners, compareListener)
@@ -237,7 +239,7 @@ func (s *Spec) Canonical() {
 	for i, p := range s.SourceRanges {
 		s.SourceRanges[i] = p.Masked()
 	}
-	slices.SortFunc(s.SourceRanges, comparePrefix)
+	slices.SortFunc(s.SourceRanges, cidr.Compare)
 	s.SourceRanges = slices.Compact(s.SourceRanges)
 }
 
@@ -255,7 +257,7 @@ func compareAddr(a, b netip.Addr) int { return a.Compare(b) }
 
 // compareListener orders listeners by key, the canonical order of
 // Spec.Listeners.
-func compareListener(a, b Listener) int { return a.ListenerKey.Compare(b.ListenerKey) }
+func compareListener(a, b Listener) int { return a.ListenerKey.compare(b.ListenerKey) }
 
 // valid reports whether k is one of the BackendKey constants.
 func (k BackendKey) valid() bool {
@@ -268,7 +270,7 @@ func (k BackendKey) check(field string) error {
 	if k.valid() {
 		return nil
 	}
-	return fmt.Errorf("%s %q; expected %q (node name, the zero value), %q or %q", field, string(k), BackendKeyNodeName, BackendKeyProviderID, BackendKeyAddress)
+	return fmt.Errorf("%s %q: expected %q (node name, the zero value), %q or %q", field, string(k), BackendKeyNodeName, BackendKeyProviderID, BackendKeyAddress)
 }
 
 // compareFunc returns the order of backends under k, the canonical order of
@@ -327,8 +329,4 @@ func (b Backend) label() string {
 		return b.address().String()
 	}
 	return `""`
-}
-
-func comparePrefix(a, b netip.Prefix) int {
-	return cmp.Or(a.Addr().Compare(b.Addr()), cmp.Compare(a.Bits(), b.Bits()))
 }

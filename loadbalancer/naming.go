@@ -1,6 +1,7 @@
 package loadbalancer
 
 import (
+	"cmp"
 	"crypto/sha256"
 	"encoding/binary"
 	"fmt"
@@ -10,12 +11,13 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 )
 
-// Defaults of NamingConfig.
+// The defaults of NamerOptions (CONTRIBUTING.md A5: stated in the field
+// docs, not exported).
 const (
-	DefaultNamePrefix    = "k8s"
-	DefaultNameMaxLength = 63
-	// DefaultNameCharset is a DNS label's character set.
-	DefaultNameCharset = "abcdefghijklmnopqrstuvwxyz0123456789-"
+	defaultNamePrefix    = "k8s"
+	defaultNameMaxLength = 63
+	// defaultNameCharset is a DNS label's character set.
+	defaultNameCharset = "abcdefghijklmnopqrstuvwxyz0123456789-"
 )
 
 // hashLen is the number of base-32 digits of the name hash (64 bits).
@@ -28,22 +30,22 @@ const (
 	hashAlphabetUpper = "0123456789ABCDEFGHIJKLMNOPQRSTUV"
 )
 
-// NamingConfig configures a Namer. Its zero value is the default: prefix
+// NamerOptions configures a Namer. Its zero value is the default: prefix
 // "k8s", at most 63 characters of [a-z0-9-], which is a valid DNS label and
 // a valid RFC 1035 name.
-type NamingConfig struct {
-	// Prefix starts every name; "" means DefaultNamePrefix. Every character
-	// must be in Charset. Choose one starting with a letter if the cloud
-	// requires names to start with a letter.
+type NamerOptions struct {
+	// Prefix starts every name. "" means "k8s". Every character must be in
+	// Charset. Choose one starting with a letter if the cloud requires
+	// names to start with a letter.
 	Prefix string
-	// MaxLength bounds the name length in bytes; 0 means
-	// DefaultNameMaxLength. It must leave room for the prefix, a
-	// separator and the 13-character hash.
+	// MaxLength bounds the name length in bytes. 0 means 63; negative is
+	// an error. It must leave room for the prefix, a separator and the
+	// 13-character hash.
 	MaxLength int
-	// Charset lists every character a name may contain (ASCII only); ""
-	// means DefaultNameCharset. It must contain '-' (the separator), the
-	// digits and either all lower-case or all upper-case letters a–v (the
-	// hash alphabet).
+	// Charset lists every character a name may contain (ASCII only). ""
+	// means [a-z0-9-], a DNS label's characters. It must contain '-' (the
+	// separator), the digits and either all lower-case or all upper-case
+	// letters a–v (the hash alphabet).
 	Charset string
 }
 
@@ -67,29 +69,28 @@ type Namer struct {
 	alpha   string // hash alphabet, one of hashAlphabetLower and hashAlphabetUpper
 }
 
-// NewNamer validates cfg and returns a Namer. Errors name the NamingConfig
-// field, the value and what was expected; they are not wrapped.
-func NewNamer(cfg NamingConfig) (*Namer, error) {
-	n := &Namer{prefix: cfg.Prefix, max: cfg.MaxLength}
-	if n.prefix == "" {
-		n.prefix = DefaultNamePrefix
-	}
-	if n.max == 0 {
-		n.max = DefaultNameMaxLength
-	}
-	charset := cfg.Charset
-	if charset == "" {
-		charset = DefaultNameCharset
-	}
+// NewNamer validates opts and returns a Namer. Errors name the
+// NamerOptions field, the value and what was expected, after the prefix
+// "loadbalancer.NewNamer: "; they are not wrapped.
+func NewNamer(opts NamerOptions) (*Namer, error) {
+	return newNamer("loadbalancer.NewNamer: NamerOptions.", opts)
+}
+
+// newNamer is NewNamer with field, the prefix of every error up to the
+// field name: NewReconciler validates its Options.Naming with it.
+func newNamer(field string, opts NamerOptions) (*Namer, error) {
+	opts = opts.withDefaults()
+	n := &Namer{prefix: opts.Prefix, max: opts.MaxLength}
+	charset := opts.Charset
 	for i := 0; i < len(charset); i++ {
 		c := charset[i]
 		if c >= 128 || c < ' ' {
-			return nil, fmt.Errorf("NamingConfig.Charset %q: byte %#x is not printable ASCII; expected printable ASCII characters", charset, c)
+			return nil, fmt.Errorf("%sCharset %q: byte %#x is not printable ASCII: expected printable ASCII characters", field, charset, c)
 		}
 		n.allowed[c] = true
 	}
 	if !n.allowed['-'] {
-		return nil, fmt.Errorf("NamingConfig.Charset %q: expected it to contain the separator '-'", charset)
+		return nil, fmt.Errorf("%sCharset %q: expected it to contain the separator '-'", field, charset)
 	}
 	switch {
 	case n.hasAll(hashAlphabetLower):
@@ -97,38 +98,30 @@ func NewNamer(cfg NamingConfig) (*Namer, error) {
 	case n.hasAll(hashAlphabetUpper):
 		n.alpha = hashAlphabetUpper
 	default:
-		return nil, fmt.Errorf("NamingConfig.Charset %q: expected it to contain the digits and the letters a-v in lower or upper case (the hash alphabet)", charset)
+		return nil, fmt.Errorf("%sCharset %q: expected it to contain the digits and the letters a-v in lower or upper case (the hash alphabet)", field, charset)
 	}
 	for i := 0; i < len(n.prefix); i++ {
 		if c := n.prefix[i]; c >= 128 || !n.allowed[c] {
-			return nil, fmt.Errorf("NamingConfig.Prefix %q: character %q is not in Charset %q", n.prefix, c, charset)
+			return nil, fmt.Errorf("%sPrefix %q: character %q is not in Charset %q: expected characters of Charset", field, n.prefix, c, charset)
 		}
 	}
 	if min := len(n.prefix) + 1 + hashLen; n.max < min {
-		return nil, fmt.Errorf("NamingConfig.MaxLength %d: expected at least %d (prefix %q, a separator and a %d-character hash)", cfg.MaxLength, min, n.prefix, hashLen)
+		return nil, fmt.Errorf("%sMaxLength %d: expected 0 (the default, %d) or at least %d (prefix %q, a separator and a %d-character hash)", field, n.max, defaultNameMaxLength, min, n.prefix, hashLen)
 	}
 	return n, nil
+}
+
+// withDefaults fills in the zero fields of o (CONTRIBUTING.md A3).
+func (o NamerOptions) withDefaults() NamerOptions {
+	o.Prefix = cmp.Or(o.Prefix, defaultNamePrefix)
+	o.MaxLength = cmp.Or(o.MaxLength, defaultNameMaxLength)
+	o.Charset = cmp.Or(o.Charset, defaultNameCharset)
+	return o
 }
 
 func (n *Namer) hasAll(s string) bool {
 	for i := 0; i < len(s); i++ {
 		if !n.allowed[s[i]] {
-			return false
-		}
-	}
-	return true
-}
-
-// MaxLength returns the configured maximum name length.
-func (n *Namer) MaxLength() int { return n.max }
-
-// Valid reports whether name is within the Namer's length and character set.
-func (n *Namer) Valid(name string) bool {
-	if len(name) > n.max {
-		return false
-	}
-	for i := 0; i < len(name); i++ {
-		if c := name[i]; c >= 128 || !n.allowed[c] {
 			return false
 		}
 	}
@@ -144,7 +137,7 @@ func (n *Namer) Name(cluster string, svc *v1.Service) string {
 
 // NameFor returns the load-balancer name of the Service namespace/name with
 // the given UID in cluster. Any strings are accepted; the result is always
-// valid for the Namer (see Valid).
+// within the Namer's MaxLength and Charset.
 func (n *Namer) NameFor(cluster, namespace, name string, uid types.UID) string {
 	h := sha256.New()
 	h.Write([]byte(cluster))

@@ -17,7 +17,7 @@ import (
 
 const upperLowerDigits = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-"
 
-func mustNamer(t testing.TB, cfg loadbalancer.NamingConfig) *loadbalancer.Namer {
+func mustNamer(t testing.TB, cfg loadbalancer.NamerOptions) *loadbalancer.Namer {
 	t.Helper()
 	n, err := loadbalancer.NewNamer(cfg)
 	if err != nil {
@@ -29,14 +29,15 @@ func mustNamer(t testing.TB, cfg loadbalancer.NamingConfig) *loadbalancer.Namer 
 func TestNewNamerErrors(t *testing.T) {
 	cases := []struct {
 		name, reason string
-		cfg          loadbalancer.NamingConfig
+		cfg          loadbalancer.NamerOptions
 		wantSubstr   string
 	}{
-		{"too short", "no room for prefix, separator and hash", loadbalancer.NamingConfig{MaxLength: 16}, "NamingConfig.MaxLength 16"},
-		{"no separator", "'-' joins the parts", loadbalancer.NamingConfig{Charset: "abcdefghijklmnopqrstuvwxyz0123456789"}, "separator"},
-		{"no hash alphabet", "the hash needs digits and a-v", loadbalancer.NamingConfig{Charset: "abc-"}, "hash alphabet"},
-		{"prefix outside charset", "the prefix is written as is", loadbalancer.NamingConfig{Prefix: "K8S"}, `NamingConfig.Prefix "K8S"`},
-		{"non-ASCII charset", "the charset is a byte table", loadbalancer.NamingConfig{Charset: "abcdefghijklmnopqrstuvwxyz0123456789-é"}, "printable ASCII"},
+		{"too short", "no room for prefix, separator and hash", loadbalancer.NamerOptions{MaxLength: 16}, "loadbalancer.NewNamer: NamerOptions.MaxLength 16: expected 0 (the default, 63) or at least 17"},
+		{"negative length", "negative is an error (A4), never the default", loadbalancer.NamerOptions{MaxLength: -3}, "loadbalancer.NewNamer: NamerOptions.MaxLength -3: expected 0 (the default, 63) or at least 17"},
+		{"no separator", "'-' joins the parts", loadbalancer.NamerOptions{Charset: "abcdefghijklmnopqrstuvwxyz0123456789"}, "separator"},
+		{"no hash alphabet", "the hash needs digits and a-v", loadbalancer.NamerOptions{Charset: "abc-"}, "hash alphabet"},
+		{"prefix outside charset", "the prefix is written as is", loadbalancer.NamerOptions{Prefix: "K8S"}, `loadbalancer.NewNamer: NamerOptions.Prefix "K8S"`},
+		{"non-ASCII charset", "the charset is a byte table", loadbalancer.NamerOptions{Charset: "abcdefghijklmnopqrstuvwxyz0123456789-é"}, "printable ASCII"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -49,8 +50,8 @@ func TestNewNamerErrors(t *testing.T) {
 }
 
 func TestNameFor(t *testing.T) {
-	def := mustNamer(t, loadbalancer.NamingConfig{})
-	upper := mustNamer(t, loadbalancer.NamingConfig{Prefix: "LB", MaxLength: 32, Charset: "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-"})
+	def := mustNamer(t, loadbalancer.NamerOptions{})
+	upper := mustNamer(t, loadbalancer.NamerOptions{Prefix: "LB", MaxLength: 32, Charset: "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-"})
 	cases := []struct {
 		name, reason     string
 		namer            *loadbalancer.Namer
@@ -73,7 +74,7 @@ func TestNameFor(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			got := tc.namer.NameFor("c1", tc.ns, tc.svc, "uid-1")
-			if len(got) > tc.wantMaxLen || !tc.namer.Valid(got) {
+			if len(got) > tc.wantMaxLen || !loadbalancer.NameFits(tc.namer, got) {
 				t.Errorf("%s: %q is longer than %d or invalid", tc.reason, got, tc.wantMaxLen)
 			}
 			if diff := cmp.Diff(tc.wantReadable, got[:len(got)-13]); diff != "" {
@@ -92,7 +93,7 @@ func TestNameFor(t *testing.T) {
 }
 
 func TestNameIdentity(t *testing.T) {
-	n := mustNamer(t, loadbalancer.NamingConfig{})
+	n := mustNamer(t, loadbalancer.NamerOptions{})
 	svc := &v1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "web", UID: "u1"}}
 	base := n.Name("c1", svc)
 	if got := n.NameFor("c1", "ns", "web", "u1"); got != base {
@@ -111,7 +112,7 @@ func TestNameIdentity(t *testing.T) {
 // and that distinct Services never share a name.
 func TestNamerProperty(t *testing.T) {
 	const n = 100_000
-	configs := []loadbalancer.NamingConfig{
+	configs := []loadbalancer.NamerOptions{
 		{},
 		{Prefix: "K", MaxLength: 20, Charset: upperLowerDigits},
 	}
@@ -142,8 +143,8 @@ func TestNamerProperty(t *testing.T) {
 		owner := make(map[string]int, n)
 		for i, in := range inputs {
 			name := namer.NameFor(in.cluster, in.ns, in.name, types.UID(in.uid))
-			if !namer.Valid(name) {
-				t.Fatalf("config %+v: input %+v: %q is longer than %d or outside the charset", cfg, in, name, namer.MaxLength())
+			if !loadbalancer.NameFits(namer, name) {
+				t.Fatalf("config %+v: input %+v: %q is longer than %d or outside the charset", cfg, in, name, loadbalancer.NamerMaxLength(namer))
 			}
 			if j, dup := owner[name]; dup && (inputs[j].uid != in.uid || inputs[j].cluster != in.cluster) {
 				t.Fatalf("config %+v: %q is the name of both %+v and %+v", cfg, name, inputs[j], in)

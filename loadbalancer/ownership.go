@@ -35,15 +35,16 @@ func OwnerOf(cluster string, svc *v1.Service) Owner {
 	return Owner{Cluster: cluster, UID: svc.UID, Namespace: svc.Namespace, Name: svc.Name}
 }
 
-// NamespacedName returns "namespace/name".
-func (o Owner) NamespacedName() string { return o.Namespace + "/" + o.Name }
+// namespacedName returns "namespace/name".
+func (o Owner) namespacedName() string { return o.Namespace + "/" + o.Name }
 
-// Tags returns the ownership tags of o (a new map).
-func (o Owner) Tags() map[string]string {
+// tags returns the ownership tags of o (a new map): those of a desired
+// model (see LoadBalancer.Tags).
+func (o Owner) tags() map[string]string {
 	return map[string]string{
 		TagCluster:    o.Cluster,
 		TagServiceUID: string(o.UID),
-		TagService:    o.NamespacedName(),
+		TagService:    o.namespacedName(),
 	}
 }
 
@@ -74,10 +75,4 @@ func OwnerFromTags(tags map[string]string) (Owner, bool) {
 		o.Namespace, o.Name = ns, name
 	}
 	return o, true
-}
-
-// IsOwnedByCluster reports whether tags mark a load balancer as belonging
-// to cluster (any Service). Useful for a provider's garbage collection.
-func IsOwnedByCluster(tags map[string]string, cluster string) bool {
-	return cluster != "" && tags[TagCluster] == cluster
 }

@@ -10,7 +10,7 @@ import (
 
 func TestOwnership(t *testing.T) {
 	o := loadbalancer.OwnerOf("c1", lbService())
-	tags := o.Tags()
+	tags := loadbalancer.OwnerTags(o)
 	if diff := cmp.Diff(ownerTags, tags); diff != "" {
 		t.Errorf("Tags (-want +got):\n%s", diff)
 	}
@@ -42,9 +42,6 @@ func TestOwnership(t *testing.T) {
 	}
 	if _, ok := loadbalancer.OwnerFromTags(map[string]string{"team": "x"}); ok {
 		t.Errorf("OwnerFromTags(untagged) reported an owner")
-	}
-	if !loadbalancer.IsOwnedByCluster(tags, "c1") || loadbalancer.IsOwnedByCluster(tags, "c2") || loadbalancer.IsOwnedByCluster(map[string]string{}, "") {
-		t.Errorf("IsOwnedByCluster is wrong")
 	}
 	if diff := cmp.Diff(map[string]string{loadbalancer.TagCluster: "c1", loadbalancer.TagServiceUID: "uid-web"}, o.Selector()); diff != "" {
 		t.Errorf("Selector (-want +got):\n%s", diff)

@@ -9,6 +9,8 @@ import (
 	"strings"
 
 	v1 "k8s.io/api/core/v1"
+
+	"github.com/ccmkit/ccmkit/internal/cidr"
 )
 
 // Plan returns the actions that bring actual to desired, in a fixed order:
@@ -46,21 +48,21 @@ import (
 // removed, and a backend the Service keeps is never removed.
 //
 // desired and actual are only read; they need not be in canonical order
-// (see Spec.Canonical). Plan returns an error when desired is nil, has no
+// (see Spec). Plan returns an error when desired is nil, has no
 // ownership tags or an unknown BackendKey, and an *OwnershipError (errors.Is ErrNotOwned) when
 // actual carries ownership tags of another cluster or Service; an actual
 // without ccmkit tags is adopted (ActionUpdateTags).
 func Plan(desired, actual *LoadBalancer) ([]Action, error) {
 	if desired == nil {
-		return nil, errors.New("loadbalancer.Plan: desired is nil")
+		return nil, errors.New("loadbalancer.Plan: desired is nil: expected the load balancer Desired built")
 	}
 	owner, ok := OwnerFromTags(desired.Tags)
 	if !ok || owner.Cluster == "" || owner.UID == "" {
-		return nil, fmt.Errorf("loadbalancer.Plan: desired %q has tags %v; expected the ownership tags %s and %s", desired.Name, desired.Tags, TagCluster, TagServiceUID)
+		return nil, fmt.Errorf("loadbalancer.Plan: desired %q has tags %v: expected the ownership tags %s and %s", desired.Name, desired.Tags, TagCluster, TagServiceUID)
 	}
 	if actual == nil {
 		return []Action{{Kind: ActionCreate, Create: desired.Clone(),
-			Reason: fmt.Sprintf("no load balancer exists for service %s", owner.NamespacedName())}}, nil
+			Reason: fmt.Sprintf("no load balancer exists for service %s", owner.namespacedName())}}, nil
 	}
 	if got, tagged := OwnerFromTags(actual.Tags); tagged && !owner.Owns(actual.Tags) {
 		return nil, &OwnershipError{ID: actual.ID, Name: actual.Name, Want: owner, Got: got, How: "plan"}
@@ -105,7 +107,7 @@ func Plan(desired, actual *LoadBalancer) ([]Action, error) {
 	}
 	if !slices.Equal(d.SourceRanges, a.SourceRanges) {
 		p.add(Action{Kind: ActionUpdateSourceRanges, SourceRanges: slices.Clone(d.SourceRanges)},
-			"source ranges are [%s]; want [%s]", formatCIDRList(a.SourceRanges), formatCIDRList(d.SourceRanges))
+			"source ranges are [%s]; want [%s]", cidr.Join(a.SourceRanges), cidr.Join(d.SourceRanges))
 	}
 	if d.SessionAffinity != a.SessionAffinity {
 		sa := d.SessionAffinity
@@ -137,16 +139,16 @@ func canonicalView(s *Spec, key BackendKey) *Spec {
 		isStrictlySorted(s.RequestedIPs, compareAddr) &&
 		slices.IsSortedFunc(s.Listeners, compareListener) &&
 		slices.IsSortedFunc(s.Backends, key.compareFunc()) &&
-		isStrictlySorted(s.SourceRanges, comparePrefix)
+		isStrictlySorted(s.SourceRanges, cidr.Compare)
 	for _, r := range s.SourceRanges {
 		sorted = sorted && r == r.Masked()
 	}
 	if sorted {
 		return s
 	}
-	c := s.Clone()
+	c := s.clone()
 	c.BackendKey = key
-	c.Canonical()
+	c.canonicalize()
 	return &c
 }
 
@@ -159,142 +161,160 @@ func isStrictlySorted[T any](s []T, cmp func(a, b T) int) bool {
 	return true
 }
 
-// listenerRun is the listeners an actual load balancer lists under one
-// key, in the order reported: a Driver may report several.
-type listenerRun []Listener
-
-// listed returns ", listed n times" for a key listed more than once.
-func (r listenerRun) listed() string {
-	if len(r) < 2 {
-		return ""
-	}
-	return fmt.Sprintf(", listed %d times", len(r))
-}
-
-func (p *planner) listeners(want, have []Listener) {
-	var removed []listenerRun
-	var added []Listener
-	type update struct {
-		old listenerRun
-		new Listener
-	}
-	var updates []update
-	// A Driver may report several listeners with one key; they follow
-	// each other (have is sorted by key, stably). RemoveListener and
-	// UpdateListener act on every listener of a key (see Apply), so one
-	// action per key converges, and a key the Service keeps is only ever
-	// replaced by its wanted listener, never removed.
-	i := 0
-	for j := 0; j < len(have); {
-		key := have[j].ListenerKey
+// runs splits s, sorted so that equal elements follow each other, into
+// runs of elements that same says are equal, in order. Each run is a
+// subslice of s with its capacity cut to its length. A Driver may report
+// several listeners with one key, or one backend twice: Plan matches each
+// run as one.
+func runs[T any](s []T, same func(a, b T) bool) [][]T {
+	out := make([][]T, 0, len(s))
+	for j := 0; j < len(s); {
 		k := j + 1
-		for k < len(have) && have[k].ListenerKey == key {
+		for k < len(s) && same(s[j], s[k]) {
 			k++
 		}
-		run := listenerRun(have[j:k:k])
+		out = append(out, s[j:k:k])
 		j = k
-		for i < len(want) && want[i].ListenerKey.Compare(key) < 0 {
-			added = append(added, want[i])
+	}
+	return out
+}
+
+// listed returns ", listed n times" for a key listed more than once.
+func listed(run []Listener) string {
+	if len(run) < 2 {
+		return ""
+	}
+	return fmt.Sprintf(", listed %d times", len(run))
+}
+
+func sameListenerKey(a, b Listener) bool { return a.ListenerKey == b.ListenerKey }
+
+// listenerUpdate replaces every listener of one key (old) by new.
+type listenerUpdate struct {
+	old []Listener // every listener of the key, as reported
+	new Listener
+}
+
+// listenerDiff is what the listener actions do: remove runs of listeners
+// (one key each), update runs, add listeners.
+type listenerDiff struct {
+	removed [][]Listener
+	updates []listenerUpdate
+	added   []Listener
+}
+
+// diffListeners matches want and have (both sorted by key) by key.
+//
+// A Driver may report several listeners with one key; they follow each
+// other (have is sorted by key, stably). RemoveListener and UpdateListener
+// act on every listener of a key (see Apply), so one action per key
+// converges, and a key the Service keeps is only ever replaced by its
+// wanted listener, never removed.
+func diffListeners(want, have []Listener) listenerDiff {
+	var d listenerDiff
+	i := 0
+	for _, run := range runs(have, sameListenerKey) {
+		key := run[0].ListenerKey
+		for i < len(want) && want[i].ListenerKey.compare(key) < 0 {
+			d.added = append(d.added, want[i])
 			i++
 		}
 		if i == len(want) || want[i].ListenerKey != key {
-			removed = append(removed, run)
+			d.removed = append(d.removed, run)
 			continue
 		}
 		w := want[i]
 		i++
-		for _, h := range run {
-			if h != w {
-				updates = append(updates, update{run, w})
-				break
-			}
+		if slices.ContainsFunc(run, func(h Listener) bool { return h != w }) {
+			d.updates = append(d.updates, listenerUpdate{run, w})
 		}
 	}
-	added = append(added, want[i:]...)
-	// Pair removed and added listeners of the same family and protocol:
-	// first those keeping their node port, then any.
+	d.added = append(d.added, want[i:]...)
+	return d
+}
+
+// pairPortChanges turns a removed and an added listener of the same family
+// and protocol into one update (a changed Service port is one write):
+// first those keeping their node port, then any. Updates end sorted by
+// their new key.
+func (d *listenerDiff) pairPortChanges() {
 	for _, sameNodePort := range []bool{true, false} {
-		for ri := 0; ri < len(removed); ri++ {
-			r := removed[ri][0]
-			ai := slices.IndexFunc(added, func(a Listener) bool {
+		for ri := 0; ri < len(d.removed); ri++ {
+			r := d.removed[ri][0]
+			ai := slices.IndexFunc(d.added, func(a Listener) bool {
 				return a.Family == r.Family && a.Protocol == r.Protocol && (!sameNodePort || a.NodePort == r.NodePort)
 			})
 			if ai < 0 {
 				continue
 			}
-			updates = append(updates, update{removed[ri], added[ai]})
-			removed = slices.Delete(removed, ri, ri+1)
-			added = slices.Delete(added, ai, ai+1)
+			d.updates = append(d.updates, listenerUpdate{d.removed[ri], d.added[ai]})
+			d.removed = slices.Delete(d.removed, ri, ri+1)
+			d.added = slices.Delete(d.added, ai, ai+1)
 			ri--
 		}
 	}
-	slices.SortFunc(updates, func(a, b update) int { return a.new.ListenerKey.Compare(b.new.ListenerKey) })
-	for _, r := range removed {
+	slices.SortFunc(d.updates, func(a, b listenerUpdate) int { return a.new.ListenerKey.compare(b.new.ListenerKey) })
+}
+
+// listeners plans the listener actions: removals, updates, additions.
+func (p *planner) listeners(want, have []Listener) {
+	d := diffListeners(want, have)
+	d.pairPortChanges()
+	for _, r := range d.removed {
 		l := r[0]
 		if len(r) > 1 {
-			p.add(Action{Kind: ActionRemoveListener, Listener: &l}, "listener %s (listed %d times) is not a port of the service", l.ListenerKey, len(r))
+			p.add(Action{Kind: ActionRemoveListener, Listener: &l}, "listener %s (listed %d times) is not a port of the service", l.ListenerKey.text(), len(r))
 		} else {
-			p.add(Action{Kind: ActionRemoveListener, Listener: &l}, "listener %s is not a port of the service", l.ListenerKey)
+			p.add(Action{Kind: ActionRemoveListener, Listener: &l}, "listener %s is not a port of the service", l.ListenerKey.text())
 		}
 	}
-	for _, u := range updates {
-		o, n := u.old[0], u.new
-		switch {
-		case o.ListenerKey != n.ListenerKey:
-			p.add(Action{Kind: ActionUpdateListener, OldListener: &o, Listener: &n}, "service port changed: listener %s (node port %d%s) becomes %s (node port %d)", o.ListenerKey, o.NodePort, u.old.listed(), n.ListenerKey, n.NodePort)
-		case len(u.old) > 1:
-			ports := make([]string, len(u.old))
-			for i, l := range u.old {
-				ports[i] = fmt.Sprint(l.NodePort)
-			}
-			p.add(Action{Kind: ActionUpdateListener, OldListener: &o, Listener: &n}, "listener %s is listed %d times (node ports %s); want one, with node port %d", n.ListenerKey, len(u.old), strings.Join(ports, ", "), n.NodePort)
-		default:
-			p.add(Action{Kind: ActionUpdateListener, OldListener: &o, Listener: &n}, "listener %s node port is %d; want %d", n.ListenerKey, o.NodePort, n.NodePort)
-		}
+	for _, u := range d.updates {
+		p.updateListener(u)
 	}
-	for _, a := range added {
+	for _, a := range d.added {
 		l := a
-		p.add(Action{Kind: ActionAddListener, Listener: &l}, "service port %s (node port %d) has no listener", a.ListenerKey, a.NodePort)
+		p.add(Action{Kind: ActionAddListener, Listener: &l}, "service port %s (node port %d) has no listener", a.ListenerKey.text(), a.NodePort)
 	}
 }
 
-// backends plans the backend actions: want and have are sorted by key,
+// updateListener plans u, with the reason: a changed port, several
+// listeners of one key, or a changed node port.
+func (p *planner) updateListener(u listenerUpdate) {
+	o, n := u.old[0], u.new
+	switch {
+	case o.ListenerKey != n.ListenerKey:
+		p.add(Action{Kind: ActionUpdateListener, OldListener: &o, Listener: &n}, "service port changed: listener %s (node port %d%s) becomes %s (node port %d)", o.ListenerKey.text(), o.NodePort, listed(u.old), n.ListenerKey.text(), n.NodePort)
+	case len(u.old) > 1:
+		ports := make([]string, len(u.old))
+		for i, l := range u.old {
+			ports[i] = fmt.Sprint(l.NodePort)
+		}
+		p.add(Action{Kind: ActionUpdateListener, OldListener: &o, Listener: &n}, "listener %s is listed %d times (node ports %s); want one, with node port %d", n.ListenerKey.text(), len(u.old), strings.Join(ports, ", "), n.NodePort)
+	default:
+		p.add(Action{Kind: ActionUpdateListener, OldListener: &o, Listener: &n}, "listener %s node port is %d; want %d", n.ListenerKey.text(), o.NodePort, n.NodePort)
+	}
+}
+
+// backends plans the backend actions: want and have are sorted by key and
 // matched by it, and a matched pair is sent again only when key says the
 // cloud sees the difference (BackendKey.changed). So no backend is ever both
 // added and removed in one plan.
+//
+// A Driver may report one backend twice: the copies form one run of have,
+// matched as one. A run without a wanted backend is removed once
+// (RemoveBackends removes every entry of the key); a wanted backend that
+// differs from any copy is added once (AddBackends replaces every entry of
+// the key); a wanted backend is never removed.
 func (p *planner) backends(want, have []Backend, key BackendKey) {
 	var add, remove []Backend
 	compare := key.compareFunc()
-	// A Driver may report one backend twice. The copies follow each other
-	// (have is sorted); the first is matched or removed, the others must
-	// never cause a removal of a wanted backend (RemoveBackends goes by
-	// key): a copy that differs from the wanted backend re-adds it, which
-	// replaces every entry with that key.
-	var (
-		last      Backend // the wanted backend matched with the previous have entry
-		lastWant  bool    // whether last is set
-		prev      Backend // the previous have entry
-		havePrev  bool    // whether there was a previous have entry
-		lastAdded bool    // whether last is already in add
-	)
-	mergeSorted(want, have, compare,
+	same := func(a, b Backend) bool { return compare(a, b) == 0 }
+	mergeSorted(want, runs(have, same), func(w Backend, run []Backend) int { return compare(w, run[0]) },
 		func(w Backend) { add = append(add, w) },
-		func(h Backend) {
-			if havePrev && compare(h, prev) == 0 { // a copy
-				if lastWant && !lastAdded && key.changed(last, h) {
-					add = append(add, last)
-					lastAdded = true
-				}
-				return
-			}
-			lastWant, prev, havePrev, lastAdded = false, h, true, false
-			remove = append(remove, h)
-		},
-		func(w, h Backend) {
-			changed := key.changed(w, h)
-			last, lastWant, prev, havePrev, lastAdded = w, true, h, true, changed
-			if changed {
-				add = append(add, w) // AddBackends replaces by key
+		func(run []Backend) { remove = append(remove, run[0]) },
+		func(w Backend, run []Backend) {
+			if slices.ContainsFunc(run, func(h Backend) bool { return key.changed(w, h) }) {
+				add = append(add, w)
 			}
 		})
 	if len(add) > 0 {
@@ -307,7 +327,7 @@ func (p *planner) backends(want, have []Backend, key BackendKey) {
 
 // mergeSorted walks two slices sorted by cmp in one pass, calling onlyWant,
 // onlyHave or both for each element or matching pair.
-func mergeSorted[T any](want, have []T, cmp func(a, b T) int, onlyWant, onlyHave func(T), both func(w, h T)) {
+func mergeSorted[W, H any](want []W, have []H, cmp func(w W, h H) int, onlyWant func(W), onlyHave func(H), both func(w W, h H)) {
 	i, j := 0, 0
 	for i < len(want) && j < len(have) {
 		switch c := cmp(want[i], have[j]); {
@@ -378,22 +398,22 @@ func formatSA(s SessionAffinity) string {
 func Apply(lb *LoadBalancer, a Action) (*LoadBalancer, error) {
 	if a.Kind == ActionCreate {
 		if a.Create == nil {
-			return nil, errors.New("the action's Create is nil; expected the load balancer to create")
+			return nil, errors.New("the action's Create is nil: expected the load balancer to create")
 		}
 		out := a.Create.Clone()
-		out.Spec.Canonical()
+		out.Spec.canonicalize()
 		return out, nil
 	}
 	if lb == nil {
 		return nil, errors.New("the load balancer does not exist")
 	}
 	if a.LoadBalancerID != lb.ID {
-		return nil, fmt.Errorf("the action targets load balancer %q; expected %q, the one given", a.LoadBalancerID, lb.ID)
+		return nil, fmt.Errorf("the action targets load balancer %q: expected %q, the one given", a.LoadBalancerID, lb.ID)
 	}
 	out := lb.Clone()
 	s := &out.Spec
 	missing := func(field string) error {
-		return fmt.Errorf("the action's %s is nil; expected the payload of %s", field, a.Kind)
+		return fmt.Errorf("the action's %s is nil: expected the payload of %s", field, a.Kind)
 	}
 	switch a.Kind {
 	case ActionUpdateTags:
@@ -438,12 +458,12 @@ func Apply(lb *LoadBalancer, a Action) (*LoadBalancer, error) {
 			n := len(s.Listeners)
 			s.Listeners = slices.DeleteFunc(s.Listeners, func(l Listener) bool { return l.ListenerKey == key })
 			if len(s.Listeners) == n {
-				return nil, fmt.Errorf("listener %s does not exist", key)
+				return nil, fmt.Errorf("listener %s does not exist", key.text())
 			}
 		}
 		if a.Kind != ActionRemoveListener {
 			if slices.ContainsFunc(s.Listeners, func(l Listener) bool { return l.ListenerKey == a.Listener.ListenerKey }) {
-				return nil, fmt.Errorf("listener %s already exists", a.Listener.ListenerKey)
+				return nil, fmt.Errorf("listener %s already exists", a.Listener.ListenerKey.text())
 			}
 			s.Listeners = append(s.Listeners, *a.Listener)
 		}
@@ -463,6 +483,6 @@ func Apply(lb *LoadBalancer, a Action) (*LoadBalancer, error) {
 	default:
 		return nil, fmt.Errorf("unknown action kind %q", a.Kind)
 	}
-	s.Canonical() // masks, sorts and de-duplicates what the action set
+	s.canonicalize() // masks, sorts and de-duplicates what the action set
 	return out, nil
 }

@@ -274,7 +274,7 @@ func FuzzPlan(f *testing.F) {
 	f.Fuzz(func(t *testing.T, s1, s2 uint64, noActual bool) {
 		desired := randomLB(rand.New(rand.NewPCG(s1, 1)), "")
 		desired.Tags = copyMap(ownerTags)
-		desired.Spec.Canonical()
+		loadbalancer.Canonicalize(&desired.Spec)
 		var actual *loadbalancer.LoadBalancer
 		if !noActual {
 			rng := rand.New(rand.NewPCG(s2, 2))
@@ -423,12 +423,12 @@ func checkListenerActions(t *testing.T, desired, actual *loadbalancer.LoadBalanc
 		case loadbalancer.ActionRemoveListener:
 			touched[a.Listener.ListenerKey]++
 			if _, ok := wanted[a.Listener.ListenerKey]; ok {
-				t.Errorf("%v removes listener %s, which the service keeps\nactual: %v\nplan: %v", a, a.Listener.ListenerKey, actual.Spec.Listeners, actions)
+				t.Errorf("%v removes listener %v, which the service keeps\nactual: %v\nplan: %v", a, a.Listener.ListenerKey, actual.Spec.Listeners, actions)
 			}
 		case loadbalancer.ActionUpdateListener:
 			touched[a.OldListener.ListenerKey]++
 			if w, ok := wanted[a.OldListener.ListenerKey]; ok && *a.Listener != w {
-				t.Errorf("%v replaces listener %s, which the service keeps, by %v; want %v\nactual: %v\nplan: %v", a, a.OldListener.ListenerKey, *a.Listener, w, actual.Spec.Listeners, actions)
+				t.Errorf("%v replaces listener %v, which the service keeps, by %v; want %v\nactual: %v\nplan: %v", a, a.OldListener.ListenerKey, *a.Listener, w, actual.Spec.Listeners, actions)
 			}
 		case loadbalancer.ActionAddListener:
 			touched[a.Listener.ListenerKey]++
@@ -436,7 +436,7 @@ func checkListenerActions(t *testing.T, desired, actual *loadbalancer.LoadBalanc
 	}
 	for k, n := range touched {
 		if n > 1 {
-			t.Errorf("%d listener actions for key %s; want at most one\nactual: %v\nplan: %v", n, k, actual.Spec.Listeners, actions)
+			t.Errorf("%d listener actions for key %v; want at most one\nactual: %v\nplan: %v", n, k, actual.Spec.Listeners, actions)
 		}
 	}
 }

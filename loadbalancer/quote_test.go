@@ -88,7 +88,7 @@ func TestErrorsQuoteValuesCut(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := loadbalancer.Desired(lbService(tc.mod), nil, loadbalancer.Options{Cluster: "c1"})
+			_, err := loadbalancer.Desired(lbService(tc.mod), nil, loadbalancer.DesiredInput{Cluster: "c1"})
 			if !errors.Is(err, loadbalancer.ErrInvalidService) {
 				t.Fatalf("%s: Desired: %v; want an error wrapping ErrInvalidService", tc.reason, err)
 			}
@@ -123,18 +123,18 @@ func TestSourceRangesOwnError(t *testing.T) {
 			func(s *v1.Service) {
 				s.Spec.LoadBalancerSourceRanges = []string{"10.0.0.0/8", " 10.1.0.0/16 ", "everyone"}
 			},
-			`invalid service: service shop/web: spec.loadBalancerSourceRanges[2] "everyone" is not a CIDR; expected a list of CIDRs such as 10.0.0.0/24 and 192.168.2.0/24`},
+			`invalid service: service shop/web: spec.loadBalancerSourceRanges[2] "everyone" is not a CIDR: expected a list of CIDRs such as 10.0.0.0/24 and 192.168.2.0/24`},
 		{"annotation", "the annotation is named and quoted with the bad entry",
 			func(s *v1.Service) {
 				s.Annotations = map[string]string{v1.AnnotationLoadBalancerSourceRangesKey: " everyone,10.0.0.0/8 "}
 			},
-			`invalid service: service shop/web: annotation "service.beta.kubernetes.io/load-balancer-source-ranges" "everyone,10.0.0.0/8": entry 0 "everyone" is not a CIDR; expected a comma-separated list of CIDRs such as 10.0.0.0/24,192.168.2.0/24`},
+			`invalid service: service shop/web: annotation "service.beta.kubernetes.io/load-balancer-source-ranges" "everyone,10.0.0.0/8": entry 0 "everyone" is not a CIDR: expected a comma-separated list of CIDRs such as 10.0.0.0/24,192.168.2.0/24`},
 		{"spec first", "with both set the spec is parsed, as upstream does, and the annotation is not looked at",
 			func(s *v1.Service) {
 				s.Spec.LoadBalancerSourceRanges = []string{"10.0.0.0/33"}
 				s.Annotations = map[string]string{v1.AnnotationLoadBalancerSourceRangesKey: "everyone"}
 			},
-			`invalid service: service shop/web: spec.loadBalancerSourceRanges[0] "10.0.0.0/33" is not a CIDR; expected a list of CIDRs such as 10.0.0.0/24 and 192.168.2.0/24`},
+			`invalid service: service shop/web: spec.loadBalancerSourceRanges[0] "10.0.0.0/33" is not a CIDR: expected a list of CIDRs such as 10.0.0.0/24 and 192.168.2.0/24`},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -153,13 +153,13 @@ func TestSourceRangesOwnError(t *testing.T) {
 // returns an error wrapping ErrInvalidService that says what was expected,
 // rather than a panic or a bare "is nil".
 func TestNilService(t *testing.T) {
-	r, d := newReconciler(t, loadbalancer.Config{})
+	r, d := newReconciler(t, loadbalancer.Options{})
 	cases := []struct {
 		name, reason string
 		call         func() error
 	}{
 		{"Desired", "the pure builder", func() error {
-			_, err := loadbalancer.Desired(nil, nil, loadbalancer.Options{Cluster: "c1"})
+			_, err := loadbalancer.Desired(nil, nil, loadbalancer.DesiredInput{Cluster: "c1"})
 			return err
 		}},
 		{"SourceRanges", "a public helper of Desired", func() error { _, err := loadbalancer.SourceRanges(nil); return err }},
@@ -175,7 +175,7 @@ func TestNilService(t *testing.T) {
 		}},
 		{"EnsureLoadBalancerDeleted", "the Reconciler's owner check", func() error { return r.EnsureLoadBalancerDeleted(t.Context(), "c1", nil) }},
 	}
-	const want = "invalid service: service is nil; expected a Service of type LoadBalancer"
+	const want = "invalid service: service is nil: expected a Service of type LoadBalancer"
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			err := tc.call()
@@ -189,9 +189,9 @@ func TestNilService(t *testing.T) {
 	}
 }
 
-// TestStatusBuilderQuotesValuesCut gives Build huge values a Driver might
+// TestStatusQuotesValuesCut gives the status builder huge values a Driver might
 // report: the error names the field and quotes the value cut.
-func TestStatusBuilderQuotesValuesCut(t *testing.T) {
+func TestStatusQuotesValuesCut(t *testing.T) {
 	big := strings.Repeat("1", huge)
 	cases := []struct {
 		name, reason string
@@ -207,10 +207,9 @@ func TestStatusBuilderQuotesValuesCut(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			var b loadbalancer.StatusBuilder
-			_, err := b.Add(tc.in).Build()
+			_, err := loadbalancer.BuildStatus([]loadbalancer.Ingress{tc.in})
 			if err == nil {
-				t.Fatalf("%s: Build accepted it", tc.reason)
+				t.Fatalf("%s: the status accepted it", tc.reason)
 			}
 			msg := err.Error()
 			if want := "ingress[0]: " + tc.field + " " + quotedStart(tc.value); !strings.Contains(msg, want) {

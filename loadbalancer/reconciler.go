@@ -17,42 +17,46 @@ import (
 	"k8s.io/cloud-provider/api"
 	"k8s.io/klog/v2"
 
+	"github.com/ccmkit/ccmkit/annotation"
+	"github.com/ccmkit/ccmkit/internal/check"
 	"github.com/ccmkit/ccmkit/internal/throttle"
 	"github.com/ccmkit/ccmkit/provider"
 )
 
-// DefaultRetryAfter is Config.RetryAfter's default.
-const DefaultRetryAfter = 10 * time.Second
+// The defaults of Options (CONTRIBUTING.md A5: stated in the field docs,
+// not exported).
+const (
+	defaultRetryAfter      = 10 * time.Second
+	defaultMaxThrottleWait = time.Minute
+)
 
-// DefaultMaxThrottleWait is Config.MaxThrottleWait's default.
-const DefaultMaxThrottleWait = time.Minute
-
-// Config configures a Reconciler. Only Driver is required; every other zero
-// value is a documented default.
-type Config struct {
-	// Driver talks to the cloud (required).
-	Driver Driver
+// Options configures a Reconciler. Every field is optional: the zero value
+// of each is a documented default.
+type Options struct {
 	// ClusterID, if set, is the cluster identity used for ownership and
 	// naming instead of the clusterName argument of each call (the CCM's
 	// --cluster-name). See the package doc.
 	ClusterID string
-	// Naming configures load-balancer names (zero: NamingConfig defaults).
-	Naming NamingConfig
-	// Capabilities are what the provider's load balancers support (zero:
-	// single-stack TCP only, see Capabilities).
+	// Naming configures load-balancer names. The zero value is the
+	// default: see NamerOptions.
+	Naming NamerOptions
+	// Capabilities are what the provider's load balancers support. The
+	// zero value is single-stack TCP only, see Capabilities.
 	Capabilities Capabilities
-	// Annotations are the provider's declared annotations (nil: none).
-	Annotations *AnnotationSet
-	// RequestedIPAnnotation, if set, is a declared KindIP annotation
-	// requesting an address (see Options.RequestedIPAnnotation).
-	RequestedIPAnnotation *Annotation
-	// IDAnnotation, if set, is a declared KindString annotation holding a
-	// stored cloud load-balancer ID: the first step of the lookup order and
-	// the way to adopt an existing load balancer (see the package doc).
-	IDAnnotation *Annotation
+	// Annotations are the provider's declared annotations. nil means none.
+	Annotations *annotation.Set
+	// RequestedIPAnnotation, if set, is a declared annotation.KindIP
+	// annotation requesting an address (see
+	// DesiredInput.RequestedIPAnnotation). It must come from Annotations.
+	RequestedIPAnnotation *annotation.Annotation
+	// IDAnnotation, if set, is a declared annotation.KindString annotation
+	// holding a stored cloud load-balancer ID: the first step of the
+	// lookup order and the way to adopt an existing load balancer (see the
+	// package doc). It must come from Annotations.
+	IDAnnotation *annotation.Annotation
 	// RetryAfter is how long the service controller waits before calling
 	// EnsureLoadBalancer again when the load balancer has no address yet
-	// (an api.RetryError); 0 means DefaultRetryAfter.
+	// (an api.RetryError). 0 means 10s; negative is an error.
 	RetryAfter time.Duration
 	// MaxThrottleWait bounds how long GetLoadBalancer, UpdateLoadBalancer
 	// and EnsureLoadBalancerDeleted wait, in all, for the delays of
@@ -62,8 +66,7 @@ type Config struct {
 	// own, the same for every Service (controllers/service/controller.go:
 	// processServiceDeletion, nodeSyncService), so failing fast would bring
 	// every throttled Service back at once. EnsureLoadBalancer never waits:
-	// it returns its RetryError. 0 means DefaultMaxThrottleWait; negative
-	// means never wait.
+	// it returns its RetryError. 0 means 1m; negative means never wait.
 	MaxThrottleWait time.Duration
 	// Hooks are optional callbacks for events and logs.
 	Hooks Hooks
@@ -76,7 +79,7 @@ type Config struct {
 	// Instances such a node is left out of the load balancer until some
 	// other node changes. Pass the provider's InstancesV2 (the instances
 	// package's Adapter, ideally over its Cache: one List serves every
-	// node). Nil: such nodes are left out (see Backends).
+	// node). nil means such nodes are left out (see BackendKey).
 	Instances cloudprovider.InstancesV2
 	// Codec, when its Scheme is set, checks every Node's spec.providerID:
 	// a Node whose provider ID it rejects (another provider's scheme, or
@@ -84,8 +87,16 @@ type Config struct {
 	// backends, reported once through Hooks.NodeSkipped; the other Nodes
 	// are served. Set it to the Codec the provider's instances use; with
 	// Capabilities.BackendKey = BackendKeyProviderID it is what keeps a
-	// foreign Node from failing every Driver.Apply. Zero: not checked.
+	// foreign Node from failing every Driver.Apply. The zero value checks
+	// nothing.
 	Codec provider.Codec
+}
+
+// withDefaults fills in the zero fields of o (CONTRIBUTING.md A3).
+func (o Options) withDefaults() Options {
+	o.RetryAfter = cmp.Or(o.RetryAfter, defaultRetryAfter)
+	o.MaxThrottleWait = cmp.Or(o.MaxThrottleWait, defaultMaxThrottleWait)
+	return o
 }
 
 // Hooks are optional callbacks. They are called synchronously on the
@@ -95,7 +106,7 @@ type Config struct {
 type Hooks struct {
 	// UserError is called when a method fails because of something the
 	// user can fix on the Service or in the cloud: a malformed annotation
-	// (ErrInvalidAnnotation), an invalid field (ErrInvalidService), an
+	// (annotation.ErrInvalid), an invalid field (ErrInvalidService), an
 	// unsupported feature (ErrUnsupported), a load balancer owned by
 	// someone else (ErrNotOwned) or a stored ID that does not exist
 	// (ErrNotFound from EnsureLoadBalancer). op is the method name, e.g. "EnsureLoadBalancer". A
@@ -107,14 +118,14 @@ type Hooks struct {
 	// NodeSkipped is called when a Node the service controller passed is
 	// left out of the backends because of something wrong with the Node
 	// itself, never a transient cloud error: its spec.providerID is
-	// another provider's or malformed (see Config.Codec), or it has no
-	// InternalIP and Config.Instances reports its instance gone or its
+	// another provider's or malformed (see Options.Codec), or it has no
+	// InternalIP and Options.Instances reports its instance gone or its
 	// provider ID invalid. The other Nodes are served and the call does not
 	// fail. It is called once per Node name, provider ID and reason for the
 	// Reconciler's lifetime (again only when one of them changes), from
 	// whichever call saw it first. Nil: the Reconciler logs it once, at
 	// level 0, and, once Initialize has run, records a Warning event on the
-	// Node (EventReasonBackendSkipped).
+	// Node (reason LoadBalancerBackendSkipped).
 	NodeSkipped func(ctx context.Context, node *v1.Node, reason error)
 }
 
@@ -144,8 +155,9 @@ type Hooks struct {
 // A Reconciler is safe for concurrent use. It starts no goroutines, but
 // for the event recorder of Initialize, which stop with its context.
 type Reconciler struct {
-	cfg   Config
-	namer *Namer
+	driver Driver
+	opts   Options // with defaults
+	namer  *Namer
 
 	mu           sync.Mutex
 	locks        map[string]*serviceLock
@@ -167,71 +179,59 @@ var (
 	_ provider.Initializer       = (*Reconciler)(nil)
 )
 
-// NewReconciler validates cfg and returns a Reconciler. Errors (not
-// wrapped) name the Config field: a nil Driver, an invalid Naming, an
-// annotation of the wrong kind or not declared in Annotations, a negative
-// RetryAfter, an unknown Capabilities.BackendKey.
-func NewReconciler(cfg Config) (*Reconciler, error) {
-	if cfg.Driver == nil {
-		return nil, errors.New("loadbalancer.Config.Driver is nil; expected a Driver")
+// NewReconciler returns a Reconciler that manages load balancers through
+// d, configured by opts. Errors (not wrapped) start with
+// "loadbalancer.NewReconciler: " and name the argument or the Options
+// field: a nil d (a typed nil included), an invalid Naming, an annotation
+// of the wrong kind or not declared in Annotations, a negative RetryAfter,
+// an unknown Capabilities.BackendKey.
+func NewReconciler(d Driver, opts Options) (*Reconciler, error) {
+	const fn = "loadbalancer.NewReconciler"
+	if err := check.Driver(fn, d, "loadbalancer.Driver"); err != nil {
+		return nil, err
 	}
-	namer, err := NewNamer(cfg.Naming)
+	namer, err := newNamer(fn+": Options.Naming.", opts.Naming)
 	if err != nil {
-		return nil, fmt.Errorf("loadbalancer.Config.Naming: %w", err)
+		return nil, err
 	}
 	for _, c := range []struct {
 		field string
-		a     *Annotation
-		kind  AnnotationKind
-	}{{"RequestedIPAnnotation", cfg.RequestedIPAnnotation, KindIP}, {"IDAnnotation", cfg.IDAnnotation, KindString}} {
+		a     *annotation.Annotation
+		kind  annotation.Kind
+	}{{"RequestedIPAnnotation", opts.RequestedIPAnnotation, annotation.KindIP}, {"IDAnnotation", opts.IDAnnotation, annotation.KindString}} {
 		if c.a == nil {
 			continue
 		}
 		if c.a.Kind != c.kind {
-			return nil, fmt.Errorf("loadbalancer.Config.%s %q is of kind %s; expected %s", c.field, c.a.Name, c.a.Kind, c.kind)
+			return nil, fmt.Errorf("%s: Options.%s %q is of kind %s: expected %s", fn, c.field, c.a.Name, c.a.Kind, c.kind)
 		}
-		if d, ok := cfg.Annotations.lookup(c.a.Name); !ok || d != c.a {
-			return nil, fmt.Errorf("loadbalancer.Config.%s %q is not declared in Config.Annotations; expected an annotation returned by its Declare", c.field, c.a.Name)
+		if d, ok := opts.Annotations.Lookup(c.a.Name); !ok || d != c.a {
+			return nil, fmt.Errorf("%s: Options.%s %q is not declared in Options.Annotations: expected an annotation returned by its Declare", fn, c.field, c.a.Name)
 		}
 	}
-	if cfg.RetryAfter < 0 {
-		return nil, fmt.Errorf("loadbalancer.Config.RetryAfter %v; expected >= 0", cfg.RetryAfter)
+	if opts.RetryAfter < 0 {
+		return nil, fmt.Errorf("%s: Options.RetryAfter %v: expected 0 (the default, %v) or more", fn, opts.RetryAfter, defaultRetryAfter)
 	}
-	if err := cfg.Capabilities.BackendKey.check("loadbalancer.Config.Capabilities.BackendKey"); err != nil {
+	if err := opts.Capabilities.BackendKey.check(fn + ": Options.Capabilities.BackendKey"); err != nil {
 		return nil, err
 	}
-	if cfg.RetryAfter == 0 {
-		cfg.RetryAfter = DefaultRetryAfter
-	}
-	if cfg.MaxThrottleWait == 0 {
-		cfg.MaxThrottleWait = DefaultMaxThrottleWait
-	}
-	return &Reconciler{cfg: cfg, namer: namer, locks: map[string]*serviceLock{}, skipped: map[string]string{}, throttles: map[string]int{}}, nil
+	return &Reconciler{driver: d, opts: opts.withDefaults(), namer: namer,
+		locks: map[string]*serviceLock{}, skipped: map[string]string{}, throttles: map[string]int{}}, nil
 }
 
-func (s *AnnotationSet) lookup(name string) (*Annotation, bool) {
-	if s == nil {
-		return nil, false
-	}
-	return s.Lookup(name)
-}
-
-// Namer returns the Reconciler's Namer.
-func (r *Reconciler) Namer() *Namer { return r.namer }
-
-// Options returns the Desired options the Reconciler uses for clusterName.
-func (r *Reconciler) Options(clusterName string) Options {
-	return Options{
+// desiredInput is the input of Desired the Reconciler uses for clusterName.
+func (r *Reconciler) desiredInput(clusterName string) DesiredInput {
+	return DesiredInput{
 		Cluster:               r.cluster(clusterName),
 		Namer:                 r.namer,
-		Capabilities:          r.cfg.Capabilities,
-		Annotations:           r.cfg.Annotations,
-		RequestedIPAnnotation: r.cfg.RequestedIPAnnotation,
+		Capabilities:          r.opts.Capabilities,
+		Annotations:           r.opts.Annotations,
+		RequestedIPAnnotation: r.opts.RequestedIPAnnotation,
 	}
 }
 
 func (r *Reconciler) cluster(clusterName string) string {
-	return cmp.Or(r.cfg.ClusterID, clusterName)
+	return cmp.Or(r.opts.ClusterID, clusterName)
 }
 
 // lock serializes calls for one Service and returns the unlock function.
@@ -258,7 +258,7 @@ func (r *Reconciler) lock(svc *v1.Service) func() {
 
 // GetLoadBalancerName returns the cloud name the Service's load balancer
 // is created with (Namer.Name). An adopted load balancer, or one created
-// under another NamingConfig, keeps its own name. A nil svc gets "".
+// under other NamerOptions, keeps its own name. A nil svc gets "".
 func (r *Reconciler) GetLoadBalancerName(_ context.Context, clusterName string, svc *v1.Service) string {
 	if svc == nil {
 		return ""
@@ -273,11 +273,11 @@ func (r *Reconciler) GetLoadBalancerName(_ context.Context, clusterName string, 
 // error with exists=true.
 func (r *Reconciler) GetLoadBalancer(ctx context.Context, clusterName string, svc *v1.Service) (*v1.LoadBalancerStatus, bool, error) {
 	ctx = r.waitThrottles(ctx)
-	_, res, unlock, err := r.begin(ctx, "GetLoadBalancer", clusterName, svc)
+	res, err := r.begin(ctx, "GetLoadBalancer", clusterName, svc)
 	if err != nil {
 		return nil, false, err
 	}
-	defer unlock()
+	defer res.unlock()
 	if len(res.owned) == 0 {
 		return nil, false, nil
 	}
@@ -285,7 +285,7 @@ func (r *Reconciler) GetLoadBalancer(ctx context.Context, clusterName string, sv
 	if len(lb.Ingress) == 0 {
 		return &v1.LoadBalancerStatus{}, true, nil
 	}
-	st, err := (&StatusBuilder{ingress: lb.Ingress}).Build()
+	st, err := buildStatus(lb.Ingress)
 	if err != nil {
 		return nil, true, fmt.Errorf("load balancer %q (id %q): %w", lb.Name, lb.ID, err)
 	}
@@ -303,10 +303,10 @@ func (r *Reconciler) GetLoadBalancer(ctx context.Context, clusterName string, sv
 // no address yet.
 //
 // A throttled cloud call (an error wrapping an api.RetryError from the
-// Driver or Config.Instances, see Driver) is returned with a RetryError of
+// Driver or Options.Instances, see Driver) is returned with a RetryError of
 // its own first in the chain (errors.As finds it; what the Driver returned
 // stays findable): the Driver's delay, at least a second, doubled for each
-// consecutive throttled call for the same Service up to MaxThrottleDelay,
+// consecutive throttled call for the same Service up to 5 minutes,
 // plus up to as much again at random. The service controller requeues
 // after exactly the delay it is given (controllers/service/controller.go,
 // processNextServiceItem), so without the spread every throttled Service
@@ -317,10 +317,10 @@ func (r *Reconciler) EnsureLoadBalancer(ctx context.Context, clusterName string,
 	return st, r.spread(svc, err)
 }
 
-// MaxThrottleDelay bounds the back-off EnsureLoadBalancer asks of the
+// maxThrottleDelay bounds the back-off EnsureLoadBalancer asks of the
 // service controller for a Service whose calls keep being throttled, before
 // the random part (see EnsureLoadBalancer).
-const MaxThrottleDelay = 5 * time.Minute
+const maxThrottleDelay = 5 * time.Minute
 
 // minThrottleDelay is the shortest back-off after a throttled call: a
 // throttled cloud is not helped by retries within the second.
@@ -355,13 +355,13 @@ func (r *Reconciler) spread(svc *v1.Service, err error) error {
 
 // backoff is the delay after the n-th consecutive throttled call whose
 // cloud asked for d: max(d, minThrottleDelay) doubled n-1 times, at most
-// MaxThrottleDelay, plus a random part of up to as much again.
+// maxThrottleDelay, plus a random part of up to as much again.
 func backoff(d time.Duration, n int) time.Duration {
 	d = max(d, minThrottleDelay)
-	for i := 1; i < n && d < MaxThrottleDelay; i++ {
+	for i := 1; i < n && d < maxThrottleDelay; i++ {
 		d *= 2
 	}
-	d = min(d, MaxThrottleDelay)
+	d = min(d, maxThrottleDelay)
 	return d + rand.N(d)
 }
 
@@ -373,6 +373,9 @@ func (e *notReady) Error() string { return e.retry.Error() }
 
 func (e *notReady) Unwrap() error { return e.retry }
 
+// ensure is EnsureLoadBalancer before the throttle back-off (spread): it
+// builds the desired load balancer, converges the one the lookup found
+// and reports its status.
 func (r *Reconciler) ensure(ctx context.Context, clusterName string, svc *v1.Service, nodes []*v1.Node) (*v1.LoadBalancerStatus, error) {
 	const op = "EnsureLoadBalancer"
 	if svc != nil && svc.Spec.LoadBalancerClass != nil {
@@ -381,58 +384,83 @@ func (r *Reconciler) ensure(ctx context.Context, clusterName string, svc *v1.Ser
 	if _, err := r.owner(clusterName, svc); err != nil {
 		return nil, err
 	}
-	// Desired is pure: a Service we cannot build causes no cloud call.
-	desired, err := Desired(svc, nodes, r.Options(clusterName))
+	desired, eligible, err := r.desired(ctx, clusterName, svc, nodes)
 	if err != nil {
 		return nil, r.fail(ctx, op, svc, err)
 	}
-	// Only a valid Service costs address look-ups (see Config.Instances).
-	eligible, err := r.eligible(ctx, nodes)
-	if err != nil {
-		return nil, r.fail(ctx, op, svc, err)
-	}
-	if !slices.Equal(eligible, nodes) {
-		desired.Spec.Backends = r.key().Backends(eligible, desired.Spec.IPFamilies)
-	}
-	owner, res, unlock, err := r.begin(ctx, op, clusterName, svc)
+	res, err := r.begin(ctx, op, clusterName, svc)
 	if err != nil {
 		return nil, err
 	}
-	defer unlock()
+	defer res.unlock()
 	if res.err != nil {
 		return nil, r.fail(ctx, op, svc, res.err)
 	}
-	lb := res.target()
 	if len(res.owned) > 1 {
 		klog.FromContext(ctx).Info("Service owns several load balancers; managing the first, the others are deleted with the Service",
 			"service", klog.KObj(svc), "ids", ids(res.owned))
 	}
+	lb, err := r.converge(ctx, svc, desired, res.target(), eligible)
+	if err != nil {
+		return nil, r.fail(ctx, op, svc, err)
+	}
+	return r.status(lb, res.owner)
+}
+
+// desired returns the load balancer svc should have and the nodes that can
+// be its backends (eligible). Desired is pure: a Service we cannot build
+// costs no cloud call; only a valid one costs address look-ups (see
+// Options.Instances).
+func (r *Reconciler) desired(ctx context.Context, clusterName string, svc *v1.Service, nodes []*v1.Node) (*LoadBalancer, []*v1.Node, error) {
+	desired, err := Desired(svc, nodes, r.desiredInput(clusterName))
+	if err != nil {
+		return nil, nil, err
+	}
+	eligible, err := r.eligible(ctx, nodes)
+	if err != nil {
+		return nil, nil, err
+	}
+	if !slices.Equal(eligible, nodes) {
+		desired.Spec.Backends = r.key().backends(eligible, desired.Spec.IPFamilies)
+	}
+	return desired, eligible, nil
+}
+
+// converge plans and applies the actions that bring lb (nil: none yet) to
+// desired and returns the load balancer as the Driver last reported it. A
+// creation may be partial (see Driver.Apply), so after one it plans once
+// more.
+func (r *Reconciler) converge(ctx context.Context, svc *v1.Service, desired, lb *LoadBalancer, eligible []*v1.Node) (*LoadBalancer, error) {
 	for round := 0; round < 2; round++ {
 		actions, err := Plan(desired, lb)
 		if err == nil {
 			actions, err = r.checkTargets(ctx, actions, eligible)
 		}
 		if err != nil {
-			return nil, r.fail(ctx, op, svc, err)
+			return nil, err
 		}
 		if len(actions) == 0 {
 			break
 		}
 		for _, a := range actions {
-			next, err := r.apply(ctx, svc, a)
-			if err != nil {
-				return nil, r.fail(ctx, op, svc, err)
+			if lb, err = r.apply(ctx, svc, a); err != nil {
+				return nil, err
 			}
-			lb = next
 		}
 		if actions[0].Kind != ActionCreate {
-			break // a create may be partial: plan once more
+			break
 		}
 	}
+	return lb, nil
+}
+
+// status is EnsureLoadBalancer's status of lb: a notReady RetryError after
+// Options.RetryAfter while it has no address, else its validated ingress.
+func (r *Reconciler) status(lb *LoadBalancer, owner Owner) (*v1.LoadBalancerStatus, error) {
 	if len(lb.Ingress) == 0 {
-		return nil, &notReady{api.NewRetryError(fmt.Sprintf("load balancer %q (id %q) of service %s has no address yet", lb.Name, lb.ID, owner.NamespacedName()), r.cfg.RetryAfter)}
+		return nil, &notReady{api.NewRetryError(fmt.Sprintf("load balancer %q (id %q) of service %s has no address yet", lb.Name, lb.ID, owner.namespacedName()), r.opts.RetryAfter)}
 	}
-	st, err := (&StatusBuilder{ingress: lb.Ingress}).Build()
+	st, err := buildStatus(lb.Ingress)
 	if err != nil {
 		return nil, fmt.Errorf("load balancer %q (id %q): driver reported an invalid address: %w", lb.Name, lb.ID, err)
 	}
@@ -440,7 +468,7 @@ func (r *Reconciler) ensure(ctx context.Context, clusterName string, svc *v1.Ser
 }
 
 // UpdateLoadBalancer sets the backends of the Service's load balancer to
-// nodes (see Backends) and changes nothing else. It returns
+// nodes (see BackendKey) and changes nothing else. It returns
 // cloudprovider.ImplementedElsewhere, unwrapped, for a Service with
 // spec.loadBalancerClass, ErrNotFound (wrapped) when the Service has no
 // load balancer, and Driver errors wrapped.
@@ -450,19 +478,19 @@ func (r *Reconciler) UpdateLoadBalancer(ctx context.Context, clusterName string,
 		return cloudprovider.ImplementedElsewhere
 	}
 	ctx = r.waitThrottles(ctx)
-	owner, res, unlock, err := r.begin(ctx, op, clusterName, svc)
+	res, err := r.begin(ctx, op, clusterName, svc)
 	if err != nil {
 		return err
 	}
-	defer unlock()
+	defer res.unlock()
 	lb := res.target()
-	if lb == nil || !owner.Owns(lb.Tags) {
+	if lb == nil || !res.owner.Owns(lb.Tags) {
 		// Not a user error: the controller calls Update for every
 		// LoadBalancer Service on node changes, also before Ensure
 		// succeeded, and then checks GetLoadBalancer.
-		return fmt.Errorf("%s for service %s: %w: nothing to update", op, owner.NamespacedName(), ErrNotFound)
+		return fmt.Errorf("%s for service %s: %w: nothing to update", op, res.owner.namespacedName(), ErrNotFound)
 	}
-	families, err := ServiceFamilies(svc)
+	families, err := serviceFamilies(svc)
 	if err != nil {
 		families = lb.Spec.IPFamilies
 	}
@@ -472,7 +500,7 @@ func (r *Reconciler) UpdateLoadBalancer(ctx context.Context, clusterName string,
 	}
 	desired := *lb
 	desired.Spec.BackendKey = r.key()
-	desired.Spec.Backends = r.key().Backends(nodes, families)
+	desired.Spec.Backends = r.key().backends(nodes, families)
 	actions, err := Plan(&desired, lb)
 	if err == nil {
 		actions, err = r.checkTargets(ctx, actions, nodes)
@@ -496,15 +524,15 @@ func (r *Reconciler) UpdateLoadBalancer(ctx context.Context, clusterName string,
 func (r *Reconciler) EnsureLoadBalancerDeleted(ctx context.Context, clusterName string, svc *v1.Service) error {
 	const op = "EnsureLoadBalancerDeleted"
 	ctx = r.waitThrottles(ctx)
-	_, res, unlock, err := r.begin(ctx, op, clusterName, svc)
+	res, err := r.begin(ctx, op, clusterName, svc)
 	if err != nil {
 		return err
 	}
-	defer unlock()
+	defer res.unlock()
 	var errs []error
 	for _, lb := range res.owned {
 		klog.FromContext(ctx).V(2).Info("Deleting load balancer", "service", klog.KObj(svc), "id", lb.ID, "name", lb.Name)
-		if err := r.call(ctx, func() error { return r.cfg.Driver.Delete(ctx, lb) }); err != nil {
+		if err := r.call(ctx, func() error { return r.driver.Delete(ctx, lb) }); err != nil {
 			errs = append(errs, fmt.Errorf("delete load balancer %q (id %q): %w", lb.Name, lb.ID, err))
 		}
 	}
@@ -512,28 +540,29 @@ func (r *Reconciler) EnsureLoadBalancerDeleted(ctx context.Context, clusterName 
 }
 
 // begin checks the arguments, takes the Service's lock and runs the lookup.
-// The caller must call unlock when err is nil. If the Driver's Find panics
-// (or calls runtime.Goexit), the lock is released and the panic goes on
-// unchanged, so a caller that recovers can call again for the Service.
-func (r *Reconciler) begin(ctx context.Context, op, clusterName string, svc *v1.Service) (owner Owner, res *lookup, unlock func(), err error) {
-	owner, err = r.owner(clusterName, svc)
+// The caller must call res.unlock when err is nil. If the Driver's Find
+// panics (or calls runtime.Goexit), the lock is released and the panic goes
+// on unchanged, so a caller that recovers can call again for the Service.
+func (r *Reconciler) begin(ctx context.Context, op, clusterName string, svc *v1.Service) (*lookup, error) {
+	owner, err := r.owner(clusterName, svc)
 	if err != nil {
-		return owner, nil, nil, err
+		return nil, err
 	}
-	unlock = r.lock(svc)
+	unlock := r.lock(svc)
 	returned := false
 	defer func() {
 		if !returned {
 			unlock() // find did not return: do not recover, only release
 		}
 	}()
-	res, err = r.find(ctx, owner, svc)
+	res, err := r.find(ctx, owner, svc)
 	returned = true
 	if err != nil {
 		unlock()
-		return owner, nil, nil, r.fail(ctx, op, svc, err)
+		return nil, r.fail(ctx, op, svc, err)
 	}
-	return owner, res, unlock, nil
+	res.unlock = unlock
+	return res, nil
 }
 
 func (r *Reconciler) owner(clusterName string, svc *v1.Service) (Owner, error) {
@@ -542,22 +571,22 @@ func (r *Reconciler) owner(clusterName string, svc *v1.Service) (Owner, error) {
 	}
 	cluster := r.cluster(clusterName)
 	if cluster == "" {
-		return Owner{}, errors.New("loadbalancer: the cluster identity is empty; expected a clusterName argument (--cluster-name) or Config.ClusterID")
+		return Owner{}, errors.New("loadbalancer: the cluster identity is empty: expected a clusterName argument (--cluster-name) or Options.ClusterID")
 	}
 	if svc.UID == "" {
-		return Owner{}, invalidService("service %s/%s: metadata.uid is empty; expected the Service's UID", svc.Namespace, svc.Name)
+		return Owner{}, invalidService("service %s/%s: metadata.uid is empty: expected the Service's UID", svc.Namespace, svc.Name)
 	}
 	return OwnerOf(cluster, svc), nil
 }
 
 func (r *Reconciler) apply(ctx context.Context, svc *v1.Service, a Action) (*LoadBalancer, error) {
 	klog.FromContext(ctx).V(2).Info("Applying load balancer action", "service", klog.KObj(svc), "action", a.Kind, "id", a.LoadBalancerID, "reason", a.Reason)
-	lb, err := callFor(ctx, r, func() (*LoadBalancer, error) { return r.cfg.Driver.Apply(ctx, a) })
+	lb, err := callFor(ctx, r, func() (*LoadBalancer, error) { return r.driver.Apply(ctx, a) })
 	if err == nil && lb == nil {
 		err = fmt.Errorf("driver returned no load balancer")
 	}
-	if r.cfg.Hooks.Action != nil {
-		r.cfg.Hooks.Action(ctx, svc, a, err)
+	if r.opts.Hooks.Action != nil {
+		r.opts.Hooks.Action(ctx, svc, a, err)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("%s on load balancer %q: %w", a.Kind, a.LoadBalancerID, err)
@@ -568,14 +597,14 @@ func (r *Reconciler) apply(ctx context.Context, svc *v1.Service, a Action) (*Loa
 // fail wraps err with the Service, calls the UserError hook for
 // user-facing errors and returns the wrapped error.
 func (r *Reconciler) fail(ctx context.Context, op string, svc *v1.Service, err error) error {
-	if isUserError(err) && r.cfg.Hooks.UserError != nil {
-		r.cfg.Hooks.UserError(ctx, op, svc, err)
+	if isUserError(err) && r.opts.Hooks.UserError != nil {
+		r.opts.Hooks.UserError(ctx, op, svc, err)
 	}
 	return fmt.Errorf("%s for service %s/%s: %w", op, svc.Namespace, svc.Name, err)
 }
 
 func isUserError(err error) bool {
-	for _, e := range []error{ErrInvalidService, ErrInvalidAnnotation, ErrUnsupported, ErrNotOwned, ErrNotFound} {
+	for _, e := range []error{ErrInvalidService, annotation.ErrInvalid, ErrUnsupported, ErrNotOwned, ErrNotFound} {
 		if errors.Is(err, e) {
 			return true
 		}
@@ -583,8 +612,10 @@ func isUserError(err error) bool {
 	return false
 }
 
-// lookup is the result of find.
+// lookup is the result of find, and of begin, which adds the lock.
 type lookup struct {
+	owner     Owner           // whose load balancers were looked for
+	unlock    func()          // releases the Service's lock (set by begin)
 	owned     []*LoadBalancer // owned by (cluster, UID); the stored-ID one first
 	adoptable *LoadBalancer   // found by stored ID without ccmkit tags
 	err       error           // what stops EnsureLoadBalancer: conflict or missing stored ID
@@ -601,7 +632,7 @@ func (l *lookup) target() *LoadBalancer {
 // find follows the documented lookup order: stored ID, ownership tags,
 // name with an ownership check.
 func (r *Reconciler) find(ctx context.Context, owner Owner, svc *v1.Service) (*lookup, error) {
-	var res lookup
+	res := lookup{owner: owner}
 	seen := map[string]bool{}
 	addOwned := func(lb *LoadBalancer) {
 		if lb != nil && !seen[lb.ID] {
@@ -609,7 +640,7 @@ func (r *Reconciler) find(ctx context.Context, owner Owner, svc *v1.Service) (*l
 			res.owned = append(res.owned, lb)
 		}
 	}
-	if a := r.cfg.IDAnnotation; a != nil {
+	if a := r.opts.IDAnnotation; a != nil {
 		if id, set, err := a.Text(svc.Annotations); err != nil {
 			res.err = err
 		} else if set {
@@ -619,7 +650,7 @@ func (r *Reconciler) find(ctx context.Context, owner Owner, svc *v1.Service) (*l
 			}
 			switch {
 			case len(lbs) == 0:
-				res.err = fmt.Errorf("%w: annotation %q names load balancer id %q, which does not exist; expected the ID of an existing load balancer", ErrNotFound, a.Name, cut(id))
+				res.err = fmt.Errorf("%w: annotation %q names load balancer id %q, which does not exist: expected the ID of an existing load balancer", ErrNotFound, a.Name, cut(id))
 			case owner.Owns(lbs[0].Tags):
 				addOwned(lbs[0])
 			default:
@@ -645,7 +676,7 @@ func (r *Reconciler) find(ctx context.Context, owner Owner, svc *v1.Service) (*l
 		// Adopting would give the Service a second load balancer, and
 		// managing the owned one would ignore the annotation: refuse.
 		res.err = &OwnershipError{ID: res.adoptable.ID, Name: res.adoptable.Name, Want: owner,
-			How: "id annotation " + r.cfg.IDAnnotation.Name, Owned: ids(res.owned)}
+			How: "id annotation " + r.opts.IDAnnotation.Name, Owned: ids(res.owned)}
 		res.adoptable = nil
 	}
 	if len(res.owned) == 0 && res.adoptable == nil {
@@ -670,12 +701,12 @@ func (r *Reconciler) find(ctx context.Context, owner Owner, svc *v1.Service) (*l
 // findDriver calls Driver.Find and rejects a nil load balancer in its
 // result (a Driver bug that would otherwise panic the caller).
 func (r *Reconciler) findDriver(ctx context.Context, q Query) ([]*LoadBalancer, error) {
-	lbs, err := callFor(ctx, r, func() ([]*LoadBalancer, error) { return r.cfg.Driver.Find(ctx, q) })
+	lbs, err := callFor(ctx, r, func() ([]*LoadBalancer, error) { return r.driver.Find(ctx, q) })
 	if err != nil {
 		return nil, err
 	}
 	if i := slices.Index(lbs, nil); i >= 0 {
-		return nil, fmt.Errorf("driver Find returned a nil load balancer at index %d of %d; expected only non-nil load balancers", i, len(lbs))
+		return nil, fmt.Errorf("driver Find returned a nil load balancer at index %d of %d: expected only non-nil load balancers", i, len(lbs))
 	}
 	return lbs, nil
 }
@@ -689,23 +720,23 @@ func ids(lbs []*LoadBalancer) []string {
 }
 
 // key is the BackendKey of the Reconciler's cloud.
-func (r *Reconciler) key() BackendKey { return r.cfg.Capabilities.BackendKey }
+func (r *Reconciler) key() BackendKey { return r.opts.Capabilities.BackendKey }
 
 // eligible returns the nodes that can be backends, each with the addresses
 // the backend key needs. A Node that cannot be a target of this cloud
 // because of the Node itself is left out and reported once (skip): a
-// spec.providerID that Config.Codec rejects, or, where addresses are needed
+// spec.providerID that Options.Codec rejects, or, where addresses are needed
 // (every key but BackendKeyProviderID), no InternalIP and a
-// Config.Instances that reports its instance gone or its provider ID
+// Options.Instances that reports its instance gone or its provider ID
 // invalid. A Node with a provider ID and no InternalIP gets a copy carrying
-// the addresses Config.Instances reports (see Config.Instances). Any other
+// the addresses Options.Instances reports (see Options.Instances). Any other
 // look-up error (the cloud is down or throttled) is returned: leaving the
 // Node out would not be the Node's fault. nodes and its Nodes are never
 // modified; when nothing is left out or replaced, nodes itself is
 // returned.
 func (r *Reconciler) eligible(ctx context.Context, nodes []*v1.Node) ([]*v1.Node, error) {
-	needAddrs := r.cfg.Instances != nil && r.key() != BackendKeyProviderID
-	checkIDs := r.cfg.Codec.Scheme != ""
+	needAddrs := r.opts.Instances != nil && r.key() != BackendKeyProviderID
+	checkIDs := r.opts.Codec.Scheme != ""
 	if !needAddrs && !checkIDs {
 		return nodes, nil
 	}
@@ -722,7 +753,7 @@ func (r *Reconciler) eligible(ctx context.Context, nodes []*v1.Node) ([]*v1.Node
 			continue
 		}
 		if checkIDs {
-			if _, err := r.cfg.Codec.Parse(n.Spec.ProviderID); err != nil {
+			if _, err := r.opts.Codec.Parse(n.Spec.ProviderID); err != nil {
 				r.skip(ctx, stageNode, n, err)
 				change(i, nil)
 				continue
@@ -734,7 +765,7 @@ func (r *Reconciler) eligible(ctx context.Context, nodes []*v1.Node) ([]*v1.Node
 			}
 			continue
 		}
-		md, err := callFor(ctx, r, func() (*cloudprovider.InstanceMetadata, error) { return r.cfg.Instances.InstanceMetadata(ctx, n) })
+		md, err := callFor(ctx, r, func() (*cloudprovider.InstanceMetadata, error) { return r.opts.Instances.InstanceMetadata(ctx, n) })
 		switch {
 		case errors.Is(err, cloudprovider.InstanceNotFound):
 			r.skip(ctx, stageNode, n, fmt.Errorf("it has no InternalIP yet and its instance does not exist (%w)", err))
@@ -760,7 +791,7 @@ func (r *Reconciler) eligible(ctx context.Context, nodes []*v1.Node) ([]*v1.Node
 }
 
 // checkTargets drops from the backends that actions add (ActionCreate's and
-// ActionAddBackends') those whose instance Config.Instances reports gone,
+// ActionAddBackends') those whose instance Options.Instances reports gone,
 // under BackendKeyProviderID only: a cloud whose targets are instances
 // rejects an unknown one, which would fail the whole action and so every
 // other new backend. Only backends being added are checked, so a converged
@@ -768,7 +799,7 @@ func (r *Reconciler) eligible(ctx context.Context, nodes []*v1.Node) ([]*v1.Node
 // cloud call. Each dropped Node is reported once (skip); a look-up error is
 // returned. nodes are the Nodes the backends were built from.
 func (r *Reconciler) checkTargets(ctx context.Context, actions []Action, nodes []*v1.Node) ([]Action, error) {
-	if r.key() != BackendKeyProviderID || r.cfg.Instances == nil {
+	if r.key() != BackendKeyProviderID || r.opts.Instances == nil {
 		return actions, nil
 	}
 	byID := map[string]*v1.Node{}
@@ -784,7 +815,7 @@ func (r *Reconciler) checkTargets(ctx context.Context, actions []Action, nodes [
 			if n == nil {
 				continue // not built from nodes: keep
 			}
-			ok, err := callFor(ctx, r, func() (bool, error) { return r.cfg.Instances.InstanceExists(ctx, n) })
+			ok, err := callFor(ctx, r, func() (bool, error) { return r.opts.Instances.InstanceExists(ctx, n) })
 			if err != nil {
 				return nil, fmt.Errorf("node %q (providerID %q): checking that its instance exists before adding it as a backend: %w", cut(n.Name), cut(n.Spec.ProviderID), err)
 			}
@@ -890,14 +921,14 @@ func hasInternalIP(n *v1.Node) bool {
 }
 
 // throttleBudget is the context key of the *throttle.Budget of a method
-// that waits for throttled cloud calls (see Config.MaxThrottleWait).
+// that waits for throttled cloud calls (see Options.MaxThrottleWait).
 type throttleBudget struct{}
 
-// waitThrottles returns ctx carrying a budget of Config.MaxThrottleWait for
+// waitThrottles returns ctx carrying a budget of Options.MaxThrottleWait for
 // all the cloud calls of the method it is given to: each is retried after a
 // throttle while the waits so far fit in it (call).
 func (r *Reconciler) waitThrottles(ctx context.Context) context.Context {
-	return context.WithValue(ctx, throttleBudget{}, throttle.NewBudget(r.cfg.MaxThrottleWait))
+	return context.WithValue(ctx, throttleBudget{}, throttle.NewBudget(r.opts.MaxThrottleWait))
 }
 
 // call makes one cloud call (fn) and, in a method that waits for throttles

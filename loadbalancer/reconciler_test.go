@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"runtime"
 	"slices"
 	"strings"
 	"sync"
@@ -17,107 +16,29 @@ import (
 	cloudprovider "k8s.io/cloud-provider"
 	"k8s.io/cloud-provider/api"
 
+	"github.com/ccmkit/ccmkit/annotation"
 	"github.com/ccmkit/ccmkit/loadbalancer"
 )
 
-// countingDriver wraps the in-memory driver of example_test.go, records
-// every call and lets a test inject errors (nil funcs do nothing).
-type countingDriver struct {
-	mem *memDriver
-
-	mu      sync.Mutex
-	finds   int
-	applied []loadbalancer.ActionKind
-	deleted []string
-
-	onApply  func(a loadbalancer.Action) error
-	onDelete func(lb *loadbalancer.LoadBalancer) error
-
-	inflight atomic.Int32
-	overlap  atomic.Bool
-}
-
-func newCountingDriver() *countingDriver { return &countingDriver{mem: newMemDriver()} }
-
-// enter detects two calls in flight at once (the tests use one Service).
-func (d *countingDriver) enter() func() {
-	if d.inflight.Add(1) > 1 {
-		d.overlap.Store(true)
-	}
-	runtime.Gosched()
-	return func() { d.inflight.Add(-1) }
-}
-
-func (d *countingDriver) Find(ctx context.Context, q loadbalancer.Query) ([]*loadbalancer.LoadBalancer, error) {
-	defer d.enter()()
-	d.mu.Lock()
-	d.finds++
-	d.mu.Unlock()
-	return d.mem.Find(ctx, q)
-}
-
-func (d *countingDriver) Apply(ctx context.Context, a loadbalancer.Action) (*loadbalancer.LoadBalancer, error) {
-	defer d.enter()()
-	d.mu.Lock()
-	d.applied = append(d.applied, a.Kind)
-	hook := d.onApply
-	d.mu.Unlock()
-	if hook != nil {
-		if err := hook(a); err != nil {
-			return nil, err
-		}
-	}
-	return d.mem.Apply(ctx, a)
-}
-
-func (d *countingDriver) Delete(ctx context.Context, lb *loadbalancer.LoadBalancer) error {
-	defer d.enter()()
-	d.mu.Lock()
-	d.deleted = append(d.deleted, lb.ID)
-	hook := d.onDelete
-	d.mu.Unlock()
-	if hook != nil {
-		if err := hook(lb); err != nil {
-			return err
-		}
-	}
-	return d.mem.Delete(ctx, lb)
-}
-
-// writes returns and resets the applied action kinds and deleted IDs.
-func (d *countingDriver) writes() (applied []loadbalancer.ActionKind, deleted []string) {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	applied, deleted = d.applied, d.deleted
-	d.applied, d.deleted = nil, nil
-	return applied, deleted
-}
-
-// stored returns a copy of every load balancer in the cloud, by ID.
-func (d *countingDriver) stored() map[string]*loadbalancer.LoadBalancer {
-	d.mem.mu.Lock()
-	defer d.mem.mu.Unlock()
-	out := map[string]*loadbalancer.LoadBalancer{}
-	for id, lb := range d.mem.lbs {
-		out[id] = lb.Clone()
-	}
-	return out
-}
-
-func newReconciler(t *testing.T, cfg loadbalancer.Config) (*loadbalancer.Reconciler, *countingDriver) {
+// newReconciler returns a Reconciler over a new memDriver, with every
+// capability unless opts declares some.
+func newReconciler(t *testing.T, opts loadbalancer.Options) (*loadbalancer.Reconciler, *memDriver) {
 	t.Helper()
-	d := newCountingDriver()
-	if cfg.Driver == nil {
-		cfg.Driver = d
+	d := newMemDriver()
+	return newReconcilerOver(t, d, opts), d
+}
+
+// newReconcilerOver is newReconciler over d.
+func newReconcilerOver(t *testing.T, d loadbalancer.Driver, opts loadbalancer.Options) *loadbalancer.Reconciler {
+	t.Helper()
+	if opts.Capabilities == (loadbalancer.Capabilities{}) {
+		opts.Capabilities = allCaps
 	}
-	if cfg.Capabilities == (loadbalancer.Capabilities{}) {
-		cfg.Capabilities = allCaps
-	}
-	r, err := loadbalancer.NewReconciler(cfg)
+	r, err := loadbalancer.NewReconciler(d, opts)
 	if err != nil {
 		t.Fatalf("NewReconciler: %v", err)
 	}
-	return r, d
+	return r
 }
 
 func threeNodes() []*v1.Node {
@@ -161,7 +82,7 @@ func TestEnsureWrites(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			r, d := newReconciler(t, loadbalancer.Config{})
+			r, d := newReconciler(t, loadbalancer.Options{})
 			st1 := mustEnsure(t, r, "c1", lbService(), threeNodes())
 			if applied, _ := d.writes(); !slices.Equal(applied, kinds(loadbalancer.ActionCreate)) {
 				t.Fatalf("first Ensure wrote %v; want one create", applied)
@@ -185,7 +106,7 @@ func TestEnsureWrites(t *testing.T) {
 }
 
 func TestUpdateChangesBackendsOnly(t *testing.T) {
-	r, d := newReconciler(t, loadbalancer.Config{})
+	r, d := newReconciler(t, loadbalancer.Options{})
 	mustEnsure(t, r, "c1", lbService(), threeNodes())
 	d.writes()
 	before := d.stored()
@@ -202,7 +123,7 @@ func TestUpdateChangesBackendsOnly(t *testing.T) {
 	after := d.stored()
 	for id, lb := range after {
 		old := before[id]
-		wantSpec := old.Spec.Clone()
+		wantSpec := old.Clone().Spec
 		wantSpec.Backends = []loadbalancer.Backend{
 			{NodeName: "n2", ProviderID: "test://n2", IPv4: addr("10.0.0.2")},
 			{NodeName: "n3", ProviderID: "test://n3", IPv4: addr("10.0.0.3")},
@@ -221,7 +142,7 @@ func TestUpdateChangesBackendsOnly(t *testing.T) {
 }
 
 func TestUpdateWithoutLoadBalancer(t *testing.T) {
-	r, d := newReconciler(t, loadbalancer.Config{})
+	r, d := newReconciler(t, loadbalancer.Options{})
 	err := r.UpdateLoadBalancer(t.Context(), "c1", lbService(), threeNodes())
 	if !errors.Is(err, loadbalancer.ErrNotFound) {
 		t.Errorf("Update without a load balancer: %v; want ErrNotFound", err)
@@ -232,7 +153,7 @@ func TestUpdateWithoutLoadBalancer(t *testing.T) {
 }
 
 func TestDelete(t *testing.T) {
-	r, d := newReconciler(t, loadbalancer.Config{})
+	r, d := newReconciler(t, loadbalancer.Options{})
 	ctx := t.Context()
 	if err := r.EnsureLoadBalancerDeleted(ctx, "c1", lbService()); err != nil {
 		t.Fatalf("Delete of an unknown load balancer: %v; want nil", err)
@@ -262,7 +183,7 @@ func TestDelete(t *testing.T) {
 }
 
 func TestGetExistsWhileAnyPartRemains(t *testing.T) {
-	r, d := newReconciler(t, loadbalancer.Config{})
+	r, d := newReconciler(t, loadbalancer.Options{})
 	ctx := t.Context()
 	st := mustEnsure(t, r, "c1", lbService(), threeNodes())
 	got, exists, err := r.GetLoadBalancer(ctx, "c1", lbService())
@@ -287,9 +208,9 @@ func TestGetExistsWhileAnyPartRemains(t *testing.T) {
 }
 
 func TestOtherClusterNeverTouched(t *testing.T) {
-	d := newCountingDriver()
-	rA, _ := newReconciler(t, loadbalancer.Config{Driver: d})
-	rB, _ := newReconciler(t, loadbalancer.Config{Driver: d})
+	d := newMemDriver()
+	rA := newReconcilerOver(t, d, loadbalancer.Options{})
+	rB := newReconcilerOver(t, d, loadbalancer.Options{})
 	ctx := t.Context()
 	// Same namespace/name, and even the same UID (a cloned cluster).
 	mustEnsure(t, rA, "cluster-a", lbService(), threeNodes())
@@ -320,12 +241,12 @@ func TestOtherClusterNeverTouched(t *testing.T) {
 }
 
 func TestNameConflictIsNotAdopted(t *testing.T) {
-	r, d := newReconciler(t, loadbalancer.Config{})
+	r, d := newReconciler(t, loadbalancer.Options{})
 	ctx := t.Context()
 	// Someone created a load balancer under our name, without our tags.
 	name := r.GetLoadBalancerName(ctx, "c1", lbService())
 	squatter := &loadbalancer.LoadBalancer{ID: "lb-x", Name: name, Tags: map[string]string{"team": "x"}}
-	d.mem.lbs["lb-x"] = squatter
+	d.lbs["lb-x"] = squatter
 	_, err := r.EnsureLoadBalancer(ctx, "c1", lbService(), threeNodes())
 	var oe *loadbalancer.OwnershipError
 	if !errors.As(err, &oe) || oe.How != "name" || oe.ID != "lb-x" {
@@ -348,9 +269,9 @@ func TestNameConflictIsNotAdopted(t *testing.T) {
 func TestNameFindsOwnedWhenTagSearchMisses(t *testing.T) {
 	// A cloud whose tag search is eventually consistent: Find by tags sees
 	// nothing, Find by name sees the load balancer.
-	base := newCountingDriver()
+	base := newMemDriver()
 	d := &noTagSearch{base}
-	r, _ := newReconciler(t, loadbalancer.Config{Driver: d})
+	r := newReconcilerOver(t, d, loadbalancer.Options{})
 	mustEnsure(t, r, "c1", lbService(), threeNodes())
 	base.writes()
 	mustEnsure(t, r, "c1", lbService(), threeNodes())
@@ -362,19 +283,19 @@ func TestNameFindsOwnedWhenTagSearchMisses(t *testing.T) {
 	}
 }
 
-type noTagSearch struct{ *countingDriver }
+type noTagSearch struct{ *memDriver }
 
 func (d *noTagSearch) Find(ctx context.Context, q loadbalancer.Query) ([]*loadbalancer.LoadBalancer, error) {
 	if len(q.Tags) > 0 {
 		return nil, nil
 	}
-	return d.countingDriver.Find(ctx, q)
+	return d.memDriver.Find(ctx, q)
 }
 
 func TestMalformedAnnotationChangesNothing(t *testing.T) {
 	set, _ := testAnnotations(t)
 	var hooked []error
-	r, d := newReconciler(t, loadbalancer.Config{Annotations: set, Hooks: loadbalancer.Hooks{
+	r, d := newReconciler(t, loadbalancer.Options{Annotations: set, Hooks: loadbalancer.Hooks{
 		UserError: func(_ context.Context, op string, svc *v1.Service, err error) {
 			hooked = append(hooked, fmt.Errorf("%s %s/%s: %w", op, svc.Namespace, svc.Name, err))
 		},
@@ -387,7 +308,7 @@ func TestMalformedAnnotationChangesNothing(t *testing.T) {
 		s.Spec.Ports[0].Port = 8080 // a valid change that must not be applied either
 	})
 	_, err := r.EnsureLoadBalancer(t.Context(), "c1", bad, append(threeNodes(), node("n4", "10.0.0.4")))
-	if !errors.Is(err, loadbalancer.ErrInvalidAnnotation) || !strings.Contains(err.Error(), `annotation "lb.example.com/algorithm": invalid value "fastest": expected one of "round-robin", "least-connections"`) {
+	if !errors.Is(err, annotation.ErrInvalid) || !strings.Contains(err.Error(), `annotation "lb.example.com/algorithm": invalid value "fastest": expected one of "round-robin", "least-connections"`) {
 		t.Errorf("Ensure with a malformed annotation: %v; want an error naming it, the value and the expectation", err)
 	}
 	if applied, deleted := d.writes(); len(applied)+len(deleted) != 0 {
@@ -396,13 +317,13 @@ func TestMalformedAnnotationChangesNothing(t *testing.T) {
 	if diff := cmp.Diff(before, d.stored(), cmpOpts); diff != "" {
 		t.Errorf("the cloud changed (-before +after):\n%s", diff)
 	}
-	if len(hooked) != 1 || !errors.Is(hooked[0], loadbalancer.ErrInvalidAnnotation) || !strings.HasPrefix(hooked[0].Error(), "EnsureLoadBalancer shop/web") {
+	if len(hooked) != 1 || !errors.Is(hooked[0], annotation.ErrInvalid) || !strings.HasPrefix(hooked[0].Error(), "EnsureLoadBalancer shop/web") {
 		t.Errorf("UserError hook calls: %v; want one for the annotation", hooked)
 	}
 }
 
 func TestImplementedElsewhere(t *testing.T) {
-	r, d := newReconciler(t, loadbalancer.Config{})
+	r, d := newReconciler(t, loadbalancer.Options{})
 	svc := lbService(func(s *v1.Service) { s.Spec.LoadBalancerClass = ptr("example.com/other") })
 	if _, err := r.EnsureLoadBalancer(t.Context(), "c1", svc, threeNodes()); err != cloudprovider.ImplementedElsewhere {
 		t.Errorf("Ensure = %v; want ImplementedElsewhere unwrapped", err)
@@ -422,7 +343,7 @@ func TestImplementedElsewhere(t *testing.T) {
 }
 
 func TestRetryError(t *testing.T) {
-	r, d := newReconciler(t, loadbalancer.Config{})
+	r, d := newReconciler(t, loadbalancer.Options{})
 	d.onApply = func(loadbalancer.Action) error {
 		return fmt.Errorf("cloud says: %w", api.NewRetryError("quota window", 42*time.Second))
 	}
@@ -433,7 +354,7 @@ func TestRetryError(t *testing.T) {
 	}
 
 	// No address yet: the Reconciler asks to be called again.
-	r2, _ := newReconciler(t, loadbalancer.Config{Driver: &stripIngress{newCountingDriver()}, RetryAfter: 7 * time.Second})
+	r2 := newReconcilerOver(t, &stripIngress{newMemDriver()}, loadbalancer.Options{RetryAfter: 7 * time.Second})
 	_, err = r2.EnsureLoadBalancer(t.Context(), "c1", lbService(), threeNodes())
 	if !errors.As(err, &re) || re.RetryAfter() != 7*time.Second || !strings.Contains(err.Error(), "no address yet") {
 		t.Errorf("Ensure without an address: %v; want a RetryError after 7s", err)
@@ -443,22 +364,22 @@ func TestRetryError(t *testing.T) {
 	}
 }
 
-type stripIngress struct{ *countingDriver }
+type stripIngress struct{ *memDriver }
 
 func (d *stripIngress) Apply(ctx context.Context, a loadbalancer.Action) (*loadbalancer.LoadBalancer, error) {
-	lb, err := d.countingDriver.Apply(ctx, a)
+	lb, err := d.memDriver.Apply(ctx, a)
 	if lb != nil {
 		lb.Ingress = nil
-		d.mem.mu.Lock()
-		d.mem.lbs[lb.ID].Ingress = nil
-		d.mem.mu.Unlock()
+		d.mu.Lock()
+		d.lbs[lb.ID].Ingress = nil
+		d.mu.Unlock()
 	}
 	return lb, err
 }
 
 func TestPartialCreateIsFinished(t *testing.T) {
-	base := newCountingDriver()
-	r, _ := newReconciler(t, loadbalancer.Config{Driver: &stepCreate{base}})
+	base := newMemDriver()
+	r := newReconcilerOver(t, &stepCreate{base}, loadbalancer.Options{})
 	mustEnsure(t, r, "c1", lbService(), threeNodes())
 	applied, _ := base.writes()
 	if diff := cmp.Diff(kinds(loadbalancer.ActionCreate, loadbalancer.ActionAddBackends), applied); diff != "" {
@@ -472,7 +393,7 @@ func TestPartialCreateIsFinished(t *testing.T) {
 
 // stepCreate creates load balancers without backends, as a cloud that
 // needs a second call for them.
-type stepCreate struct{ *countingDriver }
+type stepCreate struct{ *memDriver }
 
 func (d *stepCreate) Apply(ctx context.Context, a loadbalancer.Action) (*loadbalancer.LoadBalancer, error) {
 	if a.Kind == loadbalancer.ActionCreate {
@@ -480,18 +401,18 @@ func (d *stepCreate) Apply(ctx context.Context, a loadbalancer.Action) (*loadbal
 		c.Spec.Backends = nil
 		a.Create = c
 	}
-	return d.countingDriver.Apply(ctx, a)
+	return d.memDriver.Apply(ctx, a)
 }
 
 func TestAdoptionByID(t *testing.T) {
-	set := &loadbalancer.AnnotationSet{}
-	idAnn := set.MustDeclare(loadbalancer.Annotation{Name: "lb.example.com/id", Kind: loadbalancer.KindString, Doc: "Cloud ID to adopt."})
+	set := &annotation.Set{}
+	idAnn := set.MustDeclare(annotation.Annotation{Name: "lb.example.com/id", Kind: annotation.KindString, Doc: "Cloud ID to adopt."})
 	withID := func(id string) *v1.Service {
 		return lbService(func(s *v1.Service) { s.Annotations = map[string]string{idAnn.Name: id} })
 	}
 	t.Run("untagged is adopted", func(t *testing.T) {
-		r, d := newReconciler(t, loadbalancer.Config{Annotations: set, IDAnnotation: idAnn})
-		d.mem.lbs["lb-old"] = &loadbalancer.LoadBalancer{ID: "lb-old", Name: "hand-made", Tags: map[string]string{"team": "x"},
+		r, d := newReconciler(t, loadbalancer.Options{Annotations: set, IDAnnotation: idAnn})
+		d.lbs["lb-old"] = &loadbalancer.LoadBalancer{ID: "lb-old", Name: "hand-made", Tags: map[string]string{"team": "x"},
 			Ingress: []loadbalancer.Ingress{{IP: "198.51.100.1"}}}
 		st := mustEnsure(t, r, "c1", withID("lb-old"), threeNodes())
 		if st.Ingress[0].IP != "198.51.100.1" {
@@ -514,8 +435,8 @@ func TestAdoptionByID(t *testing.T) {
 		}
 	})
 	t.Run("owned by another cluster", func(t *testing.T) {
-		r, d := newReconciler(t, loadbalancer.Config{Annotations: set, IDAnnotation: idAnn})
-		d.mem.lbs["lb-b"] = &loadbalancer.LoadBalancer{ID: "lb-b", Tags: loadbalancer.OwnerOf("cluster-b", lbService()).Tags()}
+		r, d := newReconciler(t, loadbalancer.Options{Annotations: set, IDAnnotation: idAnn})
+		d.lbs["lb-b"] = &loadbalancer.LoadBalancer{ID: "lb-b", Tags: loadbalancer.OwnerTags(loadbalancer.OwnerOf("cluster-b", lbService()))}
 		_, err := r.EnsureLoadBalancer(t.Context(), "c1", withID("lb-b"), threeNodes())
 		if !errors.Is(err, loadbalancer.ErrNotOwned) || !strings.Contains(err.Error(), `owned by cluster "cluster-b"`) {
 			t.Errorf("Ensure = %v; want ErrNotOwned naming cluster-b", err)
@@ -533,14 +454,14 @@ func TestAdoptionByID(t *testing.T) {
 		// Service two, managing the owned one would ignore the annotation.
 		// Ensure refuses, visibly, and changes nothing.
 		var hooked []error
-		r, d := newReconciler(t, loadbalancer.Config{Annotations: set, IDAnnotation: idAnn, Hooks: loadbalancer.Hooks{
+		r, d := newReconciler(t, loadbalancer.Options{Annotations: set, IDAnnotation: idAnn, Hooks: loadbalancer.Hooks{
 			UserError: func(_ context.Context, op string, _ *v1.Service, err error) {
 				hooked = append(hooked, fmt.Errorf("%s: %w", op, err))
 			},
 		}})
 		st := mustEnsure(t, r, "c1", lbService(), threeNodes())
 		owned := onlyLB(t, d)
-		d.mem.lbs["lb-old"] = &loadbalancer.LoadBalancer{ID: "lb-old", Name: "hand-made", Tags: map[string]string{"team": "x"},
+		d.lbs["lb-old"] = &loadbalancer.LoadBalancer{ID: "lb-old", Name: "hand-made", Tags: map[string]string{"team": "x"},
 			Ingress: []loadbalancer.Ingress{{IP: "198.51.100.1"}}}
 		d.writes()
 		_, err := r.EnsureLoadBalancer(t.Context(), "c1", withID("lb-old"), threeNodes())
@@ -578,7 +499,7 @@ func TestAdoptionByID(t *testing.T) {
 		}
 	})
 	t.Run("missing ID", func(t *testing.T) {
-		r, d := newReconciler(t, loadbalancer.Config{Annotations: set, IDAnnotation: idAnn})
+		r, d := newReconciler(t, loadbalancer.Options{Annotations: set, IDAnnotation: idAnn})
 		_, err := r.EnsureLoadBalancer(t.Context(), "c1", withID("lb-gone"), threeNodes())
 		if !errors.Is(err, loadbalancer.ErrNotFound) || !strings.Contains(err.Error(), `"lb-gone"`) {
 			t.Errorf("Ensure = %v; want ErrNotFound naming the ID", err)
@@ -593,7 +514,7 @@ func TestAdoptionByID(t *testing.T) {
 }
 
 func TestClusterIdentity(t *testing.T) {
-	r, d := newReconciler(t, loadbalancer.Config{ClusterID: "fixed"})
+	r, d := newReconciler(t, loadbalancer.Options{ClusterID: "fixed"})
 	mustEnsure(t, r, "kubernetes", lbService(), threeNodes())
 	for _, lb := range d.stored() {
 		if lb.Tags[loadbalancer.TagCluster] != "fixed" {
@@ -604,7 +525,7 @@ func TestClusterIdentity(t *testing.T) {
 	if _, exists, _ := r.GetLoadBalancer(t.Context(), "other", lbService()); !exists {
 		t.Errorf("Get with another clusterName: exists=false; want Config.ClusterID to win")
 	}
-	r2, _ := newReconciler(t, loadbalancer.Config{})
+	r2, _ := newReconciler(t, loadbalancer.Options{})
 	if _, err := r2.EnsureLoadBalancer(t.Context(), "", lbService(), threeNodes()); err == nil || !strings.Contains(err.Error(), "cluster identity is empty") {
 		t.Errorf("Ensure without a cluster identity: %v", err)
 	}
@@ -616,7 +537,7 @@ func TestClusterIdentity(t *testing.T) {
 
 func TestArgumentsNotMutated(t *testing.T) {
 	set, _ := testAnnotations(t)
-	r, _ := newReconciler(t, loadbalancer.Config{Annotations: set})
+	r, _ := newReconciler(t, loadbalancer.Options{Annotations: set})
 	svc := lbService(func(s *v1.Service) {
 		s.Spec.IPFamilies = []v1.IPFamily{v1.IPv6Protocol, v1.IPv4Protocol}
 		s.Spec.Ports = append(s.Spec.Ports, v1.ServicePort{Protocol: v1.ProtocolUDP, Port: 53, NodePort: 30053})
@@ -642,7 +563,7 @@ func TestArgumentsNotMutated(t *testing.T) {
 // TestSerialized runs Ensure and Update for one Service concurrently; the
 // driver flags any two calls in flight at once.
 func TestSerialized(t *testing.T) {
-	r, d := newReconciler(t, loadbalancer.Config{})
+	r, d := newReconciler(t, loadbalancer.Options{})
 	mustEnsure(t, r, "c1", lbService(), threeNodes())
 	var wg sync.WaitGroup
 	for i := range 20 {
@@ -668,7 +589,7 @@ func TestSerialized(t *testing.T) {
 
 func TestActionHook(t *testing.T) {
 	var got []string
-	r, _ := newReconciler(t, loadbalancer.Config{Hooks: loadbalancer.Hooks{
+	r, _ := newReconciler(t, loadbalancer.Options{Hooks: loadbalancer.Hooks{
 		Action: func(_ context.Context, svc *v1.Service, a loadbalancer.Action, err error) {
 			got = append(got, fmt.Sprintf("%s %s %v", svc.Name, a.Kind, err))
 		},
@@ -680,35 +601,50 @@ func TestActionHook(t *testing.T) {
 }
 
 func TestNewReconcilerErrors(t *testing.T) {
-	set := &loadbalancer.AnnotationSet{}
-	ip := set.MustDeclare(loadbalancer.Annotation{Name: "x.io/ip", Kind: loadbalancer.KindIP, Doc: "d"})
-	undeclared := &loadbalancer.Annotation{Name: "x.io/id", Kind: loadbalancer.KindString}
-	d := newCountingDriver()
+	set := &annotation.Set{}
+	ip := set.MustDeclare(annotation.Annotation{Name: "x.io/ip", Kind: annotation.KindIP, Doc: "d"})
+	undeclared := &annotation.Annotation{Name: "x.io/id", Kind: annotation.KindString}
+	d := newMemDriver()
+	var typedNil *memDriver
 	cases := []struct {
 		name, reason string
-		cfg          loadbalancer.Config
-		wantSubstr   string
+		driver       loadbalancer.Driver
+		opts         loadbalancer.Options
+		want         string
 	}{
-		{"no driver", "nothing to talk to", loadbalancer.Config{}, "Config.Driver is nil"},
-		{"bad naming", "naming is validated", loadbalancer.Config{Driver: d, Naming: loadbalancer.NamingConfig{MaxLength: 5}}, "Config.Naming: NamingConfig.MaxLength 5"},
-		{"wrong kind", "the ID annotation is a string", loadbalancer.Config{Driver: d, Annotations: set, IDAnnotation: ip}, `Config.IDAnnotation "x.io/ip" is of kind IP`},
-		{"undeclared", "annotations come from the set", loadbalancer.Config{Driver: d, Annotations: set, IDAnnotation: undeclared}, "not declared in Config.Annotations"},
-		{"negative retry", "durations are >= 0", loadbalancer.Config{Driver: d, RetryAfter: -time.Second}, "Config.RetryAfter -1s"},
+		{name: "no driver", reason: "nothing to talk to", driver: nil,
+			want: "loadbalancer.NewReconciler: driver is nil: expected a loadbalancer.Driver"},
+		{name: "typed nil driver", reason: "a nil *T in the interface is no driver either", driver: typedNil,
+			want: "loadbalancer.NewReconciler: driver is a nil *loadbalancer_test.memDriver: expected a usable loadbalancer.Driver"},
+		{name: "bad naming", reason: "naming is validated", driver: d, opts: loadbalancer.Options{Naming: loadbalancer.NamerOptions{MaxLength: 5}},
+			want: `loadbalancer.NewReconciler: Options.Naming.MaxLength 5: expected 0 (the default, 63) or at least 17 (prefix "k8s", a separator and a 13-character hash)`},
+		{name: "wrong kind", reason: "the ID annotation is a string", driver: d, opts: loadbalancer.Options{Annotations: set, IDAnnotation: ip},
+			want: `loadbalancer.NewReconciler: Options.IDAnnotation "x.io/ip" is of kind IP: expected string`},
+		{name: "undeclared", reason: "annotations come from the set", driver: d, opts: loadbalancer.Options{Annotations: set, IDAnnotation: undeclared},
+			want: `loadbalancer.NewReconciler: Options.IDAnnotation "x.io/id" is not declared in Options.Annotations: expected an annotation returned by its Declare`},
+		{name: "negative retry", reason: "a retry delay cannot be none (A4)", driver: d, opts: loadbalancer.Options{RetryAfter: -time.Second},
+			want: "loadbalancer.NewReconciler: Options.RetryAfter -1s: expected 0 (the default, 10s) or more"},
+		{name: "unknown backend key", reason: "backend keys are closed", driver: d, opts: loadbalancer.Options{Capabilities: loadbalancer.Capabilities{BackendKey: "VM"}},
+			want: `loadbalancer.NewReconciler: Options.Capabilities.BackendKey "VM": expected "" (node name, the zero value), "ProviderID" or "Address"`},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			if _, err := loadbalancer.NewReconciler(tc.cfg); err == nil || !strings.Contains(err.Error(), tc.wantSubstr) {
-				t.Errorf("%s: NewReconciler error = %v; want it to contain %q", tc.reason, err, tc.wantSubstr)
+			r, err := loadbalancer.NewReconciler(tc.driver, tc.opts)
+			if r != nil || err == nil {
+				t.Fatalf("%s: NewReconciler = %v, %v; want an error", tc.reason, r, err)
+			}
+			if diff := cmp.Diff(tc.want, err.Error()); diff != "" {
+				t.Errorf("%s: NewReconciler error (-want +got):\n%s", tc.reason, diff)
 			}
 		})
 	}
 }
 
 // nilFind is a buggy Driver whose Find reports a nil load balancer.
-type nilFind struct{ *countingDriver }
+type nilFind struct{ *memDriver }
 
 func (d nilFind) Find(ctx context.Context, q loadbalancer.Query) ([]*loadbalancer.LoadBalancer, error) {
-	lbs, err := d.countingDriver.Find(ctx, q)
+	lbs, err := d.memDriver.Find(ctx, q)
 	return append(lbs, nil), err
 }
 
@@ -716,7 +652,7 @@ func (d nilFind) Find(ctx context.Context, q loadbalancer.Query) ([]*loadbalance
 // balancer gets an error naming it, not a panic, and that the Service's
 // lock is released (a second call returns).
 func TestNilFromFindIsAnError(t *testing.T) {
-	r, _ := newReconciler(t, loadbalancer.Config{Driver: nilFind{newCountingDriver()}})
+	r := newReconcilerOver(t, nilFind{newMemDriver()}, loadbalancer.Options{})
 	svc := lbService()
 	ctx := t.Context()
 	for i := range 2 {
@@ -738,7 +674,7 @@ func TestNilFromFindIsAnError(t *testing.T) {
 // TestGetLoadBalancerNameNilService checks that a nil Service gets an empty
 // name rather than a panic (the method has no error result).
 func TestGetLoadBalancerNameNilService(t *testing.T) {
-	r, _ := newReconciler(t, loadbalancer.Config{})
+	r, _ := newReconciler(t, loadbalancer.Options{})
 	if got := r.GetLoadBalancerName(t.Context(), "c1", nil); got != "" {
 		t.Errorf("GetLoadBalancerName(nil) = %q; want \"\"", got)
 	}
@@ -777,7 +713,7 @@ func TestBackendsOfNodesWithoutAddressesYet(t *testing.T) {
 	}}
 	before := late.DeepCopy()
 
-	r, d := newReconciler(t, loadbalancer.Config{Instances: book})
+	r, d := newReconciler(t, loadbalancer.Options{Instances: book})
 	mustEnsure(t, r, "c1", lbService(), append(threeNodes(), late, gone))
 	lb := onlyLB(t, d)
 	var names []string
@@ -797,7 +733,7 @@ func TestBackendsOfNodesWithoutAddressesYet(t *testing.T) {
 
 	// Update, as the service controller calls it on the provider-ID change.
 	d.writes()
-	r2, d2 := newReconciler(t, loadbalancer.Config{Instances: book})
+	r2, d2 := newReconciler(t, loadbalancer.Options{Instances: book})
 	mustEnsure(t, r2, "c1", lbService(), threeNodes())
 	d2.writes()
 	if err := r2.UpdateLoadBalancer(t.Context(), "c1", lbService(), append(threeNodes(), late)); err != nil {
@@ -808,7 +744,7 @@ func TestBackendsOfNodesWithoutAddressesYet(t *testing.T) {
 	}
 
 	// Without Instances such a node is left out (documented).
-	r3, d3 := newReconciler(t, loadbalancer.Config{})
+	r3, d3 := newReconciler(t, loadbalancer.Options{})
 	mustEnsure(t, r3, "c1", lbService(), append(threeNodes(), late))
 	if n := len(onlyLB(t, d3).Spec.Backends); n != 3 {
 		t.Errorf("without Config.Instances: %d backends, want 3", n)
@@ -816,7 +752,7 @@ func TestBackendsOfNodesWithoutAddressesYet(t *testing.T) {
 
 	// A lookup failure is an error, and nothing is written.
 	book.failFor = late.Spec.ProviderID
-	r4, d4 := newReconciler(t, loadbalancer.Config{Instances: book})
+	r4, d4 := newReconciler(t, loadbalancer.Options{Instances: book})
 	if _, err := r4.EnsureLoadBalancer(t.Context(), "c1", lbService(), append(threeNodes(), late)); err == nil || !strings.Contains(err.Error(), "n4") {
 		t.Errorf("Ensure with a failing address lookup: err = %v, want an error naming node n4", err)
 	}
@@ -825,7 +761,7 @@ func TestBackendsOfNodesWithoutAddressesYet(t *testing.T) {
 	}
 }
 
-func onlyLB(t *testing.T, d *countingDriver) *loadbalancer.LoadBalancer {
+func onlyLB(t *testing.T, d *memDriver) *loadbalancer.LoadBalancer {
 	t.Helper()
 	lbs := d.stored()
 	if len(lbs) != 1 {
@@ -840,7 +776,7 @@ func onlyLB(t *testing.T, d *countingDriver) *loadbalancer.LoadBalancer {
 // panicOnce is a Driver whose next Find panics once with the value
 // panicFind, after which it behaves.
 type panicOnce struct {
-	*countingDriver
+	*memDriver
 	armed atomic.Bool
 }
 
@@ -850,7 +786,7 @@ func (d *panicOnce) Find(ctx context.Context, q loadbalancer.Query) ([]*loadbala
 	if d.armed.CompareAndSwap(true, false) {
 		panic(panicFind{})
 	}
-	return d.countingDriver.Find(ctx, q)
+	return d.memDriver.Find(ctx, q)
 }
 
 // TestPanickingFindReleasesTheLock checks that a Driver.Find that panics
@@ -879,8 +815,8 @@ func TestPanickingFindReleasesTheLock(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			d := &panicOnce{countingDriver: newCountingDriver()}
-			r, _ := newReconciler(t, loadbalancer.Config{Driver: d})
+			d := &panicOnce{memDriver: newMemDriver()}
+			r := newReconcilerOver(t, d, loadbalancer.Options{})
 			svc := lbService()
 			mustEnsure(t, r, "c1", svc, threeNodes())
 			d.armed.Store(true)

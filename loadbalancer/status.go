@@ -10,63 +10,36 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 )
 
-// StatusBuilder builds a validated v1.LoadBalancerStatus. The zero value is
-// an empty builder. It is not safe for concurrent use.
-//
-//	var b loadbalancer.StatusBuilder
-//	b.AddIP("203.0.113.7", v1.LoadBalancerIPModeVIP)
-//	status, err := b.Build()
-type StatusBuilder struct {
-	ingress []Ingress
-}
-
-// AddIP adds an IP ingress. mode is VIP, Proxy or "" (unset); ports are
-// optional per-port statuses. Validation happens in Build.
-func (b *StatusBuilder) AddIP(ip string, mode v1.LoadBalancerIPMode, ports ...v1.PortStatus) *StatusBuilder {
-	return b.Add(Ingress{IP: ip, IPMode: mode, Ports: ports})
-}
-
-// AddHostname adds a hostname ingress. Validation happens in Build.
-func (b *StatusBuilder) AddHostname(hostname string, ports ...v1.PortStatus) *StatusBuilder {
-	return b.Add(Ingress{Hostname: hostname, Ports: ports})
-}
-
-// Add adds in (as a Driver reports it). Validation happens in Build.
-func (b *StatusBuilder) Add(in ...Ingress) *StatusBuilder {
-	b.ingress = append(b.ingress, in...)
-	return b
-}
-
-// Build validates the ingress entries and returns a new status with one
-// v1.LoadBalancerIngress per entry, in the order added, IPs in canonical
-// form. It returns an error (not wrapped; several are joined) naming the
-// entry and the value when: there is no entry; an entry has both or
-// neither IP and Hostname; the IP does not parse or has a zone; the
-// hostname is not a DNS-1123 subdomain or is an IP; ipMode is set without
-// an IP or is not VIP or Proxy; a port status has a port outside 1-65535,
-// a protocol other than TCP, UDP or SCTP, or an empty error string; or two
-// entries are equal. Values are quoted cut to a bounded length, so a
-// huge one makes no huge message.
-func (b *StatusBuilder) Build() (*v1.LoadBalancerStatus, error) {
-	if len(b.ingress) == 0 {
-		return nil, errors.New("load balancer status: no ingress; expected at least one IP or hostname")
+// buildStatus validates the ingress entries a Driver reported and returns
+// a new status with one v1.LoadBalancerIngress per entry, in the order
+// given, IPs in canonical form. It returns an error (not wrapped; several
+// are joined) naming the entry and the value when: there is no entry; an
+// entry has both or neither IP and Hostname; the IP does not parse or has
+// a zone; the hostname is not a DNS-1123 subdomain or is an IP; ipMode is
+// set without an IP or is not VIP or Proxy; a port status has a port
+// outside 1-65535, a protocol other than TCP, UDP or SCTP, or an empty
+// error string; or two entries are equal. Values are quoted cut to a
+// bounded length, so a huge one makes no huge message.
+func buildStatus(ingress []Ingress) (*v1.LoadBalancerStatus, error) {
+	if len(ingress) == 0 {
+		return nil, errors.New("load balancer status: no ingress: expected at least one IP or hostname")
 	}
 	var errs []error
-	st := &v1.LoadBalancerStatus{Ingress: make([]v1.LoadBalancerIngress, 0, len(b.ingress))}
+	st := &v1.LoadBalancerStatus{Ingress: make([]v1.LoadBalancerIngress, 0, len(ingress))}
 	seen := map[string]bool{}
-	for i, in := range b.ingress {
+	for i, in := range ingress {
 		fail := func(format string, args ...any) {
 			errs = append(errs, fmt.Errorf("load balancer status: ingress[%d]: "+format, append([]any{i}, args...)...))
 		}
 		var out v1.LoadBalancerIngress
 		switch {
 		case in.IP != "" && in.Hostname != "":
-			fail("both ip %q and hostname %q; expected exactly one", cut(in.IP), cut(in.Hostname))
+			fail("both ip %q and hostname %q: expected exactly one", cut(in.IP), cut(in.Hostname))
 			continue
 		case in.IP != "":
 			ip, err := netip.ParseAddr(in.IP)
 			if err != nil || ip.Zone() != "" {
-				fail("ip %q; expected an IPv4 or IPv6 address without zone", cut(in.IP))
+				fail("ip %q: expected an IPv4 or IPv6 address without zone", cut(in.IP))
 				continue
 			}
 			out.IP = ip.Unmap().String()
@@ -76,38 +49,38 @@ func (b *StatusBuilder) Build() (*v1.LoadBalancerStatus, error) {
 				mode := in.IPMode
 				out.IPMode = &mode
 			default:
-				fail("ipMode %q; expected VIP or Proxy", cut(string(in.IPMode)))
+				fail("ipMode %q: expected VIP or Proxy", cut(string(in.IPMode)))
 			}
 		case in.Hostname != "":
 			if _, err := netip.ParseAddr(in.Hostname); err == nil {
-				fail("hostname %q is an IP; expected a DNS name (put IPs in ip)", cut(in.Hostname))
+				fail("hostname %q is an IP: expected a DNS name (put IPs in ip)", cut(in.Hostname))
 				continue
 			}
 			if len(in.Hostname) > validation.DNS1123SubdomainMaxLength {
 				// Before IsDNS1123Subdomain, whose pattern match takes seconds on a 1 MiB name.
-				fail("hostname %q; expected a DNS-1123 subdomain of at most %d characters", cut(in.Hostname), validation.DNS1123SubdomainMaxLength)
+				fail("hostname %q: expected a DNS-1123 subdomain of at most %d characters", cut(in.Hostname), validation.DNS1123SubdomainMaxLength)
 				continue
 			}
 			if msgs := validation.IsDNS1123Subdomain(in.Hostname); len(msgs) > 0 {
-				fail("hostname %q; expected a DNS-1123 subdomain: %s", cut(in.Hostname), strings.Join(msgs, "; "))
+				fail("hostname %q: expected a DNS-1123 subdomain: %s", cut(in.Hostname), strings.Join(msgs, "; "))
 				continue
 			}
 			out.Hostname = in.Hostname
 			if in.IPMode != "" {
-				fail("ipMode %q with hostname %q; expected ipMode only with an ip", cut(string(in.IPMode)), in.Hostname)
+				fail("ipMode %q with hostname %q: expected ipMode only with an ip", cut(string(in.IPMode)), in.Hostname)
 			}
 		default:
-			fail("neither ip nor hostname; expected exactly one")
+			fail("neither ip nor hostname: expected exactly one")
 			continue
 		}
 		for j, p := range in.Ports {
 			switch {
 			case p.Port < 1 || p.Port > 65535:
-				fail("ports[%d].port %d; expected 1-65535", j, p.Port)
+				fail("ports[%d].port %d: expected 1-65535", j, p.Port)
 			case p.Protocol != v1.ProtocolTCP && p.Protocol != v1.ProtocolUDP && p.Protocol != v1.ProtocolSCTP:
-				fail("ports[%d].protocol %q; expected TCP, UDP or SCTP", j, cut(string(p.Protocol)))
+				fail("ports[%d].protocol %q: expected TCP, UDP or SCTP", j, cut(string(p.Protocol)))
 			case p.Error != nil && *p.Error == "":
-				fail("ports[%d].error is empty; expected nil or a reason", j)
+				fail("ports[%d].error is empty: expected nil or a reason", j)
 			}
 			ps := p
 			if p.Error != nil {
@@ -118,7 +91,7 @@ func (b *StatusBuilder) Build() (*v1.LoadBalancerStatus, error) {
 		}
 		k := out.IP + "|" + out.Hostname
 		if seen[k] {
-			fail("%s%s listed twice; expected unique entries", out.IP, out.Hostname)
+			fail("%s%s listed twice: expected unique entries", out.IP, out.Hostname)
 		}
 		seen[k] = true
 		st.Ingress = append(st.Ingress, out)

@@ -10,33 +10,27 @@ import (
 	"github.com/ccmkit/ccmkit/loadbalancer"
 )
 
-func TestStatusBuilder(t *testing.T) {
+func TestStatus(t *testing.T) {
 	vip, proxy := v1.LoadBalancerIPModeVIP, v1.LoadBalancerIPModeProxy
 	cases := []struct {
 		name, reason string
-		build        func(b *loadbalancer.StatusBuilder)
+		in           []loadbalancer.Ingress
 		want         *v1.LoadBalancerStatus
 	}{
 		{"ip with mode and ports", "canonical IP, mode and ports kept",
-			func(b *loadbalancer.StatusBuilder) {
-				b.AddIP("2001:DB8::1", proxy, v1.PortStatus{Port: 80, Protocol: v1.ProtocolTCP})
-			},
+			[]loadbalancer.Ingress{{IP: "2001:DB8::1", IPMode: proxy, Ports: []v1.PortStatus{{Port: 80, Protocol: v1.ProtocolTCP}}}},
 			&v1.LoadBalancerStatus{Ingress: []v1.LoadBalancerIngress{{IP: "2001:db8::1", IPMode: &proxy, Ports: []v1.PortStatus{{Port: 80, Protocol: v1.ProtocolTCP}}}}}},
 		{"ip and hostname", "both kinds, in order; IPv4-mapped unmapped",
-			func(b *loadbalancer.StatusBuilder) {
-				b.AddIP("::ffff:203.0.113.1", vip).AddHostname("lb-1.example.com")
-			},
+			[]loadbalancer.Ingress{{IP: "::ffff:203.0.113.1", IPMode: vip}, {Hostname: "lb-1.example.com"}},
 			&v1.LoadBalancerStatus{Ingress: []v1.LoadBalancerIngress{{IP: "203.0.113.1", IPMode: &vip}, {Hostname: "lb-1.example.com"}}}},
-		{"no mode", "ipMode stays unset", func(b *loadbalancer.StatusBuilder) { b.AddIP("203.0.113.1", "") },
+		{"no mode", "ipMode stays unset", []loadbalancer.Ingress{{IP: "203.0.113.1"}},
 			&v1.LoadBalancerStatus{Ingress: []v1.LoadBalancerIngress{{IP: "203.0.113.1"}}}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			var b loadbalancer.StatusBuilder
-			tc.build(&b)
-			got, err := b.Build()
+			got, err := loadbalancer.BuildStatus(tc.in)
 			if err != nil {
-				t.Fatalf("%s: Build: %v", tc.reason, err)
+				t.Fatalf("%s: status: %v", tc.reason, err)
 			}
 			if diff := cmp.Diff(tc.want, got); diff != "" {
 				t.Errorf("%s: (-want +got):\n%s", tc.reason, diff)
@@ -45,7 +39,7 @@ func TestStatusBuilder(t *testing.T) {
 	}
 }
 
-func TestStatusBuilderErrors(t *testing.T) {
+func TestStatusErrors(t *testing.T) {
 	cases := []struct {
 		name, reason string
 		in           []loadbalancer.Ingress
@@ -55,7 +49,7 @@ func TestStatusBuilderErrors(t *testing.T) {
 		{"bad ip", "IPs must parse", []loadbalancer.Ingress{{IP: "203.0.113"}}, `ingress[0]: ip "203.0.113"`},
 		{"zone", "a zone is not a load-balancer address", []loadbalancer.Ingress{{IP: "fe80::1%eth0"}}, `ip "fe80::1%eth0"`},
 		{"hostname is IP", "an IP belongs in ip", []loadbalancer.Ingress{{Hostname: "203.0.113.1"}}, `hostname "203.0.113.1" is an IP`},
-		{"bad hostname", "DNS-1123 subdomain", []loadbalancer.Ingress{{Hostname: "Not_A_Host"}}, `hostname "Not_A_Host"; expected a DNS-1123 subdomain`},
+		{"bad hostname", "DNS-1123 subdomain", []loadbalancer.Ingress{{Hostname: "Not_A_Host"}}, `hostname "Not_A_Host": expected a DNS-1123 subdomain`},
 		{"both", "one of ip and hostname", []loadbalancer.Ingress{{IP: "203.0.113.1", Hostname: "a.example.com"}}, "expected exactly one"},
 		{"neither", "one of ip and hostname", []loadbalancer.Ingress{{}}, "neither ip nor hostname"},
 		{"mode with hostname", "ipMode only with an IP", []loadbalancer.Ingress{{Hostname: "a.example.com", IPMode: v1.LoadBalancerIPModeVIP}}, "expected ipMode only with an ip"},
@@ -67,10 +61,9 @@ func TestStatusBuilderErrors(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			var b loadbalancer.StatusBuilder
-			got, err := b.Add(tc.in...).Build()
+			got, err := loadbalancer.BuildStatus(tc.in)
 			if got != nil || err == nil || !strings.Contains(err.Error(), tc.wantSubstr) {
-				t.Errorf("%s: Build = %v, %v; want nil and an error containing %q", tc.reason, got, err, tc.wantSubstr)
+				t.Errorf("%s: status = %v, %v; want nil and an error containing %q", tc.reason, got, err, tc.wantSubstr)
 			}
 		})
 	}

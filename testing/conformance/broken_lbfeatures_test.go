@@ -410,10 +410,15 @@ func lbFakeTargetWith(opts ...fake.Option) func(context.Context) (*conformance.T
 	}
 }
 
+// kubeProxyHealthzPort is the port Desired probes for
+// externalTrafficPolicy=Cluster: kube-proxy's (--healthz-bind-address
+// default :10256), whose path a broken driver keeps.
+const kubeProxyHealthzPort = 10256
+
 // lbRootPath is what a driver that ignores the path of a health check on a
 // node port configures: / instead of /healthz.
 func lbRootPath(hc loadbalancer.HealthCheck) loadbalancer.HealthCheck {
-	if hc.Port != loadbalancer.KubeProxyHealthzPort && hc.Path == "/healthz" {
+	if hc.Port != kubeProxyHealthzPort && hc.Path == "/healthz" {
 		hc.Path = "/"
 	}
 	return hc
@@ -422,7 +427,7 @@ func lbRootPath(hc loadbalancer.HealthCheck) loadbalancer.HealthCheck {
 // lbReportHealthzPath returns a copy of lb reporting the /healthz that
 // lbRootPath replaced, as such a driver reports what it was asked for.
 func lbReportHealthzPath(lb *loadbalancer.LoadBalancer) *loadbalancer.LoadBalancer {
-	if lb == nil || lb.Spec.HealthCheck.Port == loadbalancer.KubeProxyHealthzPort || lb.Spec.HealthCheck.Path != "/" {
+	if lb == nil || lb.Spec.HealthCheck.Port == kubeProxyHealthzPort || lb.Spec.HealthCheck.Path != "/" {
 		return lb
 	}
 	c := *lb

@@ -1,4 +1,4 @@
-package loadbalancer
+package annotation
 
 import (
 	"bufio"
@@ -12,7 +12,7 @@ import (
 // annotation (name, type, accepted values, default, whether it is a
 // provider setting, and the Doc text). The output is deterministic (sorted
 // by name). It returns the first write error, unwrapped.
-func (s *AnnotationSet) WriteMarkdown(w io.Writer, title string) error {
+func (s *Set) WriteMarkdown(w io.Writer, title string) error {
 	bw := bufio.NewWriter(w)
 	fmt.Fprintf(bw, "# %s\n\n", title)
 	if len(s.list) == 0 {

@@ -1,4 +1,4 @@
-package loadbalancer_test
+package annotation_test
 
 import (
 	"bytes"
@@ -15,33 +15,14 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/ccmkit/ccmkit/loadbalancer"
+	"github.com/ccmkit/ccmkit/annotation"
+	"github.com/ccmkit/ccmkit/internal/annotationtest"
 )
 
 var update = flag.Bool("update", false, "rewrite golden files under testdata/")
 
 // testAnnotations declares one annotation of every kind.
-func testAnnotations(t testing.TB) (*loadbalancer.AnnotationSet, map[loadbalancer.AnnotationKind]*loadbalancer.Annotation) {
-	t.Helper()
-	set := &loadbalancer.AnnotationSet{}
-	byKind := map[loadbalancer.AnnotationKind]*loadbalancer.Annotation{}
-	for _, a := range []loadbalancer.Annotation{
-		{Name: "lb.example.com/proxy-protocol", Kind: loadbalancer.KindBool, Default: "false", Doc: "Send the PROXY protocol header to backends.", Setting: true},
-		{Name: "lb.example.com/max-connections", Kind: loadbalancer.KindInt, Min: 1, Max: 100000, Doc: "Connection limit per listener."},
-		{Name: "lb.example.com/idle-timeout", Kind: loadbalancer.KindDuration, Default: "1m", Doc: "Close idle connections after this long.", Setting: true},
-		{Name: "lb.example.com/algorithm", Kind: loadbalancer.KindEnum, Values: []string{"round-robin", "least-connections"}, Default: "round-robin", Doc: "How connections are spread over backends.", Setting: true},
-		{Name: "lb.example.com/ip", Kind: loadbalancer.KindIP, Doc: "Request this address for the load balancer."},
-		{Name: "lb.example.com/internal-ranges", Kind: loadbalancer.KindCIDRList, Doc: "Private networks the load balancer is reachable from.\n\nSeparate entries with commas."},
-		{Name: "lb.example.com/id", Kind: loadbalancer.KindString, Doc: "Cloud ID of an existing load balancer to adopt."},
-	} {
-		d, err := set.Declare(a)
-		if err != nil {
-			t.Fatalf("Declare(%q): %v", a.Name, err)
-		}
-		byKind[a.Kind] = d
-	}
-	return set, byKind
-}
+var testAnnotations = annotationtest.EveryKind
 
 func TestAnnotationGetters(t *testing.T) {
 	_, k := testAnnotations(t)
@@ -50,24 +31,24 @@ func TestAnnotationGetters(t *testing.T) {
 		Set   bool
 		Err   string
 	}
-	get := func(a *loadbalancer.Annotation, m map[string]string) result {
+	get := func(a *annotation.Annotation, m map[string]string) result {
 		var v any
 		var set bool
 		var err error
 		switch a.Kind {
-		case loadbalancer.KindBool:
+		case annotation.KindBool:
 			v, set, err = a.Bool(m)
-		case loadbalancer.KindInt:
+		case annotation.KindInt:
 			v, set, err = a.Int(m)
-		case loadbalancer.KindDuration:
+		case annotation.KindDuration:
 			v, set, err = a.Duration(m)
-		case loadbalancer.KindEnum:
+		case annotation.KindEnum:
 			v, set, err = a.Enum(m)
-		case loadbalancer.KindIP:
+		case annotation.KindIP:
 			var ip netip.Addr
 			ip, set, err = a.IP(m)
 			v = ip.String()
-		case loadbalancer.KindCIDRList:
+		case annotation.KindCIDRList:
 			var ps []netip.Prefix
 			ps, set, err = a.CIDRs(m)
 			var s []string
@@ -75,54 +56,54 @@ func TestAnnotationGetters(t *testing.T) {
 				s = append(s, p.String())
 			}
 			v = s
-		case loadbalancer.KindString:
+		case annotation.KindString:
 			v, set, err = a.Text(m)
 		}
 		r := result{Value: v, Set: set}
 		if err != nil {
 			r.Err = err.Error()
-			if !errors.Is(err, loadbalancer.ErrInvalidAnnotation) {
-				r.Err = "NOT ErrInvalidAnnotation: " + r.Err
+			if !errors.Is(err, annotation.ErrInvalid) {
+				r.Err = "NOT ErrInvalid: " + r.Err
 			}
 		}
 		return r
 	}
 	cases := []struct {
 		name, reason string
-		kind         loadbalancer.AnnotationKind
+		kind         annotation.Kind
 		value        *string // nil: absent
 		want         result
 	}{
-		{"bool absent", "default, not set", loadbalancer.KindBool, nil, result{Value: false}},
-		{"bool false", "set to the default is set", loadbalancer.KindBool, ptr("false"), result{Value: false, Set: true}},
-		{"bool true spaced", "surrounding space is ignored", loadbalancer.KindBool, ptr(" true "), result{Value: true, Set: true}},
-		{"bool yes", "only true/false", loadbalancer.KindBool, ptr("yes"), result{Value: false, Set: true,
+		{"bool absent", "default, not set", annotation.KindBool, nil, result{Value: false}},
+		{"bool false", "set to the default is set", annotation.KindBool, ptr("false"), result{Value: false, Set: true}},
+		{"bool true spaced", "surrounding space is ignored", annotation.KindBool, ptr(" true "), result{Value: true, Set: true}},
+		{"bool yes", "only true/false", annotation.KindBool, ptr("yes"), result{Value: false, Set: true,
 			Err: `annotation "lb.example.com/proxy-protocol": invalid value "yes": expected "true" or "false"`}},
-		{"int absent", "no default: zero, not set", loadbalancer.KindInt, nil, result{Value: int64(0)}},
-		{"int ok", "in range", loadbalancer.KindInt, ptr("42"), result{Value: int64(42), Set: true}},
-		{"int out of range", "bounds are enforced", loadbalancer.KindInt, ptr("0"), result{Value: int64(0), Set: true,
+		{"int absent", "no default: zero, not set", annotation.KindInt, nil, result{Value: int64(0)}},
+		{"int ok", "in range", annotation.KindInt, ptr("42"), result{Value: int64(42), Set: true}},
+		{"int out of range", "bounds are enforced", annotation.KindInt, ptr("0"), result{Value: int64(0), Set: true,
 			Err: `annotation "lb.example.com/max-connections": invalid value "0": expected an integer from 1 to 100000`}},
-		{"int garbage", "never falls back to the default", loadbalancer.KindInt, ptr("12abc"), result{Value: int64(0), Set: true,
+		{"int garbage", "never falls back to the default", annotation.KindInt, ptr("12abc"), result{Value: int64(0), Set: true,
 			Err: `annotation "lb.example.com/max-connections": invalid value "12abc": expected an integer from 1 to 100000`}},
-		{"duration absent", "default", loadbalancer.KindDuration, nil, result{Value: time.Minute}},
-		{"duration ok", "Go syntax", loadbalancer.KindDuration, ptr("1m30s"), result{Value: 90 * time.Second, Set: true}},
-		{"duration negative", "negative durations make no sense here", loadbalancer.KindDuration, ptr("-1s"), result{Value: time.Duration(0), Set: true,
+		{"duration absent", "default", annotation.KindDuration, nil, result{Value: time.Minute}},
+		{"duration ok", "Go syntax", annotation.KindDuration, ptr("1m30s"), result{Value: 90 * time.Second, Set: true}},
+		{"duration negative", "negative durations make no sense here", annotation.KindDuration, ptr("-1s"), result{Value: time.Duration(0), Set: true,
 			Err: `annotation "lb.example.com/idle-timeout": invalid value "-1s": expected a non-negative duration such as "30s" or "1m30s"`}},
-		{"enum absent", "default", loadbalancer.KindEnum, nil, result{Value: "round-robin"}},
-		{"enum ok", "a declared value", loadbalancer.KindEnum, ptr("least-connections"), result{Value: "least-connections", Set: true}},
-		{"enum case", "values are exact", loadbalancer.KindEnum, ptr("Round-Robin"), result{Value: "", Set: true,
+		{"enum absent", "default", annotation.KindEnum, nil, result{Value: "round-robin"}},
+		{"enum ok", "a declared value", annotation.KindEnum, ptr("least-connections"), result{Value: "least-connections", Set: true}},
+		{"enum case", "values are exact", annotation.KindEnum, ptr("Round-Robin"), result{Value: "", Set: true,
 			Err: `annotation "lb.example.com/algorithm": invalid value "Round-Robin": expected one of "round-robin", "least-connections"`}},
-		{"ip absent", "no default: zero Addr", loadbalancer.KindIP, nil, result{Value: "invalid IP"}},
-		{"ip v6", "canonical form", loadbalancer.KindIP, ptr("2001:DB8::0001"), result{Value: "2001:db8::1", Set: true}},
-		{"ip zone", "zones are not addresses of a load balancer", loadbalancer.KindIP, ptr("fe80::1%eth0"), result{Value: "invalid IP", Set: true,
+		{"ip absent", "no default: zero Addr", annotation.KindIP, nil, result{Value: "invalid IP"}},
+		{"ip v6", "canonical form", annotation.KindIP, ptr("2001:DB8::0001"), result{Value: "2001:db8::1", Set: true}},
+		{"ip zone", "zones are not addresses of a load balancer", annotation.KindIP, ptr("fe80::1%eth0"), result{Value: "invalid IP", Set: true,
 			Err: `annotation "lb.example.com/ip": invalid value "fe80::1%eth0": expected an IPv4 or IPv6 address`}},
-		{"cidrs", "masked, sorted, unique", loadbalancer.KindCIDRList, ptr("2001:db8::1/32, 10.1.2.3/8,10.0.0.0/8"), result{Value: []string{"10.0.0.0/8", "2001:db8::/32"}, Set: true}},
-		{"cidrs empty item", "a trailing comma is a mistake", loadbalancer.KindCIDRList, ptr("10.0.0.0/8,"), result{Value: []string(nil), Set: true,
+		{"cidrs", "masked, sorted, unique", annotation.KindCIDRList, ptr("2001:db8::1/32, 10.1.2.3/8,10.0.0.0/8"), result{Value: []string{"10.0.0.0/8", "2001:db8::/32"}, Set: true}},
+		{"cidrs empty item", "a trailing comma is a mistake", annotation.KindCIDRList, ptr("10.0.0.0/8,"), result{Value: []string(nil), Set: true,
 			Err: `annotation "lb.example.com/internal-ranges": invalid value "10.0.0.0/8,": expected a comma-separated list of CIDRs such as "10.0.0.0/8,2001:db8::/32"`}},
-		{"cidrs empty", "set but empty", loadbalancer.KindCIDRList, ptr(""), result{Value: []string(nil), Set: true,
+		{"cidrs empty", "set but empty", annotation.KindCIDRList, ptr(""), result{Value: []string(nil), Set: true,
 			Err: `annotation "lb.example.com/internal-ranges": invalid value "": expected a comma-separated list of CIDRs such as "10.0.0.0/8,2001:db8::/32"`}},
-		{"string ok", "kept", loadbalancer.KindString, ptr("lb-123"), result{Value: "lb-123", Set: true}},
-		{"string empty", "empty is not a value", loadbalancer.KindString, ptr(" "), result{Value: "", Set: true,
+		{"string ok", "kept", annotation.KindString, ptr("lb-123"), result{Value: "lb-123", Set: true}},
+		{"string empty", "empty is not a value", annotation.KindString, ptr(" "), result{Value: "", Set: true,
 			Err: `annotation "lb.example.com/id": invalid value " ": expected a non-empty string`}},
 	}
 	for _, tc := range cases {
@@ -143,7 +124,7 @@ func ptr[T any](v T) *T { return &v }
 
 func TestAnnotationWrongKind(t *testing.T) {
 	_, k := testAnnotations(t)
-	_, _, err := k[loadbalancer.KindInt].Bool(nil)
+	_, _, err := k[annotation.KindInt].Bool(nil)
 	if err == nil || !strings.Contains(err.Error(), `"lb.example.com/max-connections" is declared as int, not bool`) {
 		t.Errorf("Bool on an int annotation: error = %v; want a kind mismatch naming it", err)
 	}
@@ -151,12 +132,12 @@ func TestAnnotationWrongKind(t *testing.T) {
 
 func TestAnnotationErrorFields(t *testing.T) {
 	_, k := testAnnotations(t)
-	_, _, err := k[loadbalancer.KindDuration].Duration(map[string]string{"lb.example.com/idle-timeout": "soon"})
-	var ae *loadbalancer.AnnotationError
+	_, _, err := k[annotation.KindDuration].Duration(map[string]string{"lb.example.com/idle-timeout": "soon"})
+	var ae *annotation.Error
 	if !errors.As(err, &ae) {
-		t.Fatalf("error %v is not an *AnnotationError", err)
+		t.Fatalf("error %v is not an *Error", err)
 	}
-	want := loadbalancer.AnnotationError{Name: "lb.example.com/idle-timeout", Value: "soon", Expected: `a non-negative duration such as "30s" or "1m30s"`}
+	want := annotation.Error{Name: "lb.example.com/idle-timeout", Value: "soon", Expected: `a non-negative duration such as "30s" or "1m30s"`}
 	if diff := cmp.Diff(want, *ae, cmp.FilterPath(func(p cmp.Path) bool { return p.Last().String() == ".Err" }, cmp.Ignore())); diff != "" {
 		t.Errorf("(-want +got):\n%s", diff)
 	}
@@ -171,7 +152,7 @@ func TestAnnotationErrorFields(t *testing.T) {
 func TestAnnotationErrorIsBounded(t *testing.T) {
 	_, k := testAnnotations(t)
 	huge := "é" + strings.Repeat("x", 1<<20)
-	_, _, err := k[loadbalancer.KindDuration].Duration(map[string]string{"lb.example.com/idle-timeout": huge})
+	_, _, err := k[annotation.KindDuration].Duration(map[string]string{"lb.example.com/idle-timeout": huge})
 	if err == nil {
 		t.Fatal("a 1 MiB malformed duration was accepted")
 	}
@@ -185,24 +166,24 @@ func TestAnnotationErrorIsBounded(t *testing.T) {
 func TestDeclareErrors(t *testing.T) {
 	cases := []struct {
 		name, reason string
-		a            loadbalancer.Annotation
+		a            annotation.Annotation
 		wantSubstr   string
 	}{
-		{"bad name", "keys are qualified names", loadbalancer.Annotation{Name: "not a key", Kind: loadbalancer.KindBool, Doc: "d"}, `Annotation.Name "not a key"`},
-		{"duplicate", "one declaration per key", loadbalancer.Annotation{Name: "x.io/dup", Kind: loadbalancer.KindBool, Doc: "d"}, "already declared"},
-		{"unknown kind", "kinds are closed", loadbalancer.Annotation{Name: "x.io/k", Kind: "float", Doc: "d"}, `Kind "float"`},
-		{"no doc", "the reference needs it", loadbalancer.Annotation{Name: "x.io/d", Kind: loadbalancer.KindBool}, "Doc is empty"},
-		{"empty enum", "an enum needs values", loadbalancer.Annotation{Name: "x.io/e", Kind: loadbalancer.KindEnum, Doc: "d"}, "Values is empty"},
-		{"duplicate enum value", "values are unique", loadbalancer.Annotation{Name: "x.io/e", Kind: loadbalancer.KindEnum, Values: []string{"a", "a"}, Doc: "d"}, `Values[1] "a"`},
-		{"values on bool", "only enums have values", loadbalancer.Annotation{Name: "x.io/b", Kind: loadbalancer.KindBool, Values: []string{"a"}, Doc: "d"}, "expected none for kind bool"},
-		{"bounds on duration", "only ints have bounds", loadbalancer.Annotation{Name: "x.io/b", Kind: loadbalancer.KindDuration, Max: 3, Doc: "d"}, "expected none for kind duration"},
-		{"min > max", "empty range", loadbalancer.Annotation{Name: "x.io/b", Kind: loadbalancer.KindInt, Min: 3, Max: 1, Doc: "d"}, "Min 3 > Max 1"},
-		{"bad default", "the default must parse", loadbalancer.Annotation{Name: "x.io/b", Kind: loadbalancer.KindInt, Default: "ten", Doc: "d"}, `annotation "x.io/b": Default: annotation "x.io/b": invalid value "ten"`},
+		{"bad name", "keys are qualified names", annotation.Annotation{Name: "not a key", Kind: annotation.KindBool, Doc: "d"}, `Annotation.Name "not a key"`},
+		{"duplicate", "one declaration per key", annotation.Annotation{Name: "x.io/dup", Kind: annotation.KindBool, Doc: "d"}, "already declared"},
+		{"unknown kind", "kinds are closed", annotation.Annotation{Name: "x.io/k", Kind: "float", Doc: "d"}, `Kind "float"`},
+		{"no doc", "the reference needs it", annotation.Annotation{Name: "x.io/d", Kind: annotation.KindBool}, "Doc is empty"},
+		{"empty enum", "an enum needs values", annotation.Annotation{Name: "x.io/e", Kind: annotation.KindEnum, Doc: "d"}, "Values is empty"},
+		{"duplicate enum value", "values are unique", annotation.Annotation{Name: "x.io/e", Kind: annotation.KindEnum, Values: []string{"a", "a"}, Doc: "d"}, `Values[1] "a"`},
+		{"values on bool", "only enums have values", annotation.Annotation{Name: "x.io/b", Kind: annotation.KindBool, Values: []string{"a"}, Doc: "d"}, "expected none for kind bool"},
+		{"bounds on duration", "only ints have bounds", annotation.Annotation{Name: "x.io/b", Kind: annotation.KindDuration, Max: 3, Doc: "d"}, "expected none for kind duration"},
+		{"min > max", "empty range", annotation.Annotation{Name: "x.io/b", Kind: annotation.KindInt, Min: 3, Max: 1, Doc: "d"}, "Min 3 > Max 1"},
+		{"bad default", "the default must parse", annotation.Annotation{Name: "x.io/b", Kind: annotation.KindInt, Default: "ten", Doc: "d"}, `annotation "x.io/b": Default: annotation "x.io/b": invalid value "ten"`},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			var set loadbalancer.AnnotationSet
-			set.MustDeclare(loadbalancer.Annotation{Name: "x.io/dup", Kind: loadbalancer.KindBool, Doc: "d"})
+			var set annotation.Set
+			set.MustDeclare(annotation.Annotation{Name: "x.io/dup", Kind: annotation.KindBool, Doc: "d"})
 			_, err := set.Declare(tc.a)
 			if err == nil || !strings.Contains(err.Error(), tc.wantSubstr) {
 				t.Errorf("%s: Declare error = %v; want it to contain %q", tc.reason, err, tc.wantSubstr)
@@ -220,8 +201,8 @@ func TestMustDeclarePanics(t *testing.T) {
 			t.Errorf("MustDeclare of an invalid annotation did not panic")
 		}
 	}()
-	var set loadbalancer.AnnotationSet
-	set.MustDeclare(loadbalancer.Annotation{Name: "bad name"})
+	var set annotation.Set
+	set.MustDeclare(annotation.Annotation{Name: "bad name"})
 }
 
 func TestValidateJoinsAll(t *testing.T) {
@@ -234,7 +215,7 @@ func TestValidateJoinsAll(t *testing.T) {
 	})
 	var got []string
 	for _, e := range err.(interface{ Unwrap() []error }).Unwrap() {
-		var ae *loadbalancer.AnnotationError
+		var ae *annotation.Error
 		if errors.As(e, &ae) {
 			got = append(got, ae.Name+"="+ae.Value)
 		}
@@ -252,15 +233,15 @@ func TestCanonical(t *testing.T) {
 	_, k := testAnnotations(t)
 	cases := []struct {
 		name, reason string
-		a            *loadbalancer.Annotation
+		a            *annotation.Annotation
 		m            map[string]string
 		want         string
 		wantSet      bool
 	}{
-		{"absent with default", "the canonical default", k[loadbalancer.KindDuration], nil, "1m0s", false},
-		{"absent without default", "empty", k[loadbalancer.KindIP], nil, "", false},
-		{"duration", "time.Duration.String", k[loadbalancer.KindDuration], map[string]string{"lb.example.com/idle-timeout": "90s"}, "1m30s", true},
-		{"cidrs", "sorted, comma-joined", k[loadbalancer.KindCIDRList], map[string]string{"lb.example.com/internal-ranges": "::/0, 10.0.0.1/8"}, "10.0.0.0/8,::/0", true},
+		{"absent with default", "the canonical default", k[annotation.KindDuration], nil, "1m0s", false},
+		{"absent without default", "empty", k[annotation.KindIP], nil, "", false},
+		{"duration", "time.Duration.String", k[annotation.KindDuration], map[string]string{"lb.example.com/idle-timeout": "90s"}, "1m30s", true},
+		{"cidrs", "sorted, comma-joined", k[annotation.KindCIDRList], map[string]string{"lb.example.com/internal-ranges": "::/0, 10.0.0.1/8"}, "10.0.0.0/8,::/0", true},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -294,7 +275,7 @@ func TestWriteMarkdownGolden(t *testing.T) {
 }
 
 func TestWriteMarkdownEmpty(t *testing.T) {
-	var set loadbalancer.AnnotationSet
+	var set annotation.Set
 	var buf bytes.Buffer
 	if err := set.WriteMarkdown(&buf, "None"); err != nil {
 		t.Fatal(err)
@@ -305,7 +286,7 @@ func TestWriteMarkdownEmpty(t *testing.T) {
 }
 
 // FuzzAnnotationParse checks, for every kind, that parsing never panics,
-// that a rejected value is an *AnnotationError naming the annotation and the
+// that a rejected value is an *Error naming the annotation and the
 // value, and that an accepted value's canonical form parses to itself.
 func FuzzAnnotationParse(f *testing.F) {
 	for _, s := range []string{"true", "false", " 42 ", "-1", "9223372036854775808", "1m30s", "-1s", "round-robin",
@@ -320,8 +301,8 @@ func FuzzAnnotationParse(f *testing.F) {
 				t.Fatalf("%s: present value reported as not set", a.Name)
 			}
 			if err != nil {
-				var ae *loadbalancer.AnnotationError
-				if !errors.As(err, &ae) || ae.Name != a.Name || ae.Value != v || !errors.Is(err, loadbalancer.ErrInvalidAnnotation) {
+				var ae *annotation.Error
+				if !errors.As(err, &ae) || ae.Name != a.Name || ae.Value != v || !errors.Is(err, annotation.ErrInvalid) {
 					t.Fatalf("%s: value %q: error %#v does not name the annotation and value", a.Name, v, err)
 				}
 				continue

@@ -1,4 +1,4 @@
-package loadbalancer
+package annotation
 
 import (
 	"errors"
@@ -11,50 +11,51 @@ import (
 
 	"k8s.io/apimachinery/pkg/util/validation"
 
+	"github.com/ccmkit/ccmkit/internal/cidr"
 	"github.com/ccmkit/ccmkit/internal/clip"
 )
 
-// AnnotationKind is the value type of a declared annotation. Its value is
+// Kind is the value type of a declared annotation. Its value is
 // the name used in the Markdown reference.
-type AnnotationKind string
+type Kind string
 
 // The annotation kinds and the values they accept. Surrounding white space
 // is ignored for every kind.
 const (
 	// KindBool accepts "true" or "false" (exactly these).
-	KindBool AnnotationKind = "bool"
+	KindBool Kind = "bool"
 	// KindInt accepts a base-10 integer, within [Min, Max] when bounded.
-	KindInt AnnotationKind = "int"
+	KindInt Kind = "int"
 	// KindDuration accepts a non-negative Go duration ("30s", "1m30s").
-	KindDuration AnnotationKind = "duration"
+	KindDuration Kind = "duration"
 	// KindEnum accepts exactly one of Values.
-	KindEnum AnnotationKind = "enum"
+	KindEnum Kind = "enum"
 	// KindIP accepts one IPv4 or IPv6 address without zone.
-	KindIP AnnotationKind = "IP"
+	KindIP Kind = "IP"
 	// KindCIDRList accepts a comma-separated, non-empty list of CIDRs
 	// ("10.0.0.0/8, 2001:db8::/32"); host bits are masked off.
-	KindCIDRList AnnotationKind = "CIDR list"
+	KindCIDRList Kind = "CIDR list"
 	// KindString accepts any non-empty string.
-	KindString AnnotationKind = "string"
+	KindString Kind = "string"
 )
 
 // Annotation declares one annotation of a provider. Declare it with
-// AnnotationSet.Declare; the *Annotation returned is immutable and its
+// Set.Declare; the *Annotation returned is immutable and its
 // methods are safe for concurrent use.
 //
 // Every typed getter (Bool, Int, Duration, Enum, Text, IP, CIDRs) returns
 // (value, set, err): when the annotation is present, value is its parsed
 // value and set is true; when absent, value is the declared Default (or the
 // zero value) and set is false, so "not set" is distinguishable from "set to
-// the default". A malformed value is an *AnnotationError
-// (errors.Is(err, ErrInvalidAnnotation)); it never falls back to the
+// the default". A malformed value is an *Error
+// (errors.Is(err, ErrInvalid)); it never falls back to the
 // default. Calling a getter of another kind is an error, not a panic.
 type Annotation struct {
 	// Name is the annotation key, a qualified name such as
 	// "lb.example.com/algorithm".
 	Name string
 	// Kind is the value type.
-	Kind AnnotationKind
+	Kind Kind
 	// Default is the value used when the annotation is absent, written as
 	// a user would write it; "" means no default. It must parse.
 	Default string
@@ -65,15 +66,21 @@ type Annotation struct {
 	// Min and Max bound a KindInt annotation (inclusive) when either is
 	// non-zero.
 	Min, Max int64
-	// Setting makes Desired copy the annotation's canonical value into
-	// Spec.Settings, so that Plan keeps the cloud in sync with it.
+	// Setting makes loadbalancer.Desired copy the annotation's canonical
+	// value into loadbalancer.Spec.Settings, so that loadbalancer.Plan
+	// keeps the cloud in sync with it.
 	Setting bool
 }
 
-// AnnotationError is a malformed annotation value.
-// errors.Is(err, ErrInvalidAnnotation) is true; Unwrap returns the parse
+// ErrInvalid marks a malformed annotation value, input the user can fix on
+// the object; the concrete error is an *Error. Errors are wrapped: test
+// with errors.Is.
+var ErrInvalid = errors.New("invalid annotation")
+
+// Error is a malformed annotation value.
+// errors.Is(err, ErrInvalid) is true; Unwrap returns the parse
 // error, if any.
-type AnnotationError struct {
+type Error struct {
 	Name     string // the annotation key
 	Value    string // the value as found on the object
 	Expected string // what would have been accepted
@@ -83,7 +90,7 @@ type AnnotationError struct {
 // Error names the annotation, the value and what was expected.
 // The value is quoted cut to maxQuoted bytes (at a rune boundary), so a
 // huge malformed annotation does not make a huge error, event or log line.
-func (e *AnnotationError) Error() string {
+func (e *Error) Error() string {
 	return fmt.Sprintf("annotation %q: invalid value %q: expected %s", e.Name, cut(e.Value), e.Expected)
 }
 
@@ -93,18 +100,18 @@ const maxQuoted = 256
 // cut returns s cut to maxQuoted bytes with its length (clip.Value).
 func cut(s string) string { return clip.Value(s, maxQuoted) }
 
-// Is reports whether target is ErrInvalidAnnotation.
-func (e *AnnotationError) Is(target error) bool { return target == ErrInvalidAnnotation }
+// Is reports whether target is ErrInvalid.
+func (e *Error) Is(target error) bool { return target == ErrInvalid }
 
 // Unwrap returns the underlying parse error, if any.
-func (e *AnnotationError) Unwrap() error { return e.Err }
+func (e *Error) Unwrap() error { return e.Err }
 
-// AnnotationSet is a provider's declared annotations. The zero value is an
+// Set is a provider's declared annotations. The zero value is an
 // empty set ready to use. Declare all annotations first (typically in
 // package-level variables via MustDeclare); Declare is not safe for
 // concurrent use, every other method is safe for concurrent use once
 // declaration is done.
-type AnnotationSet struct {
+type Set struct {
 	byName map[string]*Annotation
 	list   []*Annotation // sorted by name
 }
@@ -114,7 +121,7 @@ type AnnotationSet struct {
 // invalid Name, an unknown Kind, a duplicate Name, a missing Doc, Values
 // on a non-enum or an empty enum, Min > Max, or a Default that does not
 // parse.
-func (s *AnnotationSet) Declare(a Annotation) (*Annotation, error) {
+func (s *Set) Declare(a Annotation) (*Annotation, error) {
 	if errs := validation.IsQualifiedName(a.Name); len(errs) > 0 {
 		return nil, fmt.Errorf("Annotation.Name %q: expected a qualified name such as \"lb.example.com/algorithm\": %s", a.Name, strings.Join(errs, "; "))
 	}
@@ -167,7 +174,7 @@ func (s *AnnotationSet) Declare(a Annotation) (*Annotation, error) {
 
 // MustDeclare is Declare that panics on error. It is meant for
 // package-level declarations, where an error is a programming mistake.
-func (s *AnnotationSet) MustDeclare(a Annotation) *Annotation {
+func (s *Set) MustDeclare(a Annotation) *Annotation {
 	p, err := s.Declare(a)
 	if err != nil {
 		panic(err)
@@ -175,25 +182,33 @@ func (s *AnnotationSet) MustDeclare(a Annotation) *Annotation {
 	return p
 }
 
-// Lookup returns the declared annotation with this name.
-func (s *AnnotationSet) Lookup(name string) (*Annotation, bool) {
+// Lookup returns the declared annotation with this name. A nil *Set
+// declares nothing.
+func (s *Set) Lookup(name string) (*Annotation, bool) {
+	if s == nil {
+		return nil, false
+	}
 	a, ok := s.byName[name]
 	return a, ok
 }
 
-func (s *AnnotationSet) declared(name string) bool {
-	_, ok := s.byName[name]
-	return ok
+// All returns the declared annotations sorted by name (a new slice of
+// shared, immutable annotations); nil for a nil *Set.
+func (s *Set) All() []*Annotation {
+	if s == nil {
+		return nil
+	}
+	return slices.Clone(s.list)
 }
 
-// All returns the declared annotations sorted by name (a new slice of
-// shared, immutable annotations).
-func (s *AnnotationSet) All() []*Annotation { return slices.Clone(s.list) }
-
 // Validate parses every declared annotation present in annotations and
-// returns all malformed ones joined (errors.Join of *AnnotationError), or
-// nil. Annotations not declared in the set are ignored.
-func (s *AnnotationSet) Validate(annotations map[string]string) error {
+// returns all malformed ones joined (errors.Join of *Error), or
+// nil. Annotations not declared in the set are ignored; a nil *Set
+// declares none.
+func (s *Set) Validate(annotations map[string]string) error {
+	if s == nil {
+		return nil
+	}
 	var errs []error
 	for _, a := range s.list {
 		if raw, ok := annotations[a.Name]; ok {
@@ -205,15 +220,8 @@ func (s *AnnotationSet) Validate(annotations map[string]string) error {
 	return errors.Join(errs...)
 }
 
-// Raw returns the annotation's value exactly as found, and whether it is
-// present.
-func (a *Annotation) Raw(annotations map[string]string) (string, bool) {
-	v, ok := annotations[a.Name]
-	return v, ok
-}
-
 // Canonical returns the annotation's value in canonical form (the form used
-// in Spec.Settings: "true", "42", "1m30s", "10.0.0.0/8,2001:db8::/32", ...)
+// in loadbalancer.Spec.Settings: "true", "42", "1m30s", "10.0.0.0/8,2001:db8::/32", ...)
 // and whether it is set; when absent it returns the canonical Default ("" if
 // none) and false. Works for every kind.
 func (a *Annotation) Canonical(annotations map[string]string) (string, bool, error) {
@@ -284,7 +292,7 @@ func (a *Annotation) CIDRs(annotations map[string]string) ([]netip.Prefix, bool,
 }
 
 // get returns the canonical value of an annotation of kind k.
-func (a *Annotation) get(annotations map[string]string, k AnnotationKind) (string, bool, error) {
+func (a *Annotation) get(annotations map[string]string, k Kind) (string, bool, error) {
 	if a.Kind != k {
 		return "", false, fmt.Errorf("annotation %q is declared as %s, not %s", a.Name, a.Kind, k)
 	}
@@ -317,7 +325,7 @@ func (a *Annotation) expected() string {
 func (a *Annotation) canonical(raw string) (string, error) {
 	v := strings.TrimSpace(raw)
 	fail := func(err error) (string, error) {
-		return "", &AnnotationError{Name: a.Name, Value: raw, Expected: a.expected(), Err: err}
+		return "", &Error{Name: a.Name, Value: raw, Expected: a.expected(), Err: err}
 	}
 	switch a.Kind {
 	case KindBool:
@@ -362,7 +370,7 @@ func (a *Annotation) canonical(raw string) (string, error) {
 		if err != nil {
 			return fail(err)
 		}
-		return formatCIDRList(ps), nil
+		return cidr.Join(ps), nil
 	}
 	if v == "" {
 		return fail(nil)
@@ -388,19 +396,8 @@ func parseCIDRList(v string) ([]netip.Prefix, error) {
 		}
 		ps = append(ps, p.Masked())
 	}
-	slices.SortFunc(ps, comparePrefix)
+	slices.SortFunc(ps, cidr.Compare)
 	return slices.Compact(ps), nil
-}
-
-func formatCIDRList(ps []netip.Prefix) string {
-	var b strings.Builder
-	for i, p := range ps {
-		if i > 0 {
-			b.WriteByte(',')
-		}
-		b.WriteString(p.String())
-	}
-	return b.String()
 }
 
 func quoteList(vs []string) string {

@@ -1,0 +1,17 @@
+// Package annotation declares the typed annotations of a provider: each
+// one once, with its name, kind, default and documentation, parsed
+// strictly (a malformed value is an *Error naming the annotation, the
+// value and what was expected, never a silent default), and written out as
+// a Markdown reference (Set.WriteMarkdown) so that the documentation is
+// generated from the declarations.
+//
+// A provider declares its annotations in a Set, usually in package-level
+// variables with MustDeclare, and hands the Set to loadbalancer.Options:
+// the load-balancer Reconciler validates every declared annotation present
+// on a Service before any cloud call, and copies those declared with
+// Setting into the load balancer's provider settings.
+//
+// This package is not a schema for arbitrary objects: it reads a
+// map[string]string (an object's metadata.annotations) and nothing else,
+// and it keeps no state besides the declarations.
+package annotation

@@ -1,0 +1,41 @@
+package loadbalancer
+
+// Test access to unexported helpers, for the tests of package
+// loadbalancer_test. Nothing here is part of the API.
+
+// NameFits reports whether name is within n's MaxLength and Charset: the
+// property every name of NameFor has.
+func NameFits(n *Namer, name string) bool {
+	if len(name) > n.max {
+		return false
+	}
+	for i := 0; i < len(name); i++ {
+		if c := name[i]; c >= 128 || !n.allowed[c] {
+			return false
+		}
+	}
+	return true
+}
+
+// NamerMaxLength is n's maximum name length, its default filled in.
+func NamerMaxLength(n *Namer) int { return n.max }
+
+// OwnerTags is o's ownership tags, those of a desired model.
+func OwnerTags(o Owner) map[string]string { return o.tags() }
+
+// Canonicalize puts s in canonical order in place.
+func Canonicalize(s *Spec) { s.canonicalize() }
+
+// The pieces of Desired and of the Reconciler that the tests call alone.
+var (
+	BuildStatus     = buildStatus
+	ServiceFamilies = serviceFamilies
+	SourceRanges    = sourceRanges
+)
+
+// Backends is the backends a cloud keyed by k keeps for nodes.
+var Backends = BackendKey.backends
+
+// EventReasonBackendSkipped is the reason of the Warning event on a Node
+// left out of the backends.
+const EventReasonBackendSkipped = eventReasonBackendSkipped
