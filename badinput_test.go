@@ -432,7 +432,7 @@ func newBadWorld(t *testing.T) *badWorld {
 			c()
 		}
 	})
-	newCloud := func(cfg fake.Config, opts ...fake.Option) *fake.Cloud {
+	newCloud := func(cfg fake.Config, opts ...fake.Options) *fake.Cloud {
 		c, err := fake.New(cfg, opts...)
 		if err != nil {
 			t.Fatal(err)
@@ -447,7 +447,7 @@ func newBadWorld(t *testing.T) *badWorld {
 	// rate limited, backends are kept by instance ID) on a clock the setup
 	// moves, so no call waits in real time.
 	clock := clocktesting.NewFakeClock(time.Unix(1_700_000_000, 0))
-	w.cloud = newCloud(fake.Config{ClusterID: badCluster, Instances: seed, Realistic: true}, fake.WithClock(clock.Now))
+	w.cloud = newCloud(fake.Config{ClusterID: badCluster, Instances: seed, Realistic: true}, fake.Options{Clock: clock.Now})
 	w.v4only = newCloud(fake.Config{ClusterID: badCluster, Instances: seed, Routes: fake.RoutesConfig{IPv4Only: true}})
 	w.admin = newCloud(fake.Config{Instances: seed})
 	srv := httptest.NewServer(w.admin.AdminHandler())
@@ -1072,7 +1072,7 @@ func fakeConfigInputs(w *badWorld) []badInput {
 		}
 		return badInput{surface: "fakeConfig", name: name, reason: reason,
 			call: func(context.Context) error {
-				c, err := fake.New(cfg)
+				c, err := fake.New(cfg, fake.Options{})
 				if c != nil {
 					c.Shutdown()
 					return fmt.Errorf("%w: a Cloud was built: %v", errWrongOutcome, err)
@@ -1201,7 +1201,7 @@ func stateFileInputs(w *badWorld) []badInput {
 		}
 		return badInput{surface: "stateFile", name: name, reason: reason,
 			call: func(context.Context) error {
-				c, err := fake.New(fake.Config{StateFile: path})
+				c, err := fake.New(fake.Config{StateFile: path}, fake.Options{})
 				if c != nil {
 					c.Shutdown()
 					return fmt.Errorf("%w: a Cloud was built: %v", errWrongOutcome, err)
@@ -1273,7 +1273,7 @@ func stateFileInputs(w *badWorld) []badInput {
 // validStateFile returns the state file of a cloud of two instances.
 func validStateFile(w *badWorld) []byte {
 	path := filepath.Join(w.dir, "valid.json")
-	c, err := fake.New(fake.Config{StateFile: path}, fake.WithInstances(fake.Instance{Name: "node-1"}, fake.Instance{Name: "node-2"}))
+	c, err := fake.New(fake.Config{StateFile: path}, fake.Options{Instances: []fake.Instance{fake.Instance{Name: "node-1"}, fake.Instance{Name: "node-2"}}})
 	if err != nil {
 		panic(err)
 	}
@@ -1433,19 +1433,19 @@ func lockInputs(w *badWorld) []badInput {
 	}
 	cfg := fake.Config{ClusterID: badCluster, StateFile: filepath.Join(dir, "state.json"),
 		Instances: []fake.Instance{{Name: "node-1"}, {Name: "node-2"}}}
-	a, err := fake.New(cfg)
+	a, err := fake.New(cfg, fake.Options{})
 	if err != nil {
 		panic(err)
 	}
 	var hold atomic.Pointer[chan struct{}] // set: the holder's clock blocks until it is closed
 	entered := make(chan struct{}, 1)
-	holder, err := fake.New(cfg, fake.WithClock(func() time.Time {
+	holder, err := fake.New(cfg, fake.Options{Clock: func() time.Time {
 		if ch := hold.Load(); ch != nil {
 			entered <- struct{}{}
 			<-*ch
 		}
 		return time.Now()
-	}))
+	}})
 	if err != nil {
 		panic(err)
 	}

@@ -24,8 +24,6 @@ import (
 	"time"
 
 	"k8s.io/klog/v2"
-
-	"github.com/ccmkit/ccmkit/provider"
 )
 
 // maxBody bounds admin request bodies, maxHeaderBytes their headers.
@@ -65,10 +63,10 @@ type adminState struct {
 	err     error
 }
 
-// AdminAddr returns the address the admin endpoint listens on, "" when it
+// adminAddr returns the address the admin endpoint listens on, "" when it
 // is not configured or not started yet, and the error that kept it from
 // listening, if any.
-func (c *Cloud) AdminAddr() (string, error) {
+func (c *Cloud) adminAddr() (string, error) {
 	c.adminMu.Lock()
 	defer c.adminMu.Unlock()
 	return c.admin.addr, c.admin.err
@@ -282,218 +280,6 @@ func pathID(w http.ResponseWriter, r *http.Request) (string, bool) {
 	return id, true
 }
 
-// adminMux is the admin API without adminGuard.
-func (c *Cloud) adminMux() http.Handler {
-	mux := http.NewServeMux()
-	// snapshot reads the state, answering 500 when the shared state file
-	// cannot be read (rather than the state last loaded), 503 when its
-	// lock was not free before r's deadline. Every store call below is
-	// bound by r's context so.
-	snapshot := func(w http.ResponseWriter, r *http.Request) (State, bool) {
-		st, err := c.store.snapshot(r.Context(), c.cfg.ClusterID)
-		if err != nil {
-			writeControlError(w, err)
-		}
-		return st, err == nil
-	}
-	mux.Handle("/state", methods{"GET": func(w http.ResponseWriter, r *http.Request) {
-		if st, ok := snapshot(w, r); ok {
-			writeJSON(w, http.StatusOK, st)
-		}
-	}})
-	mux.Handle("/instances", methods{
-		"GET": func(w http.ResponseWriter, r *http.Request) {
-			if st, ok := snapshot(w, r); ok {
-				writeJSON(w, http.StatusOK, st.Instances)
-			}
-		},
-		"POST": func(w http.ResponseWriter, r *http.Request) {
-			var in Instance
-			if !decodeBody(w, r, &in) {
-				return
-			}
-			out, err := c.store.createInstance(r.Context(), in)
-			if err != nil {
-				writeControlError(w, err)
-				return
-			}
-			writeJSON(w, http.StatusCreated, out)
-		},
-	})
-	mux.Handle("/instances/{id}", methods{
-		"GET": func(w http.ResponseWriter, r *http.Request) {
-			id, ok := pathID(w, r)
-			if !ok {
-				return
-			}
-			in, ok, err := c.store.instance(r.Context(), id)
-			if err != nil {
-				writeControlError(w, err)
-				return
-			}
-			if !ok {
-				writeError(w, http.StatusNotFound, fmt.Sprintf("instance %q not found", id))
-				return
-			}
-			writeJSON(w, http.StatusOK, in)
-		},
-		"DELETE": func(w http.ResponseWriter, r *http.Request) {
-			id, ok := pathID(w, r)
-			if !ok || !emptyBody(w, r) {
-				return
-			}
-			if err := c.store.removeInstance(r.Context(), id); err != nil {
-				writeControlError(w, err)
-				return
-			}
-			w.WriteHeader(http.StatusNoContent)
-		},
-	})
-	// The actions of StopInstance, StartInstance and TerminateInstance.
-	actions := map[string]InstanceState{"stop": StateStopped, "start": StateRunning, "terminate": StateTerminated}
-	mux.Handle("/instances/{id}/{action}", methods{"POST": func(w http.ResponseWriter, r *http.Request) {
-		state, ok := actions[r.PathValue("action")]
-		if !ok {
-			writeError(w, http.StatusNotFound, fmt.Sprintf("unknown instance action %s; expected stop, start or terminate", clip(r.PathValue("action"))))
-			return
-		}
-		id, ok := pathID(w, r)
-		if !ok || !emptyBody(w, r) {
-			return
-		}
-		out, err := c.store.setState(r.Context(), id, state)
-		if err != nil {
-			writeControlError(w, err)
-			return
-		}
-		writeJSON(w, http.StatusOK, out)
-	}})
-	mux.Handle("/loadbalancers", methods{"GET": func(w http.ResponseWriter, r *http.Request) {
-		if st, ok := snapshot(w, r); ok {
-			writeJSON(w, http.StatusOK, st.LoadBalancers)
-		}
-	}})
-	mux.Handle("/routes", methods{"GET": func(w http.ResponseWriter, r *http.Request) {
-		st, ok := snapshot(w, r)
-		if !ok {
-			return
-		}
-		all := st.Routes
-		if q := r.URL.Query(); q.Has("cluster") {
-			all = slices.DeleteFunc(all, func(rt Route) bool { return rt.Cluster != q.Get("cluster") })
-		}
-		writeJSON(w, http.StatusOK, all)
-	}})
-	mux.Handle("/calls", methods{"GET": func(w http.ResponseWriter, r *http.Request) { writeJSON(w, http.StatusOK, c.Calls()) }})
-	mux.Handle("/calls/reset", methods{"POST": func(w http.ResponseWriter, r *http.Request) {
-		if !emptyBody(w, r) {
-			return
-		}
-		c.ResetCalls()
-		w.WriteHeader(http.StatusNoContent)
-	}})
-	mux.Handle("/faults", methods{
-		"POST": func(w http.ResponseWriter, r *http.Request) {
-			var req faultRequest
-			if !decodeBody(w, r, &req) {
-				return
-			}
-			f, err := req.fault()
-			if err == nil {
-				err = c.InjectFault(f)
-			}
-			if err != nil {
-				writeError(w, http.StatusBadRequest, err.Error())
-				return
-			}
-			w.WriteHeader(http.StatusNoContent)
-		},
-		"DELETE": func(w http.ResponseWriter, r *http.Request) {
-			if !emptyBody(w, r) {
-				return
-			}
-			c.ClearFaults()
-			w.WriteHeader(http.StatusNoContent)
-		},
-	})
-	mux.Handle("/ratelimit", methods{
-		"GET": func(w http.ResponseWriter, r *http.Request) { writeJSON(w, http.StatusOK, c.RateLimit()) },
-		"PUT": func(w http.ResponseWriter, r *http.Request) {
-			var req RateLimit
-			if !decodeBody(w, r, &req) {
-				return
-			}
-			if err := c.SetRateLimit(req); err != nil {
-				writeError(w, http.StatusBadRequest, err.Error())
-				return
-			}
-			writeJSON(w, http.StatusOK, c.RateLimit())
-		},
-	})
-	mux.Handle("/provisioning", methods{
-		"GET": func(w http.ResponseWriter, r *http.Request) {
-			writeJSON(w, http.StatusOK, provisioningBody{Delay: &provider.Duration{Duration: c.ProvisioningDelay()}})
-		},
-		"PUT": func(w http.ResponseWriter, r *http.Request) {
-			// The delay is decoded apart, so that its error names it.
-			var req struct {
-				Delay json.RawMessage `json:"delay"`
-			}
-			if !decodeBody(w, r, &req) {
-				return
-			}
-			err := errors.New(`delay: expected a duration such as "2s" ("0s": no delay)`)
-			if d := bytes.TrimSpace(req.Delay); len(d) > 0 && !bytes.Equal(d, []byte("null")) {
-				var delay provider.Duration
-				if err = json.Unmarshal(d, &delay); err != nil {
-					err = fmt.Errorf("delay: %w", err)
-				} else {
-					err = c.SetProvisioningDelay(delay.Duration)
-				}
-			}
-			if err != nil {
-				writeError(w, http.StatusBadRequest, err.Error())
-				return
-			}
-			writeJSON(w, http.StatusOK, provisioningBody{Delay: &provider.Duration{Duration: c.ProvisioningDelay()}})
-		},
-	})
-	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
-		writeError(w, http.StatusNotFound, fmt.Sprintf("no such path %s; see the fake package documentation for the admin API", clip(r.URL.Path)))
-	})
-	return mux
-}
-
-// provisioningBody is the body of GET /provisioning, and the response to
-// PUT /provisioning.
-type provisioningBody struct {
-	Delay *provider.Duration `json:"delay"`
-}
-
-// faultRequest is the body of POST /faults.
-type faultRequest struct {
-	Op           Op     `json:"op"`
-	Times        int    `json:"times"`
-	Error        string `json:"error"`
-	RetryAfter   string `json:"retryAfter"`
-	LostResponse bool   `json:"lostResponse"`
-}
-
-func (req faultRequest) fault() (Fault, error) {
-	f := Fault{Op: req.Op, Times: req.Times, LostResponse: req.LostResponse}
-	if req.Error != "" {
-		f.Err = fmt.Errorf("%w: %s", ErrInjected, req.Error)
-	}
-	if req.RetryAfter != "" {
-		d, err := time.ParseDuration(req.RetryAfter)
-		if err != nil || d <= 0 {
-			return Fault{}, fmt.Errorf("retryAfter %q: expected a positive Go duration such as \"5s\"", req.RetryAfter)
-		}
-		f.RetryAfter = d
-	}
-	return f, nil
-}
-
 // methods dispatches on the request method and answers 405 otherwise.
 type methods map[string]http.HandlerFunc
 
@@ -504,7 +290,7 @@ func (m methods) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	allowed := strings.Join(slices.Sorted(maps.Keys(m)), ", ")
 	w.Header().Set("Allow", allowed)
-	writeError(w, http.StatusMethodNotAllowed, fmt.Sprintf("method %s not allowed on %s; expected %s", r.Method, r.URL.Path, allowed))
+	writeError(w, http.StatusMethodNotAllowed, fmt.Sprintf("method %s not allowed on %s: expected %s", r.Method, r.URL.Path, allowed))
 }
 
 // decodeBody decodes the JSON object of r's body into v, strictly (see
@@ -529,7 +315,7 @@ func decode(w http.ResponseWriter, r *http.Request, v any, emptyOK bool) bool {
 	case len(bytes.TrimSpace(data)) == 0 && emptyOK:
 		return true
 	case len(bytes.TrimSpace(data)) == 0:
-		writeError(w, http.StatusBadRequest, "empty body; expected a JSON object")
+		writeError(w, http.StatusBadRequest, "empty body: expected a JSON object")
 		return false
 	}
 	if err := strictJSON(data, v); err != nil {
@@ -548,11 +334,11 @@ func writeControlError(w http.ResponseWriter, err error) {
 	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled):
 		status = http.StatusServiceUnavailable
 		w.Header().Set("Retry-After", "1")
-	case errors.Is(err, ErrInvalidInstance):
+	case errors.Is(err, errInvalidInstance):
 		status = http.StatusBadRequest
-	case errors.Is(err, ErrInstanceNotFound):
+	case errors.Is(err, errInstanceNotFound):
 		status = http.StatusNotFound
-	case errors.Is(err, ErrInstanceExists), errors.Is(err, ErrInstanceTerminated), errors.Is(err, ErrPoolExhausted):
+	case errors.Is(err, errInstanceExists), errors.Is(err, errInstanceTerminated), errors.Is(err, errPoolExhausted):
 		status = http.StatusConflict
 	}
 	writeError(w, status, err.Error())
@@ -587,7 +373,7 @@ func strictJSON(data []byte, v any) error {
 		return err
 	}
 	if dec.More() {
-		return errors.New("data after the JSON object; expected the body to be one JSON object")
+		return errors.New("data after the JSON object: expected the body to be one JSON object")
 	}
 	return nil
 }
@@ -648,13 +434,13 @@ func (kc keyChecker) object(t reflect.Type, where string) error {
 		}
 		key, _ := tok.(string)
 		if seen[key] {
-			return fmt.Errorf("key %s repeated in %s; expected each key once", clip(key), where)
+			return fmt.Errorf("key %s repeated in %s: expected each key once", clip(key), where)
 		}
 		seen[key] = true
 		if fields != nil {
 			ft, ok := fields[key]
 			if !ok {
-				return fmt.Errorf("unknown field %s in %s; expected one of %s (as spelled)", clip(key), where, strings.Join(slices.Sorted(maps.Keys(fields)), ", "))
+				return fmt.Errorf("unknown field %s in %s: expected one of %s (as spelled)", clip(key), where, strings.Join(slices.Sorted(maps.Keys(fields)), ", "))
 			}
 			elem = ft
 		}

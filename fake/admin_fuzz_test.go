@@ -55,7 +55,7 @@ func FuzzAdminHandler(f *testing.F) {
 	} {
 		f.Add(s.method, s.path, s.host, s.origin, s.ct, []byte(s.body))
 	}
-	c, err := New(Config{Instances: []Instance{{Name: "node-1"}, {Name: "node-2"}}})
+	c, err := New(Config{Instances: []Instance{{Name: "node-1"}, {Name: "node-2"}}}, Options{})
 	if err != nil {
 		f.Fatal(err)
 	}

@@ -18,11 +18,12 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/ccmkit/ccmkit/fake"
+	"github.com/ccmkit/ccmkit/instances"
 )
 
 // startAdmin builds a fake with the admin endpoint on a free loopback port,
 // initializes it as the CCM does, and returns its base URL.
-func startAdmin(t *testing.T, cfg fake.Config, opts ...fake.Option) (*fake.Cloud, string) {
+func startAdmin(t *testing.T, cfg fake.Config, opts ...fake.Options) (*fake.Cloud, string) {
 	t.Helper()
 	if cfg.Admin.Address == "" {
 		cfg.Admin.Address = "127.0.0.1:0"
@@ -75,14 +76,14 @@ func TestAdminOffByDefault(t *testing.T) {
 	stop := make(chan struct{})
 	defer close(stop)
 	c.Initialize(nil, stop)
-	if addr, err := c.AdminAddr(); addr != "" || err != nil {
+	if addr, err := fake.AdminAddr(c); addr != "" || err != nil {
 		t.Errorf("AdminAddr() without admin.address = %q, %v; want \"\", nil", addr, err)
 	}
 }
 
 func TestAdminRefusesNonLoopback(t *testing.T) {
 	for _, addr := range []string{"0.0.0.0:8089", "[::]:8089", ":8089", "192.0.2.1:8089", "example.com:80", "127.0.0.1:99999"} {
-		_, err := fake.New(fake.Config{Admin: fake.AdminConfig{Address: addr}})
+		_, err := fake.New(fake.Config{Admin: fake.AdminConfig{Address: addr}}, fake.Options{})
 		if err == nil || !strings.Contains(err.Error(), "admin.address") {
 			t.Errorf("New with admin.address %q = %v; want an error naming admin.address", addr, err)
 		}
@@ -92,12 +93,12 @@ func TestAdminRefusesNonLoopback(t *testing.T) {
 func TestAdminLifecycle(t *testing.T) {
 	file := filepath.Join(t.TempDir(), "admin-addr")
 	c := newCloud(t, fake.Config{Admin: fake.AdminConfig{Address: "localhost:0", AddressFile: file}})
-	if addr, _ := c.AdminAddr(); addr != "" {
+	if addr, _ := fake.AdminAddr(c); addr != "" {
 		t.Fatalf("AdminAddr() before Initialize = %q; New must start nothing", addr)
 	}
 	stop := make(chan struct{})
 	c.Initialize(nil, stop)
-	addr, err := c.AdminAddr()
+	addr, err := fake.AdminAddr(c)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -129,7 +130,7 @@ func TestAdminListenFailureIsReported(t *testing.T) {
 	stop := make(chan struct{})
 	defer close(stop)
 	c.Initialize(nil, stop)
-	if addr, err := c.AdminAddr(); addr != "" || err == nil {
+	if addr, err := fake.AdminAddr(c); addr != "" || err == nil {
 		t.Errorf("AdminAddr() with the port taken = %q, %v; want an error", addr, err)
 	}
 	if _, ok := c.LoadBalancer(); !ok {
@@ -138,7 +139,7 @@ func TestAdminListenFailureIsReported(t *testing.T) {
 }
 
 func TestAdminAPI(t *testing.T) {
-	c, base := startAdmin(t, fake.Config{ClusterID: "demo"}, fake.WithInstances(fake.Instance{Name: "node-a"}))
+	c, base := startAdmin(t, fake.Config{ClusterID: "demo"}, fake.Options{Instances: []fake.Instance{fake.Instance{Name: "node-a"}}})
 	v2 := instancesOf(t, c)
 
 	code, body, _ := do(t, "POST", base+"/instances", "application/json", `{"name": "node-x", "zone": "zone-z"}`)
@@ -146,7 +147,7 @@ func TestAdminAPI(t *testing.T) {
 		t.Fatalf("POST /instances = %d %s; want 201", code, body)
 	}
 	added := decode[fake.Instance](t, body)
-	if added.ID != "i-2" || added.Zone != "zone-z" || added.State != fake.StateRunning || len(added.InternalIPs) != 1 {
+	if added.ID != "i-2" || added.Zone != "zone-z" || added.State != instances.StateRunning || len(added.InternalIPs) != 1 {
 		t.Errorf("added instance = %+v; want i-2 in zone-z, running, with an address", added)
 	}
 	node := &v1.Node{ObjectMeta: metav1.ObjectMeta{Name: "node-x"}}
@@ -156,13 +157,13 @@ func TestAdminAPI(t *testing.T) {
 
 	for _, step := range []struct {
 		action   string
-		state    fake.InstanceState
+		state    instances.State
 		exists   bool
 		shutdown bool
 	}{
-		{"stop", fake.StateStopped, true, true},
-		{"start", fake.StateRunning, true, false},
-		{"terminate", fake.StateTerminated, false, false},
+		{"stop", instances.StateStopped, true, true},
+		{"start", instances.StateRunning, true, false},
+		{"terminate", instances.StateTerminated, false, false},
 	} {
 		code, body, _ := do(t, "POST", base+"/instances/i-2/"+step.action, "", "")
 		if code != http.StatusOK || decode[fake.Instance](t, body).State != step.state {
@@ -196,7 +197,7 @@ func TestAdminAPI(t *testing.T) {
 	}
 	code, body, _ = do(t, "GET", base+"/loadbalancers", "", "")
 	lbs := decode[[]fake.LoadBalancer](t, body)
-	if code != http.StatusOK || len(lbs) != 1 || len(lbs[0].VIPs) != 1 || lbs[0].Backends[0].NodeName != "node-a" {
+	if code != http.StatusOK || len(lbs) != 1 || len(lbs[0].VIPs) != 1 || lbs[0].Spec.Backends[0].NodeName != "node-a" {
 		t.Errorf("GET /loadbalancers = %d %s; want one load balancer with node-a behind it", code, body)
 	}
 
@@ -257,7 +258,7 @@ func TestAdminAPI(t *testing.T) {
 }
 
 func TestAdminRejectsMalformedRequests(t *testing.T) {
-	c, base := startAdmin(t, fake.Config{}, fake.WithInstances(fake.Instance{Name: "node-a", ID: "i-1"}, fake.Instance{Name: "node-t", ID: "i-t", State: fake.StateTerminated}))
+	c, base := startAdmin(t, fake.Config{}, fake.Options{Instances: []fake.Instance{fake.Instance{Name: "node-a", ID: "i-1"}, fake.Instance{Name: "node-t", ID: "i-t", State: instances.StateTerminated}}})
 	tests := []struct {
 		name, method, path, contentType, body string
 		reason                                string
@@ -315,7 +316,7 @@ func TestAdminRejectsMalformedRequests(t *testing.T) {
 	if n := len(c.Snapshot().Instances); n != 2 {
 		t.Errorf("%d instances after rejected requests; want 2", n)
 	}
-	if st, _ := c.InstanceByID("i-1"); st.State != fake.StateRunning {
+	if st, _ := c.InstanceByID("i-1"); st.State != instances.StateRunning {
 		t.Errorf("i-1 is %s; want running", st.State)
 	}
 }

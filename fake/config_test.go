@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/ccmkit/ccmkit/fake"
+	"github.com/ccmkit/ccmkit/instances"
 	"github.com/ccmkit/ccmkit/loadbalancer"
 	"github.com/ccmkit/ccmkit/provider"
 )
@@ -149,7 +150,7 @@ func TestNewChecksSeedsTogether(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			path := filepath.Join(t.TempDir(), "cloud.json")
-			c, err := fake.New(fake.Config{Instances: tt.config, StateFile: path}, fake.WithInstances(tt.with...))
+			c, err := fake.New(fake.Config{Instances: tt.config, StateFile: path}, fake.Options{Instances: tt.with})
 			if tt.want == nil {
 				if err != nil {
 					t.Fatalf("New = %v; want a cloud (%s)", err, tt.reason)
@@ -200,7 +201,7 @@ func TestConfigYAMLRoundTrip(t *testing.T) {
 		ClusterID:     "demo",
 		InstanceCIDRs: []string{"10.0.0.0/16", "fd00:10::/64"},
 		Instances: []fake.Instance{
-			{Name: "a", ID: "i-a", Zone: "z", InternalIPs: []string{"10.0.0.9"}, Labels: map[string]string{"fake.ccmkit.io/x": "y"}, State: fake.StateStopped},
+			{Name: "a", ID: "i-a", Zone: "z", InternalIPs: []string{"10.0.0.9"}, Labels: map[string]string{"fake.ccmkit.io/x": "y"}, State: instances.StateStopped},
 			{Name: "b"},
 		},
 		InstanceCacheTTL: provider.Duration{Duration: 90 * time.Second},
@@ -239,16 +240,16 @@ func TestRealisticDefaults(t *testing.T) {
 		config    string
 		delay     time.Duration
 		limit     fake.RateLimit
-		byBackend string // the backend key of a created load balancer
+		byBackend loadbalancer.BackendKey // the backend key of a created load balancer
 	}{
 		{name: "off", reason: "the default fake is synchronous, unthrottled and keeps backends by Node name", config: "{}"},
 		{name: "realistic", reason: "all three on", config: "realistic: true",
-			delay: fake.RealisticProvisioningDelay, limit: realistic, byBackend: string(loadbalancer.BackendKeyProviderID)},
+			delay: fake.RealisticProvisioningDelay, limit: realistic, byBackend: loadbalancer.BackendKeyProviderID},
 		{name: "overridden", reason: "each explicit field wins, the others keep their realistic default",
 			config: "{realistic: true, loadBalancers: {provisioningDelay: 0s, backends: nodeName}, rateLimit: {readsPerSecond: 7, burst: 2}}",
 			limit:  fake.RateLimit{ReadsPerSecond: ptr.To(7.0), WritesPerSecond: ptr.To(fake.RealisticWritesPerSecond), Burst: 2}},
 		{name: "parts without realistic", reason: "each behaviour on its own", config: "{loadBalancers: {provisioningDelay: 5s, backends: instanceID}, rateLimit: {writesPerSecond: 3, burst: 1}}",
-			delay: 5 * time.Second, limit: fake.RateLimit{WritesPerSecond: ptr.To(3.0), Burst: 1}, byBackend: string(loadbalancer.BackendKeyProviderID)},
+			delay: 5 * time.Second, limit: fake.RateLimit{WritesPerSecond: ptr.To(3.0), Burst: 1}, byBackend: loadbalancer.BackendKeyProviderID},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -268,7 +269,7 @@ func TestRealisticDefaults(t *testing.T) {
 			if (err != nil) != (tt.delay > 0) {
 				t.Errorf("EnsureLoadBalancer = %v; want an error only with a provisioning delay (%s)", err, tt.reason)
 			}
-			if got := c.Snapshot().LoadBalancers[0].BackendKey; got != tt.byBackend {
+			if got := c.Snapshot().LoadBalancers[0].Spec.BackendKey; got != tt.byBackend {
 				t.Errorf("backendKey of the created load balancer = %q; want %q (%s)", got, tt.byBackend, tt.reason)
 			}
 		})

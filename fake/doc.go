@@ -239,7 +239,7 @@
 // The file is JSON, one document, written indented:
 //
 //	{
-//	  "format": "ccmkit.io/fake-state/v2",    // StateFormat
+//	  "format": "ccmkit.io/fake-state/v2",    // stateFormat
 //	  "generation": 12,                        // +1 per saved change
 //	  "cloud": {"instanceCIDRs": [...],        // must match the cloud-config (defaults applied):
 //	            "loadBalancers": {"ipv4Pool", "ipv6Pool", "hostnameSuffix", "ipMode", "backends"}},
@@ -252,7 +252,7 @@
 //	              "targetNodeAddresses": [{"type", "address"}], "blackhole"}]
 //	}
 //
-// A file of the previous format, StateFormatV1, is read as a cloud whose
+// A file of the previous format, stateFormatV1, is read as a cloud whose
 // load balancers are ready and keep backends by Node name, and is
 // rewritten as v2 at its first change; a fake older than v2 rejects a v2
 // file, so upgrade every process sharing a file together.
@@ -280,7 +280,7 @@
 //     100-node cluster with 50 LoadBalancer Services converges within it
 //     after some throttled calls): every driver call takes a token of its
 //     class (Op.IsWrite) or fails at once, changing nothing, with an error
-//     wrapping ErrThrottled and an *api.RetryError that says when a token
+//     wrapping errThrottled and an *api.RetryError that says when a token
 //     is free, which is how every ccmkit block expects a Driver to report
 //     throttling (HTTP 429 with Retry-After, in a real cloud). Calls counts
 //     them (Throttled, ThrottledByOp).
@@ -289,7 +289,7 @@
 //     Reconciler matches backends by it (loadbalancer.BackendKeyProviderID)
 //     and leaves out Nodes whose provider ID is not the fake's
 //     (loadbalancer.Config.Codec), and the cloud rejects a target that is
-//     not a live instance (ErrInvalidBackend). A Node whose name differs
+//     not a live instance (errInvalidBackend). A Node whose name differs
 //     from its instance's is a backend like any other.
 //
 // The admin endpoint changes the delay and the rate limit at run time

@@ -45,7 +45,7 @@ func adminCloud(t *testing.T, cfg Config, to adminTimeouts) (*Cloud, string) {
 		t.Cleanup(func() { testAdminTimeouts.Store(nil) })
 	}
 	cfg.Admin.Address = "127.0.0.1:0"
-	c, err := New(cfg)
+	c, err := New(cfg, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

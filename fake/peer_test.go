@@ -27,7 +27,7 @@ const kubernetes = "kubernetes"
 func twoClusters(t *testing.T) (blue, green *fake.Cloud, nodes []*v1.Node) {
 	t.Helper()
 	blue, nodes = cloudWithNodes(t, fake.Config{ClusterID: "blue"}, 2)
-	green, err := blue.Peer("green")
+	green, err := blue.Peer("green", fake.Options{})
 	if err != nil {
 		t.Fatalf("Peer: %v", err)
 	}
@@ -163,13 +163,13 @@ func TestPeerSharesTheCloud(t *testing.T) {
 		t.Errorf("blue's counters after green's calls = %+v; want zero (each Cloud counts its own)", calls)
 	}
 	limit := fake.RateLimit{ReadsPerSecond: ptr.To(1.0), Burst: 2}
-	if err := blue.SetRateLimit(limit); err != nil {
+	if err := fake.SetRateLimit(blue, limit); err != nil {
 		t.Fatal(err)
 	}
 	if diff := cmp.Diff(limit, green.RateLimit()); diff != "" {
 		t.Errorf("green's rate limit after blue set it (-want +got):\n%s", diff)
 	}
-	if err := green.SetProvisioningDelay(time.Second); err != nil {
+	if err := fake.SetProvisioningDelay(green, time.Second); err != nil {
 		t.Fatal(err)
 	}
 	if got := blue.ProvisioningDelay(); got != time.Second {
@@ -182,7 +182,7 @@ func TestPeerSharesTheCloud(t *testing.T) {
 	}
 	// Blue's look-up is throttled at once (GetLoadBalancer then waits the
 	// throttle out: loadbalancer.Config.MaxThrottleWait).
-	blue.ResetCalls()
+	fake.ResetCalls(blue)
 	if _, _, err := lbOf(t, blue).GetLoadBalancer(t.Context(), kubernetes, service("x")); err != nil {
 		t.Errorf("blue's look-up after green spent the shared bucket: %v; want it to wait the throttle out", err)
 	}
@@ -199,10 +199,10 @@ func TestPeerSharesTheCloud(t *testing.T) {
 // client).
 func TestPeerOptions(t *testing.T) {
 	down := errors.New("blue's API client is broken")
-	c := newCloud(t, fake.Config{}, fake.WithInterceptor(fake.Funcs{FindLoadBalancers: func(context.Context, loadbalancer.Driver, loadbalancer.Query) ([]*loadbalancer.LoadBalancer, error) {
+	c := newCloud(t, fake.Config{}, fake.Options{Interceptor: fake.Funcs{FindLoadBalancers: func(context.Context, loadbalancer.Driver, loadbalancer.Query) ([]*loadbalancer.LoadBalancer, error) {
 		return nil, down
-	}}))
-	peer, err := c.Peer("other")
+	}}})
+	peer, err := c.Peer("other", fake.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -214,20 +214,20 @@ func TestPeerOptions(t *testing.T) {
 	}
 	for _, opt := range []struct {
 		name string
-		opt  fake.Option
-	}{{"WithInstances", fake.WithInstances(fake.Instance{Name: "x"})}, {"WithClock", fake.WithClock(time.Now)}} {
+		opt  fake.Options
+	}{{"WithInstances", fake.Options{Instances: []fake.Instance{fake.Instance{Name: "x"}}}}, {"WithClock", fake.Options{Clock: time.Now}}} {
 		if _, err := c.Peer("other", opt.opt); err == nil || !strings.Contains(err.Error(), opt.name) {
 			t.Errorf("Peer with %s = %v; want an error naming it", opt.name, err)
 		}
 	}
-	if _, err := c.Peer("other", fake.WithLoadBalancerCapabilities(loadbalancer.Capabilities{BackendKey: loadbalancer.BackendKeyProviderID})); err == nil ||
+	if _, err := c.Peer("other", fake.Options{LoadBalancerCapabilities: &loadbalancer.Capabilities{BackendKey: loadbalancer.BackendKeyProviderID}}); err == nil ||
 		!strings.Contains(err.Error(), "BackendKey") {
 		t.Errorf("Peer with a BackendKey the cloud does not keep = %v; want an error naming BackendKey", err)
 	}
-	if _, err := c.Peer("green "); err == nil || !strings.Contains(err.Error(), `clusterID: Invalid value: "green "`) {
+	if _, err := c.Peer("green ", fake.Options{}); err == nil || !strings.Contains(err.Error(), `clusterID: Invalid value: "green "`) {
 		t.Errorf("Peer(%q) = %v; want an error naming clusterID and the value", "green ", err)
 	}
-	if _, err := fake.New(fake.Config{}, fake.WithClock(nil)); err == nil || !strings.Contains(err.Error(), "WithClock") {
+	if _, err := fake.New(fake.Config{}, fake.Options{Clock: nil}); err == nil || !strings.Contains(err.Error(), "WithClock") {
 		t.Errorf("New with WithClock(nil) = %v; want an error naming WithClock", err)
 	}
 }

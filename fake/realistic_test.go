@@ -25,9 +25,9 @@ var epoch = time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
 
 // newClock returns a fake clock at epoch and the Option that gives it to
 // the cloud.
-func newClock() (*clocktesting.FakeClock, fake.Option) {
+func newClock() (*clocktesting.FakeClock, fake.Options) {
 	clk := clocktesting.NewFakeClock(epoch)
-	return clk, fake.WithClock(clk.Now)
+	return clk, fake.Options{Clock: clk.Now}
 }
 
 // retryAfter returns the delay of the *api.RetryError err wraps, failing
@@ -102,7 +102,7 @@ func TestProvisioningDelay(t *testing.T) {
 		t.Errorf("EnsureLoadBalancer 1ns before the load balancer is ready succeeded; want an api.RetryError")
 	}
 	clk.Step(time.Nanosecond)
-	c.ResetCalls()
+	fake.ResetCalls(c)
 	st, err = lb.EnsureLoadBalancer(t.Context(), cluster, svc, nodes)
 	if err != nil {
 		t.Fatalf("EnsureLoadBalancer after the delay: %v", err)
@@ -127,7 +127,7 @@ func TestProvisioningDelayChange(t *testing.T) {
 	if _, err := lb.EnsureLoadBalancer(t.Context(), cluster, service("before"), nodes); err != nil {
 		t.Fatalf("EnsureLoadBalancer without a delay: %v", err)
 	}
-	if err := c.SetProvisioningDelay(time.Minute); err != nil {
+	if err := fake.SetProvisioningDelay(c, time.Minute); err != nil {
 		t.Fatal(err)
 	}
 	if got := c.ProvisioningDelay(); got != time.Minute {
@@ -145,7 +145,7 @@ func TestProvisioningDelayChange(t *testing.T) {
 	if _, err := lb.EnsureLoadBalancer(t.Context(), cluster, service("after"), nodes); err != nil {
 		t.Errorf("EnsureLoadBalancer a minute later: %v; want it ready", err)
 	}
-	if err := c.SetProvisioningDelay(-time.Second); err == nil || !strings.Contains(err.Error(), "-1s") {
+	if err := fake.SetProvisioningDelay(c, -time.Second); err == nil || !strings.Contains(err.Error(), "-1s") {
 		t.Errorf("SetProvisioningDelay(-1s) = %v; want an error naming -1s", err)
 	}
 	if got := c.ProvisioningDelay(); got != time.Minute {
@@ -200,13 +200,13 @@ func TestRateLimitReads(t *testing.T) {
 		t.Fatal(err)
 	}
 	limit := fake.RateLimit{ReadsPerSecond: ptr.To(4.0), Burst: 3}
-	if err := c.SetRateLimit(limit); err != nil {
+	if err := fake.SetRateLimit(c, limit); err != nil {
 		t.Fatal(err)
 	}
 	if diff := cmp.Diff(limit, c.RateLimit()); diff != "" {
 		t.Errorf("RateLimit() after SetRateLimit (-want +got):\n%s", diff)
 	}
-	c.ResetCalls()
+	fake.ResetCalls(c)
 	read := func() error { // one FindLoadBalancers: by tags, found
 		_, _, err := lb.GetLoadBalancer(t.Context(), cluster, svc)
 		return err
@@ -247,7 +247,7 @@ func TestRateLimitReads(t *testing.T) {
 	if diff := cmp.Diff(want, c.Calls()); diff != "" {
 		t.Errorf("Calls() (-want +got):\n%s", diff)
 	}
-	if err := c.SetRateLimit(fake.RateLimit{}); err != nil {
+	if err := fake.SetRateLimit(c, fake.RateLimit{}); err != nil {
 		t.Fatal(err)
 	}
 	for i := range 5 {
@@ -318,7 +318,7 @@ func TestRateLimitWrites(t *testing.T) {
 	if _, err := lb.EnsureLoadBalancer(t.Context(), cluster, svc, both); err != nil {
 		t.Fatalf("write 4 again after RetryAfter: %v", err)
 	}
-	if got := c.Snapshot().LoadBalancers[0].Listeners[0].Port; got != 9090 {
+	if got := c.Snapshot().LoadBalancers[0].Spec.Listeners[0].Port; got != 9090 {
 		t.Errorf("port after the retry = %d; want 9090", got)
 	}
 }
@@ -327,7 +327,7 @@ func TestRateLimitWrites(t *testing.T) {
 // with instances vm-1..vm-n (IDs i-1..i-n), and for each a Node named
 // otherwise (node-a, node-b, ...: kubelet --hostname-override), with
 // spec.providerID fake://i-<k> and the instance's InternalIP.
-func instanceIDCloud(t *testing.T, n int, opts ...fake.Option) (*fake.Cloud, []*v1.Node) {
+func instanceIDCloud(t *testing.T, n int, opts ...fake.Options) (*fake.Cloud, []*v1.Node) {
 	t.Helper()
 	cfg := fake.Config{LoadBalancers: fake.LoadBalancerConfig{Backends: fake.BackendsInstanceID}}
 	for i := range n {
@@ -353,12 +353,12 @@ func targets(t *testing.T, c *fake.Cloud) []string {
 	if len(lbs) != 1 {
 		t.Fatalf("%d load balancers; want 1", len(lbs))
 	}
-	if lbs[0].BackendKey != string(loadbalancer.BackendKeyProviderID) {
-		t.Errorf("backendKey = %q; want %q", lbs[0].BackendKey, loadbalancer.BackendKeyProviderID)
+	if lbs[0].Spec.BackendKey != loadbalancer.BackendKeyProviderID {
+		t.Errorf("backendKey = %q; want %q", lbs[0].Spec.BackendKey, loadbalancer.BackendKeyProviderID)
 	}
 	var out []string
-	for _, b := range lbs[0].Backends {
-		if b != (fake.Backend{ProviderID: b.ProviderID}) {
+	for _, b := range lbs[0].Spec.Backends {
+		if b != (loadbalancer.Backend{ProviderID: b.ProviderID}) {
 			t.Errorf("backend %+v; want only its provider ID kept", b)
 		}
 		out = append(out, b.ProviderID)
@@ -382,7 +382,7 @@ func TestInstanceIDBackends(t *testing.T) {
 	if diff := cmp.Diff(ids[:3], targets(t, c)); diff != "" {
 		t.Errorf("backends after Ensure (-want +got):\n%s", diff)
 	}
-	c.ResetCalls()
+	fake.ResetCalls(c)
 	if _, err := lb.EnsureLoadBalancer(t.Context(), cluster, svc, nodes[:3]); err != nil {
 		t.Fatalf("second EnsureLoadBalancer: %v", err)
 	}
@@ -418,10 +418,10 @@ func TestInstanceIDBackends(t *testing.T) {
 // as a provider's own Plan might call it.
 func TestInstanceIDBackendsRejected(t *testing.T) {
 	var driver loadbalancer.Driver
-	grab := fake.WithInterceptor(fake.Funcs{ApplyLoadBalancer: func(ctx context.Context, next loadbalancer.Driver, a loadbalancer.Action) (*loadbalancer.LoadBalancer, error) {
+	grab := fake.Options{Interceptor: fake.Funcs{ApplyLoadBalancer: func(ctx context.Context, next loadbalancer.Driver, a loadbalancer.Action) (*loadbalancer.LoadBalancer, error) {
 		driver = next
 		return next.Apply(ctx, a)
-	}})
+	}}}
 	c, nodes := instanceIDCloud(t, 3, grab)
 	svc := service("web")
 	if _, err := lbOf(t, c).EnsureLoadBalancer(t.Context(), cluster, svc, nodes); err != nil {

@@ -145,7 +145,7 @@ func TestCreateRouteRejectsBadInput(t *testing.T) {
 			if tt.setup != nil {
 				tt.setup(t, c, rt)
 			}
-			before, calls, stats := c.Snapshot(), c.Calls(), c.RouteStats()
+			before, calls, stats := c.Snapshot(), c.Calls(), fake.RouteStats(c)
 			err := rt.CreateRoute(t.Context(), cluster, "uid-01", tt.route)
 			if tt.want == nil {
 				if err != nil {
@@ -160,7 +160,7 @@ func TestCreateRouteRejectsBadInput(t *testing.T) {
 			if got := c.Calls(); got.ByOp[fake.OpWriteRouteTable] != calls.ByOp[fake.OpWriteRouteTable] {
 				t.Errorf("a refused CreateRoute wrote the route table (%d writes, %d before); want no write", got.ByOp[fake.OpWriteRouteTable], calls.ByOp[fake.OpWriteRouteTable])
 			}
-			if got := c.RouteStats(); got.Throttled != stats.Throttled {
+			if got := fake.RouteStats(c); got.Throttled != stats.Throttled {
 				t.Errorf("RouteStats.Throttled %d → %d; want a refusal not taken for a throttle", stats.Throttled, got.Throttled)
 			}
 		})

@@ -70,7 +70,7 @@ func TestRoutesBlackholeWhenInstanceGone(t *testing.T) {
 	if _, err := c.TerminateInstance("i-1"); err != nil {
 		t.Fatal(err)
 	}
-	if err := c.RemoveInstance("i-2"); err != nil {
+	if err := fake.RemoveInstance(c, "i-2"); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := c.StopInstance("i-3"); err != nil {
@@ -91,7 +91,7 @@ func TestRoutesBlackholeWhenInstanceGone(t *testing.T) {
 
 	// In doubt (the instance list fails), ListRoutes fails rather than
 	// report live routes as Blackhole.
-	if err := c.InjectFault(fake.Fault{Op: fake.OpListInstances, Times: 1}); err != nil {
+	if err := fake.InjectFault(c, fake.Fault{Op: fake.OpListInstances, Times: 1}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := rt.ListRoutes(t.Context(), cluster); !errors.Is(err, fake.ErrInjected) {
@@ -170,7 +170,7 @@ func TestRoutesCoalesce(t *testing.T) {
 	if writes >= n/2 {
 		t.Errorf("%d CreateRoute calls made %d table writes; want them coalesced (well under %d)", n, writes, n/2)
 	}
-	if s := c.RouteStats(); s.Calls != n || uint64(writes) != s.Writes {
+	if s := fake.RouteStats(c); s.Calls != n || uint64(writes) != s.Writes {
 		t.Errorf("RouteStats = %+v; want Calls %d and Writes equal to the counted %d", s, n, writes)
 	}
 }

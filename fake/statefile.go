@@ -35,17 +35,17 @@ import (
 // deadline; the control surface, which takes no context, waits.
 var ErrStateFile = errors.New("fake: state file")
 
-// StateFormat is the "format" field of the state files the fake writes.
-// It reads files of this format and of the previous one, StateFormatV1,
+// stateFormat is the "format" field of the state files the fake writes.
+// It reads files of this format and of the previous one, stateFormatV1,
 // and rewrites a v1 file in this format at its first change; a file of any
 // other format is rejected (and a fake built before v2 rejects a v2 file).
-const StateFormat = "ccmkit.io/fake-state/v2"
+const stateFormat = "ccmkit.io/fake-state/v2"
 
-// StateFormatV1 is the format of state files written before load
+// stateFormatV1 is the format of state files written before load
 // balancers had a provisioning delay and instance-ID backends: read as
 // load balancers ready at once, with backends kept by Node name
 // (loadBalancers.backends nodeName).
-const StateFormatV1 = "ccmkit.io/fake-state/v1"
+const stateFormatV1 = "ccmkit.io/fake-state/v1"
 
 // stateFile is the file a store is shared through, and its lock file
 // (<path>.lock). It is used within a store transaction (store.transact:
@@ -228,16 +228,16 @@ func (f *stateFile) save(st *cloudState) (err error) {
 // stateDoc is the JSON document of a state file (see the package
 // documentation, "Shared state file").
 type stateDoc struct {
-	Format           string         `json:"format"`
-	Generation       uint64         `json:"generation"`
-	Cloud            stateCloud     `json:"cloud"`
-	NextInstance     int            `json:"nextInstance"`
-	NextLoadBalancer int            `json:"nextLoadBalancer"`
-	RouteRevision    uint64         `json:"routeRevision"`
-	Pools            []statePool    `json:"pools"`
-	Instances        []Instance     `json:"instances"`
-	LoadBalancers    []LoadBalancer `json:"loadBalancers"`
-	Routes           []stateRoute   `json:"routes"`
+	Format           string          `json:"format"`
+	Generation       uint64          `json:"generation"`
+	Cloud            stateCloud      `json:"cloud"`
+	NextInstance     int             `json:"nextInstance"`
+	NextLoadBalancer int             `json:"nextLoadBalancer"`
+	RouteRevision    uint64          `json:"routeRevision"`
+	Pools            []statePool     `json:"pools"`
+	Instances        []stateInstance `json:"instances"`
+	LoadBalancers    []stateLB       `json:"loadBalancers"`
+	Routes           []stateRoute    `json:"routes"`
 }
 
 // stateCloud is the part of the cloud-config that defines the cloud: every
@@ -288,10 +288,15 @@ func cloudOf(cfg Config) stateCloud {
 // encodeState returns st as the document of generation gen.
 func encodeState(st *cloudState, cfg Config, gen uint64) *stateDoc {
 	doc := &stateDoc{
-		Format: StateFormat, Generation: gen, Cloud: cloudOf(cfg),
+		Format: stateFormat, Generation: gen, Cloud: cloudOf(cfg),
 		NextInstance: st.nextInstance, NextLoadBalancer: st.nextLB, RouteRevision: st.routeRev,
-		Instances: st.appendInstances([]Instance{}), LoadBalancers: st.appendLoadBalancers([]LoadBalancer{}, storedLoadBalancer),
-		Routes: []stateRoute{},
+		Instances: []stateInstance{}, LoadBalancers: []stateLB{}, Routes: []stateRoute{},
+	}
+	for _, in := range st.appendInstances(nil) {
+		doc.Instances = append(doc.Instances, stateInstance{Instance: in, State: stateNames[in.State]})
+	}
+	for _, r := range st.sortedLoadBalancers() {
+		doc.LoadBalancers = append(doc.LoadBalancers, storedLoadBalancer(r))
 	}
 	for _, p := range st.pools() {
 		doc.Pools = append(doc.Pools, statePool{CIDR: p.prefix.String(), Next: p.next.String()})
@@ -315,7 +320,7 @@ func (st *cloudState) pools() []*pool {
 // holds, checking it against cfg (with defaults). Errors name the field.
 func decodeState(data []byte, cfg Config) (cloudState, uint64, error) {
 	if len(bytes.TrimSpace(data)) == 0 {
-		return cloudState{}, 0, errors.New("empty; expected a JSON document written by the fake (format " + StateFormat + ")")
+		return cloudState{}, 0, errors.New("empty: expected a JSON document written by the fake (format " + stateFormat + ")")
 	}
 	var doc stateDoc
 	dec := json.NewDecoder(bytes.NewReader(data))
@@ -324,32 +329,32 @@ func decodeState(data []byte, cfg Config) (cloudState, uint64, error) {
 		var typeErr *json.UnmarshalTypeError
 		if errors.As(err, &typeErr) && typeErr.Field == "" {
 			// encoding/json names the Go type it wanted: say what.
-			return cloudState{}, 0, fmt.Errorf("not a valid state file: a JSON %s; expected a JSON object written by the fake (format %s)", typeErr.Value, StateFormat)
+			return cloudState{}, 0, fmt.Errorf("not a valid state file: a JSON %s: expected a JSON object written by the fake (format %s)", typeErr.Value, stateFormat)
 		}
 		return cloudState{}, 0, fmt.Errorf("not a valid state file: %w", err)
 	}
 	if dec.More() {
 		return cloudState{}, 0, errors.New("not a valid state file: data after the JSON document")
 	}
-	if doc.Format != StateFormat && doc.Format != StateFormatV1 {
-		return cloudState{}, 0, fmt.Errorf("format %q; expected %q (or %q)", doc.Format, StateFormat, StateFormatV1)
+	if doc.Format != stateFormat && doc.Format != stateFormatV1 {
+		return cloudState{}, 0, fmt.Errorf("format %q: expected %q (or %q)", doc.Format, stateFormat, stateFormatV1)
 	}
 	if doc.Cloud.LoadBalancers.Backends == "" {
 		doc.Cloud.LoadBalancers.Backends = BackendsNodeName // v1
 	}
 	want := cloudOf(cfg)
 	if !slices.Equal(doc.Cloud.InstanceCIDRs, want.InstanceCIDRs) {
-		return cloudState{}, 0, fmt.Errorf("cloud.instanceCIDRs %v, but the cloud-config has instanceCIDRs %v; expected the same cloud-config in every process sharing a state file", doc.Cloud.InstanceCIDRs, want.InstanceCIDRs)
+		return cloudState{}, 0, fmt.Errorf("cloud.instanceCIDRs %v, but the cloud-config has instanceCIDRs %v: expected the same cloud-config in every process sharing a state file", doc.Cloud.InstanceCIDRs, want.InstanceCIDRs)
 	}
 	if doc.Cloud.LoadBalancers != want.LoadBalancers {
-		return cloudState{}, 0, fmt.Errorf("cloud.loadBalancers %+v, but the cloud-config has loadBalancers %+v (with defaults); expected the same cloud-config in every process sharing a state file", doc.Cloud.LoadBalancers, want.LoadBalancers)
+		return cloudState{}, 0, fmt.Errorf("cloud.loadBalancers %+v, but the cloud-config has loadBalancers %+v (with defaults): expected the same cloud-config in every process sharing a state file", doc.Cloud.LoadBalancers, want.LoadBalancers)
 	}
 	st, err := emptyState(cfg)
 	if err != nil {
 		return cloudState{}, 0, err
 	}
 	if doc.NextInstance < 0 || doc.NextLoadBalancer < 0 {
-		return cloudState{}, 0, fmt.Errorf("nextInstance %d, nextLoadBalancer %d; expected counters of zero or more", doc.NextInstance, doc.NextLoadBalancer)
+		return cloudState{}, 0, fmt.Errorf("nextInstance %d, nextLoadBalancer %d: expected counters of zero or more", doc.NextInstance, doc.NextLoadBalancer)
 	}
 	st.nextInstance, st.nextLB = doc.NextInstance, doc.NextLoadBalancer
 	for i, sp := range doc.Pools {
@@ -358,7 +363,7 @@ func decodeState(data []byte, cfg Config) (cloudState, uint64, error) {
 		}
 	}
 	for i, in := range doc.Instances {
-		if err := st.loadInstance(field.NewPath("instances").Index(i), in); err != nil {
+		if err := st.loadInstance(field.NewPath("instances").Index(i), &in); err != nil {
 			return cloudState{}, 0, err
 		}
 	}
@@ -400,14 +405,21 @@ func (st *cloudState) setPoolNext(sp statePool) error {
 
 // loadInstance adds a stored instance, taking its internal addresses;
 // path names it in errors.
-func (st *cloudState) loadInstance(path *field.Path, in Instance) error {
-	if errs := validateInstance(path, in); len(errs) > 0 {
+func (st *cloudState) loadInstance(path *field.Path, stored *stateInstance) error {
+	in := stored.Instance
+	errs := validateInstance(path, in)
+	if stored.State != "" {
+		if err := in.State.UnmarshalText([]byte(stored.State)); err != nil {
+			errs = append(errs, field.NotSupported(path.Child("state"), clipValue(stored.State), stateNames))
+		}
+	}
+	if len(errs) > 0 {
 		return errs.ToAggregate()
 	}
 	switch {
 	case in.ID == "":
 		return fmt.Errorf("%s: expected the instance ID", path.Child("id"))
-	case in.State == "":
+	case stored.State == "":
 		return fmt.Errorf("%s: expected running, stopped or terminated", path.Child("state"))
 	case st.instances[in.ID] != nil:
 		return fmt.Errorf("%s %q: expected each instance ID once", path.Child("id"), in.ID)
@@ -415,7 +427,7 @@ func (st *cloudState) loadInstance(path *field.Path, in Instance) error {
 	for j, s := range in.InternalIPs {
 		ip := netip.MustParseAddr(s) // validated
 		if owner, taken := st.instIPs[ip]; taken {
-			return fmt.Errorf("%s %s: also the address of instance %q; expected distinct addresses", path.Child("internalIPs").Index(j), ip, owner)
+			return fmt.Errorf("%s %s: also the address of instance %q: expected distinct addresses", path.Child("internalIPs").Index(j), ip, owner)
 		}
 		for _, p := range st.instPools {
 			if p.contains(ip) {
@@ -431,7 +443,7 @@ func (st *cloudState) loadInstance(path *field.Path, in Instance) error {
 }
 
 // loadLoadBalancer adds a stored load balancer, taking its VIPs.
-func (st *cloudState) loadLoadBalancer(v LoadBalancer) error {
+func (st *cloudState) loadLoadBalancer(v stateLB) error {
 	if v.ID == "" || st.lbs[v.ID] != nil {
 		return fmt.Errorf("id %q: expected a load balancer ID, each once", v.ID)
 	}
@@ -445,7 +457,7 @@ func (st *cloudState) loadLoadBalancer(v LoadBalancer) error {
 			return fmt.Errorf("vips[%d] %s: expected an address of the pool %s", j, ip, p.prefix)
 		}
 		if err := p.take(ip); err != nil {
-			return fmt.Errorf("vips[%d]: %w; expected each VIP once", j, err)
+			return fmt.Errorf("vips[%d]: %w: expected each VIP once", j, err)
 		}
 	}
 	st.lbs[v.ID] = rec
@@ -453,9 +465,116 @@ func (st *cloudState) loadLoadBalancer(v LoadBalancer) error {
 	return nil
 }
 
-// record parses a load balancer as the fake reports it (viewLoadBalancer)
-// back into its stored form. Empty lists become nil.
-func (v LoadBalancer) record() (*lbRecord, error) {
+// stateInstance is an instance as a state file keeps it: its state is
+// read as text, so that a missing or unknown state is an error naming the
+// field.
+type stateInstance struct {
+	Instance
+	State string `json:"state"` // hides Instance.State
+}
+
+// stateLB is a load balancer as a state file keeps it (format v1 and v2):
+// with the ingress it reports once ready, and addresses and CIDRs as
+// strings.
+type stateLB struct {
+	ID              string            `json:"id"`
+	Name            string            `json:"name"`
+	Tags            map[string]string `json:"tags"`
+	IPFamilies      []string          `json:"ipFamilies"`
+	RequestedIPs    []string          `json:"requestedIPs,omitempty"`
+	Listeners       []stateListener   `json:"listeners"`
+	Backends        []stateBackend    `json:"backends"`
+	HealthCheck     stateHealthCheck  `json:"healthCheck"`
+	SourceRanges    []string          `json:"sourceRanges"`
+	SessionAffinity stateAffinity     `json:"sessionAffinity"`
+	Settings        map[string]string `json:"settings,omitempty"`
+	BackendKey      string            `json:"backendKey,omitempty"`
+	VIPs            []string          `json:"vips"`
+	Ingress         []stateIngress    `json:"ingress"`
+	// Provisioning is always false in a state file, where ReadyAt decides.
+	Provisioning bool      `json:"provisioning,omitempty"`
+	ReadyAt      time.Time `json:"readyAt,omitzero"`
+}
+
+type stateListener struct {
+	Family   string `json:"family"`
+	Protocol string `json:"protocol"`
+	Port     int32  `json:"port"`
+	NodePort int32  `json:"nodePort"`
+}
+
+type stateBackend struct {
+	NodeName   string `json:"nodeName,omitempty"`
+	ProviderID string `json:"providerID"`
+	IPv4       string `json:"ipv4,omitempty"`
+	IPv6       string `json:"ipv6,omitempty"`
+}
+
+type stateHealthCheck struct {
+	Protocol string `json:"protocol"`
+	Port     int32  `json:"port"`
+	Path     string `json:"path"`
+}
+
+type stateAffinity struct {
+	ClientIP       bool  `json:"clientIP"`
+	TimeoutSeconds int32 `json:"timeoutSeconds,omitempty"`
+}
+
+type stateIngress struct {
+	IP       string `json:"ip,omitempty"`
+	Hostname string `json:"hostname,omitempty"`
+	IPMode   string `json:"ipMode,omitempty"`
+}
+
+// storedLoadBalancer returns r in its state-file form.
+func storedLoadBalancer(r *lbRecord) stateLB {
+	lb, spec := r.lb, r.lb.Spec
+	out := stateLB{
+		ID: lb.ID, Name: lb.Name, Tags: map[string]string{}, BackendKey: string(spec.BackendKey), ReadyAt: r.readyAt,
+		IPFamilies: []string{}, Listeners: []stateListener{}, Backends: []stateBackend{}, SourceRanges: []string{},
+		VIPs: []string{}, Ingress: []stateIngress{},
+		HealthCheck:     stateHealthCheck{Protocol: string(spec.HealthCheck.Protocol), Port: spec.HealthCheck.Port, Path: spec.HealthCheck.Path},
+		SessionAffinity: stateAffinity{ClientIP: spec.SessionAffinity.ClientIP, TimeoutSeconds: spec.SessionAffinity.TimeoutSeconds},
+	}
+	maps.Copy(out.Tags, lb.Tags)
+	for _, f := range spec.IPFamilies {
+		out.IPFamilies = append(out.IPFamilies, string(f))
+	}
+	for _, ip := range spec.RequestedIPs {
+		out.RequestedIPs = append(out.RequestedIPs, ip.String())
+	}
+	for _, l := range spec.Listeners {
+		out.Listeners = append(out.Listeners, stateListener{Family: string(l.Family), Protocol: string(l.Protocol), Port: l.Port, NodePort: l.NodePort})
+	}
+	for _, b := range spec.Backends {
+		out.Backends = append(out.Backends, stateBackend{NodeName: b.NodeName, ProviderID: b.ProviderID, IPv4: addrString(b.IPv4), IPv6: addrString(b.IPv6)})
+	}
+	for _, p := range spec.SourceRanges {
+		out.SourceRanges = append(out.SourceRanges, p.String())
+	}
+	if len(spec.Settings) > 0 {
+		out.Settings = maps.Clone(spec.Settings)
+	}
+	for _, ip := range r.vips {
+		out.VIPs = append(out.VIPs, ip.String())
+	}
+	for _, in := range lb.Ingress {
+		out.Ingress = append(out.Ingress, stateIngress{IP: in.IP, Hostname: in.Hostname, IPMode: string(in.IPMode)})
+	}
+	return out
+}
+
+func addrString(a netip.Addr) string {
+	if !a.IsValid() {
+		return ""
+	}
+	return a.String()
+}
+
+// record parses a load balancer of a state file (storedLoadBalancer) back
+// into its stored form. Empty lists become nil.
+func (v stateLB) record() (*lbRecord, error) {
 	lb := &loadbalancer.LoadBalancer{ID: v.ID, Name: v.Name, Tags: maps.Clone(v.Tags)}
 	s := &lb.Spec
 	for _, f := range v.IPFamilies {

@@ -28,7 +28,7 @@ import (
 // sharedClouds builds n Clouds from cfg that share one state file in the
 // test's temporary directory, as n processes with the same cloud-config
 // would, and returns them with the file's path.
-func sharedClouds(t *testing.T, cfg fake.Config, n int, opts ...fake.Option) ([]*fake.Cloud, string) {
+func sharedClouds(t *testing.T, cfg fake.Config, n int, opts ...fake.Options) ([]*fake.Cloud, string) {
 	t.Helper()
 	cfg.StateFile = filepath.Join(t.TempDir(), "cloud.json")
 	var out []*fake.Cloud
@@ -76,7 +76,7 @@ func dualStack(names ...string) fake.Config {
 // it returns want without writing (why says why no write is expected).
 func ensureFinds(t *testing.T, c *fake.Cloud, svc *v1.Service, nodes []*v1.Node, want *v1.LoadBalancerStatus, why string) {
 	t.Helper()
-	c.ResetCalls()
+	fake.ResetCalls(c)
 	got, err := lbOf(t, c).EnsureLoadBalancer(t.Context(), cluster, svc, nodes)
 	if err != nil {
 		t.Fatal(err)
@@ -136,7 +136,7 @@ func TestSharedStateFile(t *testing.T) {
 		t.Fatal(err)
 	}
 	after, ok := a.LoadBalancerFor(cluster, svc)
-	if !ok || after.ID != before.ID || !cmp.Equal(after.VIPs, before.VIPs) || after.Listeners[0].Port != 8080 {
+	if !ok || after.ID != before.ID || !cmp.Equal(after.VIPs, before.VIPs) || after.Spec.Listeners[0].Port != 8080 {
 		t.Errorf("after a port change through b, a sees %+v; want %s with VIPs %v and port 8080", after, before.ID, before.VIPs)
 	}
 
@@ -289,7 +289,7 @@ func TestStateFileReloadIsLossless(t *testing.T) {
 func TestStateFileConcurrent(t *testing.T) {
 	const n = 24
 	var saved atomic.Int64
-	count := fake.WithInterceptor(fake.Funcs{
+	count := fake.Options{Interceptor: fake.Funcs{
 		ApplyLoadBalancer: func(ctx context.Context, next loadbalancer.Driver, a loadbalancer.Action) (*loadbalancer.LoadBalancer, error) {
 			lb, err := next.Apply(ctx, a)
 			if err == nil {
@@ -297,7 +297,7 @@ func TestStateFileConcurrent(t *testing.T) {
 			}
 			return lb, err
 		},
-	})
+	}}
 	cfg := fake.Config{Instances: []fake.Instance{{Name: "node-01"}, {Name: "node-02"}}}
 	cs, path := sharedClouds(t, cfg, 2, count)
 	nodes := []*v1.Node{mustNode(t, cs[0], "i-1"), mustNode(t, cs[0], "i-2")}
@@ -633,7 +633,7 @@ func TestStateFileCorrupt(t *testing.T) {
 			if err := os.WriteFile(cfg.StateFile, data, 0o600); err != nil {
 				t.Fatal(err)
 			}
-			_, err := fake.New(cfg)
+			_, err := fake.New(cfg, fake.Options{})
 			if !errors.Is(err, fake.ErrStateFile) {
 				t.Fatalf("New = %v; want an error wrapping ErrStateFile (%s)", err, tt.reason)
 			}
@@ -794,7 +794,7 @@ func TestStateFileRealistic(t *testing.T) {
 	if diff := cmp.Diff(a.Snapshot(), later.Snapshot()); diff != "" {
 		t.Errorf("a process started later reads another cloud (-a +later):\n%s", diff)
 	}
-	if diff := cmp.Diff([]fake.Backend{{ProviderID: "fake://i-1"}, {ProviderID: "fake://i-2"}}, later.Snapshot().LoadBalancers[0].Backends); diff != "" {
+	if diff := cmp.Diff([]loadbalancer.Backend{{ProviderID: "fake://i-1"}, {ProviderID: "fake://i-2"}}, later.Snapshot().LoadBalancers[0].Spec.Backends); diff != "" {
 		t.Errorf("backends read back (-want +got):\n%s", diff)
 	}
 }
@@ -814,7 +814,7 @@ func TestStateFileV1(t *testing.T) {
 	c := newCloud(t, cfg)
 	node := mustNode(t, c, "i-1")
 	before, ok := c.LoadBalancerFor(cluster, service("web"))
-	if !ok || before.Provisioning || len(before.Ingress) != 1 || before.Backends[0].NodeName != "node-01" {
+	if !ok || before.Provisioning || len(before.Ingress) != 1 || before.Spec.Backends[0].NodeName != "node-01" {
 		t.Fatalf("load balancer of the v1 file = %+v, %v; want it ready, with node-01 as backend", before, ok)
 	}
 	ensureFinds(t, c, service("web"), []*v1.Node{node}, &v1.LoadBalancerStatus{Ingress: []v1.LoadBalancerIngress{{IP: before.VIPs[0]}}}, "the v1 load balancer is converged")
@@ -885,7 +885,7 @@ func TestStateFileRejectsBadRoutes(t *testing.T) {
 			if err := os.WriteFile(cfg.StateFile, broken, 0o600); err != nil {
 				t.Fatal(err)
 			}
-			_, err := fake.New(cfg)
+			_, err := fake.New(cfg, fake.Options{})
 			check("New", err)
 
 			// A running Cloud, then another process leaves the bad file.

@@ -55,12 +55,12 @@ func fakeCloudConfig() fake.Config {
 // cfg.ClusterID+"-other": the fake owns load balancers and routes by its
 // Config.ClusterID, not by the clusterName argument, so the isolation rules
 // need the other cluster's provider.
-func fakeTarget(cfg fake.Config, opts ...fake.Option) (*conformance.Target, error) {
+func fakeTarget(cfg fake.Config, opts ...fake.Options) (*conformance.Target, error) {
 	tgt, err := fakeCloudTarget(cfg, opts...)
 	if err != nil {
 		return nil, err
 	}
-	other, err := tgt.Cloud.(*fake.Cloud).Peer(cfg.ClusterID + "-other")
+	other, err := tgt.Cloud.(*fake.Cloud).Peer(cfg.ClusterID+"-other", fake.Options{})
 	if err != nil {
 		tgt.Close()
 		return nil, err
@@ -82,8 +82,8 @@ func withOther(tgt *conformance.Target, other cloudprovider.Interface, release f
 
 // fakeCloudTarget builds a fresh fake cloud from cfg and opts, with three
 // instances, and no OtherCluster.
-func fakeCloudTarget(cfg fake.Config, opts ...fake.Option) (*conformance.Target, error) {
-	opts = append(opts, fake.WithInstances(fake.Instance{Name: "node-a"}, fake.Instance{Name: "node-b", Zone: "zone-b"}, fake.Instance{Name: "node-c"}))
+func fakeCloudTarget(cfg fake.Config, opts ...fake.Options) (*conformance.Target, error) {
+	opts = append(opts, fake.Options{Instances: []fake.Instance{fake.Instance{Name: "node-a"}, fake.Instance{Name: "node-b", Zone: "zone-b"}, fake.Instance{Name: "node-c"}}})
 	cloud, err := fake.New(cfg, opts...)
 	if err != nil {
 		return nil, err
@@ -235,7 +235,7 @@ func TestFakeVariants(t *testing.T) {
 		name, reason string
 		claims       conformance.Claims
 		cfg          fake.Config
-		opts         []fake.Option
+		opts         []fake.Options
 		throttles    bool // some cloud calls must have been throttled
 	}{
 		{
@@ -243,7 +243,7 @@ func TestFakeVariants(t *testing.T) {
 			reason: "load balancers without any optional feature reject every Service that asks for one",
 			claims: conformance.Claims{LoadBalancer: true, InstancesV2: true, Routes: true},
 			cfg:    fake.Config{ClusterID: "conformance", InstanceCIDRs: []string{"10.0.0.0/16"}, Routes: fake.RoutesConfig{IPv4Only: true}},
-			opts:   []fake.Option{fake.WithLoadBalancerCapabilities(loadbalancer.Capabilities{})},
+			opts:   []fake.Options{fake.Options{LoadBalancerCapabilities: &loadbalancer.Capabilities{}}},
 		},
 		{
 			name:   "hostnames",

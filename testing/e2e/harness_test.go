@@ -221,7 +221,7 @@ func (s *scenario) addForeignLB(view *fakecloud.Shared) fake.LoadBalancer {
 	svc.UID = types.UID("foreign-" + s.name)
 	svc.Spec.Ports[0].NodePort = 30999
 	svc.Spec.IPFamilies = []corev1.IPFamily{corev1.IPv4Protocol}
-	other, err := view.Cloud.Peer("other-" + s.name)
+	other, err := view.Cloud.Peer("other-"+s.name, fake.Options{})
 	if err != nil {
 		s.t.Fatalf("another cluster over the shared cloud: %v", err)
 	}

@@ -303,7 +303,7 @@ func OpenShared(cfg fake.Config) (*Shared, error) {
 		return nil, errors.New("fakecloud: OpenShared: cloud-config without stateFile; expected the path of the shared state file")
 	}
 	cfg.Admin = fake.AdminConfig{}
-	c, err := fake.New(cfg)
+	c, err := fake.New(cfg, fake.Options{})
 	if err != nil {
 		return nil, fmt.Errorf("fakecloud: %w", err)
 	}

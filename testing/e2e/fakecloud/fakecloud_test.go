@@ -26,7 +26,7 @@ func startCloud(t *testing.T, cfg fake.Config) (*fake.Cloud, *fakecloud.Admin) {
 	t.Helper()
 	addrFile := filepath.Join(t.TempDir(), "admin.addr")
 	cfg.Admin = fake.AdminConfig{Address: "127.0.0.1:0", AddressFile: addrFile}
-	cloud, err := fake.New(cfg)
+	cloud, err := fake.New(cfg, fake.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
