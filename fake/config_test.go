@@ -75,7 +75,7 @@ func TestConfigValidate(t *testing.T) {
 			want: []string{"instances[0].name", `"nnnn`, "(10000 bytes)", "DNS-1123"}},
 		{name: "admin address of 10k characters", reason: "the value is quoted cut, in the detail too", config: "admin: {address: '" + strings.Repeat("h", 10_000) + ":1'}",
 			want: []string{"admin.address", `"hhhh`, "(10002 bytes)", "(10000 bytes)", "loopback"}},
-		{name: "bad state", reason: "three states", config: "instances: [{name: a, state: paused}]", want: []string{"instances[0].state", "paused"}},
+		{name: "bad state", reason: "three states", config: "instances: [{name: a, state: paused}]", want: []string{`state "paused"`, "expected one of running, stopped, terminated"}},
 		{name: "kubernetes label", reason: "the node controller drops kubernetes.io labels", config: "instances: [{name: a, labels: {node.kubernetes.io/x: y}}]", want: []string{"instances[0].labels[node.kubernetes.io/x]"}},
 		{name: "negative ttl", reason: "a TTL is positive", config: "instanceCacheTTL: -1s", want: []string{"instanceCacheTTL"}},
 		{name: "state file", reason: "an absolute path", config: "stateFile: /run/fake/cloud.json"},
@@ -221,7 +221,7 @@ func TestConfigYAMLRoundTrip(t *testing.T) {
 	if err != nil {
 		t.Fatalf("DecodeConfig(%s) = %v", data, err)
 	}
-	if diff := cmp.Diff(in, *out); diff != "" {
+	if diff := cmp.Diff(in, *out, fake.CmpModel); diff != "" {
 		t.Errorf("round trip through\n%s\n(-want +got):\n%s", data, diff)
 	}
 	if _, err := provider.DecodeConfig[fake.Config](bytes.NewReader([]byte("instanceCacheTTL: 1m30s\n"))); err != nil {
@@ -262,7 +262,7 @@ func TestRealisticDefaults(t *testing.T) {
 			if got := c.ProvisioningDelay(); got != tt.delay {
 				t.Errorf("ProvisioningDelay() = %v; want %v (%s)", got, tt.delay, tt.reason)
 			}
-			if diff := cmp.Diff(tt.limit, c.RateLimit()); diff != "" {
+			if diff := cmp.Diff(tt.limit, c.RateLimit(), fake.CmpModel); diff != "" {
 				t.Errorf("RateLimit() (-want +got) (%s):\n%s", tt.reason, diff)
 			}
 			_, err = lbOf(t, c).EnsureLoadBalancer(t.Context(), cluster, service("web"), []*v1.Node{mustNode(t, c, "i-1")})

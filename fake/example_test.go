@@ -44,11 +44,11 @@ func ExampleNew() {
 	fmt.Println(status.Ingress[0].IP, err)
 
 	lb, _ := cloud.LoadBalancerFor("kubernetes", svc)
-	fmt.Println(lb.ID, lb.Spec.Listeners, len(lb.Spec.Backends), lb.Spec.HealthCheck)
+	fmt.Println(lb.ID, lb.Spec.Listeners, lb.Spec.Listeners[0].NodePort, len(lb.Spec.Backends), lb.Spec.HealthCheck)
 	// Output:
 	// fake://i-2 zone-b [{InternalIP 10.0.0.2} {Hostname node-b}]
 	// 198.18.0.1 <nil>
-	// lb-1 [{IPv4 TCP 80 30080}] 2 {HTTP 10256 /healthz}
+	// lb-1 [IPv4/TCP/80] 30080 2 {HTTP 10256 /healthz}
 }
 
 // Fault injection with interceptor Funcs: an error on the first create, a
@@ -126,18 +126,20 @@ func ExampleConfig_realistic() {
 	var retry *api.RetryError
 	fmt.Println(errors.As(err, &retry), retry.RetryAfter())
 
-	now = now.Add(fake.RealisticProvisioningDelay)
+	now = now.Add(2 * time.Second) // the realistic provisioning delay
 	status, err := lbs.EnsureLoadBalancer(ctx, "kubernetes", svc, []*v1.Node{node})
 	fmt.Println(status.Ingress[0].IP, err)
 
 	lb, _ := cloud.LoadBalancerFor("kubernetes", svc)
-	fmt.Printf("%+v\n", lb.Spec.Backends)
+	for _, b := range lb.Spec.Backends { // the instance only
+		fmt.Printf("%q %q %v\n", b.NodeName, b.ProviderID, b.IPv4.IsValid())
+	}
 	limit := cloud.RateLimit()
 	fmt.Println(*limit.ReadsPerSecond, *limit.WritesPerSecond, limit.Burst)
 	// Output:
 	// true 2s
 	// 198.18.0.1 <nil>
-	// [{NodeName: ProviderID:fake://i-1 IPv4: IPv6:}]
+	// "" "fake://i-1" false
 	// 20 10 20
 }
 

@@ -2,10 +2,13 @@ package fake
 
 import (
 	"context"
+	"net/netip"
 	"os"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/google/go-cmp/cmp/cmpopts"
 
 	"github.com/ccmkit/ccmkit/routes"
 )
@@ -137,3 +140,7 @@ func AdminAddr(c *Cloud) (string, error) { return c.adminAddr() }
 
 // RegisterError returns the error of the package's registration.
 func RegisterError() error { return registerErr }
+
+// CmpModel lets go-cmp compare what holds the loadbalancer model
+// (State, LoadBalancer): its addresses and CIDRs are net/netip values.
+var CmpModel = cmpopts.EquateComparable(netip.Addr{}, netip.Prefix{})

@@ -135,7 +135,7 @@ func TestScriptedFaults(t *testing.T) {
 	for range 4 {
 		got = append(got, errors.Is(list(), fake.ErrInjected))
 	}
-	if diff := cmp.Diff([]bool{true, true, false, false}, got); diff != "" {
+	if diff := cmp.Diff([]bool{true, true, false, false}, got, fake.CmpModel); diff != "" {
 		t.Errorf("failures of successive calls with Times 2 (-want +got):\n%s", diff)
 	}
 	if err := fake.InjectFault(c, fake.Fault{Times: -1}); err != nil {
@@ -236,11 +236,11 @@ func TestCallCounters(t *testing.T) {
 	}
 	// A first Ensure: find by tags, by name, then one create.
 	want := fake.Calls{Reads: 2, Writes: 1, ByOp: map[fake.Op]int64{fake.OpFindLoadBalancers: 2, fake.OpApplyLoadBalancer: 1}}
-	if diff := cmp.Diff(want, c.Calls()); diff != "" {
+	if diff := cmp.Diff(want, c.Calls(), fake.CmpModel); diff != "" {
 		t.Errorf("calls of a first Ensure (-want +got):\n%s", diff)
 	}
 	fake.ResetCalls(c)
-	if diff := cmp.Diff(fake.Calls{ByOp: map[fake.Op]int64{}}, c.Calls()); diff != "" {
+	if diff := cmp.Diff(fake.Calls{ByOp: map[fake.Op]int64{}}, c.Calls(), fake.CmpModel); diff != "" {
 		t.Errorf("calls after ResetCalls (-want +got):\n%s", diff)
 	}
 	if err := lb.EnsureLoadBalancerDeleted(t.Context(), cluster, svc); err != nil {

@@ -4,9 +4,9 @@ import (
 	"flag"
 	"fmt"
 	"math/rand/v2"
+	"path/filepath"
 	"slices"
 	"sync"
-	"path/filepath"
 	"testing"
 
 	v1 "k8s.io/api/core/v1"

@@ -62,7 +62,7 @@ func TestInstanceStates(t *testing.T) {
 					t.Errorf("InstanceMetadata(%q) = nil, nil; never allowed", node.Name)
 				}
 				// Sentinels are compared with == by the controllers.
-				if diff := cmp.Diff(tt.want, got, cmp.Comparer(func(a, b error) bool { return a == b })); diff != "" {
+				if diff := cmp.Diff(tt.want, got, cmp.Comparer(func(a, b error) bool { return a == b }), fake.CmpModel); diff != "" {
 					t.Errorf("node %q (providerID %q), %s (-want +got):\n%s", node.Name, node.Spec.ProviderID, tt.reason, diff)
 				}
 			}
@@ -114,7 +114,7 @@ func TestInstanceMetadata(t *testing.T) {
 		},
 		AdditionalLabels: map[string]string{"fake.ccmkit.io/rack": "r1"},
 	}
-	if diff := cmp.Diff(want, meta); diff != "" {
+	if diff := cmp.Diff(want, meta, fake.CmpModel); diff != "" {
 		t.Errorf("InstanceMetadata (-want +got):\n%s", diff)
 	}
 	for _, v := range []string{meta.InstanceType, meta.Zone, meta.Region} {
@@ -144,7 +144,7 @@ func TestInstanceMetadata(t *testing.T) {
 	// The order is stable across calls.
 	again, _ := v2.InstanceMetadata(t.Context(), fresh)
 	first, _ := v2.InstanceMetadata(t.Context(), fresh)
-	if diff := cmp.Diff(first.NodeAddresses, again.NodeAddresses); diff != "" {
+	if diff := cmp.Diff(first.NodeAddresses, again.NodeAddresses, fake.CmpModel); diff != "" {
 		t.Errorf("addresses changed between calls (-first +again):\n%s", diff)
 	}
 }
@@ -192,7 +192,7 @@ func TestInstanceMetadataScales(t *testing.T) {
 		}
 	}
 	want := fake.Calls{Reads: 1, ByOp: map[fake.Op]int64{fake.OpListInstances: 1}}
-	if diff := cmp.Diff(want, c.Calls()); diff != "" {
+	if diff := cmp.Diff(want, c.Calls(), fake.CmpModel); diff != "" {
 		t.Errorf("cloud calls for %d InstanceMetadata (-want +got):\n%s", len(nodes), diff)
 	}
 }

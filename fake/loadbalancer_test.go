@@ -55,7 +55,7 @@ func TestEnsureIdempotent(t *testing.T) {
 	if err != nil {
 		t.Fatalf("second EnsureLoadBalancer: %v", err)
 	}
-	if diff := cmp.Diff(st1, st2); diff != "" {
+	if diff := cmp.Diff(st1, st2, fake.CmpModel); diff != "" {
 		t.Errorf("second Ensure status (-want +got):\n%s", diff)
 	}
 	if w := c.Calls().Writes - before.Writes; w != 0 {
@@ -85,7 +85,7 @@ func TestLoadBalancerLifecycle(t *testing.T) {
 	if !exists || err != nil {
 		t.Fatalf("Get after Ensure = exists %v, %v; want true, nil", exists, err)
 	}
-	if diff := cmp.Diff(st, got); diff != "" {
+	if diff := cmp.Diff(st, got, fake.CmpModel); diff != "" {
 		t.Errorf("Get status (-Ensure +Get):\n%s", diff)
 	}
 	if p := lbPoolUse(c); p != 1 {
@@ -168,13 +168,13 @@ func TestUpdateSetsBackendsAndNeverMutatesArguments(t *testing.T) {
 	for _, b := range got.Spec.Backends {
 		names = append(names, b.NodeName)
 	}
-	if diff := cmp.Diff([]string{"node-02", "node-03", "node-04"}, names); diff != "" {
+	if diff := cmp.Diff([]string{"node-02", "node-03", "node-04"}, names, fake.CmpModel); diff != "" {
 		t.Errorf("backends after Update (-want +got):\n%s", diff)
 	}
-	if diff := cmp.Diff(svcCopy, svc); diff != "" {
+	if diff := cmp.Diff(svcCopy, svc, fake.CmpModel); diff != "" {
 		t.Errorf("Service argument modified (-before +after):\n%s", diff)
 	}
-	if diff := cmp.Diff(nodesCopy, nodes); diff != "" {
+	if diff := cmp.Diff(nodesCopy, nodes, fake.CmpModel); diff != "" {
 		t.Errorf("Node arguments modified (-before +after):\n%s", diff)
 	}
 	// NotReady nodes and nodes without a providerID are not dropped by the
@@ -299,13 +299,13 @@ func TestLoadBalancerFeatures(t *testing.T) {
 			if !ok {
 				t.Fatal("no load balancer in the cloud")
 			}
-			if diff := cmp.Diff(tt.listeners, got.Spec.Listeners); diff != "" {
+			if diff := cmp.Diff(tt.listeners, got.Spec.Listeners, fake.CmpModel); diff != "" {
 				t.Errorf("listeners (-want +got), %s:\n%s", tt.reason, diff)
 			}
-			if diff := cmp.Diff(tt.health, got.Spec.HealthCheck); diff != "" {
+			if diff := cmp.Diff(tt.health, got.Spec.HealthCheck, fake.CmpModel); diff != "" {
 				t.Errorf("health check (-want +got), %s:\n%s", tt.reason, diff)
 			}
-			if diff := cmp.Diff(tt.ranges, prefixStrings(got.Spec.SourceRanges)); diff != "" {
+			if diff := cmp.Diff(tt.ranges, prefixStrings(got.Spec.SourceRanges), fake.CmpModel); diff != "" {
 				t.Errorf("source ranges (-want +got), %s:\n%s", tt.reason, diff)
 			}
 			if len(got.VIPs) != tt.vips || len(st.Ingress) != tt.vips {
@@ -473,7 +473,7 @@ func TestPoolExhaustion(t *testing.T) {
 		}
 		ips = append(ips, st.Ingress[0].IP)
 	}
-	if diff := cmp.Diff([]string{"198.18.0.1", "198.18.0.2"}, ips); diff != "" {
+	if diff := cmp.Diff([]string{"198.18.0.1", "198.18.0.2"}, ips, fake.CmpModel); diff != "" {
 		t.Errorf("VIPs (-want +got):\n%s", diff)
 	}
 	if _, err := lb.EnsureLoadBalancer(t.Context(), cluster, service("c"), nodes); !errors.Is(err, fake.ErrPoolExhausted) {

@@ -203,7 +203,7 @@ func TestRateLimitReads(t *testing.T) {
 	if err := fake.SetRateLimit(c, limit); err != nil {
 		t.Fatal(err)
 	}
-	if diff := cmp.Diff(limit, c.RateLimit()); diff != "" {
+	if diff := cmp.Diff(limit, c.RateLimit(), fake.CmpModel); diff != "" {
 		t.Errorf("RateLimit() after SetRateLimit (-want +got):\n%s", diff)
 	}
 	fake.ResetCalls(c)
@@ -244,7 +244,7 @@ func TestRateLimitReads(t *testing.T) {
 	}
 	want := fake.Calls{Reads: 10, Throttled: 3, ByOp: map[fake.Op]int64{fake.OpFindLoadBalancers: 10},
 		ThrottledByOp: map[fake.Op]int64{fake.OpFindLoadBalancers: 3}}
-	if diff := cmp.Diff(want, c.Calls()); diff != "" {
+	if diff := cmp.Diff(want, c.Calls(), fake.CmpModel); diff != "" {
 		t.Errorf("Calls() (-want +got):\n%s", diff)
 	}
 	if err := fake.SetRateLimit(c, fake.RateLimit{}); err != nil {
@@ -304,7 +304,7 @@ func TestRateLimitWrites(t *testing.T) {
 	if got := retryAfter(t, "the throttled write", err); got != 970*time.Millisecond {
 		t.Errorf("RetryAfter = %v; want 970ms", got)
 	}
-	if diff := cmp.Diff(before, c.Snapshot()); diff != "" {
+	if diff := cmp.Diff(before, c.Snapshot(), fake.CmpModel); diff != "" {
 		t.Errorf("the throttled write changed the cloud (-before +after):\n%s", diff)
 	}
 	step()
@@ -379,7 +379,7 @@ func TestInstanceIDBackends(t *testing.T) {
 	if _, err := lb.EnsureLoadBalancer(t.Context(), cluster, svc, nodes[:3]); err != nil {
 		t.Fatalf("EnsureLoadBalancer: %v", err)
 	}
-	if diff := cmp.Diff(ids[:3], targets(t, c)); diff != "" {
+	if diff := cmp.Diff(ids[:3], targets(t, c), fake.CmpModel); diff != "" {
 		t.Errorf("backends after Ensure (-want +got):\n%s", diff)
 	}
 	fake.ResetCalls(c)
@@ -405,7 +405,7 @@ func TestInstanceIDBackends(t *testing.T) {
 		if err := lb.UpdateLoadBalancer(t.Context(), cluster, svc, s.nodes); err != nil {
 			t.Fatalf("UpdateLoadBalancer (%s): %v", s.name, err)
 		}
-		if diff := cmp.Diff(s.want, targets(t, c)); diff != "" {
+		if diff := cmp.Diff(s.want, targets(t, c), fake.CmpModel); diff != "" {
 			t.Errorf("backends after UpdateLoadBalancer (%s) (-want +got):\n%s", s.name, diff)
 		}
 	}
@@ -467,7 +467,7 @@ func TestInstanceIDBackendsRejected(t *testing.T) {
 					}
 				}
 			}
-			if diff := cmp.Diff(before, c.Snapshot()); diff != "" {
+			if diff := cmp.Diff(before, c.Snapshot(), fake.CmpModel); diff != "" {
 				t.Errorf("a rejected action changed the cloud (-before +after):\n%s", diff)
 			}
 		})
@@ -477,7 +477,7 @@ func TestInstanceIDBackendsRejected(t *testing.T) {
 	if _, err := driver.Apply(t.Context(), remove); err != nil {
 		t.Fatalf("removing the backend of a terminated instance: %v", err)
 	}
-	if diff := cmp.Diff([]string{"fake://i-1", "fake://i-2"}, targets(t, c)); diff != "" {
+	if diff := cmp.Diff([]string{"fake://i-1", "fake://i-2"}, targets(t, c), fake.CmpModel); diff != "" {
 		t.Errorf("backends after removing the terminated instance (-want +got):\n%s", diff)
 	}
 }

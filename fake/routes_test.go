@@ -42,7 +42,7 @@ func TestRoutesRoundTrip(t *testing.T) {
 		cmpopts.IgnoreFields(cloudprovider.Route{}, "Name"),
 		cmpopts.SortSlices(func(a, b *cloudprovider.Route) bool { return a.DestinationCIDR < b.DestinationCIDR }),
 	}
-	if diff := cmp.Diff(want, listed, opts); diff != "" {
+	if diff := cmp.Diff(want, listed, opts, fake.CmpModel); diff != "" {
 		t.Errorf("ListRoutes (-want +got): DestinationCIDR must be byte-identical, addresses as created:\n%s", diff)
 	}
 	if len(listed) == 2 && (listed[0].Name == listed[1].Name || listed[0].Name == "ignored") {
@@ -85,7 +85,7 @@ func TestRoutesBlackholeWhenInstanceGone(t *testing.T) {
 		got[string(r.TargetNode)] = r.Blackhole
 	}
 	want := map[string]bool{"node-01": true, "node-02": true, "node-03": false}
-	if diff := cmp.Diff(want, got); diff != "" {
+	if diff := cmp.Diff(want, got, fake.CmpModel); diff != "" {
 		t.Errorf("Blackhole per target (-want +got): terminated and removed instances are dead, a stopped one is not:\n%s", diff)
 	}
 
@@ -128,7 +128,7 @@ func TestRoutesOfOthersAreNeverTouched(t *testing.T) {
 		t.Fatal(err)
 	}
 	left := slices.Clone(c.Snapshot().Routes)
-	if diff := cmp.Diff(foreign, left, cmpopts.SortSlices(func(a, b fake.Route) bool { return a.Name < b.Name })); diff != "" {
+	if diff := cmp.Diff(foreign, left, cmpopts.SortSlices(func(a, b fake.Route) bool { return a.Name < b.Name }), fake.CmpModel); diff != "" {
 		t.Errorf("routes of no cluster and of another cluster changed (-want +got):\n%s", diff)
 	}
 }

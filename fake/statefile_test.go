@@ -81,7 +81,7 @@ func ensureFinds(t *testing.T, c *fake.Cloud, svc *v1.Service, nodes []*v1.Node,
 	if err != nil {
 		t.Fatal(err)
 	}
-	if diff := cmp.Diff(want, got); diff != "" {
+	if diff := cmp.Diff(want, got, fake.CmpModel); diff != "" {
 		t.Errorf("EnsureLoadBalancer through the other Cloud returned another status (-want +got):\n%s", diff)
 	}
 	if calls := c.Calls(); calls.Writes != 0 {
@@ -105,7 +105,7 @@ func TestSharedStateFile(t *testing.T) {
 	if got := b.Snapshot().Instances; len(got) != 2 {
 		t.Fatalf("the second Cloud on the file has %d instances; want the 2 seeded by the first, not seeded again", len(got))
 	}
-	if diff := cmp.Diff(a.Snapshot(), b.Snapshot()); diff != "" {
+	if diff := cmp.Diff(a.Snapshot(), b.Snapshot(), fake.CmpModel); diff != "" {
 		t.Fatalf("the Clouds disagree (-a +b):\n%s", diff)
 	}
 	if f := readDoc(t, path)["format"]; f != fake.StateFormat {
@@ -160,7 +160,7 @@ func TestSharedStateFile(t *testing.T) {
 	if len(listedA) != 2 {
 		t.Errorf("a lists %d routes; want the 2 created through b", len(listedA))
 	}
-	if diff := cmp.Diff(listedB, listedA, byCIDR); diff != "" {
+	if diff := cmp.Diff(listedB, listedA, byCIDR, fake.CmpModel); diff != "" {
 		t.Errorf("routes listed through a differ from b's (-b +a):\n%s", diff)
 	}
 
@@ -201,7 +201,7 @@ func TestSharedStateFile(t *testing.T) {
 	// A Cloud started later sees everything, seeds nothing.
 	cfg.StateFile = path
 	late := newCloud(t, cfg)
-	if diff := cmp.Diff(a.Snapshot(), late.Snapshot()); diff != "" {
+	if diff := cmp.Diff(a.Snapshot(), late.Snapshot(), fake.CmpModel); diff != "" {
 		t.Errorf("a Cloud started later sees another cloud (-a +late):\n%s", diff)
 	}
 
@@ -243,7 +243,7 @@ func TestStateFileReloadIsLossless(t *testing.T) {
 		t.Fatal(err)
 	}
 	ensureFinds(t, b, svc, nodes, stA, "the load balancer read back from the file must equal the one written")
-	if diff := cmp.Diff(a.Snapshot(), b.Snapshot()); diff != "" {
+	if diff := cmp.Diff(a.Snapshot(), b.Snapshot(), fake.CmpModel); diff != "" {
 		t.Errorf("snapshots (-a +b):\n%s", diff)
 	}
 
@@ -275,7 +275,7 @@ func TestStateFileReloadIsLossless(t *testing.T) {
 			*run.out = append(*run.out, st.Ingress[0].IP)
 		}
 	}
-	if diff := cmp.Diff(single, shared); diff != "" {
+	if diff := cmp.Diff(single, shared, fake.CmpModel); diff != "" {
 		t.Errorf("VIPs allocated alternately through two Clouds on one file differ from one in-memory cloud's (-memory +shared):\n%s", diff)
 	}
 }
@@ -337,7 +337,7 @@ func TestStateFileConcurrent(t *testing.T) {
 	third := newCloud(t, cfg)
 	st := cs[0].Snapshot()
 	for i, c := range []*fake.Cloud{cs[1], third} {
-		if diff := cmp.Diff(st, c.Snapshot()); diff != "" {
+		if diff := cmp.Diff(st, c.Snapshot(), fake.CmpModel); diff != "" {
 			t.Errorf("Cloud %d sees another state than Cloud 0 (-0 +%d):\n%s", i+1, i+1, diff)
 		}
 	}
@@ -479,7 +479,7 @@ func TestStateFileLockHonoursContext(t *testing.T) {
 				if !fake.StateLockIsFree(t, path) {
 					t.Errorf("after %s gave up, someone still holds %s.lock; want nobody", tt.name, path)
 				}
-				if diff := cmp.Diff(before, c.Snapshot()); diff != "" {
+				if diff := cmp.Diff(before, c.Snapshot(), fake.CmpModel); diff != "" {
 					t.Errorf("%s that gave up changed the cloud (-before +after):\n%s", tt.name, diff)
 				}
 			})
@@ -581,7 +581,7 @@ func TestStateFileCorrupt(t *testing.T) {
 		{name: "empty", reason: "an empty file is not an empty cloud", content: func([]byte) []byte { return nil }, want: []string{"empty"}},
 		{name: "trailing data", reason: "one document", content: func(v []byte) []byte { return append(v, "{}"...) }, want: []string{"data after"}},
 		{name: "an array", reason: "a JSON value of another kind: the error says what was expected, not a Go type", content: func([]byte) []byte { return []byte("[]") },
-			want: []string{"a JSON array; expected a JSON object written by the fake"}},
+			want: []string{"a JSON array: expected a JSON object written by the fake"}},
 		{name: "other format", reason: "the format is checked", want: []string{`format "v0"`},
 			content: func(v []byte) []byte { return edit(t, v, func(d map[string]any) { d["format"] = "v0" }) }},
 		{name: "unknown field", reason: "decoded strictly", want: []string{`unknown field "extra"`},
@@ -781,7 +781,7 @@ func TestStateFileRealistic(t *testing.T) {
 		"readyAt": lbDoc["readyAt"], "backendKey": lbDoc["backendKey"], "backend": item(lbDoc, "backends", 0), "ingress": len(lbDoc["ingress"].([]any))}
 	want := map[string]any{"format": fake.StateFormat, "backends": "instanceID", "readyAt": "2026-12-01T10:00:02Z", "backendKey": "ProviderID",
 		"backend": map[string]any{"providerID": "fake://i-1"}, "ingress": 1}
-	if diff := cmp.Diff(want, got); diff != "" {
+	if diff := cmp.Diff(want, got, fake.CmpModel); diff != "" {
 		t.Errorf("state file (-want +got):\n%s", diff)
 	}
 	clk.Step(fake.RealisticProvisioningDelay)
@@ -791,10 +791,10 @@ func TestStateFileRealistic(t *testing.T) {
 	}
 	ensureFinds(t, b, svc, nodes, st, "both processes agree it is ready")
 	later := newCloud(t, fake.Config{Realistic: true, Instances: cfg.Instances, StateFile: path}, withClock)
-	if diff := cmp.Diff(a.Snapshot(), later.Snapshot()); diff != "" {
+	if diff := cmp.Diff(a.Snapshot(), later.Snapshot(), fake.CmpModel); diff != "" {
 		t.Errorf("a process started later reads another cloud (-a +later):\n%s", diff)
 	}
-	if diff := cmp.Diff([]loadbalancer.Backend{{ProviderID: "fake://i-1"}, {ProviderID: "fake://i-2"}}, later.Snapshot().LoadBalancers[0].Spec.Backends); diff != "" {
+	if diff := cmp.Diff([]loadbalancer.Backend{{ProviderID: "fake://i-1"}, {ProviderID: "fake://i-2"}}, later.Snapshot().LoadBalancers[0].Spec.Backends, fake.CmpModel); diff != "" {
 		t.Errorf("backends read back (-want +got):\n%s", diff)
 	}
 }
@@ -900,7 +900,7 @@ func TestStateFileRejectsBadRoutes(t *testing.T) {
 			replaceFile(t, cfg.StateFile, broken)
 			_, err = routesOf(t, c).ListRoutes(t.Context(), cluster)
 			check("ListRoutes", err)
-			if diff := cmp.Diff(before, c.Snapshot()); diff != "" {
+			if diff := cmp.Diff(before, c.Snapshot(), fake.CmpModel); diff != "" {
 				t.Errorf("Snapshot after the bad file (-before +after): want the state last loaded, nothing of the bad file\n%s", diff)
 			}
 			if got, _ := os.ReadFile(cfg.StateFile); string(got) != string(broken) {
