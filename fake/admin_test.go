@@ -83,7 +83,7 @@ func TestAdminOffByDefault(t *testing.T) {
 
 func TestAdminRefusesNonLoopback(t *testing.T) {
 	for _, addr := range []string{"0.0.0.0:8089", "[::]:8089", ":8089", "192.0.2.1:8089", "example.com:80", "127.0.0.1:99999"} {
-		_, err := fake.New(fake.Config{Admin: fake.AdminConfig{Address: addr}}, fake.Options{})
+		_, err := fake.New(fake.Config{Admin: fake.AdminSection{Address: addr}}, fake.Options{})
 		if err == nil || !strings.Contains(err.Error(), "admin.address") {
 			t.Errorf("New with admin.address %q = %v; want an error naming admin.address", addr, err)
 		}
@@ -92,7 +92,7 @@ func TestAdminRefusesNonLoopback(t *testing.T) {
 
 func TestAdminLifecycle(t *testing.T) {
 	file := filepath.Join(t.TempDir(), "admin-addr")
-	c := newCloud(t, fake.Config{Admin: fake.AdminConfig{Address: "localhost:0", AddressFile: file}})
+	c := newCloud(t, fake.Config{Admin: fake.AdminSection{Address: "localhost:0", AddressFile: file}})
 	if addr, _ := fake.AdminAddr(c); addr != "" {
 		t.Fatalf("AdminAddr() before Initialize = %q; New must start nothing", addr)
 	}
@@ -126,7 +126,7 @@ func TestAdminListenFailureIsReported(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer ln.Close()
-	c := newCloud(t, fake.Config{Admin: fake.AdminConfig{Address: ln.Addr().String()}})
+	c := newCloud(t, fake.Config{Admin: fake.AdminSection{Address: ln.Addr().String()}})
 	stop := make(chan struct{})
 	defer close(stop)
 	c.Initialize(nil, stop)

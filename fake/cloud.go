@@ -1,7 +1,6 @@
 package fake
 
 import (
-	"errors"
 	"fmt"
 	"slices"
 	"sync"
@@ -58,13 +57,12 @@ type Cloud struct {
 
 var _ cloudprovider.Interface = (*Cloud)(nil)
 
-// Options are the optional inputs of New and Peer; the zero Options is
-// the default of each field.
+// Options are the optional inputs of New; the zero Options is the
+// default of each field.
 type Options struct {
 	// Instances are added after Config.Instances, and checked against
 	// them as Config.Validate checks those (named instances[i] in the list
-	// they make together). Not for Peer, whose cloud already has its
-	// instances (add them with AddInstance).
+	// they make together).
 	Instances []Instance
 	// Interceptor intercepts the cloud API calls (see Funcs and
 	// SetInterceptor). Zero: none.
@@ -72,18 +70,16 @@ type Options struct {
 	// LoadBalancerCapabilities narrows what the load balancers support; a
 	// Service asking for more is rejected with a loadbalancer.ErrUnsupported
 	// error. Its BackendKey must be the zero value or the one
-	// LoadBalancerConfig.Backends implies, which the fake sets. Nil: every
-	// feature (UDP, SCTP, mixed protocols, dual stack, node-portless,
-	// source ranges, client-IP affinity, requested IPs); for Peer, the
-	// capabilities of the Cloud it is a peer of.
+	// LoadBalancerSection.Backends implies, which the fake sets. Nil:
+	// every feature (UDP, SCTP, mixed protocols, dual stack, node-portless,
+	// source ranges, client-IP affinity, requested IPs).
 	LoadBalancerCapabilities *loadbalancer.Capabilities
 	// InstanceCache sets the instances.Cache options, for example a fake
 	// clock; it overrides Config.InstanceCacheTTL and Clock for the cache.
-	// Nil: a TTL of Config.InstanceCacheTTL on Clock; for Peer, the
-	// instance-cache options of the Cloud it is a peer of.
+	// Nil: a TTL of Config.InstanceCacheTTL on Clock.
 	InstanceCache *instances.CacheOptions
 	// Clock is the cloud's clock: when a load balancer is provisioned
-	// (LoadBalancerConfig.ProvisioningDelay), how the rate limit's buckets
+	// (LoadBalancerSection.ProvisioningDelay), how the rate limit's buckets
 	// refill (RateLimit), and the instance cache's Now unless InstanceCache
 	// is set. Tests pass a fake clock to step time deterministically. With
 	// it, the load-balancer Reconciler and the route table never wait for
@@ -91,8 +87,22 @@ type Options struct {
 	// the delay is on the test's clock, so a throttled call fails at once.
 	// It is called concurrently, with the fake's locks held: it must be
 	// safe for concurrent use and must not call the Cloud. Nil: time.Now.
-	// Not for Peer, which shares its cloud's clock.
 	Clock func() time.Time
+}
+
+// PeerOptions are the optional inputs of NewPeer: what a peer, which shares
+// its cloud's instances and clock, has of its own. The zero PeerOptions is
+// the default of each field.
+type PeerOptions struct {
+	// Interceptor intercepts the peer's cloud API calls (see Funcs). Zero:
+	// none, whatever the Cloud it is a peer of has.
+	Interceptor Funcs
+	// LoadBalancerCapabilities is as Options.LoadBalancerCapabilities. Nil:
+	// the capabilities of the Cloud it is a peer of.
+	LoadBalancerCapabilities *loadbalancer.Capabilities
+	// InstanceCache is as Options.InstanceCache. Nil: the instance-cache
+	// options of the Cloud it is a peer of.
+	InstanceCache *instances.CacheOptions
 }
 
 // New builds a fake cloud from cfg and opts. It starts nothing: the admin
@@ -102,7 +112,7 @@ type Options struct {
 // (two instances of cfg.Instances and opts.Instances with one ID, one
 // address or the name of a live instance) or an
 // opts.LoadBalancerCapabilities whose BackendKey contradicts
-// LoadBalancerConfig.Backends. With cfg.StateFile it loads the shared
+// LoadBalancerSection.Backends. With cfg.StateFile it loads the shared
 // state file, or creates it from the seeded instances when it does not
 // exist; an error about the file wraps ErrStateFile and names it.
 func New(cfg Config, opts Options) (*Cloud, error) {
@@ -128,40 +138,35 @@ func New(cfg Config, opts Options) (*Cloud, error) {
 	return compose(cfg, st, opts)
 }
 
-// Peer returns another Cloud over the same cloud as c — the same
+// NewPeer returns another Cloud over the same cloud as c — the same
 // instances, load balancers, routes, address pools, rate limit, clock,
 // provisioning delay and, with Config.StateFile, the same file: one cloud
 // account — configured as the cluster clusterID (its Config.ClusterID,
 // which owns its load balancers and routes; empty: the --cluster-name of
 // each call, as in New). It has its own call counters, faults, interceptor
-// Funcs (opts.Interceptor) and instance cache (they model a provider's API
-// client), c's load-balancer capabilities and instance-cache options unless
-// opts sets them, and no admin endpoint (AdminHandler serves its API). Use
-// it to run two clusters on one network, for example both with
-// --cluster-name=kubernetes, or a second replica of one cluster (the same
-// clusterID). It returns an error naming the problem for a clusterID with
-// leading or trailing white space, for opts.Instances or opts.Clock, which
-// belong to the shared cloud, and for an opts.LoadBalancerCapabilities
-// whose BackendKey contradicts LoadBalancerConfig.Backends. Safe for
-// concurrent use; c and the peer are independent afterwards (shutting one
-// down does not stop the other).
-func (c *Cloud) Peer(clusterID string, opts Options) (*Cloud, error) {
-	if len(opts.Instances) > 0 || opts.Clock != nil {
-		return nil, errors.New("fake: Peer: Options.Instances and Options.Clock configure the shared cloud: expected only Interceptor, LoadBalancerCapabilities or InstanceCache (add instances with AddInstance)")
+// Funcs and instance cache (they model a provider's API client), and no
+// admin endpoint (AdminHandler serves its API); see PeerOptions for what
+// it takes from c. Use it to run two clusters on one network, for example
+// both with --cluster-name=kubernetes, or a second replica of one cluster
+// (the same clusterID). It returns an error naming the problem for a
+// clusterID with leading or trailing white space, and for an
+// opts.LoadBalancerCapabilities whose BackendKey contradicts
+// LoadBalancerSection.Backends. Safe for concurrent use; c and the peer
+// are independent afterwards (shutting one down does not stop the other).
+func NewPeer(c *Cloud, clusterID string, opts PeerOptions) (*Cloud, error) {
+	o := Options{Interceptor: opts.Interceptor, LoadBalancerCapabilities: opts.LoadBalancerCapabilities, InstanceCache: opts.InstanceCache, Clock: c.store.now}
+	if o.LoadBalancerCapabilities == nil {
+		o.LoadBalancerCapabilities = &c.lbCaps
 	}
-	if opts.LoadBalancerCapabilities == nil {
-		opts.LoadBalancerCapabilities = &c.lbCaps
+	if o.InstanceCache == nil {
+		o.InstanceCache = c.cacheOpts
 	}
-	if opts.InstanceCache == nil {
-		opts.InstanceCache = c.cacheOpts
-	}
-	opts.Clock = c.store.now
 	cfg := c.cfg
-	cfg.ClusterID, cfg.Admin, cfg.Instances = clusterID, AdminConfig{}, nil
+	cfg.ClusterID, cfg.Admin, cfg.Instances = clusterID, AdminSection{}, nil
 	if err := cfg.Validate(); err != nil {
-		return nil, fmt.Errorf("fake: Peer: %w", err)
+		return nil, fmt.Errorf("fake.NewPeer: %w", err)
 	}
-	return compose(cfg, c.store, opts)
+	return compose(cfg, c.store, o)
 }
 
 // compose builds the Cloud of cfg (with defaults) over st: each driver,

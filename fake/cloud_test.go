@@ -83,7 +83,7 @@ func TestRegistration(t *testing.T) {
 }
 
 func TestNewRejectsBadConfig(t *testing.T) {
-	_, err := fake.New(fake.Config{LoadBalancers: fake.LoadBalancerConfig{IPv4Pool: "nonsense"}}, fake.Options{})
+	_, err := fake.New(fake.Config{LoadBalancers: fake.LoadBalancerSection{IPv4Pool: "nonsense"}}, fake.Options{})
 	if err == nil || !strings.Contains(err.Error(), "loadBalancers.ipv4Pool") {
 		t.Errorf("New with a bad pool = %v; want an error naming loadBalancers.ipv4Pool", err)
 	}

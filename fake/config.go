@@ -88,14 +88,14 @@ type Config struct {
 	InstanceCacheTTL provider.Duration `json:"instanceCacheTTL,omitempty"`
 	// LoadBalancers configures load-balancer addresses, provisioning and
 	// backends.
-	LoadBalancers LoadBalancerConfig `json:"loadBalancers,omitempty"`
+	LoadBalancers LoadBalancerSection `json:"loadBalancers,omitempty"`
 	// Routes configures the route table.
-	Routes RoutesConfig `json:"routes,omitempty"`
+	Routes RoutesSection `json:"routes,omitempty"`
 	// RateLimit limits the cloud API calls of every driver (see
 	// RateLimit). Unset rates are unlimited unless Realistic.
 	RateLimit RateLimit `json:"rateLimit,omitempty"`
 	// Admin configures the admin HTTP endpoint (off unless Address is set).
-	Admin AdminConfig `json:"admin,omitempty"`
+	Admin AdminSection `json:"admin,omitempty"`
 	// StateFile, when set, is the absolute path of a JSON file that holds
 	// the whole cloud, shared by every process (and every Cloud) built
 	// with the same path: cloud-controller-manager replicas, a restarted
@@ -111,9 +111,10 @@ type Config struct {
 	StateFile string `json:"stateFile,omitempty"`
 }
 
-// LoadBalancerConfig configures how load balancers are addressed, how long
-// they take to provision and what they keep of their backends.
-type LoadBalancerConfig struct {
+// LoadBalancerSection is the loadBalancers section of Config (checked by
+// Config.Validate): how load balancers are addressed, how long they take
+// to provision and what they keep of their backends.
+type LoadBalancerSection struct {
 	// IPv4Pool and IPv6Pool are the networks VIPs are allocated from, one
 	// per IP family of the Service; an address is released when its load
 	// balancer is deleted or changes family. The first address of each
@@ -149,7 +150,7 @@ type LoadBalancerConfig struct {
 }
 
 // BackendMode is what the fake keeps of a load-balancer backend
-// (LoadBalancerConfig.Backends).
+// (LoadBalancerSection.Backends).
 type BackendMode string
 
 // The backend modes.
@@ -179,7 +180,7 @@ const (
 // (k8s.io/cloud-provider/api) whose RetryAfter is the time until a token is
 // free: ccmkit's one way for a Driver to say "throttled, retry after D".
 // The limit applies to every driver call of the Cloud and of its peers
-// (Peer: one cloud account), not to the control surface.
+// (NewPeer: one cloud account), not to the control surface.
 //
 // A nil rate is unlimited (in the cloud-config: unset; with
 // Config.Realistic, the realistic default). JSON and YAML field names are
@@ -234,8 +235,9 @@ func (r RateLimit) clone() RateLimit {
 	return out
 }
 
-// RoutesConfig configures the route table (see routes.Config).
-type RoutesConfig struct {
+// RoutesSection is the routes section of Config: how the route table
+// behaves (see routes.Config).
+type RoutesSection struct {
 	// IPv4Only rejects IPv6 destinations (routes.ErrIPv6Unsupported).
 	IPv4Only bool `json:"ipv4Only,omitempty"`
 	// EnableNodeAddresses lists routes with EnableNodeAddresses, so the
@@ -243,8 +245,9 @@ type RoutesConfig struct {
 	EnableNodeAddresses bool `json:"enableNodeAddresses,omitempty"`
 }
 
-// AdminConfig configures the admin HTTP endpoint.
-type AdminConfig struct {
+// AdminSection is the admin section of Config (checked by
+// Config.Validate): the admin HTTP endpoint.
+type AdminSection struct {
 	// Address is the loopback "host:port" the endpoint listens on, such as
 	// "127.0.0.1:8089", "[::1]:8089" or "localhost:0" (localhost means
 	// 127.0.0.1; port 0 picks a free port). Any other host is rejected.

@@ -205,12 +205,12 @@ func TestConfigYAMLRoundTrip(t *testing.T) {
 			{Name: "b"},
 		},
 		InstanceCacheTTL: provider.Duration{Duration: 90 * time.Second},
-		LoadBalancers: fake.LoadBalancerConfig{IPv4Pool: "192.0.2.0/24", IPMode: v1.LoadBalancerIPModeProxy,
+		LoadBalancers: fake.LoadBalancerSection{IPv4Pool: "192.0.2.0/24", IPMode: v1.LoadBalancerIPModeProxy,
 			ProvisioningDelay: &provider.Duration{Duration: 1500 * time.Millisecond}, Backends: fake.BackendsInstanceID},
-		Routes:    fake.RoutesConfig{EnableNodeAddresses: true},
+		Routes:    fake.RoutesSection{EnableNodeAddresses: true},
 		Realistic: true,
 		RateLimit: fake.RateLimit{ReadsPerSecond: ptr.To(2.5), WritesPerSecond: ptr.To(0.5), Burst: 3},
-		Admin:     fake.AdminConfig{Address: "127.0.0.1:0", AddressFile: "/tmp/x"},
+		Admin:     fake.AdminSection{Address: "127.0.0.1:0", AddressFile: "/tmp/x"},
 		StateFile: "/tmp/cloud.json",
 	}
 	data, err := yaml.Marshal(in)

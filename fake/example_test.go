@@ -146,10 +146,10 @@ func ExampleConfig_realistic() {
 // Two clusters, both run with --cluster-name=kubernetes, on one cloud: each
 // owns its load balancers by its cluster ID, so the same Service in both
 // gets two load balancers, and neither sees the other's.
-func ExampleCloud_Peer() {
+func ExampleNewPeer() {
 	ctx := context.Background()
 	blue, _ := fake.New(fake.Config{ClusterID: "blue"}, fake.Options{Instances: []fake.Instance{{Name: "node-a"}}})
-	green, _ := blue.Peer("green", fake.Options{})
+	green, _ := fake.NewPeer(blue, "green", fake.PeerOptions{})
 	node, _ := blue.NodeFor("i-1")
 	svc := &v1.Service{
 		ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "web", UID: "5b8f0d3e-9b1a-4c55-8d1e-2f7d1c3a9e01"},

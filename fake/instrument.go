@@ -42,7 +42,7 @@ func (op Op) valid() bool { return slices.Contains(ops, op) }
 // was built or the admin endpoint's POST /calls/reset: every call that
 // reached the API, including those a fault failed or the rate limit
 // throttled. Calls rejected because their context was already done are not
-// counted. Each Cloud (New's and each Peer) counts its own calls.
+// counted. Each Cloud (New's and each NewPeer's) counts its own calls.
 type Calls struct {
 	Reads  int64 `json:"reads"`
 	Writes int64 `json:"writes"`

@@ -20,7 +20,7 @@ import (
 // lbDriver is the fake's loadbalancer.Driver: load balancers are stored as
 // the loadbalancer model, changed with loadbalancer.Apply (the reference
 // semantics of each action), plus VIPs from the pools and the moment each
-// is provisioned. With LoadBalancerConfig.Backends instanceID it keeps only
+// is provisioned. With LoadBalancerSection.Backends instanceID it keeps only
 // the provider ID of each backend, as a cloud whose targets are instances.
 type lbDriver struct{ s *store }
 
@@ -137,7 +137,7 @@ func (s *store) applyLB(a loadbalancer.Action) (*lbRecord, error) {
 }
 
 // errInvalidBackend is wrapped by the error of an ActionCreate or
-// ActionAddBackends that LoadBalancerConfig.Backends instanceID rejects, as
+// ActionAddBackends that LoadBalancerSection.Backends instanceID rejects, as
 // a real cloud rejects a target that is not one of its instances: a
 // backend whose provider ID does not parse as "fake://<id>", or names an
 // unknown or terminated instance. The error names the provider ID (and the

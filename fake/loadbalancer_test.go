@@ -432,16 +432,16 @@ func TestIngressModes(t *testing.T) {
 	tests := []struct {
 		name   string
 		reason string
-		lbs    fake.LoadBalancerConfig
+		lbs    fake.LoadBalancerSection
 		want   func(v1.LoadBalancerIngress) bool
 	}{
-		{"default", "an IP without ipMode", fake.LoadBalancerConfig{},
+		{"default", "an IP without ipMode", fake.LoadBalancerSection{},
 			func(in v1.LoadBalancerIngress) bool { return in.IP != "" && in.IPMode == nil }},
-		{"proxy", "an IP with ipMode Proxy", fake.LoadBalancerConfig{IPMode: v1.LoadBalancerIPModeProxy},
+		{"proxy", "an IP with ipMode Proxy", fake.LoadBalancerSection{IPMode: v1.LoadBalancerIPModeProxy},
 			func(in v1.LoadBalancerIngress) bool {
 				return in.IP != "" && in.IPMode != nil && *in.IPMode == v1.LoadBalancerIPModeProxy
 			}},
-		{"hostname", "a hostname, no IP, no ipMode", fake.LoadBalancerConfig{HostnameSuffix: "lb.example.test"},
+		{"hostname", "a hostname, no IP, no ipMode", fake.LoadBalancerSection{HostnameSuffix: "lb.example.test"},
 			func(in v1.LoadBalancerIngress) bool {
 				return in.IP == "" && in.IPMode == nil &&
 					strings.HasPrefix(in.Hostname, "k8s-default-web-") && strings.HasSuffix(in.Hostname, ".lb.example.test")
@@ -463,7 +463,7 @@ func TestIngressModes(t *testing.T) {
 }
 
 func TestPoolExhaustion(t *testing.T) {
-	c, nodes := cloudWithNodes(t, fake.Config{LoadBalancers: fake.LoadBalancerConfig{IPv4Pool: "198.18.0.0/30"}}, 1)
+	c, nodes := cloudWithNodes(t, fake.Config{LoadBalancers: fake.LoadBalancerSection{IPv4Pool: "198.18.0.0/30"}}, 1)
 	lb := lbOf(t, c)
 	var ips []string
 	for _, name := range []string{"a", "b"} {

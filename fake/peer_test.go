@@ -27,7 +27,7 @@ const kubernetes = "kubernetes"
 func twoClusters(t *testing.T) (blue, green *fake.Cloud, nodes []*v1.Node) {
 	t.Helper()
 	blue, nodes = cloudWithNodes(t, fake.Config{ClusterID: "blue"}, 2)
-	green, err := blue.Peer("green", fake.Options{})
+	green, err := fake.NewPeer(blue, "green", fake.PeerOptions{})
 	if err != nil {
 		t.Fatalf("Peer: %v", err)
 	}
@@ -194,15 +194,15 @@ func TestPeerSharesTheCloud(t *testing.T) {
 	}
 }
 
-// TestPeerOptions: options that configure the shared cloud are refused;
-// a Peer does not inherit its cloud's interceptor (it models another API
-// client).
+// TestPeerOptions: a Peer does not inherit its cloud's interceptor (it
+// models another API client), and a BackendKey or cluster ID it cannot
+// have is refused.
 func TestPeerOptions(t *testing.T) {
 	down := errors.New("blue's API client is broken")
 	c := newCloud(t, fake.Config{}, fake.Options{Interceptor: fake.Funcs{FindLoadBalancers: func(context.Context, loadbalancer.Driver, loadbalancer.Query) ([]*loadbalancer.LoadBalancer, error) {
 		return nil, down
 	}}})
-	peer, err := c.Peer("other", fake.Options{})
+	peer, err := fake.NewPeer(c, "other", fake.PeerOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -212,19 +212,11 @@ func TestPeerOptions(t *testing.T) {
 	if _, _, err := lbOf(t, peer).GetLoadBalancer(t.Context(), kubernetes, service("web")); err != nil {
 		t.Errorf("GetLoadBalancer through the peer = %v; want no interceptor", err)
 	}
-	for _, opt := range []struct {
-		name string
-		opt  fake.Options
-	}{{"Options.Instances", fake.Options{Instances: []fake.Instance{{Name: "x"}}}}, {"Options.Clock", fake.Options{Clock: time.Now}}} {
-		if _, err := c.Peer("other", opt.opt); err == nil || !strings.Contains(err.Error(), opt.name) {
-			t.Errorf("Peer with %s = %v; want an error naming it", opt.name, err)
-		}
-	}
-	if _, err := c.Peer("other", fake.Options{LoadBalancerCapabilities: &loadbalancer.Capabilities{BackendKey: loadbalancer.BackendKeyProviderID}}); err == nil ||
+	if _, err := fake.NewPeer(c, "other", fake.PeerOptions{LoadBalancerCapabilities: &loadbalancer.Capabilities{BackendKey: loadbalancer.BackendKeyProviderID}}); err == nil ||
 		!strings.Contains(err.Error(), "BackendKey") {
 		t.Errorf("Peer with a BackendKey the cloud does not keep = %v; want an error naming BackendKey", err)
 	}
-	if _, err := c.Peer("green ", fake.Options{}); err == nil || !strings.Contains(err.Error(), `clusterID: Invalid value: "green "`) {
+	if _, err := fake.NewPeer(c, "green ", fake.PeerOptions{}); err == nil || !strings.Contains(err.Error(), `clusterID: Invalid value: "green "`) {
 		t.Errorf("Peer(%q) = %v; want an error naming clusterID and the value", "green ", err)
 	}
 }

@@ -107,7 +107,7 @@ func (l *limiter) take(op Op) error {
 }
 
 // setRateLimit replaces the rate limit of the cloud account — this Cloud's
-// and its peers' (see Peer) — at run time; every bucket starts full. r is
+// and its peers' (see NewPeer) — at run time; every bucket starts full. r is
 // taken as it is (Config.Realistic's defaults do not apply): a nil rate is
 // unlimited, and the zero RateLimit removes every limit. It returns an
 // error naming the field, the value and what was expected for a rate that

@@ -75,7 +75,7 @@ func chain(err error) []error {
 // the delay Ensure returns its address without writing.
 func TestProvisioningDelay(t *testing.T) {
 	clk, withClock := newClock()
-	c, nodes := cloudWithNodes(t, fake.Config{LoadBalancers: fake.LoadBalancerConfig{ProvisioningDelay: &provider.Duration{Duration: 3 * time.Second}}}, 2, withClock)
+	c, nodes := cloudWithNodes(t, fake.Config{LoadBalancers: fake.LoadBalancerSection{ProvisioningDelay: &provider.Duration{Duration: 3 * time.Second}}}, 2, withClock)
 	lb := lbOf(t, c)
 	svc := service("web")
 
@@ -169,7 +169,7 @@ func TestProvisioningRetryAfter(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			_, withClock := newClock()
-			c, nodes := cloudWithNodes(t, fake.Config{LoadBalancers: fake.LoadBalancerConfig{ProvisioningDelay: &provider.Duration{Duration: tt.delay}}}, 1, withClock)
+			c, nodes := cloudWithNodes(t, fake.Config{LoadBalancers: fake.LoadBalancerSection{ProvisioningDelay: &provider.Duration{Duration: tt.delay}}}, 1, withClock)
 			_, err := lbOf(t, c).EnsureLoadBalancer(t.Context(), cluster, service("web"), nodes)
 			if got := retryAfter(t, "EnsureLoadBalancer", err); got != tt.want {
 				t.Errorf("RetryAfter with a delay of %v = %v; want %v (%s)", tt.delay, got, tt.want, tt.reason)
@@ -329,7 +329,7 @@ func TestRateLimitWrites(t *testing.T) {
 // spec.providerID fake://i-<k> and the instance's InternalIP.
 func instanceIDCloud(t *testing.T, n int, opts ...fake.Options) (*fake.Cloud, []*v1.Node) {
 	t.Helper()
-	cfg := fake.Config{LoadBalancers: fake.LoadBalancerConfig{Backends: fake.BackendsInstanceID}}
+	cfg := fake.Config{LoadBalancers: fake.LoadBalancerSection{Backends: fake.BackendsInstanceID}}
 	for i := range n {
 		cfg.Instances = append(cfg.Instances, fake.Instance{Name: fmt.Sprintf("vm-%d", i+1)})
 	}

@@ -18,7 +18,7 @@ import (
 )
 
 func TestRoutesRoundTrip(t *testing.T) {
-	c, nodes := cloudWithNodes(t, fake.Config{Routes: fake.RoutesConfig{EnableNodeAddresses: true}}, 1)
+	c, nodes := cloudWithNodes(t, fake.Config{Routes: fake.RoutesSection{EnableNodeAddresses: true}}, 1)
 	rt := routesOf(t, c)
 	node := nodes[0]
 	addrs := []v1.NodeAddress{{Type: v1.NodeInternalIP, Address: "10.0.0.1"}, {Type: v1.NodeHostName, Address: "node-01"}}
@@ -134,7 +134,7 @@ func TestRoutesOfOthersAreNeverTouched(t *testing.T) {
 }
 
 func TestRoutesIPv4Only(t *testing.T) {
-	c, nodes := cloudWithNodes(t, fake.Config{Routes: fake.RoutesConfig{IPv4Only: true}}, 1)
+	c, nodes := cloudWithNodes(t, fake.Config{Routes: fake.RoutesSection{IPv4Only: true}}, 1)
 	err := routesOf(t, c).CreateRoute(t.Context(), cluster, string(nodes[0].UID), &cloudprovider.Route{TargetNode: "node-01", DestinationCIDR: "fd00::/64"})
 	if !errors.Is(err, routes.ErrIPv6Unsupported) {
 		t.Errorf("CreateRoute IPv6 on an IPv4-only cloud = %v; want ErrIPv6Unsupported", err)

@@ -247,7 +247,7 @@ type stateCloud struct {
 	LoadBalancers stateLBConfig `json:"loadBalancers"`
 }
 
-// stateLBConfig is the part of LoadBalancerConfig that defines the cloud
+// stateLBConfig is the part of LoadBalancerSection that defines the cloud
 // (not the provisioning delay, which each process may change at run time:
 // each load balancer keeps when it is ready). Backends is absent from v1
 // files, where it is nodeName.

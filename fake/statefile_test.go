@@ -64,7 +64,7 @@ func generation(t *testing.T, path string) int64 {
 // dualStack is a cloud-config whose instances have IPv4 and IPv6 addresses
 // and whose routes carry node addresses.
 func dualStack(names ...string) fake.Config {
-	cfg := fake.Config{InstanceCIDRs: []string{"10.0.0.0/16", "fd00:10::/64"}, Routes: fake.RoutesConfig{EnableNodeAddresses: true}}
+	cfg := fake.Config{InstanceCIDRs: []string{"10.0.0.0/16", "fd00:10::/64"}, Routes: fake.RoutesSection{EnableNodeAddresses: true}}
 	for _, n := range names {
 		cfg.Instances = append(cfg.Instances, fake.Instance{Name: n})
 	}

@@ -52,7 +52,7 @@ type store struct {
 	gate chan struct{}
 	// lbCfg decides how ingress is reported and what is kept of backends;
 	// it never changes (its ProvisioningDelay is only the initial delay).
-	lbCfg LoadBalancerConfig
+	lbCfg LoadBalancerSection
 	// now is the cloud's clock (WithClock): provisioning and the rate
 	// limit read it. It never changes.
 	now func() time.Time

@@ -139,7 +139,7 @@ type LoadBalancer struct {
 	// Spec.IPFamilies, in canonical form.
 	VIPs []string `json:"vips"`
 	// Provisioning is true while the load balancer is being provisioned
-	// (LoadBalancerConfig.ProvisioningDelay): it reports no Ingress yet.
+	// (LoadBalancerSection.ProvisioningDelay): it reports no Ingress yet.
 	Provisioning bool `json:"provisioning,omitempty"`
 	// ReadyAt is when a load balancer created with a provisioning delay
 	// reports its ingress; zero (absent) for one ready at once.

@@ -27,7 +27,7 @@ func ExampleCheck() {
 			// The same cloud, as another cluster: the fake owns load
 			// balancers and routes by its cluster ID, whatever
 			// --cluster-name the controllers pass.
-			other, err := cloud.Peer("example-other", fake.Options{})
+			other, err := fake.NewPeer(cloud, "example-other", fake.PeerOptions{})
 			if err != nil {
 				cloud.Shutdown()
 				return nil, err

@@ -60,7 +60,7 @@ func fakeTarget(cfg fake.Config, opts ...fake.Options) (*conformance.Target, err
 	if err != nil {
 		return nil, err
 	}
-	other, err := tgt.Cloud.(*fake.Cloud).Peer(cfg.ClusterID+"-other", fake.Options{})
+	other, err := fake.NewPeer(tgt.Cloud.(*fake.Cloud), cfg.ClusterID+"-other", fake.PeerOptions{})
 	if err != nil {
 		tgt.Close()
 		return nil, err
@@ -242,7 +242,7 @@ func TestFakeVariants(t *testing.T) {
 			name:   "tcp-only",
 			reason: "load balancers without any optional feature reject every Service that asks for one",
 			claims: conformance.Claims{LoadBalancer: true, InstancesV2: true, Routes: true},
-			cfg:    fake.Config{ClusterID: "conformance", InstanceCIDRs: []string{"10.0.0.0/16"}, Routes: fake.RoutesConfig{IPv4Only: true}},
+			cfg:    fake.Config{ClusterID: "conformance", InstanceCIDRs: []string{"10.0.0.0/16"}, Routes: fake.RoutesSection{IPv4Only: true}},
 			opts:   []fake.Options{fake.Options{LoadBalancerCapabilities: &loadbalancer.Capabilities{}}},
 		},
 		{
@@ -250,7 +250,7 @@ func TestFakeVariants(t *testing.T) {
 			reason: "load balancers that report a hostname instead of an IP",
 			claims: func() conformance.Claims { c := fakeClaims; c.HostnameIngress = true; return c }(),
 			cfg: fake.Config{ClusterID: "conformance", InstanceCIDRs: []string{"10.0.0.0/16", "fd00:10::/64"},
-				LoadBalancers: fake.LoadBalancerConfig{HostnameSuffix: "lb.example.com"}},
+				LoadBalancers: fake.LoadBalancerSection{HostnameSuffix: "lb.example.com"}},
 		},
 		{
 			name:   "realistic",
@@ -263,7 +263,7 @@ func TestFakeVariants(t *testing.T) {
 			// 50ms, two reads per ListRoutes) asks for 40: CTRL-ROUTES
 			// starves.
 			cfg: fake.Config{ClusterID: "conformance", InstanceCIDRs: []string{"10.0.0.0/16", "fd00:10::/64"}, Realistic: true,
-				LoadBalancers: fake.LoadBalancerConfig{ProvisioningDelay: &provider.Duration{Duration: 100 * time.Millisecond}},
+				LoadBalancers: fake.LoadBalancerSection{ProvisioningDelay: &provider.Duration{Duration: 100 * time.Millisecond}},
 				RateLimit:     fake.RateLimit{ReadsPerSecond: ptr.To(200.0), WritesPerSecond: ptr.To(100.0), Burst: 10}},
 			throttles: true,
 		},
@@ -272,7 +272,7 @@ func TestFakeVariants(t *testing.T) {
 			reason: "routes listed with EnableNodeAddresses, compared by the route controller",
 			claims: fakeClaims,
 			cfg: fake.Config{ClusterID: "conformance", InstanceCIDRs: []string{"10.0.0.0/16", "fd00:10::/64"},
-				Routes: fake.RoutesConfig{EnableNodeAddresses: true}},
+				Routes: fake.RoutesSection{EnableNodeAddresses: true}},
 		},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

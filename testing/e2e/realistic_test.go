@@ -69,7 +69,7 @@ func TestRealisticCloudAtScale(t *testing.T) {
 	cloud := fake.Config{
 		Realistic: true,
 		Instances: instances,
-		LoadBalancers: fake.LoadBalancerConfig{
+		LoadBalancers: fake.LoadBalancerSection{
 			ProvisioningDelay: &provider.Duration{Duration: realisticDelay},
 			Backends:          fake.BackendsInstanceID,
 		},

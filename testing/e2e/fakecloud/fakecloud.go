@@ -67,7 +67,7 @@ func NewAdmin(addr string) *Admin {
 }
 
 // WaitAdmin waits until the fake has written its admin address to
-// addressFile (fake.AdminConfig.AddressFile) and the endpoint answers, then
+// addressFile (fake.AdminSection.AddressFile) and the endpoint answers, then
 // returns a client for it. The fake starts the endpoint when the CCM
 // initializes the cloud, which a CCM with leader election does only once it
 // leads: so this also waits for leadership. exited, when non-nil, is polled
@@ -302,7 +302,7 @@ func OpenShared(cfg fake.Config) (*Shared, error) {
 	if cfg.StateFile == "" {
 		return nil, errors.New("fakecloud: OpenShared: cloud-config without stateFile; expected the path of the shared state file")
 	}
-	cfg.Admin = fake.AdminConfig{}
+	cfg.Admin = fake.AdminSection{}
 	c, err := fake.New(cfg, fake.Options{})
 	if err != nil {
 		return nil, fmt.Errorf("fakecloud: %w", err)

@@ -25,7 +25,7 @@ import (
 func startCloud(t *testing.T, cfg fake.Config) (*fake.Cloud, *fakecloud.Admin) {
 	t.Helper()
 	addrFile := filepath.Join(t.TempDir(), "admin.addr")
-	cfg.Admin = fake.AdminConfig{Address: "127.0.0.1:0", AddressFile: addrFile}
+	cfg.Admin = fake.AdminSection{Address: "127.0.0.1:0", AddressFile: addrFile}
 	cloud, err := fake.New(cfg, fake.Options{})
 	if err != nil {
 		t.Fatal(err)
@@ -47,7 +47,7 @@ func TestWriteConfigRoundTrip(t *testing.T) {
 		ClusterID:     "c1",
 		InstanceCIDRs: []string{"10.0.0.0/16", "fd00:10::/64"},
 		Instances:     fakecloud.Instances("n", 4),
-		Admin:         fake.AdminConfig{Address: "127.0.0.1:0", AddressFile: "/tmp/x"},
+		Admin:         fake.AdminSection{Address: "127.0.0.1:0", AddressFile: "/tmp/x"},
 	}
 	path := filepath.Join(t.TempDir(), "cloud.yaml")
 	if err := fakecloud.WriteConfig(path, cfg); err != nil {

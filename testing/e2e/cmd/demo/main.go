@@ -104,7 +104,7 @@ func (d *demo) run(ctx context.Context, dir string, buildTimeout, timeout time.D
 		Realistic:     true,
 		InstanceCIDRs: []string{"10.0.0.0/16", "fd00:10::/64"},
 		Instances:     fakecloud.Instances("node", d.nodes),
-		LoadBalancers: fake.LoadBalancerConfig{ProvisioningDelay: &provider.Duration{Duration: d.delay}},
+		LoadBalancers: fake.LoadBalancerSection{ProvisioningDelay: &provider.Duration{Duration: d.delay}},
 	}
 	fmt.Fprintf(d.out, "fake cloud in realistic mode: load balancers provision in %s, API limited to %g reads/s and %g writes/s (burst %d), backends kept by instance ID\n",
 		d.delay, fake.RealisticReadsPerSecond, fake.RealisticWritesPerSecond, fake.RealisticBurst)
