@@ -1285,7 +1285,7 @@ func stateFileInputs(w *badWorld) []badInput {
 // validStateFile returns the state file of a cloud of two instances.
 func validStateFile(w *badWorld) []byte {
 	path := filepath.Join(w.dir, "valid.json")
-	c, err := fake.New(fake.Config{StateFile: path}, fake.Options{Instances: []fake.Instance{fake.Instance{Name: "node-1"}, fake.Instance{Name: "node-2"}}})
+	c, err := fake.New(fake.Config{StateFile: path}, fake.Options{Instances: []fake.Instance{{Name: "node-1"}, {Name: "node-2"}}})
 	if err != nil {
 		panic(err)
 	}

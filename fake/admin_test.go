@@ -139,7 +139,7 @@ func TestAdminListenFailureIsReported(t *testing.T) {
 }
 
 func TestAdminAPI(t *testing.T) {
-	c, base := startAdmin(t, fake.Config{ClusterID: "demo"}, fake.Options{Instances: []fake.Instance{fake.Instance{Name: "node-a"}}})
+	c, base := startAdmin(t, fake.Config{ClusterID: "demo"}, fake.Options{Instances: []fake.Instance{{Name: "node-a"}}})
 	v2 := instancesOf(t, c)
 
 	code, body, _ := do(t, "POST", base+"/instances", "application/json", `{"name": "node-x", "zone": "zone-z"}`)
@@ -258,7 +258,7 @@ func TestAdminAPI(t *testing.T) {
 }
 
 func TestAdminRejectsMalformedRequests(t *testing.T) {
-	c, base := startAdmin(t, fake.Config{}, fake.Options{Instances: []fake.Instance{fake.Instance{Name: "node-a", ID: "i-1"}, fake.Instance{Name: "node-t", ID: "i-t", State: instances.StateTerminated}}})
+	c, base := startAdmin(t, fake.Config{}, fake.Options{Instances: []fake.Instance{{Name: "node-a", ID: "i-1"}, {Name: "node-t", ID: "i-t", State: instances.StateTerminated}}})
 	tests := []struct {
 		name, method, path, contentType, body string
 		reason                                string

@@ -87,7 +87,7 @@ func TestNewRejectsBadConfig(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "loadBalancers.ipv4Pool") {
 		t.Errorf("New with a bad pool = %v; want an error naming loadBalancers.ipv4Pool", err)
 	}
-	_, err = fake.New(fake.Config{}, fake.Options{Instances: []fake.Instance{fake.Instance{Name: "Bad_Name"}}})
+	_, err = fake.New(fake.Config{}, fake.Options{Instances: []fake.Instance{{Name: "Bad_Name"}}})
 	if !errors.Is(err, fake.ErrInvalidInstance) || !strings.Contains(err.Error(), "Bad_Name") {
 		t.Errorf("New with a bad instance = %v; want ErrInvalidInstance naming the value", err)
 	}

@@ -91,7 +91,7 @@ func TestInstanceExistsInDoubtIsAnError(t *testing.T) {
 
 func TestInstanceMetadata(t *testing.T) {
 	c := newCloud(t, fake.Config{InstanceCIDRs: []string{"10.0.0.0/16", "fd00:10::/64"}},
-		fake.Options{Instances: []fake.Instance{fake.Instance{
+		fake.Options{Instances: []fake.Instance{{
 			Name: "node-a", ID: "i-a", Zone: "eu-1a", Region: "eu-1", Type: "m.large",
 			InternalIPs: []string{"fd00:10::5", "10.0.0.9", "10.0.0.5"},
 			ExternalIPs: []string{"203.0.113.5"},
@@ -198,7 +198,7 @@ func TestInstanceMetadataScales(t *testing.T) {
 }
 
 func TestAddInstanceErrors(t *testing.T) {
-	c := newCloud(t, fake.Config{InstanceCIDRs: []string{"10.9.0.0/30"}}, fake.Options{Instances: []fake.Instance{fake.Instance{Name: "a", ID: "i-a"}}})
+	c := newCloud(t, fake.Config{InstanceCIDRs: []string{"10.9.0.0/30"}}, fake.Options{Instances: []fake.Instance{{Name: "a", ID: "i-a"}}})
 	tests := []struct {
 		name   string
 		reason string
@@ -236,7 +236,7 @@ func TestAddInstanceErrors(t *testing.T) {
 // cloud allows it, so AddInstance does; seeds may not) make a look-up by
 // name an error, never "gone".
 func TestDuplicateNamesAreAnErrorNotGone(t *testing.T) {
-	c := newCloud(t, fake.Config{}, fake.Options{Instances: []fake.Instance{fake.Instance{Name: "twin"}}})
+	c := newCloud(t, fake.Config{}, fake.Options{Instances: []fake.Instance{{Name: "twin"}}})
 	if _, err := c.AddInstance(fake.Instance{Name: "twin"}); err != nil {
 		t.Fatal(err)
 	}
@@ -286,7 +286,7 @@ func TestChangeDuringListIsSeenAtNextLookup(t *testing.T) {
 // layer over is the cloud's, uncached: every call reaches the cloud and is
 // counted, and an injected outage fails it.
 func TestInstanceAPI(t *testing.T) {
-	cloud := newCloud(t, fake.Config{}, fake.Options{Instances: []fake.Instance{fake.Instance{Name: "node-a", ID: "i-a"}}})
+	cloud := newCloud(t, fake.Config{}, fake.Options{Instances: []fake.Instance{{Name: "node-a", ID: "i-a"}}})
 	api := cloud.InstanceAPI()
 	for range 3 {
 		list, err := api.List(t.Context())

@@ -287,7 +287,7 @@ func TestLoadBalancerFeatures(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			c := newCloud(t, fake.Config{InstanceCIDRs: []string{"10.0.0.0/16"}}, fake.Options{Instances: []fake.Instance{fake.Instance{Name: "node-01"}, fake.Instance{Name: "node-02"}}})
+			c := newCloud(t, fake.Config{InstanceCIDRs: []string{"10.0.0.0/16"}}, fake.Options{Instances: []fake.Instance{{Name: "node-01"}, {Name: "node-02"}}})
 			svc := service("web")
 			tt.mutate(svc)
 			st, err := lbOf(t, c).EnsureLoadBalancer(t.Context(), cluster, svc, nodes)
@@ -449,7 +449,7 @@ func TestIngressModes(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			c := newCloud(t, fake.Config{LoadBalancers: tt.lbs}, fake.Options{Instances: []fake.Instance{fake.Instance{Name: "node-01"}}})
+			c := newCloud(t, fake.Config{LoadBalancers: tt.lbs}, fake.Options{Instances: []fake.Instance{{Name: "node-01"}}})
 			st, err := lbOf(t, c).EnsureLoadBalancer(t.Context(), cluster, service("web"), nodes)
 			if err != nil {
 				t.Fatal(err)

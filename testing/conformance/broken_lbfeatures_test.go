@@ -404,9 +404,9 @@ func lbMadeUpNodePorts(s *v1.Service) {
 
 // lbFakeTargetWith returns a NewTarget like newFakeTarget whose cloud is
 // built with opts.
-func lbFakeTargetWith(opts ...fake.Options) func(context.Context) (*conformance.Target, error) {
+func lbFakeTargetWith(opts fake.Options) func(context.Context) (*conformance.Target, error) {
 	return func(context.Context) (*conformance.Target, error) {
-		return fakeTarget(fakeCloudConfig(), opts...)
+		return fakeTarget(fakeCloudConfig(), opts)
 	}
 }
 

@@ -16,7 +16,7 @@ func ExampleCheck() {
 	err := conformance.Check(context.Background(), conformance.Config{
 		NewTarget: func(context.Context) (*conformance.Target, error) {
 			cloud, err := fake.New(fake.Config{ClusterID: "example", InstanceCIDRs: []string{"10.0.0.0/16", "fd00:10::/64"}},
-				fake.Options{Instances: []fake.Instance{fake.Instance{Name: "node-a"}}})
+				fake.Options{Instances: []fake.Instance{{Name: "node-a"}}})
 			if err != nil {
 				return nil, err
 			}
