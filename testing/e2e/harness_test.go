@@ -408,7 +408,7 @@ func describeLBs(lbs []fake.LoadBalancer) string {
 	var parts []string
 	for _, lb := range lbs {
 		parts = append(parts, fmt.Sprintf("{%s %s tags=%v listeners=%v backends=%d hc=%+v vips=%v}",
-			lb.ID, lb.Name, lb.Tags, lb.Listeners, len(lb.Backends), lb.HealthCheck, lb.VIPs))
+			lb.ID, lb.Name, lb.Tags, lb.Spec.Listeners, len(lb.Spec.Backends), lb.Spec.HealthCheck, lb.VIPs))
 	}
 	return fmt.Sprintf("%d load balancers %s", len(lbs), strings.Join(parts, " "))
 }
