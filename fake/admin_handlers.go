@@ -12,7 +12,7 @@ import (
 	"github.com/ccmkit/ccmkit/provider"
 )
 
-// adminMux is the admin API (package documentation, "Admin endpoint")
+// adminMux is the admin API (see AdminHandler)
 // without adminGuard. Every store call of a handler is bound by the
 // request's context.
 func (c *Cloud) adminMux() http.Handler {
@@ -29,7 +29,7 @@ func (c *Cloud) adminMux() http.Handler {
 	mux.Handle("/ratelimit", methods{"GET": c.getRateLimit, "PUT": c.putRateLimit})
 	mux.Handle("/provisioning", methods{"GET": c.getProvisioning, "PUT": c.putProvisioning})
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
-		writeError(w, http.StatusNotFound, fmt.Sprintf("no such path %s: expected a path of the admin API in the fake package documentation", clip(r.URL.Path)))
+		writeError(w, http.StatusNotFound, fmt.Sprintf("no such path %s: expected a path of the admin API (fake.Cloud.AdminHandler)", clip(r.URL.Path)))
 	})
 	return mux
 }

@@ -52,7 +52,7 @@ const (
 // a cloud without instances, without a cluster ID (HasClusterID is false),
 // with the default address pools, synchronous, unthrottled, keeping load
 // balancer backends by Node name, and without the admin endpoint. See the
-// package documentation for an annotated example.
+// annotated example/cloud-config.yaml at the repository root.
 //
 // A Config is a plain value; New copies what it needs.
 type Config struct {

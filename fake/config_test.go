@@ -275,3 +275,24 @@ func TestRealisticDefaults(t *testing.T) {
 		})
 	}
 }
+
+// TestCloudConfigSample: the annotated cloud-config sample, the one place
+// the format is shown whole, decodes strictly into Config and validates,
+// so it cannot go stale.
+func TestCloudConfigSample(t *testing.T) {
+	f, err := os.Open(filepath.Join("..", "example", "cloud-config.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	cfg, err := provider.DecodeConfig[fake.Config](f)
+	if err != nil {
+		t.Fatalf("DecodeConfig(example/cloud-config.yaml): %v", err)
+	}
+	if err := cfg.Validate(); err != nil {
+		t.Errorf("example/cloud-config.yaml: Validate = %v; want nil", err)
+	}
+	if cfg.ClusterID == "" || len(cfg.Instances) == 0 || cfg.Admin.Address == "" {
+		t.Errorf("example/cloud-config.yaml decoded to %+v; want its cluster ID, instances and admin address", cfg)
+	}
+}

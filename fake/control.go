@@ -123,7 +123,7 @@ func (c *Cloud) LoadBalancerFor(clusterName string, svc *v1.Service) (LoadBalanc
 // cluster (Cluster "") that the provider must never touch, such as a
 // default route, or a stale route of a deleted node; its
 // TargetNodeAddresses are stored as InternalIP addresses. r must keep the
-// route table's rules (package documentation, "Routes"): otherwise nothing
+// route table's rules (see Route): otherwise nothing
 // changes and the error names the field, its value (cut to a bounded
 // length) and what was expected, wrapping routes.ErrInvalidRoute (a field,
 // a name the cluster already has) or routes.ErrCIDRInUse (a destination

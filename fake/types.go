@@ -146,8 +146,46 @@ type LoadBalancer struct {
 	ReadyAt time.Time `json:"readyAt,omitzero"`
 }
 
-// Route is one entry of the fake's route table, which keeps the rules of
-// the package documentation's "Routes".
+// Route is one entry of the fake's route table.
+//
+// The route table is one table for the whole cloud, read and written as a
+// whole (routes.TableDriver) under a routes.Table, which coalesces the
+// route controller's concurrent calls into few writes. Like a real cloud,
+// the fake refuses a route it could not route, whichever way it comes in
+// (CreateRoute, a table write, AddRoute, a state file being loaded), with
+// an error that names the field (route.destinationCIDR for a CreateRoute
+// or AddRoute argument, routes[i].<field> in a table or state file, with
+// the route's name and cluster), the value, cut to a bounded length, and
+// what was expected, and changes nothing:
+//
+//   - destinationCIDR must be a CIDR whose address is its network address
+//     (10.244.1.0/24, not 10.244.1.5/24), without zone, and IPv4 in dotted
+//     form (not IPv4-mapped IPv6 such as ::ffff:10.0.0.0/120); its
+//     spelling is otherwise kept byte for byte (an upper-case or expanded
+//     IPv6 CIDR is fine);
+//   - a route of a cluster is a pod route: not a default route (0.0.0.0/0,
+//     ::/0), and its destination must not equal, contain or lie in the
+//     destination of another cluster's route or of another route of its
+//     own cluster (routes.ErrCIDRInUse). Routes of no cluster (Cluster "",
+//     the network's own routes, which AddRoute seeds) may be default
+//     routes and cover pod routes: a pod route is the more specific route;
+//   - targetNode, when set, must be a Node name (a DNS-1123 subdomain);
+//   - each target node address must have a node address type and fit it:
+//     an IP address (as for instances: no zone, IPv4 in dotted form,
+//     unicast) for InternalIP and ExternalIP, a DNS-1123 subdomain for
+//     InternalDNS, ExternalDNS and Hostname;
+//   - a cluster has one route of each name.
+//
+// CreateRoute checks its route before the routes.Table batches it, so a
+// refused route fails alone, and the table write checks the routes it adds
+// or changes again. (What the routes.Table refuses by itself — a
+// destination that does not parse, an empty target node — it refuses with
+// its own message, naming route.DestinationCIDR or route.TargetNode.)
+// Re-creating an existing route (the same name and destination) is not an
+// overlap: the Table leaves an equal route as it is and replaces one whose
+// target changed. Refusals wrap routes.ErrInvalidRoute or
+// routes.ErrCIDRInUse, never an *api.RetryError: they are not retried as
+// throttles.
 type Route struct {
 	// Cluster is the cluster that owns the route: the Config.ClusterID of
 	// the Cloud that created it (the --cluster-name of the call without
