@@ -263,7 +263,7 @@ func provisioningRetry(delay time.Duration) time.Duration {
 // Initialize, then the admin endpoint, when Config.Admin.Address is set,
 // which serves until stop is closed or Shutdown is called. Calls after the
 // first do nothing. A failure to listen is logged and reported by
-// AdminAddr; it does not stop the cloud.
+// the admin endpoint not answering; it does not stop the cloud.
 func (c *Cloud) Initialize(clientBuilder cloudprovider.ControllerClientBuilder, stop <-chan struct{}) {
 	c.Cloud.Initialize(clientBuilder, stop)
 	c.startAdmin(c.Cloud.Context())

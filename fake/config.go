@@ -164,7 +164,7 @@ const (
 	// instance, and reports nothing else, like a cloud whose targets are
 	// VM IDs. It rejects an ActionCreate or ActionAddBackends whose
 	// provider ID does not parse as "fake://<id>" or names an unknown or
-	// terminated instance (errInvalidBackend). The Reconciler matches
+	// terminated instance, with an error naming it. The Reconciler matches
 	// backends by provider ID (loadbalancer.BackendKeyProviderID) and
 	// checks Nodes' provider IDs with the fake's codec
 	// (loadbalancer.Config.Codec): a Node whose name differs from its
@@ -176,7 +176,7 @@ const (
 // for reads and one for writes (see the Op constants): each holds up to Burst tokens,
 // refills at its rate, and every call takes one. A call that finds its
 // bucket empty fails at once, changes nothing, is counted (Calls.Throttled)
-// and returns an error wrapping errThrottled and an *api.RetryError
+// and returns an error wrapping an *api.RetryError
 // (k8s.io/cloud-provider/api) whose RetryAfter is the time until a token is
 // free: ccmkit's one way for a Driver to say "throttled, retry after D".
 // The limit applies to every driver call of the Cloud and of its peers

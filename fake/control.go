@@ -29,31 +29,32 @@ import (
 // from the file's current state.
 
 // AddInstance creates an instance (see Instance for the defaults) and
-// returns it as stored. Errors wrap errInvalidInstance (naming each bad
-// field), errInstanceExists, errPoolExhausted or ErrStateFile.
+// returns it as stored. It returns an error naming each bad field, its
+// value and what was expected, or naming a taken ID or an exhausted
+// network, or wrapping ErrStateFile.
 func (c *Cloud) AddInstance(in Instance) (Instance, error) {
 	return c.store.createInstance(context.Background(), in)
 }
 
 // StopInstance shuts instance id down: the provider reports it shut down
 // (the node gets the shutdown taint) but existing. Stopping a stopped
-// instance is a no-op. Errors wrap errInstanceNotFound,
-// errInstanceTerminated or ErrStateFile.
+// instance is a no-op. It returns an error for an unknown or terminated
+// instance, or one wrapping ErrStateFile.
 func (c *Cloud) StopInstance(id string) (Instance, error) {
 	return c.store.setState(context.Background(), id, instances.StateStopped)
 }
 
 // StartInstance runs a stopped instance again; starting a running one is a
-// no-op. Errors wrap errInstanceNotFound, errInstanceTerminated or
-// ErrStateFile.
+// no-op. It returns an error for an unknown or terminated instance, or one
+// wrapping ErrStateFile.
 func (c *Cloud) StartInstance(id string) (Instance, error) {
 	return c.store.setState(context.Background(), id, instances.StateRunning)
 }
 
 // TerminateInstance terminates instance id for good: the provider reports
 // it gone (the node-lifecycle controller deletes the Node) while the cloud
-// still lists it as terminated. Errors wrap errInstanceNotFound or
-// ErrStateFile.
+// still lists it as terminated. It returns an error for an unknown
+// instance, or one wrapping ErrStateFile.
 func (c *Cloud) TerminateInstance(id string) (Instance, error) {
 	return c.store.setState(context.Background(), id, instances.StateTerminated)
 }
@@ -150,7 +151,8 @@ func (c *Cloud) AddRoute(r Route) error {
 // hostname, zone, region and instance-type labels (the stable keys only).
 // The node controller would also add the instance's ExternalIPs, its Labels
 // and the beta topology labels; NodeFor leaves them out. It is a new object
-// each time. Errors wrap errInstanceNotFound or ErrStateFile.
+// each time. It returns an error for an unknown instance, or one wrapping
+// ErrStateFile.
 func (c *Cloud) NodeFor(id string) (*v1.Node, error) {
 	in, ok, err := c.store.instance(context.Background(), id)
 	if err != nil {

@@ -53,10 +53,10 @@ type store struct {
 	// lbCfg decides how ingress is reported and what is kept of backends;
 	// it never changes (its ProvisioningDelay is only the initial delay).
 	lbCfg LoadBalancerSection
-	// now is the cloud's clock (WithClock): provisioning and the rate
+	// now is the cloud's clock (Options.Clock): provisioning and the rate
 	// limit read it. It never changes.
 	now func() time.Time
-	// fakeClock is set when now is a test's clock (WithClock): the
+	// fakeClock is set when now is a test's clock (Options.Clock): the
 	// adapters then never wait for a throttle in real time.
 	fakeClock bool
 	// delay is the provisioning delay of load balancers created from now
