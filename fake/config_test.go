@@ -20,8 +20,9 @@ import (
 	"github.com/ccmkit/ccmkit/provider"
 )
 
-// TestExampleCloudConfig keeps example/cloud-config.yaml, which the example
-// CCM's documentation runs, valid.
+// TestExampleCloudConfig keeps example/cloud-config.yaml, the one annotated
+// sample of the cloud-config, which the example CCM's documentation runs,
+// valid: it decodes strictly into Config and validates.
 func TestExampleCloudConfig(t *testing.T) {
 	f, err := os.Open("../example/cloud-config.yaml")
 	if err != nil {
@@ -31,6 +32,9 @@ func TestExampleCloudConfig(t *testing.T) {
 	cfg, err := provider.DecodeConfig[fake.Config](f)
 	if err != nil {
 		t.Fatalf("DecodeConfig(example/cloud-config.yaml) = %v, want nil", err)
+	}
+	if err := cfg.Validate(); err != nil {
+		t.Errorf("example/cloud-config.yaml: Validate = %v, want nil", err)
 	}
 	if cfg.ClusterID == "" || len(cfg.Instances) == 0 || cfg.Admin.Address == "" {
 		t.Errorf("example cloud-config = %+v; want a cluster ID, instances and an admin address", cfg)
@@ -273,26 +277,5 @@ func TestRealisticDefaults(t *testing.T) {
 				t.Errorf("backendKey of the created load balancer = %q; want %q (%s)", got, tt.byBackend, tt.reason)
 			}
 		})
-	}
-}
-
-// TestCloudConfigSample: the annotated cloud-config sample, the one place
-// the format is shown whole, decodes strictly into Config and validates,
-// so it cannot go stale.
-func TestCloudConfigSample(t *testing.T) {
-	f, err := os.Open(filepath.Join("..", "example", "cloud-config.yaml"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	cfg, err := provider.DecodeConfig[fake.Config](f)
-	if err != nil {
-		t.Fatalf("DecodeConfig(example/cloud-config.yaml): %v", err)
-	}
-	if err := cfg.Validate(); err != nil {
-		t.Errorf("example/cloud-config.yaml: Validate = %v; want nil", err)
-	}
-	if cfg.ClusterID == "" || len(cfg.Instances) == 0 || cfg.Admin.Address == "" {
-		t.Errorf("example/cloud-config.yaml decoded to %+v; want its cluster ID, instances and admin address", cfg)
 	}
 }
