@@ -15,6 +15,7 @@ import (
 	"maps"
 	"net/http"
 	"net/http/httptest"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"slices"
@@ -266,7 +267,7 @@ func runBadInput(t *testing.T, w *badWorld, logs *logCapture, c badInput) []stri
 	if line := logs.lineWith(plantedSecret); line != "" {
 		problems = append(problems, "a log line shows the planted secret: "+line)
 	}
-	if diff := cmp.Diff(before, state()); diff != "" {
+	if diff := cmp.Diff(before, state(), cmpopts.EquateComparable(netip.Addr{}, netip.Prefix{})); diff != "" {
 		problems = append(problems, "changed what it must not (-before +after):\n"+diff)
 	}
 	made := w.calls().since(calls)
@@ -433,8 +434,12 @@ func newBadWorld(t *testing.T) *badWorld {
 			c()
 		}
 	})
-	newCloud := func(cfg fake.Config, opts ...fake.Option) *fake.Cloud {
-		c, err := fake.New(cfg, opts...)
+	newCloud := func(cfg fake.Config, opts ...fake.Options) *fake.Cloud {
+		var o fake.Options
+		if len(opts) > 0 {
+			o = opts[0]
+		}
+		c, err := fake.New(cfg, o)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -448,8 +453,8 @@ func newBadWorld(t *testing.T) *badWorld {
 	// rate limited, backends are kept by instance ID) on a clock the setup
 	// moves, so no call waits in real time.
 	clock := clocktesting.NewFakeClock(time.Unix(1_700_000_000, 0))
-	w.cloud = newCloud(fake.Config{ClusterID: badCluster, Instances: seed, Realistic: true}, fake.WithClock(clock.Now))
-	w.v4only = newCloud(fake.Config{ClusterID: badCluster, Instances: seed, Routes: fake.RoutesConfig{IPv4Only: true}})
+	w.cloud = newCloud(fake.Config{ClusterID: badCluster, Instances: seed, Realistic: true}, fake.Options{Clock: clock.Now})
+	w.v4only = newCloud(fake.Config{ClusterID: badCluster, Instances: seed, Routes: fake.RoutesSection{IPv4Only: true}})
 	w.admin = newCloud(fake.Config{Instances: seed})
 	srv := httptest.NewServer(w.admin.AdminHandler())
 	t.Cleanup(srv.Close)
@@ -715,11 +720,18 @@ var (
 	annCert        = badAnnotations.MustDeclare(annotation.Annotation{Name: "lb.example.com/certificate", Kind: annotation.KindString, Doc: "Certificate name."})
 )
 
+// allLoadBalancerFeatures is every optional load-balancer feature, as the
+// fake offers them by default.
+var allLoadBalancerFeatures = loadbalancer.Capabilities{
+	UDP: true, SCTP: true, MixedProtocols: true, DualStack: true, NodePortless: true,
+	SourceRanges: true, ClientIPAffinity: true, RequestedIP: true,
+}
+
 // annotationInputs: malformed values of each declared annotation on the
 // world's Service, given to loadbalancer.Desired, which must only read the
 // Service and its Nodes.
 func annotationInputs(w *badWorld) []badInput {
-	opts := loadbalancer.DesiredInput{Cluster: badCluster, Capabilities: fake.AllLoadBalancerCapabilities,
+	opts := loadbalancer.DesiredInput{Cluster: badCluster, Capabilities: allLoadBalancerFeatures,
 		Annotations: &badAnnotations, RequestedIPAnnotation: annIP}
 	big := strings.Repeat("x", huge)
 	var out []badInput
@@ -1073,7 +1085,7 @@ func fakeConfigInputs(w *badWorld) []badInput {
 		}
 		return badInput{surface: "fakeConfig", name: name, reason: reason,
 			call: func(context.Context) error {
-				c, err := fake.New(cfg)
+				c, err := fake.New(cfg, fake.Options{})
 				if c != nil {
 					c.Shutdown()
 					return fmt.Errorf("%w: a Cloud was built: %v", errWrongOutcome, err)
@@ -1118,8 +1130,8 @@ func fakeConfigInputs(w *badWorld) []badInput {
 			inst(fake.Instance{Name: "n", InternalIPs: []string{"::ffff:10.0.0.9"}}), "instances[1].internalIPs[0]", q("::ffff:10.0.0.9"), "expected an IPv4 address in dotted form (10.0.0.9)"),
 		f("instance multicast IP", "224.0.0.1", inst(fake.Instance{Name: "n", ExternalIPs: []string{"224.0.0.1"}}),
 			"instances[1].externalIPs[0]", q("224.0.0.1"), "expected a unicast address"),
-		f("instance state", "exploded", inst(fake.Instance{Name: "n", State: "exploded"}),
-			"instances[1].state", q("exploded"), "supported values"),
+		f("instance state", "exploded", inst(fake.Instance{Name: "n", State: instances.State(7)}),
+			"instances[1].state", "7", "supported values"),
 		f("instance label key", "a label key with a space",
 			inst(fake.Instance{Name: "n", Labels: map[string]string{"bad key": "v"}}), "instances[1].labels[bad key]", q("bad key"), "expected a qualified name"),
 		f("instance kubernetes.io label", "the node controller discards it",
@@ -1131,23 +1143,23 @@ func fakeConfigInputs(w *badWorld) []badInput {
 		f("instanceCIDRs two IPv4", "two networks of one family",
 			fake.Config{InstanceCIDRs: []string{"10.0.0.0/16", "10.1.0.0/16"}}, "instanceCIDRs", "10.1.0.0/16", "expected at most one IPv4 and one IPv6 CIDR"),
 		f("ipv4Pool of IPv6", "the IPv4 pool is an IPv6 network",
-			fake.Config{LoadBalancers: fake.LoadBalancerConfig{IPv4Pool: "2001:db8::/64"}}, "loadBalancers.ipv4Pool", q("2001:db8::/64"), "expected a CIDR of the pool's IP family"),
+			fake.Config{LoadBalancers: fake.LoadBalancerSection{IPv4Pool: "2001:db8::/64"}}, "loadBalancers.ipv4Pool", q("2001:db8::/64"), "expected a CIDR of the pool's IP family"),
 		f("hostnameSuffix", "not a DNS subdomain",
-			fake.Config{LoadBalancers: fake.LoadBalancerConfig{HostnameSuffix: "Bad_Suffix"}}, "loadBalancers.hostnameSuffix", q("Bad_Suffix"), "expected a DNS-1123 subdomain"),
+			fake.Config{LoadBalancers: fake.LoadBalancerSection{HostnameSuffix: "Bad_Suffix"}}, "loadBalancers.hostnameSuffix", q("Bad_Suffix"), "expected a DNS-1123 subdomain"),
 		f("ipMode", "neither VIP nor Proxy",
-			fake.Config{LoadBalancers: fake.LoadBalancerConfig{IPMode: "Bogus"}}, "loadBalancers.ipMode", q("Bogus"), "supported values"),
+			fake.Config{LoadBalancers: fake.LoadBalancerSection{IPMode: "Bogus"}}, "loadBalancers.ipMode", q("Bogus"), "supported values"),
 		f("backends", "an unknown backend mode",
-			fake.Config{LoadBalancers: fake.LoadBalancerConfig{Backends: "bogus"}}, "loadBalancers.backends", q("bogus"), "supported values"),
+			fake.Config{LoadBalancers: fake.LoadBalancerSection{Backends: "bogus"}}, "loadBalancers.backends", q("bogus"), "supported values"),
 		f("negative provisioningDelay", "-1s",
-			fake.Config{LoadBalancers: fake.LoadBalancerConfig{ProvisioningDelay: &provider.Duration{Duration: -time.Second}}}, "loadBalancers.provisioningDelay", q("-1s"), "expected zero (no delay) or a positive duration"),
+			fake.Config{LoadBalancers: fake.LoadBalancerSection{ProvisioningDelay: &provider.Duration{Duration: -time.Second}}}, "loadBalancers.provisioningDelay", q("-1s"), "expected zero (no delay) or a positive duration"),
 		f("negative rate", "-1 reads per second",
 			fake.Config{RateLimit: fake.RateLimit{ReadsPerSecond: ptr.To(-1.0), Burst: 1}}, "rateLimit.readsPerSecond", "-1", "expected a positive number"),
 		f("burst without rate", "a burst of nothing",
 			fake.Config{RateLimit: fake.RateLimit{Burst: 5}}, "rateLimit.burst", "5", "expected readsPerSecond or writesPerSecond with a burst"),
 		f("admin on every interface", "an unauthenticated endpoint on 0.0.0.0",
-			fake.Config{Admin: fake.AdminConfig{Address: "0.0.0.0:8089"}}, "admin.address", q("0.0.0.0:8089"), "expected a loopback address"),
+			fake.Config{Admin: fake.AdminSection{Address: "0.0.0.0:8089"}}, "admin.address", q("0.0.0.0:8089"), "expected a loopback address"),
 		f("admin port", "port 99999",
-			fake.Config{Admin: fake.AdminConfig{Address: "127.0.0.1:99999"}}, "admin.address", q("127.0.0.1:99999"), "expected a number from 0 to 65535"),
+			fake.Config{Admin: fake.AdminSection{Address: "127.0.0.1:99999"}}, "admin.address", q("127.0.0.1:99999"), "expected a number from 0 to 65535"),
 		f("relative state file", "processes in other directories would not share it",
 			fake.Config{StateFile: "state.json"}, "stateFile", q("state.json"), "expected the absolute path of a file"),
 		f("clusterID with spaces", "an owner tag with white space",
@@ -1159,7 +1171,7 @@ func fakeConfigInputs(w *badWorld) []badInput {
 		f("instance name 10 kB", "a huge name is quoted cut",
 			inst(fake.Instance{Name: long}), "instances[1].name", q(long), "expected a DNS-1123 subdomain"),
 		f("admin address 10 kB", "a huge address is quoted cut",
-			fake.Config{Admin: fake.AdminConfig{Address: long + ":1"}}, "admin.address", q(long), "expected a loopback address"))
+			fake.Config{Admin: fake.AdminSection{Address: long + ":1"}}, "admin.address", q(long), "expected a loopback address"))
 }
 
 // dirState returns every file of dir but the state file's lock, with its
@@ -1202,7 +1214,7 @@ func stateFileInputs(w *badWorld) []badInput {
 		}
 		return badInput{surface: "stateFile", name: name, reason: reason,
 			call: func(context.Context) error {
-				c, err := fake.New(fake.Config{StateFile: path})
+				c, err := fake.New(fake.Config{StateFile: path}, fake.Options{})
 				if c != nil {
 					c.Shutdown()
 					return fmt.Errorf("%w: a Cloud was built: %v", errWrongOutcome, err)
@@ -1237,9 +1249,9 @@ func stateFileInputs(w *badWorld) []badInput {
 		s("array", "a JSON array", []byte("[]"), "state.json", "", "expected a JSON object"),
 		s("trailing data", "two documents", append(slices.Clone(valid), "{}"...), "state.json", "", "data after the JSON document"),
 		s("format of the future", "a format this fake does not know",
-			edit(func(doc map[string]any) { doc["format"] = "ccmkit.io/fake-state/v9" }), "format", q("ccmkit.io/fake-state/v9"), "expected "+strconv.Quote(fake.StateFormat)),
+			edit(func(doc map[string]any) { doc["format"] = "ccmkit.io/fake-state/v9" }), "format", q("ccmkit.io/fake-state/v9"), "expected "+strconv.Quote("ccmkit.io/fake-state/v2")),
 		s("format missing", "no format at all",
-			edit(func(doc map[string]any) { delete(doc, "format") }), "format", `""`, "expected "+strconv.Quote(fake.StateFormat)),
+			edit(func(doc map[string]any) { delete(doc, "format") }), "format", `""`, "expected "+strconv.Quote("ccmkit.io/fake-state/v2")),
 		s("unknown field", "a field the format does not have",
 			edit(func(doc map[string]any) { doc["password"] = plantedSecret }), `"password"`, "", "unknown field"),
 		s("negative counter", "nextInstance -1",
@@ -1274,7 +1286,7 @@ func stateFileInputs(w *badWorld) []badInput {
 // validStateFile returns the state file of a cloud of two instances.
 func validStateFile(w *badWorld) []byte {
 	path := filepath.Join(w.dir, "valid.json")
-	c, err := fake.New(fake.Config{StateFile: path}, fake.WithInstances(fake.Instance{Name: "node-1"}, fake.Instance{Name: "node-2"}))
+	c, err := fake.New(fake.Config{StateFile: path}, fake.Options{Instances: []fake.Instance{{Name: "node-1"}, {Name: "node-2"}}})
 	if err != nil {
 		panic(err)
 	}
@@ -1363,8 +1375,8 @@ func adminInputs(w *badWorld) []badInput {
 		post("dot-dot in path", "the mux would redirect to the cleaned path", "/instances/../calls/reset", "", 400, "path", q("/instances/../calls/reset"), "expected a canonical path"),
 		post("unsafe path ID", "a space in the path's ID", "/instances/i%201/stop", "", 400, "instance ID", q("i 1"), "expected no"),
 		post("unknown action", "an action the endpoint does not have", "/instances/i-1/explode", "", 404, "action", q("explode"), "expected stop, start or terminate"),
-		post("fault op", "an operation that does not exist", "/faults", `{"op": "Explode", "times": 1}`, 400, "Fault.Op", q("Explode"), "expected"),
-		post("fault times", "zero failing calls", "/faults", `{"op": "ListInstances", "times": -2}`, 400, "Fault.Times", "-2", "expected"),
+		post("fault op", "an operation that does not exist", "/faults", `{"op": "Explode", "times": 1}`, 400, "op", q("Explode"), "expected"),
+		post("fault times", "zero failing calls", "/faults", `{"op": "ListInstances", "times": -2}`, 400, "times", "-2", "expected"),
 		post("fault retryAfter", "not a duration", "/faults", `{"op": "ListInstances", "times": 1, "retryAfter": "soon"}`, 400, "retryAfter", q("soon"), "expected"),
 		a("negative rate", "PUT /ratelimit with -1 reads per second", "PUT", "/ratelimit", nil, `{"readsPerSecond": -1, "burst": 1}`, 400,
 			"readsPerSecond", "-1", "expected a positive number"),
@@ -1434,19 +1446,19 @@ func lockInputs(w *badWorld) []badInput {
 	}
 	cfg := fake.Config{ClusterID: badCluster, StateFile: filepath.Join(dir, "state.json"),
 		Instances: []fake.Instance{{Name: "node-1"}, {Name: "node-2"}}}
-	a, err := fake.New(cfg)
+	a, err := fake.New(cfg, fake.Options{})
 	if err != nil {
 		panic(err)
 	}
 	var hold atomic.Pointer[chan struct{}] // set: the holder's clock blocks until it is closed
 	entered := make(chan struct{}, 1)
-	holder, err := fake.New(cfg, fake.WithClock(func() time.Time {
+	holder, err := fake.New(cfg, fake.Options{Clock: func() time.Time {
 		if ch := hold.Load(); ch != nil {
 			entered <- struct{}{}
 			<-*ch
 		}
 		return time.Now()
-	}))
+	}})
 	if err != nil {
 		panic(err)
 	}

@@ -24,8 +24,6 @@ import (
 	"time"
 
 	"k8s.io/klog/v2"
-
-	"github.com/ccmkit/ccmkit/provider"
 )
 
 // maxBody bounds admin request bodies, maxHeaderBytes their headers.
@@ -42,8 +40,7 @@ const (
 // write so that the refusal still reaches the client.
 type adminTimeouts struct{ readHeader, read, write, idle, handler time.Duration }
 
-// defaultAdminTimeouts are the documented timeouts (package
-// documentation, "Admin endpoint").
+// defaultAdminTimeouts are the timeouts AdminHandler documents.
 var defaultAdminTimeouts = adminTimeouts{readHeader: 5 * time.Second, read: 10 * time.Second, write: 30 * time.Second, idle: time.Minute, handler: 20 * time.Second}
 
 // testAdminTimeouts, when set, replaces defaultAdminTimeouts for the
@@ -65,10 +62,10 @@ type adminState struct {
 	err     error
 }
 
-// AdminAddr returns the address the admin endpoint listens on, "" when it
+// adminAddr returns the address the admin endpoint listens on, "" when it
 // is not configured or not started yet, and the error that kept it from
 // listening, if any.
-func (c *Cloud) AdminAddr() (string, error) {
+func (c *Cloud) adminAddr() (string, error) {
 	c.adminMu.Lock()
 	defer c.adminMu.Unlock()
 	return c.admin.addr, c.admin.err
@@ -146,25 +143,103 @@ func writeFileAtomic(path, data string) error {
 	return os.Rename(tmp.Name(), path)
 }
 
-// AdminHandler returns the admin API (see the package documentation) as an
-// http.Handler, to serve it elsewhere than on Config.Admin.Address. It is
-// safe for concurrent use.
+// AdminHandler returns the admin API as an http.Handler, to serve it
+// elsewhere than on Config.Admin.Address. It is safe for concurrent use.
+// Served elsewhere, it must be reached through a loopback name (a port
+// forward, an SSH tunnel), and it sets no server timeouts (the
+// http.Server serving it does).
 //
-// It refuses what a web page could send it (see "Admin endpoint" in the
-// package documentation): a Host that is not a loopback address or
-// localhost with the port the request came in on (421), an Origin other
-// than the endpoint's own or a cross-site Sec-Fetch-Site (403), a
-// POST, PUT or DELETE whose Content-Type is not application/json (415), a
-// path that is not canonical (400); bodies are decoded strictly (400 for
-// duplicate keys at any depth, unknown or differently cased fields, trailing
-// data; 413 over 1 MiB), and unsafe instance IDs are refused (400). Served
-// elsewhere, it must therefore be reached through a loopback name (a port
-// forward, an SSH tunnel); it sets no server timeouts (the http.Server
-// serving it does). Each request's work on the cloud ends with the
-// request's context or after 20s, whichever comes first: a request that
-// waits that long for the shared state file's lock (Config.StateFile, held
-// by another process or Cloud) is answered 503 with Retry-After, having
-// changed nothing.
+// With admin.address set, the fake serves a small HTTP API on that loopback
+// address, from the moment the cloud-controller-manager calls Initialize
+// (which it does once it leads, after leader election) until the stop
+// channel closes (or Shutdown). It has no authentication, which is why only
+// loopback addresses are accepted (AdminHandler serves the same API
+// anywhere else). Bodies are JSON; every error is a 4xx or
+// 5xx status with the body {"error": "<message>"}.
+//
+// A web page in a browser on the same machine must not drive it, so it
+// refuses, before anything else: a Host header that is not a loopback IP
+// address or localhost with the endpoint's port (421; a DNS-rebinding page
+// sends its own name); an Origin header other than the endpoint's own
+// (http, a loopback host, its port) or a Sec-Fetch-Site other than
+// same-origin or none (403); a POST, PUT or DELETE whose Content-Type is not
+// application/json (charset=utf-8 allowed), with or without a body (415:
+// pages send text/plain, form and multipart bodies, or none, cross-origin
+// without a CORS preflight); a path that is not canonical or holds a
+// percent-encoded '/' (400). It never sends CORS headers. Bodies are
+// decoded strictly: a key repeated in one object at any depth, a field
+// spelled in another case, an unknown field or data after the object is a
+// 400 naming it. Operations without a body (the instance actions,
+// DELETE /instances/{id}, POST /calls/reset, DELETE /faults) take an empty
+// body or {}. Instance IDs, in a body or a path, must not be "." or "..",
+// be longer than 128 bytes, or hold '/', '\', '%', '?', '#', white space,
+// control or format characters (400). A slow client is cut off: 5s to send
+// the headers, 10s for the whole request, 30s to read the response, 1m idle
+// between requests on a connection (a body still incomplete at 10s is a
+// 408). A request's work on the cloud ends after 20s, or when its client
+// goes away: with stateFile, a request that waits that long for the file's
+// lock (another process holding it) is a 503 with Retry-After: 1 and
+// changes nothing. So curl needs -H 'Content-Type: application/json' for
+// every POST, PUT and DELETE.
+//
+//	GET    /state                     200 State: the whole cloud
+//	GET    /instances                 200 [Instance]
+//	POST   /instances                 201 Instance; body: Instance (only name required)
+//	GET    /instances/{id}            200 Instance
+//	DELETE /instances/{id}            204; the instance is forgotten (look-ups: not found)
+//	POST   /instances/{id}/stop       200 Instance; running → stopped
+//	POST   /instances/{id}/start      200 Instance; stopped → running
+//	POST   /instances/{id}/terminate  200 Instance; → terminated (the Node is deleted)
+//	GET    /loadbalancers             200 [LoadBalancer]
+//	GET    /routes                    200 [Route]; ?cluster=NAME keeps one cluster's
+//	GET    /calls                     200 Calls: cloud API calls so far, throttled ones too
+//	POST   /calls/reset               204; counters back to zero
+//	POST   /faults                    204; body {"op": "ApplyLoadBalancer", "times": 2,
+//	                                      "error": "boom", "retryAfter": "5s",
+//	                                      "lostResponse": false}
+//	DELETE /faults                    204; every injected fault removed
+//	GET    /ratelimit                 200 RateLimit in force
+//	PUT    /ratelimit                 200 RateLimit; body: RateLimit, replacing it ({}: no limit)
+//	GET    /provisioning              200 {"delay": "2s"}: delay of the next load balancers
+//	PUT    /provisioning              200 {"delay"}; body {"delay": "5s"} ("0s": none)
+//
+// Statuses: 400 for a body that is not valid JSON, has unknown fields or
+// invalid values; 404 for an unknown path or instance; 405 for a wrong
+// method; 409 for starting or stopping a terminated instance, adding an
+// existing ID or adding an instance when its network has no free address;
+// 413 for a body over 1 MiB; 415 for a Content-Type other than
+// application/json; 403 and 421 as above; 500 for a state file that cannot
+// be read; 503 for a state file whose lock was not free in time. In POST
+// /faults, "op" is one of the Op constants ("" means every operation),
+// "times" is how many calls fail (-1: every call until DELETE /faults),
+// "retryAfter" (a Go duration) makes the fault a throttle (an
+// api.RetryError), "error" is the message, and "lostResponse" makes a
+// failing write take effect before it fails (the cloud changes, the
+// caller sees an error). Faults are matched in the order they were added;
+// each failing call consumes one use of the first matching fault; they are
+// built on interceptor Funcs, in front of the Cloud's own. PUT /ratelimit
+// and PUT /provisioning change the rate limit and the provisioning delay
+// (400 for a value they reject, naming it): the body of
+// PUT /ratelimit is the whole limit, without the realistic defaults, and
+// every bucket starts full; a new delay applies to load balancers created
+// afterwards.
+//
+// JSON shapes (field names as in the json tags of the Go types):
+//
+//	Instance     {"id", "name", "zone", "region", "type", "internalIPs": [], "externalIPs": [],
+//	              "hostname", "labels": {}, "state": "running|stopped|terminated"}
+//	LoadBalancer {"id", "name", "tags": {}, "spec": {...}, "ingress": [...]: loadbalancer.LoadBalancer,
+//	              "vips": [], "provisioning": true (only while provisioning),
+//	              "readyAt": RFC 3339 (only with a delay)}
+//	Route        {"cluster", "name", "destinationCIDR", "targetNode", "targetNodeAddresses": []}
+//	State        {"clusterID", "instances": [], "loadBalancers": [], "routes": [],
+//	              "pools": [{"purpose", "cidr", "allocated"}]}
+//	Calls        {"reads", "writes", "faults", "throttled", "byOp": {"<Op>": n},
+//	              "throttledByOp": {"<Op>": n} (only once a call was throttled)}
+//	RateLimit    {"readsPerSecond", "writesPerSecond", "burst"} (an absent rate: unlimited)
+//
+// With loadBalancers.backends instanceID a backend has only "providerID";
+// a provisioning load balancer has no "ingress".
 func (c *Cloud) AdminHandler() http.Handler {
 	return adminGuard{next: c.adminMux(), deadline: adminTimeoutsOf().handler}
 }
@@ -282,218 +357,6 @@ func pathID(w http.ResponseWriter, r *http.Request) (string, bool) {
 	return id, true
 }
 
-// adminMux is the admin API without adminGuard.
-func (c *Cloud) adminMux() http.Handler {
-	mux := http.NewServeMux()
-	// snapshot reads the state, answering 500 when the shared state file
-	// cannot be read (rather than the state last loaded), 503 when its
-	// lock was not free before r's deadline. Every store call below is
-	// bound by r's context so.
-	snapshot := func(w http.ResponseWriter, r *http.Request) (State, bool) {
-		st, err := c.store.snapshot(r.Context(), c.cfg.ClusterID)
-		if err != nil {
-			writeControlError(w, err)
-		}
-		return st, err == nil
-	}
-	mux.Handle("/state", methods{"GET": func(w http.ResponseWriter, r *http.Request) {
-		if st, ok := snapshot(w, r); ok {
-			writeJSON(w, http.StatusOK, st)
-		}
-	}})
-	mux.Handle("/instances", methods{
-		"GET": func(w http.ResponseWriter, r *http.Request) {
-			if st, ok := snapshot(w, r); ok {
-				writeJSON(w, http.StatusOK, st.Instances)
-			}
-		},
-		"POST": func(w http.ResponseWriter, r *http.Request) {
-			var in Instance
-			if !decodeBody(w, r, &in) {
-				return
-			}
-			out, err := c.store.createInstance(r.Context(), in)
-			if err != nil {
-				writeControlError(w, err)
-				return
-			}
-			writeJSON(w, http.StatusCreated, out)
-		},
-	})
-	mux.Handle("/instances/{id}", methods{
-		"GET": func(w http.ResponseWriter, r *http.Request) {
-			id, ok := pathID(w, r)
-			if !ok {
-				return
-			}
-			in, ok, err := c.store.instance(r.Context(), id)
-			if err != nil {
-				writeControlError(w, err)
-				return
-			}
-			if !ok {
-				writeError(w, http.StatusNotFound, fmt.Sprintf("instance %q not found", id))
-				return
-			}
-			writeJSON(w, http.StatusOK, in)
-		},
-		"DELETE": func(w http.ResponseWriter, r *http.Request) {
-			id, ok := pathID(w, r)
-			if !ok || !emptyBody(w, r) {
-				return
-			}
-			if err := c.store.removeInstance(r.Context(), id); err != nil {
-				writeControlError(w, err)
-				return
-			}
-			w.WriteHeader(http.StatusNoContent)
-		},
-	})
-	// The actions of StopInstance, StartInstance and TerminateInstance.
-	actions := map[string]InstanceState{"stop": StateStopped, "start": StateRunning, "terminate": StateTerminated}
-	mux.Handle("/instances/{id}/{action}", methods{"POST": func(w http.ResponseWriter, r *http.Request) {
-		state, ok := actions[r.PathValue("action")]
-		if !ok {
-			writeError(w, http.StatusNotFound, fmt.Sprintf("unknown instance action %s; expected stop, start or terminate", clip(r.PathValue("action"))))
-			return
-		}
-		id, ok := pathID(w, r)
-		if !ok || !emptyBody(w, r) {
-			return
-		}
-		out, err := c.store.setState(r.Context(), id, state)
-		if err != nil {
-			writeControlError(w, err)
-			return
-		}
-		writeJSON(w, http.StatusOK, out)
-	}})
-	mux.Handle("/loadbalancers", methods{"GET": func(w http.ResponseWriter, r *http.Request) {
-		if st, ok := snapshot(w, r); ok {
-			writeJSON(w, http.StatusOK, st.LoadBalancers)
-		}
-	}})
-	mux.Handle("/routes", methods{"GET": func(w http.ResponseWriter, r *http.Request) {
-		st, ok := snapshot(w, r)
-		if !ok {
-			return
-		}
-		all := st.Routes
-		if q := r.URL.Query(); q.Has("cluster") {
-			all = slices.DeleteFunc(all, func(rt Route) bool { return rt.Cluster != q.Get("cluster") })
-		}
-		writeJSON(w, http.StatusOK, all)
-	}})
-	mux.Handle("/calls", methods{"GET": func(w http.ResponseWriter, r *http.Request) { writeJSON(w, http.StatusOK, c.Calls()) }})
-	mux.Handle("/calls/reset", methods{"POST": func(w http.ResponseWriter, r *http.Request) {
-		if !emptyBody(w, r) {
-			return
-		}
-		c.ResetCalls()
-		w.WriteHeader(http.StatusNoContent)
-	}})
-	mux.Handle("/faults", methods{
-		"POST": func(w http.ResponseWriter, r *http.Request) {
-			var req faultRequest
-			if !decodeBody(w, r, &req) {
-				return
-			}
-			f, err := req.fault()
-			if err == nil {
-				err = c.InjectFault(f)
-			}
-			if err != nil {
-				writeError(w, http.StatusBadRequest, err.Error())
-				return
-			}
-			w.WriteHeader(http.StatusNoContent)
-		},
-		"DELETE": func(w http.ResponseWriter, r *http.Request) {
-			if !emptyBody(w, r) {
-				return
-			}
-			c.ClearFaults()
-			w.WriteHeader(http.StatusNoContent)
-		},
-	})
-	mux.Handle("/ratelimit", methods{
-		"GET": func(w http.ResponseWriter, r *http.Request) { writeJSON(w, http.StatusOK, c.RateLimit()) },
-		"PUT": func(w http.ResponseWriter, r *http.Request) {
-			var req RateLimit
-			if !decodeBody(w, r, &req) {
-				return
-			}
-			if err := c.SetRateLimit(req); err != nil {
-				writeError(w, http.StatusBadRequest, err.Error())
-				return
-			}
-			writeJSON(w, http.StatusOK, c.RateLimit())
-		},
-	})
-	mux.Handle("/provisioning", methods{
-		"GET": func(w http.ResponseWriter, r *http.Request) {
-			writeJSON(w, http.StatusOK, provisioningBody{Delay: &provider.Duration{Duration: c.ProvisioningDelay()}})
-		},
-		"PUT": func(w http.ResponseWriter, r *http.Request) {
-			// The delay is decoded apart, so that its error names it.
-			var req struct {
-				Delay json.RawMessage `json:"delay"`
-			}
-			if !decodeBody(w, r, &req) {
-				return
-			}
-			err := errors.New(`delay: expected a duration such as "2s" ("0s": no delay)`)
-			if d := bytes.TrimSpace(req.Delay); len(d) > 0 && !bytes.Equal(d, []byte("null")) {
-				var delay provider.Duration
-				if err = json.Unmarshal(d, &delay); err != nil {
-					err = fmt.Errorf("delay: %w", err)
-				} else {
-					err = c.SetProvisioningDelay(delay.Duration)
-				}
-			}
-			if err != nil {
-				writeError(w, http.StatusBadRequest, err.Error())
-				return
-			}
-			writeJSON(w, http.StatusOK, provisioningBody{Delay: &provider.Duration{Duration: c.ProvisioningDelay()}})
-		},
-	})
-	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
-		writeError(w, http.StatusNotFound, fmt.Sprintf("no such path %s; see the fake package documentation for the admin API", clip(r.URL.Path)))
-	})
-	return mux
-}
-
-// provisioningBody is the body of GET /provisioning, and the response to
-// PUT /provisioning.
-type provisioningBody struct {
-	Delay *provider.Duration `json:"delay"`
-}
-
-// faultRequest is the body of POST /faults.
-type faultRequest struct {
-	Op           Op     `json:"op"`
-	Times        int    `json:"times"`
-	Error        string `json:"error"`
-	RetryAfter   string `json:"retryAfter"`
-	LostResponse bool   `json:"lostResponse"`
-}
-
-func (req faultRequest) fault() (Fault, error) {
-	f := Fault{Op: req.Op, Times: req.Times, LostResponse: req.LostResponse}
-	if req.Error != "" {
-		f.Err = fmt.Errorf("%w: %s", ErrInjected, req.Error)
-	}
-	if req.RetryAfter != "" {
-		d, err := time.ParseDuration(req.RetryAfter)
-		if err != nil || d <= 0 {
-			return Fault{}, fmt.Errorf("retryAfter %q: expected a positive Go duration such as \"5s\"", req.RetryAfter)
-		}
-		f.RetryAfter = d
-	}
-	return f, nil
-}
-
 // methods dispatches on the request method and answers 405 otherwise.
 type methods map[string]http.HandlerFunc
 
@@ -504,7 +367,7 @@ func (m methods) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	allowed := strings.Join(slices.Sorted(maps.Keys(m)), ", ")
 	w.Header().Set("Allow", allowed)
-	writeError(w, http.StatusMethodNotAllowed, fmt.Sprintf("method %s not allowed on %s; expected %s", r.Method, r.URL.Path, allowed))
+	writeError(w, http.StatusMethodNotAllowed, fmt.Sprintf("method %s not allowed on %s: expected %s", r.Method, r.URL.Path, allowed))
 }
 
 // decodeBody decodes the JSON object of r's body into v, strictly (see
@@ -529,7 +392,7 @@ func decode(w http.ResponseWriter, r *http.Request, v any, emptyOK bool) bool {
 	case len(bytes.TrimSpace(data)) == 0 && emptyOK:
 		return true
 	case len(bytes.TrimSpace(data)) == 0:
-		writeError(w, http.StatusBadRequest, "empty body; expected a JSON object")
+		writeError(w, http.StatusBadRequest, "empty body: expected a JSON object")
 		return false
 	}
 	if err := strictJSON(data, v); err != nil {
@@ -548,11 +411,11 @@ func writeControlError(w http.ResponseWriter, err error) {
 	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled):
 		status = http.StatusServiceUnavailable
 		w.Header().Set("Retry-After", "1")
-	case errors.Is(err, ErrInvalidInstance):
+	case errors.Is(err, errInvalidInstance):
 		status = http.StatusBadRequest
-	case errors.Is(err, ErrInstanceNotFound):
+	case errors.Is(err, errInstanceNotFound):
 		status = http.StatusNotFound
-	case errors.Is(err, ErrInstanceExists), errors.Is(err, ErrInstanceTerminated), errors.Is(err, ErrPoolExhausted):
+	case errors.Is(err, errInstanceExists), errors.Is(err, errInstanceTerminated), errors.Is(err, errPoolExhausted):
 		status = http.StatusConflict
 	}
 	writeError(w, status, err.Error())
@@ -587,7 +450,7 @@ func strictJSON(data []byte, v any) error {
 		return err
 	}
 	if dec.More() {
-		return errors.New("data after the JSON object; expected the body to be one JSON object")
+		return errors.New("data after the JSON object: expected the body to be one JSON object")
 	}
 	return nil
 }
@@ -648,13 +511,13 @@ func (kc keyChecker) object(t reflect.Type, where string) error {
 		}
 		key, _ := tok.(string)
 		if seen[key] {
-			return fmt.Errorf("key %s repeated in %s; expected each key once", clip(key), where)
+			return fmt.Errorf("key %s repeated in %s: expected each key once", clip(key), where)
 		}
 		seen[key] = true
 		if fields != nil {
 			ft, ok := fields[key]
 			if !ok {
-				return fmt.Errorf("unknown field %s in %s; expected one of %s (as spelled)", clip(key), where, strings.Join(slices.Sorted(maps.Keys(fields)), ", "))
+				return fmt.Errorf("unknown field %s in %s: expected one of %s (as spelled)", clip(key), where, strings.Join(slices.Sorted(maps.Keys(fields)), ", "))
 			}
 			elem = ft
 		}

@@ -90,7 +90,7 @@ func TestAdminLockDeadline(t *testing.T) {
 		}
 	}
 	release()
-	if diff := cmp.Diff(before, c.Snapshot()); diff != "" {
+	if diff := cmp.Diff(before, c.Snapshot(), CmpModel); diff != "" {
 		t.Errorf("requests that gave up changed the cloud (-before +after):\n%s", diff)
 	}
 	for _, tt := range tests {

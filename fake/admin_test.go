@@ -18,11 +18,12 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/ccmkit/ccmkit/fake"
+	"github.com/ccmkit/ccmkit/instances"
 )
 
 // startAdmin builds a fake with the admin endpoint on a free loopback port,
 // initializes it as the CCM does, and returns its base URL.
-func startAdmin(t *testing.T, cfg fake.Config, opts ...fake.Option) (*fake.Cloud, string) {
+func startAdmin(t *testing.T, cfg fake.Config, opts ...fake.Options) (*fake.Cloud, string) {
 	t.Helper()
 	if cfg.Admin.Address == "" {
 		cfg.Admin.Address = "127.0.0.1:0"
@@ -75,14 +76,14 @@ func TestAdminOffByDefault(t *testing.T) {
 	stop := make(chan struct{})
 	defer close(stop)
 	c.Initialize(nil, stop)
-	if addr, err := c.AdminAddr(); addr != "" || err != nil {
+	if addr, err := fake.AdminAddr(c); addr != "" || err != nil {
 		t.Errorf("AdminAddr() without admin.address = %q, %v; want \"\", nil", addr, err)
 	}
 }
 
 func TestAdminRefusesNonLoopback(t *testing.T) {
 	for _, addr := range []string{"0.0.0.0:8089", "[::]:8089", ":8089", "192.0.2.1:8089", "example.com:80", "127.0.0.1:99999"} {
-		_, err := fake.New(fake.Config{Admin: fake.AdminConfig{Address: addr}})
+		_, err := fake.New(fake.Config{Admin: fake.AdminSection{Address: addr}}, fake.Options{})
 		if err == nil || !strings.Contains(err.Error(), "admin.address") {
 			t.Errorf("New with admin.address %q = %v; want an error naming admin.address", addr, err)
 		}
@@ -91,13 +92,13 @@ func TestAdminRefusesNonLoopback(t *testing.T) {
 
 func TestAdminLifecycle(t *testing.T) {
 	file := filepath.Join(t.TempDir(), "admin-addr")
-	c := newCloud(t, fake.Config{Admin: fake.AdminConfig{Address: "localhost:0", AddressFile: file}})
-	if addr, _ := c.AdminAddr(); addr != "" {
+	c := newCloud(t, fake.Config{Admin: fake.AdminSection{Address: "localhost:0", AddressFile: file}})
+	if addr, _ := fake.AdminAddr(c); addr != "" {
 		t.Fatalf("AdminAddr() before Initialize = %q; New must start nothing", addr)
 	}
 	stop := make(chan struct{})
 	c.Initialize(nil, stop)
-	addr, err := c.AdminAddr()
+	addr, err := fake.AdminAddr(c)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -125,11 +126,11 @@ func TestAdminListenFailureIsReported(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer ln.Close()
-	c := newCloud(t, fake.Config{Admin: fake.AdminConfig{Address: ln.Addr().String()}})
+	c := newCloud(t, fake.Config{Admin: fake.AdminSection{Address: ln.Addr().String()}})
 	stop := make(chan struct{})
 	defer close(stop)
 	c.Initialize(nil, stop)
-	if addr, err := c.AdminAddr(); addr != "" || err == nil {
+	if addr, err := fake.AdminAddr(c); addr != "" || err == nil {
 		t.Errorf("AdminAddr() with the port taken = %q, %v; want an error", addr, err)
 	}
 	if _, ok := c.LoadBalancer(); !ok {
@@ -138,7 +139,7 @@ func TestAdminListenFailureIsReported(t *testing.T) {
 }
 
 func TestAdminAPI(t *testing.T) {
-	c, base := startAdmin(t, fake.Config{ClusterID: "demo"}, fake.WithInstances(fake.Instance{Name: "node-a"}))
+	c, base := startAdmin(t, fake.Config{ClusterID: "demo"}, fake.Options{Instances: []fake.Instance{{Name: "node-a"}}})
 	v2 := instancesOf(t, c)
 
 	code, body, _ := do(t, "POST", base+"/instances", "application/json", `{"name": "node-x", "zone": "zone-z"}`)
@@ -146,7 +147,7 @@ func TestAdminAPI(t *testing.T) {
 		t.Fatalf("POST /instances = %d %s; want 201", code, body)
 	}
 	added := decode[fake.Instance](t, body)
-	if added.ID != "i-2" || added.Zone != "zone-z" || added.State != fake.StateRunning || len(added.InternalIPs) != 1 {
+	if added.ID != "i-2" || added.Zone != "zone-z" || added.State != instances.StateRunning || len(added.InternalIPs) != 1 {
 		t.Errorf("added instance = %+v; want i-2 in zone-z, running, with an address", added)
 	}
 	node := &v1.Node{ObjectMeta: metav1.ObjectMeta{Name: "node-x"}}
@@ -156,13 +157,13 @@ func TestAdminAPI(t *testing.T) {
 
 	for _, step := range []struct {
 		action   string
-		state    fake.InstanceState
+		state    instances.State
 		exists   bool
 		shutdown bool
 	}{
-		{"stop", fake.StateStopped, true, true},
-		{"start", fake.StateRunning, true, false},
-		{"terminate", fake.StateTerminated, false, false},
+		{"stop", instances.StateStopped, true, true},
+		{"start", instances.StateRunning, true, false},
+		{"terminate", instances.StateTerminated, false, false},
 	} {
 		code, body, _ := do(t, "POST", base+"/instances/i-2/"+step.action, "", "")
 		if code != http.StatusOK || decode[fake.Instance](t, body).State != step.state {
@@ -196,7 +197,7 @@ func TestAdminAPI(t *testing.T) {
 	}
 	code, body, _ = do(t, "GET", base+"/loadbalancers", "", "")
 	lbs := decode[[]fake.LoadBalancer](t, body)
-	if code != http.StatusOK || len(lbs) != 1 || len(lbs[0].VIPs) != 1 || lbs[0].Backends[0].NodeName != "node-a" {
+	if code != http.StatusOK || len(lbs) != 1 || len(lbs[0].VIPs) != 1 || lbs[0].Spec.Backends[0].NodeName != "node-a" {
 		t.Errorf("GET /loadbalancers = %d %s; want one load balancer with node-a behind it", code, body)
 	}
 
@@ -214,7 +215,7 @@ func TestAdminAPI(t *testing.T) {
 
 	_, body, _ = do(t, "GET", base+"/state", "", "")
 	st := decode[fake.State](t, body)
-	if diff := cmp.Diff(c.Snapshot(), st); diff != "" {
+	if diff := cmp.Diff(c.Snapshot(), st, fake.CmpModel); diff != "" {
 		t.Errorf("GET /state differs from Snapshot (-Snapshot +GET):\n%s", diff)
 	}
 
@@ -257,7 +258,7 @@ func TestAdminAPI(t *testing.T) {
 }
 
 func TestAdminRejectsMalformedRequests(t *testing.T) {
-	c, base := startAdmin(t, fake.Config{}, fake.WithInstances(fake.Instance{Name: "node-a", ID: "i-1"}, fake.Instance{Name: "node-t", ID: "i-t", State: fake.StateTerminated}))
+	c, base := startAdmin(t, fake.Config{}, fake.Options{Instances: []fake.Instance{{Name: "node-a", ID: "i-1"}, {Name: "node-t", ID: "i-t", State: instances.StateTerminated}}})
 	tests := []struct {
 		name, method, path, contentType, body string
 		reason                                string
@@ -267,7 +268,7 @@ func TestAdminRejectsMalformedRequests(t *testing.T) {
 		{"not json", "POST", "/instances", "application/json", `{"name": `, "a truncated body", 400, "malformed JSON"},
 		{"unknown field", "POST", "/instances", "", `{"name": "n", "flavor": "x"}`, "strict decoding", 400, `unknown field "flavor"`},
 		{"empty body", "POST", "/instances", "", ``, "an object is required", 400, "empty body"},
-		{"trailing data", "POST", "/instances", "", `{"name": "n"} {}`, "one object, which the error says", 400, "data after the JSON object; expected the body to be one JSON object"},
+		{"trailing data", "POST", "/instances", "", `{"name": "n"} {}`, "one object, which the error says", 400, "data after the JSON object: expected the body to be one JSON object"},
 		{"wrong type", "POST", "/instances", "", `{"name": 7}`, "types are checked", 400, "malformed JSON"},
 		{"invalid instance", "POST", "/instances", "", `{"name": "Not_A_Node"}`, "fields are validated", 400, "instance.name"},
 		{"missing name", "POST", "/instances", "", `{"zone": "z"}`, "the name is required", 400, "instance.name"},
@@ -280,8 +281,8 @@ func TestAdminRejectsMalformedRequests(t *testing.T) {
 		{"unknown action", "POST", "/instances/i-1/reboot", "", "", "three actions", 404, "reboot"},
 		{"unknown instance", "POST", "/instances/i-404/stop", "", "", "no such instance", 404, "i-404"},
 		{"start terminated", "POST", "/instances/i-t/start", "", "", "terminated is final", 409, "terminated"},
-		{"bad fault op", "POST", "/faults", "", `{"op": "Reboot", "times": 1}`, "ops are checked", 400, "Fault.Op"},
-		{"bad fault times", "POST", "/faults", "", `{"times": 0}`, "times is required", 400, "Fault.Times"},
+		{"bad fault op", "POST", "/faults", "", `{"op": "Reboot", "times": 1}`, "ops are checked", 400, `op "Reboot"`},
+		{"bad fault times", "POST", "/faults", "", `{"times": 0}`, "times is required", 400, "times 0"},
 		{"bad retryAfter", "POST", "/faults", "", `{"times": 1, "retryAfter": "soon"}`, "a Go duration", 400, "retryAfter"},
 		{"zero rate", "PUT", "/ratelimit", "", `{"readsPerSecond": 0, "burst": 1}`, "a rate is positive", 400, "readsPerSecond"},
 		{"rate without burst", "PUT", "/ratelimit", "", `{"writesPerSecond": 3}`, "a bucket holds a call", 400, "burst"},
@@ -315,7 +316,7 @@ func TestAdminRejectsMalformedRequests(t *testing.T) {
 	if n := len(c.Snapshot().Instances); n != 2 {
 		t.Errorf("%d instances after rejected requests; want 2", n)
 	}
-	if st, _ := c.InstanceByID("i-1"); st.State != fake.StateRunning {
+	if st, _ := c.InstanceByID("i-1"); st.State != instances.StateRunning {
 		t.Errorf("i-1 is %s; want running", st.State)
 	}
 }
@@ -329,7 +330,7 @@ func TestAdminRateLimitAndProvisioning(t *testing.T) {
 	c, base := startAdmin(t, cfg, withClock)
 	code, body, _ := do(t, "GET", base+"/ratelimit", "", "")
 	want := fake.RateLimit{ReadsPerSecond: ptr.To(fake.RealisticReadsPerSecond), WritesPerSecond: ptr.To(fake.RealisticWritesPerSecond), Burst: fake.RealisticBurst}
-	if diff := cmp.Diff(want, decode[fake.RateLimit](t, body)); code != http.StatusOK || diff != "" {
+	if diff := cmp.Diff(want, decode[fake.RateLimit](t, body), fake.CmpModel); code != http.StatusOK || diff != "" {
 		t.Errorf("GET /ratelimit = %d (-want +got):\n%s", code, diff)
 	}
 	code, body, _ = do(t, "GET", base+"/provisioning", "", "")
@@ -359,10 +360,10 @@ func TestAdminRateLimitAndProvisioning(t *testing.T) {
 
 	code, body, _ = do(t, "PUT", base+"/ratelimit", "application/json", `{"writesPerSecond": 0.5, "burst": 1}`)
 	limit := fake.RateLimit{WritesPerSecond: ptr.To(0.5), Burst: 1}
-	if diff := cmp.Diff(limit, decode[fake.RateLimit](t, body)); code != http.StatusOK || diff != "" {
+	if diff := cmp.Diff(limit, decode[fake.RateLimit](t, body), fake.CmpModel); code != http.StatusOK || diff != "" {
 		t.Errorf("PUT /ratelimit = %d (-want +got):\n%s", code, diff)
 	}
-	if diff := cmp.Diff(limit, c.RateLimit()); diff != "" {
+	if diff := cmp.Diff(limit, c.RateLimit(), fake.CmpModel); diff != "" {
 		t.Errorf("RateLimit() after PUT /ratelimit (-want +got):\n%s", diff)
 	}
 	do(t, "POST", base+"/calls/reset", "", "")

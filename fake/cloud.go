@@ -1,7 +1,6 @@
 package fake
 
 import (
-	"errors"
 	"fmt"
 	"slices"
 	"sync"
@@ -23,9 +22,9 @@ const ProviderName = "fake"
 // codec formats and parses the fake's provider IDs.
 var codec = provider.Codec{Scheme: ProviderName}
 
-// AllLoadBalancerCapabilities is every load-balancer feature, which the
-// fake supports unless WithLoadBalancerCapabilities says otherwise.
-var AllLoadBalancerCapabilities = loadbalancer.Capabilities{
+// allLoadBalancerCapabilities is every load-balancer feature: what the
+// fake supports unless Options.LoadBalancerCapabilities says otherwise.
+var allLoadBalancerCapabilities = loadbalancer.Capabilities{
 	UDP: true, SCTP: true, MixedProtocols: true, DualStack: true, NodePortless: true,
 	SourceRanges: true, ClientIPAffinity: true, RequestedIP: true,
 }
@@ -47,7 +46,7 @@ type Cloud struct {
 	cache *instances.Cache
 	// instanceAPI is the metered instance driver under cache.
 	instanceAPI instances.ListDriver
-	cacheOpts   *instances.CacheOptions // WithInstanceCache, for peers
+	cacheOpts   *instances.CacheOptions // Options.InstanceCache, for peers
 	lbCaps      loadbalancer.Capabilities
 	routes      *routes.Table
 
@@ -58,165 +57,141 @@ type Cloud struct {
 
 var _ cloudprovider.Interface = (*Cloud)(nil)
 
-// Option changes how New (or Peer) builds a Cloud.
-type Option func(*options)
-
-type options struct {
-	instances []Instance
-	funcs     Funcs
-	lbCaps    *loadbalancer.Capabilities
-	cache     *instances.CacheOptions
-	clock     func() time.Time
-	clockSet  bool
+// Options are the optional inputs of New; the zero Options is the
+// default of each field.
+type Options struct {
+	// Instances are added after Config.Instances, and checked against
+	// them as Config.Validate checks those (named instances[i] in the list
+	// they make together).
+	Instances []Instance
+	// Interceptor intercepts the cloud API calls (see Funcs and
+	// SetInterceptor). Zero: none.
+	Interceptor Funcs
+	// LoadBalancerCapabilities narrows what the load balancers support; a
+	// Service asking for more is rejected with a loadbalancer.ErrUnsupported
+	// error. Its BackendKey must be the zero value or the one
+	// LoadBalancerSection.Backends implies, which the fake sets. Nil:
+	// every feature (UDP, SCTP, mixed protocols, dual stack, node-portless,
+	// source ranges, client-IP affinity, requested IPs).
+	LoadBalancerCapabilities *loadbalancer.Capabilities
+	// InstanceCache sets the instances.Cache options, for example a fake
+	// clock; it overrides Config.InstanceCacheTTL and Clock for the cache.
+	// Nil: a TTL of Config.InstanceCacheTTL on Clock.
+	InstanceCache *instances.CacheOptions
+	// Clock is the cloud's clock: when a load balancer is provisioned
+	// (LoadBalancerSection.ProvisioningDelay), how the rate limit's buckets
+	// refill (RateLimit), and the instance cache's Now unless InstanceCache
+	// is set. Tests pass a fake clock to step time deterministically. With
+	// it, the load-balancer Reconciler and the route table never wait for
+	// a throttled call in real time (their MaxThrottleWait is negative):
+	// the delay is on the test's clock, so a throttled call fails at once.
+	// It is called concurrently, with the fake's locks held: it must be
+	// safe for concurrent use and must not call the Cloud. Nil: time.Now.
+	Clock func() time.Time
 }
 
-// WithInstances adds instances after those of Config.Instances. Not for
-// Peer, whose cloud already has its instances (add them with AddInstance).
-func WithInstances(in ...Instance) Option {
-	return func(o *options) { o.instances = append(o.instances, in...) }
-}
-
-// WithInterceptor sets the interceptor Funcs (see SetInterceptor).
-func WithInterceptor(f Funcs) Option { return func(o *options) { o.funcs = f } }
-
-// WithLoadBalancerCapabilities narrows what the load balancers support
-// (default AllLoadBalancerCapabilities); a Service asking for more is
-// rejected with a loadbalancer.ErrUnsupported error. Its BackendKey must
-// be the zero value or the one LoadBalancerConfig.Backends implies, which
-// the fake sets.
-func WithLoadBalancerCapabilities(c loadbalancer.Capabilities) Option {
-	return func(o *options) { o.lbCaps = &c }
-}
-
-// WithInstanceCache sets the instances.Cache options, for example a fake
-// clock; it overrides Config.InstanceCacheTTL and WithClock's clock for
-// the cache.
-func WithInstanceCache(c instances.CacheOptions) Option {
-	return func(o *options) { o.cache = &c }
-}
-
-// WithClock sets the cloud's clock (default time.Now): when a load balancer
-// is provisioned (LoadBalancerConfig.ProvisioningDelay), how the rate
-// limit's buckets refill (RateLimit), and the instance cache's Now unless
-// WithInstanceCache is given. Tests pass a fake clock to step time
-// deterministically. With it, the load-balancer Reconciler and the route
-// table never wait for a throttled call in real time (their
-// MaxThrottleWait is negative): the delay is on the test's clock, so a
-// throttled call fails at once. now is called concurrently, with the
-// fake's locks held: it must be safe for concurrent use and must not call
-// the Cloud. A nil now makes New fail. Not for Peer, which shares its
-// cloud's clock.
-func WithClock(now func() time.Time) Option {
-	return func(o *options) { o.clock, o.clockSet = now, true }
+// PeerOptions are the optional inputs of NewPeer: what a peer, which shares
+// its cloud's instances and clock, has of its own. The zero PeerOptions is
+// the default of each field.
+type PeerOptions struct {
+	// Interceptor intercepts the peer's cloud API calls (see Funcs). Zero:
+	// none, whatever the Cloud it is a peer of has.
+	Interceptor Funcs
+	// LoadBalancerCapabilities is as Options.LoadBalancerCapabilities. Nil:
+	// the capabilities of the Cloud it is a peer of.
+	LoadBalancerCapabilities *loadbalancer.Capabilities
+	// InstanceCache is as Options.InstanceCache. Nil: the instance-cache
+	// options of the Cloud it is a peer of.
+	InstanceCache *instances.CacheOptions
 }
 
 // New builds a fake cloud from cfg and opts. It starts nothing: the admin
 // endpoint, if configured, starts with Initialize. It returns an error
 // (wrapping the field errors of Config.Validate, or naming the instance or
 // the option) for an invalid cfg, a seeded instance that cannot be added
-// (WithInstances' instances are checked against cfg.Instances' as
-// Config.Validate checks those: an ID, an address or the name of a live
-// instance of two instances, named instances[i] in the list they make
-// together), a nil WithClock or a WithLoadBalancerCapabilities whose
-// BackendKey contradicts LoadBalancerConfig.Backends. With cfg.StateFile it loads the
-// shared state file, or creates it from the seeded instances when it does
-// not exist; an error about the file wraps ErrStateFile and names it.
-func New(cfg Config, opts ...Option) (*Cloud, error) {
+// (two instances of cfg.Instances and opts.Instances with one ID, one
+// address or the name of a live instance) or an
+// opts.LoadBalancerCapabilities whose BackendKey contradicts
+// LoadBalancerSection.Backends. With cfg.StateFile it loads the shared
+// state file, or creates it from the seeded instances when it does not
+// exist; an error about the file wraps ErrStateFile and names it.
+func New(cfg Config, opts Options) (*Cloud, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, fmt.Errorf("fake: invalid Config: %w", err)
 	}
-	o := applyOptions(opts)
-	if o.clockSet && o.clock == nil {
-		return nil, errors.New("fake: WithClock(nil): expected a clock function such as time.Now")
-	}
-	if o.clock == nil {
-		o.clock = time.Now
+	fakeClock := opts.Clock != nil
+	if !fakeClock {
+		opts.Clock = time.Now
 	}
 	cfg = cfg.withDefaults()
-	cfg.Instances = append(slices.Clone(cfg.Instances), o.instances...)
-	if len(o.instances) > 0 {
+	cfg.Instances = append(slices.Clone(cfg.Instances), opts.Instances...)
+	if len(opts.Instances) > 0 {
 		if errs := seedConflicts(field.NewPath("instances"), cfg.Instances); len(errs) > 0 {
-			return nil, fmt.Errorf("fake: invalid instances (Config.Instances, then WithInstances): %w", errs.ToAggregate())
+			return nil, fmt.Errorf("fake: invalid instances (Config.Instances, then Options.Instances): %w", errs.ToAggregate())
 		}
 	}
-	st, err := newStore(cfg, o.clock)
+	st, err := newStore(cfg, opts.Clock)
 	if err != nil {
 		return nil, err
 	}
-	st.fakeClock = o.clockSet
-	return compose(cfg, st, o)
+	st.fakeClock = fakeClock
+	return compose(cfg, st, opts)
 }
 
-// Peer returns another Cloud over the same cloud as c — the same
+// NewPeer returns another Cloud over the same cloud as c — the same
 // instances, load balancers, routes, address pools, rate limit, clock,
 // provisioning delay and, with Config.StateFile, the same file: one cloud
 // account — configured as the cluster clusterID (its Config.ClusterID,
 // which owns its load balancers and routes; empty: the --cluster-name of
 // each call, as in New). It has its own call counters, faults, interceptor
-// Funcs (none unless WithInterceptor is given) and instance cache (they
-// model a provider's API client), c's load-balancer capabilities and
-// instance-cache options unless WithLoadBalancerCapabilities or
-// WithInstanceCache is given, and no admin endpoint (AdminHandler serves
-// its API). Use it to run two clusters on one network, for example both
-// with --cluster-name=kubernetes, or a second replica of one cluster (the
-// same clusterID). It returns an error naming the problem for a clusterID
-// with leading or trailing white space, for WithInstances or WithClock,
-// which belong to the shared cloud, and for a WithLoadBalancerCapabilities
-// whose BackendKey contradicts LoadBalancerConfig.Backends. Safe for
-// concurrent use; c and the peer are independent afterwards (shutting one
-// down does not stop the other).
-func (c *Cloud) Peer(clusterID string, opts ...Option) (*Cloud, error) {
-	o := applyOptions(opts)
-	if len(o.instances) > 0 || o.clockSet {
-		return nil, errors.New("fake: Peer: WithInstances and WithClock configure the shared cloud; expected only WithInterceptor, WithLoadBalancerCapabilities or WithInstanceCache (add instances with AddInstance)")
+// Funcs and instance cache (they model a provider's API client), and no
+// admin endpoint (AdminHandler serves its API); see PeerOptions for what
+// it takes from c. Use it to run two clusters on one network, for example
+// both with --cluster-name=kubernetes, or a second replica of one cluster
+// (the same clusterID). It returns an error naming the problem for a
+// clusterID with leading or trailing white space, and for an
+// opts.LoadBalancerCapabilities whose BackendKey contradicts
+// LoadBalancerSection.Backends. Safe for concurrent use; c and the peer
+// are independent afterwards (shutting one down does not stop the other).
+func NewPeer(c *Cloud, clusterID string, opts PeerOptions) (*Cloud, error) {
+	o := Options{Interceptor: opts.Interceptor, LoadBalancerCapabilities: opts.LoadBalancerCapabilities, InstanceCache: opts.InstanceCache, Clock: c.store.now}
+	if o.LoadBalancerCapabilities == nil {
+		o.LoadBalancerCapabilities = &c.lbCaps
 	}
-	if o.lbCaps == nil {
-		o.lbCaps = &c.lbCaps
+	if o.InstanceCache == nil {
+		o.InstanceCache = c.cacheOpts
 	}
-	if o.cache == nil {
-		o.cache = c.cacheOpts
-	}
-	o.clock = c.store.now
 	cfg := c.cfg
-	cfg.ClusterID, cfg.Admin, cfg.Instances = clusterID, AdminConfig{}, nil
+	cfg.ClusterID, cfg.Admin, cfg.Instances = clusterID, AdminSection{}, nil
 	if err := cfg.Validate(); err != nil {
-		return nil, fmt.Errorf("fake: Peer: %w", err)
+		return nil, fmt.Errorf("fake.NewPeer: %w", err)
 	}
 	return compose(cfg, c.store, o)
-}
-
-func applyOptions(opts []Option) options {
-	var o options
-	for _, opt := range opts {
-		opt(&o)
-	}
-	return o
 }
 
 // compose builds the Cloud of cfg (with defaults) over st: each driver,
 // behind the instrumented cloud API, given to its ccmkit adapter, and the
 // adapters composed with provider.New. This is the glue a real provider
 // writes.
-func compose(cfg Config, st *store, o options) (*Cloud, error) {
-	c := &Cloud{cfg: cfg, store: st, meter: newMeter(st.limits), lbCaps: AllLoadBalancerCapabilities, cacheOpts: o.cache}
-	c.meter.funcs = o.funcs
-	if o.lbCaps != nil {
-		c.lbCaps = *o.lbCaps
+func compose(cfg Config, st *store, o Options) (*Cloud, error) {
+	c := &Cloud{cfg: cfg, store: st, meter: newMeter(st.limits, o.Interceptor), lbCaps: allLoadBalancerCapabilities, cacheOpts: o.InstanceCache}
+	if o.LoadBalancerCapabilities != nil {
+		c.lbCaps = *o.LoadBalancerCapabilities
 	}
 	key := loadbalancer.BackendKeyNodeName
 	if cfg.LoadBalancers.Backends == BackendsInstanceID {
 		key = loadbalancer.BackendKeyProviderID
 	}
 	if c.lbCaps.BackendKey != "" && c.lbCaps.BackendKey != key {
-		return nil, fmt.Errorf("fake: WithLoadBalancerCapabilities: BackendKey %q, but loadBalancers.backends %q keeps backends by %q; expected %q or the zero value", c.lbCaps.BackendKey, cfg.LoadBalancers.Backends, key, key)
+		return nil, fmt.Errorf("fake: Options.LoadBalancerCapabilities: BackendKey %q, but loadBalancers.backends %q keeps backends by %q: expected %q or the zero value", c.lbCaps.BackendKey, cfg.LoadBalancers.Backends, key, key)
 	}
 	c.lbCaps.BackendKey = key
 
 	instanceAPI := instanceAPI{c.meter, instanceDriver{st}}
 	c.instanceAPI = instanceAPI
-	cacheOpts := instances.CacheOptions{TTL: cfg.InstanceCacheTTL.Duration, Now: o.clock}
-	if o.cache != nil {
-		cacheOpts = *o.cache
+	cacheOpts := instances.CacheOptions{TTL: cfg.InstanceCacheTTL.Duration, Now: o.Clock}
+	if o.InstanceCache != nil {
+		cacheOpts = *o.InstanceCache
 	}
 	var err error
 	if c.cache, err = instances.NewCache(instanceAPI, cacheOpts); err != nil {
@@ -291,7 +266,7 @@ const lbRetryAfter = 10 * time.Second
 // Initialize, then the admin endpoint, when Config.Admin.Address is set,
 // which serves until stop is closed or Shutdown is called. Calls after the
 // first do nothing. A failure to listen is logged and reported by
-// AdminAddr; it does not stop the cloud.
+// the admin endpoint not answering; it does not stop the cloud.
 func (c *Cloud) Initialize(clientBuilder cloudprovider.ControllerClientBuilder, stop <-chan struct{}) {
 	c.Cloud.Initialize(clientBuilder, stop)
 	c.startAdmin(c.Cloud.Context())
@@ -305,14 +280,9 @@ func (c *Cloud) Shutdown() {
 	c.adminWG.Wait()
 }
 
-// RouteStats returns the route table's batching counters (routes.Stats):
-// how many CreateRoute and DeleteRoute calls were coalesced into how many
-// table writes.
-func (c *Cloud) RouteStats() routes.Stats { return c.routes.Stats() }
-
 // InstanceAPI returns the fake's instance API as a provider's instances
 // layer calls it: an instances.ListDriver (GetByID, GetByName, List) whose
-// calls are counted, rate limited and failed by injected faults like every
+// calls are counted, rate limited and intercepted like every
 // other call of the cloud, and not cached. The Cloud's own InstancesV2 is an
 // instances.Adapter over an instances.Cache over it; a test that composes
 // its own instances layer (another cache, TTL or wrapper) starts here. Safe

@@ -83,11 +83,11 @@ func TestRegistration(t *testing.T) {
 }
 
 func TestNewRejectsBadConfig(t *testing.T) {
-	_, err := fake.New(fake.Config{LoadBalancers: fake.LoadBalancerConfig{IPv4Pool: "nonsense"}})
+	_, err := fake.New(fake.Config{LoadBalancers: fake.LoadBalancerSection{IPv4Pool: "nonsense"}}, fake.Options{})
 	if err == nil || !strings.Contains(err.Error(), "loadBalancers.ipv4Pool") {
 		t.Errorf("New with a bad pool = %v; want an error naming loadBalancers.ipv4Pool", err)
 	}
-	_, err = fake.New(fake.Config{}, fake.WithInstances(fake.Instance{Name: "Bad_Name"}))
+	_, err = fake.New(fake.Config{}, fake.Options{Instances: []fake.Instance{{Name: "Bad_Name"}}})
 	if !errors.Is(err, fake.ErrInvalidInstance) || !strings.Contains(err.Error(), "Bad_Name") {
 		t.Errorf("New with a bad instance = %v; want ErrInvalidInstance naming the value", err)
 	}

@@ -23,7 +23,7 @@ import (
 // faults on, then checks that the cloud is consistent: run it with -race.
 func TestConcurrentMix(t *testing.T) {
 	const workers, rounds = 8, 40
-	c, base := startAdmin(t, fake.Config{}, fake.WithInstanceCache(instances.CacheOptions{ErrorTTL: -1}))
+	c, base := startAdmin(t, fake.Config{}, fake.Options{InstanceCache: &instances.CacheOptions{ErrorTTL: -1}})
 	for i := range 4 {
 		if _, err := c.AddInstance(fake.Instance{Name: fmt.Sprintf("base-%d", i)}); err != nil {
 			t.Fatal(err)
@@ -34,9 +34,7 @@ func TestConcurrentMix(t *testing.T) {
 		nodes = append(nodes, mustNode(t, c, in.ID))
 	}
 	chaos := errors.New("chaos")
-	if err := c.InjectRandomFaults(fake.RandomFaults{Seed: 1, Probability: 0.05, Err: chaos}); err != nil {
-		t.Fatal(err)
-	}
+	c.SetInterceptor(failRandomly(1, 0.05, chaos))
 	lb, rt, v2 := lbOf(t, c), routesOf(t, c), instancesOf(t, c)
 	shared := service("shared")
 
@@ -112,7 +110,7 @@ func TestConcurrentMix(t *testing.T) {
 					}
 					err = herr
 					if i%3 == 0 {
-						c.ResetCalls()
+						fake.ResetCalls(c)
 					}
 				}
 				if !expected(err) {
@@ -128,7 +126,7 @@ func TestConcurrentMix(t *testing.T) {
 	}
 
 	// Clean up without faults; nothing may leak.
-	c.ClearFaults()
+	c.SetInterceptor(fake.Funcs{})
 	ctx := t.Context()
 	for w := range workers {
 		if err := lb.EnsureLoadBalancerDeleted(ctx, cluster, service(fmt.Sprintf("svc-%d", w))); err != nil {

@@ -16,25 +16,21 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/utils/ptr"
 
+	"github.com/ccmkit/ccmkit/instances"
 	"github.com/ccmkit/ccmkit/provider"
 )
 
-// Defaults of Config, used for its zero-valued fields.
+// Defaults of Config, used for its zero-valued fields (each field's doc
+// states its value).
 const (
-	// DefaultInstanceCIDR is the network instances get their InternalIP from
-	// when Config.InstanceCIDRs is empty.
-	DefaultInstanceCIDR = "10.0.0.0/16"
-	// DefaultIPv4Pool is LoadBalancerConfig.IPv4Pool's default (RFC 2544
-	// benchmarking space: 131,070 usable addresses).
-	DefaultIPv4Pool = "198.18.0.0/15"
-	// DefaultIPv6Pool is LoadBalancerConfig.IPv6Pool's default (inside the
-	// RFC 3849 documentation prefix).
-	DefaultIPv6Pool = "2001:db8:1b::/112"
-	// DefaultZone, DefaultRegion and DefaultInstanceType fill the fields of
-	// an Instance added without them.
-	DefaultZone         = "zone-a"
-	DefaultRegion       = "region-1"
-	DefaultInstanceType = "fake.small"
+	defaultInstanceCIDR = "10.0.0.0/16"
+	// RFC 2544 benchmarking space: 131,070 usable addresses.
+	defaultIPv4Pool = "198.18.0.0/15"
+	// Inside the RFC 3849 documentation prefix.
+	defaultIPv6Pool     = "2001:db8:1b::/112"
+	defaultZone         = "zone-a"
+	defaultRegion       = "region-1"
+	defaultInstanceType = "fake.small"
 )
 
 // Defaults of the realistic mode (Config.Realistic), used for the fields it
@@ -43,16 +39,11 @@ const (
 // 100 nodes and 50 LoadBalancer Services converges within the rate limit
 // after some throttled calls.
 const (
-	// RealisticProvisioningDelay is LoadBalancerConfig.ProvisioningDelay's
-	// realistic default.
-	RealisticProvisioningDelay = 2 * time.Second
-	// RealisticReadsPerSecond, RealisticWritesPerSecond and RealisticBurst
-	// are RateLimit's realistic defaults.
-	RealisticReadsPerSecond  = 20.0
-	RealisticWritesPerSecond = 10.0
-	RealisticBurst           = 20
-	// RealisticBackends is LoadBalancerConfig.Backends' realistic default.
-	RealisticBackends = BackendsInstanceID
+	realisticProvisioningDelay = 2 * time.Second
+	realisticReadsPerSecond    = 20.0
+	realisticWritesPerSecond   = 10.0
+	realisticBurst             = 20
+	realisticBackends          = BackendsInstanceID
 )
 
 // Config is the fake's configuration and the format of its --cloud-config
@@ -61,7 +52,7 @@ const (
 // a cloud without instances, without a cluster ID (HasClusterID is false),
 // with the default address pools, synchronous, unthrottled, keeping load
 // balancer backends by Node name, and without the admin endpoint. See the
-// package documentation for an annotated example.
+// annotated example/cloud-config.yaml at the repository root.
 //
 // A Config is a plain value; New copies what it needs.
 type Config struct {
@@ -75,9 +66,8 @@ type Config struct {
 	ClusterID string `json:"clusterID,omitempty"`
 	// Realistic turns on the realistic mode: for each of its fields the
 	// cloud-config leaves unset, LoadBalancers.ProvisioningDelay defaults
-	// to RealisticProvisioningDelay, LoadBalancers.Backends to
-	// RealisticBackends, and RateLimit's rates and burst to
-	// RealisticReadsPerSecond, RealisticWritesPerSecond and RealisticBurst.
+	// to 2s, LoadBalancers.Backends to instanceID, and RateLimit to 20
+	// reads and 10 writes per second with a burst of 20.
 	// A field that is set keeps its value (provisioningDelay: 0s switches
 	// the delay off). False: every such field defaults to today's
 	// behaviour (no delay, no rate limit, backends by Node name).
@@ -88,7 +78,7 @@ type Config struct {
 	Instances []Instance `json:"instances,omitempty"`
 	// InstanceCIDRs are at most one IPv4 and one IPv6 network. An instance
 	// added without InternalIPs gets the next free address of each of them.
-	// Empty means [DefaultInstanceCIDR].
+	// Empty means ["10.0.0.0/16"].
 	InstanceCIDRs []string `json:"instanceCIDRs,omitempty"`
 	// InstanceCacheTTL is how long one instance list answers look-ups
 	// (instances.CacheOptions.TTL); zero means instances.DefaultCacheTTL.
@@ -98,14 +88,14 @@ type Config struct {
 	InstanceCacheTTL provider.Duration `json:"instanceCacheTTL,omitempty"`
 	// LoadBalancers configures load-balancer addresses, provisioning and
 	// backends.
-	LoadBalancers LoadBalancerConfig `json:"loadBalancers,omitempty"`
+	LoadBalancers LoadBalancerSection `json:"loadBalancers,omitempty"`
 	// Routes configures the route table.
-	Routes RoutesConfig `json:"routes,omitempty"`
+	Routes RoutesSection `json:"routes,omitempty"`
 	// RateLimit limits the cloud API calls of every driver (see
 	// RateLimit). Unset rates are unlimited unless Realistic.
 	RateLimit RateLimit `json:"rateLimit,omitempty"`
 	// Admin configures the admin HTTP endpoint (off unless Address is set).
-	Admin AdminConfig `json:"admin,omitempty"`
+	Admin AdminSection `json:"admin,omitempty"`
 	// StateFile, when set, is the absolute path of a JSON file that holds
 	// the whole cloud, shared by every process (and every Cloud) built
 	// with the same path: cloud-controller-manager replicas, a restarted
@@ -121,14 +111,17 @@ type Config struct {
 	StateFile string `json:"stateFile,omitempty"`
 }
 
-// LoadBalancerConfig configures how load balancers are addressed, how long
-// they take to provision and what they keep of their backends.
-type LoadBalancerConfig struct {
+// LoadBalancerSection is the loadBalancers section of Config (checked by
+// Config.Validate): how load balancers are addressed, how long they take
+// to provision and what they keep of their backends.
+type LoadBalancerSection struct {
 	// IPv4Pool and IPv6Pool are the networks VIPs are allocated from, one
 	// per IP family of the Service; an address is released when its load
 	// balancer is deleted or changes family. The first address of each
 	// pool, and the last of an IPv4 pool, are never allocated. Empty means
-	// DefaultIPv4Pool and DefaultIPv6Pool.
+	// "198.18.0.0/15" (RFC 2544 benchmarking space: 131,070 usable
+	// addresses) and "2001:db8:1b::/112" (inside the RFC 3849
+	// documentation prefix).
 	IPv4Pool string `json:"ipv4Pool,omitempty"`
 	IPv6Pool string `json:"ipv6Pool,omitempty"`
 	// HostnameSuffix, when set, switches to hostname mode: the ingress of a
@@ -144,20 +137,20 @@ type LoadBalancerConfig struct {
 	// EnsureLoadBalancer an api.RetryError) until this long after its
 	// creation, then its VIPs or hostname. Each load balancer keeps the
 	// moment it is ready (in the state file too), so a later change of the
-	// delay (SetProvisioningDelay) applies to load balancers created after
-	// it. Nil (unset): RealisticProvisioningDelay with Realistic, else no
+	// delay (the admin endpoint's PUT /provisioning) applies to load
+	// balancers created after it. Nil (unset): 2s with Realistic, else no
 	// delay; "0s" is no delay; negative is an error.
 	ProvisioningDelay *provider.Duration `json:"provisioningDelay,omitempty"`
 	// Backends is what the cloud keeps of each load-balancer backend:
 	// BackendsNodeName (the whole backend, Node name included) or
 	// BackendsInstanceID (only the instance, as hcloud, DigitalOcean or
-	// OpenStack do; see BackendsInstanceID). Empty: RealisticBackends with
-	// Realistic, else BackendsNodeName.
+	// OpenStack do; see BackendsInstanceID). Empty: BackendsInstanceID
+	// with Realistic, else BackendsNodeName.
 	Backends BackendMode `json:"backends,omitempty"`
 }
 
 // BackendMode is what the fake keeps of a load-balancer backend
-// (LoadBalancerConfig.Backends).
+// (LoadBalancerSection.Backends).
 type BackendMode string
 
 // The backend modes.
@@ -171,7 +164,7 @@ const (
 	// instance, and reports nothing else, like a cloud whose targets are
 	// VM IDs. It rejects an ActionCreate or ActionAddBackends whose
 	// provider ID does not parse as "fake://<id>" or names an unknown or
-	// terminated instance (ErrInvalidBackend). The Reconciler matches
+	// terminated instance, with an error naming it. The Reconciler matches
 	// backends by provider ID (loadbalancer.BackendKeyProviderID) and
 	// checks Nodes' provider IDs with the fake's codec
 	// (loadbalancer.Options.Codec): a Node whose name differs from its
@@ -180,14 +173,14 @@ const (
 )
 
 // RateLimit limits the fake's cloud API calls with two token buckets, one
-// for reads and one for writes (Op.IsWrite): each holds up to Burst tokens,
+// for reads and one for writes (see the Op constants): each holds up to Burst tokens,
 // refills at its rate, and every call takes one. A call that finds its
 // bucket empty fails at once, changes nothing, is counted (Calls.Throttled)
-// and returns an error wrapping ErrThrottled and an *api.RetryError
+// and returns an error wrapping an *api.RetryError
 // (k8s.io/cloud-provider/api) whose RetryAfter is the time until a token is
 // free: ccmkit's one way for a Driver to say "throttled, retry after D".
 // The limit applies to every driver call of the Cloud and of its peers
-// (Peer: one cloud account), not to the control surface.
+// (NewPeer: one cloud account), not to the control surface.
 //
 // A nil rate is unlimited (in the cloud-config: unset; with
 // Config.Realistic, the realistic default). JSON and YAML field names are
@@ -202,7 +195,7 @@ type RateLimit struct {
 	// Burst is the capacity of each bucket: how many calls of a class may
 	// pass at once after an idle period. It must be at least 1 when a
 	// rate is set, and 0 when none is. In a cloud-config 0 (unset) means
-	// RealisticBurst with Config.Realistic.
+	// 20 with Config.Realistic.
 	Burst int `json:"burst,omitempty"`
 }
 
@@ -242,8 +235,9 @@ func (r RateLimit) clone() RateLimit {
 	return out
 }
 
-// RoutesConfig configures the route table (see routes.Config).
-type RoutesConfig struct {
+// RoutesSection is the routes section of Config: how the route table
+// behaves (see routes.Config).
+type RoutesSection struct {
 	// IPv4Only rejects IPv6 destinations (routes.ErrIPv6Unsupported).
 	IPv4Only bool `json:"ipv4Only,omitempty"`
 	// EnableNodeAddresses lists routes with EnableNodeAddresses, so the
@@ -251,8 +245,9 @@ type RoutesConfig struct {
 	EnableNodeAddresses bool `json:"enableNodeAddresses,omitempty"`
 }
 
-// AdminConfig configures the admin HTTP endpoint.
-type AdminConfig struct {
+// AdminSection is the admin section of Config (checked by
+// Config.Validate): the admin HTTP endpoint.
+type AdminSection struct {
 	// Address is the loopback "host:port" the endpoint listens on, such as
 	// "127.0.0.1:8089", "[::1]:8089" or "localhost:0" (localhost means
 	// 127.0.0.1; port 0 picks a free port). Any other host is rejected.
@@ -368,7 +363,7 @@ func seedConflicts(path *field.Path, seeds []Instance) field.ErrorList {
 			}
 			ids[in.ID] = true
 		}
-		if in.Name != "" && in.State != StateTerminated {
+		if in.Name != "" && in.State != instances.StateTerminated {
 			if j, dup := names[in.Name]; dup {
 				errs = append(errs, field.Invalid(p.Child("name"), clipValue(in.Name), fmt.Sprintf(
 					"duplicates %s: expected one instance of a name that is not terminated (a Node without a provider ID is looked up by name)", path.Index(j).Child("name"))))
@@ -400,17 +395,17 @@ func seedConflicts(path *field.Path, seeds []Instance) field.ErrorList {
 // withDefaults returns c with the documented defaults filled in.
 func (c Config) withDefaults() Config {
 	if len(c.InstanceCIDRs) == 0 {
-		c.InstanceCIDRs = []string{DefaultInstanceCIDR}
+		c.InstanceCIDRs = []string{defaultInstanceCIDR}
 	}
 	if c.LoadBalancers.IPv4Pool == "" {
-		c.LoadBalancers.IPv4Pool = DefaultIPv4Pool
+		c.LoadBalancers.IPv4Pool = defaultIPv4Pool
 	}
 	if c.LoadBalancers.IPv6Pool == "" {
-		c.LoadBalancers.IPv6Pool = DefaultIPv6Pool
+		c.LoadBalancers.IPv6Pool = defaultIPv6Pool
 	}
 	delay, backends := time.Duration(0), BackendsNodeName
 	if c.Realistic {
-		delay, backends = RealisticProvisioningDelay, RealisticBackends
+		delay, backends = realisticProvisioningDelay, realisticBackends
 	}
 	if c.LoadBalancers.ProvisioningDelay == nil {
 		c.LoadBalancers.ProvisioningDelay = &provider.Duration{Duration: delay}
@@ -432,13 +427,13 @@ func (c *Config) rateLimit() RateLimit {
 		return r
 	}
 	if r.ReadsPerSecond == nil {
-		r.ReadsPerSecond = ptr.To(RealisticReadsPerSecond)
+		r.ReadsPerSecond = ptr.To(realisticReadsPerSecond)
 	}
 	if r.WritesPerSecond == nil {
-		r.WritesPerSecond = ptr.To(RealisticWritesPerSecond)
+		r.WritesPerSecond = ptr.To(realisticWritesPerSecond)
 	}
 	if r.Burst == 0 {
-		r.Burst = RealisticBurst
+		r.Burst = realisticBurst
 	}
 	return r
 }

@@ -15,12 +15,14 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/ccmkit/ccmkit/fake"
+	"github.com/ccmkit/ccmkit/instances"
 	"github.com/ccmkit/ccmkit/loadbalancer"
 	"github.com/ccmkit/ccmkit/provider"
 )
 
-// TestExampleCloudConfig keeps example/cloud-config.yaml, which the example
-// CCM's documentation runs, valid.
+// TestExampleCloudConfig keeps example/cloud-config.yaml, the one annotated
+// sample of the cloud-config, which the example CCM's documentation runs,
+// valid: it decodes strictly into Config and validates.
 func TestExampleCloudConfig(t *testing.T) {
 	f, err := os.Open("../example/cloud-config.yaml")
 	if err != nil {
@@ -30,6 +32,9 @@ func TestExampleCloudConfig(t *testing.T) {
 	cfg, err := provider.DecodeConfig[fake.Config](f)
 	if err != nil {
 		t.Fatalf("DecodeConfig(example/cloud-config.yaml) = %v, want nil", err)
+	}
+	if err := cfg.Validate(); err != nil {
+		t.Errorf("example/cloud-config.yaml: Validate = %v, want nil", err)
 	}
 	if cfg.ClusterID == "" || len(cfg.Instances) == 0 || cfg.Admin.Address == "" {
 		t.Errorf("example cloud-config = %+v; want a cluster ID, instances and an admin address", cfg)
@@ -74,7 +79,7 @@ func TestConfigValidate(t *testing.T) {
 			want: []string{"instances[0].name", `"nnnn`, "(10000 bytes)", "DNS-1123"}},
 		{name: "admin address of 10k characters", reason: "the value is quoted cut, in the detail too", config: "admin: {address: '" + strings.Repeat("h", 10_000) + ":1'}",
 			want: []string{"admin.address", `"hhhh`, "(10002 bytes)", "(10000 bytes)", "loopback"}},
-		{name: "bad state", reason: "three states", config: "instances: [{name: a, state: paused}]", want: []string{"instances[0].state", "paused"}},
+		{name: "bad state", reason: "three states", config: "instances: [{name: a, state: paused}]", want: []string{`state "paused"`, "expected one of running, stopped, terminated"}},
 		{name: "kubernetes label", reason: "the node controller drops kubernetes.io labels", config: "instances: [{name: a, labels: {node.kubernetes.io/x: y}}]", want: []string{"instances[0].labels[node.kubernetes.io/x]"}},
 		{name: "negative ttl", reason: "a TTL is positive", config: "instanceCacheTTL: -1s", want: []string{"instanceCacheTTL"}},
 		{name: "state file", reason: "an absolute path", config: "stateFile: /run/fake/cloud.json"},
@@ -149,7 +154,7 @@ func TestNewChecksSeedsTogether(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			path := filepath.Join(t.TempDir(), "cloud.json")
-			c, err := fake.New(fake.Config{Instances: tt.config, StateFile: path}, fake.WithInstances(tt.with...))
+			c, err := fake.New(fake.Config{Instances: tt.config, StateFile: path}, fake.Options{Instances: tt.with})
 			if tt.want == nil {
 				if err != nil {
 					t.Fatalf("New = %v; want a cloud (%s)", err, tt.reason)
@@ -200,16 +205,16 @@ func TestConfigYAMLRoundTrip(t *testing.T) {
 		ClusterID:     "demo",
 		InstanceCIDRs: []string{"10.0.0.0/16", "fd00:10::/64"},
 		Instances: []fake.Instance{
-			{Name: "a", ID: "i-a", Zone: "z", InternalIPs: []string{"10.0.0.9"}, Labels: map[string]string{"fake.ccmkit.io/x": "y"}, State: fake.StateStopped},
+			{Name: "a", ID: "i-a", Zone: "z", InternalIPs: []string{"10.0.0.9"}, Labels: map[string]string{"fake.ccmkit.io/x": "y"}, State: instances.StateStopped},
 			{Name: "b"},
 		},
 		InstanceCacheTTL: provider.Duration{Duration: 90 * time.Second},
-		LoadBalancers: fake.LoadBalancerConfig{IPv4Pool: "192.0.2.0/24", IPMode: v1.LoadBalancerIPModeProxy,
+		LoadBalancers: fake.LoadBalancerSection{IPv4Pool: "192.0.2.0/24", IPMode: v1.LoadBalancerIPModeProxy,
 			ProvisioningDelay: &provider.Duration{Duration: 1500 * time.Millisecond}, Backends: fake.BackendsInstanceID},
-		Routes:    fake.RoutesConfig{EnableNodeAddresses: true},
+		Routes:    fake.RoutesSection{EnableNodeAddresses: true},
 		Realistic: true,
 		RateLimit: fake.RateLimit{ReadsPerSecond: ptr.To(2.5), WritesPerSecond: ptr.To(0.5), Burst: 3},
-		Admin:     fake.AdminConfig{Address: "127.0.0.1:0", AddressFile: "/tmp/x"},
+		Admin:     fake.AdminSection{Address: "127.0.0.1:0", AddressFile: "/tmp/x"},
 		StateFile: "/tmp/cloud.json",
 	}
 	data, err := yaml.Marshal(in)
@@ -220,7 +225,7 @@ func TestConfigYAMLRoundTrip(t *testing.T) {
 	if err != nil {
 		t.Fatalf("DecodeConfig(%s) = %v", data, err)
 	}
-	if diff := cmp.Diff(in, *out); diff != "" {
+	if diff := cmp.Diff(in, *out, fake.CmpModel); diff != "" {
 		t.Errorf("round trip through\n%s\n(-want +got):\n%s", data, diff)
 	}
 	if _, err := provider.DecodeConfig[fake.Config](bytes.NewReader([]byte("instanceCacheTTL: 1m30s\n"))); err != nil {
@@ -239,16 +244,16 @@ func TestRealisticDefaults(t *testing.T) {
 		config    string
 		delay     time.Duration
 		limit     fake.RateLimit
-		byBackend string // the backend key of a created load balancer
+		byBackend loadbalancer.BackendKey // the backend key of a created load balancer
 	}{
 		{name: "off", reason: "the default fake is synchronous, unthrottled and keeps backends by Node name", config: "{}"},
 		{name: "realistic", reason: "all three on", config: "realistic: true",
-			delay: fake.RealisticProvisioningDelay, limit: realistic, byBackend: string(loadbalancer.BackendKeyProviderID)},
+			delay: fake.RealisticProvisioningDelay, limit: realistic, byBackend: loadbalancer.BackendKeyProviderID},
 		{name: "overridden", reason: "each explicit field wins, the others keep their realistic default",
 			config: "{realistic: true, loadBalancers: {provisioningDelay: 0s, backends: nodeName}, rateLimit: {readsPerSecond: 7, burst: 2}}",
 			limit:  fake.RateLimit{ReadsPerSecond: ptr.To(7.0), WritesPerSecond: ptr.To(fake.RealisticWritesPerSecond), Burst: 2}},
 		{name: "parts without realistic", reason: "each behaviour on its own", config: "{loadBalancers: {provisioningDelay: 5s, backends: instanceID}, rateLimit: {writesPerSecond: 3, burst: 1}}",
-			delay: 5 * time.Second, limit: fake.RateLimit{WritesPerSecond: ptr.To(3.0), Burst: 1}, byBackend: string(loadbalancer.BackendKeyProviderID)},
+			delay: 5 * time.Second, limit: fake.RateLimit{WritesPerSecond: ptr.To(3.0), Burst: 1}, byBackend: loadbalancer.BackendKeyProviderID},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -261,14 +266,14 @@ func TestRealisticDefaults(t *testing.T) {
 			if got := c.ProvisioningDelay(); got != tt.delay {
 				t.Errorf("ProvisioningDelay() = %v; want %v (%s)", got, tt.delay, tt.reason)
 			}
-			if diff := cmp.Diff(tt.limit, c.RateLimit()); diff != "" {
+			if diff := cmp.Diff(tt.limit, c.RateLimit(), fake.CmpModel); diff != "" {
 				t.Errorf("RateLimit() (-want +got) (%s):\n%s", tt.reason, diff)
 			}
 			_, err = lbOf(t, c).EnsureLoadBalancer(t.Context(), cluster, service("web"), []*v1.Node{mustNode(t, c, "i-1")})
 			if (err != nil) != (tt.delay > 0) {
 				t.Errorf("EnsureLoadBalancer = %v; want an error only with a provisioning delay (%s)", err, tt.reason)
 			}
-			if got := c.Snapshot().LoadBalancers[0].BackendKey; got != tt.byBackend {
+			if got := c.Snapshot().LoadBalancers[0].Spec.BackendKey; got != tt.byBackend {
 				t.Errorf("backendKey of the created load balancer = %q; want %q (%s)", got, tt.byBackend, tt.reason)
 			}
 		})

@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/klog/v2"
 
+	"github.com/ccmkit/ccmkit/instances"
 	"github.com/ccmkit/ccmkit/loadbalancer"
 	"github.com/ccmkit/ccmkit/provider"
 	"github.com/ccmkit/ccmkit/routes"
@@ -28,40 +29,34 @@ import (
 // from the file's current state.
 
 // AddInstance creates an instance (see Instance for the defaults) and
-// returns it as stored. Errors wrap ErrInvalidInstance (naming each bad
-// field), ErrInstanceExists, ErrPoolExhausted or ErrStateFile.
+// returns it as stored. It returns an error naming each bad field, its
+// value and what was expected, or naming a taken ID or an exhausted
+// network, or wrapping ErrStateFile.
 func (c *Cloud) AddInstance(in Instance) (Instance, error) {
 	return c.store.createInstance(context.Background(), in)
 }
 
 // StopInstance shuts instance id down: the provider reports it shut down
 // (the node gets the shutdown taint) but existing. Stopping a stopped
-// instance is a no-op. Errors wrap ErrInstanceNotFound,
-// ErrInstanceTerminated or ErrStateFile.
+// instance is a no-op. It returns an error for an unknown or terminated
+// instance, or one wrapping ErrStateFile.
 func (c *Cloud) StopInstance(id string) (Instance, error) {
-	return c.store.setState(context.Background(), id, StateStopped)
+	return c.store.setState(context.Background(), id, instances.StateStopped)
 }
 
 // StartInstance runs a stopped instance again; starting a running one is a
-// no-op. Errors wrap ErrInstanceNotFound, ErrInstanceTerminated or
-// ErrStateFile.
+// no-op. It returns an error for an unknown or terminated instance, or one
+// wrapping ErrStateFile.
 func (c *Cloud) StartInstance(id string) (Instance, error) {
-	return c.store.setState(context.Background(), id, StateRunning)
+	return c.store.setState(context.Background(), id, instances.StateRunning)
 }
 
 // TerminateInstance terminates instance id for good: the provider reports
 // it gone (the node-lifecycle controller deletes the Node) while the cloud
-// still lists it as terminated. Errors wrap ErrInstanceNotFound or
-// ErrStateFile.
+// still lists it as terminated. It returns an error for an unknown
+// instance, or one wrapping ErrStateFile.
 func (c *Cloud) TerminateInstance(id string) (Instance, error) {
-	return c.store.setState(context.Background(), id, StateTerminated)
-}
-
-// RemoveInstance forgets instance id entirely and frees its addresses:
-// look-ups then answer "not found". Errors wrap ErrInstanceNotFound or
-// ErrStateFile.
-func (c *Cloud) RemoveInstance(id string) error {
-	return c.store.removeInstance(context.Background(), id)
+	return c.store.setState(context.Background(), id, instances.StateTerminated)
 }
 
 // InstanceByID returns a copy of instance id. With Config.StateFile, when
@@ -78,22 +73,15 @@ func (c *Cloud) InstanceByID(id string) (Instance, bool) {
 
 // Snapshot returns a copy of the whole cloud (see State for the order).
 // With Config.StateFile it is the shared cloud; when the file cannot be
-// read it logs the error and returns the state last loaded (State and the
-// admin endpoint report the error instead).
+// read it logs the error and returns the state last loaded (the admin
+// endpoint's GET /state reports the error instead).
 func (c *Cloud) Snapshot() State {
-	st, err := c.State()
+	st, err := c.store.snapshot(context.Background(), c.cfg.ClusterID)
 	if err != nil {
 		logStale(err)
 		st = c.store.staleSnapshot(c.cfg.ClusterID)
 	}
 	return st
-}
-
-// State is Snapshot reporting, rather than logging, an error reading the
-// shared state file (wrapping ErrStateFile); without Config.StateFile it
-// never fails.
-func (c *Cloud) State() (State, error) {
-	return c.store.snapshot(context.Background(), c.cfg.ClusterID)
 }
 
 // logStale logs a state file error of a control-surface method that has no
@@ -136,7 +124,7 @@ func (c *Cloud) LoadBalancerFor(clusterName string, svc *v1.Service) (LoadBalanc
 // cluster (Cluster "") that the provider must never touch, such as a
 // default route, or a stale route of a deleted node; its
 // TargetNodeAddresses are stored as InternalIP addresses. r must keep the
-// route table's rules (package documentation, "Routes"): otherwise nothing
+// route table's rules (see Route): otherwise nothing
 // changes and the error names the field, its value (cut to a bounded
 // length) and what was expected, wrapping routes.ErrInvalidRoute (a field,
 // a name the cluster already has) or routes.ErrCIDRInUse (a destination
@@ -163,14 +151,15 @@ func (c *Cloud) AddRoute(r Route) error {
 // hostname, zone, region and instance-type labels (the stable keys only).
 // The node controller would also add the instance's ExternalIPs, its Labels
 // and the beta topology labels; NodeFor leaves them out. It is a new object
-// each time. Errors wrap ErrInstanceNotFound or ErrStateFile.
+// each time. It returns an error for an unknown instance, or one wrapping
+// ErrStateFile.
 func (c *Cloud) NodeFor(id string) (*v1.Node, error) {
 	in, ok, err := c.store.instance(context.Background(), id)
 	if err != nil {
 		return nil, err
 	}
 	if !ok {
-		return nil, fmt.Errorf("%w: %q", ErrInstanceNotFound, id)
+		return nil, fmt.Errorf("%w: %q", errInstanceNotFound, id)
 	}
 	b := sha256.Sum256([]byte(in.ID))
 	b[6], b[8] = b[6]&0x0f|0x40, b[8]&0x3f|0x80 // a version-4 UUID shape

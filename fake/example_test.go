@@ -18,7 +18,7 @@ import (
 func ExampleNew() {
 	ctx := context.Background()
 	cloud, err := fake.New(fake.Config{ClusterID: "demo"},
-		fake.WithInstances(fake.Instance{Name: "node-a"}, fake.Instance{Name: "node-b", Zone: "zone-b"}))
+		fake.Options{Instances: []fake.Instance{{Name: "node-a"}, {Name: "node-b", Zone: "zone-b"}}})
 	if err != nil {
 		fmt.Println(err)
 		return
@@ -44,18 +44,18 @@ func ExampleNew() {
 	fmt.Println(status.Ingress[0].IP, err)
 
 	lb, _ := cloud.LoadBalancerFor("kubernetes", svc)
-	fmt.Println(lb.ID, lb.Listeners, len(lb.Backends), lb.HealthCheck)
+	fmt.Println(lb.ID, lb.Spec.Listeners, lb.Spec.Listeners[0].NodePort, len(lb.Spec.Backends), lb.Spec.HealthCheck)
 	// Output:
 	// fake://i-2 zone-b [{InternalIP 10.0.0.2} {Hostname node-b}]
 	// 198.18.0.1 <nil>
-	// lb-1 [{IPv4 TCP 80 30080}] 2 {HTTP 10256 /healthz}
+	// lb-1 [IPv4/TCP/80] 30080 2 {HTTP 10256 /healthz}
 }
 
-// Fault injection: a scripted error, a throttle, and an interceptor that
-// adds latency.
-func ExampleCloud_InjectFault() {
+// Fault injection with interceptor Funcs: an error on the first create, a
+// throttle, and latency.
+func ExampleFuncs() {
 	ctx := context.Background()
-	cloud, _ := fake.New(fake.Config{}, fake.WithInstances(fake.Instance{Name: "node-a"}))
+	cloud, _ := fake.New(fake.Config{}, fake.Options{Instances: []fake.Instance{{Name: "node-a"}}})
 	node, _ := cloud.NodeFor("i-1")
 	svc := &v1.Service{
 		ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "web", UID: "5b8f0d3e-9b1a-4c55-8d1e-2f7d1c3a9e01"},
@@ -64,11 +64,15 @@ func ExampleCloud_InjectFault() {
 	lbs, _ := cloud.LoadBalancer()
 
 	outage := errors.New("cloud API unavailable")
-	_ = cloud.InjectFault(fake.Fault{Op: fake.OpApplyLoadBalancer, Times: 1, Err: outage})
+	cloud.SetInterceptor(fake.Funcs{ApplyLoadBalancer: func(context.Context, loadbalancer.Driver, loadbalancer.Action) (*loadbalancer.LoadBalancer, error) {
+		return nil, outage
+	}})
 	_, err := lbs.EnsureLoadBalancer(ctx, "kubernetes", svc, []*v1.Node{node})
 	fmt.Println(errors.Is(err, outage))
 
-	_ = cloud.InjectFault(fake.Fault{Op: fake.OpFindLoadBalancers, Times: 1, RetryAfter: 30 * time.Second})
+	cloud.SetInterceptor(fake.Funcs{FindLoadBalancers: func(context.Context, loadbalancer.Driver, loadbalancer.Query) ([]*loadbalancer.LoadBalancer, error) {
+		return nil, api.NewRetryError("rate limited", 30*time.Second)
+	}})
 	_, err = lbs.EnsureLoadBalancer(ctx, "kubernetes", svc, []*v1.Node{node})
 	// The Reconciler spreads throttled Services out: the cloud's 30s plus
 	// up to as much again at random.
@@ -90,19 +94,15 @@ func ExampleCloud_InjectFault() {
 // Call counters: what a scenario costs in cloud API calls.
 func ExampleCloud_Calls() {
 	ctx := context.Background()
-	cloud, _ := fake.New(fake.Config{}, fake.WithInstances(fake.Instance{Name: "node-a"}, fake.Instance{Name: "node-b"}))
+	cloud, _ := fake.New(fake.Config{}, fake.Options{Instances: []fake.Instance{{Name: "node-a"}, {Name: "node-b"}}})
 	nodes, _ := cloud.InstancesV2()
 	for _, name := range []string{"node-a", "node-b", "node-a"} {
 		_, _ = nodes.InstanceMetadata(ctx, &v1.Node{ObjectMeta: metav1.ObjectMeta{Name: name}})
 	}
 	calls := cloud.Calls()
 	fmt.Println(calls.Reads, calls.Writes, calls.ByOp)
-
-	cloud.ResetCalls()
-	fmt.Println(cloud.Calls().Reads)
 	// Output:
 	// 1 0 map[ListInstances:1]
-	// 0
 }
 
 // The realistic mode: a new load balancer is provisioning (the service
@@ -112,8 +112,8 @@ func ExampleConfig_realistic() {
 	ctx := context.Background()
 	now := time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
 	cloud, _ := fake.New(fake.Config{ClusterID: "demo", Realistic: true},
-		fake.WithInstances(fake.Instance{Name: "vm-a"}),
-		fake.WithClock(func() time.Time { return now })) // a clock the example moves
+		fake.Options{Instances: []fake.Instance{{Name: "vm-a"}},
+			Clock: func() time.Time { return now }}) // a clock the example moves
 	node, _ := cloud.NodeFor("i-1")
 	node.Name = "worker-1" // kubelet --hostname-override
 	svc := &v1.Service{
@@ -126,28 +126,30 @@ func ExampleConfig_realistic() {
 	var retry *api.RetryError
 	fmt.Println(errors.As(err, &retry), retry.RetryAfter())
 
-	now = now.Add(fake.RealisticProvisioningDelay)
+	now = now.Add(2 * time.Second) // the realistic provisioning delay
 	status, err := lbs.EnsureLoadBalancer(ctx, "kubernetes", svc, []*v1.Node{node})
 	fmt.Println(status.Ingress[0].IP, err)
 
 	lb, _ := cloud.LoadBalancerFor("kubernetes", svc)
-	fmt.Printf("%+v\n", lb.Backends)
+	for _, b := range lb.Spec.Backends { // the instance only
+		fmt.Printf("%q %q %v\n", b.NodeName, b.ProviderID, b.IPv4.IsValid())
+	}
 	limit := cloud.RateLimit()
 	fmt.Println(*limit.ReadsPerSecond, *limit.WritesPerSecond, limit.Burst)
 	// Output:
 	// true 2s
 	// 198.18.0.1 <nil>
-	// [{NodeName: ProviderID:fake://i-1 IPv4: IPv6:}]
+	// "" "fake://i-1" false
 	// 20 10 20
 }
 
 // Two clusters, both run with --cluster-name=kubernetes, on one cloud: each
 // owns its load balancers by its cluster ID, so the same Service in both
 // gets two load balancers, and neither sees the other's.
-func ExampleCloud_Peer() {
+func ExampleNewPeer() {
 	ctx := context.Background()
-	blue, _ := fake.New(fake.Config{ClusterID: "blue"}, fake.WithInstances(fake.Instance{Name: "node-a"}))
-	green, _ := blue.Peer("green")
+	blue, _ := fake.New(fake.Config{ClusterID: "blue"}, fake.Options{Instances: []fake.Instance{{Name: "node-a"}}})
+	green, _ := fake.NewPeer(blue, "green", fake.PeerOptions{})
 	node, _ := blue.NodeFor("i-1")
 	svc := &v1.Service{
 		ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "web", UID: "5b8f0d3e-9b1a-4c55-8d1e-2f7d1c3a9e01"},

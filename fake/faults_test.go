@@ -53,8 +53,8 @@ func TestInjectedErrorSurfacesUnchanged(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			// ErrorTTL -1: the instance cache does not remember the failure.
-			c, nodes := cloudWithNodes(t, fake.Config{}, 1, fake.WithInstanceCache(instances.CacheOptions{ErrorTTL: -1}))
-			if err := c.InjectFault(fake.Fault{Op: tt.op, Times: 1, Err: boom}); err != nil {
+			c, nodes := cloudWithNodes(t, fake.Config{}, 1, fake.Options{InstanceCache: &instances.CacheOptions{ErrorTTL: -1}})
+			if err := fake.InjectFault(c, fake.Fault{Op: tt.op, Times: 1, Err: boom}); err != nil {
 				t.Fatal(err)
 			}
 			if err := tt.call(t, c, nodes); !errors.Is(err, boom) {
@@ -73,7 +73,7 @@ func TestInjectedErrorSurfacesUnchanged(t *testing.T) {
 func TestThrottleIsARetryErrorFromEnsure(t *testing.T) {
 	c, nodes := cloudWithNodes(t, fake.Config{}, 1)
 	for _, op := range []fake.Op{fake.OpFindLoadBalancers, fake.OpApplyLoadBalancer} {
-		if err := c.InjectFault(fake.Fault{Op: op, Times: 1, RetryAfter: 42 * time.Second}); err != nil {
+		if err := fake.InjectFault(c, fake.Fault{Op: op, Times: 1, RetryAfter: 42 * time.Second}); err != nil {
 			t.Fatal(err)
 		}
 		_, err := lbOf(t, c).EnsureLoadBalancer(t.Context(), cluster, service("web-"+string(op)[:4]), nodes)
@@ -95,7 +95,7 @@ func TestLostResponse(t *testing.T) {
 	lb := lbOf(t, c)
 	svc := service("web")
 	lost := errors.New("connection reset after the request was sent")
-	if err := c.InjectFault(fake.Fault{Op: fake.OpApplyLoadBalancer, Times: 1, Err: lost, LostResponse: true}); err != nil {
+	if err := fake.InjectFault(c, fake.Fault{Op: fake.OpApplyLoadBalancer, Times: 1, Err: lost, LostResponse: true}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := lb.EnsureLoadBalancer(t.Context(), cluster, svc, nodes); !errors.Is(err, lost) {
@@ -116,7 +116,7 @@ func TestLostResponse(t *testing.T) {
 	if n := len(c.Snapshot().LoadBalancers); n != 1 || st.Ingress[0].IP != created.VIPs[0] {
 		t.Errorf("after the retry: %d load balancers, ingress %v; want 1, %s", n, st.Ingress, created.VIPs[0])
 	}
-	if err := c.InjectFault(fake.Fault{Op: fake.OpReadRouteTable, Times: 1, LostResponse: true}); err != nil {
+	if err := fake.InjectFault(c, fake.Fault{Op: fake.OpReadRouteTable, Times: 1, LostResponse: true}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := routesOf(t, c).ListRoutes(t.Context(), cluster); !errors.Is(err, fake.ErrInjected) {
@@ -128,17 +128,17 @@ func TestScriptedFaults(t *testing.T) {
 	c := newCloud(t, fake.Config{})
 	rt := routesOf(t, c)
 	list := func() error { _, err := rt.ListRoutes(t.Context(), cluster); return err }
-	if err := c.InjectFault(fake.Fault{Op: fake.OpReadRouteTable, Times: 2}); err != nil {
+	if err := fake.InjectFault(c, fake.Fault{Op: fake.OpReadRouteTable, Times: 2}); err != nil {
 		t.Fatal(err)
 	}
 	var got []bool
 	for range 4 {
 		got = append(got, errors.Is(list(), fake.ErrInjected))
 	}
-	if diff := cmp.Diff([]bool{true, true, false, false}, got); diff != "" {
+	if diff := cmp.Diff([]bool{true, true, false, false}, got, fake.CmpModel); diff != "" {
 		t.Errorf("failures of successive calls with Times 2 (-want +got):\n%s", diff)
 	}
-	if err := c.InjectFault(fake.Fault{Times: -1}); err != nil {
+	if err := fake.InjectFault(c, fake.Fault{Times: -1}); err != nil {
 		t.Fatal(err)
 	}
 	for range 3 {
@@ -146,28 +146,29 @@ func TestScriptedFaults(t *testing.T) {
 			t.Error("a call during an outage (Times -1) succeeded")
 		}
 	}
-	c.ClearFaults()
+	fake.ClearFaults(c)
 	if err := list(); err != nil {
 		t.Errorf("after ClearFaults: %v", err)
 	}
 	for _, bad := range []fake.Fault{{Op: "Nope", Times: 1}, {Times: 0}, {Times: -2}, {Times: 1, RetryAfter: -time.Second}} {
-		if err := c.InjectFault(bad); err == nil {
+		if err := fake.InjectFault(c, bad); err == nil {
 			t.Errorf("InjectFault(%+v) = nil; want an error", bad)
 		}
 	}
 }
 
-// TestRandomFaultsAreDeterministic: the same seed fails the same calls.
+// TestRandomFaultsAreDeterministic: random faults of interceptor Funcs
+// are reproducible: each call of the operation reaches the interceptor
+// once, in call order, so the same seed fails the same calls.
 func TestRandomFaultsAreDeterministic(t *testing.T) {
+	injected := errors.New("random fault")
 	pattern := func(seed uint64) string {
 		c := newCloud(t, fake.Config{})
-		if err := c.InjectRandomFaults(fake.RandomFaults{Seed: seed, Probability: 0.3, Ops: []fake.Op{fake.OpReadRouteTable}}); err != nil {
-			t.Fatal(err)
-		}
+		c.SetInterceptor(failRandomly(seed, 0.3, injected, fake.OpReadRouteTable))
 		out := make([]byte, 64)
 		for i := range out {
 			out[i] = '.'
-			if _, err := routesOf(t, c).ListRoutes(t.Context(), cluster); errors.Is(err, fake.ErrInjected) {
+			if _, err := routesOf(t, c).ListRoutes(t.Context(), cluster); errors.Is(err, injected) {
 				out[i] = 'x'
 			} else if err != nil {
 				t.Fatal(err)
@@ -184,12 +185,6 @@ func TestRandomFaultsAreDeterministic(t *testing.T) {
 	}
 	if n := strings.Count(a, "x"); n < 5 || n > 40 {
 		t.Errorf("pattern %s has %d faults in 64 calls at p=0.3; want a plausible number", a, n)
-	}
-	c := newCloud(t, fake.Config{})
-	for _, bad := range []fake.RandomFaults{{Probability: 0}, {Probability: 1.5}, {Probability: 0.5, Ops: []fake.Op{"Nope"}}} {
-		if err := c.InjectRandomFaults(bad); err == nil {
-			t.Errorf("InjectRandomFaults(%+v) = nil; want an error", bad)
-		}
 	}
 }
 
@@ -218,7 +213,7 @@ func TestInterceptor(t *testing.T) {
 	if err := routesOf(t, c).CreateRoute(t.Context(), cluster, "uid", &cloudprovider.Route{TargetNode: types.NodeName(nodes[0].Name), DestinationCIDR: "10.244.0.0/24"}); err != nil {
 		t.Fatalf("CreateRoute with one conflict: %v", err)
 	}
-	if s := c.RouteStats(); s.Conflicts != 1 || len(c.Snapshot().Routes) != 1 {
+	if s := fake.RouteStats(c); s.Conflicts != 1 || len(c.Snapshot().Routes) != 1 {
 		t.Errorf("RouteStats %+v, routes %v; want 1 conflict and the route written", s, c.Snapshot().Routes)
 	}
 	ctx, cancel := context.WithCancel(t.Context())
@@ -241,11 +236,11 @@ func TestCallCounters(t *testing.T) {
 	}
 	// A first Ensure: find by tags, by name, then one create.
 	want := fake.Calls{Reads: 2, Writes: 1, ByOp: map[fake.Op]int64{fake.OpFindLoadBalancers: 2, fake.OpApplyLoadBalancer: 1}}
-	if diff := cmp.Diff(want, c.Calls()); diff != "" {
+	if diff := cmp.Diff(want, c.Calls(), fake.CmpModel); diff != "" {
 		t.Errorf("calls of a first Ensure (-want +got):\n%s", diff)
 	}
-	c.ResetCalls()
-	if diff := cmp.Diff(fake.Calls{ByOp: map[fake.Op]int64{}}, c.Calls()); diff != "" {
+	fake.ResetCalls(c)
+	if diff := cmp.Diff(fake.Calls{ByOp: map[fake.Op]int64{}}, c.Calls(), fake.CmpModel); diff != "" {
 		t.Errorf("calls after ResetCalls (-want +got):\n%s", diff)
 	}
 	if err := lb.EnsureLoadBalancerDeleted(t.Context(), cluster, svc); err != nil {
@@ -254,7 +249,7 @@ func TestCallCounters(t *testing.T) {
 	if got := c.Calls(); got.Writes != 1 || got.ByOp[fake.OpDeleteLoadBalancer] != 1 {
 		t.Errorf("calls of a Delete = %+v; want one DeleteLoadBalancer write", got)
 	}
-	if !fake.OpWriteRouteTable.IsWrite() || fake.OpListInstances.IsWrite() {
+	if !fake.IsWrite(fake.OpWriteRouteTable) || fake.IsWrite(fake.OpListInstances) {
 		t.Error("Op.IsWrite misclassifies")
 	}
 }

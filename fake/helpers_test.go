@@ -3,7 +3,10 @@ package fake_test
 import (
 	"flag"
 	"fmt"
+	"math/rand/v2"
 	"path/filepath"
+	"slices"
+	"sync"
 	"testing"
 
 	v1 "k8s.io/api/core/v1"
@@ -23,12 +26,12 @@ const cluster = "test-cluster"
 var withStateFile = flag.Bool("statefile", false, "build the clouds of newCloud with a Config.StateFile in the test's temporary directory")
 
 // newCloud builds a fake with cfg and opts, failing the test on error.
-func newCloud(t testing.TB, cfg fake.Config, opts ...fake.Option) *fake.Cloud {
+func newCloud(t testing.TB, cfg fake.Config, opts ...fake.Options) *fake.Cloud {
 	t.Helper()
 	if *withStateFile && cfg.StateFile == "" {
 		cfg.StateFile = filepath.Join(t.TempDir(), "cloud.json")
 	}
-	c, err := fake.New(cfg, opts...)
+	c, err := fake.New(cfg, oneOptions(opts))
 	if err != nil {
 		t.Fatalf("fake.New: %v", err)
 	}
@@ -38,7 +41,7 @@ func newCloud(t testing.TB, cfg fake.Config, opts ...fake.Option) *fake.Cloud {
 
 // cloudWithNodes builds a fake with n running instances node-01..node-<n> and
 // returns their Nodes.
-func cloudWithNodes(t testing.TB, cfg fake.Config, n int, opts ...fake.Option) (*fake.Cloud, []*v1.Node) {
+func cloudWithNodes(t testing.TB, cfg fake.Config, n int, opts ...fake.Options) (*fake.Cloud, []*v1.Node) {
 	t.Helper()
 	for i := range n {
 		cfg.Instances = append(cfg.Instances, fake.Instance{Name: nodeName(i + 1)})
@@ -49,6 +52,37 @@ func cloudWithNodes(t testing.TB, cfg fake.Config, n int, opts ...fake.Option) (
 		nodes = append(nodes, mustNode(t, c, in.ID))
 	}
 	return c, nodes
+}
+
+// oneOptions returns the one Options of a helper's optional argument, or
+// the zero Options.
+func oneOptions(opts []fake.Options) fake.Options {
+	switch len(opts) {
+	case 0:
+		return fake.Options{}
+	case 1:
+		return opts[0]
+	}
+	panic("more than one fake.Options")
+}
+
+// failRandomly returns interceptor Funcs that fail calls of ops (every
+// operation when none is given) with err, each with probability p,
+// reproducibly: the same seed fails the same calls, in call order.
+func failRandomly(seed uint64, p float64, err error, ops ...fake.Op) fake.Funcs {
+	var mu sync.Mutex
+	rng := rand.New(rand.NewPCG(seed, seed))
+	return fake.Failing(func(op fake.Op) (error, bool) {
+		if len(ops) > 0 && !slices.Contains(ops, op) {
+			return nil, false
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		if rng.Float64() < p {
+			return err, false
+		}
+		return nil, false
+	})
 }
 
 func nodeName(i int) string { return fmt.Sprintf("node-%02d", i) }

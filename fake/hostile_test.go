@@ -45,7 +45,7 @@ func adminCloud(t *testing.T, cfg Config, to adminTimeouts) (*Cloud, string) {
 		t.Cleanup(func() { testAdminTimeouts.Store(nil) })
 	}
 	cfg.Admin.Address = "127.0.0.1:0"
-	c, err := New(cfg)
+	c, err := New(cfg, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -203,7 +203,7 @@ func TestAdminRefusesWebPages(t *testing.T) {
 			if err := json.Unmarshal(body, &e); err != nil || !strings.Contains(e.Error, tt.message) {
 				t.Errorf("error %s; want {\"error\": ...} containing %q", body, tt.message)
 			}
-			if diff := cmp.Diff(before, viewOf(c)); diff != "" {
+			if diff := cmp.Diff(before, viewOf(c), CmpModel); diff != "" {
 				t.Errorf("a refused %s %s changed the cloud (-before +after):\n%s", tt.method, tt.path, diff)
 			}
 		})
@@ -272,7 +272,7 @@ func TestAdminTimesOutSlowClients(t *testing.T) {
 				}
 				t.Errorf("after the response: %v; want the connection closed (EOF)", err)
 			}
-			if diff := cmp.Diff(before, viewOf(c)); diff != "" && tt.status != http.StatusOK {
+			if diff := cmp.Diff(before, viewOf(c), CmpModel); diff != "" && tt.status != http.StatusOK {
 				t.Errorf("a slow request changed the cloud (-before +after):\n%s", diff)
 			}
 		})
@@ -283,7 +283,7 @@ func TestAdminTimesOutSlowClients(t *testing.T) {
 // the values the package documentation states.
 func TestAdminTimeoutsDocumented(t *testing.T) {
 	want := adminTimeouts{readHeader: 5 * time.Second, read: 10 * time.Second, write: 30 * time.Second, idle: time.Minute, handler: 20 * time.Second}
-	if diff := cmp.Diff(want, defaultAdminTimeouts, cmp.AllowUnexported(adminTimeouts{})); diff != "" {
+	if diff := cmp.Diff(want, defaultAdminTimeouts, cmp.AllowUnexported(adminTimeouts{}), CmpModel); diff != "" {
 		t.Errorf("defaultAdminTimeouts differ from the documented ones (-doc +code):\n%s", diff)
 	}
 	if got := adminTimeoutsOf(); got != defaultAdminTimeouts {

@@ -39,10 +39,10 @@ func (d instanceDriver) GetByName(ctx context.Context, name string) (out instanc
 		for id := range d.s.instByName[name] {
 			in := d.s.instances[id]
 			switch {
-			case in.State == StateTerminated:
+			case in.State == instances.StateTerminated:
 				dead = in
 			case live != nil:
-				return fmt.Errorf("fake: instances %q and %q are both named %q; expected one live instance per name", live.ID, in.ID, name)
+				return fmt.Errorf("fake: instances %q and %q are both named %q: expected one live instance per name", live.ID, in.ID, name)
 			default:
 				live = in
 			}
@@ -99,10 +99,6 @@ func (d freshLookups) GetByName(ctx context.Context, name string) (instances.Ins
 	return d.next.GetByName(ctx, name)
 }
 
-var states = map[InstanceState]instances.State{
-	StateRunning: instances.StateRunning, StateStopped: instances.StateStopped, StateTerminated: instances.StateTerminated,
-}
-
 // toInstance maps a stored instance to the adapter's model. Stored
 // instances are never mutated, so their slices and maps can be shared.
 func toInstance(in *Instance) instances.Instance {
@@ -117,7 +113,7 @@ func toInstance(in *Instance) instances.Instance {
 		addrs = append(addrs, v1.NodeAddress{Type: v1.NodeHostName, Address: in.Hostname})
 	}
 	return instances.Instance{
-		ID: in.ID, Name: in.Name, State: states[in.State],
+		ID: in.ID, Name: in.Name, State: in.State,
 		Type: in.Type, Zone: in.Zone, Region: in.Region,
 		Addresses: addrs, Labels: in.Labels,
 	}

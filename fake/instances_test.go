@@ -41,7 +41,7 @@ func TestInstanceStates(t *testing.T) {
 		{"started", "running again", func() error { _, err := c.StartInstance("i-1"); return err }, answer{Exists: true}},
 		{"terminated", "gone: (false, nil) deletes the Node", func() error { _, err := c.TerminateInstance("i-1"); return err },
 			answer{ShutdownErr: cloudprovider.InstanceNotFound, MetadataErr: cloudprovider.InstanceNotFound}},
-		{"removed", "gone from the cloud altogether", func() error { return c.RemoveInstance("i-1") },
+		{"removed", "gone from the cloud altogether", func() error { return fake.RemoveInstance(c, "i-1") },
 			answer{ShutdownErr: cloudprovider.InstanceNotFound, MetadataErr: cloudprovider.InstanceNotFound}},
 	}
 	for _, tt := range tests {
@@ -62,7 +62,7 @@ func TestInstanceStates(t *testing.T) {
 					t.Errorf("InstanceMetadata(%q) = nil, nil; never allowed", node.Name)
 				}
 				// Sentinels are compared with == by the controllers.
-				if diff := cmp.Diff(tt.want, got, cmp.Comparer(func(a, b error) bool { return a == b })); diff != "" {
+				if diff := cmp.Diff(tt.want, got, cmp.Comparer(func(a, b error) bool { return a == b }), fake.CmpModel); diff != "" {
 					t.Errorf("node %q (providerID %q), %s (-want +got):\n%s", node.Name, node.Spec.ProviderID, tt.reason, diff)
 				}
 			}
@@ -76,14 +76,14 @@ func TestInstanceStates(t *testing.T) {
 func TestInstanceExistsInDoubtIsAnError(t *testing.T) {
 	c, nodes := cloudWithNodes(t, fake.Config{}, 1)
 	v2 := instancesOf(t, c)
-	if err := c.InjectFault(fake.Fault{Times: -1}); err != nil { // an outage
+	if err := fake.InjectFault(c, fake.Fault{Times: -1}); err != nil { // an outage
 		t.Fatal(err)
 	}
 	exists, err := v2.InstanceExists(t.Context(), nodes[0])
 	if exists || err == nil {
 		t.Errorf("InstanceExists during an outage = %v, %v; want false and an error, never (false, nil)", exists, err)
 	}
-	c.ClearFaults()
+	fake.ClearFaults(c)
 	if exists, err := v2.InstanceExists(t.Context(), nodes[0]); !exists || err != nil {
 		t.Errorf("InstanceExists after the outage = %v, %v; want true, nil", exists, err)
 	}
@@ -91,12 +91,12 @@ func TestInstanceExistsInDoubtIsAnError(t *testing.T) {
 
 func TestInstanceMetadata(t *testing.T) {
 	c := newCloud(t, fake.Config{InstanceCIDRs: []string{"10.0.0.0/16", "fd00:10::/64"}},
-		fake.WithInstances(fake.Instance{
+		fake.Options{Instances: []fake.Instance{{
 			Name: "node-a", ID: "i-a", Zone: "eu-1a", Region: "eu-1", Type: "m.large",
 			InternalIPs: []string{"fd00:10::5", "10.0.0.9", "10.0.0.5"},
 			ExternalIPs: []string{"203.0.113.5"},
 			Labels:      map[string]string{"fake.ccmkit.io/rack": "r1"},
-		}))
+		}}})
 	v2 := instancesOf(t, c)
 	fresh := &v1.Node{ObjectMeta: metav1.ObjectMeta{Name: "node-a"}}
 	meta, err := v2.InstanceMetadata(t.Context(), fresh)
@@ -114,7 +114,7 @@ func TestInstanceMetadata(t *testing.T) {
 		},
 		AdditionalLabels: map[string]string{"fake.ccmkit.io/rack": "r1"},
 	}
-	if diff := cmp.Diff(want, meta); diff != "" {
+	if diff := cmp.Diff(want, meta, fake.CmpModel); diff != "" {
 		t.Errorf("InstanceMetadata (-want +got):\n%s", diff)
 	}
 	for _, v := range []string{meta.InstanceType, meta.Zone, meta.Region} {
@@ -144,7 +144,7 @@ func TestInstanceMetadata(t *testing.T) {
 	// The order is stable across calls.
 	again, _ := v2.InstanceMetadata(t.Context(), fresh)
 	first, _ := v2.InstanceMetadata(t.Context(), fresh)
-	if diff := cmp.Diff(first.NodeAddresses, again.NodeAddresses); diff != "" {
+	if diff := cmp.Diff(first.NodeAddresses, again.NodeAddresses, fake.CmpModel); diff != "" {
 		t.Errorf("addresses changed between calls (-first +again):\n%s", diff)
 	}
 }
@@ -185,20 +185,20 @@ func TestAutoAddressesDualStack(t *testing.T) {
 func TestInstanceMetadataScales(t *testing.T) {
 	c, nodes := cloudWithNodes(t, fake.Config{}, 50)
 	v2 := instancesOf(t, c)
-	c.ResetCalls()
+	fake.ResetCalls(c)
 	for _, n := range nodes {
 		if _, err := v2.InstanceMetadata(t.Context(), n); err != nil {
 			t.Fatal(err)
 		}
 	}
 	want := fake.Calls{Reads: 1, ByOp: map[fake.Op]int64{fake.OpListInstances: 1}}
-	if diff := cmp.Diff(want, c.Calls()); diff != "" {
+	if diff := cmp.Diff(want, c.Calls(), fake.CmpModel); diff != "" {
 		t.Errorf("cloud calls for %d InstanceMetadata (-want +got):\n%s", len(nodes), diff)
 	}
 }
 
 func TestAddInstanceErrors(t *testing.T) {
-	c := newCloud(t, fake.Config{InstanceCIDRs: []string{"10.9.0.0/30"}}, fake.WithInstances(fake.Instance{Name: "a", ID: "i-a"}))
+	c := newCloud(t, fake.Config{InstanceCIDRs: []string{"10.9.0.0/30"}}, fake.Options{Instances: []fake.Instance{{Name: "a", ID: "i-a"}}})
 	tests := []struct {
 		name   string
 		reason string
@@ -236,7 +236,7 @@ func TestAddInstanceErrors(t *testing.T) {
 // cloud allows it, so AddInstance does; seeds may not) make a look-up by
 // name an error, never "gone".
 func TestDuplicateNamesAreAnErrorNotGone(t *testing.T) {
-	c := newCloud(t, fake.Config{}, fake.WithInstances(fake.Instance{Name: "twin"}))
+	c := newCloud(t, fake.Config{}, fake.Options{Instances: []fake.Instance{{Name: "twin"}}})
 	if _, err := c.AddInstance(fake.Instance{Name: "twin"}); err != nil {
 		t.Fatal(err)
 	}
@@ -286,7 +286,7 @@ func TestChangeDuringListIsSeenAtNextLookup(t *testing.T) {
 // layer over is the cloud's, uncached: every call reaches the cloud and is
 // counted, and an injected outage fails it.
 func TestInstanceAPI(t *testing.T) {
-	cloud := newCloud(t, fake.Config{}, fake.WithInstances(fake.Instance{Name: "node-a", ID: "i-a"}))
+	cloud := newCloud(t, fake.Config{}, fake.Options{Instances: []fake.Instance{{Name: "node-a", ID: "i-a"}}})
 	api := cloud.InstanceAPI()
 	for range 3 {
 		list, err := api.List(t.Context())
@@ -300,7 +300,7 @@ func TestInstanceAPI(t *testing.T) {
 	if got := cloud.Calls().ByOp; got[fake.OpListInstances] != 3 || got[fake.OpGetInstance] != 1 {
 		t.Errorf("calls by op = %v; want 3 ListInstances and 1 GetInstance: nothing cached", got)
 	}
-	if err := cloud.InjectFault(fake.Fault{Op: fake.OpListInstances, Times: 1}); err != nil {
+	if err := fake.InjectFault(cloud, fake.Fault{Op: fake.OpListInstances, Times: 1}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := api.List(t.Context()); !errors.Is(err, fake.ErrInjected) {

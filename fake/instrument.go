@@ -2,6 +2,9 @@ package fake
 
 import (
 	"context"
+	"maps"
+	"slices"
+	"sync"
 
 	"github.com/ccmkit/ccmkit/instances"
 	"github.com/ccmkit/ccmkit/loadbalancer"
@@ -9,62 +12,168 @@ import (
 	"github.com/ccmkit/ccmkit/routes"
 )
 
-// The fake's cloud API: each driver wrapped so that every call is counted,
-// may fail with an injected fault, and goes through the interceptor Funcs.
-// This is where a real provider has its cloud client.
-//
-// Writes may fail after they took effect (Fault.LostResponse): the call
-// runs, and the fault replaces its result.
+// Op names one operation of the fake's cloud API: one driver method.
+type Op string
+
+// The operations, each a read or a write of the cloud.
+const (
+	OpFindLoadBalancers  Op = "FindLoadBalancers"  // read: loadbalancer.Driver.Find
+	OpApplyLoadBalancer  Op = "ApplyLoadBalancer"  // write: loadbalancer.Driver.Apply
+	OpDeleteLoadBalancer Op = "DeleteLoadBalancer" // write: loadbalancer.Driver.Delete
+	OpReadRouteTable     Op = "ReadRouteTable"     // read: routes.TableDriver.ReadTable
+	OpWriteRouteTable    Op = "WriteRouteTable"    // write: routes.TableDriver.WriteTable
+	OpGetInstance        Op = "GetInstance"        // read: instances.Driver.GetByID
+	OpGetInstanceByName  Op = "GetInstanceByName"  // read: instances.Driver.GetByName
+	OpListInstances      Op = "ListInstances"      // read: instances.Lister.List
+)
+
+// ops is every operation, in the order of the constants.
+var ops = []Op{OpFindLoadBalancers, OpApplyLoadBalancer, OpDeleteLoadBalancer, OpReadRouteTable,
+	OpWriteRouteTable, OpGetInstance, OpGetInstanceByName, OpListInstances}
+
+// isWrite reports whether op changes the cloud.
+func (op Op) isWrite() bool {
+	return op == OpApplyLoadBalancer || op == OpDeleteLoadBalancer || op == OpWriteRouteTable
+}
+
+func (op Op) valid() bool { return slices.Contains(ops, op) }
+
+// Calls counts the calls this Cloud made to the fake's cloud API since it
+// was built or the admin endpoint's POST /calls/reset: every call that
+// reached the API, including those a fault failed or the rate limit
+// throttled. Calls rejected because their context was already done are not
+// counted. Each Cloud (New's and each NewPeer's) counts its own calls.
+type Calls struct {
+	Reads  int64 `json:"reads"`
+	Writes int64 `json:"writes"`
+	// Faults counts the calls failed by a fault injected through the admin
+	// endpoint (POST /faults), not errors returned by interceptor Funcs.
+	Faults int64 `json:"faults"`
+	// Throttled counts the calls the rate limit refused (RateLimit); they
+	// are in Reads or Writes and ByOp too.
+	Throttled int64 `json:"throttled"`
+	// ByOp counts the calls per operation; operations not called are
+	// absent.
+	ByOp map[Op]int64 `json:"byOp"`
+	// ThrottledByOp counts the throttled calls per operation; operations
+	// never throttled are absent (nil when none was).
+	ThrottledByOp map[Op]int64 `json:"throttledByOp,omitempty"`
+}
+
+// meter is the fake's cloud API gate: it counts calls, applies the rate
+// limit and hands each call the interceptor Funcs it runs with: the admin
+// endpoint's faults (faults, fixed) in front of the user's (funcs). It is
+// safe for concurrent use.
+type meter struct {
+	limits *limiter // shared by every Cloud of the store; never changes
+	faults *Funcs   // the admin endpoint's fault script; never changes
+	script faultScript
+
+	mu    sync.Mutex
+	calls Calls
+	funcs Funcs
+}
+
+func newMeter(limits *limiter, funcs Funcs) *meter {
+	m := &meter{limits: limits, calls: Calls{ByOp: map[Op]int64{}}, funcs: funcs}
+	m.faults = new(failing(m.scripted))
+	return m
+}
+
+// enter counts a call of op and returns the user's interceptor Funcs the
+// call runs with. A call whose ctx is done is not counted and returns
+// ctx.Err(). A call the rate limit refuses returns its error, before any
+// fault is consumed: a real cloud throttles at its front door.
+func (m *meter) enter(ctx context.Context, op Op) (*Funcs, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.calls.ByOp[op]++
+	if op.isWrite() {
+		m.calls.Writes++
+	} else {
+		m.calls.Reads++
+	}
+	if err := m.limits.take(op); err != nil {
+		m.calls.Throttled++
+		if m.calls.ThrottledByOp == nil {
+			m.calls.ThrottledByOp = map[Op]int64{}
+		}
+		m.calls.ThrottledByOp[op]++
+		return nil, err
+	}
+	funcs := m.funcs
+	return &funcs, nil
+}
+
+// scripted takes the admin endpoint's next fault for op, counting it.
+func (m *meter) scripted(op Op) (error, bool) {
+	err, late := m.script.take(op)
+	if err != nil {
+		m.mu.Lock()
+		m.calls.Faults++
+		m.mu.Unlock()
+	}
+	return err, late
+}
+
+// Calls returns a copy of the call counters. Safe for concurrent use.
+func (c *Cloud) Calls() Calls {
+	c.meter.mu.Lock()
+	defer c.meter.mu.Unlock()
+	out := c.meter.calls
+	out.ByOp, out.ThrottledByOp = maps.Clone(out.ByOp), maps.Clone(out.ThrottledByOp)
+	return out
+}
+
+// resetCalls sets every call counter back to zero.
+func (c *Cloud) resetCalls() {
+	c.meter.mu.Lock()
+	defer c.meter.mu.Unlock()
+	c.meter.calls = Calls{ByOp: map[Op]int64{}}
+}
+
+// The fake's cloud API: each driver wrapped so that every call is counted
+// and rate limited, then goes through the admin endpoint's faults and the
+// interceptor Funcs. This is where a real provider has its cloud client.
 
 type lbAPI struct {
 	m    *meter
 	next lbDriver
 }
 
-func (d lbAPI) Find(ctx context.Context, q loadbalancer.Query) ([]*loadbalancer.LoadBalancer, error) {
-	funcs, _, err := d.m.enter(ctx, OpFindLoadBalancers)
+func (d lbAPI) driver(ctx context.Context, op Op) (loadbalancer.Driver, error) {
+	funcs, err := d.m.enter(ctx, op)
 	if err != nil {
 		return nil, err
 	}
-	if f := funcs.FindLoadBalancers; f != nil {
-		return f(ctx, d.next, q)
+	return lbFuncs{d.m.faults, lbFuncs{funcs, d.next}}, nil
+}
+
+func (d lbAPI) Find(ctx context.Context, q loadbalancer.Query) ([]*loadbalancer.LoadBalancer, error) {
+	next, err := d.driver(ctx, OpFindLoadBalancers)
+	if err != nil {
+		return nil, err
 	}
-	return d.next.Find(ctx, q)
+	return next.Find(ctx, q)
 }
 
 func (d lbAPI) Apply(ctx context.Context, a loadbalancer.Action) (*loadbalancer.LoadBalancer, error) {
-	funcs, late, fault := d.m.enter(ctx, OpApplyLoadBalancer)
-	if fault != nil && !late {
-		return nil, fault
+	next, err := d.driver(ctx, OpApplyLoadBalancer)
+	if err != nil {
+		return nil, err
 	}
-	var lb *loadbalancer.LoadBalancer
-	var err error
-	if f := funcs.ApplyLoadBalancer; f != nil {
-		lb, err = f(ctx, d.next, a)
-	} else {
-		lb, err = d.next.Apply(ctx, a)
-	}
-	if late {
-		return nil, fault
-	}
-	return lb, err
+	return next.Apply(ctx, a)
 }
 
 func (d lbAPI) Delete(ctx context.Context, lb *loadbalancer.LoadBalancer) error {
-	funcs, late, fault := d.m.enter(ctx, OpDeleteLoadBalancer)
-	if fault != nil && !late {
-		return fault
+	next, err := d.driver(ctx, OpDeleteLoadBalancer)
+	if err != nil {
+		return err
 	}
-	var err error
-	if f := funcs.DeleteLoadBalancer; f != nil {
-		err = f(ctx, d.next, lb)
-	} else {
-		err = d.next.Delete(ctx, lb)
-	}
-	if late {
-		return fault
-	}
-	return err
+	return next.Delete(ctx, lb)
 }
 
 type routeAPI struct {
@@ -72,32 +181,28 @@ type routeAPI struct {
 	next routeDriver
 }
 
+func (d routeAPI) driver(ctx context.Context, op Op) (routes.TableDriver, error) {
+	funcs, err := d.m.enter(ctx, op)
+	if err != nil {
+		return nil, err
+	}
+	return routeFuncs{d.m.faults, routeFuncs{funcs, d.next}}, nil
+}
+
 func (d routeAPI) ReadTable(ctx context.Context) ([]routes.Entry, string, error) {
-	funcs, _, err := d.m.enter(ctx, OpReadRouteTable)
+	next, err := d.driver(ctx, OpReadRouteTable)
 	if err != nil {
 		return nil, "", err
 	}
-	if f := funcs.ReadRouteTable; f != nil {
-		return f(ctx, d.next)
-	}
-	return d.next.ReadTable(ctx)
+	return next.ReadTable(ctx)
 }
 
 func (d routeAPI) WriteTable(ctx context.Context, revision string, entries []routes.Entry) error {
-	funcs, late, fault := d.m.enter(ctx, OpWriteRouteTable)
-	if fault != nil && !late {
-		return fault
+	next, err := d.driver(ctx, OpWriteRouteTable)
+	if err != nil {
+		return err
 	}
-	var err error
-	if f := funcs.WriteRouteTable; f != nil {
-		err = f(ctx, d.next, revision, entries)
-	} else {
-		err = d.next.WriteTable(ctx, revision, entries)
-	}
-	if late {
-		return fault
-	}
-	return err
+	return next.WriteTable(ctx, revision, entries)
 }
 
 type instanceAPI struct {
@@ -105,35 +210,34 @@ type instanceAPI struct {
 	next instanceDriver
 }
 
-func (d instanceAPI) GetByID(ctx context.Context, id provider.ProviderID) (instances.Instance, error) {
-	funcs, _, err := d.m.enter(ctx, OpGetInstance)
-	if err != nil {
-		return instances.Instance{}, err
-	}
-	if f := funcs.GetInstance; f != nil {
-		return f(ctx, d.next, id)
-	}
-	return d.next.GetByID(ctx, id)
-}
-
-func (d instanceAPI) GetByName(ctx context.Context, name string) (instances.Instance, error) {
-	funcs, _, err := d.m.enter(ctx, OpGetInstanceByName)
-	if err != nil {
-		return instances.Instance{}, err
-	}
-	if f := funcs.GetInstanceByName; f != nil {
-		return f(ctx, d.next, name)
-	}
-	return d.next.GetByName(ctx, name)
-}
-
-func (d instanceAPI) List(ctx context.Context) ([]instances.Instance, error) {
-	funcs, _, err := d.m.enter(ctx, OpListInstances)
+func (d instanceAPI) driver(ctx context.Context, op Op) (instances.ListDriver, error) {
+	funcs, err := d.m.enter(ctx, op)
 	if err != nil {
 		return nil, err
 	}
-	if f := funcs.ListInstances; f != nil {
-		return f(ctx, d.next)
+	return instanceFuncs{d.m.faults, instanceFuncs{funcs, d.next}}, nil
+}
+
+func (d instanceAPI) GetByID(ctx context.Context, id provider.ProviderID) (instances.Instance, error) {
+	next, err := d.driver(ctx, OpGetInstance)
+	if err != nil {
+		return instances.Instance{}, err
 	}
-	return d.next.List(ctx)
+	return next.GetByID(ctx, id)
+}
+
+func (d instanceAPI) GetByName(ctx context.Context, name string) (instances.Instance, error) {
+	next, err := d.driver(ctx, OpGetInstanceByName)
+	if err != nil {
+		return instances.Instance{}, err
+	}
+	return next.GetByName(ctx, name)
+}
+
+func (d instanceAPI) List(ctx context.Context) ([]instances.Instance, error) {
+	next, err := d.driver(ctx, OpListInstances)
+	if err != nil {
+		return nil, err
+	}
+	return next.List(ctx)
 }

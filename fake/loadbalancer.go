@@ -13,13 +13,14 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 
+	"github.com/ccmkit/ccmkit/instances"
 	"github.com/ccmkit/ccmkit/loadbalancer"
 )
 
 // lbDriver is the fake's loadbalancer.Driver: load balancers are stored as
 // the loadbalancer model, changed with loadbalancer.Apply (the reference
 // semantics of each action), plus VIPs from the pools and the moment each
-// is provisioned. With LoadBalancerConfig.Backends instanceID it keeps only
+// is provisioned. With LoadBalancerSection.Backends instanceID it keeps only
 // the provider ID of each backend, as a cloud whose targets are instances.
 type lbDriver struct{ s *store }
 
@@ -135,17 +136,17 @@ func (s *store) applyLB(a loadbalancer.Action) (*lbRecord, error) {
 	return rec, nil
 }
 
-// ErrInvalidBackend is wrapped by the error of an ActionCreate or
-// ActionAddBackends that LoadBalancerConfig.Backends instanceID rejects, as
+// errInvalidBackend is wrapped by the error of an ActionCreate or
+// ActionAddBackends that LoadBalancerSection.Backends instanceID rejects, as
 // a real cloud rejects a target that is not one of its instances: a
 // backend whose provider ID does not parse as "fake://<id>", or names an
 // unknown or terminated instance. The error names the provider ID (and the
 // Node, when the backend has its name).
-var ErrInvalidBackend = errors.New("fake: invalid load-balancer backend")
+var errInvalidBackend = errors.New("fake: invalid load-balancer backend")
 
 // instanceTargets returns a with each backend reduced to what a cloud of
 // instance targets keeps, its provider ID, and a created load balancer
-// keyed by it (mu held). It returns an error wrapping ErrInvalidBackend
+// keyed by it (mu held). It returns an error wrapping errInvalidBackend
 // when a backend to add is not a live instance of this cloud.
 func (s *store) instanceTargets(a loadbalancer.Action) (loadbalancer.Action, error) {
 	var backends *[]loadbalancer.Backend
@@ -174,7 +175,7 @@ func (s *store) instanceTargets(a loadbalancer.Action) (loadbalancer.Action, err
 	return a, nil
 }
 
-// checkTarget returns an error wrapping ErrInvalidBackend unless b's
+// checkTarget returns an error wrapping errInvalidBackend unless b's
 // provider ID names a live (running or stopped) instance (mu held).
 func (s *store) checkTarget(b loadbalancer.Backend) error {
 	what := fmt.Sprintf("backend %q", b.ProviderID)
@@ -183,13 +184,13 @@ func (s *store) checkTarget(b loadbalancer.Backend) error {
 	}
 	id, err := codec.Parse(b.ProviderID)
 	if err != nil {
-		return fmt.Errorf("%w: %s: %w", ErrInvalidBackend, what, err)
+		return fmt.Errorf("%w: %s: %w", errInvalidBackend, what, err)
 	}
 	switch in := s.instances[id.ID]; {
 	case in == nil:
-		return fmt.Errorf("%w: %s: no instance %q; expected an instance of this cloud", ErrInvalidBackend, what, id.ID)
-	case in.State == StateTerminated:
-		return fmt.Errorf("%w: %s: instance %q is terminated; expected a running or stopped instance", ErrInvalidBackend, what, id.ID)
+		return fmt.Errorf("%w: %s: no instance %q: expected an instance of this cloud", errInvalidBackend, what, id.ID)
+	case in.State == instances.StateTerminated:
+		return fmt.Errorf("%w: %s: instance %q is terminated: expected a running or stopped instance", errInvalidBackend, what, id.ID)
 	}
 	return nil
 }
@@ -257,7 +258,7 @@ func (s *store) allocateVIPs(current []netip.Addr, spec loadbalancer.Spec) ([]ne
 		case want.IsValid():
 			if !p.contains(want) {
 				undo()
-				return nil, fmt.Errorf("requested IP %s is outside the %s pool %s; expected an address of the pool", want, fam, p.prefix)
+				return nil, fmt.Errorf("requested IP %s is outside the %s pool %s: expected an address of the pool", want, fam, p.prefix)
 			}
 			if err := p.take(want); err != nil {
 				undo()

@@ -55,7 +55,7 @@ func TestEnsureIdempotent(t *testing.T) {
 	if err != nil {
 		t.Fatalf("second EnsureLoadBalancer: %v", err)
 	}
-	if diff := cmp.Diff(st1, st2); diff != "" {
+	if diff := cmp.Diff(st1, st2, fake.CmpModel); diff != "" {
 		t.Errorf("second Ensure status (-want +got):\n%s", diff)
 	}
 	if w := c.Calls().Writes - before.Writes; w != 0 {
@@ -85,7 +85,7 @@ func TestLoadBalancerLifecycle(t *testing.T) {
 	if !exists || err != nil {
 		t.Fatalf("Get after Ensure = exists %v, %v; want true, nil", exists, err)
 	}
-	if diff := cmp.Diff(st, got); diff != "" {
+	if diff := cmp.Diff(st, got, fake.CmpModel); diff != "" {
 		t.Errorf("Get status (-Ensure +Get):\n%s", diff)
 	}
 	if p := lbPoolUse(c); p != 1 {
@@ -137,7 +137,7 @@ func TestExistsWhileAnyPieceRemains(t *testing.T) {
 		t.Fatal(err)
 	}
 	boom := errors.New("delete failed")
-	if err := c.InjectFault(fake.Fault{Op: fake.OpDeleteLoadBalancer, Times: 1, Err: boom}); err != nil {
+	if err := fake.InjectFault(c, fake.Fault{Op: fake.OpDeleteLoadBalancer, Times: 1, Err: boom}); err != nil {
 		t.Fatal(err)
 	}
 	if err := lb.EnsureLoadBalancerDeleted(t.Context(), cluster, svc); !errors.Is(err, boom) {
@@ -165,16 +165,16 @@ func TestUpdateSetsBackendsAndNeverMutatesArguments(t *testing.T) {
 	}
 	got, _ := c.LoadBalancerFor(cluster, svc)
 	var names []string
-	for _, b := range got.Backends {
+	for _, b := range got.Spec.Backends {
 		names = append(names, b.NodeName)
 	}
-	if diff := cmp.Diff([]string{"node-02", "node-03", "node-04"}, names); diff != "" {
+	if diff := cmp.Diff([]string{"node-02", "node-03", "node-04"}, names, fake.CmpModel); diff != "" {
 		t.Errorf("backends after Update (-want +got):\n%s", diff)
 	}
-	if diff := cmp.Diff(svcCopy, svc); diff != "" {
+	if diff := cmp.Diff(svcCopy, svc, fake.CmpModel); diff != "" {
 		t.Errorf("Service argument modified (-before +after):\n%s", diff)
 	}
-	if diff := cmp.Diff(nodesCopy, nodes); diff != "" {
+	if diff := cmp.Diff(nodesCopy, nodes, fake.CmpModel); diff != "" {
 		t.Errorf("Node arguments modified (-before +after):\n%s", diff)
 	}
 	// NotReady nodes and nodes without a providerID are not dropped by the
@@ -185,8 +185,8 @@ func TestUpdateSetsBackendsAndNeverMutatesArguments(t *testing.T) {
 		t.Fatal(err)
 	}
 	got, _ = c.LoadBalancerFor(cluster, svc)
-	if len(got.Backends) != 1 || got.Backends[0].NodeName != notReady.Name {
-		t.Errorf("backends = %+v; want exactly the NotReady node %s", got.Backends, notReady.Name)
+	if len(got.Spec.Backends) != 1 || got.Spec.Backends[0].NodeName != notReady.Name {
+		t.Errorf("backends = %+v; want exactly the NotReady node %s", got.Spec.Backends, notReady.Name)
 	}
 	noID := nodes[3].DeepCopy()
 	noID.Spec.ProviderID = ""
@@ -194,8 +194,8 @@ func TestUpdateSetsBackendsAndNeverMutatesArguments(t *testing.T) {
 		t.Errorf("Update with a node without providerID: %v; want it left out, not an error", err)
 	}
 	got, _ = c.LoadBalancerFor(cluster, svc)
-	if len(got.Backends) != 1 {
-		t.Errorf("backends = %+v; want the node without providerID left out", got.Backends)
+	if len(got.Spec.Backends) != 1 {
+		t.Errorf("backends = %+v; want the node without providerID left out", got.Spec.Backends)
 	}
 }
 
@@ -205,16 +205,16 @@ func TestLoadBalancerFeatures(t *testing.T) {
 		name      string
 		reason    string
 		mutate    func(*v1.Service)
-		listeners []fake.Listener
-		health    fake.HealthCheck
+		listeners []loadbalancer.Listener
+		health    loadbalancer.HealthCheck
 		ranges    []string
 		vips      int
 	}{
 		{
 			name: "tcp cluster policy", reason: "Cluster policy probes kube-proxy :10256/healthz",
 			mutate:    func(*v1.Service) {},
-			listeners: []fake.Listener{{Family: "IPv4", Protocol: "TCP", Port: 80, NodePort: 30080}},
-			health:    fake.HealthCheck{Protocol: "HTTP", Port: 10256, Path: "/healthz"},
+			listeners: []loadbalancer.Listener{{ListenerKey: loadbalancer.ListenerKey{Family: v1.IPv4Protocol, Protocol: v1.ProtocolTCP, Port: 80}, NodePort: 30080}},
+			health:    loadbalancer.HealthCheck{Protocol: loadbalancer.HealthCheckHTTP, Port: 10256, Path: "/healthz"},
 			ranges:    []string{"0.0.0.0/0"}, vips: 1,
 		},
 		{
@@ -223,8 +223,8 @@ func TestLoadBalancerFeatures(t *testing.T) {
 				s.Spec.ExternalTrafficPolicy = v1.ServiceExternalTrafficPolicyLocal
 				s.Spec.HealthCheckNodePort = 31999
 			},
-			listeners: []fake.Listener{{Family: "IPv4", Protocol: "TCP", Port: 80, NodePort: 30080}},
-			health:    fake.HealthCheck{Protocol: "HTTP", Port: 31999, Path: "/healthz"},
+			listeners: []loadbalancer.Listener{{ListenerKey: loadbalancer.ListenerKey{Family: v1.IPv4Protocol, Protocol: v1.ProtocolTCP, Port: 80}, NodePort: 30080}},
+			health:    loadbalancer.HealthCheck{Protocol: loadbalancer.HealthCheckHTTP, Port: 31999, Path: "/healthz"},
 			ranges:    []string{"0.0.0.0/0"}, vips: 1,
 		},
 		{
@@ -234,12 +234,12 @@ func TestLoadBalancerFeatures(t *testing.T) {
 					v1.ServicePort{Name: "dns", Protocol: v1.ProtocolUDP, Port: 53, NodePort: 30053},
 					v1.ServicePort{Name: "sig", Protocol: v1.ProtocolSCTP, Port: 9, NodePort: 30009})
 			},
-			listeners: []fake.Listener{
-				{Family: "IPv4", Protocol: "SCTP", Port: 9, NodePort: 30009},
-				{Family: "IPv4", Protocol: "TCP", Port: 80, NodePort: 30080},
-				{Family: "IPv4", Protocol: "UDP", Port: 53, NodePort: 30053},
+			listeners: []loadbalancer.Listener{
+				{ListenerKey: loadbalancer.ListenerKey{Family: v1.IPv4Protocol, Protocol: v1.ProtocolSCTP, Port: 9}, NodePort: 30009},
+				{ListenerKey: loadbalancer.ListenerKey{Family: v1.IPv4Protocol, Protocol: v1.ProtocolTCP, Port: 80}, NodePort: 30080},
+				{ListenerKey: loadbalancer.ListenerKey{Family: v1.IPv4Protocol, Protocol: v1.ProtocolUDP, Port: 53}, NodePort: 30053},
 			},
-			health: fake.HealthCheck{Protocol: "HTTP", Port: 10256, Path: "/healthz"},
+			health: loadbalancer.HealthCheck{Protocol: loadbalancer.HealthCheckHTTP, Port: 10256, Path: "/healthz"},
 			ranges: []string{"0.0.0.0/0"}, vips: 1,
 		},
 		{
@@ -248,8 +248,8 @@ func TestLoadBalancerFeatures(t *testing.T) {
 				s.Spec.AllocateLoadBalancerNodePorts = ptr.To(false)
 				s.Spec.Ports[0].NodePort = 0
 			},
-			listeners: []fake.Listener{{Family: "IPv4", Protocol: "TCP", Port: 80}},
-			health:    fake.HealthCheck{Protocol: "HTTP", Port: 10256, Path: "/healthz"},
+			listeners: []loadbalancer.Listener{{ListenerKey: loadbalancer.ListenerKey{Family: v1.IPv4Protocol, Protocol: v1.ProtocolTCP, Port: 80}}},
+			health:    loadbalancer.HealthCheck{Protocol: loadbalancer.HealthCheckHTTP, Port: 10256, Path: "/healthz"},
 			ranges:    []string{"0.0.0.0/0"}, vips: 1,
 		},
 		{
@@ -258,8 +258,8 @@ func TestLoadBalancerFeatures(t *testing.T) {
 				s.Spec.LoadBalancerSourceRanges = []string{"192.0.2.0/24"}
 				s.Annotations = map[string]string{v1.AnnotationLoadBalancerSourceRangesKey: "198.51.100.0/24"}
 			},
-			listeners: []fake.Listener{{Family: "IPv4", Protocol: "TCP", Port: 80, NodePort: 30080}},
-			health:    fake.HealthCheck{Protocol: "HTTP", Port: 10256, Path: "/healthz"},
+			listeners: []loadbalancer.Listener{{ListenerKey: loadbalancer.ListenerKey{Family: v1.IPv4Protocol, Protocol: v1.ProtocolTCP, Port: 80}, NodePort: 30080}},
+			health:    loadbalancer.HealthCheck{Protocol: loadbalancer.HealthCheckHTTP, Port: 10256, Path: "/healthz"},
 			ranges:    []string{"192.0.2.0/24"}, vips: 1,
 		},
 		{
@@ -267,8 +267,8 @@ func TestLoadBalancerFeatures(t *testing.T) {
 			mutate: func(s *v1.Service) {
 				s.Annotations = map[string]string{v1.AnnotationLoadBalancerSourceRangesKey: "198.51.100.0/24"}
 			},
-			listeners: []fake.Listener{{Family: "IPv4", Protocol: "TCP", Port: 80, NodePort: 30080}},
-			health:    fake.HealthCheck{Protocol: "HTTP", Port: 10256, Path: "/healthz"},
+			listeners: []loadbalancer.Listener{{ListenerKey: loadbalancer.ListenerKey{Family: v1.IPv4Protocol, Protocol: v1.ProtocolTCP, Port: 80}, NodePort: 30080}},
+			health:    loadbalancer.HealthCheck{Protocol: loadbalancer.HealthCheckHTTP, Port: 10256, Path: "/healthz"},
 			ranges:    []string{"198.51.100.0/24"}, vips: 1,
 		},
 		{
@@ -277,17 +277,17 @@ func TestLoadBalancerFeatures(t *testing.T) {
 				s.Spec.IPFamilies = []v1.IPFamily{v1.IPv6Protocol, v1.IPv4Protocol}
 				s.Spec.IPFamilyPolicy = ptr.To(v1.IPFamilyPolicyRequireDualStack)
 			},
-			listeners: []fake.Listener{
-				{Family: "IPv4", Protocol: "TCP", Port: 80, NodePort: 30080},
-				{Family: "IPv6", Protocol: "TCP", Port: 80, NodePort: 30080},
+			listeners: []loadbalancer.Listener{
+				{ListenerKey: loadbalancer.ListenerKey{Family: v1.IPv4Protocol, Protocol: v1.ProtocolTCP, Port: 80}, NodePort: 30080},
+				{ListenerKey: loadbalancer.ListenerKey{Family: v1.IPv6Protocol, Protocol: v1.ProtocolTCP, Port: 80}, NodePort: 30080},
 			},
-			health: fake.HealthCheck{Protocol: "HTTP", Port: 10256, Path: "/healthz"},
+			health: loadbalancer.HealthCheck{Protocol: loadbalancer.HealthCheckHTTP, Port: 10256, Path: "/healthz"},
 			ranges: []string{"0.0.0.0/0", "::/0"}, vips: 2,
 		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			c := newCloud(t, fake.Config{InstanceCIDRs: []string{"10.0.0.0/16"}}, fake.WithInstances(fake.Instance{Name: "node-01"}, fake.Instance{Name: "node-02"}))
+			c := newCloud(t, fake.Config{InstanceCIDRs: []string{"10.0.0.0/16"}}, fake.Options{Instances: []fake.Instance{{Name: "node-01"}, {Name: "node-02"}}})
 			svc := service("web")
 			tt.mutate(svc)
 			st, err := lbOf(t, c).EnsureLoadBalancer(t.Context(), cluster, svc, nodes)
@@ -299,13 +299,13 @@ func TestLoadBalancerFeatures(t *testing.T) {
 			if !ok {
 				t.Fatal("no load balancer in the cloud")
 			}
-			if diff := cmp.Diff(tt.listeners, got.Listeners); diff != "" {
+			if diff := cmp.Diff(tt.listeners, got.Spec.Listeners, fake.CmpModel); diff != "" {
 				t.Errorf("listeners (-want +got), %s:\n%s", tt.reason, diff)
 			}
-			if diff := cmp.Diff(tt.health, got.HealthCheck); diff != "" {
+			if diff := cmp.Diff(tt.health, got.Spec.HealthCheck, fake.CmpModel); diff != "" {
 				t.Errorf("health check (-want +got), %s:\n%s", tt.reason, diff)
 			}
-			if diff := cmp.Diff(tt.ranges, got.SourceRanges); diff != "" {
+			if diff := cmp.Diff(tt.ranges, prefixStrings(got.Spec.SourceRanges), fake.CmpModel); diff != "" {
 				t.Errorf("source ranges (-want +got), %s:\n%s", tt.reason, diff)
 			}
 			if len(got.VIPs) != tt.vips || len(st.Ingress) != tt.vips {
@@ -316,7 +316,7 @@ func TestLoadBalancerFeatures(t *testing.T) {
 }
 
 func TestUnsupportedFeaturesAreRejected(t *testing.T) {
-	c, nodes := cloudWithNodes(t, fake.Config{}, 1, fake.WithLoadBalancerCapabilities(loadbalancer.Capabilities{}))
+	c, nodes := cloudWithNodes(t, fake.Config{}, 1, fake.Options{LoadBalancerCapabilities: &loadbalancer.Capabilities{}})
 	tests := []struct {
 		name   string
 		reason string
@@ -432,16 +432,16 @@ func TestIngressModes(t *testing.T) {
 	tests := []struct {
 		name   string
 		reason string
-		lbs    fake.LoadBalancerConfig
+		lbs    fake.LoadBalancerSection
 		want   func(v1.LoadBalancerIngress) bool
 	}{
-		{"default", "an IP without ipMode", fake.LoadBalancerConfig{},
+		{"default", "an IP without ipMode", fake.LoadBalancerSection{},
 			func(in v1.LoadBalancerIngress) bool { return in.IP != "" && in.IPMode == nil }},
-		{"proxy", "an IP with ipMode Proxy", fake.LoadBalancerConfig{IPMode: v1.LoadBalancerIPModeProxy},
+		{"proxy", "an IP with ipMode Proxy", fake.LoadBalancerSection{IPMode: v1.LoadBalancerIPModeProxy},
 			func(in v1.LoadBalancerIngress) bool {
 				return in.IP != "" && in.IPMode != nil && *in.IPMode == v1.LoadBalancerIPModeProxy
 			}},
-		{"hostname", "a hostname, no IP, no ipMode", fake.LoadBalancerConfig{HostnameSuffix: "lb.example.test"},
+		{"hostname", "a hostname, no IP, no ipMode", fake.LoadBalancerSection{HostnameSuffix: "lb.example.test"},
 			func(in v1.LoadBalancerIngress) bool {
 				return in.IP == "" && in.IPMode == nil &&
 					strings.HasPrefix(in.Hostname, "k8s-default-web-") && strings.HasSuffix(in.Hostname, ".lb.example.test")
@@ -449,7 +449,7 @@ func TestIngressModes(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			c := newCloud(t, fake.Config{LoadBalancers: tt.lbs}, fake.WithInstances(fake.Instance{Name: "node-01"}))
+			c := newCloud(t, fake.Config{LoadBalancers: tt.lbs}, fake.Options{Instances: []fake.Instance{{Name: "node-01"}}})
 			st, err := lbOf(t, c).EnsureLoadBalancer(t.Context(), cluster, service("web"), nodes)
 			if err != nil {
 				t.Fatal(err)
@@ -463,7 +463,7 @@ func TestIngressModes(t *testing.T) {
 }
 
 func TestPoolExhaustion(t *testing.T) {
-	c, nodes := cloudWithNodes(t, fake.Config{LoadBalancers: fake.LoadBalancerConfig{IPv4Pool: "198.18.0.0/30"}}, 1)
+	c, nodes := cloudWithNodes(t, fake.Config{LoadBalancers: fake.LoadBalancerSection{IPv4Pool: "198.18.0.0/30"}}, 1)
 	lb := lbOf(t, c)
 	var ips []string
 	for _, name := range []string{"a", "b"} {
@@ -473,7 +473,7 @@ func TestPoolExhaustion(t *testing.T) {
 		}
 		ips = append(ips, st.Ingress[0].IP)
 	}
-	if diff := cmp.Diff([]string{"198.18.0.1", "198.18.0.2"}, ips); diff != "" {
+	if diff := cmp.Diff([]string{"198.18.0.1", "198.18.0.2"}, ips, fake.CmpModel); diff != "" {
 		t.Errorf("VIPs (-want +got):\n%s", diff)
 	}
 	if _, err := lb.EnsureLoadBalancer(t.Context(), cluster, service("c"), nodes); !errors.Is(err, fake.ErrPoolExhausted) {
@@ -488,4 +488,13 @@ func TestPoolExhaustion(t *testing.T) {
 	if n := len(c.Snapshot().LoadBalancers); n != 2 || !slices.ContainsFunc(c.Snapshot().LoadBalancers, func(l fake.LoadBalancer) bool { return l.VIPs[0] == "198.18.0.1" }) {
 		t.Errorf("load balancers %+v; want 2, one reusing 198.18.0.1", c.Snapshot().LoadBalancers)
 	}
+}
+
+// prefixStrings returns the CIDRs of ps in canonical form.
+func prefixStrings(ps []netip.Prefix) []string {
+	var out []string
+	for _, p := range ps {
+		out = append(out, p.String())
+	}
+	return out
 }

@@ -27,7 +27,7 @@ const kubernetes = "kubernetes"
 func twoClusters(t *testing.T) (blue, green *fake.Cloud, nodes []*v1.Node) {
 	t.Helper()
 	blue, nodes = cloudWithNodes(t, fake.Config{ClusterID: "blue"}, 2)
-	green, err := blue.Peer("green")
+	green, err := fake.NewPeer(blue, "green", fake.PeerOptions{})
 	if err != nil {
 		t.Fatalf("Peer: %v", err)
 	}
@@ -76,7 +76,7 @@ func TestPeerLoadBalancerIsolation(t *testing.T) {
 	if !ok {
 		t.Fatalf("blue's load balancer is gone after green deleted its own")
 	}
-	if diff := cmp.Diff(lbBlue, after); diff != "" {
+	if diff := cmp.Diff(lbBlue, after, fake.CmpModel); diff != "" {
 		t.Errorf("blue's load balancer changed by green's calls (-before +after):\n%s", diff)
 	}
 	if n := len(blue.Snapshot().LoadBalancers); n != 1 {
@@ -113,10 +113,10 @@ func TestPeerRouteIsolation(t *testing.T) {
 		}
 		return out
 	}
-	if diff := cmp.Diff([]string{"10.244.0.0/24", "10.244.1.0/24"}, cidrs(blue)); diff != "" {
+	if diff := cmp.Diff([]string{"10.244.0.0/24", "10.244.1.0/24"}, cidrs(blue), fake.CmpModel); diff != "" {
 		t.Errorf("blue's routes (-want +got):\n%s", diff)
 	}
-	if diff := cmp.Diff([]string{"10.245.0.0/24"}, cidrs(green)); diff != "" {
+	if diff := cmp.Diff([]string{"10.245.0.0/24"}, cidrs(green), fake.CmpModel); diff != "" {
 		t.Errorf("green's routes (-want +got):\n%s", diff)
 	}
 	listed, err := routesOf(t, green).ListRoutes(t.Context(), kubernetes)
@@ -129,14 +129,14 @@ func TestPeerRouteIsolation(t *testing.T) {
 	if got := cidrs(green); len(got) != 0 {
 		t.Errorf("green's routes after deleting its only one: %v; want none", got)
 	}
-	if diff := cmp.Diff([]string{"10.244.0.0/24", "10.244.1.0/24"}, cidrs(blue)); diff != "" {
+	if diff := cmp.Diff([]string{"10.244.0.0/24", "10.244.1.0/24"}, cidrs(blue), fake.CmpModel); diff != "" {
 		t.Errorf("blue's routes after green deleted its own (-want +got):\n%s", diff)
 	}
 	var owners []string
 	for _, r := range blue.Snapshot().Routes {
 		owners = append(owners, r.Cluster)
 	}
-	if diff := cmp.Diff([]string{"blue", "blue"}, owners); diff != "" { // green's is gone
+	if diff := cmp.Diff([]string{"blue", "blue"}, owners, fake.CmpModel); diff != "" { // green's is gone
 		t.Errorf("owners of the routes in the cloud (-want +got):\n%s", diff)
 	}
 }
@@ -163,13 +163,13 @@ func TestPeerSharesTheCloud(t *testing.T) {
 		t.Errorf("blue's counters after green's calls = %+v; want zero (each Cloud counts its own)", calls)
 	}
 	limit := fake.RateLimit{ReadsPerSecond: ptr.To(1.0), Burst: 2}
-	if err := blue.SetRateLimit(limit); err != nil {
+	if err := fake.SetRateLimit(blue, limit); err != nil {
 		t.Fatal(err)
 	}
-	if diff := cmp.Diff(limit, green.RateLimit()); diff != "" {
+	if diff := cmp.Diff(limit, green.RateLimit(), fake.CmpModel); diff != "" {
 		t.Errorf("green's rate limit after blue set it (-want +got):\n%s", diff)
 	}
-	if err := green.SetProvisioningDelay(time.Second); err != nil {
+	if err := fake.SetProvisioningDelay(green, time.Second); err != nil {
 		t.Fatal(err)
 	}
 	if got := blue.ProvisioningDelay(); got != time.Second {
@@ -182,7 +182,7 @@ func TestPeerSharesTheCloud(t *testing.T) {
 	}
 	// Blue's look-up is throttled at once (GetLoadBalancer then waits the
 	// throttle out: loadbalancer.Options.MaxThrottleWait).
-	blue.ResetCalls()
+	fake.ResetCalls(blue)
 	if _, _, err := lbOf(t, blue).GetLoadBalancer(t.Context(), kubernetes, service("x")); err != nil {
 		t.Errorf("blue's look-up after green spent the shared bucket: %v; want it to wait the throttle out", err)
 	}
@@ -194,15 +194,15 @@ func TestPeerSharesTheCloud(t *testing.T) {
 	}
 }
 
-// TestPeerOptions: options that configure the shared cloud are refused;
-// a Peer does not inherit its cloud's interceptor (it models another API
-// client).
+// TestPeerOptions: a Peer does not inherit its cloud's interceptor (it
+// models another API client), and a BackendKey or cluster ID it cannot
+// have is refused.
 func TestPeerOptions(t *testing.T) {
 	down := errors.New("blue's API client is broken")
-	c := newCloud(t, fake.Config{}, fake.WithInterceptor(fake.Funcs{FindLoadBalancers: func(context.Context, loadbalancer.Driver, loadbalancer.Query) ([]*loadbalancer.LoadBalancer, error) {
+	c := newCloud(t, fake.Config{}, fake.Options{Interceptor: fake.Funcs{FindLoadBalancers: func(context.Context, loadbalancer.Driver, loadbalancer.Query) ([]*loadbalancer.LoadBalancer, error) {
 		return nil, down
-	}}))
-	peer, err := c.Peer("other")
+	}}})
+	peer, err := fake.NewPeer(c, "other", fake.PeerOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -212,22 +212,11 @@ func TestPeerOptions(t *testing.T) {
 	if _, _, err := lbOf(t, peer).GetLoadBalancer(t.Context(), kubernetes, service("web")); err != nil {
 		t.Errorf("GetLoadBalancer through the peer = %v; want no interceptor", err)
 	}
-	for _, opt := range []struct {
-		name string
-		opt  fake.Option
-	}{{"WithInstances", fake.WithInstances(fake.Instance{Name: "x"})}, {"WithClock", fake.WithClock(time.Now)}} {
-		if _, err := c.Peer("other", opt.opt); err == nil || !strings.Contains(err.Error(), opt.name) {
-			t.Errorf("Peer with %s = %v; want an error naming it", opt.name, err)
-		}
-	}
-	if _, err := c.Peer("other", fake.WithLoadBalancerCapabilities(loadbalancer.Capabilities{BackendKey: loadbalancer.BackendKeyProviderID})); err == nil ||
+	if _, err := fake.NewPeer(c, "other", fake.PeerOptions{LoadBalancerCapabilities: &loadbalancer.Capabilities{BackendKey: loadbalancer.BackendKeyProviderID}}); err == nil ||
 		!strings.Contains(err.Error(), "BackendKey") {
 		t.Errorf("Peer with a BackendKey the cloud does not keep = %v; want an error naming BackendKey", err)
 	}
-	if _, err := c.Peer("green "); err == nil || !strings.Contains(err.Error(), `clusterID: Invalid value: "green "`) {
+	if _, err := fake.NewPeer(c, "green ", fake.PeerOptions{}); err == nil || !strings.Contains(err.Error(), `clusterID: Invalid value: "green "`) {
 		t.Errorf("Peer(%q) = %v; want an error naming clusterID and the value", "green ", err)
-	}
-	if _, err := fake.New(fake.Config{}, fake.WithClock(nil)); err == nil || !strings.Contains(err.Error(), "WithClock") {
-		t.Errorf("New with WithClock(nil) = %v; want an error naming WithClock", err)
 	}
 }

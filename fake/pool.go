@@ -7,9 +7,9 @@ import (
 	"net/netip"
 )
 
-// ErrPoolExhausted is wrapped by the error of an operation that needs an
+// errPoolExhausted is wrapped by the error of an operation that needs an
 // address from a pool that has none left.
-var ErrPoolExhausted = errors.New("fake: address pool exhausted")
+var errPoolExhausted = errors.New("fake: address pool exhausted")
 
 // pool allocates addresses of one network. The network address (and, for
 // IPv4, the broadcast address) is never allocated. Allocation is
@@ -61,7 +61,7 @@ func (p *pool) contains(a netip.Addr) bool {
 // allocate returns the next free address.
 func (p *pool) allocate() (netip.Addr, error) {
 	if uint64(len(p.used)) >= p.capacity {
-		return netip.Addr{}, fmt.Errorf("%w: %s has no free address", ErrPoolExhausted, p.prefix)
+		return netip.Addr{}, fmt.Errorf("%w: %s has no free address", errPoolExhausted, p.prefix)
 	}
 	a := p.next
 	for {

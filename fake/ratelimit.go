@@ -10,11 +10,11 @@ import (
 	"k8s.io/cloud-provider/api"
 )
 
-// ErrThrottled is wrapped, together with an *api.RetryError, by the error of
+// errThrottled is wrapped, together with an *api.RetryError, by the error of
 // a cloud API call the rate limit refused (see RateLimit): branch with
-// errors.Is(err, ErrThrottled), and read the delay with errors.As into an
+// errors.Is(err, errThrottled), and read the delay with errors.As into an
 // *api.RetryError.
-var ErrThrottled = errors.New("fake: rate limit exceeded")
+var errThrottled = errors.New("fake: rate limit exceeded")
 
 // limiter is the rate limit of one cloud account: the two token buckets
 // that every Cloud over one store (New's and its peers') draws from. It is
@@ -77,7 +77,7 @@ func (l *limiter) get() RateLimit {
 }
 
 // take draws a token for op from its class's bucket. When there is none it
-// returns an error wrapping ErrThrottled and an *api.RetryError whose delay
+// returns an error wrapping errThrottled and an *api.RetryError whose delay
 // is the time until a token is free.
 func (l *limiter) take(op Op) error {
 	if !l.on.Load() {
@@ -86,7 +86,7 @@ func (l *limiter) take(op Op) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	b := l.buckets[0]
-	if op.IsWrite() {
+	if op.isWrite() {
 		b = l.buckets[1]
 	}
 	if b == nil {
@@ -100,20 +100,20 @@ func (l *limiter) take(op Op) error {
 	if ahead := tat.Sub(now); ahead > b.tolerance {
 		wait := ahead - b.tolerance
 		retry := api.NewRetryError(fmt.Sprintf("%s: %s limited to %g per second (burst %d); retry after %v", op, b.class, b.rate, b.burst, wait), wait)
-		return fmt.Errorf("%w: %w", ErrThrottled, retry)
+		return fmt.Errorf("%w: %w", errThrottled, retry)
 	}
 	b.tat = tat.Add(b.interval)
 	return nil
 }
 
-// SetRateLimit replaces the rate limit of the cloud account — this Cloud's
-// and its peers' (see Peer) — at run time; every bucket starts full. r is
+// setRateLimit replaces the rate limit of the cloud account — this Cloud's
+// and its peers' (see NewPeer) — at run time; every bucket starts full. r is
 // taken as it is (Config.Realistic's defaults do not apply): a nil rate is
 // unlimited, and the zero RateLimit removes every limit. It returns an
 // error naming the field, the value and what was expected for a rate that
 // is not positive or a Burst below 1 with a rate (or not 0 without one),
 // and then changes nothing. Safe for concurrent use.
-func (c *Cloud) SetRateLimit(r RateLimit) error {
+func (c *Cloud) setRateLimit(r RateLimit) error {
 	if errs := r.validate(nil); len(errs) > 0 {
 		return fmt.Errorf("fake: invalid RateLimit: %w", errs.ToAggregate())
 	}
@@ -122,18 +122,18 @@ func (c *Cloud) SetRateLimit(r RateLimit) error {
 }
 
 // RateLimit returns a copy of the rate limit in force (after
-// Config.Realistic's defaults and any SetRateLimit). Safe for concurrent
+// Config.Realistic's defaults and any PUT /ratelimit). Safe for concurrent
 // use.
 func (c *Cloud) RateLimit() RateLimit { return c.store.limits.get() }
 
-// SetProvisioningDelay sets how long load balancers created from now on
+// setProvisioningDelay sets how long load balancers created from now on
 // (by this Cloud and its peers) report no ingress; those already created
 // keep the moment they are ready. It returns an error for a negative
 // delay, and then changes nothing. With Config.StateFile it applies to this
 // process only. It does not change the Reconciler's RetryAfter, which New
 // derived from Config.LoadBalancers.ProvisioningDelay. Safe for concurrent
 // use.
-func (c *Cloud) SetProvisioningDelay(d time.Duration) error {
+func (c *Cloud) setProvisioningDelay(d time.Duration) error {
 	if d < 0 {
 		return fmt.Errorf("fake: provisioning delay %v: expected zero (no delay) or a positive duration", d)
 	}

@@ -25,9 +25,9 @@ var epoch = time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
 
 // newClock returns a fake clock at epoch and the Option that gives it to
 // the cloud.
-func newClock() (*clocktesting.FakeClock, fake.Option) {
+func newClock() (*clocktesting.FakeClock, fake.Options) {
 	clk := clocktesting.NewFakeClock(epoch)
-	return clk, fake.WithClock(clk.Now)
+	return clk, fake.Options{Clock: clk.Now}
 }
 
 // retryAfter returns the delay of the *api.RetryError err wraps, failing
@@ -75,7 +75,7 @@ func chain(err error) []error {
 // the delay Ensure returns its address without writing.
 func TestProvisioningDelay(t *testing.T) {
 	clk, withClock := newClock()
-	c, nodes := cloudWithNodes(t, fake.Config{LoadBalancers: fake.LoadBalancerConfig{ProvisioningDelay: &provider.Duration{Duration: 3 * time.Second}}}, 2, withClock)
+	c, nodes := cloudWithNodes(t, fake.Config{LoadBalancers: fake.LoadBalancerSection{ProvisioningDelay: &provider.Duration{Duration: 3 * time.Second}}}, 2, withClock)
 	lb := lbOf(t, c)
 	svc := service("web")
 
@@ -102,7 +102,7 @@ func TestProvisioningDelay(t *testing.T) {
 		t.Errorf("EnsureLoadBalancer 1ns before the load balancer is ready succeeded; want an api.RetryError")
 	}
 	clk.Step(time.Nanosecond)
-	c.ResetCalls()
+	fake.ResetCalls(c)
 	st, err = lb.EnsureLoadBalancer(t.Context(), cluster, svc, nodes)
 	if err != nil {
 		t.Fatalf("EnsureLoadBalancer after the delay: %v", err)
@@ -127,7 +127,7 @@ func TestProvisioningDelayChange(t *testing.T) {
 	if _, err := lb.EnsureLoadBalancer(t.Context(), cluster, service("before"), nodes); err != nil {
 		t.Fatalf("EnsureLoadBalancer without a delay: %v", err)
 	}
-	if err := c.SetProvisioningDelay(time.Minute); err != nil {
+	if err := fake.SetProvisioningDelay(c, time.Minute); err != nil {
 		t.Fatal(err)
 	}
 	if got := c.ProvisioningDelay(); got != time.Minute {
@@ -145,7 +145,7 @@ func TestProvisioningDelayChange(t *testing.T) {
 	if _, err := lb.EnsureLoadBalancer(t.Context(), cluster, service("after"), nodes); err != nil {
 		t.Errorf("EnsureLoadBalancer a minute later: %v; want it ready", err)
 	}
-	if err := c.SetProvisioningDelay(-time.Second); err == nil || !strings.Contains(err.Error(), "-1s") {
+	if err := fake.SetProvisioningDelay(c, -time.Second); err == nil || !strings.Contains(err.Error(), "-1s") {
 		t.Errorf("SetProvisioningDelay(-1s) = %v; want an error naming -1s", err)
 	}
 	if got := c.ProvisioningDelay(); got != time.Minute {
@@ -169,7 +169,7 @@ func TestProvisioningRetryAfter(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			_, withClock := newClock()
-			c, nodes := cloudWithNodes(t, fake.Config{LoadBalancers: fake.LoadBalancerConfig{ProvisioningDelay: &provider.Duration{Duration: tt.delay}}}, 1, withClock)
+			c, nodes := cloudWithNodes(t, fake.Config{LoadBalancers: fake.LoadBalancerSection{ProvisioningDelay: &provider.Duration{Duration: tt.delay}}}, 1, withClock)
 			_, err := lbOf(t, c).EnsureLoadBalancer(t.Context(), cluster, service("web"), nodes)
 			if got := retryAfter(t, "EnsureLoadBalancer", err); got != tt.want {
 				t.Errorf("RetryAfter with a delay of %v = %v; want %v (%s)", tt.delay, got, tt.want, tt.reason)
@@ -200,13 +200,13 @@ func TestRateLimitReads(t *testing.T) {
 		t.Fatal(err)
 	}
 	limit := fake.RateLimit{ReadsPerSecond: ptr.To(4.0), Burst: 3}
-	if err := c.SetRateLimit(limit); err != nil {
+	if err := fake.SetRateLimit(c, limit); err != nil {
 		t.Fatal(err)
 	}
-	if diff := cmp.Diff(limit, c.RateLimit()); diff != "" {
+	if diff := cmp.Diff(limit, c.RateLimit(), fake.CmpModel); diff != "" {
 		t.Errorf("RateLimit() after SetRateLimit (-want +got):\n%s", diff)
 	}
-	c.ResetCalls()
+	fake.ResetCalls(c)
 	read := func() error { // one FindLoadBalancers: by tags, found
 		_, _, err := lb.GetLoadBalancer(t.Context(), cluster, svc)
 		return err
@@ -244,10 +244,10 @@ func TestRateLimitReads(t *testing.T) {
 	}
 	want := fake.Calls{Reads: 10, Throttled: 3, ByOp: map[fake.Op]int64{fake.OpFindLoadBalancers: 10},
 		ThrottledByOp: map[fake.Op]int64{fake.OpFindLoadBalancers: 3}}
-	if diff := cmp.Diff(want, c.Calls()); diff != "" {
+	if diff := cmp.Diff(want, c.Calls(), fake.CmpModel); diff != "" {
 		t.Errorf("Calls() (-want +got):\n%s", diff)
 	}
-	if err := c.SetRateLimit(fake.RateLimit{}); err != nil {
+	if err := fake.SetRateLimit(c, fake.RateLimit{}); err != nil {
 		t.Fatal(err)
 	}
 	for i := range 5 {
@@ -304,7 +304,7 @@ func TestRateLimitWrites(t *testing.T) {
 	if got := retryAfter(t, "the throttled write", err); got != 970*time.Millisecond {
 		t.Errorf("RetryAfter = %v; want 970ms", got)
 	}
-	if diff := cmp.Diff(before, c.Snapshot()); diff != "" {
+	if diff := cmp.Diff(before, c.Snapshot(), fake.CmpModel); diff != "" {
 		t.Errorf("the throttled write changed the cloud (-before +after):\n%s", diff)
 	}
 	step()
@@ -318,7 +318,7 @@ func TestRateLimitWrites(t *testing.T) {
 	if _, err := lb.EnsureLoadBalancer(t.Context(), cluster, svc, both); err != nil {
 		t.Fatalf("write 4 again after RetryAfter: %v", err)
 	}
-	if got := c.Snapshot().LoadBalancers[0].Listeners[0].Port; got != 9090 {
+	if got := c.Snapshot().LoadBalancers[0].Spec.Listeners[0].Port; got != 9090 {
 		t.Errorf("port after the retry = %d; want 9090", got)
 	}
 }
@@ -327,9 +327,9 @@ func TestRateLimitWrites(t *testing.T) {
 // with instances vm-1..vm-n (IDs i-1..i-n), and for each a Node named
 // otherwise (node-a, node-b, ...: kubelet --hostname-override), with
 // spec.providerID fake://i-<k> and the instance's InternalIP.
-func instanceIDCloud(t *testing.T, n int, opts ...fake.Option) (*fake.Cloud, []*v1.Node) {
+func instanceIDCloud(t *testing.T, n int, opts ...fake.Options) (*fake.Cloud, []*v1.Node) {
 	t.Helper()
-	cfg := fake.Config{LoadBalancers: fake.LoadBalancerConfig{Backends: fake.BackendsInstanceID}}
+	cfg := fake.Config{LoadBalancers: fake.LoadBalancerSection{Backends: fake.BackendsInstanceID}}
 	for i := range n {
 		cfg.Instances = append(cfg.Instances, fake.Instance{Name: fmt.Sprintf("vm-%d", i+1)})
 	}
@@ -353,12 +353,12 @@ func targets(t *testing.T, c *fake.Cloud) []string {
 	if len(lbs) != 1 {
 		t.Fatalf("%d load balancers; want 1", len(lbs))
 	}
-	if lbs[0].BackendKey != string(loadbalancer.BackendKeyProviderID) {
-		t.Errorf("backendKey = %q; want %q", lbs[0].BackendKey, loadbalancer.BackendKeyProviderID)
+	if lbs[0].Spec.BackendKey != loadbalancer.BackendKeyProviderID {
+		t.Errorf("backendKey = %q; want %q", lbs[0].Spec.BackendKey, loadbalancer.BackendKeyProviderID)
 	}
 	var out []string
-	for _, b := range lbs[0].Backends {
-		if b != (fake.Backend{ProviderID: b.ProviderID}) {
+	for _, b := range lbs[0].Spec.Backends {
+		if b != (loadbalancer.Backend{ProviderID: b.ProviderID}) {
 			t.Errorf("backend %+v; want only its provider ID kept", b)
 		}
 		out = append(out, b.ProviderID)
@@ -379,10 +379,10 @@ func TestInstanceIDBackends(t *testing.T) {
 	if _, err := lb.EnsureLoadBalancer(t.Context(), cluster, svc, nodes[:3]); err != nil {
 		t.Fatalf("EnsureLoadBalancer: %v", err)
 	}
-	if diff := cmp.Diff(ids[:3], targets(t, c)); diff != "" {
+	if diff := cmp.Diff(ids[:3], targets(t, c), fake.CmpModel); diff != "" {
 		t.Errorf("backends after Ensure (-want +got):\n%s", diff)
 	}
-	c.ResetCalls()
+	fake.ResetCalls(c)
 	if _, err := lb.EnsureLoadBalancer(t.Context(), cluster, svc, nodes[:3]); err != nil {
 		t.Fatalf("second EnsureLoadBalancer: %v", err)
 	}
@@ -405,7 +405,7 @@ func TestInstanceIDBackends(t *testing.T) {
 		if err := lb.UpdateLoadBalancer(t.Context(), cluster, svc, s.nodes); err != nil {
 			t.Fatalf("UpdateLoadBalancer (%s): %v", s.name, err)
 		}
-		if diff := cmp.Diff(s.want, targets(t, c)); diff != "" {
+		if diff := cmp.Diff(s.want, targets(t, c), fake.CmpModel); diff != "" {
 			t.Errorf("backends after UpdateLoadBalancer (%s) (-want +got):\n%s", s.name, diff)
 		}
 	}
@@ -418,10 +418,10 @@ func TestInstanceIDBackends(t *testing.T) {
 // as a provider's own Plan might call it.
 func TestInstanceIDBackendsRejected(t *testing.T) {
 	var driver loadbalancer.Driver
-	grab := fake.WithInterceptor(fake.Funcs{ApplyLoadBalancer: func(ctx context.Context, next loadbalancer.Driver, a loadbalancer.Action) (*loadbalancer.LoadBalancer, error) {
+	grab := fake.Options{Interceptor: fake.Funcs{ApplyLoadBalancer: func(ctx context.Context, next loadbalancer.Driver, a loadbalancer.Action) (*loadbalancer.LoadBalancer, error) {
 		driver = next
 		return next.Apply(ctx, a)
-	}})
+	}}}
 	c, nodes := instanceIDCloud(t, 3, grab)
 	svc := service("web")
 	if _, err := lbOf(t, c).EnsureLoadBalancer(t.Context(), cluster, svc, nodes); err != nil {
@@ -467,7 +467,7 @@ func TestInstanceIDBackendsRejected(t *testing.T) {
 					}
 				}
 			}
-			if diff := cmp.Diff(before, c.Snapshot()); diff != "" {
+			if diff := cmp.Diff(before, c.Snapshot(), fake.CmpModel); diff != "" {
 				t.Errorf("a rejected action changed the cloud (-before +after):\n%s", diff)
 			}
 		})
@@ -477,7 +477,7 @@ func TestInstanceIDBackendsRejected(t *testing.T) {
 	if _, err := driver.Apply(t.Context(), remove); err != nil {
 		t.Fatalf("removing the backend of a terminated instance: %v", err)
 	}
-	if diff := cmp.Diff([]string{"fake://i-1", "fake://i-2"}, targets(t, c)); diff != "" {
+	if diff := cmp.Diff([]string{"fake://i-1", "fake://i-2"}, targets(t, c), fake.CmpModel); diff != "" {
 		t.Errorf("backends after removing the terminated instance (-want +got):\n%s", diff)
 	}
 }

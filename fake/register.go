@@ -12,7 +12,7 @@ var registerErr error
 
 // init registers the fake under ProviderName, so that importing the package
 // (blank import) makes --cloud-provider=fake available. A failure (the name
-// is taken) is logged and kept for RegisterError; it never exits.
+// is taken) is logged and kept in registerErr; it never exits.
 func init() {
 	registerErr = provider.Register(ProviderName, Factory)
 	if registerErr != nil {
@@ -20,16 +20,11 @@ func init() {
 	}
 }
 
-// RegisterError returns the error of the registration done by the package's
-// init (wrapping provider.ErrAlreadyRegistered when another package took
-// the name "fake" first), or nil.
-func RegisterError() error { return registerErr }
-
 // Factory builds the fake from its decoded, validated cloud-config. It is
 // the factory registered under ProviderName (through provider.Register,
 // which decodes --cloud-config strictly and calls Config.Validate); use it
 // with provider.Build to build the fake from a cloud-config outside the
 // registry.
 func Factory(cfg *Config) (cloudprovider.Interface, error) {
-	return New(*cfg)
+	return New(*cfg, Options{})
 }

@@ -85,7 +85,7 @@ func (g goneTargets) GoneTargets(ctx context.Context, nodes []types.NodeName) ([
 
 // addRoute adds e to the table as is (control surface: seeding routes the
 // Table did not create, such as routes of no cluster), if it keeps the
-// route table's rules (package documentation, "Routes"); the error names
+// route table's rules (see Route); the error names
 // e "route".
 func (s *store) addRoute(e routes.Entry) error {
 	return s.write(func() (bool, error) {
@@ -120,8 +120,8 @@ func (s *cloudState) setRoutes(entries []routes.Entry, path func(i int) *field.P
 // in errors.
 func tablePath(i int) *field.Path { return field.NewPath("routes").Index(i) }
 
-// The route table's rules are stated once, in the package documentation
-// ("Routes"): every way into the table applies them (a routes.Table write
+// The route table's rules are stated once, in the doc of Route: every
+// way into the table applies them (a routes.Table write
 // through CreateRoute or DeleteRoute, AddRoute, a state file being
 // loaded). validateRoute checks the fields of one route, routeIndex.replace
 // the names and destinations of the routes together. Values quoted in

@@ -145,7 +145,7 @@ func TestCreateRouteRejectsBadInput(t *testing.T) {
 			if tt.setup != nil {
 				tt.setup(t, c, rt)
 			}
-			before, calls, stats := c.Snapshot(), c.Calls(), c.RouteStats()
+			before, calls, stats := c.Snapshot(), c.Calls(), fake.RouteStats(c)
 			err := rt.CreateRoute(t.Context(), cluster, "uid-01", tt.route)
 			if tt.want == nil {
 				if err != nil {
@@ -154,13 +154,13 @@ func TestCreateRouteRejectsBadInput(t *testing.T) {
 				return
 			}
 			checkRejected(t, "CreateRoute", err, tt.want, tt.mention, tt.reason)
-			if diff := cmp.Diff(before, c.Snapshot()); diff != "" {
+			if diff := cmp.Diff(before, c.Snapshot(), fake.CmpModel); diff != "" {
 				t.Errorf("a refused CreateRoute changed the cloud (-before +after):\n%s", diff)
 			}
 			if got := c.Calls(); got.ByOp[fake.OpWriteRouteTable] != calls.ByOp[fake.OpWriteRouteTable] {
 				t.Errorf("a refused CreateRoute wrote the route table (%d writes, %d before); want no write", got.ByOp[fake.OpWriteRouteTable], calls.ByOp[fake.OpWriteRouteTable])
 			}
-			if got := c.RouteStats(); got.Throttled != stats.Throttled {
+			if got := fake.RouteStats(c); got.Throttled != stats.Throttled {
 				t.Errorf("RouteStats.Throttled %d → %d; want a refusal not taken for a throttle", stats.Throttled, got.Throttled)
 			}
 		})
@@ -263,7 +263,7 @@ func TestRouteTableWriteRejectsBadTable(t *testing.T) {
 			})
 			err := routesOf(t, c).CreateRoute(t.Context(), cluster, "uid-01", routeTo("10.244.1.0/24"))
 			checkRejected(t, "CreateRoute whose table write adds a route with "+tt.name, err, tt.want, tt.mention, tt.reason)
-			if diff := cmp.Diff(before, c.Snapshot()); diff != "" {
+			if diff := cmp.Diff(before, c.Snapshot(), fake.CmpModel); diff != "" {
 				t.Errorf("a refused table write changed the cloud (-before +after):\n%s", diff)
 			}
 		})
@@ -330,7 +330,7 @@ func TestAddRouteRejectsBadInput(t *testing.T) {
 				return
 			}
 			checkRejected(t, "AddRoute", err, tt.want, tt.mention, tt.reason)
-			if diff := cmp.Diff(before, c.Snapshot()); diff != "" {
+			if diff := cmp.Diff(before, c.Snapshot(), fake.CmpModel); diff != "" {
 				t.Errorf("a refused AddRoute changed the cloud (-before +after):\n%s", diff)
 			}
 		})

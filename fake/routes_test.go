@@ -18,7 +18,7 @@ import (
 )
 
 func TestRoutesRoundTrip(t *testing.T) {
-	c, nodes := cloudWithNodes(t, fake.Config{Routes: fake.RoutesConfig{EnableNodeAddresses: true}}, 1)
+	c, nodes := cloudWithNodes(t, fake.Config{Routes: fake.RoutesSection{EnableNodeAddresses: true}}, 1)
 	rt := routesOf(t, c)
 	node := nodes[0]
 	addrs := []v1.NodeAddress{{Type: v1.NodeInternalIP, Address: "10.0.0.1"}, {Type: v1.NodeHostName, Address: "node-01"}}
@@ -42,7 +42,7 @@ func TestRoutesRoundTrip(t *testing.T) {
 		cmpopts.IgnoreFields(cloudprovider.Route{}, "Name"),
 		cmpopts.SortSlices(func(a, b *cloudprovider.Route) bool { return a.DestinationCIDR < b.DestinationCIDR }),
 	}
-	if diff := cmp.Diff(want, listed, opts); diff != "" {
+	if diff := cmp.Diff(want, listed, opts, fake.CmpModel); diff != "" {
 		t.Errorf("ListRoutes (-want +got): DestinationCIDR must be byte-identical, addresses as created:\n%s", diff)
 	}
 	if len(listed) == 2 && (listed[0].Name == listed[1].Name || listed[0].Name == "ignored") {
@@ -70,7 +70,7 @@ func TestRoutesBlackholeWhenInstanceGone(t *testing.T) {
 	if _, err := c.TerminateInstance("i-1"); err != nil {
 		t.Fatal(err)
 	}
-	if err := c.RemoveInstance("i-2"); err != nil {
+	if err := fake.RemoveInstance(c, "i-2"); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := c.StopInstance("i-3"); err != nil {
@@ -85,13 +85,13 @@ func TestRoutesBlackholeWhenInstanceGone(t *testing.T) {
 		got[string(r.TargetNode)] = r.Blackhole
 	}
 	want := map[string]bool{"node-01": true, "node-02": true, "node-03": false}
-	if diff := cmp.Diff(want, got); diff != "" {
+	if diff := cmp.Diff(want, got, fake.CmpModel); diff != "" {
 		t.Errorf("Blackhole per target (-want +got): terminated and removed instances are dead, a stopped one is not:\n%s", diff)
 	}
 
 	// In doubt (the instance list fails), ListRoutes fails rather than
 	// report live routes as Blackhole.
-	if err := c.InjectFault(fake.Fault{Op: fake.OpListInstances, Times: 1}); err != nil {
+	if err := fake.InjectFault(c, fake.Fault{Op: fake.OpListInstances, Times: 1}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := rt.ListRoutes(t.Context(), cluster); !errors.Is(err, fake.ErrInjected) {
@@ -128,13 +128,13 @@ func TestRoutesOfOthersAreNeverTouched(t *testing.T) {
 		t.Fatal(err)
 	}
 	left := slices.Clone(c.Snapshot().Routes)
-	if diff := cmp.Diff(foreign, left, cmpopts.SortSlices(func(a, b fake.Route) bool { return a.Name < b.Name })); diff != "" {
+	if diff := cmp.Diff(foreign, left, cmpopts.SortSlices(func(a, b fake.Route) bool { return a.Name < b.Name }), fake.CmpModel); diff != "" {
 		t.Errorf("routes of no cluster and of another cluster changed (-want +got):\n%s", diff)
 	}
 }
 
 func TestRoutesIPv4Only(t *testing.T) {
-	c, nodes := cloudWithNodes(t, fake.Config{Routes: fake.RoutesConfig{IPv4Only: true}}, 1)
+	c, nodes := cloudWithNodes(t, fake.Config{Routes: fake.RoutesSection{IPv4Only: true}}, 1)
 	err := routesOf(t, c).CreateRoute(t.Context(), cluster, string(nodes[0].UID), &cloudprovider.Route{TargetNode: "node-01", DestinationCIDR: "fd00::/64"})
 	if !errors.Is(err, routes.ErrIPv6Unsupported) {
 		t.Errorf("CreateRoute IPv6 on an IPv4-only cloud = %v; want ErrIPv6Unsupported", err)
@@ -170,7 +170,7 @@ func TestRoutesCoalesce(t *testing.T) {
 	if writes >= n/2 {
 		t.Errorf("%d CreateRoute calls made %d table writes; want them coalesced (well under %d)", n, writes, n/2)
 	}
-	if s := c.RouteStats(); s.Calls != n || uint64(writes) != s.Writes {
+	if s := fake.RouteStats(c); s.Calls != n || uint64(writes) != s.Writes {
 		t.Errorf("RouteStats = %+v; want Calls %d and Writes equal to the counted %d", s, n, writes)
 	}
 }

@@ -35,17 +35,97 @@ import (
 // deadline; the control surface, which takes no context, waits.
 var ErrStateFile = errors.New("fake: state file")
 
-// StateFormat is the "format" field of the state files the fake writes.
-// It reads files of this format and of the previous one, StateFormatV1,
+// stateFormat is the "format" field of the state files the fake writes.
+// It reads files of this format and of the previous one, stateFormatV1,
 // and rewrites a v1 file in this format at its first change; a file of any
 // other format is rejected (and a fake built before v2 rejects a v2 file).
-const StateFormat = "ccmkit.io/fake-state/v2"
+const stateFormat = "ccmkit.io/fake-state/v2"
 
-// StateFormatV1 is the format of state files written before load
+// stateFormatV1 is the format of state files written before load
 // balancers had a provisioning delay and instance-ID backends: read as
 // load balancers ready at once, with backends kept by Node name
 // (loadBalancers.backends nodeName).
-const StateFormatV1 = "ccmkit.io/fake-state/v1"
+const stateFormatV1 = "ccmkit.io/fake-state/v1"
+
+// The shared state file (Config.StateFile).
+//
+// By default the cloud lives in the Cloud value: two cloud-controller-manager
+// replicas each have their own, and a restarted one starts from the
+// cloud-config again. A real cloud outlives the CCM and is shared by its
+// replicas; with stateFile set, the fake's is too. Every process (or Cloud)
+// built with the same stateFile and the same cloud-config is then one
+// cloud: replicas fail over to the same load balancers, a restarted CCM
+// finds what it created before it died, and a test can look at the cloud
+// from its own process (fake.New with the same cloud-config, then Snapshot).
+//
+// How: the state is kept by one store (store.go), and every operation on
+// it — cloud API calls and the control surface alike — runs as one
+// transaction: take an exclusive flock(2) on <stateFile>.lock, reload the
+// file if another process replaced it since this one last read or wrote it,
+// run the operation, and, if it changed anything, write the whole state to
+// a temporary file in the same directory and rename it over stateFile
+// before unlocking. Readers never see a partial file, a process killed
+// (SIGKILL) in the middle loses nothing it reported done and never leaves
+// the lock held (the kernel drops it), and no update is lost. The file is
+// not fsynced: it survives any process, not a crash of the machine. flock
+// makes this Unix only (developed and tested on Linux); elsewhere New fails.
+// A cloud API call waits for the lock at most until its context ends, then
+// fails with an error wrapping ErrStateFile and ctx.Err(), having changed
+// nothing; an admin endpoint request waits at most 20s (a 503, see "Admin
+// endpoint"); the control surface, which takes no context, waits without a
+// deadline.
+// Without stateFile none of this runs, and the in-memory fake costs what it
+// always did.
+//
+// When stateFile does not exist, New creates it from the seeded instances
+// (Config.Instances, Options.Instances); when it exists, New loads it and the
+// seeds are ignored, so a second replica or a restarted CCM never adds the
+// instances again. A file that cannot be read — not JSON, another format,
+// an unknown field, an invalid instance or route, a VIP outside its pool,
+// pools other than the cloud-config's, or the file removed after it was
+// loaded —
+// is an error wrapping ErrStateFile that names the file and the problem
+// (for a route breaking the rules of "Routes": the route and the field):
+// from New, from every cloud API call and control-surface method with an
+// error result, and as a 500 from the admin endpoint; Snapshot,
+// InstanceByID and LoadBalancerFor log it and answer from the state last
+// loaded. The fake never overwrites or recreates a file it cannot read;
+// delete it to start over.
+//
+// Each process's admin endpoint shows the shared state. Faults, interceptor
+// Funcs, call counters and the instance cache stay per process: they model
+// the provider's cloud API client, not the cloud. So do the rate limit and
+// the provisioning delay of new load balancers (each process enforces its
+// own, from its cloud-config or admin endpoint); but each load balancer
+// keeps in the file when it is ready, so every process agrees on that. A change another process
+// made to an instance drops this process's instance cache at its next
+// look-up, as a change made through its own control surface does.
+//
+// The file is JSON, one document, written indented:
+//
+//	{
+//	  "format": "ccmkit.io/fake-state/v2",    // stateFormat
+//	  "generation": 12,                        // +1 per saved change
+//	  "cloud": {"instanceCIDRs": [...],        // must match the cloud-config (defaults applied):
+//	            "loadBalancers": {"ipv4Pool", "ipv6Pool", "hostnameSuffix", "ipMode", "backends"}},
+//	  "nextInstance": 2, "nextLoadBalancer": 5, "routeRevision": 3, // ID counters, route table revision
+//	  "pools": [{"cidr": "198.18.0.0/15", "next": "198.18.0.6"}], // where each pool allocates next
+//	  "instances": [Instance],                 // as in GET /instances
+//	  "loadBalancers": [LoadBalancer],         // as in GET /loadbalancers, but with the ingress
+//	                                           // it reports once ready, and no "provisioning"
+//	  "routes": [{"cluster", "name", "destinationCIDR", "targetNode",
+//	              "targetNodeAddresses": [{"type", "address"}], "blackhole"}]
+//	}
+//
+// A file of the previous format, v1, is read as a cloud whose
+// load balancers are ready and keep backends by Node name, and is
+// rewritten as v2 at its first change; a fake older than v2 rejects a v2
+// file, so upgrade every process sharing a file together.
+//
+// A file is only ever replaced, never written in place; to edit one by hand,
+// stop every process using it, or write a new file and rename it over the
+// old one. A process killed while saving leaves a temporary file
+// .<name>.tmp-* beside it, which nothing reads.
 
 // stateFile is the file a store is shared through, and its lock file
 // (<path>.lock). It is used within a store transaction (store.transact:
@@ -228,16 +308,16 @@ func (f *stateFile) save(st *cloudState) (err error) {
 // stateDoc is the JSON document of a state file (see the package
 // documentation, "Shared state file").
 type stateDoc struct {
-	Format           string         `json:"format"`
-	Generation       uint64         `json:"generation"`
-	Cloud            stateCloud     `json:"cloud"`
-	NextInstance     int            `json:"nextInstance"`
-	NextLoadBalancer int            `json:"nextLoadBalancer"`
-	RouteRevision    uint64         `json:"routeRevision"`
-	Pools            []statePool    `json:"pools"`
-	Instances        []Instance     `json:"instances"`
-	LoadBalancers    []LoadBalancer `json:"loadBalancers"`
-	Routes           []stateRoute   `json:"routes"`
+	Format           string          `json:"format"`
+	Generation       uint64          `json:"generation"`
+	Cloud            stateCloud      `json:"cloud"`
+	NextInstance     int             `json:"nextInstance"`
+	NextLoadBalancer int             `json:"nextLoadBalancer"`
+	RouteRevision    uint64          `json:"routeRevision"`
+	Pools            []statePool     `json:"pools"`
+	Instances        []stateInstance `json:"instances"`
+	LoadBalancers    []stateLB       `json:"loadBalancers"`
+	Routes           []stateRoute    `json:"routes"`
 }
 
 // stateCloud is the part of the cloud-config that defines the cloud: every
@@ -247,7 +327,7 @@ type stateCloud struct {
 	LoadBalancers stateLBConfig `json:"loadBalancers"`
 }
 
-// stateLBConfig is the part of LoadBalancerConfig that defines the cloud
+// stateLBConfig is the part of LoadBalancerSection that defines the cloud
 // (not the provisioning delay, which each process may change at run time:
 // each load balancer keeps when it is ready). Backends is absent from v1
 // files, where it is nodeName.
@@ -288,10 +368,15 @@ func cloudOf(cfg Config) stateCloud {
 // encodeState returns st as the document of generation gen.
 func encodeState(st *cloudState, cfg Config, gen uint64) *stateDoc {
 	doc := &stateDoc{
-		Format: StateFormat, Generation: gen, Cloud: cloudOf(cfg),
+		Format: stateFormat, Generation: gen, Cloud: cloudOf(cfg),
 		NextInstance: st.nextInstance, NextLoadBalancer: st.nextLB, RouteRevision: st.routeRev,
-		Instances: st.appendInstances([]Instance{}), LoadBalancers: st.appendLoadBalancers([]LoadBalancer{}, storedLoadBalancer),
-		Routes: []stateRoute{},
+		Instances: []stateInstance{}, LoadBalancers: []stateLB{}, Routes: []stateRoute{},
+	}
+	for _, in := range st.appendInstances(nil) {
+		doc.Instances = append(doc.Instances, stateInstance{Instance: in, State: stateNames[in.State]})
+	}
+	for _, r := range st.sortedLoadBalancers() {
+		doc.LoadBalancers = append(doc.LoadBalancers, storedLoadBalancer(r))
 	}
 	for _, p := range st.pools() {
 		doc.Pools = append(doc.Pools, statePool{CIDR: p.prefix.String(), Next: p.next.String()})
@@ -315,7 +400,7 @@ func (st *cloudState) pools() []*pool {
 // holds, checking it against cfg (with defaults). Errors name the field.
 func decodeState(data []byte, cfg Config) (cloudState, uint64, error) {
 	if len(bytes.TrimSpace(data)) == 0 {
-		return cloudState{}, 0, errors.New("empty; expected a JSON document written by the fake (format " + StateFormat + ")")
+		return cloudState{}, 0, errors.New("empty: expected a JSON document written by the fake (format " + stateFormat + ")")
 	}
 	var doc stateDoc
 	dec := json.NewDecoder(bytes.NewReader(data))
@@ -324,32 +409,32 @@ func decodeState(data []byte, cfg Config) (cloudState, uint64, error) {
 		var typeErr *json.UnmarshalTypeError
 		if errors.As(err, &typeErr) && typeErr.Field == "" {
 			// encoding/json names the Go type it wanted: say what.
-			return cloudState{}, 0, fmt.Errorf("not a valid state file: a JSON %s; expected a JSON object written by the fake (format %s)", typeErr.Value, StateFormat)
+			return cloudState{}, 0, fmt.Errorf("not a valid state file: a JSON %s: expected a JSON object written by the fake (format %s)", typeErr.Value, stateFormat)
 		}
 		return cloudState{}, 0, fmt.Errorf("not a valid state file: %w", err)
 	}
 	if dec.More() {
 		return cloudState{}, 0, errors.New("not a valid state file: data after the JSON document")
 	}
-	if doc.Format != StateFormat && doc.Format != StateFormatV1 {
-		return cloudState{}, 0, fmt.Errorf("format %q; expected %q (or %q)", doc.Format, StateFormat, StateFormatV1)
+	if doc.Format != stateFormat && doc.Format != stateFormatV1 {
+		return cloudState{}, 0, fmt.Errorf("format %q: expected %q (or %q)", doc.Format, stateFormat, stateFormatV1)
 	}
 	if doc.Cloud.LoadBalancers.Backends == "" {
 		doc.Cloud.LoadBalancers.Backends = BackendsNodeName // v1
 	}
 	want := cloudOf(cfg)
 	if !slices.Equal(doc.Cloud.InstanceCIDRs, want.InstanceCIDRs) {
-		return cloudState{}, 0, fmt.Errorf("cloud.instanceCIDRs %v, but the cloud-config has instanceCIDRs %v; expected the same cloud-config in every process sharing a state file", doc.Cloud.InstanceCIDRs, want.InstanceCIDRs)
+		return cloudState{}, 0, fmt.Errorf("cloud.instanceCIDRs %v, but the cloud-config has instanceCIDRs %v: expected the same cloud-config in every process sharing a state file", doc.Cloud.InstanceCIDRs, want.InstanceCIDRs)
 	}
 	if doc.Cloud.LoadBalancers != want.LoadBalancers {
-		return cloudState{}, 0, fmt.Errorf("cloud.loadBalancers %+v, but the cloud-config has loadBalancers %+v (with defaults); expected the same cloud-config in every process sharing a state file", doc.Cloud.LoadBalancers, want.LoadBalancers)
+		return cloudState{}, 0, fmt.Errorf("cloud.loadBalancers %+v, but the cloud-config has loadBalancers %+v (with defaults): expected the same cloud-config in every process sharing a state file", doc.Cloud.LoadBalancers, want.LoadBalancers)
 	}
 	st, err := emptyState(cfg)
 	if err != nil {
 		return cloudState{}, 0, err
 	}
 	if doc.NextInstance < 0 || doc.NextLoadBalancer < 0 {
-		return cloudState{}, 0, fmt.Errorf("nextInstance %d, nextLoadBalancer %d; expected counters of zero or more", doc.NextInstance, doc.NextLoadBalancer)
+		return cloudState{}, 0, fmt.Errorf("nextInstance %d, nextLoadBalancer %d: expected counters of zero or more", doc.NextInstance, doc.NextLoadBalancer)
 	}
 	st.nextInstance, st.nextLB = doc.NextInstance, doc.NextLoadBalancer
 	for i, sp := range doc.Pools {
@@ -358,7 +443,7 @@ func decodeState(data []byte, cfg Config) (cloudState, uint64, error) {
 		}
 	}
 	for i, in := range doc.Instances {
-		if err := st.loadInstance(field.NewPath("instances").Index(i), in); err != nil {
+		if err := st.loadInstance(field.NewPath("instances").Index(i), &in); err != nil {
 			return cloudState{}, 0, err
 		}
 	}
@@ -400,14 +485,21 @@ func (st *cloudState) setPoolNext(sp statePool) error {
 
 // loadInstance adds a stored instance, taking its internal addresses;
 // path names it in errors.
-func (st *cloudState) loadInstance(path *field.Path, in Instance) error {
-	if errs := validateInstance(path, in); len(errs) > 0 {
+func (st *cloudState) loadInstance(path *field.Path, stored *stateInstance) error {
+	in := stored.Instance
+	errs := validateInstance(path, in)
+	if stored.State != "" {
+		if err := in.State.UnmarshalText([]byte(stored.State)); err != nil {
+			errs = append(errs, field.NotSupported(path.Child("state"), clipValue(stored.State), stateNames))
+		}
+	}
+	if len(errs) > 0 {
 		return errs.ToAggregate()
 	}
 	switch {
 	case in.ID == "":
 		return fmt.Errorf("%s: expected the instance ID", path.Child("id"))
-	case in.State == "":
+	case stored.State == "":
 		return fmt.Errorf("%s: expected running, stopped or terminated", path.Child("state"))
 	case st.instances[in.ID] != nil:
 		return fmt.Errorf("%s %q: expected each instance ID once", path.Child("id"), in.ID)
@@ -415,7 +507,7 @@ func (st *cloudState) loadInstance(path *field.Path, in Instance) error {
 	for j, s := range in.InternalIPs {
 		ip := netip.MustParseAddr(s) // validated
 		if owner, taken := st.instIPs[ip]; taken {
-			return fmt.Errorf("%s %s: also the address of instance %q; expected distinct addresses", path.Child("internalIPs").Index(j), ip, owner)
+			return fmt.Errorf("%s %s: also the address of instance %q: expected distinct addresses", path.Child("internalIPs").Index(j), ip, owner)
 		}
 		for _, p := range st.instPools {
 			if p.contains(ip) {
@@ -431,7 +523,7 @@ func (st *cloudState) loadInstance(path *field.Path, in Instance) error {
 }
 
 // loadLoadBalancer adds a stored load balancer, taking its VIPs.
-func (st *cloudState) loadLoadBalancer(v LoadBalancer) error {
+func (st *cloudState) loadLoadBalancer(v stateLB) error {
 	if v.ID == "" || st.lbs[v.ID] != nil {
 		return fmt.Errorf("id %q: expected a load balancer ID, each once", v.ID)
 	}
@@ -445,7 +537,7 @@ func (st *cloudState) loadLoadBalancer(v LoadBalancer) error {
 			return fmt.Errorf("vips[%d] %s: expected an address of the pool %s", j, ip, p.prefix)
 		}
 		if err := p.take(ip); err != nil {
-			return fmt.Errorf("vips[%d]: %w; expected each VIP once", j, err)
+			return fmt.Errorf("vips[%d]: %w: expected each VIP once", j, err)
 		}
 	}
 	st.lbs[v.ID] = rec
@@ -453,9 +545,116 @@ func (st *cloudState) loadLoadBalancer(v LoadBalancer) error {
 	return nil
 }
 
-// record parses a load balancer as the fake reports it (viewLoadBalancer)
-// back into its stored form. Empty lists become nil.
-func (v LoadBalancer) record() (*lbRecord, error) {
+// stateInstance is an instance as a state file keeps it: its state is
+// read as text, so that a missing or unknown state is an error naming the
+// field.
+type stateInstance struct {
+	Instance
+	State string `json:"state"` // hides Instance.State
+}
+
+// stateLB is a load balancer as a state file keeps it (format v1 and v2):
+// with the ingress it reports once ready, and addresses and CIDRs as
+// strings.
+type stateLB struct {
+	ID              string            `json:"id"`
+	Name            string            `json:"name"`
+	Tags            map[string]string `json:"tags"`
+	IPFamilies      []string          `json:"ipFamilies"`
+	RequestedIPs    []string          `json:"requestedIPs,omitempty"`
+	Listeners       []stateListener   `json:"listeners"`
+	Backends        []stateBackend    `json:"backends"`
+	HealthCheck     stateHealthCheck  `json:"healthCheck"`
+	SourceRanges    []string          `json:"sourceRanges"`
+	SessionAffinity stateAffinity     `json:"sessionAffinity"`
+	Settings        map[string]string `json:"settings,omitempty"`
+	BackendKey      string            `json:"backendKey,omitempty"`
+	VIPs            []string          `json:"vips"`
+	Ingress         []stateIngress    `json:"ingress"`
+	// Provisioning is always false in a state file, where ReadyAt decides.
+	Provisioning bool      `json:"provisioning,omitempty"`
+	ReadyAt      time.Time `json:"readyAt,omitzero"`
+}
+
+type stateListener struct {
+	Family   string `json:"family"`
+	Protocol string `json:"protocol"`
+	Port     int32  `json:"port"`
+	NodePort int32  `json:"nodePort"`
+}
+
+type stateBackend struct {
+	NodeName   string `json:"nodeName,omitempty"`
+	ProviderID string `json:"providerID"`
+	IPv4       string `json:"ipv4,omitempty"`
+	IPv6       string `json:"ipv6,omitempty"`
+}
+
+type stateHealthCheck struct {
+	Protocol string `json:"protocol"`
+	Port     int32  `json:"port"`
+	Path     string `json:"path"`
+}
+
+type stateAffinity struct {
+	ClientIP       bool  `json:"clientIP"`
+	TimeoutSeconds int32 `json:"timeoutSeconds,omitempty"`
+}
+
+type stateIngress struct {
+	IP       string `json:"ip,omitempty"`
+	Hostname string `json:"hostname,omitempty"`
+	IPMode   string `json:"ipMode,omitempty"`
+}
+
+// storedLoadBalancer returns r in its state-file form.
+func storedLoadBalancer(r *lbRecord) stateLB {
+	lb, spec := r.lb, r.lb.Spec
+	out := stateLB{
+		ID: lb.ID, Name: lb.Name, Tags: map[string]string{}, BackendKey: string(spec.BackendKey), ReadyAt: r.readyAt,
+		IPFamilies: []string{}, Listeners: []stateListener{}, Backends: []stateBackend{}, SourceRanges: []string{},
+		VIPs: []string{}, Ingress: []stateIngress{},
+		HealthCheck:     stateHealthCheck{Protocol: string(spec.HealthCheck.Protocol), Port: spec.HealthCheck.Port, Path: spec.HealthCheck.Path},
+		SessionAffinity: stateAffinity{ClientIP: spec.SessionAffinity.ClientIP, TimeoutSeconds: spec.SessionAffinity.TimeoutSeconds},
+	}
+	maps.Copy(out.Tags, lb.Tags)
+	for _, f := range spec.IPFamilies {
+		out.IPFamilies = append(out.IPFamilies, string(f))
+	}
+	for _, ip := range spec.RequestedIPs {
+		out.RequestedIPs = append(out.RequestedIPs, ip.String())
+	}
+	for _, l := range spec.Listeners {
+		out.Listeners = append(out.Listeners, stateListener{Family: string(l.Family), Protocol: string(l.Protocol), Port: l.Port, NodePort: l.NodePort})
+	}
+	for _, b := range spec.Backends {
+		out.Backends = append(out.Backends, stateBackend{NodeName: b.NodeName, ProviderID: b.ProviderID, IPv4: addrString(b.IPv4), IPv6: addrString(b.IPv6)})
+	}
+	for _, p := range spec.SourceRanges {
+		out.SourceRanges = append(out.SourceRanges, p.String())
+	}
+	if len(spec.Settings) > 0 {
+		out.Settings = maps.Clone(spec.Settings)
+	}
+	for _, ip := range r.vips {
+		out.VIPs = append(out.VIPs, ip.String())
+	}
+	for _, in := range lb.Ingress {
+		out.Ingress = append(out.Ingress, stateIngress{IP: in.IP, Hostname: in.Hostname, IPMode: string(in.IPMode)})
+	}
+	return out
+}
+
+func addrString(a netip.Addr) string {
+	if !a.IsValid() {
+		return ""
+	}
+	return a.String()
+}
+
+// record parses a load balancer of a state file (storedLoadBalancer) back
+// into its stored form. Empty lists become nil.
+func (v stateLB) record() (*lbRecord, error) {
 	lb := &loadbalancer.LoadBalancer{ID: v.ID, Name: v.Name, Tags: maps.Clone(v.Tags)}
 	s := &lb.Spec
 	for _, f := range v.IPFamilies {

@@ -28,7 +28,7 @@ import (
 // sharedClouds builds n Clouds from cfg that share one state file in the
 // test's temporary directory, as n processes with the same cloud-config
 // would, and returns them with the file's path.
-func sharedClouds(t *testing.T, cfg fake.Config, n int, opts ...fake.Option) ([]*fake.Cloud, string) {
+func sharedClouds(t *testing.T, cfg fake.Config, n int, opts ...fake.Options) ([]*fake.Cloud, string) {
 	t.Helper()
 	cfg.StateFile = filepath.Join(t.TempDir(), "cloud.json")
 	var out []*fake.Cloud
@@ -64,7 +64,7 @@ func generation(t *testing.T, path string) int64 {
 // dualStack is a cloud-config whose instances have IPv4 and IPv6 addresses
 // and whose routes carry node addresses.
 func dualStack(names ...string) fake.Config {
-	cfg := fake.Config{InstanceCIDRs: []string{"10.0.0.0/16", "fd00:10::/64"}, Routes: fake.RoutesConfig{EnableNodeAddresses: true}}
+	cfg := fake.Config{InstanceCIDRs: []string{"10.0.0.0/16", "fd00:10::/64"}, Routes: fake.RoutesSection{EnableNodeAddresses: true}}
 	for _, n := range names {
 		cfg.Instances = append(cfg.Instances, fake.Instance{Name: n})
 	}
@@ -76,12 +76,12 @@ func dualStack(names ...string) fake.Config {
 // it returns want without writing (why says why no write is expected).
 func ensureFinds(t *testing.T, c *fake.Cloud, svc *v1.Service, nodes []*v1.Node, want *v1.LoadBalancerStatus, why string) {
 	t.Helper()
-	c.ResetCalls()
+	fake.ResetCalls(c)
 	got, err := lbOf(t, c).EnsureLoadBalancer(t.Context(), cluster, svc, nodes)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if diff := cmp.Diff(want, got); diff != "" {
+	if diff := cmp.Diff(want, got, fake.CmpModel); diff != "" {
 		t.Errorf("EnsureLoadBalancer through the other Cloud returned another status (-want +got):\n%s", diff)
 	}
 	if calls := c.Calls(); calls.Writes != 0 {
@@ -105,7 +105,7 @@ func TestSharedStateFile(t *testing.T) {
 	if got := b.Snapshot().Instances; len(got) != 2 {
 		t.Fatalf("the second Cloud on the file has %d instances; want the 2 seeded by the first, not seeded again", len(got))
 	}
-	if diff := cmp.Diff(a.Snapshot(), b.Snapshot()); diff != "" {
+	if diff := cmp.Diff(a.Snapshot(), b.Snapshot(), fake.CmpModel); diff != "" {
 		t.Fatalf("the Clouds disagree (-a +b):\n%s", diff)
 	}
 	if f := readDoc(t, path)["format"]; f != fake.StateFormat {
@@ -136,7 +136,7 @@ func TestSharedStateFile(t *testing.T) {
 		t.Fatal(err)
 	}
 	after, ok := a.LoadBalancerFor(cluster, svc)
-	if !ok || after.ID != before.ID || !cmp.Equal(after.VIPs, before.VIPs) || after.Listeners[0].Port != 8080 {
+	if !ok || after.ID != before.ID || !cmp.Equal(after.VIPs, before.VIPs) || after.Spec.Listeners[0].Port != 8080 {
 		t.Errorf("after a port change through b, a sees %+v; want %s with VIPs %v and port 8080", after, before.ID, before.VIPs)
 	}
 
@@ -160,7 +160,7 @@ func TestSharedStateFile(t *testing.T) {
 	if len(listedA) != 2 {
 		t.Errorf("a lists %d routes; want the 2 created through b", len(listedA))
 	}
-	if diff := cmp.Diff(listedB, listedA, byCIDR); diff != "" {
+	if diff := cmp.Diff(listedB, listedA, byCIDR, fake.CmpModel); diff != "" {
 		t.Errorf("routes listed through a differ from b's (-b +a):\n%s", diff)
 	}
 
@@ -201,7 +201,7 @@ func TestSharedStateFile(t *testing.T) {
 	// A Cloud started later sees everything, seeds nothing.
 	cfg.StateFile = path
 	late := newCloud(t, cfg)
-	if diff := cmp.Diff(a.Snapshot(), late.Snapshot()); diff != "" {
+	if diff := cmp.Diff(a.Snapshot(), late.Snapshot(), fake.CmpModel); diff != "" {
 		t.Errorf("a Cloud started later sees another cloud (-a +late):\n%s", diff)
 	}
 
@@ -243,7 +243,7 @@ func TestStateFileReloadIsLossless(t *testing.T) {
 		t.Fatal(err)
 	}
 	ensureFinds(t, b, svc, nodes, stA, "the load balancer read back from the file must equal the one written")
-	if diff := cmp.Diff(a.Snapshot(), b.Snapshot()); diff != "" {
+	if diff := cmp.Diff(a.Snapshot(), b.Snapshot(), fake.CmpModel); diff != "" {
 		t.Errorf("snapshots (-a +b):\n%s", diff)
 	}
 
@@ -275,7 +275,7 @@ func TestStateFileReloadIsLossless(t *testing.T) {
 			*run.out = append(*run.out, st.Ingress[0].IP)
 		}
 	}
-	if diff := cmp.Diff(single, shared); diff != "" {
+	if diff := cmp.Diff(single, shared, fake.CmpModel); diff != "" {
 		t.Errorf("VIPs allocated alternately through two Clouds on one file differ from one in-memory cloud's (-memory +shared):\n%s", diff)
 	}
 }
@@ -289,7 +289,7 @@ func TestStateFileReloadIsLossless(t *testing.T) {
 func TestStateFileConcurrent(t *testing.T) {
 	const n = 24
 	var saved atomic.Int64
-	count := fake.WithInterceptor(fake.Funcs{
+	count := fake.Options{Interceptor: fake.Funcs{
 		ApplyLoadBalancer: func(ctx context.Context, next loadbalancer.Driver, a loadbalancer.Action) (*loadbalancer.LoadBalancer, error) {
 			lb, err := next.Apply(ctx, a)
 			if err == nil {
@@ -297,7 +297,7 @@ func TestStateFileConcurrent(t *testing.T) {
 			}
 			return lb, err
 		},
-	})
+	}}
 	cfg := fake.Config{Instances: []fake.Instance{{Name: "node-01"}, {Name: "node-02"}}}
 	cs, path := sharedClouds(t, cfg, 2, count)
 	nodes := []*v1.Node{mustNode(t, cs[0], "i-1"), mustNode(t, cs[0], "i-2")}
@@ -337,7 +337,7 @@ func TestStateFileConcurrent(t *testing.T) {
 	third := newCloud(t, cfg)
 	st := cs[0].Snapshot()
 	for i, c := range []*fake.Cloud{cs[1], third} {
-		if diff := cmp.Diff(st, c.Snapshot()); diff != "" {
+		if diff := cmp.Diff(st, c.Snapshot(), fake.CmpModel); diff != "" {
 			t.Errorf("Cloud %d sees another state than Cloud 0 (-0 +%d):\n%s", i+1, i+1, diff)
 		}
 	}
@@ -479,7 +479,7 @@ func TestStateFileLockHonoursContext(t *testing.T) {
 				if !fake.StateLockIsFree(t, path) {
 					t.Errorf("after %s gave up, someone still holds %s.lock; want nobody", tt.name, path)
 				}
-				if diff := cmp.Diff(before, c.Snapshot()); diff != "" {
+				if diff := cmp.Diff(before, c.Snapshot(), fake.CmpModel); diff != "" {
 					t.Errorf("%s that gave up changed the cloud (-before +after):\n%s", tt.name, diff)
 				}
 			})
@@ -581,7 +581,7 @@ func TestStateFileCorrupt(t *testing.T) {
 		{name: "empty", reason: "an empty file is not an empty cloud", content: func([]byte) []byte { return nil }, want: []string{"empty"}},
 		{name: "trailing data", reason: "one document", content: func(v []byte) []byte { return append(v, "{}"...) }, want: []string{"data after"}},
 		{name: "an array", reason: "a JSON value of another kind: the error says what was expected, not a Go type", content: func([]byte) []byte { return []byte("[]") },
-			want: []string{"a JSON array; expected a JSON object written by the fake"}},
+			want: []string{"a JSON array: expected a JSON object written by the fake"}},
 		{name: "other format", reason: "the format is checked", want: []string{`format "v0"`},
 			content: func(v []byte) []byte { return edit(t, v, func(d map[string]any) { d["format"] = "v0" }) }},
 		{name: "unknown field", reason: "decoded strictly", want: []string{`unknown field "extra"`},
@@ -633,7 +633,7 @@ func TestStateFileCorrupt(t *testing.T) {
 			if err := os.WriteFile(cfg.StateFile, data, 0o600); err != nil {
 				t.Fatal(err)
 			}
-			_, err := fake.New(cfg)
+			_, err := fake.New(cfg, fake.Options{})
 			if !errors.Is(err, fake.ErrStateFile) {
 				t.Fatalf("New = %v; want an error wrapping ErrStateFile (%s)", err, tt.reason)
 			}
@@ -781,7 +781,7 @@ func TestStateFileRealistic(t *testing.T) {
 		"readyAt": lbDoc["readyAt"], "backendKey": lbDoc["backendKey"], "backend": item(lbDoc, "backends", 0), "ingress": len(lbDoc["ingress"].([]any))}
 	want := map[string]any{"format": fake.StateFormat, "backends": "instanceID", "readyAt": "2026-12-01T10:00:02Z", "backendKey": "ProviderID",
 		"backend": map[string]any{"providerID": "fake://i-1"}, "ingress": 1}
-	if diff := cmp.Diff(want, got); diff != "" {
+	if diff := cmp.Diff(want, got, fake.CmpModel); diff != "" {
 		t.Errorf("state file (-want +got):\n%s", diff)
 	}
 	clk.Step(fake.RealisticProvisioningDelay)
@@ -791,10 +791,10 @@ func TestStateFileRealistic(t *testing.T) {
 	}
 	ensureFinds(t, b, svc, nodes, st, "both processes agree it is ready")
 	later := newCloud(t, fake.Config{Realistic: true, Instances: cfg.Instances, StateFile: path}, withClock)
-	if diff := cmp.Diff(a.Snapshot(), later.Snapshot()); diff != "" {
+	if diff := cmp.Diff(a.Snapshot(), later.Snapshot(), fake.CmpModel); diff != "" {
 		t.Errorf("a process started later reads another cloud (-a +later):\n%s", diff)
 	}
-	if diff := cmp.Diff([]fake.Backend{{ProviderID: "fake://i-1"}, {ProviderID: "fake://i-2"}}, later.Snapshot().LoadBalancers[0].Backends); diff != "" {
+	if diff := cmp.Diff([]loadbalancer.Backend{{ProviderID: "fake://i-1"}, {ProviderID: "fake://i-2"}}, later.Snapshot().LoadBalancers[0].Spec.Backends, fake.CmpModel); diff != "" {
 		t.Errorf("backends read back (-want +got):\n%s", diff)
 	}
 }
@@ -814,7 +814,7 @@ func TestStateFileV1(t *testing.T) {
 	c := newCloud(t, cfg)
 	node := mustNode(t, c, "i-1")
 	before, ok := c.LoadBalancerFor(cluster, service("web"))
-	if !ok || before.Provisioning || len(before.Ingress) != 1 || before.Backends[0].NodeName != "node-01" {
+	if !ok || before.Provisioning || len(before.Ingress) != 1 || before.Spec.Backends[0].NodeName != "node-01" {
 		t.Fatalf("load balancer of the v1 file = %+v, %v; want it ready, with node-01 as backend", before, ok)
 	}
 	ensureFinds(t, c, service("web"), []*v1.Node{node}, &v1.LoadBalancerStatus{Ingress: []v1.LoadBalancerIngress{{IP: before.VIPs[0]}}}, "the v1 load balancer is converged")
@@ -885,7 +885,7 @@ func TestStateFileRejectsBadRoutes(t *testing.T) {
 			if err := os.WriteFile(cfg.StateFile, broken, 0o600); err != nil {
 				t.Fatal(err)
 			}
-			_, err := fake.New(cfg)
+			_, err := fake.New(cfg, fake.Options{})
 			check("New", err)
 
 			// A running Cloud, then another process leaves the bad file.
@@ -900,7 +900,7 @@ func TestStateFileRejectsBadRoutes(t *testing.T) {
 			replaceFile(t, cfg.StateFile, broken)
 			_, err = routesOf(t, c).ListRoutes(t.Context(), cluster)
 			check("ListRoutes", err)
-			if diff := cmp.Diff(before, c.Snapshot()); diff != "" {
+			if diff := cmp.Diff(before, c.Snapshot(), fake.CmpModel); diff != "" {
 				t.Errorf("Snapshot after the bad file (-before +after): want the state last loaded, nothing of the bad file\n%s", diff)
 			}
 			if got, _ := os.ReadFile(cfg.StateFile); string(got) != string(broken) {

@@ -18,6 +18,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
+	"github.com/ccmkit/ccmkit/instances"
 	bound "github.com/ccmkit/ccmkit/internal/clip"
 	"github.com/ccmkit/ccmkit/loadbalancer"
 	"github.com/ccmkit/ccmkit/routes"
@@ -26,15 +27,15 @@ import (
 // Errors of the control surface. They are wrapped with the instance ID;
 // branch with errors.Is.
 var (
-	// ErrInstanceNotFound: no instance has this ID.
-	ErrInstanceNotFound = errors.New("fake: instance not found")
-	// ErrInstanceExists: AddInstance with an ID that is taken.
-	ErrInstanceExists = errors.New("fake: instance ID already exists")
-	// ErrInstanceTerminated: starting or stopping a terminated instance.
-	ErrInstanceTerminated = errors.New("fake: instance is terminated")
-	// ErrInvalidInstance: AddInstance with invalid fields (the error
+	// errInstanceNotFound: no instance has this ID.
+	errInstanceNotFound = errors.New("fake: instance not found")
+	// errInstanceExists: AddInstance with an ID that is taken.
+	errInstanceExists = errors.New("fake: instance ID already exists")
+	// errInstanceTerminated: starting or stopping a terminated instance.
+	errInstanceTerminated = errors.New("fake: instance is terminated")
+	// errInvalidInstance: AddInstance with invalid fields (the error
 	// names each field, its value and what was expected).
-	ErrInvalidInstance = errors.New("fake: invalid instance")
+	errInvalidInstance = errors.New("fake: invalid instance")
 )
 
 // store is the fake cloud's state and the one place that decides how it
@@ -51,15 +52,15 @@ type store struct {
 	gate chan struct{}
 	// lbCfg decides how ingress is reported and what is kept of backends;
 	// it never changes (its ProvisioningDelay is only the initial delay).
-	lbCfg LoadBalancerConfig
-	// now is the cloud's clock (WithClock): provisioning and the rate
+	lbCfg LoadBalancerSection
+	// now is the cloud's clock (Options.Clock): provisioning and the rate
 	// limit read it. It never changes.
 	now func() time.Time
-	// fakeClock is set when now is a test's clock (WithClock): the
+	// fakeClock is set when now is a test's clock (Options.Clock): the
 	// adapters then never wait for a throttle in real time.
 	fakeClock bool
 	// delay is the provisioning delay of load balancers created from now
-	// on, a time.Duration (SetProvisioningDelay).
+	// on, a time.Duration (setProvisioningDelay).
 	delay atomic.Int64
 	// limits is the rate limit of the cloud account, shared by every Cloud
 	// over this store.
@@ -386,7 +387,7 @@ func checkValue(path *field.Path, value string, is func(string) []string, expect
 // for writing).
 func (s *store) addInstance(in Instance) (Instance, error) {
 	if errs := validateInstance(field.NewPath("instance"), in); len(errs) > 0 {
-		return Instance{}, fmt.Errorf("%w: %w", ErrInvalidInstance, errs.ToAggregate())
+		return Instance{}, fmt.Errorf("%w: %w", errInvalidInstance, errs.ToAggregate())
 	}
 	in = in.clone()
 	if in.ID == "" {
@@ -395,12 +396,11 @@ func (s *store) addInstance(in Instance) (Instance, error) {
 			in.ID = "i-" + strconv.Itoa(s.nextInstance)
 		}
 	} else if s.instances[in.ID] != nil {
-		return Instance{}, fmt.Errorf("%w: %q", ErrInstanceExists, in.ID)
+		return Instance{}, fmt.Errorf("%w: %q", errInstanceExists, in.ID)
 	}
-	in.Zone = cmp.Or(in.Zone, DefaultZone)
-	in.Region = cmp.Or(in.Region, DefaultRegion)
-	in.Type = cmp.Or(in.Type, DefaultInstanceType)
-	in.State = cmp.Or(in.State, StateRunning)
+	in.Zone = cmp.Or(in.Zone, defaultZone)
+	in.Region = cmp.Or(in.Region, defaultRegion)
+	in.Type = cmp.Or(in.Type, defaultInstanceType)
 	in.Hostname = cmp.Or(in.Hostname, in.Name) // validate: Name is a DNS-1123 subdomain
 	ips, err := s.instanceIPs(in)
 	if err != nil {
@@ -455,13 +455,13 @@ func (s *store) instanceIPs(in Instance) ([]netip.Addr, error) {
 		ip := netip.MustParseAddr(str) // validated
 		if owner, taken := s.instIPs[ip]; taken {
 			undo()
-			return nil, fmt.Errorf("%w: internalIPs: %s is the address of instance %q; expected a free address", ErrInvalidInstance, ip, owner)
+			return nil, fmt.Errorf("%w: internalIPs: %s is the address of instance %q: expected a free address", errInvalidInstance, ip, owner)
 		}
 		for _, p := range s.instPools {
 			if p.contains(ip) {
 				if err := p.take(ip); err != nil {
 					undo()
-					return nil, fmt.Errorf("%w: internalIPs: %w", ErrInvalidInstance, err)
+					return nil, fmt.Errorf("%w: internalIPs: %w", errInvalidInstance, err)
 				}
 			}
 		}
@@ -480,14 +480,14 @@ func (s *store) releaseInstanceIP(ip netip.Addr) {
 
 // setState moves instance id to state, following the allowed
 // transitions, waiting for a state file's lock at most until ctx ends.
-func (s *store) setState(ctx context.Context, id string, state InstanceState) (out Instance, err error) {
+func (s *store) setState(ctx context.Context, id string, state instances.State) (out Instance, err error) {
 	err = s.writeCtx(ctx, func() (bool, error) {
 		in := s.instances[id]
 		if in == nil {
-			return false, fmt.Errorf("%w: %q", ErrInstanceNotFound, id)
+			return false, fmt.Errorf("%w: %q", errInstanceNotFound, id)
 		}
-		if in.State == StateTerminated && state != StateTerminated {
-			return false, fmt.Errorf("%w: %q cannot become %s", ErrInstanceTerminated, id, state)
+		if in.State == instances.StateTerminated && state != instances.StateTerminated {
+			return false, fmt.Errorf("%w: %q cannot become %s", errInstanceTerminated, id, state)
 		}
 		out = in.clone()
 		if in.State == state {
@@ -508,7 +508,7 @@ func (s *store) removeInstance(ctx context.Context, id string) error {
 	return s.writeCtx(ctx, func() (bool, error) {
 		in := s.instances[id]
 		if in == nil {
-			return false, fmt.Errorf("%w: %q", ErrInstanceNotFound, id)
+			return false, fmt.Errorf("%w: %q", errInstanceNotFound, id)
 		}
 		for _, str := range in.InternalIPs {
 			ip := netip.MustParseAddr(str)
@@ -590,7 +590,9 @@ func emptyView(clusterID string) State {
 // pools of st to out, in the order State documents.
 func (st *cloudState) view(out *State, now time.Time) {
 	out.Instances = st.appendInstances(out.Instances)
-	out.LoadBalancers = st.appendLoadBalancers(out.LoadBalancers, func(r *lbRecord) LoadBalancer { return viewLoadBalancer(r, now) })
+	for _, r := range st.sortedLoadBalancers() {
+		out.LoadBalancers = append(out.LoadBalancers, viewLoadBalancer(r, now))
+	}
 	for _, e := range st.routes {
 		out.Routes = append(out.Routes, viewRoute(e))
 	}
@@ -614,14 +616,9 @@ func (st *cloudState) appendInstances(out []Instance) []Instance {
 	return out
 }
 
-// appendLoadBalancers appends the load balancers, as view shows each, to
-// out, sorted by ID.
-func (st *cloudState) appendLoadBalancers(out []LoadBalancer, view func(*lbRecord) LoadBalancer) []LoadBalancer {
-	for _, r := range st.lbs {
-		out = append(out, view(r))
-	}
-	slices.SortFunc(out, func(a, b LoadBalancer) int { return compareIDs(a.ID, b.ID) })
-	return out
+// sortedLoadBalancers returns the load balancers sorted by ID.
+func (st *cloudState) sortedLoadBalancers() []*lbRecord {
+	return slices.SortedFunc(maps.Values(st.lbs), func(a, b *lbRecord) int { return compareIDs(a.lb.ID, b.lb.ID) })
 }
 
 // compareIDs orders "i-2" before "i-10": by length, then bytes.
@@ -637,58 +634,13 @@ func viewRoute(e routes.Entry) Route {
 	return r
 }
 
-// viewLoadBalancer returns r as the fake reports it at now (Snapshot, GET
-// /loadbalancers): without ingress while it is provisioning.
+// viewLoadBalancer returns a copy of r as the fake reports it at now
+// (Snapshot, GET /loadbalancers): without ingress while it is
+// provisioning.
 func viewLoadBalancer(r *lbRecord, now time.Time) LoadBalancer {
-	out := storedLoadBalancer(r)
-	if r.provisioning(now) {
-		out.Provisioning, out.Ingress = true, []Ingress{}
-	}
-	return out
-}
-
-// storedLoadBalancer returns r as the state file keeps it: with the
-// ingress it reports once ready.
-func storedLoadBalancer(r *lbRecord) LoadBalancer {
-	lb, spec := r.lb, r.lb.Spec
-	out := LoadBalancer{
-		ID: lb.ID, Name: lb.Name, Tags: map[string]string{}, BackendKey: string(spec.BackendKey), ReadyAt: r.readyAt,
-		IPFamilies: []string{}, Listeners: []Listener{}, Backends: []Backend{}, SourceRanges: []string{},
-		VIPs: []string{}, Ingress: []Ingress{},
-		HealthCheck:     HealthCheck{Protocol: string(spec.HealthCheck.Protocol), Port: spec.HealthCheck.Port, Path: spec.HealthCheck.Path},
-		SessionAffinity: SessionAffinity{ClientIP: spec.SessionAffinity.ClientIP, TimeoutSeconds: spec.SessionAffinity.TimeoutSeconds},
-	}
-	maps.Copy(out.Tags, lb.Tags)
-	for _, f := range spec.IPFamilies {
-		out.IPFamilies = append(out.IPFamilies, string(f))
-	}
-	for _, ip := range spec.RequestedIPs {
-		out.RequestedIPs = append(out.RequestedIPs, ip.String())
-	}
-	for _, l := range spec.Listeners {
-		out.Listeners = append(out.Listeners, Listener{Family: string(l.Family), Protocol: string(l.Protocol), Port: l.Port, NodePort: l.NodePort})
-	}
-	for _, b := range spec.Backends {
-		out.Backends = append(out.Backends, Backend{NodeName: b.NodeName, ProviderID: b.ProviderID, IPv4: addrString(b.IPv4), IPv6: addrString(b.IPv6)})
-	}
-	for _, p := range spec.SourceRanges {
-		out.SourceRanges = append(out.SourceRanges, p.String())
-	}
-	if len(spec.Settings) > 0 {
-		out.Settings = maps.Clone(spec.Settings)
-	}
+	out := LoadBalancer{LoadBalancer: *r.reported(now), VIPs: make([]string, 0, len(r.vips)), ReadyAt: r.readyAt, Provisioning: r.provisioning(now)}
 	for _, ip := range r.vips {
 		out.VIPs = append(out.VIPs, ip.String())
 	}
-	for _, in := range lb.Ingress {
-		out.Ingress = append(out.Ingress, Ingress{IP: in.IP, Hostname: in.Hostname, IPMode: string(in.IPMode)})
-	}
 	return out
-}
-
-func addrString(a netip.Addr) string {
-	if !a.IsValid() {
-		return ""
-	}
-	return a.String()
 }

@@ -1,35 +1,30 @@
 package fake
 
 import (
-	"fmt"
 	"maps"
 	"net/netip"
-	"strings"
 	"time"
 
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/ccmkit/ccmkit/instances"
+	"github.com/ccmkit/ccmkit/internal/nodelabel"
+	"github.com/ccmkit/ccmkit/loadbalancer"
 )
 
-// InstanceState is the lifecycle state of a fake instance.
-type InstanceState string
-
-// The instance states. The empty state, in an Instance given to the fake,
-// means StateRunning.
-const (
-	StateRunning    InstanceState = "running"
-	StateStopped    InstanceState = "stopped"
-	StateTerminated InstanceState = "terminated"
-)
+// stateNames are the text forms of the instance states, for errors.
+var stateNames = []string{"running", "stopped", "terminated"}
 
 // Instance is one virtual machine of the fake cloud: what the cloud-config
 // seeds, what AddInstance and POST /instances take, and what the fake
 // reports. JSON (and YAML) field names are the json tags.
 //
 // When adding an instance only Name is required: an empty ID becomes the
-// next free "i-<n>", an empty Zone, Region or Type the Default* constants,
+// next free "i-<n>", an empty Zone "zone-a", an empty Region "region-1", an empty Type
+// "fake.small",
 // empty InternalIPs the next free address of each Config.InstanceCIDRs
-// network, an empty Hostname the Name, an empty State StateRunning.
+// network, an empty Hostname the Name.
 type Instance struct {
 	// ID is the instance ID; the node's provider ID is "fake://<ID>".
 	ID string `json:"id,omitempty"`
@@ -46,7 +41,10 @@ type Instance struct {
 	// Labels become the node's additional labels; keys in the kubernetes.io
 	// and k8s.io namespaces are rejected (the node controller drops them).
 	Labels map[string]string `json:"labels,omitempty"`
-	State  InstanceState     `json:"state,omitempty"`
+	// State is the instance's lifecycle state; the zero value is
+	// instances.StateRunning. It marshals as "running", "stopped" or
+	// "terminated".
+	State instances.State `json:"state"`
 }
 
 func (in *Instance) clone() Instance {
@@ -99,17 +97,15 @@ func (in *Instance) validate(path *field.Path) field.ErrorList {
 	}
 	for k, v := range in.Labels {
 		p := path.Child("labels").Key(k)
-		if keyErrs := checkValue(p, k, validation.IsQualifiedName, "expected a qualified name"); keyErrs != nil {
-			errs = append(errs, keyErrs...)
-		} else if isKubernetesLabel(k) {
-			errs = append(errs, field.Invalid(p, clipValue(k), "expected a key outside the kubernetes.io and k8s.io namespaces, which the node controller discards"))
+		if problem := nodelabel.KeyProblem(k); problem != "" {
+			errs = append(errs, field.Invalid(p, clipValue(k), problem))
 		}
-		errs = append(errs, checkValue(p, v, validation.IsValidLabelValue, "expected a valid label value")...)
+		if problem := nodelabel.ValueProblem(v); problem != "" {
+			errs = append(errs, field.Invalid(p, clipValue(v), problem))
+		}
 	}
-	switch in.State {
-	case "", StateRunning, StateStopped, StateTerminated:
-	default:
-		errs = append(errs, field.NotSupported(path.Child("state"), clipValue(string(in.State)), []string{string(StateRunning), string(StateStopped), string(StateTerminated)}))
+	if _, err := in.State.MarshalText(); err != nil {
+		errs = append(errs, field.NotSupported(path.Child("state"), int(in.State), stateNames))
 	}
 	return errs
 }
@@ -132,95 +128,64 @@ func nodeIP(s string) (netip.Addr, string) {
 	return ip, ""
 }
 
-// isKubernetesLabel reports whether key is in the kubernetes.io or k8s.io
-// namespace (or a subdomain of them).
-func isKubernetesLabel(key string) bool {
-	prefix, _, ok := strings.Cut(key, "/")
-	if !ok {
-		return false
-	}
-	for _, ns := range []string{"kubernetes.io", "k8s.io"} {
-		if prefix == ns || strings.HasSuffix(prefix, "."+ns) {
-			return true
-		}
-	}
-	return false
-}
-
-// LoadBalancer is one load balancer of the fake cloud, as the fake reports
-// it (Snapshot, GET /loadbalancers). Addresses and CIDRs are strings in
-// canonical form.
+// LoadBalancer is one load balancer of the fake cloud, as the fake
+// reports it (Snapshot, LoadBalancerFor, GET /loadbalancers): the
+// loadbalancer model the cloud keeps, with its addresses and
+// provisioning. Its JSON form is the model's (lowerCamel names) with the
+// fields below added.
 type LoadBalancer struct {
-	ID   string `json:"id"`
-	Name string `json:"name"`
-	// Tags hold the ownership tags (loadbalancer.TagCluster,
-	// TagServiceUID, TagService).
-	Tags            map[string]string `json:"tags"`
-	IPFamilies      []string          `json:"ipFamilies"`
-	RequestedIPs    []string          `json:"requestedIPs,omitempty"`
-	Listeners       []Listener        `json:"listeners"`
-	Backends        []Backend         `json:"backends"`
-	HealthCheck     HealthCheck       `json:"healthCheck"`
-	SourceRanges    []string          `json:"sourceRanges"`
-	SessionAffinity SessionAffinity   `json:"sessionAffinity"`
-	Settings        map[string]string `json:"settings,omitempty"`
-	// BackendKey is what the cloud matches backends by
-	// (loadbalancer.Spec.BackendKey): "" (by Node name) or "ProviderID"
-	// (LoadBalancerConfig.Backends instanceID).
-	BackendKey string `json:"backendKey,omitempty"`
-	// VIPs are the addresses allocated from the pools, one per family.
+	loadbalancer.LoadBalancer
+	// VIPs are the addresses allocated from the pools, one per family of
+	// Spec.IPFamilies, in canonical form.
 	VIPs []string `json:"vips"`
-	// Ingress is what the load balancer reports to the Service status:
-	// empty while it is provisioning.
-	Ingress []Ingress `json:"ingress"`
 	// Provisioning is true while the load balancer is being provisioned
-	// (LoadBalancerConfig.ProvisioningDelay): it reports no ingress yet.
-	// Always false in the state file, where ReadyAt decides.
+	// (LoadBalancerSection.ProvisioningDelay): it reports no Ingress yet.
 	Provisioning bool `json:"provisioning,omitempty"`
 	// ReadyAt is when a load balancer created with a provisioning delay
 	// reports its ingress; zero (absent) for one ready at once.
 	ReadyAt time.Time `json:"readyAt,omitzero"`
 }
 
-// Listener is a front-end port of a load balancer.
-type Listener struct {
-	Family   string `json:"family"`
-	Protocol string `json:"protocol"`
-	Port     int32  `json:"port"`
-	NodePort int32  `json:"nodePort"`
-}
-
-// Backend is a node behind a load balancer. With LoadBalancerConfig.Backends
-// instanceID only ProviderID is kept, and the other fields are empty.
-type Backend struct {
-	NodeName   string `json:"nodeName,omitempty"`
-	ProviderID string `json:"providerID"`
-	IPv4       string `json:"ipv4,omitempty"`
-	IPv6       string `json:"ipv6,omitempty"`
-}
-
-// HealthCheck is how a load balancer probes its backends.
-type HealthCheck struct {
-	Protocol string `json:"protocol"`
-	Port     int32  `json:"port"`
-	Path     string `json:"path"`
-}
-
-// SessionAffinity is a load balancer's client-IP affinity.
-type SessionAffinity struct {
-	ClientIP       bool  `json:"clientIP"`
-	TimeoutSeconds int32 `json:"timeoutSeconds,omitempty"`
-}
-
-// Ingress is one reported address of a load balancer.
-type Ingress struct {
-	IP       string `json:"ip,omitempty"`
-	Hostname string `json:"hostname,omitempty"`
-	IPMode   string `json:"ipMode,omitempty"`
-}
-
-// Route is one entry of the fake's route table, which keeps the rules of
-// the package documentation's "Routes".
+// Route is one entry of the fake's route table.
+//
+// The route table is one table for the whole cloud, read and written as a
+// whole (routes.TableDriver) under a routes.Table, which coalesces the
+// route controller's concurrent calls into few writes. Like a real cloud,
+// the fake refuses a route it could not route, whichever way it comes in
+// (CreateRoute, a table write, AddRoute, a state file being loaded), with
+// an error that names the field (route.destinationCIDR for a CreateRoute
+// or AddRoute argument, routes[i].<field> in a table or state file, with
+// the route's name and cluster), the value, cut to a bounded length, and
+// what was expected, and changes nothing:
+//
+//   - destinationCIDR must be a CIDR whose address is its network address
+//     (10.244.1.0/24, not 10.244.1.5/24), without zone, and IPv4 in dotted
+//     form (not IPv4-mapped IPv6 such as ::ffff:10.0.0.0/120); its
+//     spelling is otherwise kept byte for byte (an upper-case or expanded
+//     IPv6 CIDR is fine);
+//   - a route of a cluster is a pod route: not a default route (0.0.0.0/0,
+//     ::/0), and its destination must not equal, contain or lie in the
+//     destination of another cluster's route or of another route of its
+//     own cluster (routes.ErrCIDRInUse). Routes of no cluster (Cluster "",
+//     the network's own routes, which AddRoute seeds) may be default
+//     routes and cover pod routes: a pod route is the more specific route;
+//   - targetNode, when set, must be a Node name (a DNS-1123 subdomain);
+//   - each target node address must have a node address type and fit it:
+//     an IP address (as for instances: no zone, IPv4 in dotted form,
+//     unicast) for InternalIP and ExternalIP, a DNS-1123 subdomain for
+//     InternalDNS, ExternalDNS and Hostname;
+//   - a cluster has one route of each name.
+//
+// CreateRoute checks its route before the routes.Table batches it, so a
+// refused route fails alone, and the table write checks the routes it adds
+// or changes again. (What the routes.Table refuses by itself — a
+// destination that does not parse, an empty target node — it refuses with
+// its own message, naming route.DestinationCIDR or route.TargetNode.)
+// Re-creating an existing route (the same name and destination) is not an
+// overlap: the Table leaves an equal route as it is and replaces one whose
+// target changed. Refusals wrap routes.ErrInvalidRoute or
+// routes.ErrCIDRInUse, never an *api.RetryError: they are not retried as
+// throttles.
 type Route struct {
 	// Cluster is the cluster that owns the route: the Config.ClusterID of
 	// the Cloud that created it (the --cluster-name of the call without
@@ -249,9 +214,4 @@ type Pool struct {
 	Purpose   string `json:"purpose"`
 	CIDR      string `json:"cidr"`
 	Allocated int    `json:"allocated"`
-}
-
-// String returns a short description for logs and errors.
-func (in Instance) String() string {
-	return fmt.Sprintf("instance %q (%s, %s)", in.ID, in.Name, in.State)
 }

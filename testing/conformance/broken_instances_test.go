@@ -17,6 +17,7 @@ import (
 	cloudproviderapi "k8s.io/cloud-provider/api"
 
 	"github.com/ccmkit/ccmkit/fake"
+	"github.com/ccmkit/ccmkit/instances"
 	"github.com/ccmkit/ccmkit/testing/conformance"
 )
 
@@ -47,8 +48,8 @@ func brokenInstances() []brokenCase {
 			name: "exists-false-by-name-while-running", want: "INST-EXISTS", clause: "and by name",
 			also:   []string{"INST-NEW-INSTANCE"}, // it asks about a new running instance by name too
 			reason: "InstanceExists of a Node without spec.providerID (a NotReady Node a kubelet registered) is (false, nil) for a running instance, so the node lifecycle controller deletes it: the by-name search filters on the states it knows, and spells running \"active\"",
-			target: instExistsByState(func(n *v1.Node, exists bool, st fake.InstanceState, _ bool) (bool, error) {
-				if n.Spec.ProviderID == "" && st == fake.StateRunning {
+			target: instExistsByState(func(n *v1.Node, exists bool, st instances.State, _ bool) (bool, error) {
+				if n.Spec.ProviderID == "" && st == instances.StateRunning {
 					return false, nil
 				}
 				return exists, nil
@@ -57,7 +58,7 @@ func brokenInstances() []brokenCase {
 		{
 			name: "exists-errors-for-unknown-instance", want: "INST-EXISTS", clause: "(false, nil) for one that never existed",
 			reason: "an instance the cloud has never heard of (its API answers 404) is an InstanceNotFound error, so the node lifecycle controller never deletes its Node; only an instance listed as terminated is (false, nil)",
-			target: instExistsByState(func(n *v1.Node, exists bool, _ fake.InstanceState, known bool) (bool, error) {
+			target: instExistsByState(func(n *v1.Node, exists bool, _ instances.State, known bool) (bool, error) {
 				if !exists && !known {
 					return false, fmt.Errorf("instance of node %s: %w", n.Name, cloudprovider.InstanceNotFound)
 				}
@@ -71,8 +72,8 @@ func brokenInstances() []brokenCase {
 			also:    []string{"CTRL-NODE-TERMINATED"}, // the same answer, through the node lifecycle controller
 			reason:  "an instance listed as terminated is an error (\"instance is terminated\") instead of (false, nil): its Node is never deleted",
 			timeout: brokenTimeout,
-			target: instExistsByState(func(n *v1.Node, exists bool, st fake.InstanceState, _ bool) (bool, error) {
-				if st == fake.StateTerminated {
+			target: instExistsByState(func(n *v1.Node, exists bool, st instances.State, _ bool) (bool, error) {
+				if st == instances.StateTerminated {
 					return false, fmt.Errorf("instance of node %s is terminated", n.Name)
 				}
 				return exists, nil
@@ -125,8 +126,8 @@ func brokenInstances() []brokenCase {
 			also:    []string{"CTRL-NODE-SHUTDOWN"}, // the node lifecycle controller deletes the Node instead of tainting it
 			reason:  "InstanceExists is (false, nil) for a stopped instance, so the Node of a merely stopped machine is deleted",
 			timeout: brokenTimeout,
-			target: instExistsByState(func(_ *v1.Node, exists bool, st fake.InstanceState, _ bool) (bool, error) {
-				return exists && st != fake.StateStopped, nil
+			target: instExistsByState(func(_ *v1.Node, exists bool, st instances.State, _ bool) (bool, error) {
+				return exists && st != instances.StateStopped, nil
 			}),
 		},
 		{
@@ -542,7 +543,7 @@ func instMetadata(f func(next cloudprovider.InstancesV2, ctx context.Context, n 
 // each of its successful answers exists about a Node n, what answer
 // returns, given the state st of n's instance in the fake (known false:
 // the fake has never heard of it, see instState).
-func instExistsByState(answer func(n *v1.Node, exists bool, st fake.InstanceState, known bool) (bool, error)) func(context.Context) (*conformance.Target, error) {
+func instExistsByState(answer func(n *v1.Node, exists bool, st instances.State, known bool) (bool, error)) func(context.Context) (*conformance.Target, error) {
 	return wrappedTarget(func(_ *conformance.Target, cloud *fake.Cloud) wrapped {
 		return instExists(func(next cloudprovider.InstancesV2, ctx context.Context, n *v1.Node) (bool, error) {
 			exists, err := next.InstanceExists(ctx, n)
@@ -578,14 +579,11 @@ func instOf(n *v1.Node) func(fake.Instance) bool {
 
 // instState returns the state of n's instance in cloud (running for the
 // zero state); ok is false when the cloud has never heard of it.
-func instState(cloud *fake.Cloud, n *v1.Node) (st fake.InstanceState, ok bool) {
+func instState(cloud *fake.Cloud, n *v1.Node) (st instances.State, ok bool) {
 	list := cloud.Snapshot().Instances
 	i := slices.IndexFunc(list, instOf(n))
 	if i < 0 {
-		return "", false
-	}
-	if list[i].State == "" {
-		return fake.StateRunning, true
+		return instances.StateRunning, false
 	}
 	return list[i].State, true
 }

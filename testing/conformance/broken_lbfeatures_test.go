@@ -136,7 +136,7 @@ func brokenLBFeatures() []brokenCase {
 		{
 			name: "local-health-check-on-root-path", want: "LB-HEALTH-CHECK", clause: "backends are checked on spec.healthCheckNodePort /healthz",
 			reason: "the cloud driver probes the health-check node port on / (kube-proxy answers 404 there: every backend is down), and reports the /healthz it was asked for",
-			target: lbFakeTargetWith(fake.WithInterceptor(fake.Funcs{
+			target: lbFakeTargetWith(fake.Options{Interceptor: fake.Funcs{
 				ApplyLoadBalancer: func(ctx context.Context, next loadbalancer.Driver, a loadbalancer.Action) (*loadbalancer.LoadBalancer, error) {
 					switch {
 					case a.Kind == loadbalancer.ActionCreate && a.Create != nil:
@@ -157,7 +157,7 @@ func brokenLBFeatures() []brokenCase {
 					}
 					return lbs, err
 				},
-			})),
+			}}),
 		},
 		{
 			name: "stale-health-check-node-port", want: "LB-HEALTH-CHECK", clause: "no longer on it once the Service is switched to Cluster",
@@ -404,9 +404,9 @@ func lbMadeUpNodePorts(s *v1.Service) {
 
 // lbFakeTargetWith returns a NewTarget like newFakeTarget whose cloud is
 // built with opts.
-func lbFakeTargetWith(opts ...fake.Option) func(context.Context) (*conformance.Target, error) {
+func lbFakeTargetWith(opts fake.Options) func(context.Context) (*conformance.Target, error) {
 	return func(context.Context) (*conformance.Target, error) {
-		return fakeTarget(fakeCloudConfig(), opts...)
+		return fakeTarget(fakeCloudConfig(), opts)
 	}
 }
 

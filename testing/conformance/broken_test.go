@@ -85,7 +85,7 @@ func narrowed(narrow func(*conformance.Claims), cases []brokenCase) []brokenCase
 
 // oneClusterTarget is newFakeTarget without Target.OtherCluster.
 func oneClusterTarget(context.Context) (*conformance.Target, error) {
-	return fakeCloudTarget(fakeCloudConfig())
+	return fakeCloudTarget(fakeCloudConfig(), fake.Options{})
 }
 
 // targetWith returns a NewTarget: newFakeTarget edited by edit, which may

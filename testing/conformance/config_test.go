@@ -87,7 +87,7 @@ func TestTargetErrors(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			cfg := fakeConfig()
 			cfg.NewTarget = func(ctx context.Context) (*conformance.Target, error) {
-				tgt, err := fakeCloudTarget(fake.Config{ClusterID: "conformance"})
+				tgt, err := fakeCloudTarget(fake.Config{ClusterID: "conformance"}, fake.Options{})
 				if err == nil {
 					tc.other(tgt)
 				}

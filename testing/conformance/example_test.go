@@ -16,7 +16,7 @@ func ExampleCheck() {
 	err := conformance.Check(context.Background(), conformance.Config{
 		NewTarget: func(context.Context) (*conformance.Target, error) {
 			cloud, err := fake.New(fake.Config{ClusterID: "example", InstanceCIDRs: []string{"10.0.0.0/16", "fd00:10::/64"}},
-				fake.WithInstances(fake.Instance{Name: "node-a"}))
+				fake.Options{Instances: []fake.Instance{{Name: "node-a"}}})
 			if err != nil {
 				return nil, err
 			}
@@ -27,7 +27,7 @@ func ExampleCheck() {
 			// The same cloud, as another cluster: the fake owns load
 			// balancers and routes by its cluster ID, whatever
 			// --cluster-name the controllers pass.
-			other, err := cloud.Peer("example-other")
+			other, err := fake.NewPeer(cloud, "example-other", fake.PeerOptions{})
 			if err != nil {
 				cloud.Shutdown()
 				return nil, err

@@ -3,7 +3,9 @@ package conformance_test
 import (
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
+	"net/netip"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -14,8 +16,10 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/ccmkit/ccmkit/fake"
+	"github.com/ccmkit/ccmkit/instances"
 	"github.com/ccmkit/ccmkit/loadbalancer"
 	"github.com/ccmkit/ccmkit/provider"
+	"github.com/ccmkit/ccmkit/routes"
 	"github.com/ccmkit/ccmkit/testing/conformance"
 )
 
@@ -42,7 +46,7 @@ func fakeConfig() conformance.Config {
 // hooks over its control surface, and the cloud of another cluster over the
 // same cloud (Target.OtherCluster).
 func newFakeTarget(context.Context) (*conformance.Target, error) {
-	return fakeTarget(fakeCloudConfig())
+	return fakeTarget(fakeCloudConfig(), fake.Options{})
 }
 
 // fakeCloudConfig is the configuration of newFakeTarget's cloud.
@@ -50,17 +54,17 @@ func fakeCloudConfig() fake.Config {
 	return fake.Config{ClusterID: "conformance", InstanceCIDRs: []string{"10.0.0.0/16", "fd00:10::/64"}}
 }
 
-// fakeTarget builds fakeCloudTarget(cfg, opts...) and, as
+// fakeTarget builds fakeCloudTarget(cfg, opts) and, as
 // Target.OtherCluster, a peer of its cloud configured as the cluster
 // cfg.ClusterID+"-other": the fake owns load balancers and routes by its
 // Config.ClusterID, not by the clusterName argument, so the isolation rules
 // need the other cluster's provider.
-func fakeTarget(cfg fake.Config, opts ...fake.Option) (*conformance.Target, error) {
-	tgt, err := fakeCloudTarget(cfg, opts...)
+func fakeTarget(cfg fake.Config, opts fake.Options) (*conformance.Target, error) {
+	tgt, err := fakeCloudTarget(cfg, opts)
 	if err != nil {
 		return nil, err
 	}
-	other, err := tgt.Cloud.(*fake.Cloud).Peer(cfg.ClusterID + "-other")
+	other, err := fake.NewPeer(tgt.Cloud.(*fake.Cloud), cfg.ClusterID+"-other", fake.PeerOptions{})
 	if err != nil {
 		tgt.Close()
 		return nil, err
@@ -82,13 +86,45 @@ func withOther(tgt *conformance.Target, other cloudprovider.Interface, release f
 
 // fakeCloudTarget builds a fresh fake cloud from cfg and opts, with three
 // instances, and no OtherCluster.
-func fakeCloudTarget(cfg fake.Config, opts ...fake.Option) (*conformance.Target, error) {
-	opts = append(opts, fake.WithInstances(fake.Instance{Name: "node-a"}, fake.Instance{Name: "node-b", Zone: "zone-b"}, fake.Instance{Name: "node-c"}))
-	cloud, err := fake.New(cfg, opts...)
+func fakeCloudTarget(cfg fake.Config, opts fake.Options) (*conformance.Target, error) {
+	opts.Instances = append(opts.Instances, fake.Instance{Name: "node-a"}, fake.Instance{Name: "node-b", Zone: "zone-b"}, fake.Instance{Name: "node-c"})
+	cloud, err := fake.New(cfg, opts)
 	if err != nil {
 		return nil, err
 	}
-	return fakeTargetOf(cloud)
+	return fakeTargetOf(cloud, opts.Interceptor)
+}
+
+// outage returns interceptor Funcs under which every call of the cloud
+// API fails with err.
+func outage(err error) fake.Funcs {
+	return fake.Funcs{
+		FindLoadBalancers: func(context.Context, loadbalancer.Driver, loadbalancer.Query) ([]*loadbalancer.LoadBalancer, error) {
+			return nil, err
+		},
+		ApplyLoadBalancer: func(context.Context, loadbalancer.Driver, loadbalancer.Action) (*loadbalancer.LoadBalancer, error) {
+			return nil, err
+		},
+		DeleteLoadBalancer: func(context.Context, loadbalancer.Driver, *loadbalancer.LoadBalancer) error { return err },
+		ReadRouteTable:     func(context.Context, routes.TableDriver) ([]routes.Entry, string, error) { return nil, "", err },
+		WriteRouteTable:    func(context.Context, routes.TableDriver, string, []routes.Entry) error { return err },
+		GetInstance: func(context.Context, instances.ListDriver, provider.ProviderID) (instances.Instance, error) {
+			return instances.Instance{}, err
+		},
+		GetInstanceByName: func(context.Context, instances.ListDriver, string) (instances.Instance, error) {
+			return instances.Instance{}, err
+		},
+		ListInstances: func(context.Context, instances.ListDriver) ([]instances.Instance, error) { return nil, err },
+	}
+}
+
+// prefixStrings returns the CIDRs of ps in canonical form.
+func prefixStrings(ps []netip.Prefix) []string {
+	var out []string
+	for _, p := range ps {
+		out = append(out, p.String())
+	}
+	return out
 }
 
 // renamedInstance is the fixture instance whose Node is named unlike it, as
@@ -97,8 +133,10 @@ func fakeCloudTarget(cfg fake.Config, opts ...fake.Option) (*conformance.Target,
 const renamedInstance, renamedNode = "node-c", "worker-7f3a"
 
 // fakeTargetOf returns the Target of cloud: a Node per instance, that of
-// renamedInstance renamed, and hooks over the control surface.
-func fakeTargetOf(cloud *fake.Cloud) (*conformance.Target, error) {
+// renamedInstance renamed, and hooks over the control surface; funcs are
+// the interceptor Funcs cloud was built with, which the end of an outage
+// restores.
+func fakeTargetOf(cloud *fake.Cloud, funcs fake.Funcs) (*conformance.Target, error) {
 	var nodes, renamed []*v1.Node
 	nodeName := map[string]string{} // by instance ID
 	for _, in := range cloud.Snapshot().Instances {
@@ -176,15 +214,13 @@ func fakeTargetOf(cloud *fake.Cloud) (*conformance.Target, error) {
 			},
 			Writes: func() int64 { return cloud.Calls().Writes },
 			Outage: func() func() {
-				if err := cloud.InjectFault(fake.Fault{Times: -1}); err != nil {
-					panic(err)
-				}
-				return cloud.ClearFaults
+				cloud.SetInterceptor(outage(errors.New("fake: injected outage")))
+				return func() { cloud.SetInterceptor(funcs) }
 			},
 			Backends: func(_ context.Context, cluster string, svc *v1.Service) ([]string, error) {
 				lb, err := lbFor(cluster, svc)
 				var out []string
-				for _, b := range lb.Backends {
+				for _, b := range lb.Spec.Backends {
 					name := b.NodeName
 					if name == "" { // the cloud keeps instance IDs only
 						in, ok := cloud.InstanceByID(strings.TrimPrefix(b.ProviderID, "fake://"))
@@ -201,7 +237,7 @@ func fakeTargetOf(cloud *fake.Cloud) (*conformance.Target, error) {
 				lb, err := lbFor(cluster, svc)
 				seen := map[conformance.Listener]bool{}
 				var out []conformance.Listener
-				for _, l := range lb.Listeners { // one per IP family
+				for _, l := range lb.Spec.Listeners { // one per IP family
 					c := conformance.Listener{Protocol: v1.Protocol(l.Protocol), Port: l.Port, NodePort: l.NodePort}
 					if !seen[c] {
 						seen[c] = true
@@ -212,11 +248,11 @@ func fakeTargetOf(cloud *fake.Cloud) (*conformance.Target, error) {
 			},
 			SourceRanges: func(_ context.Context, cluster string, svc *v1.Service) ([]string, error) {
 				lb, err := lbFor(cluster, svc)
-				return lb.SourceRanges, err
+				return prefixStrings(lb.Spec.SourceRanges), err
 			},
 			HealthCheck: func(_ context.Context, cluster string, svc *v1.Service) (conformance.HealthCheck, error) {
 				lb, err := lbFor(cluster, svc)
-				return conformance.HealthCheck{Port: lb.HealthCheck.Port, Path: lb.HealthCheck.Path}, err
+				return conformance.HealthCheck{Port: lb.Spec.HealthCheck.Port, Path: lb.Spec.HealthCheck.Path}, err
 			},
 		},
 	}, nil
@@ -235,22 +271,22 @@ func TestFakeVariants(t *testing.T) {
 		name, reason string
 		claims       conformance.Claims
 		cfg          fake.Config
-		opts         []fake.Option
+		opts         fake.Options
 		throttles    bool // some cloud calls must have been throttled
 	}{
 		{
 			name:   "tcp-only",
 			reason: "load balancers without any optional feature reject every Service that asks for one",
 			claims: conformance.Claims{LoadBalancer: true, InstancesV2: true, Routes: true},
-			cfg:    fake.Config{ClusterID: "conformance", InstanceCIDRs: []string{"10.0.0.0/16"}, Routes: fake.RoutesConfig{IPv4Only: true}},
-			opts:   []fake.Option{fake.WithLoadBalancerCapabilities(loadbalancer.Capabilities{})},
+			cfg:    fake.Config{ClusterID: "conformance", InstanceCIDRs: []string{"10.0.0.0/16"}, Routes: fake.RoutesSection{IPv4Only: true}},
+			opts:   fake.Options{LoadBalancerCapabilities: &loadbalancer.Capabilities{}},
 		},
 		{
 			name:   "hostnames",
 			reason: "load balancers that report a hostname instead of an IP",
 			claims: func() conformance.Claims { c := fakeClaims; c.HostnameIngress = true; return c }(),
 			cfg: fake.Config{ClusterID: "conformance", InstanceCIDRs: []string{"10.0.0.0/16", "fd00:10::/64"},
-				LoadBalancers: fake.LoadBalancerConfig{HostnameSuffix: "lb.example.com"}},
+				LoadBalancers: fake.LoadBalancerSection{HostnameSuffix: "lb.example.com"}},
 		},
 		{
 			name:   "realistic",
@@ -263,7 +299,7 @@ func TestFakeVariants(t *testing.T) {
 			// 50ms, two reads per ListRoutes) asks for 40: CTRL-ROUTES
 			// starves.
 			cfg: fake.Config{ClusterID: "conformance", InstanceCIDRs: []string{"10.0.0.0/16", "fd00:10::/64"}, Realistic: true,
-				LoadBalancers: fake.LoadBalancerConfig{ProvisioningDelay: &provider.Duration{Duration: 100 * time.Millisecond}},
+				LoadBalancers: fake.LoadBalancerSection{ProvisioningDelay: &provider.Duration{Duration: 100 * time.Millisecond}},
 				RateLimit:     fake.RateLimit{ReadsPerSecond: ptr.To(200.0), WritesPerSecond: ptr.To(100.0), Burst: 10}},
 			throttles: true,
 		},
@@ -272,7 +308,7 @@ func TestFakeVariants(t *testing.T) {
 			reason: "routes listed with EnableNodeAddresses, compared by the route controller",
 			claims: fakeClaims,
 			cfg: fake.Config{ClusterID: "conformance", InstanceCIDRs: []string{"10.0.0.0/16", "fd00:10::/64"},
-				Routes: fake.RoutesConfig{EnableNodeAddresses: true}},
+				Routes: fake.RoutesSection{EnableNodeAddresses: true}},
 		},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -281,7 +317,7 @@ func TestFakeVariants(t *testing.T) {
 			cfg.Claims = tc.claims
 			var throttled atomic.Int64
 			cfg.NewTarget = func(context.Context) (*conformance.Target, error) {
-				tgt, err := fakeTarget(tc.cfg, tc.opts...)
+				tgt, err := fakeTarget(tc.cfg, tc.opts)
 				if err != nil {
 					return nil, err
 				}
@@ -321,12 +357,12 @@ func BenchmarkCheckFake(b *testing.B) {
 func twoClusters(shareLB, shareRoutes bool) func(context.Context) (*conformance.Target, error) {
 	return func(context.Context) (*conformance.Target, error) {
 		cfg := fakeCloudConfig()
-		tgt, err := fakeCloudTarget(cfg)
+		tgt, err := fakeCloudTarget(cfg, fake.Options{})
 		if err != nil {
 			return nil, err
 		}
 		cfg.ClusterID = "conformance-other"
-		other, err := fakeCloudTarget(cfg)
+		other, err := fakeCloudTarget(cfg, fake.Options{})
 		if err != nil {
 			tgt.Close()
 			return nil, err

@@ -25,7 +25,7 @@
 // CCM finds what the killed one left; the test reads that cloud directly
 // too (fakecloud.Shared). The foreign load balancer those scenarios must
 // never touch belongs to another cluster over the same cloud
-// (fake.Cloud.Peer) that keeps the same --cluster-name: the cluster ID, not
+// (fake.NewPeer) that keeps the same --cluster-name: the cluster ID, not
 // the cluster name, keeps them apart. TestRealisticCloudAtScale runs the
 // fake as real clouds behave — load balancers provisioned asynchronously, a
 // throttled API, backends kept by instance ID — with 100 Nodes named unlike

@@ -208,7 +208,7 @@ func (s *scenario) sharedCloud(cloud fake.Config) (fake.Config, *fakecloud.Share
 
 // addForeignLB creates, in the shared cloud, the load balancer of a Service
 // of another cluster, which the scenario's CCMs must never touch: a peer of
-// the view (fake.Cloud.Peer) whose cluster ID is "other-<scenario>", called
+// the view (fake.NewPeer) whose cluster ID is "other-<scenario>", called
 // with the scenario's own cluster name, as two clusters that both keep one
 // --cluster-name would be (the cluster ID owns load balancers, not the
 // cluster name). Created before any CCM runs, it also moves the cloud's
@@ -221,7 +221,7 @@ func (s *scenario) addForeignLB(view *fakecloud.Shared) fake.LoadBalancer {
 	svc.UID = types.UID("foreign-" + s.name)
 	svc.Spec.Ports[0].NodePort = 30999
 	svc.Spec.IPFamilies = []corev1.IPFamily{corev1.IPv4Protocol}
-	other, err := view.Cloud.Peer("other-" + s.name)
+	other, err := fake.NewPeer(view.Cloud, "other-"+s.name, fake.PeerOptions{})
 	if err != nil {
 		s.t.Fatalf("another cluster over the shared cloud: %v", err)
 	}
@@ -408,7 +408,7 @@ func describeLBs(lbs []fake.LoadBalancer) string {
 	var parts []string
 	for _, lb := range lbs {
 		parts = append(parts, fmt.Sprintf("{%s %s tags=%v listeners=%v backends=%d hc=%+v vips=%v}",
-			lb.ID, lb.Name, lb.Tags, lb.Listeners, len(lb.Backends), lb.HealthCheck, lb.VIPs))
+			lb.ID, lb.Name, lb.Tags, lb.Spec.Listeners, len(lb.Spec.Backends), lb.Spec.HealthCheck, lb.VIPs))
 	}
 	return fmt.Sprintf("%d load balancers %s", len(lbs), strings.Join(parts, " "))
 }

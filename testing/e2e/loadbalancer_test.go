@@ -89,7 +89,7 @@ func (s *scenario) deleteServices(cloud lbSource, timeout time.Duration, names [
 // listenerPorts returns "port/protocol->nodePort" for each listener, sorted.
 func listenerPorts(lb fake.LoadBalancer) []string {
 	var out []string
-	for _, l := range lb.Listeners {
+	for _, l := range lb.Spec.Listeners {
 		out = append(out, fmt.Sprintf("%d/%s->%d", l.Port, l.Protocol, l.NodePort))
 	}
 	slices.Sort(out)
@@ -107,18 +107,18 @@ func servicePorts(svc *corev1.Service) []string {
 
 // backendNodes returns the node names of the backends, sorted.
 func backendNodes(lb fake.LoadBalancer) []string {
-	return sortedBackends(lb, func(b fake.Backend) string { return b.NodeName })
+	return sortedBackends(lb, func(b loadbalancer.Backend) string { return b.NodeName })
 }
 
 // backendProviderIDs returns the provider IDs of the backends, sorted.
 func backendProviderIDs(lb fake.LoadBalancer) []string {
-	return sortedBackends(lb, func(b fake.Backend) string { return b.ProviderID })
+	return sortedBackends(lb, func(b loadbalancer.Backend) string { return b.ProviderID })
 }
 
 // sortedBackends returns field of each backend, sorted.
-func sortedBackends(lb fake.LoadBalancer, field func(fake.Backend) string) []string {
+func sortedBackends(lb fake.LoadBalancer, field func(loadbalancer.Backend) string) []string {
 	var out []string
-	for _, b := range lb.Backends {
+	for _, b := range lb.Spec.Backends {
 		out = append(out, field(b))
 	}
 	slices.Sort(out)
@@ -165,8 +165,8 @@ func TestLoadBalancerLifecycle(t *testing.T) {
 	if !slices.Contains(svc.Finalizers, servicehelpers.LoadBalancerCleanupFinalizer) {
 		t.Errorf("service web has finalizers %v, want %s", svc.Finalizers, servicehelpers.LoadBalancerCleanupFinalizer)
 	}
-	if lb.HealthCheck.Port != 10256 || lb.HealthCheck.Path != "/healthz" {
-		t.Errorf("externalTrafficPolicy Cluster: health check %+v, want kube-proxy's port 10256 /healthz", lb.HealthCheck)
+	if lb.Spec.HealthCheck.Port != 10256 || lb.Spec.HealthCheck.Path != "/healthz" {
+		t.Errorf("externalTrafficPolicy Cluster: health check %+v, want kube-proxy's port 10256 /healthz", lb.Spec.HealthCheck)
 	}
 	firstIngress := workload.IngressIPs(svc)
 
@@ -192,7 +192,7 @@ func TestLoadBalancerLifecycle(t *testing.T) {
 	}
 	hc := svc.Spec.HealthCheckNodePort
 	s.waitLB(admin, svc.UID, changeTimeout, fmt.Sprintf("the health check of service web to move to healthCheckNodePort %d /healthz", hc), func(l []fake.LoadBalancer) bool {
-		return len(l) == 1 && l[0].HealthCheck.Port == hc && l[0].HealthCheck.Path == "/healthz"
+		return len(l) == 1 && l[0].Spec.HealthCheck.Port == hc && l[0].Spec.HealthCheck.Path == "/healthz"
 	})
 
 	// Type ClusterIP → load balancer released, ingress cleared, finalizer

@@ -68,9 +68,9 @@ func TestNodeInitialization(t *testing.T) {
 			reason:     "an instance seeded with a name only gets the fake's defaults and addresses from both instance CIDRs",
 			providerID: "fake://i-small",
 			labels: map[string]string{
-				corev1.LabelTopologyZone:       fake.DefaultZone,
-				corev1.LabelTopologyRegion:     fake.DefaultRegion,
-				corev1.LabelInstanceTypeStable: fake.DefaultInstanceType,
+				corev1.LabelTopologyZone:       "zone-a",
+				corev1.LabelTopologyRegion:     "region-1",
+				corev1.LabelInstanceTypeStable: "fake.small",
 			},
 		},
 	}

@@ -14,6 +14,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/ccmkit/ccmkit/fake"
+	"github.com/ccmkit/ccmkit/loadbalancer"
 	"github.com/ccmkit/ccmkit/provider"
 	"github.com/ccmkit/ccmkit/testing/e2e/ccm"
 	"github.com/ccmkit/ccmkit/testing/e2e/fakecloud"
@@ -25,7 +26,7 @@ const (
 	realisticNodes    = 100
 	realisticServices = 50
 	// realisticDelay is the cloud's provisioning delay of a load balancer
-	// (fake.RealisticProvisioningDelay).
+	// (the realistic default, 2s).
 	realisticDelay = 2 * time.Second
 	// convergeTimeout bounds bring-up and tear-down each. Generous: on 2
 	// shared cores with -race each takes about 15s, bounded by the write
@@ -69,7 +70,7 @@ func TestRealisticCloudAtScale(t *testing.T) {
 	cloud := fake.Config{
 		Realistic: true,
 		Instances: instances,
-		LoadBalancers: fake.LoadBalancerConfig{
+		LoadBalancers: fake.LoadBalancerSection{
 			ProvisioningDelay: &provider.Duration{Duration: realisticDelay},
 			Backends:          fake.BackendsInstanceID,
 		},
@@ -175,7 +176,7 @@ func (s *scenario) realisticConverged(ctx context.Context, admin *fakecloud.Admi
 		case !slices.Equal(ingress, mine[0].VIPs) || !slices.Equal(ingressOf(mine[0]), mine[0].VIPs):
 			problem("service %s: ingress %v, its load balancer %s reports %v for VIPs %v (provisioning %v)", svc.Name, ingress, mine[0].ID, ingressOf(mine[0]), mine[0].VIPs, mine[0].Provisioning)
 		case !slices.Equal(backendProviderIDs(mine[0]), wantIDs):
-			problem("service %s: load balancer %s has %d backends, want the %d instances", svc.Name, mine[0].ID, len(mine[0].Backends), len(wantIDs))
+			problem("service %s: load balancer %s has %d backends, want the %d instances", svc.Name, mine[0].ID, len(mine[0].Spec.Backends), len(wantIDs))
 		}
 	}
 	if n := len(s.ours(lbs)); n != owned || n != realisticServices {
@@ -228,8 +229,8 @@ func (s *scenario) checkRealisticCloud(admin *fakecloud.Admin) {
 		if lb.ReadyAt.IsZero() {
 			s.t.Errorf("load balancer %s has no readyAt: it was not provisioned asynchronously", lb.ID)
 		}
-		for _, b := range lb.Backends {
-			if b != (fake.Backend{ProviderID: b.ProviderID}) {
+		for _, b := range lb.Spec.Backends {
+			if b != (loadbalancer.Backend{ProviderID: b.ProviderID}) {
 				s.t.Errorf("load balancer %s keeps backend %+v; with backends instanceID the cloud keeps the provider ID only", lb.ID, b)
 				break
 			}

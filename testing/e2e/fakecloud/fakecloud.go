@@ -67,7 +67,7 @@ func NewAdmin(addr string) *Admin {
 }
 
 // WaitAdmin waits until the fake has written its admin address to
-// addressFile (fake.AdminConfig.AddressFile) and the endpoint answers, then
+// addressFile (fake.AdminSection.AddressFile) and the endpoint answers, then
 // returns a client for it. The fake starts the endpoint when the CCM
 // initializes the cloud, which a CCM with leader election does only once it
 // leads: so this also waits for leadership. exited, when non-nil, is polled
@@ -251,6 +251,13 @@ func (a *Admin) Calls(ctx context.Context) (fake.Calls, error) {
 	return out, err
 }
 
+// RateLimit returns the rate limit in force (GET /ratelimit).
+func (a *Admin) RateLimit(ctx context.Context) (fake.RateLimit, error) {
+	var out fake.RateLimit
+	err := a.do(ctx, http.MethodGet, "/ratelimit", nil, &out)
+	return out, err
+}
+
 // ResetCalls sets the counters back to zero (POST /calls/reset).
 func (a *Admin) ResetCalls(ctx context.Context) error {
 	return a.do(ctx, http.MethodPost, "/calls/reset", nil, nil)
@@ -267,8 +274,8 @@ type FaultRequest struct {
 	Error string `json:"error,omitempty"`
 	// RetryAfter, a Go duration, makes the fault a throttle.
 	RetryAfter string `json:"retryAfter,omitempty"`
-	// LostResponse makes a failing write take effect before it fails
-	// (fake.Fault.LostResponse): the cloud changes, the CCM sees an error.
+	// LostResponse makes a failing write take effect before it fails: the
+	// cloud changes, the CCM sees an error.
 	LostResponse bool `json:"lostResponse,omitempty"`
 }
 
@@ -302,8 +309,8 @@ func OpenShared(cfg fake.Config) (*Shared, error) {
 	if cfg.StateFile == "" {
 		return nil, errors.New("fakecloud: OpenShared: cloud-config without stateFile; expected the path of the shared state file")
 	}
-	cfg.Admin = fake.AdminConfig{}
-	c, err := fake.New(cfg)
+	cfg.Admin = fake.AdminSection{}
+	c, err := fake.New(cfg, fake.Options{})
 	if err != nil {
 		return nil, fmt.Errorf("fakecloud: %w", err)
 	}
@@ -313,9 +320,9 @@ func OpenShared(cfg fake.Config) (*Shared, error) {
 // LoadBalancers returns every load balancer of the shared cloud, as
 // Admin.LoadBalancers does for one CCM's endpoint.
 func (s *Shared) LoadBalancers(context.Context) ([]fake.LoadBalancer, error) {
-	st, err := s.Cloud.State()
-	return st.LoadBalancers, err
+	return s.Cloud.Snapshot().LoadBalancers, nil
 }
 
-// State returns the whole shared cloud.
-func (s *Shared) State(context.Context) (fake.State, error) { return s.Cloud.State() }
+// State returns the whole shared cloud (fake.Cloud.Snapshot: when the
+// state file cannot be read, the state last loaded, and the error logged).
+func (s *Shared) State(context.Context) (fake.State, error) { return s.Cloud.Snapshot(), nil }

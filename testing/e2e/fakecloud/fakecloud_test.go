@@ -15,6 +15,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/ccmkit/ccmkit/fake"
+	"github.com/ccmkit/ccmkit/instances"
 	"github.com/ccmkit/ccmkit/provider"
 	"github.com/ccmkit/ccmkit/testing/e2e/fakecloud"
 )
@@ -25,8 +26,8 @@ import (
 func startCloud(t *testing.T, cfg fake.Config) (*fake.Cloud, *fakecloud.Admin) {
 	t.Helper()
 	addrFile := filepath.Join(t.TempDir(), "admin.addr")
-	cfg.Admin = fake.AdminConfig{Address: "127.0.0.1:0", AddressFile: addrFile}
-	cloud, err := fake.New(cfg)
+	cfg.Admin = fake.AdminSection{Address: "127.0.0.1:0", AddressFile: addrFile}
+	cloud, err := fake.New(cfg, fake.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -47,7 +48,7 @@ func TestWriteConfigRoundTrip(t *testing.T) {
 		ClusterID:     "c1",
 		InstanceCIDRs: []string{"10.0.0.0/16", "fd00:10::/64"},
 		Instances:     fakecloud.Instances("n", 4),
-		Admin:         fake.AdminConfig{Address: "127.0.0.1:0", AddressFile: "/tmp/x"},
+		Admin:         fake.AdminSection{Address: "127.0.0.1:0", AddressFile: "/tmp/x"},
 	}
 	path := filepath.Join(t.TempDir(), "cloud.yaml")
 	if err := fakecloud.WriteConfig(path, cfg); err != nil {
@@ -102,12 +103,12 @@ func TestAdmin(t *testing.T) {
 		reason string
 		do     func() (fake.Instance, error)
 		id     string
-		want   fake.InstanceState
+		want   instances.State
 	}{
-		{"stop", "POST /instances/{id}/stop stops", func() (fake.Instance, error) { return admin.StopInstance(ctx, "i-n-1") }, "i-n-1", fake.StateStopped},
-		{"start", "POST /instances/{id}/start starts", func() (fake.Instance, error) { return admin.StartInstance(ctx, "i-n-1") }, "i-n-1", fake.StateRunning},
-		{"terminate", "POST /instances/{id}/terminate terminates", func() (fake.Instance, error) { return admin.TerminateInstance(ctx, "i-n-2") }, "i-n-2", fake.StateTerminated},
-		{"add", "POST /instances adds with defaults", func() (fake.Instance, error) { return admin.AddInstance(ctx, fake.Instance{ID: "i-new", Name: "new"}) }, "i-new", fake.StateRunning},
+		{"stop", "POST /instances/{id}/stop stops", func() (fake.Instance, error) { return admin.StopInstance(ctx, "i-n-1") }, "i-n-1", instances.StateStopped},
+		{"start", "POST /instances/{id}/start starts", func() (fake.Instance, error) { return admin.StartInstance(ctx, "i-n-1") }, "i-n-1", instances.StateRunning},
+		{"terminate", "POST /instances/{id}/terminate terminates", func() (fake.Instance, error) { return admin.TerminateInstance(ctx, "i-n-2") }, "i-n-2", instances.StateTerminated},
+		{"add", "POST /instances adds with defaults", func() (fake.Instance, error) { return admin.AddInstance(ctx, fake.Instance{ID: "i-new", Name: "new"}) }, "i-new", instances.StateRunning},
 	}
 	for _, s := range steps {
 		got, err := s.do()
@@ -217,7 +218,7 @@ func TestShared(t *testing.T) {
 	if _, err := view.Cloud.StopInstance("i-s-1"); err != nil {
 		t.Fatal(err)
 	}
-	if in, err := admin.Instance(t.Context(), "i-s-1"); err != nil || in.State != fake.StateStopped {
+	if in, err := admin.Instance(t.Context(), "i-s-1"); err != nil || in.State != instances.StateStopped {
 		t.Errorf("GET /instances/i-s-1 after the view stopped it = %+v, %v; want stopped", in, err)
 	}
 

@@ -39,7 +39,7 @@ func StartCCM(dir, name string, cloud fake.Config, cfg ccm.Config) (*CCM, error)
 		CloudConfig: filepath.Join(dir, name+".cloud-config.yaml"),
 		AddressFile: filepath.Join(dir, name+".admin-address"),
 	}
-	cloud.Admin = fake.AdminConfig{Address: "127.0.0.1:0", AddressFile: c.AddressFile}
+	cloud.Admin = fake.AdminSection{Address: "127.0.0.1:0", AddressFile: c.AddressFile}
 	if err := fakecloud.WriteConfig(c.CloudConfig, cloud); err != nil {
 		return nil, err
 	}

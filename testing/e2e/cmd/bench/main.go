@@ -216,7 +216,7 @@ func runOnce(ctx context.Context, o options, run int, client kubernetes.Interfac
 		return res, err
 	}
 	for _, lb := range lbs {
-		if len(lb.Backends) == o.nodes {
+		if len(lb.Spec.Backends) == o.nodes {
 			res.fullBackends++
 		}
 	}

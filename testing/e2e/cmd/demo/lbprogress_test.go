@@ -24,7 +24,7 @@ func TestLBProgress(t *testing.T) {
 		return s
 	}
 	lb := func(id, svcName string, provisioning bool, readyAt time.Time) fake.LoadBalancer {
-		return fake.LoadBalancer{ID: id, Tags: map[string]string{loadbalancer.TagServiceUID: "uid-" + svcName}, Provisioning: provisioning, ReadyAt: readyAt}
+		return fake.LoadBalancer{LoadBalancer: loadbalancer.LoadBalancer{ID: id, Tags: map[string]string{loadbalancer.TagServiceUID: "uid-" + svcName}}, Provisioning: provisioning, ReadyAt: readyAt}
 	}
 	type poll struct {
 		now  time.Time

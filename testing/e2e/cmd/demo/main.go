@@ -104,10 +104,8 @@ func (d *demo) run(ctx context.Context, dir string, buildTimeout, timeout time.D
 		Realistic:     true,
 		InstanceCIDRs: []string{"10.0.0.0/16", "fd00:10::/64"},
 		Instances:     fakecloud.Instances("node", d.nodes),
-		LoadBalancers: fake.LoadBalancerConfig{ProvisioningDelay: &provider.Duration{Duration: d.delay}},
+		LoadBalancers: fake.LoadBalancerSection{ProvisioningDelay: &provider.Duration{Duration: d.delay}},
 	}
-	fmt.Fprintf(d.out, "fake cloud in realistic mode: load balancers provision in %s, API limited to %g reads/s and %g writes/s (burst %d), backends kept by instance ID\n",
-		d.delay, fake.RealisticReadsPerSecond, fake.RealisticWritesPerSecond, fake.RealisticBurst)
 	d.st, err = stack.Start(startCtx, stack.Config{
 		Dir:      dir,
 		Cloud:    cloud,
@@ -123,6 +121,12 @@ func (d *demo) run(ctx context.Context, dir string, buildTimeout, timeout time.D
 			err = stopErr
 		}
 	}()
+	limit, err := d.st.Admin.RateLimit(ctx)
+	if err != nil || limit.ReadsPerSecond == nil || limit.WritesPerSecond == nil {
+		return fmt.Errorf("the fake's rate limit: %+v, %w", limit, err)
+	}
+	fmt.Fprintf(d.out, "fake cloud in realistic mode: load balancers provision in %s, API limited to %g reads/s and %g writes/s (burst %d), backends kept by instance ID\n",
+		d.delay, *limit.ReadsPerSecond, *limit.WritesPerSecond, limit.Burst)
 
 	// Nodes first, as in a cluster: kubelets register, the CCM initializes
 	// them; then workloads ask for load balancers.
@@ -298,7 +302,7 @@ func (d *demo) summary(ctx context.Context) error {
 		}
 		lb := lbByUID[string(s.UID)]
 		fmt.Fprintf(tw, "%s/%s\t%s\t%s\t%s\t%d\n", s.Namespace, s.Name, strings.Join(ports, ","),
-			strings.Join(workload.IngressIPs(&s), ","), lb.Name, len(lb.Backends))
+			strings.Join(workload.IngressIPs(&s), ","), lb.Name, len(lb.Spec.Backends))
 	}
 	tw.Flush()
 	calls, err := d.st.Admin.Calls(ctx)

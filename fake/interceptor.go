@@ -1,0 +1,179 @@
+package fake
+
+import (
+	"context"
+
+	"github.com/ccmkit/ccmkit/instances"
+	"github.com/ccmkit/ccmkit/loadbalancer"
+	"github.com/ccmkit/ccmkit/provider"
+	"github.com/ccmkit/ccmkit/routes"
+)
+
+// Funcs intercept the calls of the fake's cloud API, in the style of
+// controller-runtime's interceptor.Funcs: the fake's one fault mechanism.
+// A non-nil func is called instead of the operation, with the driver that
+// performs it (next), so it can return an error (a fault, an outage, a
+// throttle as an *api.RetryError), sleep (latency), change arguments or
+// results, or call next and then fail (a lost response). A nil func lets
+// the call through. Funcs run after the call is counted and the rate limit
+// let it pass; they are called concurrently and must be safe for
+// concurrent use. next is not counted again.
+//
+// Set them with Options.Interceptor or, at run time, with SetInterceptor.
+type Funcs struct {
+	FindLoadBalancers  func(ctx context.Context, next loadbalancer.Driver, q loadbalancer.Query) ([]*loadbalancer.LoadBalancer, error)
+	ApplyLoadBalancer  func(ctx context.Context, next loadbalancer.Driver, a loadbalancer.Action) (*loadbalancer.LoadBalancer, error)
+	DeleteLoadBalancer func(ctx context.Context, next loadbalancer.Driver, lb *loadbalancer.LoadBalancer) error
+	ReadRouteTable     func(ctx context.Context, next routes.TableDriver) ([]routes.Entry, string, error)
+	WriteRouteTable    func(ctx context.Context, next routes.TableDriver, revision string, entries []routes.Entry) error
+	GetInstance        func(ctx context.Context, next instances.ListDriver, id provider.ProviderID) (instances.Instance, error)
+	GetInstanceByName  func(ctx context.Context, next instances.ListDriver, name string) (instances.Instance, error)
+	ListInstances      func(ctx context.Context, next instances.ListDriver) ([]instances.Instance, error)
+}
+
+// SetInterceptor replaces the interceptor Funcs (the zero Funcs removes
+// them) and drops the instance cache, so that the provider sees the end
+// of an outage at its next look-up. Calls already running keep the Funcs
+// they started with. Safe for concurrent use.
+func (c *Cloud) SetInterceptor(f Funcs) {
+	c.meter.mu.Lock()
+	c.meter.funcs = f
+	c.meter.mu.Unlock()
+	c.cache.Invalidate()
+}
+
+// lbFuncs is next with the load-balancer operations of f in front.
+type lbFuncs struct {
+	f    *Funcs
+	next loadbalancer.Driver
+}
+
+func (d lbFuncs) Find(ctx context.Context, q loadbalancer.Query) ([]*loadbalancer.LoadBalancer, error) {
+	if f := d.f.FindLoadBalancers; f != nil {
+		return f(ctx, d.next, q)
+	}
+	return d.next.Find(ctx, q)
+}
+
+func (d lbFuncs) Apply(ctx context.Context, a loadbalancer.Action) (*loadbalancer.LoadBalancer, error) {
+	if f := d.f.ApplyLoadBalancer; f != nil {
+		return f(ctx, d.next, a)
+	}
+	return d.next.Apply(ctx, a)
+}
+
+func (d lbFuncs) Delete(ctx context.Context, lb *loadbalancer.LoadBalancer) error {
+	if f := d.f.DeleteLoadBalancer; f != nil {
+		return f(ctx, d.next, lb)
+	}
+	return d.next.Delete(ctx, lb)
+}
+
+// routeFuncs is next with the route-table operations of f in front.
+type routeFuncs struct {
+	f    *Funcs
+	next routes.TableDriver
+}
+
+func (d routeFuncs) ReadTable(ctx context.Context) ([]routes.Entry, string, error) {
+	if f := d.f.ReadRouteTable; f != nil {
+		return f(ctx, d.next)
+	}
+	return d.next.ReadTable(ctx)
+}
+
+func (d routeFuncs) WriteTable(ctx context.Context, revision string, entries []routes.Entry) error {
+	if f := d.f.WriteRouteTable; f != nil {
+		return f(ctx, d.next, revision, entries)
+	}
+	return d.next.WriteTable(ctx, revision, entries)
+}
+
+// instanceFuncs is next with the instance operations of f in front.
+type instanceFuncs struct {
+	f    *Funcs
+	next instances.ListDriver
+}
+
+func (d instanceFuncs) GetByID(ctx context.Context, id provider.ProviderID) (instances.Instance, error) {
+	if f := d.f.GetInstance; f != nil {
+		return f(ctx, d.next, id)
+	}
+	return d.next.GetByID(ctx, id)
+}
+
+func (d instanceFuncs) GetByName(ctx context.Context, name string) (instances.Instance, error) {
+	if f := d.f.GetInstanceByName; f != nil {
+		return f(ctx, d.next, name)
+	}
+	return d.next.GetByName(ctx, name)
+}
+
+func (d instanceFuncs) List(ctx context.Context) ([]instances.Instance, error) {
+	if f := d.f.ListInstances; f != nil {
+		return f(ctx, d.next)
+	}
+	return d.next.List(ctx)
+}
+
+// failing returns the Funcs of an injected fault: before each call, take
+// decides whether the call of op fails, with which error, and whether the
+// error comes only after the call took effect (late: a lost response; for
+// writes only, a read fails at once).
+func failing(take func(op Op) (err error, late bool)) Funcs {
+	// run is one call of op: call unless the fault comes first.
+	run := func(op Op, call func() error) error {
+		fault, late := take(op)
+		if fault == nil {
+			return call()
+		}
+		if late && op.isWrite() {
+			_ = call()
+		}
+		return fault
+	}
+	return Funcs{
+		FindLoadBalancers: func(ctx context.Context, next loadbalancer.Driver, q loadbalancer.Query) (out []*loadbalancer.LoadBalancer, err error) {
+			err = run(OpFindLoadBalancers, func() (err error) { out, err = next.Find(ctx, q); return err })
+			return nilOnError(out, err)
+		},
+		ApplyLoadBalancer: func(ctx context.Context, next loadbalancer.Driver, a loadbalancer.Action) (out *loadbalancer.LoadBalancer, err error) {
+			err = run(OpApplyLoadBalancer, func() (err error) { out, err = next.Apply(ctx, a); return err })
+			return nilOnError(out, err)
+		},
+		DeleteLoadBalancer: func(ctx context.Context, next loadbalancer.Driver, lb *loadbalancer.LoadBalancer) error {
+			return run(OpDeleteLoadBalancer, func() error { return next.Delete(ctx, lb) })
+		},
+		ReadRouteTable: func(ctx context.Context, next routes.TableDriver) (out []routes.Entry, rev string, err error) {
+			err = run(OpReadRouteTable, func() (err error) { out, rev, err = next.ReadTable(ctx); return err })
+			if err != nil {
+				return nil, "", err
+			}
+			return out, rev, nil
+		},
+		WriteRouteTable: func(ctx context.Context, next routes.TableDriver, revision string, entries []routes.Entry) error {
+			return run(OpWriteRouteTable, func() error { return next.WriteTable(ctx, revision, entries) })
+		},
+		GetInstance: func(ctx context.Context, next instances.ListDriver, id provider.ProviderID) (out instances.Instance, err error) {
+			err = run(OpGetInstance, func() (err error) { out, err = next.GetByID(ctx, id); return err })
+			return nilOnError(out, err)
+		},
+		GetInstanceByName: func(ctx context.Context, next instances.ListDriver, name string) (out instances.Instance, err error) {
+			err = run(OpGetInstanceByName, func() (err error) { out, err = next.GetByName(ctx, name); return err })
+			return nilOnError(out, err)
+		},
+		ListInstances: func(ctx context.Context, next instances.ListDriver) (out []instances.Instance, err error) {
+			err = run(OpListInstances, func() (err error) { out, err = next.List(ctx); return err })
+			return nilOnError(out, err)
+		},
+	}
+}
+
+// nilOnError returns the zero T with a non-nil err, else v.
+func nilOnError[T any](v T, err error) (T, error) {
+	if err != nil {
+		var zero T
+		return zero, err
+	}
+	return v, nil
+}
