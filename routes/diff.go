@@ -75,6 +75,25 @@ type DiffInput struct {
 	// Namer, when set, names the created entries (Entry.Name); otherwise
 	// their Name is empty and the applier names them.
 	Namer *Namer
+	// Partial makes Desired and Remove a change to Actual instead of the
+	// whole routing, as a whole-table Table's batch of CreateRoute and
+	// DeleteRoute calls is: owned routes that Remove names are deleted,
+	// and each desired route is created unless a route of its name and
+	// cluster already is it; every other route is kept. A desired route
+	// whose destination (its masked prefix) another route holds, of any
+	// cluster or none, is not created and is reported in Plan.Skipped, as
+	// are those with no node or an unparsable CIDR. A route of the same
+	// name and cluster whose target, addresses (in order) or blackhole
+	// state differ is replaced: deleted and created again. Desired routes
+	// are settled in order, each against the table the earlier ones left;
+	// a later one of the same name replaces an earlier one. ClusterCIDRs
+	// and CompareAddresses do not apply (the route controller decided).
+	// Set Namer, so that a desired route's name says which route it is.
+	Partial bool
+	// Remove (Partial only) lists routes to delete as ListRoutes listed
+	// them: every owned actual route with the same DestinationCIDR and
+	// TargetNode, and the same Name unless it is empty, is deleted.
+	Remove []Entry
 }
 
 // Create is one route Diff wants created.
@@ -118,7 +137,14 @@ func (p Plan) Empty() bool { return len(p.Delete) == 0 && len(p.Create) == 0 }
 // one when TargetNode and the DestinationCIDR string are equal (a different
 // spelling of the same prefix does not match, since the controller would not
 // match it either). Applying the Plan and diffing again yields an empty Plan.
+//
+// With Partial set, Diff computes a change instead (see DiffInput.Partial),
+// in time linear in the number of routes: it indexes Remove and Desired,
+// reads Actual once, then settles Desired in order.
 func Diff(in DiffInput) Plan {
+	if in.Partial {
+		return diffChanges(&in).plan(&in)
+	}
 	ranges := maskAll(in.ClusterCIDRs)
 
 	// The pass over in.Desired: every CIDR is wanted until an owned live

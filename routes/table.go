@@ -363,7 +363,7 @@ func (t *Table) goneTargets(ctx context.Context, entries []Entry) (map[types.Nod
 // call was waiting for (see DeleteRoute for that and for what it means
 // for the change).
 func (t *Table) CreateRoute(ctx context.Context, clusterName string, nameHint string, route *cloudprovider.Route) error {
-	e, p, err := t.newEntry(clusterName, nameHint, route)
+	e, err := t.newEntry(clusterName, nameHint, route)
 	if err != nil {
 		return err
 	}
@@ -375,28 +375,28 @@ func (t *Table) CreateRoute(ctx context.Context, clusterName string, nameHint st
 		}
 		return nil
 	}
-	return t.batch.do(ctx, t, &op{create: true, cluster: e.Cluster, entry: e, prefix: p})
+	return t.batch.do(ctx, t, &op{create: true, cluster: e.Cluster, hint: nameHint, entry: e})
 }
 
-func (t *Table) newEntry(clusterName, nameHint string, route *cloudprovider.Route) (Entry, netip.Prefix, error) {
+func (t *Table) newEntry(clusterName, nameHint string, route *cloudprovider.Route) (Entry, error) {
 	if route == nil {
-		return Entry{}, netip.Prefix{}, fmt.Errorf("routes: CreateRoute: route is nil: want a route: %w", ErrInvalidRoute)
+		return Entry{}, fmt.Errorf("routes: CreateRoute: route is nil: want a route: %w", ErrInvalidRoute)
 	}
 	cluster := t.cluster(clusterName)
 	switch {
 	case cluster == "":
-		return Entry{}, netip.Prefix{}, fmt.Errorf("routes: CreateRoute %q: %s: %w", cut(route.DestinationCIDR), noCluster, ErrInvalidRoute)
+		return Entry{}, fmt.Errorf("routes: CreateRoute %q: %s: %w", cut(route.DestinationCIDR), noCluster, ErrInvalidRoute)
 	case nameHint == "":
-		return Entry{}, netip.Prefix{}, fmt.Errorf("routes: CreateRoute %q: nameHint is empty: want the node UID: %w", cut(route.DestinationCIDR), ErrInvalidRoute)
+		return Entry{}, fmt.Errorf("routes: CreateRoute %q: nameHint is empty: want the node UID: %w", cut(route.DestinationCIDR), ErrInvalidRoute)
 	case route.TargetNode == "":
-		return Entry{}, netip.Prefix{}, fmt.Errorf("routes: CreateRoute %q: route.TargetNode is empty: want a node name: %w", cut(route.DestinationCIDR), ErrInvalidRoute)
+		return Entry{}, fmt.Errorf("routes: CreateRoute %q: route.TargetNode is empty: want a node name: %w", cut(route.DestinationCIDR), ErrInvalidRoute)
 	}
 	p, err := netip.ParsePrefix(route.DestinationCIDR)
 	if err != nil {
-		return Entry{}, netip.Prefix{}, fmt.Errorf("routes: CreateRoute: route.DestinationCIDR %q: want a CIDR such as 10.244.1.0/24 or fd00:10:244:1::/64: %w", cut(route.DestinationCIDR), ErrInvalidRoute)
+		return Entry{}, fmt.Errorf("routes: CreateRoute: route.DestinationCIDR %q: want a CIDR such as 10.244.1.0/24 or fd00:10:244:1::/64: %w", cut(route.DestinationCIDR), ErrInvalidRoute)
 	}
 	if t.cfg.IPv4Only && !p.Addr().Is4() {
-		return Entry{}, netip.Prefix{}, fmt.Errorf("routes: CreateRoute: route.DestinationCIDR %q for node %q is IPv6: want IPv4, the cloud is configured IPv4Only: %w", cut(route.DestinationCIDR), cut(string(route.TargetNode)), ErrIPv6Unsupported)
+		return Entry{}, fmt.Errorf("routes: CreateRoute: route.DestinationCIDR %q for node %q is IPv6: want IPv4, the cloud is configured IPv4Only: %w", cut(route.DestinationCIDR), cut(string(route.TargetNode)), ErrIPv6Unsupported)
 	}
 	return Entry{
 		Name:                t.namer.Name(nameHint, route.DestinationCIDR),
@@ -404,7 +404,7 @@ func (t *Table) newEntry(clusterName, nameHint string, route *cloudprovider.Rout
 		DestinationCIDR:     route.DestinationCIDR,
 		TargetNode:          route.TargetNode,
 		TargetNodeAddresses: slices.Clone(route.TargetNodeAddresses),
-	}, p.Masked(), nil
+	}, nil
 }
 
 // DeleteRoute implements cloudprovider.Routes. route is a route as
@@ -445,11 +445,7 @@ func (t *Table) DeleteRoute(ctx context.Context, clusterName string, route *clou
 	if t.routes != nil {
 		return t.deleteOne(ctx, e)
 	}
-	var p netip.Prefix
-	if q, err := netip.ParsePrefix(route.DestinationCIDR); err == nil {
-		p = q.Masked()
-	}
-	return t.batch.do(ctx, t, &op{cluster: cluster, entry: e, prefix: p})
+	return t.batch.do(ctx, t, &op{cluster: cluster, entry: e})
 }
 
 // deleteOne deletes through a RouteDriver; a route without a name is found
