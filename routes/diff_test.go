@@ -172,3 +172,87 @@ func TestDesiredFromNodes(t *testing.T) {
 		t.Errorf("DesiredFromNodes (-want +got): nodes without pod CIDRs are skipped, like the route controller:\n%s", diff)
 	}
 }
+
+// TestDiffPartial checks Diff of a change (DiffInput.Partial), the form a
+// whole-table Table's batch takes: Remove deletes what it names, Desired
+// creates what no route of its name is, a taken destination is skipped.
+func TestDiffPartial(t *testing.T) {
+	namer := mustNamer(t, routes.NameFormat{})
+	named := func(hint string, e routes.Entry) routes.Entry {
+		e.Name = namer.Name(hint, e.DestinationCIDR)
+		return e
+	}
+	a4 := named(uidA, owned("", "node-a", "10.244.1.0/24"))
+	b4 := named(uidB, owned("", "node-b", "10.244.2.0/24"))
+	foreign := routes.Entry{Name: "x", Cluster: "other", TargetNode: "node-x", DestinationCIDR: "10.244.9.0/24"}
+	created := func(hint, node, cidr string, a ...v1.NodeAddress) routes.Create {
+		c := want(hint, node, cidr, a...)
+		c.Entry.Name = namer.Name(hint, cidr)
+		return c
+	}
+	cases := []struct {
+		name, reason string
+		in           routes.DiffInput
+		want         routes.Plan
+	}{
+		{
+			name: "others kept", reason: "routes neither removed nor desired stay, in range or not",
+			in:   routes.DiffInput{Actual: []routes.Entry{a4, b4, foreign}},
+		},
+		{
+			name: "remove as listed", reason: "Remove matches target and CIDR, and the name when it has one; a route of another cluster is not owned",
+			in: routes.DiffInput{Actual: []routes.Entry{a4, b4, foreign}, Remove: []routes.Entry{
+				{TargetNode: "node-a", DestinationCIDR: "10.244.1.0/24"}, {Name: "other-name", TargetNode: "node-b", DestinationCIDR: "10.244.2.0/24"}, foreign}},
+			want: routes.Plan{Delete: []routes.Entry{a4}},
+		},
+		{
+			name: "create new", reason: "a desired route no route provides is created, named by the Namer",
+			in: routes.DiffInput{Actual: []routes.Entry{a4},
+				Desired: []routes.NodeRoutes{{Node: "node-b", NameHint: uidB, CIDRs: []string{"10.244.2.0/24"}}}},
+			want: routes.Plan{Create: []routes.Create{created(uidB, "node-b", "10.244.2.0/24")}},
+		},
+		{
+			name: "already there", reason: "a route of the same name, cluster, target and addresses is the desired route",
+			in: routes.DiffInput{Actual: []routes.Entry{a4},
+				Desired: []routes.NodeRoutes{{Node: "node-a", NameHint: uidA, CIDRs: []string{"10.244.1.0/24"}}}},
+		},
+		{
+			name: "rewrite", reason: "the same name with other addresses is replaced: deleted and created again",
+			in: routes.DiffInput{Actual: []routes.Entry{a4},
+				Desired: []routes.NodeRoutes{{Node: "node-a", NameHint: uidA, CIDRs: []string{"10.244.1.0/24"}, Addresses: addrs("192.168.0.1")}}},
+			want: routes.Plan{Delete: []routes.Entry{a4}, Create: []routes.Create{created(uidA, "node-a", "10.244.1.0/24", addrs("192.168.0.1")...)}},
+		},
+		{
+			name: "destination taken", reason: "another route with the same masked destination, of any cluster, keeps it: the desired route is skipped",
+			in: routes.DiffInput{Actual: []routes.Entry{foreign},
+				Desired: []routes.NodeRoutes{{Node: "node-c", NameHint: "uid-c", CIDRs: []string{"10.244.9.7/24"}}}},
+			want: routes.Plan{Skipped: []routes.Create{created("uid-c", "node-c", "10.244.9.7/24")}},
+		},
+		{
+			name: "destination freed", reason: "Remove is applied first: a removed route's destination can be taken by another node",
+			in: routes.DiffInput{Actual: []routes.Entry{b4}, Remove: []routes.Entry{b4},
+				Desired: []routes.NodeRoutes{{Node: "node-c", NameHint: "uid-c", CIDRs: []string{"10.244.2.0/24"}}}},
+			want: routes.Plan{Delete: []routes.Entry{b4}, Create: []routes.Create{created("uid-c", "node-c", "10.244.2.0/24")}},
+		},
+		{
+			name: "in order", reason: "a desired route is settled against the routes earlier ones created: a second node for one destination is skipped",
+			in: routes.DiffInput{Desired: []routes.NodeRoutes{
+				{Node: "node-c", NameHint: "uid-c", CIDRs: []string{"10.244.3.0/24"}}, {Node: "node-d", NameHint: "uid-d", CIDRs: []string{"10.244.3.0/24"}}}},
+			want: routes.Plan{Create: []routes.Create{created("uid-c", "node-c", "10.244.3.0/24")}, Skipped: []routes.Create{created("uid-d", "node-d", "10.244.3.0/24")}},
+		},
+		{
+			name: "not a route", reason: "a desired route without a node or with an unparsable CIDR is skipped",
+			in:   routes.DiffInput{Desired: []routes.NodeRoutes{{NameHint: "uid-c", CIDRs: []string{"10.244.3.0/24"}}, {Node: "node-d", NameHint: "uid-d", CIDRs: []string{"bogus"}}}},
+			want: routes.Plan{Skipped: []routes.Create{created("uid-c", "", "10.244.3.0/24"), created("uid-d", "node-d", "bogus")}},
+		},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			c.in.Partial, c.in.Cluster, c.in.Namer = true, cluster, namer
+			got := routes.Diff(c.in)
+			if diff := cmp.Diff(c.want, got, cmpopts.EquateEmpty()); diff != "" {
+				t.Errorf("%s: Diff (-want +got):\n%s", c.reason, diff)
+			}
+		})
+	}
+}
