@@ -204,7 +204,7 @@ func (b *batcher) lead(t *Table, o *op, window bool) error {
 // when o's ctx has ended. Ops whose ctx has ended are finished with their
 // ctx's error. A batch is one Partial Diff, whose creates belong to one
 // cluster: calls of another cluster identity (a Table without
-// Config.ClusterID called with several clusterNames) wait for a later batch.
+// Options.ClusterID called with several clusterNames) wait for a later batch.
 func (b *batcher) take(t *Table, o *op) ([]*op, bool) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
@@ -323,7 +323,7 @@ func (t *Table) runBatch(batch []*op) batchResult {
 			return res
 		}
 		in.Actual = entries
-		ch := diffChanges(&in)
+		ch := diffPartial(&in)
 		dependent := ch.results(batch, res.errs)
 		if !ch.changed() {
 			return res
@@ -371,7 +371,7 @@ func batchInput(batch []*op, namer *Namer) DiffInput {
 // destination another route holds) and reports, per call, whether its
 // success depends on the write: a delete that names a route, a create
 // whose route is new or rewritten, or written by an earlier call.
-func (c *changes) results(batch []*op, results []error) (dependent []bool) {
+func (c *partial) results(batch []*op, results []error) (dependent []bool) {
 	dependent = make([]bool, len(batch))
 	var creates, removes int
 	for i, o := range batch {
@@ -394,7 +394,7 @@ func (c *changes) results(batch []*op, results []error) (dependent []bool) {
 // removed routes and with the rewritten ones in place, then the appended
 // routes. Every entry gets its own TargetNodeAddresses; actual is not
 // modified.
-func (c *changes) table(actual []Entry) []Entry {
+func (c *partial) table(actual []Entry) []Entry {
 	next := make([]Entry, 0, len(actual)-len(c.removed)+len(c.appended))
 	removed := c.removed
 	for j, e := range actual {

@@ -36,7 +36,7 @@ func BenchmarkTableBatch(b *testing.B) {
 			for b.Loop() {
 				b.StopTimer()
 				d := &memTable{entries: seed}
-				tbl, err := routes.NewWholeTable(d, routes.Config{BatchWindow: time.Hour, MaxBatch: calls})
+				tbl, err := routes.NewWholeTable(d, routes.Options{BatchWindow: time.Hour, MaxBatch: calls})
 				if err != nil {
 					b.Fatal(err)
 				}

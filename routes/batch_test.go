@@ -80,7 +80,7 @@ var sorted = cmpopts.SortSlices(func(a, b string) bool { return a < b })
 
 func TestBatchQueuedCallerCancelled(t *testing.T) {
 	g := newGateTable()
-	tbl, err := NewWholeTable(g, Config{BatchWindow: -1})
+	tbl, err := NewWholeTable(g, Options{BatchWindow: -1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -108,7 +108,7 @@ func TestBatchQueuedCallerCancelled(t *testing.T) {
 func TestBatchLeaderCancelledInWindow(t *testing.T) {
 	g := newGateTable()
 	close(g.gate)
-	tbl, err := NewWholeTable(g, Config{BatchWindow: time.Hour})
+	tbl, err := NewWholeTable(g, Options{BatchWindow: time.Hour})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -133,7 +133,7 @@ func TestBatchLeaderCancelledInWindow(t *testing.T) {
 
 func TestBatchTakenCallerCancelled(t *testing.T) {
 	g := newGateTable()
-	tbl, err := NewWholeTable(g, Config{BatchWindow: time.Hour, MaxBatch: 2})
+	tbl, err := NewWholeTable(g, Options{BatchWindow: time.Hour, MaxBatch: 2})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -160,7 +160,7 @@ func TestBatchTakenCallerCancelled(t *testing.T) {
 
 func TestBatchDriverContextEndsWhenAllCallersLeave(t *testing.T) {
 	g := newGateTable()
-	tbl, err := NewWholeTable(g, Config{BatchWindow: time.Hour, MaxBatch: 2})
+	tbl, err := NewWholeTable(g, Options{BatchWindow: time.Hour, MaxBatch: 2})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -220,7 +220,7 @@ func applyBatch(t *testing.T, entries []Entry, batch []*op, results []error) (ne
 	t.Helper()
 	in := batchInput(batch, testNamer(t))
 	in.Actual = entries
-	ch := diffChanges(&in)
+	ch := diffPartial(&in)
 	dependent = ch.results(batch, results)
 	if !ch.changed() {
 		return entries, dependent, false
@@ -230,7 +230,7 @@ func applyBatch(t *testing.T, entries []Entry, batch []*op, results []error) (ne
 
 func testNamer(t *testing.T) *Namer {
 	t.Helper()
-	n, err := NewNamer(NameFormat{})
+	n, err := NewNamer(NamerOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -10,7 +10,7 @@ import (
 // A dual-stack node's two routes share its UID as nameHint and still get
 // distinct names, which map back to exactly what CreateRoute got.
 func ExampleNamer() {
-	n, err := routes.NewNamer(routes.NameFormat{Prefix: "k8s-", MaxLength: 63})
+	n, err := routes.NewNamer(routes.NamerOptions{Prefix: "k8s-", MaxLength: 63})
 	if err != nil {
 		panic(err)
 	}

@@ -27,7 +27,7 @@ func TestTableErrorsQuoteValuesCut(t *testing.T) {
 		name, reason string
 		// kinds are the backends the case runs on; nil means both.
 		kinds []string
-		cfg   routes.Config
+		cfg   routes.Options
 		// setup, when set, prepares the driver of a per-route Table.
 		setup func(d *memRoutes)
 		call  func(tbl *routes.Table) error
@@ -43,7 +43,7 @@ func TestTableErrorsQuoteValuesCut(t *testing.T) {
 			call: func(tbl *routes.Table) error { return tbl.CreateRoute(t.Context(), cluster, "", route("n", bigCIDR)) },
 			want: []string{`CreateRoute "10.244.2.0/2400000`, "nameHint is empty", "want the node UID"}},
 		{name: "target node of an IPv6 route", reason: "an IPv4Only Table names the node of the route it refuses",
-			cfg: routes.Config{IPv4Only: true},
+			cfg: routes.Options{IPv4Only: true},
 			call: func(tbl *routes.Table) error {
 				return tbl.CreateRoute(t.Context(), cluster, uidA, route(bigNode, "fd00::/64"))
 			},
@@ -125,7 +125,7 @@ func TestTableEqualDestinationError(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			d := &memTable{entries: []routes.Entry{seed}}
-			tbl, err := routes.NewWholeTable(d, routes.Config{})
+			tbl, err := routes.NewWholeTable(d, routes.Options{})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -5,30 +5,29 @@ import (
 	"encoding/base32"
 	"encoding/binary"
 	"encoding/hex"
-	"errors"
 	"fmt"
 	"net/netip"
 	"strings"
 )
 
-// Name-format defaults, used for the zero values of NameFormat's fields.
+// Name-format defaults, used for the zero values of NamerOptions's fields.
 const (
-	// DefaultMaxNameLength is the default NameFormat.MaxLength: an RFC 1035
+	// defaultMaxNameLength is the default NamerOptions.MaxLength: an RFC 1035
 	// label, the tightest common cloud limit (GCE resource names).
-	DefaultMaxNameLength = 63
-	// DefaultAlphabet is the default NameFormat.Alphabet: lowercase letters
+	defaultMaxNameLength = 63
+	// defaultAlphabet is the default NamerOptions.Alphabet: lowercase letters
 	// and the digits 2-7 (RFC 4648 base32, lowercased), valid in RFC 1035
 	// labels and in every common cloud's route names.
-	DefaultAlphabet = "abcdefghijklmnopqrstuvwxyz234567"
+	defaultAlphabet = "abcdefghijklmnopqrstuvwxyz234567"
 	// minHashChars is the shortest hashed body: 16 base32 characters, 80 bits.
 	minHashChars = 16
 	// maxHashChars is a whole SHA-256 digest in base32.
 	maxHashChars = 52
 )
 
-// NameFormat configures a Namer. Its zero value is valid: no prefix, names of
-// at most 63 characters over DefaultAlphabet.
-type NameFormat struct {
+// NamerOptions configures a Namer. Its zero value is valid: no prefix, names of
+// at most 63 characters over defaultAlphabet.
+type NamerOptions struct {
 	// Prefix starts every name, for example "k8s-" or "k8s-<cluster>-". It
 	// is used as given (it must itself be valid for the cloud); Parse
 	// rejects names without it. Default "".
@@ -37,7 +36,7 @@ type NameFormat struct {
 	// leave room for at least 17 characters after Prefix. Default 63.
 	MaxLength int
 	// Alphabet is the 32 distinct printable ASCII characters (no '=', no
-	// space) names are written in after Prefix. Default DefaultAlphabet.
+	// space) names are written in after Prefix. Default defaultAlphabet.
 	// Alphabet[17] ('r' by default) marks a reversible name and Alphabet[7]
 	// ('h') a hashed one; with the default both are letters, so names are
 	// valid RFC 1035 labels even with an empty Prefix.
@@ -45,7 +44,7 @@ type NameFormat struct {
 }
 
 // Namer makes deterministic route names, unique per (nameHint, CIDR), within
-// a NameFormat, and maps them back.
+// a NamerOptions, and maps them back.
 //
 // A name is Prefix, a marker character, and a body:
 //
@@ -75,33 +74,33 @@ type Namer struct {
 
 // NewNamer validates f and returns its Namer. The error wraps nothing and
 // names the field, its value and what was expected.
-func NewNamer(f NameFormat) (*Namer, error) {
+func NewNamer(f NamerOptions) (*Namer, error) {
 	if f.MaxLength == 0 {
-		f.MaxLength = DefaultMaxNameLength
+		f.MaxLength = defaultMaxNameLength
 	}
 	if f.Alphabet == "" {
-		f.Alphabet = DefaultAlphabet
+		f.Alphabet = defaultAlphabet
 	}
 	if f.MaxLength < 0 {
-		return nil, fmt.Errorf("routes: NameFormat.MaxLength %d: want a positive length (or 0 for %d)", f.MaxLength, DefaultMaxNameLength)
+		return nil, fmt.Errorf("routes: NamerOptions.MaxLength %d: want a positive length (or 0 for %d)", f.MaxLength, defaultMaxNameLength)
 	}
 	if len(f.Alphabet) != 32 {
-		return nil, fmt.Errorf("routes: NameFormat.Alphabet %q: want exactly 32 characters, got %d", f.Alphabet, len(f.Alphabet))
+		return nil, fmt.Errorf("routes: NamerOptions.Alphabet %q: want exactly 32 characters, got %d", f.Alphabet, len(f.Alphabet))
 	}
 	var seen [128]bool
 	for i := 0; i < len(f.Alphabet); i++ {
 		c := f.Alphabet[i]
 		if c <= ' ' || c > '~' || c == '=' {
-			return nil, fmt.Errorf("routes: NameFormat.Alphabet %q: character %q at %d: want printable ASCII other than space and '='", f.Alphabet, c, i)
+			return nil, fmt.Errorf("routes: NamerOptions.Alphabet %q: character %q at %d: want printable ASCII other than space and '='", f.Alphabet, c, i)
 		}
 		if seen[c] {
-			return nil, fmt.Errorf("routes: NameFormat.Alphabet %q: character %q repeats: want 32 distinct characters", f.Alphabet, c)
+			return nil, fmt.Errorf("routes: NamerOptions.Alphabet %q: character %q repeats: want 32 distinct characters", f.Alphabet, c)
 		}
 		seen[c] = true
 	}
 	room := f.MaxLength - len(f.Prefix) - 1
 	if room < minHashChars {
-		return nil, fmt.Errorf("routes: NameFormat.MaxLength %d with Prefix %q (%d bytes): want room for at least %d characters after the prefix", f.MaxLength, f.Prefix, len(f.Prefix), minHashChars+1)
+		return nil, fmt.Errorf("routes: NamerOptions.MaxLength %d with Prefix %q (%d bytes): want room for at least %d characters after the prefix", f.MaxLength, f.Prefix, len(f.Prefix), minHashChars+1)
 	}
 	return &Namer{
 		prefix:    f.Prefix,
@@ -113,9 +112,6 @@ func NewNamer(f NameFormat) (*Namer, error) {
 		hashLen:   min(room, maxHashChars),
 	}, nil
 }
-
-// MaxLength reports the longest name the Namer makes.
-func (n *Namer) MaxLength() int { return n.maxLen }
 
 // NameKey is what a route name encodes: the nameHint given to CreateRoute
 // (the node UID) and the destination CIDR exactly as spelled.
@@ -136,13 +132,6 @@ func (n *Namer) Name(nameHint, cidr string) string {
 	}
 	sum := sha256.Sum256(hashInput(nameHint, cidr))
 	return n.prefix + string(n.hashMark) + n.enc.EncodeToString(sum[:])[:n.hashLen]
-}
-
-// Owns reports whether name has the form of a name this Namer makes
-// (reversible or hashed). It does not say which cluster stored the route.
-func (n *Namer) Owns(name string) bool {
-	_, err := n.Parse(name)
-	return err == nil || errors.Is(err, ErrHashedName)
 }
 
 // Parse maps a name made by Name back to its (nameHint, CIDR). It returns an

@@ -18,31 +18,31 @@ import (
 	"github.com/ccmkit/ccmkit/internal/clip"
 )
 
-// Table defaults, used for the zero values of Config's fields.
+// Table defaults, used for the zero values of Options's fields.
 const (
-	// DefaultBatchWindow is how long the first caller of an idle
+	// defaultBatchWindow is how long the first caller of an idle
 	// whole-table Table waits for other calls to join its batch.
-	DefaultBatchWindow = 2 * time.Millisecond
-	// DefaultMaxBatch is the most calls one batch applies: the route
+	defaultBatchWindow = 2 * time.Millisecond
+	// defaultMaxBatch is the most calls one batch applies: the route
 	// controller's maxConcurrentRouteOperations.
-	DefaultMaxBatch = 200
-	// DefaultConflictRetries is how often a batch rereads and rewrites the
+	defaultMaxBatch = 200
+	// defaultConflictRetries is how often a batch rereads and rewrites the
 	// table after a WriteTable conflict.
-	DefaultConflictRetries = 3
-	// DefaultMaxThrottleWait is the longest a Table waits, in total, on
+	defaultConflictRetries = 3
+	// defaultMaxThrottleWait is the longest a Table waits, in total, on
 	// behalf of one call for throttled driver calls to become allowed again.
 	// It is longer than the route controller's default reconcile period
 	// (--route-reconciliation-period, 10s) and than the Retry-After of
 	// common cloud APIs, and short enough that a cloud that keeps
 	// throttling is reported within a minute.
-	DefaultMaxThrottleWait = time.Minute
+	defaultMaxThrottleWait = time.Minute
 )
 
-// Config configures a Table. Its zero value is valid: the cluster identity
+// Options configures a Table. Its zero value is valid: the cluster identity
 // from each call's clusterName, the default name format,
 // TargetNodeAddresses not compared, IPv6 allowed, Blackhole only as the
 // driver reports it, and the batching and throttling defaults above.
-type Config struct {
+type Options struct {
 	// ClusterID, if set, is the cluster identity that owns the Table's
 	// routes, used instead of the clusterName argument of every call (the
 	// CCM's --cluster-name, "kubernetes" in most clusters): it is stored as
@@ -58,7 +58,7 @@ type Config struct {
 	// error at call time.
 	ClusterID string
 	// Names is the route name format (see Namer).
-	Names NameFormat
+	Names NamerOptions
 	// EnableNodeAddresses sets Route.EnableNodeAddresses on every listed
 	// route, so that the route controller compares TargetNodeAddresses with
 	// the node's addresses and replaces the route when they change. The
@@ -73,16 +73,16 @@ type Config struct {
 	Instances InstanceChecker
 	// BatchWindow (whole-table only) is how long the first caller of an idle
 	// Table waits for concurrent calls to join its batch, unless MaxBatch
-	// calls are already queued. 0 means DefaultBatchWindow; negative means
+	// calls are already queued. 0 means defaultBatchWindow; negative means
 	// no wait (calls that arrive while a batch is being written still form
 	// the next batch).
 	BatchWindow time.Duration
 	// MaxBatch (whole-table only) is the most calls one batch applies.
-	// 0 means DefaultMaxBatch.
+	// 0 means defaultMaxBatch.
 	MaxBatch int
 	// ConflictRetries (whole-table only) is how often a batch whose
 	// WriteTable failed with ErrConflict is reread, reapplied and rewritten.
-	// 0 means DefaultConflictRetries; negative means none.
+	// 0 means defaultConflictRetries; negative means none.
 	ConflictRetries int
 	// MaxThrottleWait bounds the total time the Table waits on behalf of
 	// one ListRoutes, CreateRoute or DeleteRoute call for throttled driver
@@ -93,7 +93,7 @@ type Config struct {
 	// wrapping the driver's (errors.As still finds the RetryError). A call
 	// that joins a whole-table batch while the Table is backing off also
 	// waits for the rest of that back-off before its own budget starts.
-	// 0 means DefaultMaxThrottleWait; negative means never wait (a
+	// 0 means defaultMaxThrottleWait; negative means never wait (a
 	// throttled driver call fails its callers at once).
 	MaxThrottleWait time.Duration
 }
@@ -125,7 +125,7 @@ type Stats struct {
 // A Table is safe for concurrent use; the route controller makes up to 200
 // CreateRoute and DeleteRoute calls at once. With a TableDriver those calls
 // are coalesced: the first caller of an idle Table becomes the batch leader,
-// waits Config.BatchWindow for other calls to join, reads the table once,
+// waits Options.BatchWindow for other calls to join, reads the table once,
 // applies every call (deletes first, then creates), writes the table once
 // and hands each caller its own result; calls arriving meanwhile form the
 // next batch, led by the first of them. The Table starts no goroutines of its
@@ -136,7 +136,7 @@ type Stats struct {
 //
 // Throttling: a driver call that fails with an error wrapping an
 // *api.RetryError (k8s.io/cloud-provider/api) is retried after its
-// RetryAfter, within Config.MaxThrottleWait per call and while the
+// RetryAfter, within Options.MaxThrottleWait per call and while the
 // caller's context lives, so the route controller's calls do not fail
 // because the cloud asked it to slow down. A throttled TableDriver call
 // retries the whole batch (one ReadTable, at most one WriteTable, whatever
@@ -149,7 +149,7 @@ type Stats struct {
 // with the watch-based reconciliation, after its work queue's rate-limited
 // back-off, so one read after the cloud's delay converges sooner.
 type Table struct {
-	cfg    Config
+	cfg    Options
 	namer  *Namer
 	routes RouteDriver
 	table  TableDriver
@@ -163,7 +163,7 @@ var _ cloudprovider.Routes = (*Table)(nil)
 
 // NewTable returns a Table over a per-route driver. It fails, naming the
 // field, when d is nil or c is invalid (c.Names, c.ClusterID, c.MaxBatch).
-func NewTable(d RouteDriver, c Config) (*Table, error) {
+func NewTable(d RouteDriver, c Options) (*Table, error) {
 	if d == nil {
 		return nil, errors.New("routes: NewTable: RouteDriver is nil: want a driver")
 	}
@@ -178,7 +178,7 @@ func NewTable(d RouteDriver, c Config) (*Table, error) {
 // NewWholeTable returns a Table over a whole-table driver, coalescing
 // concurrent CreateRoute and DeleteRoute calls into one table write per
 // batch. It fails, naming the field, when d is nil or c is invalid.
-func NewWholeTable(d TableDriver, c Config) (*Table, error) {
+func NewWholeTable(d TableDriver, c Options) (*Table, error) {
 	if d == nil {
 		return nil, errors.New("routes: NewWholeTable: TableDriver is nil: want a driver")
 	}
@@ -190,28 +190,28 @@ func NewWholeTable(d TableDriver, c Config) (*Table, error) {
 	return t, nil
 }
 
-func newTable(c Config) (*Table, error) {
+func newTable(c Options) (*Table, error) {
 	if c.ClusterID != "" && strings.TrimSpace(c.ClusterID) != c.ClusterID {
-		return nil, fmt.Errorf("routes: Config.ClusterID %q: want the cluster identity without leading or trailing white space (or empty to use each call's clusterName)", c.ClusterID)
+		return nil, fmt.Errorf("routes: Options.ClusterID %q: want the cluster identity without leading or trailing white space (or empty to use each call's clusterName)", c.ClusterID)
 	}
 	if c.MaxBatch < 0 {
-		return nil, fmt.Errorf("routes: Config.MaxBatch %d: want a positive number (or 0 for %d)", c.MaxBatch, DefaultMaxBatch)
+		return nil, fmt.Errorf("routes: Options.MaxBatch %d: want a positive number (or 0 for %d)", c.MaxBatch, defaultMaxBatch)
 	}
 	if c.MaxBatch == 0 {
-		c.MaxBatch = DefaultMaxBatch
+		c.MaxBatch = defaultMaxBatch
 	}
 	if c.BatchWindow == 0 {
-		c.BatchWindow = DefaultBatchWindow
+		c.BatchWindow = defaultBatchWindow
 	}
 	switch {
 	case c.ConflictRetries == 0:
-		c.ConflictRetries = DefaultConflictRetries
+		c.ConflictRetries = defaultConflictRetries
 	case c.ConflictRetries < 0:
 		c.ConflictRetries = 0
 	}
 	switch {
 	case c.MaxThrottleWait == 0:
-		c.MaxThrottleWait = DefaultMaxThrottleWait
+		c.MaxThrottleWait = defaultMaxThrottleWait
 	case c.MaxThrottleWait < 0:
 		c.MaxThrottleWait = 0
 	}
@@ -237,7 +237,7 @@ func (t *Table) Stats() Stats {
 }
 
 // cluster returns the cluster identity of a call given its clusterName:
-// Config.ClusterID when set, else clusterName; "" when both are empty.
+// Options.ClusterID when set, else clusterName; "" when both are empty.
 func (t *Table) cluster(clusterName string) string {
 	return cmp.Or(t.cfg.ClusterID, clusterName)
 }
@@ -251,15 +251,15 @@ const maxQuoted = 64
 func cut(s string) string { return clip.Value(s, maxQuoted) }
 
 // noCluster is the error of a call whose cluster identity is empty.
-const noCluster = "clusterName is empty and Config.ClusterID is not set: want the cluster's name"
+const noCluster = "clusterName is empty and Options.ClusterID is not set: want the cluster's name"
 
 // ListRoutes implements cloudprovider.Routes. It returns the routes whose
-// Entry.Cluster is the Table's cluster identity (Config.ClusterID, or
+// Entry.Cluster is the Table's cluster identity (Options.ClusterID, or
 // clusterName when that is not set), with DestinationCIDR, TargetNode and
 // TargetNodeAddresses exactly as the driver stored them, and Blackhole set
 // when the driver says so, when the route has no TargetNode, or when
-// Config.Instances reports its target gone (one call for the whole list).
-// A throttled driver read is retried within Config.MaxThrottleWait (see
+// Options.Instances reports its target gone (one call for the whole list).
+// A throttled driver read is retried within Options.MaxThrottleWait (see
 // Table). Errors from the driver or the InstanceChecker are wrapped; if
 // ctx ends while it waits out a throttle, the error wraps ctx.Err() and
 // the throttled driver error. Values are quoted cut to a bounded length.
@@ -313,7 +313,7 @@ func (t *Table) ListRoutes(ctx context.Context, clusterName string) ([]*cloudpro
 	return out, nil
 }
 
-// goneTargets asks Config.Instances, once, about every distinct live target.
+// goneTargets asks Options.Instances, once, about every distinct live target.
 func (t *Table) goneTargets(ctx context.Context, entries []Entry) (map[types.NodeName]bool, error) {
 	if t.cfg.Instances == nil {
 		return nil, nil
@@ -344,14 +344,14 @@ func (t *Table) goneTargets(ctx context.Context, entries []Entry) (map[types.Nod
 
 // CreateRoute implements cloudprovider.Routes. It ignores route.Name and
 // stores a route named Namer().Name(nameHint, route.DestinationCIDR), owned
-// by the Table's cluster identity (Config.ClusterID, or clusterName), with
+// by the Table's cluster identity (Options.ClusterID, or clusterName), with
 // the caller's DestinationCIDR string, TargetNode and a copy of
 // TargetNodeAddresses; route is not modified. Names do not depend on the
 // cluster identity: nameHint is the node UID, unique across clusters.
 //
 // It is idempotent: creating a route that exists (same name) succeeds, and
 // with a TableDriver rewrites it only if its target or addresses differ.
-// Throttled driver calls are retried within Config.MaxThrottleWait (see
+// Throttled driver calls are retried within Options.MaxThrottleWait (see
 // Table). Errors, each naming the field (route.DestinationCIDR,
 // route.TargetNode, nameHint), the value quoted cut to a bounded length
 // and what was expected: ErrInvalidRoute (nil route, empty cluster
@@ -409,10 +409,10 @@ func (t *Table) newEntry(clusterName, nameHint string, route *cloudprovider.Rout
 
 // DeleteRoute implements cloudprovider.Routes. route is a route as
 // ListRoutes returned it; the routes owned by the Table's cluster identity
-// (Config.ClusterID, or clusterName) with its Name (when not empty),
+// (Options.ClusterID, or clusterName) with its Name (when not empty),
 // DestinationCIDR and TargetNode are deleted. Deleting a route that does not
 // exist succeeds. Throttled driver calls are retried within
-// Config.MaxThrottleWait (see Table). Errors: ErrInvalidRoute for a nil
+// Options.MaxThrottleWait (see Table). Errors: ErrInvalidRoute for a nil
 // route or an empty cluster identity; otherwise the driver's error, wrapped.
 //
 // With a TableDriver, if ctx ends before the call's batch completes, it

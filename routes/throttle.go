@@ -10,7 +10,7 @@ import (
 
 // retry runs call, and again after each throttled answer's delay, until it
 // returns anything else, throttle.GiveUp says stop (within
-// Config.MaxThrottleWait), or ctx ends (then it returns an error wrapping
+// Options.MaxThrottleWait), or ctx ends (then it returns an error wrapping
 // ctx.Err() and the throttled driver error). waited is the time the Table
 // already waited for the Table call this driver call serves, shared by all
 // its driver calls.

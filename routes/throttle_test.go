@@ -103,7 +103,7 @@ func (r throttledRoutes) DeleteRoute(ctx context.Context, e routes.Entry) error 
 
 // throttledTableOf returns a Table of the given kind over a throttled
 // in-memory driver seeded with seed, and a function listing what it stores.
-func throttledTableOf(t *testing.T, kind string, c routes.Config, th *throttler, seed ...routes.Entry) (*routes.Table, func() []routes.Entry) {
+func throttledTableOf(t *testing.T, kind string, c routes.Options, th *throttler, seed ...routes.Entry) (*routes.Table, func() []routes.Entry) {
 	t.Helper()
 	var (
 		tbl    *routes.Table
@@ -130,7 +130,7 @@ func throttledTableOf(t *testing.T, kind string, c routes.Config, th *throttler,
 
 // seeded is a route of this cluster on node-a, stored before the test.
 func seeded(t *testing.T) routes.Entry {
-	n, err := routes.NewNamer(routes.NameFormat{})
+	n, err := routes.NewNamer(routes.NamerOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -245,7 +245,7 @@ func TestThrottledDriverCallsAreRetried(t *testing.T) {
 			}
 			th := newThrottler(time.Millisecond, tt.throttle)
 			seed := seeded(t)
-			tbl, stored := throttledTableOf(t, tt.kind, routes.Config{MaxThrottleWait: time.Minute}, th, seed)
+			tbl, stored := throttledTableOf(t, tt.kind, routes.Options{MaxThrottleWait: time.Minute}, th, seed)
 			a := actionNamed(t, tt.action)
 			if err := a.call(t.Context(), tbl, seed); err != nil {
 				t.Fatalf("%s: %v, want success after the throttles (%s)", a.name, err, tt.reason)
@@ -265,7 +265,7 @@ func TestThrottledDriverCallsAreRetried(t *testing.T) {
 
 // TestThrottleBudget checks the bound: a call gives up, with the
 // RetryError still findable, once the delays it waited for would exceed
-// Config.MaxThrottleWait, or at once when the delay is unusable or past the
+// Options.MaxThrottleWait, or at once when the delay is unusable or past the
 // caller's deadline; it never sleeps for such a delay.
 func TestThrottleBudget(t *testing.T) {
 	type row struct {
@@ -312,7 +312,7 @@ func TestThrottleBudget(t *testing.T) {
 			t.Run(tt.name+"/"+o.kind+"/"+o.action, func(t *testing.T) {
 				th := newThrottler(tt.delay, map[string]int{o.op: -1})
 				seed := seeded(t)
-				tbl, stored := throttledTableOf(t, o.kind, routes.Config{MaxThrottleWait: tt.max}, th, seed)
+				tbl, stored := throttledTableOf(t, o.kind, routes.Options{MaxThrottleWait: tt.max}, th, seed)
 				ctx := t.Context()
 				if tt.deadline > 0 {
 					var cancel context.CancelFunc
@@ -348,7 +348,7 @@ func TestThrottleWaitEndsWithContext(t *testing.T) {
 				throttled := make(chan struct{})
 				var once sync.Once
 				th.onThrot = func(string) { once.Do(func() { close(throttled) }) }
-				tbl, _ := throttledTableOf(t, kind, routes.Config{MaxThrottleWait: 2 * time.Hour}, th, seeded(t))
+				tbl, _ := throttledTableOf(t, kind, routes.Options{MaxThrottleWait: 2 * time.Hour}, th, seeded(t))
 				ctx, cancel := context.WithCancel(t.Context())
 				done := make(chan error, 1)
 				go func() { done <- a.call(ctx, tbl, seeded(t)) }()
@@ -377,7 +377,7 @@ func TestWholeTableThrottledBatchRetriedAsWhole(t *testing.T) {
 			th := newThrottler(time.Millisecond, map[string]int{op: 1})
 			d := &memTable{}
 			// One batch of all 200 calls: the window ends when the batch is full.
-			tbl, err := routes.NewWholeTable(throttledTable{d, th}, routes.Config{BatchWindow: time.Hour, MaxBatch: 200})
+			tbl, err := routes.NewWholeTable(throttledTable{d, th}, routes.Options{BatchWindow: time.Hour, MaxBatch: 200})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -402,7 +402,7 @@ func TestWholeTableThrottledBatchRetriedAsWhole(t *testing.T) {
 func TestWholeTableThrottledBatchOutlivesCaller(t *testing.T) {
 	th := newThrottler(time.Millisecond, map[string]int{"ReadTable": 1})
 	d := &memTable{}
-	tbl, err := routes.NewWholeTable(throttledTable{d, th}, routes.Config{BatchWindow: time.Hour, MaxBatch: 2})
+	tbl, err := routes.NewWholeTable(throttledTable{d, th}, routes.Options{BatchWindow: time.Hour, MaxBatch: 2})
 	if err != nil {
 		t.Fatal(err)
 	}

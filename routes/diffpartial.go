@@ -8,10 +8,10 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 )
 
-// changes is what a Partial Diff decided (DiffInput.Partial): the Plan in
+// partial is what a Partial Diff decided (DiffInput.Partial): the Changes in
 // the form its applier, the whole-table Table, writes it, and per Remove and
 // per Desired route what became of it.
-type changes struct {
+type partial struct {
 	// removed are the indexes in Actual of the routes Remove named, in
 	// ascending order.
 	removed []int
@@ -36,15 +36,15 @@ type changes struct {
 }
 
 // changed reports whether the table changes.
-func (c *changes) changed() bool {
+func (c *partial) changed() bool {
 	return len(c.removed) > 0 || len(c.rewritten) > 0 || len(c.appended) > 0
 }
 
-// plan returns c as a Plan: replaced and removed routes in Delete, in the
+// plan returns c as a Changes: replaced and removed routes in Delete, in the
 // order of Actual; replacements (in the order of Actual) and new routes in
 // Create; routes not created, conflicts included, in Skipped.
-func (c *changes) plan(in *DiffInput) Plan {
-	var p Plan
+func (c *partial) plan(in *DiffInput) Changes {
+	var p Changes
 	at := slices.Concat(c.removed, slices.Collect(mapKeys(c.rewritten)))
 	slices.Sort(at)
 	for _, j := range at {
@@ -86,12 +86,12 @@ type wantedRoute struct {
 // j >= 0 is Actual[j], j < 0 the appended route -j-1.
 type holderRef int
 
-// diffChanges computes a Partial Diff in three steps: index the change (the
+// diffPartial computes a Partial Diff in three steps: index the change (the
 // routes Remove names by target and CIDR, the desired routes by destination),
 // read Actual once to find what Remove deletes and which routes hold a
 // desired destination, then settle the desired routes in order.
-func diffChanges(in *DiffInput) *changes {
-	c := &changes{
+func diffPartial(in *DiffInput) *partial {
+	c := &partial{
 		hit:      make([]bool, len(in.Remove)),
 		written:  make([]bool, len(in.Desired)),
 		conflict: make([]*Entry, len(in.Desired)),
@@ -140,7 +140,7 @@ func indexRemoves(remove []Entry, seed maphash.Seed) *nodeIndex {
 // removes reports whether Remove names the actual route e (owned, same
 // target and CIDR, and the same name unless the Remove entry has none),
 // and marks every Remove entry that names it.
-func (c *changes) removes(in *DiffInput, x *nodeIndex, seed maphash.Seed, e *Entry) bool {
+func (c *partial) removes(in *DiffInput, x *nodeIndex, seed maphash.Seed, e *Entry) bool {
 	if !in.owns(e) {
 		return false
 	}
@@ -163,7 +163,7 @@ func (c *changes) removes(in *DiffInput, x *nodeIndex, seed maphash.Seed, e *Ent
 // indexWanted lists the desired routes in order, skipping (into c.skipped)
 // those with no node or an unparsable CIDR, and indexes their distinct
 // destinations (masked prefixes).
-func (c *changes) indexWanted(in *DiffInput, seed maphash.Seed) (wanted []wantedRoute, dests []netip.Prefix, byDest nodeIndex) {
+func (c *partial) indexWanted(in *DiffInput, seed maphash.Seed) (wanted []wantedRoute, dests []netip.Prefix, byDest nodeIndex) {
 	byDest.reset(len(in.Desired))
 	for di := range in.Desired {
 		d := &in.Desired[di]
@@ -201,7 +201,7 @@ func findDest(x *nodeIndex, dests []netip.Prefix, seed maphash.Seed, p netip.Pre
 // for earlier desired routes): another route there is a conflict; its own
 // route (same name and cluster) stays if identical and is rewritten in
 // place otherwise; with no route there, it is appended.
-func (c *changes) settle(in *DiffInput, w wantedRoute, holders [][]holderRef) {
+func (c *partial) settle(in *DiffInput, w wantedRoute, holders [][]holderRef) {
 	want := in.create(&in.Desired[w.d], w.cidr)
 	var (
 		same         holderRef
@@ -241,7 +241,7 @@ func (c *changes) settle(in *DiffInput, w wantedRoute, holders [][]holderRef) {
 }
 
 // current returns the route h names as this Diff has left it so far.
-func (c *changes) current(in *DiffInput, h holderRef) *Entry {
+func (c *partial) current(in *DiffInput, h holderRef) *Entry {
 	if h < 0 {
 		return &c.appended[-h-1].Entry
 	}

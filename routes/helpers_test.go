@@ -1,15 +1,48 @@
 package routes_test
 
 import (
+	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
 
+	"k8s.io/apimachinery/pkg/types"
+
 	"github.com/ccmkit/ccmkit/routes"
 )
+
+// The defaults of NamerOptions and Options, as their field docs state them.
+// They repeat the package's unexported constants on purpose: a test that
+// read them would not notice a changed default.
+const (
+	defaultMaxNameLength   = 63
+	defaultAlphabet        = "abcdefghijklmnopqrstuvwxyz234567"
+	defaultConflictRetries = 3
+)
+
+// maxNameLength is the longest name a Namer made with o makes.
+func maxNameLength(o routes.NamerOptions) int { return cmp.Or(o.MaxLength, defaultMaxNameLength) }
+
+// owns reports whether name has the form of a name n makes, reversible or
+// hashed.
+func owns(n *routes.Namer, name string) bool {
+	_, err := n.Parse(name)
+	return err == nil || errors.Is(err, routes.ErrHashedName)
+}
+
+// empty reports whether c changes nothing.
+func empty(c routes.Changes) bool { return len(c.Delete) == 0 && len(c.Create) == 0 }
+
+// instanceCheckerFunc adapts a function to routes.InstanceChecker.
+type instanceCheckerFunc func(ctx context.Context, nodes []types.NodeName) ([]types.NodeName, error)
+
+func (f instanceCheckerFunc) GoneTargets(ctx context.Context, nodes []types.NodeName) ([]types.NodeName, error) {
+	return f(ctx, nodes)
+}
 
 // memTable is an in-memory routes.TableDriver with revisions, call counters,
 // error injection and a detector for concurrent calls.
