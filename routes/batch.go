@@ -69,7 +69,7 @@ func (b *batcher) do(ctx context.Context, t *Table, o *op) error {
 	if first {
 		b.active, o.leader = true, true
 	}
-	if b.full != nil && len(b.pending) >= t.cfg.MaxBatch {
+	if b.full != nil && len(b.pending) >= t.opts.MaxBatch {
 		close(b.full)
 		b.full = nil
 	}
@@ -153,16 +153,16 @@ func (b *batcher) handOff() {
 // part of it; a leader whose ctx ends, waiting out the back-off or the
 // window, passes the leadership to the next pending op (see abandon).
 func (b *batcher) lead(t *Table, o *op, window bool) error {
-	if window && t.cfg.BatchWindow > 0 {
+	if window && t.opts.BatchWindow > 0 {
 		b.mu.Lock()
 		var full chan struct{}
-		if len(b.pending) < t.cfg.MaxBatch {
+		if len(b.pending) < t.opts.MaxBatch {
 			full = make(chan struct{})
 			b.full = full
 		}
 		b.mu.Unlock()
 		if full != nil {
-			timer := time.NewTimer(t.cfg.BatchWindow)
+			timer := time.NewTimer(t.opts.BatchWindow)
 			select {
 			case <-timer.C:
 			case <-full:
@@ -216,7 +216,7 @@ func (b *batcher) take(t *Table, o *op) ([]*op, bool) {
 	keep := b.pending[:0]
 	for _, p := range b.pending {
 		switch {
-		case len(batch) == t.cfg.MaxBatch, p.cluster != o.cluster:
+		case len(batch) == t.opts.MaxBatch, p.cluster != o.cluster:
 			keep = append(keep, p)
 		case p.ctx.Err() != nil:
 			p.state, p.err = done, p.ended(waitTaken, nil)
@@ -244,7 +244,7 @@ func (b *batcher) settle(t *Table, batch []*op, res batchResult) {
 			if p.ctx.Err() != nil {
 				err = p.ended("while its batch was throttled by the cloud ("+res.call+")", res.throttled)
 			} else {
-				why := throttle.GiveUp(p.ctx, res.after, p.waited, t.cfg.MaxThrottleWait)
+				why := throttle.GiveUp(p.ctx, res.after, p.waited, t.opts.MaxThrottleWait)
 				if why == "" {
 					p.state, p.waited = queued, p.waited+res.after
 					again = append(again, p)
@@ -335,7 +335,7 @@ func (t *Table) runBatch(batch []*op) batchResult {
 		}
 		if errors.Is(err, ErrConflict) {
 			t.stats.conflicts.Add(1)
-			if attempt < t.cfg.ConflictRetries {
+			if attempt < t.opts.ConflictRetries {
 				continue
 			}
 		}

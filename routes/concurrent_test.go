@@ -194,3 +194,17 @@ func TestWholeTableDriverErrors(t *testing.T) {
 		t.Errorf("ListRoutes while reads fail = %v, want the read error wrapped", err)
 	}
 }
+
+// TestWholeTableConflictRetriesNegative: a negative ConflictRetries means
+// none (A4): the first conflict fails the batch, after one write.
+func TestWholeTableConflictRetriesNegative(t *testing.T) {
+	d := &memTable{conflicts: 1}
+	tbl, err := routes.NewWholeTable(d, routes.Options{ConflictRetries: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = tbl.CreateRoute(t.Context(), cluster, uidA, route("node-a", "10.244.1.0/24"))
+	if st := tbl.Stats(); !errors.Is(err, routes.ErrConflict) || st.Writes != 1 || st.Conflicts != 1 {
+		t.Errorf("CreateRoute = %v, Stats %+v; want ErrConflict after 1 write and no retry", err, st)
+	}
+}

@@ -138,7 +138,7 @@ func TestNewNamerValidates(t *testing.T) {
 		name, reason, wantInMsg string
 		f                       routes.NamerOptions
 	}{
-		{"short alphabet", "base32 needs 32 symbols", "want exactly 32 characters", routes.NamerOptions{Alphabet: "abc"}},
+		{"short alphabet", "base32 needs 32 symbols", "expected exactly 32", routes.NamerOptions{Alphabet: "abc"}},
 		{"repeated symbol", "symbols must be distinct to decode", "repeats", routes.NamerOptions{Alphabet: "aacdefghijklmnopqrstuvwxyz234567"}},
 		{"space", "names never contain spaces", "printable ASCII", routes.NamerOptions{Alphabet: " bcdefghijklmnopqrstuvwxyz234567"}},
 		{"padding", "'=' is base32 padding", "printable ASCII", routes.NamerOptions{Alphabet: "=bcdefghijklmnopqrstuvwxyz234567"}},
@@ -148,7 +148,7 @@ func TestNewNamerValidates(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			n, err := routes.NewNamer(c.f)
-			if err == nil || n != nil || !strings.Contains(err.Error(), c.wantInMsg) || !strings.Contains(err.Error(), "NamerOptions.") {
+			if err == nil || n != nil || !strings.Contains(err.Error(), c.wantInMsg) || !strings.Contains(err.Error(), "routes.NewNamer: NamerOptions.") {
 				t.Errorf("%s: NewNamer(%+v) = %v, %v; want an error naming the field and mentioning %q", c.reason, c.f, n, err, c.wantInMsg)
 			}
 		})

@@ -15,43 +15,37 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	cloudprovider "k8s.io/cloud-provider"
 
+	"github.com/ccmkit/ccmkit/internal/check"
 	"github.com/ccmkit/ccmkit/internal/clip"
 )
 
-// Table defaults, used for the zero values of Options's fields.
+// Table defaults, used for the zero values of Options' fields.
 const (
-	// defaultBatchWindow is how long the first caller of an idle
-	// whole-table Table waits for other calls to join its batch.
-	defaultBatchWindow = 2 * time.Millisecond
-	// defaultMaxBatch is the most calls one batch applies: the route
-	// controller's maxConcurrentRouteOperations.
-	defaultMaxBatch = 200
-	// defaultConflictRetries is how often a batch rereads and rewrites the
-	// table after a WriteTable conflict.
+	defaultBatchWindow     = 2 * time.Millisecond
+	defaultMaxBatch        = 200 // the route controller's maxConcurrentRouteOperations
 	defaultConflictRetries = 3
-	// defaultMaxThrottleWait is the longest a Table waits, in total, on
-	// behalf of one call for throttled driver calls to become allowed again.
-	// It is longer than the route controller's default reconcile period
-	// (--route-reconciliation-period, 10s) and than the Retry-After of
-	// common cloud APIs, and short enough that a cloud that keeps
+	// One minute is longer than the route controller's default reconcile
+	// period (--route-reconciliation-period, 10s) and than the Retry-After
+	// of common cloud APIs, and short enough that a cloud that keeps
 	// throttling is reported within a minute.
 	defaultMaxThrottleWait = time.Minute
 )
 
-// Options configures a Table. Its zero value is valid: the cluster identity
-// from each call's clusterName, the default name format,
-// TargetNodeAddresses not compared, IPv6 allowed, Blackhole only as the
-// driver reports it, and the batching and throttling defaults above.
+// Options configures a Table. Every field is optional; the zero value
+// means: the cluster identity from each call's clusterName, the default
+// name format, TargetNodeAddresses not compared, IPv6 allowed, Blackhole
+// only as the driver reports it, and the batching and throttling defaults
+// stated on each field.
 type Options struct {
 	// ClusterID, if set, is the cluster identity that owns the Table's
 	// routes, used instead of the clusterName argument of every call (the
 	// CCM's --cluster-name, "kubernetes" in most clusters): it is stored as
 	// Entry.Cluster of the routes the Table creates, passed to
 	// RouteDriver.ListRoutes, and only routes whose Entry.Cluster equals it
-	// are listed, replaced or deleted. It has the semantics of
-	// loadbalancer.Config.ClusterID: set both to the same value so that two
-	// clusters on one network, both called "kubernetes", never touch each
-	// other's routes or load balancers. Changing it orphans the routes
+	// are listed, replaced or deleted. It has the semantics of the
+	// loadbalancer package's ClusterID: set both to the same value so that
+	// two clusters on one network, both called "kubernetes", never touch
+	// each other's routes or load balancers. Changing it orphans the routes
 	// made under the old identity. When set, it must not begin or end with
 	// white space (NewTable and NewWholeTable reject it, naming the value);
 	// an empty ClusterID with an empty clusterName is an ErrInvalidRoute
@@ -73,16 +67,17 @@ type Options struct {
 	Instances InstanceChecker
 	// BatchWindow (whole-table only) is how long the first caller of an idle
 	// Table waits for concurrent calls to join its batch, unless MaxBatch
-	// calls are already queued. 0 means defaultBatchWindow; negative means
-	// no wait (calls that arrive while a batch is being written still form
-	// the next batch).
+	// calls are already queued. 0 means 2ms; negative means no wait (calls
+	// that arrive while a batch is being written still form the next
+	// batch).
 	BatchWindow time.Duration
 	// MaxBatch (whole-table only) is the most calls one batch applies.
-	// 0 means defaultMaxBatch.
+	// 0 means 200, the route controller's maxConcurrentRouteOperations;
+	// negative is an error.
 	MaxBatch int
 	// ConflictRetries (whole-table only) is how often a batch whose
 	// WriteTable failed with ErrConflict is reread, reapplied and rewritten.
-	// 0 means defaultConflictRetries; negative means none.
+	// 0 means 3; negative means none.
 	ConflictRetries int
 	// MaxThrottleWait bounds the total time the Table waits on behalf of
 	// one ListRoutes, CreateRoute or DeleteRoute call for throttled driver
@@ -93,8 +88,8 @@ type Options struct {
 	// wrapping the driver's (errors.As still finds the RetryError). A call
 	// that joins a whole-table batch while the Table is backing off also
 	// waits for the rest of that back-off before its own budget starts.
-	// 0 means defaultMaxThrottleWait; negative means never wait (a
-	// throttled driver call fails its callers at once).
+	// 0 means one minute; negative means none: a throttled driver call
+	// fails its callers at once.
 	MaxThrottleWait time.Duration
 }
 
@@ -149,7 +144,7 @@ type Stats struct {
 // with the watch-based reconciliation, after its work queue's rate-limited
 // back-off, so one read after the cloud's delay converges sooner.
 type Table struct {
-	cfg    Options
+	opts   Options
 	namer  *Namer
 	routes RouteDriver
 	table  TableDriver
@@ -162,12 +157,15 @@ type Table struct {
 var _ cloudprovider.Routes = (*Table)(nil)
 
 // NewTable returns a Table over a per-route driver. It fails, naming the
-// field, when d is nil or c is invalid (c.Names, c.ClusterID, c.MaxBatch).
-func NewTable(d RouteDriver, c Options) (*Table, error) {
-	if d == nil {
-		return nil, errors.New("routes: NewTable: RouteDriver is nil: want a driver")
+// field, its value and what was expected, when d is nil (a typed nil
+// included) or opts is invalid (opts.Names, opts.ClusterID,
+// opts.MaxBatch); the error wraps nothing.
+func NewTable(d RouteDriver, opts Options) (*Table, error) {
+	const fn = "routes.NewTable"
+	if err := check.Driver(fn, d, "routes.RouteDriver"); err != nil {
+		return nil, err
 	}
-	t, err := newTable(c)
+	t, err := newTable(fn, opts)
 	if err != nil {
 		return nil, err
 	}
@@ -177,12 +175,13 @@ func NewTable(d RouteDriver, c Options) (*Table, error) {
 
 // NewWholeTable returns a Table over a whole-table driver, coalescing
 // concurrent CreateRoute and DeleteRoute calls into one table write per
-// batch. It fails, naming the field, when d is nil or c is invalid.
-func NewWholeTable(d TableDriver, c Options) (*Table, error) {
-	if d == nil {
-		return nil, errors.New("routes: NewWholeTable: TableDriver is nil: want a driver")
+// batch. It fails like NewTable, when d is nil or opts is invalid.
+func NewWholeTable(d TableDriver, opts Options) (*Table, error) {
+	const fn = "routes.NewWholeTable"
+	if err := check.Driver(fn, d, "routes.TableDriver"); err != nil {
+		return nil, err
 	}
-	t, err := newTable(c)
+	t, err := newTable(fn, opts)
 	if err != nil {
 		return nil, err
 	}
@@ -190,36 +189,45 @@ func NewWholeTable(d TableDriver, c Options) (*Table, error) {
 	return t, nil
 }
 
-func newTable(c Options) (*Table, error) {
-	if c.ClusterID != "" && strings.TrimSpace(c.ClusterID) != c.ClusterID {
-		return nil, fmt.Errorf("routes: Options.ClusterID %q: want the cluster identity without leading or trailing white space (or empty to use each call's clusterName)", c.ClusterID)
+// newTable validates opts for the constructor fn and returns a Table
+// without a driver.
+func newTable(fn string, opts Options) (*Table, error) {
+	if opts.ClusterID != "" && strings.TrimSpace(opts.ClusterID) != opts.ClusterID {
+		return nil, fmt.Errorf("%s: Options.ClusterID %q: expected the cluster identity without leading or trailing white space (or empty to use each call's clusterName)", fn, opts.ClusterID)
 	}
-	if c.MaxBatch < 0 {
-		return nil, fmt.Errorf("routes: Options.MaxBatch %d: want a positive number (or 0 for %d)", c.MaxBatch, defaultMaxBatch)
+	if opts.MaxBatch < 0 {
+		return nil, fmt.Errorf("%s: Options.MaxBatch %d: expected 0 (the default, %d) or a positive number", fn, opts.MaxBatch, defaultMaxBatch)
 	}
-	if c.MaxBatch == 0 {
-		c.MaxBatch = defaultMaxBatch
-	}
-	if c.BatchWindow == 0 {
-		c.BatchWindow = defaultBatchWindow
-	}
-	switch {
-	case c.ConflictRetries == 0:
-		c.ConflictRetries = defaultConflictRetries
-	case c.ConflictRetries < 0:
-		c.ConflictRetries = 0
-	}
-	switch {
-	case c.MaxThrottleWait == 0:
-		c.MaxThrottleWait = defaultMaxThrottleWait
-	case c.MaxThrottleWait < 0:
-		c.MaxThrottleWait = 0
-	}
-	n, err := NewNamer(c.Names)
+	n, err := newNamer(fn, "Options.Names", opts.Names)
 	if err != nil {
 		return nil, err
 	}
-	return &Table{cfg: c, namer: n}, nil
+	return &Table{opts: opts.withDefaults(), namer: n}, nil
+}
+
+// withDefaults returns o with its zero fields set to their defaults and its
+// negative counts and durations (meaning none) set to 0; MaxBatch must not
+// be negative.
+func (o Options) withDefaults() Options {
+	if o.MaxBatch == 0 {
+		o.MaxBatch = defaultMaxBatch
+	}
+	if o.BatchWindow == 0 {
+		o.BatchWindow = defaultBatchWindow
+	}
+	switch {
+	case o.ConflictRetries == 0:
+		o.ConflictRetries = defaultConflictRetries
+	case o.ConflictRetries < 0:
+		o.ConflictRetries = 0
+	}
+	switch {
+	case o.MaxThrottleWait == 0:
+		o.MaxThrottleWait = defaultMaxThrottleWait
+	case o.MaxThrottleWait < 0:
+		o.MaxThrottleWait = 0
+	}
+	return o
 }
 
 // Namer returns the Namer the Table names routes with.
@@ -239,7 +247,7 @@ func (t *Table) Stats() Stats {
 // cluster returns the cluster identity of a call given its clusterName:
 // Options.ClusterID when set, else clusterName; "" when both are empty.
 func (t *Table) cluster(clusterName string) string {
-	return cmp.Or(t.cfg.ClusterID, clusterName)
+	return cmp.Or(t.opts.ClusterID, clusterName)
 }
 
 // maxQuoted bounds a caller's value (a CIDR, a node or route name)
@@ -251,7 +259,7 @@ const maxQuoted = 64
 func cut(s string) string { return clip.Value(s, maxQuoted) }
 
 // noCluster is the error of a call whose cluster identity is empty.
-const noCluster = "clusterName is empty and Options.ClusterID is not set: want the cluster's name"
+const noCluster = "clusterName is empty and Options.ClusterID is not set: expected the cluster's name"
 
 // ListRoutes implements cloudprovider.Routes. It returns the routes whose
 // Entry.Cluster is the Table's cluster identity (Options.ClusterID, or
@@ -304,7 +312,7 @@ func (t *Table) ListRoutes(ctx context.Context, clusterName string) ([]*cloudpro
 		out = append(out, &cloudprovider.Route{
 			Name:                e.Name,
 			TargetNode:          e.TargetNode,
-			EnableNodeAddresses: t.cfg.EnableNodeAddresses,
+			EnableNodeAddresses: t.opts.EnableNodeAddresses,
 			TargetNodeAddresses: slices.Clone(e.TargetNodeAddresses),
 			DestinationCIDR:     e.DestinationCIDR,
 			Blackhole:           e.Blackhole || e.TargetNode == "" || gone[e.TargetNode],
@@ -315,7 +323,7 @@ func (t *Table) ListRoutes(ctx context.Context, clusterName string) ([]*cloudpro
 
 // goneTargets asks Options.Instances, once, about every distinct live target.
 func (t *Table) goneTargets(ctx context.Context, entries []Entry) (map[types.NodeName]bool, error) {
-	if t.cfg.Instances == nil {
+	if t.opts.Instances == nil {
 		return nil, nil
 	}
 	seen := make(map[types.NodeName]bool)
@@ -330,7 +338,7 @@ func (t *Table) goneTargets(ctx context.Context, entries []Entry) (map[types.Nod
 	if len(targets) == 0 {
 		return nil, nil
 	}
-	gone, err := t.cfg.Instances.GoneTargets(ctx, targets)
+	gone, err := t.opts.Instances.GoneTargets(ctx, targets)
 	if err != nil {
 		return nil, fmt.Errorf("routes: list routes: check %d route targets for instances: %w", len(targets), err)
 	}
@@ -380,23 +388,23 @@ func (t *Table) CreateRoute(ctx context.Context, clusterName string, nameHint st
 
 func (t *Table) newEntry(clusterName, nameHint string, route *cloudprovider.Route) (Entry, error) {
 	if route == nil {
-		return Entry{}, fmt.Errorf("routes: CreateRoute: route is nil: want a route: %w", ErrInvalidRoute)
+		return Entry{}, fmt.Errorf("routes: CreateRoute: route is nil: expected a route: %w", ErrInvalidRoute)
 	}
 	cluster := t.cluster(clusterName)
 	switch {
 	case cluster == "":
 		return Entry{}, fmt.Errorf("routes: CreateRoute %q: %s: %w", cut(route.DestinationCIDR), noCluster, ErrInvalidRoute)
 	case nameHint == "":
-		return Entry{}, fmt.Errorf("routes: CreateRoute %q: nameHint is empty: want the node UID: %w", cut(route.DestinationCIDR), ErrInvalidRoute)
+		return Entry{}, fmt.Errorf("routes: CreateRoute %q: nameHint is empty: expected the node UID: %w", cut(route.DestinationCIDR), ErrInvalidRoute)
 	case route.TargetNode == "":
-		return Entry{}, fmt.Errorf("routes: CreateRoute %q: route.TargetNode is empty: want a node name: %w", cut(route.DestinationCIDR), ErrInvalidRoute)
+		return Entry{}, fmt.Errorf("routes: CreateRoute %q: route.TargetNode is empty: expected a node name: %w", cut(route.DestinationCIDR), ErrInvalidRoute)
 	}
 	p, err := netip.ParsePrefix(route.DestinationCIDR)
 	if err != nil {
-		return Entry{}, fmt.Errorf("routes: CreateRoute: route.DestinationCIDR %q: want a CIDR such as 10.244.1.0/24 or fd00:10:244:1::/64: %w", cut(route.DestinationCIDR), ErrInvalidRoute)
+		return Entry{}, fmt.Errorf("routes: CreateRoute: route.DestinationCIDR %q: expected a CIDR such as 10.244.1.0/24 or fd00:10:244:1::/64: %w", cut(route.DestinationCIDR), ErrInvalidRoute)
 	}
-	if t.cfg.IPv4Only && !p.Addr().Is4() {
-		return Entry{}, fmt.Errorf("routes: CreateRoute: route.DestinationCIDR %q for node %q is IPv6: want IPv4, the cloud is configured IPv4Only: %w", cut(route.DestinationCIDR), cut(string(route.TargetNode)), ErrIPv6Unsupported)
+	if t.opts.IPv4Only && !p.Addr().Is4() {
+		return Entry{}, fmt.Errorf("routes: CreateRoute: route.DestinationCIDR %q for node %q is IPv6: expected IPv4, the cloud is configured IPv4Only: %w", cut(route.DestinationCIDR), cut(string(route.TargetNode)), ErrIPv6Unsupported)
 	}
 	return Entry{
 		Name:                t.namer.Name(nameHint, route.DestinationCIDR),
@@ -429,7 +437,7 @@ func (t *Table) newEntry(clusterName, nameHint string, route *cloudprovider.Rout
 // batch then goes on, led by the next caller waiting for it).
 func (t *Table) DeleteRoute(ctx context.Context, clusterName string, route *cloudprovider.Route) error {
 	if route == nil {
-		return fmt.Errorf("routes: DeleteRoute: route is nil: want a route as listed: %w", ErrInvalidRoute)
+		return fmt.Errorf("routes: DeleteRoute: route is nil: expected a route as listed: %w", ErrInvalidRoute)
 	}
 	cluster := t.cluster(clusterName)
 	if cluster == "" {

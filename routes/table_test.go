@@ -360,12 +360,15 @@ func TestConstructorsValidate(t *testing.T) {
 		name, reason, wantInMsg string
 		make                    func() (*routes.Table, error)
 	}{
-		{"nil route driver", "a nil driver is misuse, reported not panicked", "RouteDriver is nil", func() (*routes.Table, error) { return routes.NewTable(nil, routes.Options{}) }},
-		{"nil table driver", "likewise", "TableDriver is nil", func() (*routes.Table, error) { return routes.NewWholeTable(nil, routes.Options{}) }},
-		{"negative max batch", "a batch needs room", "Options.MaxBatch -1", func() (*routes.Table, error) {
+		{"nil route driver", "a nil driver is misuse, reported not panicked", "routes.NewTable: driver is nil: expected a routes.RouteDriver", func() (*routes.Table, error) { return routes.NewTable(nil, routes.Options{}) }},
+		{"nil table driver", "likewise", "routes.NewWholeTable: driver is nil: expected a routes.TableDriver", func() (*routes.Table, error) { return routes.NewWholeTable(nil, routes.Options{}) }},
+		{"typed nil driver", "a typed nil driver would panic at the first call", "routes.NewTable: driver is a nil *routes_test.memRoutes", func() (*routes.Table, error) {
+			return routes.NewTable((*memRoutes)(nil), routes.Options{})
+		}},
+		{"negative max batch", "a batch needs room: negative is an error, named with the constructor", "routes.NewWholeTable: Options.MaxBatch -1: expected", func() (*routes.Table, error) {
 			return routes.NewWholeTable(&memTable{}, routes.Options{MaxBatch: -1})
 		}},
-		{"name format", "names must fit", "NamerOptions.MaxLength 10", func() (*routes.Table, error) {
+		{"name format", "names must fit", "routes.NewTable: Options.Names.MaxLength 10", func() (*routes.Table, error) {
 			return routes.NewTable(&memRoutes{}, routes.Options{Names: routes.NamerOptions{MaxLength: 10}})
 		}},
 	}

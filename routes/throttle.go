@@ -22,7 +22,7 @@ func (t *Table) retry(ctx context.Context, waited *time.Duration, call func() er
 			return err
 		}
 		t.stats.throttled.Add(1)
-		if why := throttle.GiveUp(ctx, d, *waited, t.cfg.MaxThrottleWait); why != "" {
+		if why := throttle.GiveUp(ctx, d, *waited, t.opts.MaxThrottleWait); why != "" {
 			return fmt.Errorf("%s: %w", why, err)
 		}
 		if serr := throttle.Sleep(ctx, d); serr != nil {
