@@ -93,14 +93,18 @@ type Changes struct {
 	// Delete lists actual routes to delete, as given in DiffInput.Actual, in
 	// its order: owned, in range, and blackhole, without a target, not
 	// desired, with changed addresses, or a duplicate (same node and CIDR,
-	// another name) of a route that is kept.
+	// another name) of a route that is kept. Partial: the routes Remove
+	// names and those a desired route replaces, in the order of Actual.
 	Delete []Entry
 	// Create lists desired routes that have no live, owned actual route, in
-	// the order of DiffInput.Desired.
+	// the order of DiffInput.Desired. Partial: the replacements first, in
+	// the order of the routes they replace, then the new routes.
 	Create []Create
 	// Skipped lists desired routes that no owned route provides and that
 	// are not created because their CIDR does not parse or lies outside
-	// every cluster CIDR, or their node name is empty.
+	// every cluster CIDR, or their node name is empty. Partial: those with
+	// no node or an unparsable CIDR, then those whose destination another
+	// route holds.
 	Skipped []Create
 }
 

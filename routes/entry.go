@@ -26,8 +26,10 @@ var (
 	// controller deletes the stale route of its own cluster in the same
 	// reconcile, so a retry usually succeeds.
 	ErrCIDRInUse = errors.New("destination CIDR is already routed elsewhere")
-	// ErrNotFound is returned by a RouteDriver's DeleteRoute when the route
-	// does not exist. The Table turns it into success (delete is idempotent).
+	// ErrNotFound means the route named by the call does not exist: a
+	// RouteDriver's DeleteRoute returns it, wrapped, for a route that is
+	// gone. The Table turns it into success (delete is idempotent), so no
+	// Table method returns it.
 	ErrNotFound = errors.New("route not found")
 	// ErrAlreadyExists is returned by a RouteDriver's CreateRoute when a
 	// route with the same name exists. Names are derived from (nameHint,
