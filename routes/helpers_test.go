@@ -9,8 +9,10 @@ import (
 	"strconv"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/cloud-provider/api"
 
 	"github.com/ccmkit/ccmkit/routes"
 )
@@ -58,6 +60,9 @@ type memTable struct {
 	// gate, when set, is received from before each ReadTable proceeds.
 	gate chan struct{}
 
+	// throttle, when set, throttles calls as it is told to.
+	throttle *throttler
+
 	inCall     atomic.Int32
 	overlapped atomic.Bool
 }
@@ -70,6 +75,9 @@ func (m *memTable) enter() func() {
 }
 
 func (m *memTable) ReadTable(ctx context.Context) ([]routes.Entry, string, error) {
+	if err := m.throttle.check("ReadTable"); err != nil {
+		return nil, "", err
+	}
 	defer m.enter()()
 	if m.gate != nil {
 		select {
@@ -93,6 +101,9 @@ func (m *memTable) ReadTable(ctx context.Context) ([]routes.Entry, string, error
 }
 
 func (m *memTable) WriteTable(ctx context.Context, revision string, entries []routes.Entry) error {
+	if err := m.throttle.check("WriteTable"); err != nil {
+		return err
+	}
 	defer m.enter()()
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -133,9 +144,14 @@ type memRoutes struct {
 	lists, creates, dels int
 	listErr, createErr   error
 	deleteErr            error
+	// throttle, when set, throttles calls as it is told to.
+	throttle *throttler
 }
 
 func (m *memRoutes) ListRoutes(ctx context.Context, clusterName string) ([]routes.Entry, error) {
+	if err := m.throttle.check("ListRoutes"); err != nil {
+		return nil, err
+	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.lists++
@@ -151,6 +167,9 @@ func (m *memRoutes) ListRoutes(ctx context.Context, clusterName string) ([]route
 }
 
 func (m *memRoutes) CreateRoute(ctx context.Context, e routes.Entry) error {
+	if err := m.throttle.check("CreateRoute"); err != nil {
+		return err
+	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.creates++
@@ -167,6 +186,9 @@ func (m *memRoutes) CreateRoute(ctx context.Context, e routes.Entry) error {
 }
 
 func (m *memRoutes) DeleteRoute(ctx context.Context, e routes.Entry) error {
+	if err := m.throttle.check("DeleteRoute"); err != nil {
+		return err
+	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.dels++
@@ -191,4 +213,47 @@ func (m *memRoutes) calls() int {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	return m.lists + m.creates + m.dels
+}
+
+// throttler answers driver calls "throttled, retry after d" as drivers are
+// documented to: the next left[op] calls of op (every call when -1).
+type throttler struct {
+	mu      sync.Mutex
+	d       time.Duration
+	left    map[string]int
+	calls   map[string]int // calls per op, throttled ones included
+	onThrot func(op string)
+}
+
+func newThrottler(d time.Duration, left map[string]int) *throttler {
+	return &throttler{d: d, left: left, calls: map[string]int{}}
+}
+
+// check counts a call of op and returns the throttled error, or nil to let
+// the call through; a nil throttler lets every call through.
+func (th *throttler) check(op string) error {
+	if th == nil {
+		return nil
+	}
+	th.mu.Lock()
+	th.calls[op]++
+	n := th.left[op]
+	if n > 0 {
+		th.left[op] = n - 1
+	}
+	hook := th.onThrot
+	th.mu.Unlock()
+	if n == 0 {
+		return nil
+	}
+	if hook != nil {
+		hook(op)
+	}
+	return fmt.Errorf("acme API: %s: HTTP 429: %w", op, api.NewRetryError("too many requests", th.d))
+}
+
+func (th *throttler) count(op string) int {
+	th.mu.Lock()
+	defer th.mu.Unlock()
+	return th.calls[op]
 }
