@@ -2,6 +2,7 @@ package routes
 
 import (
 	"hash/maphash"
+	"maps"
 	"net/netip"
 	"slices"
 
@@ -45,7 +46,7 @@ func (c *partial) changed() bool {
 // Create; routes not created, conflicts included, in Skipped.
 func (c *partial) plan(in *DiffInput) Changes {
 	var p Changes
-	at := slices.Concat(c.removed, slices.Collect(mapKeys(c.rewritten)))
+	at := slices.Concat(c.removed, slices.Collect(maps.Keys(c.rewritten)))
 	slices.Sort(at)
 	for _, j := range at {
 		p.Delete = append(p.Delete, in.Actual[j])
@@ -62,16 +63,6 @@ func (c *partial) plan(in *DiffInput) Changes {
 		}
 	}
 	return p
-}
-
-func mapKeys[K comparable, V any](m map[K]V) func(func(K) bool) {
-	return func(yield func(K) bool) {
-		for k := range m {
-			if !yield(k) {
-				return
-			}
-		}
-	}
 }
 
 // wantedRoute is one desired route of a Partial Diff, by the destination it
