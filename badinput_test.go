@@ -1015,14 +1015,14 @@ func routeInputs(w *badWorld) []badInput {
 	const dest = "route.destinationCIDR"
 	v6 := "fd00:10:244:2::/64"
 	return []badInput{
-		create("nil route", "CreateRoute(nil)", "uid-node-2", nil, "route", "", "want a route"),
-		cidr("empty CIDR", "", "want a CIDR"),
-		cidr("word", "nope", "want a CIDR"),
-		cidr("prefix too long", "10.244.2.0/33", "want a CIDR"),
-		cidr("no prefix length", "10.244.2.0", "want a CIDR"),
-		cidr("trailing space", "10.244.2.0/24 ", "want a CIDR"),
-		cidr("leading zeros", "10.244.02.0/24", "want a CIDR"),
-		cidr("zone", "fe80::%eth0/64", "want a CIDR"),
+		create("nil route", "CreateRoute(nil)", "uid-node-2", nil, "route", "", "expected a route"),
+		cidr("empty CIDR", "", "expected a CIDR"),
+		cidr("word", "nope", "expected a CIDR"),
+		cidr("prefix too long", "10.244.2.0/33", "expected a CIDR"),
+		cidr("no prefix length", "10.244.2.0", "expected a CIDR"),
+		cidr("trailing space", "10.244.2.0/24 ", "expected a CIDR"),
+		cidr("leading zeros", "10.244.02.0/24", "expected a CIDR"),
+		cidr("zone", "fe80::%eth0/64", "expected a CIDR"),
 		create("default route", "0.0.0.0/0 as a pod route sends every packet to one node", "uid-node-2",
 			&cloudprovider.Route{TargetNode: "node-2", DestinationCIDR: "0.0.0.0/0"}, dest, q("0.0.0.0/0"), "expected a pod CIDR"),
 		create("IPv6 default route", "::/0 as a pod route", "uid-node-2",
@@ -1054,18 +1054,18 @@ func routeInputs(w *badWorld) []badInput {
 		target("target address 1 MiB", "a huge address is quoted cut", "node-2",
 			[]v1.NodeAddress{{Type: v1.NodeInternalIP, Address: strings.Repeat("1", huge)}}, "route.targetNodeAddresses[0].address", q(strings.Repeat("1", huge)), "expected"),
 		create("empty target node", "a route to no node", "uid-node-2",
-			&cloudprovider.Route{DestinationCIDR: "10.244.2.0/24"}, "route.TargetNode", "", "want a node name"),
+			&cloudprovider.Route{DestinationCIDR: "10.244.2.0/24"}, "route.TargetNode", "", "expected a node name"),
 		create("empty name hint", "no node UID to name the route after", "",
-			&cloudprovider.Route{TargetNode: "node-2", DestinationCIDR: "10.244.2.0/24"}, "nameHint", "", "want the node UID"),
+			&cloudprovider.Route{TargetNode: "node-2", DestinationCIDR: "10.244.2.0/24"}, "nameHint", "", "expected the node UID"),
 		{surface: "routes", name: "IPv6 on an IPv4-only table", reason: "routes.ipv4Only: true and an IPv6 podCIDR",
 			call: func(ctx context.Context) error {
 				return w.v4Routes.CreateRoute(ctx, "kubernetes", "uid-node-2", &cloudprovider.Route{TargetNode: "node-2", DestinationCIDR: v6})
 			},
-			state: func() any { return w.v4only.Snapshot() }, field: "route.DestinationCIDR", value: q(v6), expect: "want IPv4"},
+			state: func() any { return w.v4only.Snapshot() }, field: "route.DestinationCIDR", value: q(v6), expect: "expected IPv4"},
 		{surface: "routes", name: "delete nil route", reason: "DeleteRoute(nil)",
 			call:  func(ctx context.Context) error { return w.routesAPI.DeleteRoute(ctx, "kubernetes", nil) },
-			field: "route", expect: "want a route"},
-		cidr("CIDR 1 MiB", "10.244.2.0/24"+strings.Repeat("0", huge), "want a CIDR"),
+			field: "route", expect: "expected a route"},
+		cidr("CIDR 1 MiB", "10.244.2.0/24"+strings.Repeat("0", huge), "expected a CIDR"),
 	}
 }
 

@@ -30,7 +30,7 @@
 //			Instances: nodes, Codec: provider.Codec{Scheme: "acme"},
 //			Capabilities: loadbalancer.Capabilities{BackendKey: loadbalancer.BackendKeyProviderID}})
 //		...
-//		table, err := routes.NewWholeTable(routeDriver{api}, routes.Config{ClusterID: cfg.ClusterID})
+//		table, err := routes.NewWholeTable(routeDriver{api}, routes.Options{ClusterID: cfg.ClusterID})
 //		...
 //		return provider.New("acme", cfg.ClusterID, provider.Capabilities{
 //			LoadBalancer: lbs, InstancesV2: nodes, Routes: table,

@@ -79,7 +79,7 @@ func newAcme(cfg *Config, api *acmeAPI) (*acme, error) {
 	if err != nil {
 		return nil, err
 	}
-	table, err := routes.NewWholeTable(routeDriver{api}, routes.Config{ClusterID: cfg.ClusterID, IPv4Only: true})
+	table, err := routes.NewWholeTable(routeDriver{api}, routes.Options{ClusterID: cfg.ClusterID, IPv4Only: true})
 	if err != nil {
 		return nil, err
 	}

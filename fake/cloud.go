@@ -225,7 +225,7 @@ func compose(cfg Config, st *store, o Options) (*Cloud, error) {
 	if err != nil {
 		return nil, fmt.Errorf("fake: load balancers: %w", err)
 	}
-	c.routes, err = routes.NewWholeTable(routeAPI{c.meter, routeDriver{st}}, routes.Config{
+	c.routes, err = routes.NewWholeTable(routeAPI{c.meter, routeDriver{st}}, routes.Options{
 		ClusterID:           cfg.ClusterID,
 		Instances:           goneTargets{instanceAPI},
 		IPv4Only:            cfg.Routes.IPv4Only,

@@ -58,7 +58,7 @@ const (
 type Config struct {
 	// ClusterID is this cluster's identity in the cloud: it owns the load
 	// balancers and routes this Cloud creates (loadbalancer.Options.ClusterID
-	// and routes.Config.ClusterID), whatever --cluster-name the controllers
+	// and routes.Options.ClusterID), whatever --cluster-name the controllers
 	// pass, so two clusters that both run with the default
 	// --cluster-name=kubernetes on one cloud never touch each other's
 	// resources. HasClusterID reports whether it is set. Empty: the
@@ -236,7 +236,7 @@ func (r RateLimit) clone() RateLimit {
 }
 
 // RoutesSection is the routes section of Config: how the route table
-// behaves (see routes.Config).
+// behaves (see routes.Options).
 type RoutesSection struct {
 	// IPv4Only rejects IPv6 destinations (routes.ErrIPv6Unsupported).
 	IPv4Only bool `json:"ipv4Only,omitempty"`

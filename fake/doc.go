@@ -87,7 +87,7 @@
 //     together make N times the calls. The routes.Table waits out a
 //     throttled call on real timers, not on Options.Clock: with a fake
 //     clock that does not move, a throttled route call retries (in real
-//     time) until the delays it waited add up to routes.Config's
+//     time) until the delays it waited add up to routes.Options's
 //     MaxThrottleWait (1 minute). (The instances.Cache's back-off reads
 //     Options.Clock.)
 //   - The route table is one table for the whole cloud; WriteTable fails
@@ -109,7 +109,7 @@
 //     any listed route has a target: it marks routes whose target instance
 //     is gone as Blackhole.
 //   - The first CreateRoute or DeleteRoute of an idle route table waits
-//     routes.DefaultBatchWindow (2ms) for others to join its batch, so
+//     routes.Options.BatchWindow's default (2ms) for others to join its batch, so
 //     sequential route calls take at least that long each.
 //   - Terminated instances keep their addresses until DELETE
 //     /instances/{id} frees them.

@@ -44,11 +44,12 @@ func ExampleNew() {
 	fmt.Println(status.Ingress[0].IP, err)
 
 	lb, _ := cloud.LoadBalancerFor("kubernetes", svc)
-	fmt.Println(lb.ID, lb.Spec.Listeners, lb.Spec.Listeners[0].NodePort, len(lb.Spec.Backends), lb.Spec.HealthCheck)
+	l := lb.Spec.Listeners[0]
+	fmt.Println(lb.ID, l.Family, l.Protocol, l.Port, l.NodePort, len(lb.Spec.Backends), lb.Spec.HealthCheck)
 	// Output:
 	// fake://i-2 zone-b [{InternalIP 10.0.0.2} {Hostname node-b}]
 	// 198.18.0.1 <nil>
-	// lb-1 [IPv4/TCP/80] 30080 2 {HTTP 10256 /healthz}
+	// lb-1 IPv4 TCP 80 30080 2 {HTTP 10256 /healthz}
 }
 
 // Fault injection with interceptor Funcs: an error on the first create, a

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net/netip"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -18,8 +17,8 @@ type op struct {
 	ctx     context.Context
 	create  bool
 	cluster string
-	entry   Entry        // create: the new entry; delete: the route as listed
-	prefix  netip.Prefix // masked destination; invalid if it does not parse
+	hint    string // create: the nameHint
+	entry   Entry  // create: the new entry; delete: the route as listed
 
 	// Guarded by batcher.mu.
 	state  opState
@@ -70,7 +69,7 @@ func (b *batcher) do(ctx context.Context, t *Table, o *op) error {
 	if first {
 		b.active, o.leader = true, true
 	}
-	if b.full != nil && len(b.pending) >= t.cfg.MaxBatch {
+	if b.full != nil && len(b.pending) >= t.opts.MaxBatch {
 		close(b.full)
 		b.full = nil
 	}
@@ -154,16 +153,16 @@ func (b *batcher) handOff() {
 // part of it; a leader whose ctx ends, waiting out the back-off or the
 // window, passes the leadership to the next pending op (see abandon).
 func (b *batcher) lead(t *Table, o *op, window bool) error {
-	if window && t.cfg.BatchWindow > 0 {
+	if window && t.opts.BatchWindow > 0 {
 		b.mu.Lock()
 		var full chan struct{}
-		if len(b.pending) < t.cfg.MaxBatch {
+		if len(b.pending) < t.opts.MaxBatch {
 			full = make(chan struct{})
 			b.full = full
 		}
 		b.mu.Unlock()
 		if full != nil {
-			timer := time.NewTimer(t.cfg.BatchWindow)
+			timer := time.NewTimer(t.opts.BatchWindow)
 			select {
 			case <-timer.C:
 			case <-full:
@@ -200,9 +199,12 @@ func (b *batcher) lead(t *Table, o *op, window bool) error {
 	return o.err
 }
 
-// take takes the next batch, at most MaxBatch live ops from the front of
-// pending, for the leader o; it reports false, taking nothing, when o's ctx
-// has ended. Ops whose ctx has ended are finished with their ctx's error.
+// take takes the next batch, at most MaxBatch live ops of o's cluster from
+// the front of pending, for the leader o; it reports false, taking nothing,
+// when o's ctx has ended. Ops whose ctx has ended are finished with their
+// ctx's error. A batch is one Partial Diff, whose creates belong to one
+// cluster: calls of another cluster identity (a Table without
+// Options.ClusterID called with several clusterNames) wait for a later batch.
 func (b *batcher) take(t *Table, o *op) ([]*op, bool) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
@@ -214,7 +216,7 @@ func (b *batcher) take(t *Table, o *op) ([]*op, bool) {
 	keep := b.pending[:0]
 	for _, p := range b.pending {
 		switch {
-		case len(batch) == t.cfg.MaxBatch:
+		case len(batch) == t.opts.MaxBatch, p.cluster != o.cluster:
 			keep = append(keep, p)
 		case p.ctx.Err() != nil:
 			p.state, p.err = done, p.ended(waitTaken, nil)
@@ -242,7 +244,7 @@ func (b *batcher) settle(t *Table, batch []*op, res batchResult) {
 			if p.ctx.Err() != nil {
 				err = p.ended("while its batch was throttled by the cloud ("+res.call+")", res.throttled)
 			} else {
-				why := throttle.GiveUp(p.ctx, res.after, p.waited, t.cfg.MaxThrottleWait)
+				why := throttle.GiveUp(p.ctx, res.after, p.waited, t.opts.MaxThrottleWait)
 				if why == "" {
 					p.state, p.waited = queued, p.waited+res.after
 					again = append(again, p)
@@ -303,6 +305,7 @@ func (t *Table) runBatch(batch []*op) batchResult {
 		}
 		return ok
 	}
+	in := batchInput(batch, t.namer)
 	for attempt := 0; ; attempt++ {
 		clear(res.errs)
 		entries, rev, err := t.table.ReadTable(ctx)
@@ -319,18 +322,20 @@ func (t *Table) runBatch(batch []*op) batchResult {
 			}
 			return res
 		}
-		next, dependent, changed := apply(entries, batch, res.errs)
-		if !changed {
+		in.Actual = entries
+		ch := diffPartial(&in)
+		dependent := ch.results(batch, res.errs)
+		if !ch.changed() {
 			return res
 		}
 		t.stats.writes.Add(1)
-		err = t.table.WriteTable(ctx, rev, next)
+		err = t.table.WriteTable(ctx, rev, ch.table(entries))
 		if err == nil {
 			return res
 		}
 		if errors.Is(err, ErrConflict) {
 			t.stats.conflicts.Add(1)
-			if attempt < t.cfg.ConflictRetries {
+			if attempt < t.opts.ConflictRetries {
 				continue
 			}
 		}
@@ -346,111 +351,64 @@ func (t *Table) runBatch(batch []*op) batchResult {
 	}
 }
 
-// apply applies the batch to a copy of entries, deletes first, then creates,
-// in call order. It sets results[i] for calls that fail on their own (a
-// destination in use), and reports per call whether its success depends on
-// the write (it changed the table or relied on a change of this batch), and
-// whether anything changed. entries is not modified.
-func apply(entries []Entry, batch []*op, results []error) (next []Entry, dependent []bool, changed bool) {
-	orig := len(entries)
-	next = make([]Entry, 0, orig+len(batch))
-	for _, e := range entries {
-		next = append(next, e.clone())
-	}
-	removed := make([]bool, orig, orig+len(batch))
-	touched := make([]bool, orig, orig+len(batch))
-	byName := make(map[string][]int, orig)
-	byPrefix := make(map[netip.Prefix][]int, orig)
-	index := func(i int) {
-		byName[next[i].Name] = append(byName[next[i].Name], i)
-		if p, err := netip.ParsePrefix(next[i].DestinationCIDR); err == nil {
-			m := p.Masked()
-			byPrefix[m] = append(byPrefix[m], i)
-		}
-	}
-	for i := range next {
-		index(i)
-	}
-	dependent = make([]bool, len(batch))
-
-	for i, o := range batch {
+// batchInput expresses a batch as a Partial Diff of the table it reads:
+// its creates are Desired (one route each, in call order), its deletes
+// Remove. A batch's calls share one cluster (see batcher.take).
+func batchInput(batch []*op, namer *Namer) DiffInput {
+	in := DiffInput{Partial: true, Cluster: batch[0].cluster, Namer: namer}
+	for _, o := range batch {
 		if o.create {
-			continue
-		}
-		var cands []int
-		switch {
-		case o.entry.Name != "":
-			cands = byName[o.entry.Name]
-		case o.prefix.IsValid():
-			cands = byPrefix[o.prefix]
-		default:
-			cands = make([]int, len(next))
-			for j := range cands {
-				cands[j] = j
-			}
-		}
-		for _, j := range cands {
-			if !matchesListed(next[j], o.entry) {
-				continue
-			}
-			dependent[i] = true // a removal now, or one by an earlier call
-			if !removed[j] {
-				removed[j], changed = true, true
-			}
+			in.Desired = append(in.Desired, NodeRoutes{Node: o.entry.TargetNode, NameHint: o.hint,
+				CIDRs: []string{o.entry.DestinationCIDR}, Addresses: o.entry.TargetNodeAddresses})
+		} else {
+			in.Remove = append(in.Remove, o.entry)
 		}
 	}
-
-	for i, o := range batch {
-		if !o.create {
-			continue
-		}
-		same := -1
-		var clash *Entry
-		for _, j := range byPrefix[o.prefix] {
-			switch {
-			case removed[j]:
-			case next[j].Name == o.entry.Name && next[j].Cluster == o.entry.Cluster:
-				same = j
-			default:
-				clash = &next[j]
-			}
-		}
-		switch {
-		case clash != nil:
-			results[i] = fmt.Errorf("routes: CreateRoute: route.DestinationCIDR %q for node %q: route %q of cluster %q -> node %q has the destination %q: expected a destination no other route has (the route controller deletes a stale route of its cluster in the same reconcile): %w",
-				cut(o.entry.DestinationCIDR), cut(string(o.entry.TargetNode)), cut(clash.Name), cut(clash.Cluster), cut(string(clash.TargetNode)), cut(clash.DestinationCIDR), ErrCIDRInUse)
-		case same >= 0 && identical(next[same], o.entry):
-			// Entries this batch appended are touched too.
-			dependent[i] = touched[same]
-		case same >= 0:
-			extra := next[same].Extra
-			next[same] = o.entry.clone()
-			next[same].Extra = extra
-			touched[same], dependent[i], changed = true, true, true
-		default:
-			next = append(next, o.entry.clone())
-			removed = append(removed, false)
-			touched = append(touched, true)
-			index(len(next) - 1)
-			dependent[i], changed = true, true
-		}
-	}
-
-	if changed {
-		out := next[:0]
-		for j, e := range next {
-			if !removed[j] {
-				out = append(out, e)
-			}
-		}
-		next = out
-	}
-	return next, dependent, changed
+	return in
 }
 
-// identical reports whether the stored entry a already is the route b
-// creates: nothing to write.
-func identical(a, b Entry) bool {
-	return a.Name == b.Name && a.Cluster == b.Cluster && a.DestinationCIDR == b.DestinationCIDR &&
-		a.TargetNode == b.TargetNode && !a.Blackhole && slices.Equal(a.TargetNodeAddresses, b.TargetNodeAddresses)
+// results sets results[i] for the calls of batch that fail on their own (a
+// destination another route holds) and reports, per call, whether its
+// success depends on the write: a delete that names a route, a create
+// whose route is new or rewritten, or written by an earlier call.
+func (c *partial) results(batch []*op, results []error) (dependent []bool) {
+	dependent = make([]bool, len(batch))
+	var creates, removes int
+	for i, o := range batch {
+		if !o.create {
+			dependent[i] = c.hit[removes]
+			removes++
+			continue
+		}
+		if clash := c.conflict[creates]; clash != nil {
+			results[i] = fmt.Errorf("routes: CreateRoute: route.DestinationCIDR %q for node %q: route %q of cluster %q -> node %q has the destination %q: expected a destination no other route has (the route controller deletes a stale route of its cluster in the same reconcile): %w",
+				cut(o.entry.DestinationCIDR), cut(string(o.entry.TargetNode)), cut(clash.Name), cut(clash.Cluster), cut(string(clash.TargetNode)), cut(clash.DestinationCIDR), ErrCIDRInUse)
+		}
+		dependent[i] = c.written[creates]
+		creates++
+	}
+	return dependent
+}
+
+// table returns the table to write: actual in its order, without the
+// removed routes and with the rewritten ones in place, then the appended
+// routes. Every entry gets its own TargetNodeAddresses; actual is not
+// modified.
+func (c *partial) table(actual []Entry) []Entry {
+	next := make([]Entry, 0, len(actual)-len(c.removed)+len(c.appended))
+	removed := c.removed
+	for j, e := range actual {
+		if len(removed) > 0 && removed[0] == j {
+			removed = removed[1:]
+			continue
+		}
+		if r, ok := c.rewritten[j]; ok {
+			e = r.Entry
+		}
+		next = append(next, e.clone())
+	}
+	for _, a := range c.appended {
+		next = append(next, a.Entry.clone())
+	}
+	return next
 }

@@ -3,7 +3,6 @@ package routes
 import (
 	"context"
 	"errors"
-	"net/netip"
 	"sync"
 	"testing"
 	"time"
@@ -81,7 +80,7 @@ var sorted = cmpopts.SortSlices(func(a, b string) bool { return a < b })
 
 func TestBatchQueuedCallerCancelled(t *testing.T) {
 	g := newGateTable()
-	tbl, err := NewWholeTable(g, Config{BatchWindow: -1})
+	tbl, err := NewWholeTable(g, Options{BatchWindow: -1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -109,7 +108,7 @@ func TestBatchQueuedCallerCancelled(t *testing.T) {
 func TestBatchLeaderCancelledInWindow(t *testing.T) {
 	g := newGateTable()
 	close(g.gate)
-	tbl, err := NewWholeTable(g, Config{BatchWindow: time.Hour})
+	tbl, err := NewWholeTable(g, Options{BatchWindow: time.Hour})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -134,7 +133,7 @@ func TestBatchLeaderCancelledInWindow(t *testing.T) {
 
 func TestBatchTakenCallerCancelled(t *testing.T) {
 	g := newGateTable()
-	tbl, err := NewWholeTable(g, Config{BatchWindow: time.Hour, MaxBatch: 2})
+	tbl, err := NewWholeTable(g, Options{BatchWindow: time.Hour, MaxBatch: 2})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -161,7 +160,7 @@ func TestBatchTakenCallerCancelled(t *testing.T) {
 
 func TestBatchDriverContextEndsWhenAllCallersLeave(t *testing.T) {
 	g := newGateTable()
-	tbl, err := NewWholeTable(g, Config{BatchWindow: time.Hour, MaxBatch: 2})
+	tbl, err := NewWholeTable(g, Options{BatchWindow: time.Hour, MaxBatch: 2})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -214,37 +213,64 @@ func TestBatchHandOffSkipsAbandonedLeader(t *testing.T) {
 	}
 }
 
-// apply: deletes before creates, per-call results, and which results depend
-// on the write.
-func TestApply(t *testing.T) {
-	old := Entry{Name: "old", Cluster: "c", DestinationCIDR: "10.0.1.0/24", TargetNode: "a", Extra: 7}
-	foreign := Entry{Name: "f", Cluster: "other", DestinationCIDR: "10.0.9.0/24", TargetNode: "z"}
-	mk := func(create bool, e Entry) *op {
-		o := &op{create: create, cluster: e.Cluster, entry: e}
-		o.prefix = mustPrefix(t, e.DestinationCIDR)
-		return o
+// applyBatch runs batch against entries the way runBatch does: a Partial
+// Diff, each call's result and dependence on the write, and the table to
+// write when something changed.
+func applyBatch(t *testing.T, entries []Entry, batch []*op, results []error) (next []Entry, dependent []bool, changed bool) {
+	t.Helper()
+	in := batchInput(batch, testNamer(t))
+	in.Actual = entries
+	ch := diffPartial(&in)
+	dependent = ch.results(batch, results)
+	if !ch.changed() {
+		return entries, dependent, false
 	}
-	moved := Entry{Name: "new", Cluster: "c", DestinationCIDR: "10.0.1.0/24", TargetNode: "b"}
-	fresh := Entry{Name: "n2", Cluster: "c", DestinationCIDR: "10.0.2.0/24", TargetNode: "b"}
-	clash := Entry{Name: "n9", Cluster: "c", DestinationCIDR: "10.0.9.0/24", TargetNode: "b"}
+	return ch.table(entries), dependent, true
+}
+
+func testNamer(t *testing.T) *Namer {
+	t.Helper()
+	n, err := NewNamer(NamerOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+// A batch: deletes before creates, per-call results, and which results
+// depend on the write.
+func TestApply(t *testing.T) {
+	namer := testNamer(t)
+	named := func(hint string, e Entry) Entry { e.Name = namer.Name(hint, e.DestinationCIDR); return e }
+	old := named("h-old", Entry{Cluster: "c", DestinationCIDR: "10.0.1.0/24", TargetNode: "a", Extra: 7})
+	foreign := Entry{Name: "f", Cluster: "other", DestinationCIDR: "10.0.9.0/24", TargetNode: "z"}
+	mk := func(create bool, hint string, e Entry) *op {
+		if create {
+			e = named(hint, e)
+		}
+		return &op{create: create, cluster: "c", hint: hint, entry: e}
+	}
+	moved := Entry{Cluster: "c", DestinationCIDR: "10.0.1.0/24", TargetNode: "b"}
+	fresh := Entry{Cluster: "c", DestinationCIDR: "10.0.2.0/24", TargetNode: "b"}
+	clash := Entry{Cluster: "c", DestinationCIDR: "10.0.9.0/24", TargetNode: "b"}
 	same := old
 	same.Extra = nil
 	batch := []*op{
-		mk(true, moved), // needs the delete below, applied first
-		mk(true, fresh), // new
-		mk(true, fresh), // duplicate of the previous call: depends on it
-		mk(true, clash), // destination held by another cluster
-		mk(false, old),  // frees 10.0.1.0/24
-		mk(false, old),  // same delete twice: depends on the first
-		mk(false, Entry{Name: "missing", Cluster: "c", DestinationCIDR: "10.0.7.0/24", TargetNode: "x"}),
-		mk(true, same), // re-create of what is being deleted: created again after the delete
+		mk(true, "h-new", moved), // needs the delete below, applied first
+		mk(true, "h-n2", fresh),  // new
+		mk(true, "h-n2", fresh),  // duplicate of the previous call: depends on it
+		mk(true, "h-n9", clash),  // destination held by another cluster
+		mk(false, "", old),       // frees 10.0.1.0/24
+		mk(false, "", old),       // same delete twice: depends on the first
+		mk(false, "", Entry{Name: "missing", Cluster: "c", DestinationCIDR: "10.0.7.0/24", TargetNode: "x"}),
+		mk(true, "h-old", same), // re-create of what is being deleted: created again after the delete
 	}
 	results := make([]error, len(batch))
-	next, dep, changed := apply([]Entry{old, foreign}, batch, results)
+	next, dep, changed := applyBatch(t, []Entry{old, foreign}, batch, results)
 	if !changed {
 		t.Fatal("changed = false")
 	}
-	wantNext := []Entry{foreign, moved, fresh}
+	wantNext := []Entry{foreign, named("h-new", moved), named("h-n2", fresh)}
 	// The last create re-adds old's route after its delete; its CIDR is now
 	// held by "new": ErrCIDRInUse.
 	if diff := cmp.Diff(wantNext, next); diff != "" {
@@ -263,26 +289,18 @@ func TestApply(t *testing.T) {
 }
 
 func TestApplyRewritesChangedRouteKeepingExtra(t *testing.T) {
-	stored := Entry{Name: "r", Cluster: "c", DestinationCIDR: "10.0.1.0/24", TargetNode: "a", Blackhole: true, Extra: "cloud-id"}
-	want := Entry{Name: "r", Cluster: "c", DestinationCIDR: "10.0.1.0/24", TargetNode: "a"}
-	o := &op{create: true, cluster: "c", entry: want, prefix: mustPrefix(t, want.DestinationCIDR)}
+	name := testNamer(t).Name("h", "10.0.1.0/24")
+	stored := Entry{Name: name, Cluster: "c", DestinationCIDR: "10.0.1.0/24", TargetNode: "a", Blackhole: true, Extra: "cloud-id"}
+	want := Entry{Name: name, Cluster: "c", DestinationCIDR: "10.0.1.0/24", TargetNode: "a"}
+	o := &op{create: true, cluster: "c", hint: "h", entry: want}
 	results := make([]error, 1)
-	next, dep, changed := apply([]Entry{stored}, []*op{o}, results)
+	next, dep, changed := applyBatch(t, []Entry{stored}, []*op{o}, results)
 	want.Extra = "cloud-id"
 	if diff := cmp.Diff([]Entry{want}, next); diff != "" || !changed || !dep[0] || results[0] != nil {
 		t.Errorf("re-create over a blackholed route: changed=%v dep=%v err=%v, table (-want +got):\n%s", changed, dep[0], results[0], diff)
 	}
-	next, dep, changed = apply(next, []*op{o}, results)
+	next, dep, changed = applyBatch(t, next, []*op{o}, results)
 	if changed || dep[0] || len(next) != 1 {
 		t.Errorf("identical re-create: changed=%v dependent=%v, want no change", changed, dep[0])
 	}
-}
-
-func mustPrefix(t *testing.T, s string) (p netip.Prefix) {
-	t.Helper()
-	p, err := netip.ParsePrefix(s)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return p.Masked()
 }

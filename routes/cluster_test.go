@@ -15,7 +15,7 @@ import (
 
 // twoClusters returns two Tables with ClusterID "a" and "b" over one driver
 // of the given kind, and a function listing what that driver stores.
-func twoClusters(t *testing.T, kind string, c routes.Config) (a, b *routes.Table, stored func() []routes.Entry) {
+func twoClusters(t *testing.T, kind string, c routes.Options) (a, b *routes.Table, stored func() []routes.Entry) {
 	t.Helper()
 	switch kind {
 	case "per-route":
@@ -30,7 +30,7 @@ func twoClusters(t *testing.T, kind string, c routes.Config) (a, b *routes.Table
 	return a, b, stored
 }
 
-func withID(c routes.Config, id string) routes.Config {
+func withID(c routes.Options, id string) routes.Options {
 	c.ClusterID = id
 	return c
 }
@@ -62,13 +62,13 @@ func nodesOf(c string, n, cidrOctet int) (hints []string, rs []*cloudprovider.Ro
 
 // TestClusterIDIsolatesClusters is the two-clusters-on-one-network test:
 // both CCMs run with --cluster-name "kubernetes" (the default), each Table
-// has its own Config.ClusterID, and neither lists, replaces nor deletes the
+// has its own Options.ClusterID, and neither lists, replaces nor deletes the
 // other's routes, over either driver kind.
 func TestClusterIDIsolatesClusters(t *testing.T) {
 	const clusterName = "kubernetes"
 	for _, kind := range []string{"per-route", "whole-table"} {
 		t.Run(kind, func(t *testing.T) {
-			a, b, stored := twoClusters(t, kind, routes.Config{EnableNodeAddresses: true, BatchWindow: -1})
+			a, b, stored := twoClusters(t, kind, routes.Options{EnableNodeAddresses: true, BatchWindow: -1})
 			hintsA, rsA := nodesOf("a", 3, 1)
 			hintsB, rsB := nodesOf("b", 3, 2)
 			for i := range rsA {
@@ -157,9 +157,9 @@ func TestClusterIDIsolatesClusters(t *testing.T) {
 			var plain *routes.Table
 			switch kind {
 			case "per-route":
-				plain = mustTable(routes.NewTable(&memRoutes{entries: stored()}, routes.Config{}))(t)
+				plain = mustTable(routes.NewTable(&memRoutes{entries: stored()}, routes.Options{}))(t)
 			default:
-				plain = mustTable(routes.NewWholeTable(&memTable{entries: stored()}, routes.Config{}))(t)
+				plain = mustTable(routes.NewWholeTable(&memTable{entries: stored()}, routes.Options{}))(t)
 			}
 			if got, err := plain.ListRoutes(t.Context(), clusterName); err != nil || len(got) != 0 {
 				t.Errorf("a Table without ClusterID lists %d routes (err %v) owned by ClusterIDs, want 0", len(got), err)
@@ -168,11 +168,11 @@ func TestClusterIDIsolatesClusters(t *testing.T) {
 	}
 }
 
-// TestClusterIDReplacesClusterName checks that Config.ClusterID is the
+// TestClusterIDReplacesClusterName checks that Options.ClusterID is the
 // identity whatever clusterName the calls bring, empty included.
 func TestClusterIDReplacesClusterName(t *testing.T) {
 	forEachBackend(t, func(t *testing.T, b backend) {
-		tbl, stored, _ := b.make(t, routes.Config{ClusterID: "prod-eu"})
+		tbl, stored, _ := b.make(t, routes.Options{ClusterID: "prod-eu"})
 		for _, name := range []string{"kubernetes", ""} {
 			if err := tbl.CreateRoute(t.Context(), name, uidA, route("node-a", "10.244.1.0/24")); err != nil {
 				t.Fatalf("CreateRoute with clusterName %q: %v", name, err)
@@ -209,17 +209,17 @@ func TestNewTableClusterID(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			for kind, build := range map[string]func() (*routes.Table, error){
-				"per-route": func() (*routes.Table, error) { return routes.NewTable(&memRoutes{}, routes.Config{ClusterID: tt.id}) },
+				"per-route": func() (*routes.Table, error) { return routes.NewTable(&memRoutes{}, routes.Options{ClusterID: tt.id}) },
 				"whole-table": func() (*routes.Table, error) {
-					return routes.NewWholeTable(&memTable{}, routes.Config{ClusterID: tt.id})
+					return routes.NewWholeTable(&memTable{}, routes.Options{ClusterID: tt.id})
 				},
 			} {
 				tbl, err := build()
 				if (err != nil) != tt.wantErr {
 					t.Fatalf("%s: error %v, want error: %v (%s)", kind, err, tt.wantErr, tt.reason)
 				}
-				if err != nil && (tbl != nil || !strings.Contains(err.Error(), "Config.ClusterID") || !strings.Contains(err.Error(), fmt.Sprintf("%q", tt.id))) {
-					t.Errorf("%s: (%v, %v), want no Table and an error naming Config.ClusterID and %q", kind, tbl, err, tt.id)
+				if err != nil && (tbl != nil || !strings.Contains(err.Error(), "Options.ClusterID") || !strings.Contains(err.Error(), fmt.Sprintf("%q", tt.id))) {
+					t.Errorf("%s: (%v, %v), want no Table and an error naming Options.ClusterID and %q", kind, tbl, err, tt.id)
 				}
 			}
 		})

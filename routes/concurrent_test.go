@@ -78,7 +78,7 @@ func createConcurrently(t *testing.T, tbl *routes.Table, d *memTable) {
 func TestWholeTable200ConcurrentCreates(t *testing.T) {
 	foreign := routes.Entry{Name: "igw", DestinationCIDR: "0.0.0.0/0", Extra: "igw-1"}
 	d := &memTable{entries: []routes.Entry{foreign}}
-	tbl, err := routes.NewWholeTable(d, routes.Config{})
+	tbl, err := routes.NewWholeTable(d, routes.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -104,7 +104,7 @@ func TestWholeTable200ConcurrentCreates(t *testing.T) {
 // own result and the table ends right.
 func TestWholeTableConcurrentDeletesAndCreates(t *testing.T) {
 	d := &memTable{}
-	tbl, err := routes.NewWholeTable(d, routes.Config{BatchWindow: -1})
+	tbl, err := routes.NewWholeTable(d, routes.Options{BatchWindow: -1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -152,7 +152,7 @@ func TestWholeTableConcurrentDeletesAndCreates(t *testing.T) {
 
 func TestWholeTableConflictRetry(t *testing.T) {
 	d := &memTable{conflicts: 2}
-	tbl, err := routes.NewWholeTable(d, routes.Config{})
+	tbl, err := routes.NewWholeTable(d, routes.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -167,14 +167,14 @@ func TestWholeTableConflictRetry(t *testing.T) {
 	d.conflicts = 100
 	err = tbl.CreateRoute(t.Context(), cluster, uidB, route("node-b", "10.244.2.0/24"))
 	if !errors.Is(err, routes.ErrConflict) {
-		t.Errorf("CreateRoute after %d conflicts = %v, want ErrConflict", routes.DefaultConflictRetries+1, err)
+		t.Errorf("CreateRoute after %d conflicts = %v, want ErrConflict", defaultConflictRetries+1, err)
 	}
 }
 
 func TestWholeTableDriverErrors(t *testing.T) {
 	boom := errors.New("cloud API unavailable")
 	d := &memTable{}
-	tbl, err := routes.NewWholeTable(d, routes.Config{})
+	tbl, err := routes.NewWholeTable(d, routes.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -192,5 +192,19 @@ func TestWholeTableDriverErrors(t *testing.T) {
 	}
 	if _, err := tbl.ListRoutes(t.Context(), cluster); !errors.Is(err, boom) {
 		t.Errorf("ListRoutes while reads fail = %v, want the read error wrapped", err)
+	}
+}
+
+// TestWholeTableConflictRetriesNegative: a negative ConflictRetries means
+// none (A4): the first conflict fails the batch, after one write.
+func TestWholeTableConflictRetriesNegative(t *testing.T) {
+	d := &memTable{conflicts: 1}
+	tbl, err := routes.NewWholeTable(d, routes.Options{ConflictRetries: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = tbl.CreateRoute(t.Context(), cluster, uidA, route("node-a", "10.244.1.0/24"))
+	if st := tbl.Stats(); !errors.Is(err, routes.ErrConflict) || st.Writes != 1 || st.Conflicts != 1 {
+		t.Errorf("CreateRoute = %v, Stats %+v; want ErrConflict after 1 write and no retry", err, st)
 	}
 }

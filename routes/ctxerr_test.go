@@ -46,7 +46,7 @@ func (throttledTable) WriteTable(context.Context, string, []Entry) error {
 // route, says what it was waiting for and, when its batch left it a
 // result, wraps that too — never a bare ctx.Err().
 func TestBatchContextErrors(t *testing.T) {
-	newTbl := func(t *testing.T, d TableDriver, c Config) *Table {
+	newTbl := func(t *testing.T, d TableDriver, c Options) *Table {
 		t.Helper()
 		tbl, err := NewWholeTable(d, c)
 		if err != nil {
@@ -64,14 +64,14 @@ func TestBatchContextErrors(t *testing.T) {
 			run: func(t *testing.T) error {
 				ctx, cancel := context.WithCancel(t.Context())
 				cancel()
-				return <-create(newTbl(t, newGateTable(), Config{}), ctx, "10.0.1.0/24")
+				return <-create(newTbl(t, newGateTable(), Options{}), ctx, "10.0.1.0/24")
 			},
 			want: []string{`routes: create route "`, `"10.0.1.0/24" -> node "n": context canceled before it joined a batch`}},
 		{name: "queued", reason: "a follower waits for a batch to take it while an earlier batch holds the table",
 			run: func(t *testing.T) error {
 				g := newGateTable()
 				defer close(g.gate)
-				tbl := newTbl(t, g, Config{BatchWindow: -1})
+				tbl := newTbl(t, g, Options{BatchWindow: -1})
 				lead := create(tbl, t.Context(), "10.0.1.0/24")
 				<-g.entered
 				ctx, cancel := context.WithCancel(t.Context())
@@ -86,7 +86,7 @@ func TestBatchContextErrors(t *testing.T) {
 			want: []string{`"10.0.2.0/24" -> node "n": context canceled while it waited for a batch to take it`}},
 		{name: "window", reason: "a leader gathering calls for its batch",
 			run: func(t *testing.T) error {
-				tbl := newTbl(t, newGateTable(), Config{BatchWindow: time.Hour})
+				tbl := newTbl(t, newGateTable(), Options{BatchWindow: time.Hour})
 				ctx, cancel := context.WithCancel(t.Context())
 				ch := create(tbl, ctx, "10.0.1.0/24")
 				waitPending(t, tbl, 1)
@@ -97,7 +97,7 @@ func TestBatchContextErrors(t *testing.T) {
 		{name: "taken", reason: "a follower whose batch is reading the table",
 			run: func(t *testing.T) error {
 				g := newGateTable()
-				tbl := newTbl(t, g, Config{BatchWindow: time.Hour, MaxBatch: 2})
+				tbl := newTbl(t, g, Options{BatchWindow: time.Hour, MaxBatch: 2})
 				lead := create(tbl, t.Context(), "10.0.1.0/24")
 				waitPending(t, tbl, 1)
 				ctx, cancel := context.WithCancel(t.Context())
@@ -112,7 +112,7 @@ func TestBatchContextErrors(t *testing.T) {
 			want: []string{`"10.0.2.0/24" -> node "n": context canceled while its batch read and wrote the route table`}},
 		{name: "held table", reason: "the deadline ends the leader's batch in the driver: its error says what held the table",
 			run: func(t *testing.T) error {
-				tbl := newTbl(t, lockedTable{make(chan struct{})}, Config{BatchWindow: -1})
+				tbl := newTbl(t, lockedTable{make(chan struct{})}, Options{BatchWindow: -1})
 				ctx, cancel := context.WithCancel(t.Context())
 				ch := create(tbl, ctx, "10.0.1.0/24")
 				<-tbl.table.(lockedTable).entered
@@ -123,7 +123,7 @@ func TestBatchContextErrors(t *testing.T) {
 				"read route table: table lock held by job 7"}},
 		{name: "throttled leader", reason: "the leader's ctx ends while its batch is throttled: said once, and nothing was applied",
 			run: func(t *testing.T) error {
-				tbl := newTbl(t, throttledTable{make(chan struct{})}, Config{BatchWindow: -1, MaxThrottleWait: 2 * time.Hour})
+				tbl := newTbl(t, throttledTable{make(chan struct{})}, Options{BatchWindow: -1, MaxThrottleWait: 2 * time.Hour})
 				ctx, cancel := context.WithCancel(t.Context())
 				ch := create(tbl, ctx, "10.0.1.0/24")
 				<-tbl.table.(throttledTable).entered

@@ -25,26 +25,6 @@ type NodeRoutes struct {
 	Addresses []v1.NodeAddress
 }
 
-// DesiredFromNodes returns the desired routing of nodes the way the route
-// controller computes it: one NodeRoutes per node with pod CIDRs, in the
-// given order; nodes without spec.podCIDRs are skipped. The result shares
-// the nodes' CIDR and address slices; nodes are not modified.
-func DesiredFromNodes(nodes []*v1.Node) []NodeRoutes {
-	out := make([]NodeRoutes, 0, len(nodes))
-	for _, n := range nodes {
-		if n == nil || len(n.Spec.PodCIDRs) == 0 {
-			continue
-		}
-		out = append(out, NodeRoutes{
-			Node:      types.NodeName(n.Name),
-			NameHint:  string(n.UID),
-			CIDRs:     n.Spec.PodCIDRs,
-			Addresses: n.Status.Addresses,
-		})
-	}
-	return out
-}
-
 // DiffInput is everything Diff looks at. Diff does not modify it.
 type DiffInput struct {
 	// Cluster is the owning cluster's name; created entries carry it in
@@ -54,7 +34,7 @@ type DiffInput struct {
 	// family). An actual route is in range, as in the route controller's
 	// isResponsibleForRoute, when its first or last address lies in one of
 	// them; routes out of range are never deleted, and desired routes out
-	// of range are not created (they are reported in Plan.Skipped, unless
+	// of range are not created (they are reported in Changes.Skipped, unless
 	// an owned route already provides them).
 	ClusterCIDRs []netip.Prefix
 	// Desired is the wanted routing; a (node, CIDR) listed twice counts once,
@@ -75,6 +55,25 @@ type DiffInput struct {
 	// Namer, when set, names the created entries (Entry.Name); otherwise
 	// their Name is empty and the applier names them.
 	Namer *Namer
+	// Partial makes Desired and Remove a change to Actual instead of the
+	// whole routing, as a whole-table Table's batch of CreateRoute and
+	// DeleteRoute calls is: owned routes that Remove names are deleted,
+	// and each desired route is created unless a route of its name and
+	// cluster already is it; every other route is kept. A desired route
+	// whose destination (its masked prefix) another route holds, of any
+	// cluster or none, is not created and is reported in Changes.Skipped, as
+	// are those with no node or an unparsable CIDR. A route of the same
+	// name and cluster whose target, addresses (in order) or blackhole
+	// state differ is replaced: deleted and created again. Desired routes
+	// are settled in order, each against the table the earlier ones left;
+	// a later one of the same name replaces an earlier one. ClusterCIDRs
+	// and CompareAddresses do not apply (the route controller decided).
+	// Set Namer, so that a desired route's name says which route it is.
+	Partial bool
+	// Remove (Partial only) lists routes to delete as ListRoutes listed
+	// them: every owned actual route with the same DestinationCIDR and
+	// TargetNode, and the same Name unless it is empty, is deleted.
+	Remove []Entry
 }
 
 // Create is one route Diff wants created.
@@ -87,38 +86,46 @@ type Create struct {
 	Entry Entry
 }
 
-// Plan is the output of Diff. Apply Delete before Create: a changed next
+// Changes is the output of Diff. Apply Delete before Create: a changed next
 // hop is a delete and a create of the same (node, CIDR), and a CIDR that
 // moved to another node must be freed before it is routed again.
-type Plan struct {
+type Changes struct {
 	// Delete lists actual routes to delete, as given in DiffInput.Actual, in
 	// its order: owned, in range, and blackhole, without a target, not
 	// desired, with changed addresses, or a duplicate (same node and CIDR,
-	// another name) of a route that is kept.
+	// another name) of a route that is kept. Partial: the routes Remove
+	// names and those a desired route replaces, in the order of Actual.
 	Delete []Entry
 	// Create lists desired routes that have no live, owned actual route, in
-	// the order of DiffInput.Desired.
+	// the order of DiffInput.Desired. Partial: the replacements first, in
+	// the order of the routes they replace, then the new routes.
 	Create []Create
 	// Skipped lists desired routes that no owned route provides and that
 	// are not created because their CIDR does not parse or lies outside
-	// every cluster CIDR, or their node name is empty.
+	// every cluster CIDR, or their node name is empty. Partial: those with
+	// no node or an unparsable CIDR, then those whose destination another
+	// route holds.
 	Skipped []Create
 }
-
-// Empty reports whether the plan changes nothing.
-func (p Plan) Empty() bool { return len(p.Delete) == 0 && len(p.Create) == 0 }
 
 // Diff computes the routes to delete and to create so that the owned, in-range
 // routes of the cloud become exactly Desired. It is a pure function, runs in
 // time linear in the number of routes (one hash-index entry per NodeRoutes,
 // no sorting; a node listed k times in Desired costs k-fold on its lookups) and
-// is safe for concurrent use. The Plan is deterministic.
+// is safe for concurrent use. The Changes is deterministic.
 //
 // Matching follows the route controller: an actual route satisfies a desired
 // one when TargetNode and the DestinationCIDR string are equal (a different
 // spelling of the same prefix does not match, since the controller would not
-// match it either). Applying the Plan and diffing again yields an empty Plan.
-func Diff(in DiffInput) Plan {
+// match it either). Applying the Changes and diffing again yields an empty Changes.
+//
+// With Partial set, Diff computes a change instead (see DiffInput.Partial),
+// in time linear in the number of routes: it indexes Remove and Desired,
+// reads Actual once, then settles Desired in order.
+func Diff(in DiffInput) Changes {
+	if in.Partial {
+		return diffPartial(&in).plan(&in)
+	}
 	ranges := maskAll(in.ClusterCIDRs)
 
 	// The pass over in.Desired: every CIDR is wanted until an owned live
@@ -133,7 +140,7 @@ func Diff(in DiffInput) Plan {
 	}
 	n := len(x.state)
 
-	var plan Plan
+	var plan Changes
 	// A plan's first append sizes its slice for churn of about 1.5% of the
 	// table, so a typical churn allocates each slice once instead of
 	// doubling it (garbage that a large live heap makes costly to collect).

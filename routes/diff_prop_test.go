@@ -107,7 +107,7 @@ func randomWorld(r *rand.Rand, namer *routes.Namer) world {
 
 // applyPlan deletes every entry equal to a planned delete, then appends the
 // creates: what a Table does when the controller executes the plan.
-func applyPlan(actual []routes.Entry, p routes.Plan) []routes.Entry {
+func applyPlan(actual []routes.Entry, p routes.Changes) []routes.Entry {
 	out := slices.DeleteFunc(slices.Clone(actual), func(e routes.Entry) bool {
 		return slices.ContainsFunc(p.Delete, func(d routes.Entry) bool { return reflect.DeepEqual(d, e) })
 	})
@@ -139,7 +139,7 @@ type key struct {
 // table within ownership (and leaves everything else alone), and a second
 // Diff is empty.
 func TestDiffProperty(t *testing.T) {
-	namer, err := routes.NewNamer(routes.NameFormat{})
+	namer, err := routes.NewNamer(routes.NamerOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -209,7 +209,7 @@ func checkDiffConverges(t *testing.T, label string, in routes.DiffInput) {
 
 	// Converged: a second diff has nothing to do.
 	in.Actual = after
-	if again := routes.Diff(in); !again.Empty() {
+	if again := routes.Diff(in); !empty(again) {
 		t.Fatalf("%s: second Diff not empty: %+v", label, again)
 	}
 }
@@ -234,7 +234,7 @@ func FuzzDiff(f *testing.F) {
 		}
 		in := routes.DiffInput{Cluster: cluster, ClusterCIDRs: clusterCIDRs, CompareAddresses: data[0]&1 != 0}
 		if data[0]&2 != 0 {
-			in.Namer = mustNamer(t, routes.NameFormat{})
+			in.Namer = mustNamer(t, routes.NamerOptions{})
 		}
 		pick := func(b byte) []string { // one to three CIDRs, by the bits of b
 			out := []string{cidrs[b%8]}
@@ -290,11 +290,11 @@ func sameAddrSet(a, b []v1.NodeAddress) bool {
 // creates, each phase concurrently like the route controller) converges the
 // driver's table, on both kinds of driver.
 func TestDiffThroughTableProperty(t *testing.T) {
-	namer := mustNamer(t, routes.NameFormat{})
+	namer := mustNamer(t, routes.NamerOptions{})
 	forEachBackend(t, func(t *testing.T, b backend) {
 		for seed := range uint64(60) {
 			w := randomWorld(rand.New(rand.NewPCG(seed, 0x7ab1e)), namer)
-			tbl, stored, _ := b.make(t, routes.Config{EnableNodeAddresses: true}, slices.Clone(w.in.Actual)...)
+			tbl, stored, _ := b.make(t, routes.Options{EnableNodeAddresses: true}, slices.Clone(w.in.Actual)...)
 			plan := routes.Diff(w.in)
 			var wg sync.WaitGroup
 			errs := make([]error, len(plan.Delete)+len(plan.Create))
@@ -315,7 +315,7 @@ func TestDiffThroughTableProperty(t *testing.T) {
 				t.Fatalf("seed %d: executing the plan: %v", seed, err)
 			}
 			w.in.Actual = stored()
-			if again := routes.Diff(w.in); !again.Empty() {
+			if again := routes.Diff(w.in); !empty(again) {
 				t.Fatalf("seed %d: after executing the plan through the Table, Diff is not empty: %+v", seed, again)
 			}
 		}
@@ -325,14 +325,14 @@ func TestDiffThroughTableProperty(t *testing.T) {
 // Diff is safe for concurrent use (it pools its working memory): concurrent
 // calls on different inputs give the sequential results.
 func TestDiffConcurrent(t *testing.T) {
-	namer := mustNamer(t, routes.NameFormat{})
+	namer := mustNamer(t, routes.NamerOptions{})
 	worlds := make([]world, 16)
-	want := make([]routes.Plan, len(worlds))
+	want := make([]routes.Changes, len(worlds))
 	for i := range worlds {
 		worlds[i] = randomWorld(rand.New(rand.NewPCG(uint64(i), 0xc0c0)), namer)
 		want[i] = routes.Diff(worlds[i].in)
 	}
-	got := make([]routes.Plan, len(worlds))
+	got := make([]routes.Changes, len(worlds))
 	var wg sync.WaitGroup
 	for i := range worlds {
 		wg.Go(func() {

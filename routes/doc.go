@@ -36,12 +36,17 @@
 // Namer turns (nameHint, CIDR) into a deterministic cloud route name within a
 // configurable length and alphabet, and Parse maps a listed name back.
 //
-// Diff is a pure function from desired routes (NodeRoutes), actual routes
-// (Entry), the cluster CIDRs and an ownership predicate to a Plan of routes to
-// delete and to create. Providers that repair drift themselves, and tests,
-// use it; it follows the same rules as the route controller. It runs in
-// linear time and, converged, allocates nothing per route: about 2.7 ms
-// for 20,000 dual-stack nodes on a 2-core VM (BENCHMARKS.md).
+// Diff is the route-table differ, a pure function from desired routes
+// (NodeRoutes), actual routes (Entry) and an ownership predicate to the
+// Changes that make the one the other: routes to delete and to create. It
+// has two forms. A whole reconcile (with the cluster CIDRs) follows the
+// same rules as the route controller, for providers that repair drift
+// themselves; it runs in linear time and, converged, allocates nothing per
+// route: about 2.7 ms for 20,000 dual-stack nodes on a 2-core VM
+// (BENCHMARKS.md). A partial one (DiffInput.Partial: routes to create and
+// to delete against the table read) is what a whole-table Table computes
+// for every batch of CreateRoute and DeleteRoute calls, so the one differ
+// is tested and tuned for both.
 //
 // Table implements cloudprovider.Routes over a RouteDriver (NewTable) or a
 // TableDriver (NewWholeTable). It is safe for concurrent use.
@@ -49,12 +54,12 @@
 // # Cluster identity
 //
 // A route is owned by a cluster identity, stored by the driver as
-// Entry.Cluster: Config.ClusterID when set, otherwise the clusterName the
+// Entry.Cluster: Options.ClusterID when set, otherwise the clusterName the
 // route controller passes to every call (the CCM's --cluster-name,
 // "kubernetes" by default and in most clusters). ListRoutes lists, and
 // CreateRoute and DeleteRoute replace or delete, only routes of that
-// identity. Set Config.ClusterID, to the same value as
-// loadbalancer.Config.ClusterID (same semantics), whenever two clusters
+// identity. Set Options.ClusterID, to the same value as
+// loadbalancer.Options.ClusterID (same semantics), whenever two clusters
 // may share a network: with the default --cluster-name they would
 // otherwise list and delete each other's routes. Route names come from
 // (node UID, CIDR) and are unique across clusters. Changing the identity
@@ -73,7 +78,7 @@
 // call is retried alone, and ListRoutes retries its read too (on an error
 // the route controller abandons the whole reconcile until its next
 // period). The wait ends early when the caller's context ends, and is
-// bounded by Config.MaxThrottleWait (DefaultMaxThrottleWait, one minute)
+// bounded by Options.MaxThrottleWait (one minute by default)
 // per call: past it, or past the context's deadline, or for a RetryAfter
 // that is not positive, the call fails at once with the driver's error
 // wrapped, RetryError included. Stats.Throttled counts throttled driver

@@ -18,7 +18,7 @@ var (
 	// nameHint or clusterName, or a nil route.
 	ErrInvalidRoute = errors.New("invalid route")
 	// ErrIPv6Unsupported reports an IPv6 DestinationCIDR given to a Table
-	// whose Config.IPv4Only is set. It is returned before any driver call.
+	// whose Options.IPv4Only is set. It is returned before any driver call.
 	ErrIPv6Unsupported = errors.New("the cloud has no IPv6 routes")
 	// ErrCIDRInUse reports a CreateRoute whose destination is already taken
 	// in a whole table by a route with another name (another node, another
@@ -26,8 +26,10 @@ var (
 	// controller deletes the stale route of its own cluster in the same
 	// reconcile, so a retry usually succeeds.
 	ErrCIDRInUse = errors.New("destination CIDR is already routed elsewhere")
-	// ErrNotFound is returned by a RouteDriver's DeleteRoute when the route
-	// does not exist. The Table turns it into success (delete is idempotent).
+	// ErrNotFound means the route named by the call does not exist: a
+	// RouteDriver's DeleteRoute returns it, wrapped, for a route that is
+	// gone. The Table turns it into success (delete is idempotent), so no
+	// Table method returns it.
 	ErrNotFound = errors.New("route not found")
 	// ErrAlreadyExists is returned by a RouteDriver's CreateRoute when a
 	// route with the same name exists. Names are derived from (nameHint,
@@ -35,7 +37,7 @@ var (
 	ErrAlreadyExists = errors.New("route already exists")
 	// ErrConflict is returned by a TableDriver's WriteTable when the table
 	// changed since the revision it was given. The Table then reads the table
-	// again and reapplies its batch, up to Config.ConflictRetries times.
+	// again and reapplies its batch, up to Options.ConflictRetries times.
 	ErrConflict = errors.New("route table changed since it was read")
 	// ErrForeignName is returned by Namer.Parse for a name that the Namer did
 	// not produce (wrong prefix, alphabet, length or encoding).
@@ -56,7 +58,7 @@ type Entry struct {
 	// is Namer.Name(nameHint, DestinationCIDR).
 	Name string
 	// Cluster is the cluster that owns the route, stored by the driver as an
-	// ownership tag: the Table's cluster identity, Config.ClusterID when set
+	// ownership tag: the Table's cluster identity, Options.ClusterID when set
 	// and otherwise the clusterName of the cloudprovider.Routes calls.
 	// Empty means the route belongs to no cluster (for example a default
 	// route in a whole table); the Table never modifies such a route.
@@ -76,7 +78,7 @@ type Entry struct {
 	TargetNodeAddresses []v1.NodeAddress
 	// Blackhole is set by a driver whose cloud knows that the route's next
 	// hop is gone. The Table also lists as Blackhole a route whose target
-	// has no instance (Config.Instances) or that has no TargetNode.
+	// has no instance (Options.Instances) or that has no TargetNode.
 	Blackhole bool
 	// Extra is driver-private data (a cloud route ID, a next-hop type). The
 	// Table carries it unchanged through a whole-table read and write and
@@ -105,11 +107,11 @@ func (e Entry) clone() Entry {
 // retry is harmless: create and delete are idempotent.) This is ccmkit's one
 // convention for "throttled, retry after D" in every block, found with
 // errors.As. The Table waits D and calls again, within
-// Config.MaxThrottleWait per Table call (see Table); a RetryAfter that is
+// Options.MaxThrottleWait per Table call (see Table); a RetryAfter that is
 // not positive is not retried.
 type RouteDriver interface {
 	// ListRoutes returns the routes of cluster, the Table's cluster
-	// identity (Config.ClusterID, or the clusterName of the call). It may
+	// identity (Options.ClusterID, or the clusterName of the call). It may
 	// return more (routes of other clusters, routes of no cluster): the
 	// Table keeps only entries whose Cluster is cluster.
 	ListRoutes(ctx context.Context, cluster string) ([]Entry, error)
@@ -137,7 +139,7 @@ type RouteDriver interface {
 // returns an error wrapping an *api.RetryError with the delay D. The Table
 // then retries the whole batch after D (one ReadTable, at most one
 // WriteTable, for all the calls in it), not each of its calls, within
-// Config.MaxThrottleWait; since the retry rereads the table, a throttled
+// Options.MaxThrottleWait; since the retry rereads the table, a throttled
 // WriteTable that wrote after all is harmless.
 type TableDriver interface {
 	// ReadTable returns every entry of the table, in the cloud's order, and
@@ -161,12 +163,4 @@ type InstanceChecker interface {
 	// rather than report live routes as Blackhole, which would make the
 	// route controller delete them). It must be safe for concurrent use.
 	GoneTargets(ctx context.Context, nodes []types.NodeName) ([]types.NodeName, error)
-}
-
-// InstanceCheckerFunc adapts a function to InstanceChecker.
-type InstanceCheckerFunc func(ctx context.Context, nodes []types.NodeName) ([]types.NodeName, error)
-
-// GoneTargets calls f.
-func (f InstanceCheckerFunc) GoneTargets(ctx context.Context, nodes []types.NodeName) ([]types.NodeName, error) {
-	return f(ctx, nodes)
 }

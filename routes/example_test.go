@@ -10,7 +10,7 @@ import (
 // A dual-stack node's two routes share its UID as nameHint and still get
 // distinct names, which map back to exactly what CreateRoute got.
 func ExampleNamer() {
-	n, err := routes.NewNamer(routes.NameFormat{Prefix: "k8s-", MaxLength: 63})
+	n, err := routes.NewNamer(routes.NamerOptions{Prefix: "k8s-", MaxLength: 63})
 	if err != nil {
 		panic(err)
 	}
@@ -26,7 +26,7 @@ func ExampleNamer() {
 	// Output:
 	// true true true
 	// true fd00:10:244:1::/64 <nil>
-	// routes: route name "default-route": want prefix "k8s-" and a marker: route name was not made by this namer
+	// routes: route name "default-route": expected the prefix "k8s-" and a marker: route name was not made by this namer
 }
 
 // Diff plans the repair of a route table: the blackholed route of node-a is

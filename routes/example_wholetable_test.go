@@ -45,7 +45,7 @@ func (m *memoryTable) WriteTable(ctx context.Context, revision string, entries [
 // table writes and keeps routes that are not the cluster's.
 func ExampleNewWholeTable() {
 	cloud := &memoryTable{entries: []routes.Entry{{Name: "internet", DestinationCIDR: "0.0.0.0/0"}}}
-	table, err := routes.NewWholeTable(cloud, routes.Config{})
+	table, err := routes.NewWholeTable(cloud, routes.Options{})
 	if err != nil {
 		panic(err)
 	}

@@ -27,7 +27,7 @@ func TestTableErrorsQuoteValuesCut(t *testing.T) {
 		name, reason string
 		// kinds are the backends the case runs on; nil means both.
 		kinds []string
-		cfg   routes.Config
+		cfg   routes.Options
 		// setup, when set, prepares the driver of a per-route Table.
 		setup func(d *memRoutes)
 		call  func(tbl *routes.Table) error
@@ -35,19 +35,19 @@ func TestTableErrorsQuoteValuesCut(t *testing.T) {
 	}{
 		{name: "CIDR", reason: "an unparsable destination was quoted whole",
 			call: func(tbl *routes.Table) error { return tbl.CreateRoute(t.Context(), cluster, uidA, route("n", bigCIDR)) },
-			want: []string{`route.DestinationCIDR "10.244.2.0/2400000`, "want a CIDR"}},
+			want: []string{`route.DestinationCIDR "10.244.2.0/2400000`, "expected a CIDR"}},
 		{name: "CIDR without target", reason: "the CIDR heads the message of a missing target node",
 			call: func(tbl *routes.Table) error { return tbl.CreateRoute(t.Context(), cluster, uidA, route("", bigCIDR)) },
-			want: []string{`CreateRoute "10.244.2.0/2400000`, "route.TargetNode is empty", "want a node name"}},
+			want: []string{`CreateRoute "10.244.2.0/2400000`, "route.TargetNode is empty", "expected a node name"}},
 		{name: "CIDR without name hint", reason: "the CIDR heads the message of a missing nameHint",
 			call: func(tbl *routes.Table) error { return tbl.CreateRoute(t.Context(), cluster, "", route("n", bigCIDR)) },
-			want: []string{`CreateRoute "10.244.2.0/2400000`, "nameHint is empty", "want the node UID"}},
+			want: []string{`CreateRoute "10.244.2.0/2400000`, "nameHint is empty", "expected the node UID"}},
 		{name: "target node of an IPv6 route", reason: "an IPv4Only Table names the node of the route it refuses",
-			cfg: routes.Config{IPv4Only: true},
+			cfg: routes.Options{IPv4Only: true},
 			call: func(tbl *routes.Table) error {
 				return tbl.CreateRoute(t.Context(), cluster, uidA, route(bigNode, "fd00::/64"))
 			},
-			want: []string{`route.DestinationCIDR "fd00::/64" for node "n0000`, "want IPv4"}},
+			want: []string{`route.DestinationCIDR "fd00::/64" for node "n0000`, "expected IPv4"}},
 		{name: "target node of a failed create", reason: "a driver error is wrapped with the route's node",
 			kinds: []string{"per-route"}, setup: func(d *memRoutes) { d.createErr = failing },
 			call: func(tbl *routes.Table) error {
@@ -125,7 +125,7 @@ func TestTableEqualDestinationError(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			d := &memTable{entries: []routes.Entry{seed}}
-			tbl, err := routes.NewWholeTable(d, routes.Config{})
+			tbl, err := routes.NewWholeTable(d, routes.Options{})
 			if err != nil {
 				t.Fatal(err)
 			}

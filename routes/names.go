@@ -1,51 +1,57 @@
 package routes
 
 import (
+	"cmp"
 	"crypto/sha256"
 	"encoding/base32"
 	"encoding/binary"
 	"encoding/hex"
-	"errors"
 	"fmt"
 	"net/netip"
 	"strings"
 )
 
-// Name-format defaults, used for the zero values of NameFormat's fields.
+// Name-format defaults, used for the zero values of NamerOptions' fields.
 const (
-	// DefaultMaxNameLength is the default NameFormat.MaxLength: an RFC 1035
-	// label, the tightest common cloud limit (GCE resource names).
-	DefaultMaxNameLength = 63
-	// DefaultAlphabet is the default NameFormat.Alphabet: lowercase letters
-	// and the digits 2-7 (RFC 4648 base32, lowercased), valid in RFC 1035
-	// labels and in every common cloud's route names.
-	DefaultAlphabet = "abcdefghijklmnopqrstuvwxyz234567"
+	// An RFC 1035 label, the tightest common cloud limit (GCE resource
+	// names).
+	defaultMaxNameLength = 63
+	// RFC 4648 base32, lowercased: valid in RFC 1035 labels and in every
+	// common cloud's route names.
+	defaultAlphabet = "abcdefghijklmnopqrstuvwxyz234567"
 	// minHashChars is the shortest hashed body: 16 base32 characters, 80 bits.
 	minHashChars = 16
 	// maxHashChars is a whole SHA-256 digest in base32.
 	maxHashChars = 52
 )
 
-// NameFormat configures a Namer. Its zero value is valid: no prefix, names of
-// at most 63 characters over DefaultAlphabet.
-type NameFormat struct {
+// NamerOptions configures a Namer. Every field is optional; the zero value
+// means no prefix and names of at most 63 characters over the lowercase
+// base32 alphabet.
+type NamerOptions struct {
 	// Prefix starts every name, for example "k8s-" or "k8s-<cluster>-". It
 	// is used as given (it must itself be valid for the cloud); Parse
-	// rejects names without it. Default "".
+	// rejects names without it. "" means no prefix.
 	Prefix string
 	// MaxLength is the longest name the cloud accepts, in bytes. It must
-	// leave room for at least 17 characters after Prefix. Default 63.
+	// leave room for at least 17 characters after Prefix. 0 means 63 (an
+	// RFC 1035 label); negative is an error.
 	MaxLength int
-	// Alphabet is the 32 distinct printable ASCII characters (no '=', no
-	// space) names are written in after Prefix. Default DefaultAlphabet.
-	// Alphabet[17] ('r' by default) marks a reversible name and Alphabet[7]
-	// ('h') a hashed one; with the default both are letters, so names are
-	// valid RFC 1035 labels even with an empty Prefix.
+	// Alphabet is the encoding alphabet of the name after Prefix: exactly
+	// 32 distinct printable ASCII characters (no '=', no space), the
+	// symbols of a base32 encoding, in the order of their values. It is
+	// not a set of allowed characters (the loadbalancer package's
+	// Charset): every name uses it all, in this order, so that a name maps
+	// back to what it encodes. "" means "abcdefghijklmnopqrstuvwxyz234567"
+	// (RFC 4648 base32, lowercased). Alphabet[17] ('r' by default) marks a
+	// reversible name and Alphabet[7] ('h') a hashed one; with the default
+	// both are letters, so names are valid RFC 1035 labels even with an
+	// empty Prefix.
 	Alphabet string
 }
 
 // Namer makes deterministic route names, unique per (nameHint, CIDR), within
-// a NameFormat, and maps them back.
+// the limits of its NamerOptions, and maps them back.
 //
 // A name is Prefix, a marker character, and a body:
 //
@@ -73,49 +79,55 @@ type Namer struct {
 	hashLen   int
 }
 
-// NewNamer validates f and returns its Namer. The error wraps nothing and
-// names the field, its value and what was expected.
-func NewNamer(f NameFormat) (*Namer, error) {
-	if f.MaxLength == 0 {
-		f.MaxLength = DefaultMaxNameLength
+// NewNamer validates opts and returns its Namer. The error names the
+// field, its value and what was expected, and wraps nothing.
+func NewNamer(opts NamerOptions) (*Namer, error) {
+	return newNamer("routes.NewNamer", "NamerOptions", opts)
+}
+
+// newNamer is NewNamer for the constructor fn, whose opts are at field.
+func newNamer(fn, field string, o NamerOptions) (*Namer, error) {
+	if o.MaxLength < 0 {
+		return nil, fmt.Errorf("%s: %s.MaxLength %d: expected 0 (the default, %d) or a positive length", fn, field, o.MaxLength, defaultMaxNameLength)
 	}
-	if f.Alphabet == "" {
-		f.Alphabet = DefaultAlphabet
+	o.MaxLength = cmp.Or(o.MaxLength, defaultMaxNameLength)
+	o.Alphabet = cmp.Or(o.Alphabet, defaultAlphabet)
+	if err := checkAlphabet(o.Alphabet); err != "" {
+		return nil, fmt.Errorf("%s: %s.Alphabet %q: %s", fn, field, o.Alphabet, err)
 	}
-	if f.MaxLength < 0 {
-		return nil, fmt.Errorf("routes: NameFormat.MaxLength %d: want a positive length (or 0 for %d)", f.MaxLength, DefaultMaxNameLength)
-	}
-	if len(f.Alphabet) != 32 {
-		return nil, fmt.Errorf("routes: NameFormat.Alphabet %q: want exactly 32 characters, got %d", f.Alphabet, len(f.Alphabet))
-	}
-	var seen [128]bool
-	for i := 0; i < len(f.Alphabet); i++ {
-		c := f.Alphabet[i]
-		if c <= ' ' || c > '~' || c == '=' {
-			return nil, fmt.Errorf("routes: NameFormat.Alphabet %q: character %q at %d: want printable ASCII other than space and '='", f.Alphabet, c, i)
-		}
-		if seen[c] {
-			return nil, fmt.Errorf("routes: NameFormat.Alphabet %q: character %q repeats: want 32 distinct characters", f.Alphabet, c)
-		}
-		seen[c] = true
-	}
-	room := f.MaxLength - len(f.Prefix) - 1
+	room := o.MaxLength - len(o.Prefix) - 1
 	if room < minHashChars {
-		return nil, fmt.Errorf("routes: NameFormat.MaxLength %d with Prefix %q (%d bytes): want room for at least %d characters after the prefix", f.MaxLength, f.Prefix, len(f.Prefix), minHashChars+1)
+		return nil, fmt.Errorf("%s: %s.MaxLength %d with Prefix %q (%d bytes): expected room for at least %d characters after the prefix", fn, field, o.MaxLength, o.Prefix, len(o.Prefix), minHashChars+1)
 	}
 	return &Namer{
-		prefix:    f.Prefix,
-		maxLen:    f.MaxLength,
-		alphabet:  f.Alphabet,
-		enc:       base32.NewEncoding(f.Alphabet).WithPadding(base32.NoPadding),
-		revMarker: f.Alphabet[17],
-		hashMark:  f.Alphabet[7],
+		prefix:    o.Prefix,
+		maxLen:    o.MaxLength,
+		alphabet:  o.Alphabet,
+		enc:       base32.NewEncoding(o.Alphabet).WithPadding(base32.NoPadding),
+		revMarker: o.Alphabet[17],
+		hashMark:  o.Alphabet[7],
 		hashLen:   min(room, maxHashChars),
 	}, nil
 }
 
-// MaxLength reports the longest name the Namer makes.
-func (n *Namer) MaxLength() int { return n.maxLen }
+// checkAlphabet returns what is wrong with a, after ": ", or "".
+func checkAlphabet(a string) string {
+	if len(a) != 32 {
+		return fmt.Sprintf("%d characters: expected exactly 32", len(a))
+	}
+	var seen [128]bool
+	for i := 0; i < len(a); i++ {
+		c := a[i]
+		if c <= ' ' || c > '~' || c == '=' {
+			return fmt.Sprintf("character %q at %d: expected printable ASCII other than space and '='", c, i)
+		}
+		if seen[c] {
+			return fmt.Sprintf("character %q repeats: expected 32 distinct characters", c)
+		}
+		seen[c] = true
+	}
+	return ""
+}
 
 // NameKey is what a route name encodes: the nameHint given to CreateRoute
 // (the node UID) and the destination CIDR exactly as spelled.
@@ -138,13 +150,6 @@ func (n *Namer) Name(nameHint, cidr string) string {
 	return n.prefix + string(n.hashMark) + n.enc.EncodeToString(sum[:])[:n.hashLen]
 }
 
-// Owns reports whether name has the form of a name this Namer makes
-// (reversible or hashed). It does not say which cluster stored the route.
-func (n *Namer) Owns(name string) bool {
-	_, err := n.Parse(name)
-	return err == nil || errors.Is(err, ErrHashedName)
-}
-
 // Parse maps a name made by Name back to its (nameHint, CIDR). It returns an
 // error wrapping ErrHashedName for a hashed name (made by this Namer, but not
 // decodable) and one wrapping ErrForeignName for any name Name cannot have
@@ -153,13 +158,13 @@ func (n *Namer) Owns(name string) bool {
 func (n *Namer) Parse(name string) (NameKey, error) {
 	body, ok := strings.CutPrefix(name, n.prefix)
 	if !ok || body == "" {
-		return NameKey{}, fmt.Errorf("routes: route name %q: want prefix %q and a marker: %w", cut(name), n.prefix, ErrForeignName)
+		return NameKey{}, fmt.Errorf("routes: route name %q: expected the prefix %q and a marker: %w", cut(name), n.prefix, ErrForeignName)
 	}
 	marker, body := body[0], body[1:]
 	switch marker {
 	case n.hashMark:
 		if len(body) != n.hashLen || strings.Trim(body, n.alphabet) != "" {
-			return NameKey{}, fmt.Errorf("routes: route name %q: want %d characters of %q after the hash marker: %w", cut(name), n.hashLen, n.alphabet, ErrForeignName)
+			return NameKey{}, fmt.Errorf("routes: route name %q: expected %d characters of %q after the hash marker: %w", cut(name), n.hashLen, n.alphabet, ErrForeignName)
 		}
 		return NameKey{}, fmt.Errorf("routes: route name %q: %w", cut(name), ErrHashedName)
 	case n.revMarker:
@@ -173,7 +178,7 @@ func (n *Namer) Parse(name string) (NameKey, error) {
 		}
 		return k, nil
 	default:
-		return NameKey{}, fmt.Errorf("routes: route name %q: marker %q after the prefix: want %q or %q: %w", cut(name), marker, n.revMarker, n.hashMark, ErrForeignName)
+		return NameKey{}, fmt.Errorf("routes: route name %q: marker %q after the prefix: expected %q or %q: %w", cut(name), marker, n.revMarker, n.hashMark, ErrForeignName)
 	}
 }
 

@@ -10,7 +10,7 @@ import (
 	"github.com/ccmkit/ccmkit/routes"
 )
 
-func mustNamer(t testing.TB, f routes.NameFormat) *routes.Namer {
+func mustNamer(t testing.TB, f routes.NamerOptions) *routes.Namer {
 	t.Helper()
 	n, err := routes.NewNamer(f)
 	if err != nil {
@@ -33,14 +33,14 @@ func TestNamerRoundTrip(t *testing.T) {
 		{"empty", "empty strings are names too (validation is the Table's)", "", ""},
 		{"mapped", "an IPv4-mapped IPv6 prefix", uidA, "::ffff:10.1.2.0/120"},
 	}
-	n := mustNamer(t, routes.NameFormat{Prefix: "k8s-"})
+	n := mustNamer(t, routes.NamerOptions{Prefix: "k8s-"})
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			name := n.Name(c.hint, c.cidr)
-			if len(name) > routes.DefaultMaxNameLength || !strings.HasPrefix(name, "k8s-") {
-				t.Fatalf("%s: Name = %q (%d bytes), want the prefix and at most %d bytes", c.reason, name, len(name), routes.DefaultMaxNameLength)
+			if len(name) > defaultMaxNameLength || !strings.HasPrefix(name, "k8s-") {
+				t.Fatalf("%s: Name = %q (%d bytes), want the prefix and at most %d bytes", c.reason, name, len(name), defaultMaxNameLength)
 			}
-			if strings.Trim(name[len("k8s-"):], routes.DefaultAlphabet) != "" {
+			if strings.Trim(name[len("k8s-"):], defaultAlphabet) != "" {
 				t.Errorf("%s: Name = %q uses characters outside the alphabet", c.reason, name)
 			}
 			if name != n.Name(c.hint, c.cidr) {
@@ -58,7 +58,7 @@ func TestNamerRoundTrip(t *testing.T) {
 }
 
 func TestNamerDualStackNamesDiffer(t *testing.T) {
-	n := mustNamer(t, routes.NameFormat{})
+	n := mustNamer(t, routes.NamerOptions{})
 	v4, v6 := n.Name(uidA, "10.244.1.0/24"), n.Name(uidA, "fd00:10:244:1::/64")
 	if v4 == v6 {
 		t.Fatalf("a dual-stack node's two CIDRs share nameHint %q and got the same name %q", uidA, v4)
@@ -69,7 +69,7 @@ func TestNamerDualStackNamesDiffer(t *testing.T) {
 }
 
 func TestNamerHashedForm(t *testing.T) {
-	n := mustNamer(t, routes.NameFormat{Prefix: "kubernetes-cluster-one-", MaxLength: 48})
+	n := mustNamer(t, routes.NamerOptions{Prefix: "kubernetes-cluster-one-", MaxLength: 48})
 	name := n.Name(uidA, "fd00:10:244:1::/64") // 34 bytes: too long for 48 - 23
 	if len(name) != 48 {
 		t.Errorf("hashed name %q has %d bytes, want all of MaxLength 48", name, len(name))
@@ -77,7 +77,7 @@ func TestNamerHashedForm(t *testing.T) {
 	if _, err := n.Parse(name); !errors.Is(err, routes.ErrHashedName) {
 		t.Errorf("Parse(hashed) = %v, want ErrHashedName", err)
 	}
-	if !n.Owns(name) {
+	if !owns(n, name) {
 		t.Errorf("Owns(%q) = false for a hashed name it made", name)
 	}
 	if other := n.Name(uidA, "fd00:10:244:2::/64"); other == name {
@@ -87,15 +87,15 @@ func TestNamerHashedForm(t *testing.T) {
 		t.Errorf("Name(n1, 10.0.0.0/8) = %q: a key that fits must stay reversible", short)
 	}
 	// A non-canonical (uppercase) UID is stored raw and no longer fits 63.
-	long := mustNamer(t, routes.NameFormat{}).Name(strings.ToUpper(uidA), "10.0.0.0/8")
-	if _, err := mustNamer(t, routes.NameFormat{}).Parse(long); !errors.Is(err, routes.ErrHashedName) || len(long) > 63 {
+	long := mustNamer(t, routes.NamerOptions{}).Name(strings.ToUpper(uidA), "10.0.0.0/8")
+	if _, err := mustNamer(t, routes.NamerOptions{}).Parse(long); !errors.Is(err, routes.ErrHashedName) || len(long) > 63 {
 		t.Errorf("Name(uppercase UID) = %q, Parse: %v; want a hashed name within 63 bytes", long, err)
 	}
 }
 
 func TestNamerAlphabet(t *testing.T) {
 	const upper = "ABCDEFGHIJKLMNOPQRSTUVWXYZ234567"
-	n := mustNamer(t, routes.NameFormat{Alphabet: upper, MaxLength: 80})
+	n := mustNamer(t, routes.NamerOptions{Alphabet: upper, MaxLength: 80})
 	name := n.Name(uidA, "fd00:10:244:1::/64")
 	if strings.Trim(name, upper) != "" || name[0] != 'R' {
 		t.Errorf("Name = %q, want only %q characters, starting with the reversible marker 'R'", name, upper)
@@ -103,13 +103,13 @@ func TestNamerAlphabet(t *testing.T) {
 	if k, err := n.Parse(name); err != nil || k.CIDR != "fd00:10:244:1::/64" {
 		t.Errorf("Parse(%q) = %+v, %v", name, k, err)
 	}
-	if _, err := mustNamer(t, routes.NameFormat{}).Parse(name); !errors.Is(err, routes.ErrForeignName) {
+	if _, err := mustNamer(t, routes.NamerOptions{}).Parse(name); !errors.Is(err, routes.ErrForeignName) {
 		t.Errorf("a namer with another alphabet parsed %q: %v, want ErrForeignName", name, err)
 	}
 }
 
 func TestNamerParseForeign(t *testing.T) {
-	n := mustNamer(t, routes.NameFormat{Prefix: "k8s-"})
+	n := mustNamer(t, routes.NamerOptions{Prefix: "k8s-"})
 	good := n.Name(uidA, "10.244.1.0/24")
 	cases := []struct{ name, reason, in string }{
 		{"no prefix", "another tool's route", "default-route"},
@@ -126,7 +126,7 @@ func TestNamerParseForeign(t *testing.T) {
 			if k, err := n.Parse(c.in); !errors.Is(err, routes.ErrForeignName) {
 				t.Errorf("%s: Parse(%q) = %+v, %v; want ErrForeignName", c.reason, c.in, k, err)
 			}
-			if n.Owns(c.in) {
+			if owns(n, c.in) {
 				t.Errorf("%s: Owns(%q) = true", c.reason, c.in)
 			}
 		})
@@ -136,29 +136,34 @@ func TestNamerParseForeign(t *testing.T) {
 func TestNewNamerValidates(t *testing.T) {
 	cases := []struct {
 		name, reason, wantInMsg string
-		f                       routes.NameFormat
+		f                       routes.NamerOptions
 	}{
-		{"short alphabet", "base32 needs 32 symbols", "want exactly 32 characters", routes.NameFormat{Alphabet: "abc"}},
-		{"repeated symbol", "symbols must be distinct to decode", "repeats", routes.NameFormat{Alphabet: "aacdefghijklmnopqrstuvwxyz234567"}},
-		{"space", "names never contain spaces", "printable ASCII", routes.NameFormat{Alphabet: " bcdefghijklmnopqrstuvwxyz234567"}},
-		{"padding", "'=' is base32 padding", "printable ASCII", routes.NameFormat{Alphabet: "=bcdefghijklmnopqrstuvwxyz234567"}},
-		{"negative length", "a length is positive", "MaxLength -1", routes.NameFormat{MaxLength: -1}},
-		{"no room", "a hashed name needs 16 characters after prefix and marker", "room for at least 17", routes.NameFormat{Prefix: "0123456789", MaxLength: 26}},
+		{"short alphabet", "base32 needs 32 symbols", "expected exactly 32", routes.NamerOptions{Alphabet: "abc"}},
+		{"repeated symbol", "symbols must be distinct to decode", "repeats", routes.NamerOptions{Alphabet: "aacdefghijklmnopqrstuvwxyz234567"}},
+		{"space", "names never contain spaces", "printable ASCII", routes.NamerOptions{Alphabet: " bcdefghijklmnopqrstuvwxyz234567"}},
+		{"padding", "'=' is base32 padding", "printable ASCII", routes.NamerOptions{Alphabet: "=bcdefghijklmnopqrstuvwxyz234567"}},
+		{"negative length", "a length is positive", "MaxLength -1", routes.NamerOptions{MaxLength: -1}},
+		{"no room", "a hashed name needs 16 characters after prefix and marker", "room for at least 17", routes.NamerOptions{Prefix: "0123456789", MaxLength: 26}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			n, err := routes.NewNamer(c.f)
-			if err == nil || n != nil || !strings.Contains(err.Error(), c.wantInMsg) || !strings.Contains(err.Error(), "NameFormat.") {
+			if err == nil || n != nil || !strings.Contains(err.Error(), c.wantInMsg) || !strings.Contains(err.Error(), "routes.NewNamer: NamerOptions.") {
 				t.Errorf("%s: NewNamer(%+v) = %v, %v; want an error naming the field and mentioning %q", c.reason, c.f, n, err, c.wantInMsg)
 			}
 		})
 	}
-	if n := mustNamer(t, routes.NameFormat{}); n.MaxLength() != routes.DefaultMaxNameLength {
-		t.Errorf("zero NameFormat: MaxLength %d, want %d", n.MaxLength(), routes.DefaultMaxNameLength)
+	// MaxLength 0 is 63: room for a hashed name (marker and 16
+	// characters) after a prefix of 46 bytes, not of 47.
+	if _, err := routes.NewNamer(routes.NamerOptions{Prefix: strings.Repeat("p", defaultMaxNameLength-17)}); err != nil {
+		t.Errorf("zero MaxLength, prefix of %d bytes: %v; want the default length %d to leave room", defaultMaxNameLength-17, err, defaultMaxNameLength)
+	}
+	if _, err := routes.NewNamer(routes.NamerOptions{Prefix: strings.Repeat("p", defaultMaxNameLength-16)}); err == nil {
+		t.Errorf("zero MaxLength, prefix of %d bytes: no error; want the default length %d to leave no room", defaultMaxNameLength-16, defaultMaxNameLength)
 	}
 }
 
-var fuzzFormats = []routes.NameFormat{
+var fuzzFormats = []routes.NamerOptions{
 	{},
 	{Prefix: "k8s-c1-", MaxLength: 40},
 	{Prefix: "K", Alphabet: "0123456789ABCDEFGHJKMNPQRSTVWXYZ", MaxLength: 255},
@@ -180,10 +185,10 @@ func FuzzNameCodec(f *testing.F) {
 			nf := fuzzFormats[i]
 			alphabet := nf.Alphabet
 			if alphabet == "" {
-				alphabet = routes.DefaultAlphabet
+				alphabet = defaultAlphabet
 			}
 			name := n.Name(hint, cidr)
-			if len(name) > n.MaxLength() || !strings.HasPrefix(name, nf.Prefix) || strings.Trim(name[len(nf.Prefix):], alphabet) != "" {
+			if len(name) > maxNameLength(nf) || !strings.HasPrefix(name, nf.Prefix) || strings.Trim(name[len(nf.Prefix):], alphabet) != "" {
 				t.Fatalf("format %d: Name(%q, %q) = %q: outside the format", i, hint, cidr, name)
 			}
 			k, err := n.Parse(name)
@@ -203,7 +208,7 @@ func FuzzNameCodec(f *testing.F) {
 
 // FuzzNameParse: Parse never panics and accepts only names Name makes.
 func FuzzNameParse(f *testing.F) {
-	n := mustNamer(f, routes.NameFormat{})
+	n := mustNamer(f, routes.NamerOptions{})
 	f.Add(n.Name(uidA, "10.244.1.0/24"))
 	f.Add(n.Name(uidA, "fd00:10:244:1::/64"))
 	f.Add(n.Name(strings.Repeat("x", 60), "10.0.0.0/8"))
@@ -217,8 +222,8 @@ func FuzzNameParse(f *testing.F) {
 				t.Fatalf("Parse(%q) = %+v, but Name of that is %q", name, k, got)
 			}
 		case errors.Is(err, routes.ErrHashedName):
-			if len(name) > n.MaxLength() || !n.Owns(name) {
-				t.Fatalf("Parse(%q) says hashed, but it is longer than %d or not owned", name, n.MaxLength())
+			if len(name) > defaultMaxNameLength || !owns(n, name) {
+				t.Fatalf("Parse(%q) says hashed, but it is longer than %d or not owned", name, defaultMaxNameLength)
 			}
 		case !errors.Is(err, routes.ErrForeignName):
 			t.Fatalf("Parse(%q) = %v: want ErrForeignName or ErrHashedName", name, err)

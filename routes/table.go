@@ -15,50 +15,44 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	cloudprovider "k8s.io/cloud-provider"
 
+	"github.com/ccmkit/ccmkit/internal/check"
 	"github.com/ccmkit/ccmkit/internal/clip"
 )
 
-// Table defaults, used for the zero values of Config's fields.
+// Table defaults, used for the zero values of Options' fields.
 const (
-	// DefaultBatchWindow is how long the first caller of an idle
-	// whole-table Table waits for other calls to join its batch.
-	DefaultBatchWindow = 2 * time.Millisecond
-	// DefaultMaxBatch is the most calls one batch applies: the route
-	// controller's maxConcurrentRouteOperations.
-	DefaultMaxBatch = 200
-	// DefaultConflictRetries is how often a batch rereads and rewrites the
-	// table after a WriteTable conflict.
-	DefaultConflictRetries = 3
-	// DefaultMaxThrottleWait is the longest a Table waits, in total, on
-	// behalf of one call for throttled driver calls to become allowed again.
-	// It is longer than the route controller's default reconcile period
-	// (--route-reconciliation-period, 10s) and than the Retry-After of
-	// common cloud APIs, and short enough that a cloud that keeps
+	defaultBatchWindow     = 2 * time.Millisecond
+	defaultMaxBatch        = 200 // the route controller's maxConcurrentRouteOperations
+	defaultConflictRetries = 3
+	// One minute is longer than the route controller's default reconcile
+	// period (--route-reconciliation-period, 10s) and than the Retry-After
+	// of common cloud APIs, and short enough that a cloud that keeps
 	// throttling is reported within a minute.
-	DefaultMaxThrottleWait = time.Minute
+	defaultMaxThrottleWait = time.Minute
 )
 
-// Config configures a Table. Its zero value is valid: the cluster identity
-// from each call's clusterName, the default name format,
-// TargetNodeAddresses not compared, IPv6 allowed, Blackhole only as the
-// driver reports it, and the batching and throttling defaults above.
-type Config struct {
+// Options configures a Table. Every field is optional; the zero value
+// means: the cluster identity from each call's clusterName, the default
+// name format, TargetNodeAddresses not compared, IPv6 allowed, Blackhole
+// only as the driver reports it, and the batching and throttling defaults
+// stated on each field.
+type Options struct {
 	// ClusterID, if set, is the cluster identity that owns the Table's
 	// routes, used instead of the clusterName argument of every call (the
 	// CCM's --cluster-name, "kubernetes" in most clusters): it is stored as
 	// Entry.Cluster of the routes the Table creates, passed to
 	// RouteDriver.ListRoutes, and only routes whose Entry.Cluster equals it
-	// are listed, replaced or deleted. It has the semantics of
-	// loadbalancer.Config.ClusterID: set both to the same value so that two
-	// clusters on one network, both called "kubernetes", never touch each
-	// other's routes or load balancers. Changing it orphans the routes
+	// are listed, replaced or deleted. It has the semantics of the
+	// loadbalancer package's ClusterID: set both to the same value so that
+	// two clusters on one network, both called "kubernetes", never touch
+	// each other's routes or load balancers. Changing it orphans the routes
 	// made under the old identity. When set, it must not begin or end with
 	// white space (NewTable and NewWholeTable reject it, naming the value);
 	// an empty ClusterID with an empty clusterName is an ErrInvalidRoute
 	// error at call time.
 	ClusterID string
 	// Names is the route name format (see Namer).
-	Names NameFormat
+	Names NamerOptions
 	// EnableNodeAddresses sets Route.EnableNodeAddresses on every listed
 	// route, so that the route controller compares TargetNodeAddresses with
 	// the node's addresses and replaces the route when they change. The
@@ -73,16 +67,17 @@ type Config struct {
 	Instances InstanceChecker
 	// BatchWindow (whole-table only) is how long the first caller of an idle
 	// Table waits for concurrent calls to join its batch, unless MaxBatch
-	// calls are already queued. 0 means DefaultBatchWindow; negative means
-	// no wait (calls that arrive while a batch is being written still form
-	// the next batch).
+	// calls are already queued. 0 means 2ms; negative means no wait (calls
+	// that arrive while a batch is being written still form the next
+	// batch).
 	BatchWindow time.Duration
 	// MaxBatch (whole-table only) is the most calls one batch applies.
-	// 0 means DefaultMaxBatch.
+	// 0 means 200, the route controller's maxConcurrentRouteOperations;
+	// negative is an error.
 	MaxBatch int
 	// ConflictRetries (whole-table only) is how often a batch whose
 	// WriteTable failed with ErrConflict is reread, reapplied and rewritten.
-	// 0 means DefaultConflictRetries; negative means none.
+	// 0 means 3; negative means none.
 	ConflictRetries int
 	// MaxThrottleWait bounds the total time the Table waits on behalf of
 	// one ListRoutes, CreateRoute or DeleteRoute call for throttled driver
@@ -93,8 +88,8 @@ type Config struct {
 	// wrapping the driver's (errors.As still finds the RetryError). A call
 	// that joins a whole-table batch while the Table is backing off also
 	// waits for the rest of that back-off before its own budget starts.
-	// 0 means DefaultMaxThrottleWait; negative means never wait (a
-	// throttled driver call fails its callers at once).
+	// 0 means one minute; negative means none: a throttled driver call
+	// fails its callers at once.
 	MaxThrottleWait time.Duration
 }
 
@@ -125,8 +120,9 @@ type Stats struct {
 // A Table is safe for concurrent use; the route controller makes up to 200
 // CreateRoute and DeleteRoute calls at once. With a TableDriver those calls
 // are coalesced: the first caller of an idle Table becomes the batch leader,
-// waits Config.BatchWindow for other calls to join, reads the table once,
-// applies every call (deletes first, then creates), writes the table once
+// waits Options.BatchWindow for other calls to join, reads the table once,
+// computes the change of every call with Diff (DiffInput.Partial: deletes
+// first, then creates in call order), writes the table once
 // and hands each caller its own result; calls arriving meanwhile form the
 // next batch, led by the first of them. The Table starts no goroutines of its
 // own: batches run on their leaders' goroutines.
@@ -136,7 +132,7 @@ type Stats struct {
 //
 // Throttling: a driver call that fails with an error wrapping an
 // *api.RetryError (k8s.io/cloud-provider/api) is retried after its
-// RetryAfter, within Config.MaxThrottleWait per call and while the
+// RetryAfter, within Options.MaxThrottleWait per call and while the
 // caller's context lives, so the route controller's calls do not fail
 // because the cloud asked it to slow down. A throttled TableDriver call
 // retries the whole batch (one ReadTable, at most one WriteTable, whatever
@@ -149,7 +145,7 @@ type Stats struct {
 // with the watch-based reconciliation, after its work queue's rate-limited
 // back-off, so one read after the cloud's delay converges sooner.
 type Table struct {
-	cfg    Config
+	opts   Options
 	namer  *Namer
 	routes RouteDriver
 	table  TableDriver
@@ -162,12 +158,15 @@ type Table struct {
 var _ cloudprovider.Routes = (*Table)(nil)
 
 // NewTable returns a Table over a per-route driver. It fails, naming the
-// field, when d is nil or c is invalid (c.Names, c.ClusterID, c.MaxBatch).
-func NewTable(d RouteDriver, c Config) (*Table, error) {
-	if d == nil {
-		return nil, errors.New("routes: NewTable: RouteDriver is nil: want a driver")
+// field, its value and what was expected, when d is nil (a typed nil
+// included) or opts is invalid (opts.Names, opts.ClusterID,
+// opts.MaxBatch); the error wraps nothing.
+func NewTable(d RouteDriver, opts Options) (*Table, error) {
+	const fn = "routes.NewTable"
+	if err := check.Driver(fn, d, "routes.RouteDriver"); err != nil {
+		return nil, err
 	}
-	t, err := newTable(c)
+	t, err := newTable(fn, opts)
 	if err != nil {
 		return nil, err
 	}
@@ -177,12 +176,13 @@ func NewTable(d RouteDriver, c Config) (*Table, error) {
 
 // NewWholeTable returns a Table over a whole-table driver, coalescing
 // concurrent CreateRoute and DeleteRoute calls into one table write per
-// batch. It fails, naming the field, when d is nil or c is invalid.
-func NewWholeTable(d TableDriver, c Config) (*Table, error) {
-	if d == nil {
-		return nil, errors.New("routes: NewWholeTable: TableDriver is nil: want a driver")
+// batch. It fails like NewTable, when d is nil or opts is invalid.
+func NewWholeTable(d TableDriver, opts Options) (*Table, error) {
+	const fn = "routes.NewWholeTable"
+	if err := check.Driver(fn, d, "routes.TableDriver"); err != nil {
+		return nil, err
 	}
-	t, err := newTable(c)
+	t, err := newTable(fn, opts)
 	if err != nil {
 		return nil, err
 	}
@@ -190,36 +190,45 @@ func NewWholeTable(d TableDriver, c Config) (*Table, error) {
 	return t, nil
 }
 
-func newTable(c Config) (*Table, error) {
-	if c.ClusterID != "" && strings.TrimSpace(c.ClusterID) != c.ClusterID {
-		return nil, fmt.Errorf("routes: Config.ClusterID %q: want the cluster identity without leading or trailing white space (or empty to use each call's clusterName)", c.ClusterID)
+// newTable validates opts for the constructor fn and returns a Table
+// without a driver.
+func newTable(fn string, opts Options) (*Table, error) {
+	if opts.ClusterID != "" && strings.TrimSpace(opts.ClusterID) != opts.ClusterID {
+		return nil, fmt.Errorf("%s: Options.ClusterID %q: expected the cluster identity without leading or trailing white space (or empty to use each call's clusterName)", fn, opts.ClusterID)
 	}
-	if c.MaxBatch < 0 {
-		return nil, fmt.Errorf("routes: Config.MaxBatch %d: want a positive number (or 0 for %d)", c.MaxBatch, DefaultMaxBatch)
+	if opts.MaxBatch < 0 {
+		return nil, fmt.Errorf("%s: Options.MaxBatch %d: expected 0 (the default, %d) or a positive number", fn, opts.MaxBatch, defaultMaxBatch)
 	}
-	if c.MaxBatch == 0 {
-		c.MaxBatch = DefaultMaxBatch
-	}
-	if c.BatchWindow == 0 {
-		c.BatchWindow = DefaultBatchWindow
-	}
-	switch {
-	case c.ConflictRetries == 0:
-		c.ConflictRetries = DefaultConflictRetries
-	case c.ConflictRetries < 0:
-		c.ConflictRetries = 0
-	}
-	switch {
-	case c.MaxThrottleWait == 0:
-		c.MaxThrottleWait = DefaultMaxThrottleWait
-	case c.MaxThrottleWait < 0:
-		c.MaxThrottleWait = 0
-	}
-	n, err := NewNamer(c.Names)
+	n, err := newNamer(fn, "Options.Names", opts.Names)
 	if err != nil {
 		return nil, err
 	}
-	return &Table{cfg: c, namer: n}, nil
+	return &Table{opts: opts.withDefaults(), namer: n}, nil
+}
+
+// withDefaults returns o with its zero fields set to their defaults and its
+// negative counts and durations (meaning none) set to 0; MaxBatch must not
+// be negative.
+func (o Options) withDefaults() Options {
+	if o.MaxBatch == 0 {
+		o.MaxBatch = defaultMaxBatch
+	}
+	if o.BatchWindow == 0 {
+		o.BatchWindow = defaultBatchWindow
+	}
+	switch {
+	case o.ConflictRetries == 0:
+		o.ConflictRetries = defaultConflictRetries
+	case o.ConflictRetries < 0:
+		o.ConflictRetries = 0
+	}
+	switch {
+	case o.MaxThrottleWait == 0:
+		o.MaxThrottleWait = defaultMaxThrottleWait
+	case o.MaxThrottleWait < 0:
+		o.MaxThrottleWait = 0
+	}
+	return o
 }
 
 // Namer returns the Namer the Table names routes with.
@@ -237,9 +246,9 @@ func (t *Table) Stats() Stats {
 }
 
 // cluster returns the cluster identity of a call given its clusterName:
-// Config.ClusterID when set, else clusterName; "" when both are empty.
+// Options.ClusterID when set, else clusterName; "" when both are empty.
 func (t *Table) cluster(clusterName string) string {
-	return cmp.Or(t.cfg.ClusterID, clusterName)
+	return cmp.Or(t.opts.ClusterID, clusterName)
 }
 
 // maxQuoted bounds a caller's value (a CIDR, a node or route name)
@@ -251,15 +260,15 @@ const maxQuoted = 64
 func cut(s string) string { return clip.Value(s, maxQuoted) }
 
 // noCluster is the error of a call whose cluster identity is empty.
-const noCluster = "clusterName is empty and Config.ClusterID is not set: want the cluster's name"
+const noCluster = "clusterName is empty and Options.ClusterID is not set: expected the cluster's name"
 
 // ListRoutes implements cloudprovider.Routes. It returns the routes whose
-// Entry.Cluster is the Table's cluster identity (Config.ClusterID, or
+// Entry.Cluster is the Table's cluster identity (Options.ClusterID, or
 // clusterName when that is not set), with DestinationCIDR, TargetNode and
 // TargetNodeAddresses exactly as the driver stored them, and Blackhole set
 // when the driver says so, when the route has no TargetNode, or when
-// Config.Instances reports its target gone (one call for the whole list).
-// A throttled driver read is retried within Config.MaxThrottleWait (see
+// Options.Instances reports its target gone (one call for the whole list).
+// A throttled driver read is retried within Options.MaxThrottleWait (see
 // Table). Errors from the driver or the InstanceChecker are wrapped; if
 // ctx ends while it waits out a throttle, the error wraps ctx.Err() and
 // the throttled driver error. Values are quoted cut to a bounded length.
@@ -304,7 +313,7 @@ func (t *Table) ListRoutes(ctx context.Context, clusterName string) ([]*cloudpro
 		out = append(out, &cloudprovider.Route{
 			Name:                e.Name,
 			TargetNode:          e.TargetNode,
-			EnableNodeAddresses: t.cfg.EnableNodeAddresses,
+			EnableNodeAddresses: t.opts.EnableNodeAddresses,
 			TargetNodeAddresses: slices.Clone(e.TargetNodeAddresses),
 			DestinationCIDR:     e.DestinationCIDR,
 			Blackhole:           e.Blackhole || e.TargetNode == "" || gone[e.TargetNode],
@@ -313,9 +322,9 @@ func (t *Table) ListRoutes(ctx context.Context, clusterName string) ([]*cloudpro
 	return out, nil
 }
 
-// goneTargets asks Config.Instances, once, about every distinct live target.
+// goneTargets asks Options.Instances, once, about every distinct live target.
 func (t *Table) goneTargets(ctx context.Context, entries []Entry) (map[types.NodeName]bool, error) {
-	if t.cfg.Instances == nil {
+	if t.opts.Instances == nil {
 		return nil, nil
 	}
 	seen := make(map[types.NodeName]bool)
@@ -330,7 +339,7 @@ func (t *Table) goneTargets(ctx context.Context, entries []Entry) (map[types.Nod
 	if len(targets) == 0 {
 		return nil, nil
 	}
-	gone, err := t.cfg.Instances.GoneTargets(ctx, targets)
+	gone, err := t.opts.Instances.GoneTargets(ctx, targets)
 	if err != nil {
 		return nil, fmt.Errorf("routes: list routes: check %d route targets for instances: %w", len(targets), err)
 	}
@@ -344,14 +353,14 @@ func (t *Table) goneTargets(ctx context.Context, entries []Entry) (map[types.Nod
 
 // CreateRoute implements cloudprovider.Routes. It ignores route.Name and
 // stores a route named Namer().Name(nameHint, route.DestinationCIDR), owned
-// by the Table's cluster identity (Config.ClusterID, or clusterName), with
+// by the Table's cluster identity (Options.ClusterID, or clusterName), with
 // the caller's DestinationCIDR string, TargetNode and a copy of
 // TargetNodeAddresses; route is not modified. Names do not depend on the
 // cluster identity: nameHint is the node UID, unique across clusters.
 //
 // It is idempotent: creating a route that exists (same name) succeeds, and
 // with a TableDriver rewrites it only if its target or addresses differ.
-// Throttled driver calls are retried within Config.MaxThrottleWait (see
+// Throttled driver calls are retried within Options.MaxThrottleWait (see
 // Table). Errors, each naming the field (route.DestinationCIDR,
 // route.TargetNode, nameHint), the value quoted cut to a bounded length
 // and what was expected: ErrInvalidRoute (nil route, empty cluster
@@ -363,7 +372,7 @@ func (t *Table) goneTargets(ctx context.Context, entries []Entry) (map[types.Nod
 // call was waiting for (see DeleteRoute for that and for what it means
 // for the change).
 func (t *Table) CreateRoute(ctx context.Context, clusterName string, nameHint string, route *cloudprovider.Route) error {
-	e, p, err := t.newEntry(clusterName, nameHint, route)
+	e, err := t.newEntry(clusterName, nameHint, route)
 	if err != nil {
 		return err
 	}
@@ -375,28 +384,28 @@ func (t *Table) CreateRoute(ctx context.Context, clusterName string, nameHint st
 		}
 		return nil
 	}
-	return t.batch.do(ctx, t, &op{create: true, cluster: e.Cluster, entry: e, prefix: p})
+	return t.batch.do(ctx, t, &op{create: true, cluster: e.Cluster, hint: nameHint, entry: e})
 }
 
-func (t *Table) newEntry(clusterName, nameHint string, route *cloudprovider.Route) (Entry, netip.Prefix, error) {
+func (t *Table) newEntry(clusterName, nameHint string, route *cloudprovider.Route) (Entry, error) {
 	if route == nil {
-		return Entry{}, netip.Prefix{}, fmt.Errorf("routes: CreateRoute: route is nil: want a route: %w", ErrInvalidRoute)
+		return Entry{}, fmt.Errorf("routes: CreateRoute: route is nil: expected a route: %w", ErrInvalidRoute)
 	}
 	cluster := t.cluster(clusterName)
 	switch {
 	case cluster == "":
-		return Entry{}, netip.Prefix{}, fmt.Errorf("routes: CreateRoute %q: %s: %w", cut(route.DestinationCIDR), noCluster, ErrInvalidRoute)
+		return Entry{}, fmt.Errorf("routes: CreateRoute %q: %s: %w", cut(route.DestinationCIDR), noCluster, ErrInvalidRoute)
 	case nameHint == "":
-		return Entry{}, netip.Prefix{}, fmt.Errorf("routes: CreateRoute %q: nameHint is empty: want the node UID: %w", cut(route.DestinationCIDR), ErrInvalidRoute)
+		return Entry{}, fmt.Errorf("routes: CreateRoute %q: nameHint is empty: expected the node UID: %w", cut(route.DestinationCIDR), ErrInvalidRoute)
 	case route.TargetNode == "":
-		return Entry{}, netip.Prefix{}, fmt.Errorf("routes: CreateRoute %q: route.TargetNode is empty: want a node name: %w", cut(route.DestinationCIDR), ErrInvalidRoute)
+		return Entry{}, fmt.Errorf("routes: CreateRoute %q: route.TargetNode is empty: expected a node name: %w", cut(route.DestinationCIDR), ErrInvalidRoute)
 	}
 	p, err := netip.ParsePrefix(route.DestinationCIDR)
 	if err != nil {
-		return Entry{}, netip.Prefix{}, fmt.Errorf("routes: CreateRoute: route.DestinationCIDR %q: want a CIDR such as 10.244.1.0/24 or fd00:10:244:1::/64: %w", cut(route.DestinationCIDR), ErrInvalidRoute)
+		return Entry{}, fmt.Errorf("routes: CreateRoute: route.DestinationCIDR %q: expected a CIDR such as 10.244.1.0/24 or fd00:10:244:1::/64: %w", cut(route.DestinationCIDR), ErrInvalidRoute)
 	}
-	if t.cfg.IPv4Only && !p.Addr().Is4() {
-		return Entry{}, netip.Prefix{}, fmt.Errorf("routes: CreateRoute: route.DestinationCIDR %q for node %q is IPv6: want IPv4, the cloud is configured IPv4Only: %w", cut(route.DestinationCIDR), cut(string(route.TargetNode)), ErrIPv6Unsupported)
+	if t.opts.IPv4Only && !p.Addr().Is4() {
+		return Entry{}, fmt.Errorf("routes: CreateRoute: route.DestinationCIDR %q for node %q is IPv6: expected IPv4, the cloud is configured IPv4Only: %w", cut(route.DestinationCIDR), cut(string(route.TargetNode)), ErrIPv6Unsupported)
 	}
 	return Entry{
 		Name:                t.namer.Name(nameHint, route.DestinationCIDR),
@@ -404,15 +413,15 @@ func (t *Table) newEntry(clusterName, nameHint string, route *cloudprovider.Rout
 		DestinationCIDR:     route.DestinationCIDR,
 		TargetNode:          route.TargetNode,
 		TargetNodeAddresses: slices.Clone(route.TargetNodeAddresses),
-	}, p.Masked(), nil
+	}, nil
 }
 
 // DeleteRoute implements cloudprovider.Routes. route is a route as
 // ListRoutes returned it; the routes owned by the Table's cluster identity
-// (Config.ClusterID, or clusterName) with its Name (when not empty),
+// (Options.ClusterID, or clusterName) with its Name (when not empty),
 // DestinationCIDR and TargetNode are deleted. Deleting a route that does not
 // exist succeeds. Throttled driver calls are retried within
-// Config.MaxThrottleWait (see Table). Errors: ErrInvalidRoute for a nil
+// Options.MaxThrottleWait (see Table). Errors: ErrInvalidRoute for a nil
 // route or an empty cluster identity; otherwise the driver's error, wrapped.
 //
 // With a TableDriver, if ctx ends before the call's batch completes, it
@@ -429,7 +438,7 @@ func (t *Table) newEntry(clusterName, nameHint string, route *cloudprovider.Rout
 // batch then goes on, led by the next caller waiting for it).
 func (t *Table) DeleteRoute(ctx context.Context, clusterName string, route *cloudprovider.Route) error {
 	if route == nil {
-		return fmt.Errorf("routes: DeleteRoute: route is nil: want a route as listed: %w", ErrInvalidRoute)
+		return fmt.Errorf("routes: DeleteRoute: route is nil: expected a route as listed: %w", ErrInvalidRoute)
 	}
 	cluster := t.cluster(clusterName)
 	if cluster == "" {
@@ -445,11 +454,7 @@ func (t *Table) DeleteRoute(ctx context.Context, clusterName string, route *clou
 	if t.routes != nil {
 		return t.deleteOne(ctx, e)
 	}
-	var p netip.Prefix
-	if q, err := netip.ParsePrefix(route.DestinationCIDR); err == nil {
-		p = q.Masked()
-	}
-	return t.batch.do(ctx, t, &op{cluster: cluster, entry: e, prefix: p})
+	return t.batch.do(ctx, t, &op{cluster: cluster, entry: e})
 }
 
 // deleteOne deletes through a RouteDriver; a route without a name is found

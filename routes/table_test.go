@@ -22,11 +22,11 @@ const cluster = "kubernetes"
 // reports what the driver stores and how many calls it got.
 type backend struct {
 	name string
-	make func(t *testing.T, c routes.Config, seed ...routes.Entry) (tbl *routes.Table, stored func() []routes.Entry, calls func() int)
+	make func(t *testing.T, c routes.Options, seed ...routes.Entry) (tbl *routes.Table, stored func() []routes.Entry, calls func() int)
 }
 
 var backends = []backend{
-	{"per-route", func(t *testing.T, c routes.Config, seed ...routes.Entry) (*routes.Table, func() []routes.Entry, func() int) {
+	{"per-route", func(t *testing.T, c routes.Options, seed ...routes.Entry) (*routes.Table, func() []routes.Entry, func() int) {
 		d := &memRoutes{entries: seed}
 		tbl, err := routes.NewTable(d, c)
 		if err != nil {
@@ -34,7 +34,7 @@ var backends = []backend{
 		}
 		return tbl, d.snapshot, d.calls
 	}},
-	{"whole-table", func(t *testing.T, c routes.Config, seed ...routes.Entry) (*routes.Table, func() []routes.Entry, func() int) {
+	{"whole-table", func(t *testing.T, c routes.Options, seed ...routes.Entry) (*routes.Table, func() []routes.Entry, func() int) {
 		d := &memTable{entries: seed}
 		tbl, err := routes.NewWholeTable(d, c)
 		if err != nil {
@@ -107,7 +107,7 @@ func TestTableKeepsCIDRSpelling(t *testing.T) {
 	forEachBackend(t, func(t *testing.T, b backend) {
 		for _, s := range spellings {
 			t.Run(s.name, func(t *testing.T) {
-				tbl, _, _ := b.make(t, routes.Config{})
+				tbl, _, _ := b.make(t, routes.Options{})
 				mustCreate(t, tbl, uidA, route("node-a", s.cidr))
 				got := mustList(t, tbl)
 				if len(got) != 1 || got[0].DestinationCIDR != s.cidr {
@@ -122,7 +122,7 @@ func TestTableKeepsCIDRSpelling(t *testing.T) {
 // is ignored by CreateRoute (cloud.go, Routes.CreateRoute).
 func TestTableNamesPerNodeAndCIDR(t *testing.T) {
 	forEachBackend(t, func(t *testing.T, b backend) {
-		tbl, stored, _ := b.make(t, routes.Config{})
+		tbl, stored, _ := b.make(t, routes.Options{})
 		for _, r := range []*cloudprovider.Route{route("node-a", "10.244.1.0/24"), route("node-a", "fd00:10:244:1::/64"), route("node-b", "10.244.2.0/24")} {
 			r.Name = "ignored-by-create"
 			hint := uidA
@@ -155,7 +155,7 @@ func TestTableNamesPerNodeAndCIDR(t *testing.T) {
 
 func TestTableCreateAndDeleteAreIdempotent(t *testing.T) {
 	forEachBackend(t, func(t *testing.T, b backend) {
-		tbl, stored, _ := b.make(t, routes.Config{})
+		tbl, stored, _ := b.make(t, routes.Options{})
 		mustCreate(t, tbl, uidA, route("node-a", "10.244.1.0/24"))
 		mustCreate(t, tbl, uidA, route("node-a", "10.244.1.0/24"))
 		if got := len(stored()); got != 1 {
@@ -183,7 +183,7 @@ func TestTableCreateAndDeleteAreIdempotent(t *testing.T) {
 
 func TestTableRejectsIPv6Early(t *testing.T) {
 	forEachBackend(t, func(t *testing.T, b backend) {
-		tbl, stored, calls := b.make(t, routes.Config{IPv4Only: true})
+		tbl, stored, calls := b.make(t, routes.Options{IPv4Only: true})
 		err := tbl.CreateRoute(t.Context(), cluster, uidA, route("node-a", "fd00:10:244:1::/64"))
 		if !errors.Is(err, routes.ErrIPv6Unsupported) {
 			t.Fatalf("CreateRoute(IPv6) on an IPv4Only table = %v, want ErrIPv6Unsupported", err)
@@ -218,7 +218,7 @@ func TestTableRejectsInvalidInput(t *testing.T) {
 	forEachBackend(t, func(t *testing.T, b backend) {
 		for _, c := range cases {
 			t.Run(c.name, func(t *testing.T) {
-				tbl, _, calls := b.make(t, routes.Config{})
+				tbl, _, calls := b.make(t, routes.Options{})
 				err := tbl.CreateRoute(t.Context(), c.cluster, c.hint, c.route)
 				if !errors.Is(err, routes.ErrInvalidRoute) || !strings.Contains(err.Error(), c.wantInMsg) {
 					t.Errorf("%s: CreateRoute = %v, want ErrInvalidRoute mentioning %s", c.reason, err, c.wantInMsg)
@@ -228,7 +228,7 @@ func TestTableRejectsInvalidInput(t *testing.T) {
 				}
 			})
 		}
-		tbl, _, _ := b.make(t, routes.Config{})
+		tbl, _, _ := b.make(t, routes.Options{})
 		if err := tbl.DeleteRoute(t.Context(), cluster, nil); !errors.Is(err, routes.ErrInvalidRoute) {
 			t.Errorf("DeleteRoute(nil) = %v, want ErrInvalidRoute", err)
 		}
@@ -251,13 +251,13 @@ func TestTableListsDeadRoutesAsBlackhole(t *testing.T) {
 	forEachBackend(t, func(t *testing.T, b backend) {
 		var mu sync.Mutex
 		var asked [][]types.NodeName
-		checker := routes.InstanceCheckerFunc(func(ctx context.Context, nodes []types.NodeName) ([]types.NodeName, error) {
+		checker := instanceCheckerFunc(func(ctx context.Context, nodes []types.NodeName) ([]types.NodeName, error) {
 			mu.Lock()
 			defer mu.Unlock()
 			asked = append(asked, nodes)
 			return []types.NodeName{"node-b", "node-not-asked"}, nil
 		})
-		tbl, _, _ := b.make(t, routes.Config{Instances: checker}, seed...)
+		tbl, _, _ := b.make(t, routes.Options{Instances: checker}, seed...)
 		got := map[string]bool{}
 		for _, r := range mustList(t, tbl) {
 			got[r.Name] = r.Blackhole
@@ -271,10 +271,10 @@ func TestTableListsDeadRoutesAsBlackhole(t *testing.T) {
 			t.Errorf("InstanceChecker calls (-want +got): want one call with each live target once:\n%s", diff)
 		}
 
-		failing := routes.InstanceCheckerFunc(func(context.Context, []types.NodeName) ([]types.NodeName, error) {
+		failing := instanceCheckerFunc(func(context.Context, []types.NodeName) ([]types.NodeName, error) {
 			return nil, errors.New("cloud API timeout")
 		})
-		tbl, _, _ = b.make(t, routes.Config{Instances: failing}, seed...)
+		tbl, _, _ = b.make(t, routes.Options{Instances: failing}, seed...)
 		if _, err := tbl.ListRoutes(t.Context(), cluster); err == nil || !strings.Contains(err.Error(), "cloud API timeout") {
 			t.Errorf("ListRoutes with a failing InstanceChecker = %v, want its error: doubt must not become Blackhole (the controller would delete live routes)", err)
 		}
@@ -288,7 +288,7 @@ func TestTableOwnership(t *testing.T) {
 		{Name: "default", DestinationCIDR: "0.0.0.0/0", Extra: "igw-1"},
 	}
 	forEachBackend(t, func(t *testing.T, b backend) {
-		tbl, stored, _ := b.make(t, routes.Config{}, foreign...)
+		tbl, stored, _ := b.make(t, routes.Options{}, foreign...)
 		if got := mustList(t, tbl); len(got) != 0 {
 			t.Fatalf("ListRoutes(%q) = %+v, want no routes of other clusters", cluster, got)
 		}
@@ -310,7 +310,7 @@ func TestTableOwnership(t *testing.T) {
 
 func TestTableNodeAddresses(t *testing.T) {
 	forEachBackend(t, func(t *testing.T, b backend) {
-		tbl, _, _ := b.make(t, routes.Config{EnableNodeAddresses: true})
+		tbl, _, _ := b.make(t, routes.Options{EnableNodeAddresses: true})
 		r := route("node-a", "10.244.1.0/24")
 		r.TargetNodeAddresses = addrs("192.168.0.2", "fd00::2")
 		mustCreate(t, tbl, uidA, r)
@@ -328,7 +328,7 @@ func TestTableNodeAddresses(t *testing.T) {
 func TestPerRouteDriverErrors(t *testing.T) {
 	boom := errors.New("cloud quota exceeded")
 	d := &memRoutes{createErr: boom}
-	tbl, err := routes.NewTable(d, routes.Config{})
+	tbl, err := routes.NewTable(d, routes.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -360,13 +360,16 @@ func TestConstructorsValidate(t *testing.T) {
 		name, reason, wantInMsg string
 		make                    func() (*routes.Table, error)
 	}{
-		{"nil route driver", "a nil driver is misuse, reported not panicked", "RouteDriver is nil", func() (*routes.Table, error) { return routes.NewTable(nil, routes.Config{}) }},
-		{"nil table driver", "likewise", "TableDriver is nil", func() (*routes.Table, error) { return routes.NewWholeTable(nil, routes.Config{}) }},
-		{"negative max batch", "a batch needs room", "Config.MaxBatch -1", func() (*routes.Table, error) {
-			return routes.NewWholeTable(&memTable{}, routes.Config{MaxBatch: -1})
+		{"nil route driver", "a nil driver is misuse, reported not panicked", "routes.NewTable: driver is nil: expected a routes.RouteDriver", func() (*routes.Table, error) { return routes.NewTable(nil, routes.Options{}) }},
+		{"nil table driver", "likewise", "routes.NewWholeTable: driver is nil: expected a routes.TableDriver", func() (*routes.Table, error) { return routes.NewWholeTable(nil, routes.Options{}) }},
+		{"typed nil driver", "a typed nil driver would panic at the first call", "routes.NewTable: driver is a nil *routes_test.memRoutes", func() (*routes.Table, error) {
+			return routes.NewTable((*memRoutes)(nil), routes.Options{})
 		}},
-		{"name format", "names must fit", "NameFormat.MaxLength 10", func() (*routes.Table, error) {
-			return routes.NewTable(&memRoutes{}, routes.Config{Names: routes.NameFormat{MaxLength: 10}})
+		{"negative max batch", "a batch needs room: negative is an error, named with the constructor", "routes.NewWholeTable: Options.MaxBatch -1: expected", func() (*routes.Table, error) {
+			return routes.NewWholeTable(&memTable{}, routes.Options{MaxBatch: -1})
+		}},
+		{"name format", "names must fit", "routes.NewTable: Options.Names.MaxLength 10", func() (*routes.Table, error) {
+			return routes.NewTable(&memRoutes{}, routes.Options{Names: routes.NamerOptions{MaxLength: 10}})
 		}},
 	}
 	for _, c := range cases {

@@ -10,7 +10,7 @@ import (
 
 // retry runs call, and again after each throttled answer's delay, until it
 // returns anything else, throttle.GiveUp says stop (within
-// Config.MaxThrottleWait), or ctx ends (then it returns an error wrapping
+// Options.MaxThrottleWait), or ctx ends (then it returns an error wrapping
 // ctx.Err() and the throttled driver error). waited is the time the Table
 // already waited for the Table call this driver call serves, shared by all
 // its driver calls.
@@ -22,7 +22,7 @@ func (t *Table) retry(ctx context.Context, waited *time.Duration, call func() er
 			return err
 		}
 		t.stats.throttled.Add(1)
-		if why := throttle.GiveUp(ctx, d, *waited, t.cfg.MaxThrottleWait); why != "" {
+		if why := throttle.GiveUp(ctx, d, *waited, t.opts.MaxThrottleWait); why != "" {
 			return fmt.Errorf("%s: %w", why, err)
 		}
 		if serr := throttle.Sleep(ctx, d); serr != nil {

@@ -16,94 +16,9 @@ import (
 	"github.com/ccmkit/ccmkit/routes"
 )
 
-// throttler answers driver calls "throttled, retry after d" as drivers are
-// documented to: the next left[op] calls of op (every call when -1).
-type throttler struct {
-	mu      sync.Mutex
-	d       time.Duration
-	left    map[string]int
-	calls   map[string]int // calls per op, throttled ones included
-	onThrot func(op string)
-}
-
-func newThrottler(d time.Duration, left map[string]int) *throttler {
-	return &throttler{d: d, left: left, calls: map[string]int{}}
-}
-
-// check counts a call of op and returns the throttled error, or nil to let
-// the call through.
-func (th *throttler) check(op string) error {
-	th.mu.Lock()
-	th.calls[op]++
-	n := th.left[op]
-	if n > 0 {
-		th.left[op] = n - 1
-	}
-	hook := th.onThrot
-	th.mu.Unlock()
-	if n == 0 {
-		return nil
-	}
-	if hook != nil {
-		hook(op)
-	}
-	return fmt.Errorf("acme API: %s: HTTP 429: %w", op, api.NewRetryError("too many requests", th.d))
-}
-
-func (th *throttler) count(op string) int {
-	th.mu.Lock()
-	defer th.mu.Unlock()
-	return th.calls[op]
-}
-
-type throttledTable struct {
-	*memTable
-	th *throttler
-}
-
-func (t throttledTable) ReadTable(ctx context.Context) ([]routes.Entry, string, error) {
-	if err := t.th.check("ReadTable"); err != nil {
-		return nil, "", err
-	}
-	return t.memTable.ReadTable(ctx)
-}
-
-func (t throttledTable) WriteTable(ctx context.Context, rev string, entries []routes.Entry) error {
-	if err := t.th.check("WriteTable"); err != nil {
-		return err
-	}
-	return t.memTable.WriteTable(ctx, rev, entries)
-}
-
-type throttledRoutes struct {
-	*memRoutes
-	th *throttler
-}
-
-func (r throttledRoutes) ListRoutes(ctx context.Context, cluster string) ([]routes.Entry, error) {
-	if err := r.th.check("ListRoutes"); err != nil {
-		return nil, err
-	}
-	return r.memRoutes.ListRoutes(ctx, cluster)
-}
-
-func (r throttledRoutes) CreateRoute(ctx context.Context, e routes.Entry) error {
-	if err := r.th.check("CreateRoute"); err != nil {
-		return err
-	}
-	return r.memRoutes.CreateRoute(ctx, e)
-}
-
-func (r throttledRoutes) DeleteRoute(ctx context.Context, e routes.Entry) error {
-	if err := r.th.check("DeleteRoute"); err != nil {
-		return err
-	}
-	return r.memRoutes.DeleteRoute(ctx, e)
-}
-
 // throttledTableOf returns a Table of the given kind over a throttled
 // in-memory driver seeded with seed, and a function listing what it stores.
-func throttledTableOf(t *testing.T, kind string, c routes.Config, th *throttler, seed ...routes.Entry) (*routes.Table, func() []routes.Entry) {
+func throttledTableOf(t *testing.T, kind string, c routes.Options, th *throttler, seed ...routes.Entry) (*routes.Table, func() []routes.Entry) {
 	t.Helper()
 	var (
 		tbl    *routes.Table
@@ -113,11 +28,13 @@ func throttledTableOf(t *testing.T, kind string, c routes.Config, th *throttler,
 	switch kind {
 	case "per-route":
 		d := &memRoutes{entries: seed}
-		tbl, err = routes.NewTable(throttledRoutes{d, th}, c)
+		d.throttle = th
+		tbl, err = routes.NewTable(d, c)
 		stored = d.snapshot
 	case "whole-table":
 		d := &memTable{entries: seed}
-		tbl, err = routes.NewWholeTable(throttledTable{d, th}, c)
+		d.throttle = th
+		tbl, err = routes.NewWholeTable(d, c)
 		stored = d.snapshot
 	default:
 		t.Fatalf("unknown driver kind %q", kind)
@@ -130,7 +47,7 @@ func throttledTableOf(t *testing.T, kind string, c routes.Config, th *throttler,
 
 // seeded is a route of this cluster on node-a, stored before the test.
 func seeded(t *testing.T) routes.Entry {
-	n, err := routes.NewNamer(routes.NameFormat{})
+	n, err := routes.NewNamer(routes.NamerOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -245,7 +162,7 @@ func TestThrottledDriverCallsAreRetried(t *testing.T) {
 			}
 			th := newThrottler(time.Millisecond, tt.throttle)
 			seed := seeded(t)
-			tbl, stored := throttledTableOf(t, tt.kind, routes.Config{MaxThrottleWait: time.Minute}, th, seed)
+			tbl, stored := throttledTableOf(t, tt.kind, routes.Options{MaxThrottleWait: time.Minute}, th, seed)
 			a := actionNamed(t, tt.action)
 			if err := a.call(t.Context(), tbl, seed); err != nil {
 				t.Fatalf("%s: %v, want success after the throttles (%s)", a.name, err, tt.reason)
@@ -265,7 +182,7 @@ func TestThrottledDriverCallsAreRetried(t *testing.T) {
 
 // TestThrottleBudget checks the bound: a call gives up, with the
 // RetryError still findable, once the delays it waited for would exceed
-// Config.MaxThrottleWait, or at once when the delay is unusable or past the
+// Options.MaxThrottleWait, or at once when the delay is unusable or past the
 // caller's deadline; it never sleeps for such a delay.
 func TestThrottleBudget(t *testing.T) {
 	type row struct {
@@ -312,7 +229,7 @@ func TestThrottleBudget(t *testing.T) {
 			t.Run(tt.name+"/"+o.kind+"/"+o.action, func(t *testing.T) {
 				th := newThrottler(tt.delay, map[string]int{o.op: -1})
 				seed := seeded(t)
-				tbl, stored := throttledTableOf(t, o.kind, routes.Config{MaxThrottleWait: tt.max}, th, seed)
+				tbl, stored := throttledTableOf(t, o.kind, routes.Options{MaxThrottleWait: tt.max}, th, seed)
 				ctx := t.Context()
 				if tt.deadline > 0 {
 					var cancel context.CancelFunc
@@ -348,7 +265,7 @@ func TestThrottleWaitEndsWithContext(t *testing.T) {
 				throttled := make(chan struct{})
 				var once sync.Once
 				th.onThrot = func(string) { once.Do(func() { close(throttled) }) }
-				tbl, _ := throttledTableOf(t, kind, routes.Config{MaxThrottleWait: 2 * time.Hour}, th, seeded(t))
+				tbl, _ := throttledTableOf(t, kind, routes.Options{MaxThrottleWait: 2 * time.Hour}, th, seeded(t))
 				ctx, cancel := context.WithCancel(t.Context())
 				done := make(chan error, 1)
 				go func() { done <- a.call(ctx, tbl, seeded(t)) }()
@@ -375,9 +292,9 @@ func TestWholeTableThrottledBatchRetriedAsWhole(t *testing.T) {
 	for _, op := range []string{"ReadTable", "WriteTable"} {
 		t.Run(op, func(t *testing.T) {
 			th := newThrottler(time.Millisecond, map[string]int{op: 1})
-			d := &memTable{}
+			d := &memTable{throttle: th}
 			// One batch of all 200 calls: the window ends when the batch is full.
-			tbl, err := routes.NewWholeTable(throttledTable{d, th}, routes.Config{BatchWindow: time.Hour, MaxBatch: 200})
+			tbl, err := routes.NewWholeTable(d, routes.Options{BatchWindow: time.Hour, MaxBatch: 200})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -401,8 +318,8 @@ func TestWholeTableThrottledBatchRetriedAsWhole(t *testing.T) {
 // them led the batch) and the abandoned change is not applied.
 func TestWholeTableThrottledBatchOutlivesCaller(t *testing.T) {
 	th := newThrottler(time.Millisecond, map[string]int{"ReadTable": 1})
-	d := &memTable{}
-	tbl, err := routes.NewWholeTable(throttledTable{d, th}, routes.Config{BatchWindow: time.Hour, MaxBatch: 2})
+	d := &memTable{throttle: th}
+	tbl, err := routes.NewWholeTable(d, routes.Options{BatchWindow: time.Hour, MaxBatch: 2})
 	if err != nil {
 		t.Fatal(err)
 	}

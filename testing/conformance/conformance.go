@@ -165,7 +165,7 @@ type Target struct {
 
 	// OtherCluster, if set, is the same provider over the same cloud,
 	// configured as another cluster (another cluster ID, such as
-	// loadbalancer.Options.ClusterID or routes.Config.ClusterID, in its
+	// loadbalancer.Options.ClusterID or routes.Options.ClusterID, in its
 	// cloud-config), built fresh with this Target and released by Close.
 	// The suite initializes it as it initializes Cloud, against a clientset
 	// of its own holding copies of Nodes.

@@ -89,7 +89,7 @@
 // suite's Timeout 30s) fails those rules.
 //
 // Two clusters. A provider that owns load balancers and routes by a cluster
-// ID of its own (loadbalancer.Options.ClusterID, routes.Config.ClusterID)
+// ID of its own (loadbalancer.Options.ClusterID, routes.Options.ClusterID)
 // ignores the clusterName argument, which is "kubernetes" in almost every
 // cluster; give it Target.OtherCluster, the same provider over the same
 // cloud configured as another cluster, and LB-CLUSTER-ISOLATION and

@@ -1,15 +1,50 @@
 package routes_test
 
 import (
+	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
+	"time"
+
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/cloud-provider/api"
 
 	"github.com/ccmkit/ccmkit/routes"
 )
+
+// The defaults of NamerOptions and Options, as their field docs state them.
+// They repeat the package's unexported constants on purpose: a test that
+// read them would not notice a changed default.
+const (
+	defaultMaxNameLength   = 63
+	defaultAlphabet        = "abcdefghijklmnopqrstuvwxyz234567"
+	defaultConflictRetries = 3
+)
+
+// maxNameLength is the longest name a Namer made with o makes.
+func maxNameLength(o routes.NamerOptions) int { return cmp.Or(o.MaxLength, defaultMaxNameLength) }
+
+// owns reports whether name has the form of a name n makes, reversible or
+// hashed.
+func owns(n *routes.Namer, name string) bool {
+	_, err := n.Parse(name)
+	return err == nil || errors.Is(err, routes.ErrHashedName)
+}
+
+// empty reports whether c changes nothing.
+func empty(c routes.Changes) bool { return len(c.Delete) == 0 && len(c.Create) == 0 }
+
+// instanceCheckerFunc adapts a function to routes.InstanceChecker.
+type instanceCheckerFunc func(ctx context.Context, nodes []types.NodeName) ([]types.NodeName, error)
+
+func (f instanceCheckerFunc) GoneTargets(ctx context.Context, nodes []types.NodeName) ([]types.NodeName, error) {
+	return f(ctx, nodes)
+}
 
 // memTable is an in-memory routes.TableDriver with revisions, call counters,
 // error injection and a detector for concurrent calls.
@@ -25,6 +60,9 @@ type memTable struct {
 	// gate, when set, is received from before each ReadTable proceeds.
 	gate chan struct{}
 
+	// throttle, when set, throttles calls as it is told to.
+	throttle *throttler
+
 	inCall     atomic.Int32
 	overlapped atomic.Bool
 }
@@ -37,6 +75,9 @@ func (m *memTable) enter() func() {
 }
 
 func (m *memTable) ReadTable(ctx context.Context) ([]routes.Entry, string, error) {
+	if err := m.throttle.check("ReadTable"); err != nil {
+		return nil, "", err
+	}
 	defer m.enter()()
 	if m.gate != nil {
 		select {
@@ -60,6 +101,9 @@ func (m *memTable) ReadTable(ctx context.Context) ([]routes.Entry, string, error
 }
 
 func (m *memTable) WriteTable(ctx context.Context, revision string, entries []routes.Entry) error {
+	if err := m.throttle.check("WriteTable"); err != nil {
+		return err
+	}
 	defer m.enter()()
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -100,9 +144,14 @@ type memRoutes struct {
 	lists, creates, dels int
 	listErr, createErr   error
 	deleteErr            error
+	// throttle, when set, throttles calls as it is told to.
+	throttle *throttler
 }
 
 func (m *memRoutes) ListRoutes(ctx context.Context, clusterName string) ([]routes.Entry, error) {
+	if err := m.throttle.check("ListRoutes"); err != nil {
+		return nil, err
+	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.lists++
@@ -118,6 +167,9 @@ func (m *memRoutes) ListRoutes(ctx context.Context, clusterName string) ([]route
 }
 
 func (m *memRoutes) CreateRoute(ctx context.Context, e routes.Entry) error {
+	if err := m.throttle.check("CreateRoute"); err != nil {
+		return err
+	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.creates++
@@ -134,6 +186,9 @@ func (m *memRoutes) CreateRoute(ctx context.Context, e routes.Entry) error {
 }
 
 func (m *memRoutes) DeleteRoute(ctx context.Context, e routes.Entry) error {
+	if err := m.throttle.check("DeleteRoute"); err != nil {
+		return err
+	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.dels++
@@ -158,4 +213,47 @@ func (m *memRoutes) calls() int {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	return m.lists + m.creates + m.dels
+}
+
+// throttler answers driver calls "throttled, retry after d" as drivers are
+// documented to: the next left[op] calls of op (every call when -1).
+type throttler struct {
+	mu      sync.Mutex
+	d       time.Duration
+	left    map[string]int
+	calls   map[string]int // calls per op, throttled ones included
+	onThrot func(op string)
+}
+
+func newThrottler(d time.Duration, left map[string]int) *throttler {
+	return &throttler{d: d, left: left, calls: map[string]int{}}
+}
+
+// check counts a call of op and returns the throttled error, or nil to let
+// the call through; a nil throttler lets every call through.
+func (th *throttler) check(op string) error {
+	if th == nil {
+		return nil
+	}
+	th.mu.Lock()
+	th.calls[op]++
+	n := th.left[op]
+	if n > 0 {
+		th.left[op] = n - 1
+	}
+	hook := th.onThrot
+	th.mu.Unlock()
+	if n == 0 {
+		return nil
+	}
+	if hook != nil {
+		hook(op)
+	}
+	return fmt.Errorf("acme API: %s: HTTP 429: %w", op, api.NewRetryError("too many requests", th.d))
+}
+
+func (th *throttler) count(op string) int {
+	th.mu.Lock()
+	defer th.mu.Unlock()
+	return th.calls[op]
 }
