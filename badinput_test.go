@@ -670,11 +670,11 @@ func providerIDInputs() []badInput {
 	long := "fake://" + strings.Repeat("a", 10000) + "?"
 	return []badInput{
 		p("empty", "a Node without a provider ID given to Parse", "", `expected "<scheme>://<id>"`),
-		p("scheme only", "nothing after ://", "fake://", `has no instance ID after "://"`),
+		p("scheme only", "nothing after ://", "fake://", `expected an instance ID after "://"`),
 		p("no separator", "an ID without a scheme", "i-1", `expected "<scheme>://<id>"`),
 		p("one slash", "fake:/i-1", "fake:/i-1", `expected "<scheme>://<id>"`),
 		p("empty scheme", "://i-1", "://i-1", "scheme is empty"),
-		p("bad scheme character", "a space in the scheme", "fa ke://i-1", "is not a letter, digit"),
+		p("bad scheme character", "a space in the scheme", "fa ke://i-1", "expected a letter, digit"),
 		p("traversal", "fake://../../i-1 joined into a URL climbs out of it", "fake://../../i-1", "expected a name"),
 		p("dot-dot", "fake://..", "fake://..", "expected a name"),
 		p("dot", "fake://.", "fake://.", "expected a name"),

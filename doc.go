@@ -32,7 +32,7 @@
 //		...
 //		table, err := routes.NewWholeTable(routeDriver{api}, routes.Config{ClusterID: cfg.ClusterID})
 //		...
-//		return provider.New("acme", cfg.ClusterID, provider.Capabilities{
+//		return provider.New("acme", provider.Options{ClusterID: cfg.ClusterID,
 //			LoadBalancer: lbs, InstancesV2: nodes, Routes: table,
 //		}), nil
 //	}

@@ -84,7 +84,7 @@ func newAcme(cfg *Config, api *acmeAPI) (*acme, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &acme{provider.New("acme", cfg.ClusterID, provider.Capabilities{
+	return &acme{provider.New("acme", provider.Options{ClusterID: cfg.ClusterID,
 		LoadBalancer: lbs, InstancesV2: nodes, Routes: table,
 	}), cache}, nil
 }

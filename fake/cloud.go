@@ -261,7 +261,8 @@ func compose(cfg Config, st *store, o options) (*Cloud, error) {
 	if err != nil {
 		return nil, fmt.Errorf("fake: routes: %w", err)
 	}
-	c.Cloud = provider.New(ProviderName, cfg.ClusterID, provider.Capabilities{
+	c.Cloud = provider.New(ProviderName, provider.Options{
+		ClusterID:    cfg.ClusterID,
 		LoadBalancer: lbs,
 		InstancesV2:  nodes,
 		Routes:       checkedRoutes{Table: c.routes, s: st, clusterID: cfg.ClusterID},

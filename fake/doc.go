@@ -24,7 +24,7 @@
 //	loadbalancer.go  loadbalancer.Driver (Find, Apply, Delete)  → loadbalancer.Reconciler
 //	routes.go        routes.TableDriver (ReadTable, WriteTable) → routes.Table (whole table, coalesced)
 //	instances.go     instances.ListDriver (GetByID, GetByName, List) → instances.Cache → instances.Adapter
-//	cloud.go         provider.New("fake", clusterID, provider.Capabilities{...})
+//	cloud.go         provider.New("fake", provider.Options{ClusterID: …, …})
 //
 // Between each adapter and its driver sits the fake's "cloud API" layer
 // (instrument.go): it counts every call (Calls), applies the rate limit

@@ -110,7 +110,7 @@ func Example() {
 	// example://fra1/vm-1: exists=true err=<nil> shutdown=false
 	// example://vm-2: exists=true err=<nil> shutdown=true
 	// example://vm-3: exists=false err=<nil> shutdown=false
-	// node "w9": spec.providerID: provider ID "other://vm-1": scheme "other" is not "example": the node belongs to another provider
+	// node "w9": spec.providerID: provider ID "other://vm-1": scheme "other": expected "example" (the node belongs to another provider)
 }
 
 func ExampleNewCache() {

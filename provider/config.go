@@ -18,6 +18,8 @@ import (
 
 	yamlv2 "go.yaml.in/yaml/v2"
 	"sigs.k8s.io/yaml"
+
+	"github.com/ccmkit/ccmkit/internal/check"
 )
 
 // Validator is implemented by configuration types that check themselves.
@@ -75,7 +77,7 @@ const MaxConfigSize = 1 << 20
 // package.
 func DecodeConfig[C any](r io.Reader) (*C, error) {
 	cfg := new(C)
-	if present(r) {
+	if !check.IsNil(r) {
 		data, err := readConfig(r)
 		if err != nil {
 			return nil, fmt.Errorf("%w: %w", ErrInvalidConfig, err)
@@ -219,7 +221,7 @@ func checkFieldCase(v any, t reflect.Type, path string) error {
 			if !ok {
 				for name := range fields {
 					if strings.EqualFold(name, key) {
-						return fmt.Errorf("unknown field %q: field names are case-sensitive, expected %q", path+truncate(key), path+name)
+						return fmt.Errorf("unknown field %q: field names are case-sensitive: expected %q", path+truncate(key), path+name)
 					}
 				}
 				continue // yaml.UnmarshalStrict has accepted it: an ignored field ("-")
