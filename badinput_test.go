@@ -695,8 +695,8 @@ func providerIDInputs() []badInput {
 		p("NUL", "a NUL byte", "fake://i-1\x00", "expected printable characters"),
 		p("line separator", "U+2028", "fake://i-1\u2028", "expected printable characters"),
 		p("invalid UTF-8", "bytes that are no characters", "fake://i-\xff", "expected printable characters"),
-		p("foreign scheme", "another provider's Node", "aws://i-1", `is not "fake"`),
-		p("scheme in other case", "the node controller compares the scheme exactly", "FAKE://i-1", `is not "fake"`),
+		p("foreign scheme", "another provider's Node", "aws://i-1", `expected "fake"`),
+		p("scheme in other case", "the node controller compares the scheme exactly", "FAKE://i-1", `expected "fake"`),
 		p("huge", "a 10 kB ID is quoted cut", long, "expected none"),
 	}
 }
@@ -883,7 +883,7 @@ func serviceInputs(w *badWorld) []badInput {
 func addressInputs() []badInput {
 	internal := func(ip string) v1.NodeAddress { return v1.NodeAddress{Type: v1.NodeInternalIP, Address: ip} }
 	good := internal("10.0.0.1")
-	a := func(name, reason string, addrs []v1.NodeAddress, opts instances.AddressOptions, field, value, expect string) badInput {
+	a := func(name, reason string, addrs []v1.NodeAddress, opts instances.AddressPolicy, field, value, expect string) badInput {
 		return badInput{surface: "addresses", name: name, reason: reason,
 			call: func(context.Context) error {
 				_, err := instances.BuildAddresses(addrs, opts)
@@ -893,10 +893,10 @@ func addressInputs() []badInput {
 			field: field, value: value, expect: expect}
 	}
 	ip := func(name, addr, expect string) badInput {
-		return a(name, "InternalIP "+strconv.Quote(addr), []v1.NodeAddress{good, internal(addr)}, instances.AddressOptions{},
+		return a(name, "InternalIP "+strconv.Quote(addr), []v1.NodeAddress{good, internal(addr)}, instances.AddressPolicy{},
 			"addresses[1]", q(addr), expect)
 	}
-	none := instances.AddressOptions{}
+	none := instances.AddressPolicy{}
 	cases := []badInput{
 		ip("octet over 255", "10.0.0.256", "expected"),
 		ip("word", "nope", "expected"),
@@ -915,12 +915,12 @@ func addressInputs() []badInput {
 		a("DNS name with underscore", "not a DNS-1123 subdomain", []v1.NodeAddress{good, {Type: v1.NodeInternalDNS, Address: "a_b.example"}}, none, "addresses[1]", q("a_b.example"), "expected"),
 		a("DNS name with leading dash", "not a DNS-1123 subdomain", []v1.NodeAddress{good, {Type: v1.NodeExternalDNS, Address: "-a.example"}}, none, "addresses[1]", q("-a.example"), "expected"),
 		a("hostname too long", "a 300-character hostname", []v1.NodeAddress{good, {Type: v1.NodeHostName, Address: strings.Repeat("a", 300)}}, none, "addresses[1]", q(strings.Repeat("a", 300)), "expected"),
-		a("no InternalIP", "only an ExternalIP", []v1.NodeAddress{{Type: v1.NodeExternalIP, Address: "203.0.113.1"}}, none, "InternalIP", "", "required"),
-		a("no addresses", "an empty list", nil, none, "InternalIP", "", "required"),
-		a("dual stack missing IPv6", "RequireDualStack with IPv4 only", []v1.NodeAddress{good}, instances.AddressOptions{RequireDualStack: true}, "IPv6 InternalIP", "", "dual-stack is required"),
-		a("provided node IP word", "the kubelet's annotation is not an IP", []v1.NodeAddress{good}, instances.AddressOptions{ProvidedNodeIP: "nope"},
+		a("no InternalIP", "only an ExternalIP", []v1.NodeAddress{{Type: v1.NodeExternalIP, Address: "203.0.113.1"}}, none, "InternalIP", "", "expected at least one of type InternalIP"),
+		a("no addresses", "an empty list", nil, none, "InternalIP", "", "expected at least one of type InternalIP"),
+		a("dual stack missing IPv6", "RequireDualStack with IPv4 only", []v1.NodeAddress{good}, instances.AddressPolicy{RequireDualStack: true}, "IPv6 InternalIP", "", "dual-stack is required"),
+		a("provided node IP word", "the kubelet's annotation is not an IP", []v1.NodeAddress{good}, instances.AddressPolicy{ProvidedNodeIP: "nope"},
 			"provided-node-ip", q("nope"), "expected"),
-		a("provided node IP absent", "the kubelet's --node-ip is no address of the node", []v1.NodeAddress{good}, instances.AddressOptions{ProvidedNodeIP: "10.0.0.9"},
+		a("provided node IP absent", "the kubelet's --node-ip is no address of the node", []v1.NodeAddress{good}, instances.AddressPolicy{ProvidedNodeIP: "10.0.0.9"},
 			"provided-node-ip", q("10.0.0.9"), "expected"),
 	}
 	return append(cases, a("address 1 MiB", "a huge address is quoted cut", []v1.NodeAddress{good, internal(strings.Repeat("1", huge))}, none,
@@ -940,8 +940,8 @@ func instanceInputs(w *badWorld) []badInput {
 		{"escaped slash", "fake://a%2Fi-1", "expected the characters themselves"},
 		{"zero-width space", "fake://i-\u200b1", "expected visible characters"},
 		{"right-to-left override", "fake://i-\u202e1", "expected visible characters"},
-		{"foreign scheme", "aws://i-1", `is not "fake"`},
-		{"scheme only", "fake://", "no instance ID"},
+		{"foreign scheme", "aws://i-1", `expected "fake"`},
+		{"scheme only", "fake://", "expected an instance ID"},
 		{"huge", "fake://" + strings.Repeat("i", 10000) + "#", "expected none"},
 	} {
 		node := base.DeepCopy()

@@ -24,7 +24,7 @@
 //		api := acmesdk.Dial(cfg.Endpoint, cfg.Token.Reveal())
 //		cache, err := instances.NewCache(vmDriver{api}, instances.CacheOptions{})
 //		...
-//		nodes, err := instances.NewAdapter(cache, instances.Options{Codec: provider.Codec{Scheme: "acme"}})
+//		nodes, err := instances.NewAdapter(cache, provider.Codec{Scheme: "acme"}, instances.Options{})
 //		...
 //		lbs, err := loadbalancer.NewReconciler(loadbalancer.Config{Driver: lbDriver{api}, ClusterID: cfg.ClusterID,
 //			Instances: nodes, Codec: provider.Codec{Scheme: "acme"},

@@ -65,7 +65,7 @@ func newAcme(cfg *Config, api *acmeAPI) (*acme, error) {
 	if err != nil {
 		return nil, err
 	}
-	nodes, err := instances.NewAdapter(cache, instances.Options{Codec: provider.Codec{Scheme: "acme"}})
+	nodes, err := instances.NewAdapter(cache, provider.Codec{Scheme: "acme"}, instances.Options{})
 	if err != nil {
 		return nil, err
 	}

@@ -226,7 +226,7 @@ func compose(cfg Config, st *store, o options) (*Cloud, error) {
 	if st.file != nil {
 		lookups = freshLookups{st, c.cache} // sees other processes' changes too
 	}
-	nodes, err := instances.NewAdapter(lookups, instances.Options{Codec: codec})
+	nodes, err := instances.NewAdapter(lookups, codec, instances.Options{})
 	if err != nil {
 		return nil, fmt.Errorf("fake: instances: %w", err)
 	}

@@ -30,7 +30,7 @@ const (
 	OpWriteRouteTable    Op = "WriteRouteTable"    // write: routes.TableDriver.WriteTable
 	OpGetInstance        Op = "GetInstance"        // read: instances.Driver.GetByID
 	OpGetInstanceByName  Op = "GetInstanceByName"  // read: instances.Driver.GetByName
-	OpListInstances      Op = "ListInstances"      // read: instances.Lister.List
+	OpListInstances      Op = "ListInstances"      // read: instances.ListDriver.List
 )
 
 // Ops returns every operation, in the order of the constants.

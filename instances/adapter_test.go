@@ -230,7 +230,7 @@ func TestAdapterContract(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			a, err := instances.NewAdapter(tt.driver, instances.Options{Codec: acme})
+			a, err := instances.NewAdapter(tt.driver, acme, instances.Options{})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -284,7 +284,7 @@ func TestAdapterContract(t *testing.T) {
 // TestAdapterContextCanceled checks that a canceled context is an error,
 // not a deleted Node.
 func TestAdapterContextCanceled(t *testing.T) {
-	a, err := instances.NewAdapter(newMemCloud(runningInstance()), instances.Options{Codec: acme})
+	a, err := instances.NewAdapter(newMemCloud(runningInstance()), acme, instances.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -304,7 +304,7 @@ func TestAdapterMetadataValidation(t *testing.T) {
 		reason string
 		modify func(*instances.Instance)
 		node   *v1.Node
-		opts   instances.AddressOptions
+		opts   instances.AddressPolicy
 		want   *cloudprovider.InstanceMetadata // when no error
 		err    []error                         // all must match
 		msg    string                          // substring of the error
@@ -379,12 +379,12 @@ func TestAdapterMetadataValidation(t *testing.T) {
 		{
 			name: "dual-stack required", reason: "Options.Addresses applies to every instance",
 			modify: func(i *instances.Instance) { i.Addresses = []v1.NodeAddress{internal("10.0.0.1")} },
-			opts:   instances.AddressOptions{RequireDualStack: true},
+			opts:   instances.AddressPolicy{RequireDualStack: true},
 			err:    []error{instances.ErrInvalidInstance, instances.ErrNoInternalIP}, msg: "IPv6",
 		},
 		{
 			name: "PreferIPv6", reason: "Options.Addresses applies to every instance",
-			opts: instances.AddressOptions{PreferIPv6: true},
+			opts: instances.AddressPolicy{PreferIPv6: true},
 			want: func() *cloudprovider.InstanceMetadata {
 				m := wantMetadata("acme://eu-1/i-1")
 				m.NodeAddresses = []v1.NodeAddress{internal("fd00::1"), internal("10.0.0.1"), external("203.0.113.7"), hostname("node-1")}
@@ -427,7 +427,7 @@ func TestAdapterMetadataValidation(t *testing.T) {
 			if node == nil {
 				node = nodeWithProviderID("node-1", "acme://eu-1/i-1")
 			}
-			a, err := instances.NewAdapter(newMemCloud(inst), instances.Options{Codec: acme, Addresses: tt.opts})
+			a, err := instances.NewAdapter(newMemCloud(inst), acme, instances.Options{Addresses: tt.opts})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -465,7 +465,7 @@ func annotated(n *v1.Node, providedIP string) *v1.Node {
 // change the driver's instance.
 func TestAdapterMetadataIsACopy(t *testing.T) {
 	cloud := newMemCloud(runningInstance())
-	a, err := instances.NewAdapter(cloud, instances.Options{Codec: acme})
+	a, err := instances.NewAdapter(cloud, acme, instances.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -486,23 +486,26 @@ func TestAdapterMetadataIsACopy(t *testing.T) {
 }
 
 func TestNewAdapterErrors(t *testing.T) {
+	var typedNil *memCloud
 	tests := []struct {
 		name   string
 		reason string
 		driver instances.Driver
+		codec  provider.Codec
 		opts   instances.Options
 		msg    string
 	}{
-		{name: "nil driver", reason: "nothing to adapt", opts: instances.Options{Codec: acme}, msg: "driver is nil"},
-		{name: "empty scheme", reason: "provider IDs need the provider name", driver: newMemCloud(), msg: "Scheme is empty"},
-		{name: "bad scheme", reason: "the codec rejects it", driver: newMemCloud(), opts: instances.Options{Codec: provider.Codec{Scheme: "ac me"}}, msg: `"ac me"`},
-		{name: "fixed provided node IP", reason: "it comes from each Node", driver: newMemCloud(), opts: instances.Options{Codec: acme, Addresses: instances.AddressOptions{ProvidedNodeIP: "10.0.0.1"}}, msg: "ProvidedNodeIP"},
+		{name: "nil driver", reason: "nothing to adapt", codec: acme, msg: "instances.NewAdapter: driver is nil: expected a instances.Driver"},
+		{name: "typed nil driver", reason: "a nil *T in the interface would panic at the first look-up", driver: typedNil, codec: acme, msg: "instances.NewAdapter: driver is a nil *instances_test.memCloud: expected a usable instances.Driver"},
+		{name: "empty scheme", reason: "provider IDs need the provider name", driver: newMemCloud(), msg: "instances.NewAdapter: codec.Scheme is empty: expected the provider name"},
+		{name: "bad scheme", reason: "the codec rejects it", driver: newMemCloud(), codec: provider.Codec{Scheme: "ac me"}, msg: `instances.NewAdapter: codec.Scheme "ac me": `},
+		{name: "fixed provided node IP", reason: "it comes from each Node", driver: newMemCloud(), codec: acme, opts: instances.Options{Addresses: instances.AddressPolicy{ProvidedNodeIP: "10.0.0.1"}}, msg: `instances.NewAdapter: Options.Addresses.ProvidedNodeIP "10.0.0.1": expected empty`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			a, err := instances.NewAdapter(tt.driver, tt.opts)
+			a, err := instances.NewAdapter(tt.driver, tt.codec, tt.opts)
 			if a != nil || err == nil || !strings.Contains(err.Error(), tt.msg) {
-				t.Errorf("NewAdapter = (%v, %v), want nil and an error mentioning %q (%s)", a, err, tt.msg, tt.reason)
+				t.Errorf("NewAdapter = (%v, %v): expected nil and an error containing %q (%s)", a, err, tt.msg, tt.reason)
 			}
 		})
 	}

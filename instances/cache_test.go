@@ -68,7 +68,7 @@ func newCacheFixture(t testing.TB, d instances.ListDriver, cloud *memCloud, opts
 	if err != nil {
 		t.Fatal(err)
 	}
-	a, err := instances.NewAdapter(cache, instances.Options{Codec: acme})
+	a, err := instances.NewAdapter(cache, acme, instances.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -95,7 +95,7 @@ func TestCache5000NodesOneList(t *testing.T) {
 	const n = 5000
 	cloud := numberedCloud(n)
 	f := newCacheFixture(t, nil, cloud, instances.CacheOptions{TTL: time.Minute})
-	direct, err := instances.NewAdapter(numberedCloud(n), instances.Options{Codec: acme})
+	direct, err := instances.NewAdapter(numberedCloud(n), acme, instances.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -169,7 +169,7 @@ func TestCacheConcurrentMissesCoalesce(t *testing.T) {
 
 func TestCacheTTL(t *testing.T) {
 	cloud := numberedCloud(3)
-	f := newCacheFixture(t, nil, cloud, instances.CacheOptions{}) // zero TTL: DefaultCacheTTL
+	f := newCacheFixture(t, nil, cloud, instances.CacheOptions{}) // zero TTL: the default, one minute
 	node := numberedNode(0)
 	ask := func() {
 		t.Helper()
@@ -178,7 +178,7 @@ func TestCacheTTL(t *testing.T) {
 		}
 	}
 	ask()
-	f.clock.Advance(instances.DefaultCacheTTL - time.Nanosecond)
+	f.clock.Advance(time.Minute - time.Nanosecond) // CacheOptions.TTL's documented default
 	ask()
 	checkCalls(t, cloud, calls{List: 1}, "still within the default TTL of one minute")
 	f.clock.Advance(time.Nanosecond)
@@ -455,12 +455,25 @@ func TestCacheList(t *testing.T) {
 }
 
 func TestNewCacheErrors(t *testing.T) {
-	if c, err := instances.NewCache(nil, instances.CacheOptions{}); c != nil || err == nil {
-		t.Errorf("NewCache(nil) = (%v, %v), want an error", c, err)
+	var typedNil *memCloud
+	tests := []struct {
+		name   string
+		reason string
+		driver instances.ListDriver
+		opts   instances.CacheOptions
+		msg    string
+	}{
+		{name: "nil driver", reason: "nothing to cache", msg: "instances.NewCache: driver is nil: expected a instances.ListDriver"},
+		{name: "typed nil driver", reason: "a nil *T in the interface would panic at the first List", driver: typedNil, msg: "instances.NewCache: driver is a nil *instances_test.memCloud: expected a usable instances.ListDriver"},
+		{name: "negative TTL", reason: "a list remembered for no time is no cache: an error, not clamped", driver: newMemCloud(), opts: instances.CacheOptions{TTL: -time.Second}, msg: "instances.NewCache: CacheOptions.TTL -1s: expected 0 (the default, 1m0s) or positive"},
 	}
-	c, err := instances.NewCache(newMemCloud(), instances.CacheOptions{TTL: -time.Second})
-	if c != nil || err == nil || !strings.Contains(err.Error(), "TTL is -1s") {
-		t.Errorf("NewCache(TTL -1s) = (%v, %v), want an error naming the TTL", c, err)
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c, err := instances.NewCache(tt.driver, tt.opts)
+			if c != nil || err == nil || !strings.Contains(err.Error(), tt.msg) {
+				t.Errorf("NewCache = (%v, %v): expected nil and an error containing %q (%s)", c, err, tt.msg, tt.reason)
+			}
+		})
 	}
 }
 
