@@ -550,7 +550,8 @@ func configInputs(w *badWorld) []badInput {
 	c := func(name, reason string, call func(context.Context) error, field, expect string) badInput {
 		return badInput{surface: "config", name: name, reason: reason, call: call, state: registry, field: field, expect: expect}
 	}
-	big := "clusterID: c\ntoken: " + s + strings.Repeat("x", provider.MaxConfigSize) + "\n"
+	// Over DecodeConfig's documented limit, 1 MiB.
+	big := "clusterID: c\ntoken: " + s + strings.Repeat("x", 1<<20) + "\n"
 	return []badInput{
 		c("unknown anchor", "an alias of an anchor never defined; the YAML library quotes its name",
 			decode("clusterID: c\ntoken: *"+s+"\n"), "alias (*name)", "refers to an anchor (&name) that is not defined"),
@@ -582,7 +583,7 @@ func configInputs(w *badWorld) []badInput {
 			decode("42\n"), "got a number", "expected a mapping"),
 		c("sequence at the top", "a list instead of a mapping",
 			decode("- "+s+"\n"), "got a sequence", "expected a mapping"),
-		c("over MaxConfigSize", "a 1 MiB token: decoding 64 MiB took seconds and gigabytes",
+		c("over the size limit", "a 1 MiB token: decoding 64 MiB took seconds and gigabytes",
 			decode(big), "cloud-config is", "expected at most 1048576 bytes"),
 		c("second document", "a token in a document the decoder would ignore",
 			decode("clusterID: c\n---\ntoken: "+s+"\n"), "YAML document 2", "expected a single document"),
@@ -624,7 +625,7 @@ func configInputs(w *badWorld) []badInput {
 			registered("fake", "loadBalancers:\n  password: "+s+"\n"), `"password"`, "not a field of the configuration"),
 		c("fake second document", "a second document after the fake's config",
 			registered("fake", "clusterID: c\n---\nclusterID: "+s+"\n"), "YAML document 2", "expected a single document"),
-		c("build over MaxConfigSize", "provider.Build with the fake's factory and a 1 MiB config",
+		c("build over the size limit", "provider.Build with the fake's factory and a 1 MiB config",
 			func(context.Context) error {
 				c, err := provider.Build("fake", strings.NewReader(big), fake.Factory)
 				if c != nil {

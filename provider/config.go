@@ -36,15 +36,15 @@ type Validator interface {
 // callers can tell a bad cloud-config from other failures with errors.Is.
 var ErrInvalidConfig = errors.New("invalid cloud-config")
 
-// MaxConfigSize is the largest cloud-config DecodeConfig accepts, in bytes
+// maxConfigSize is the largest cloud-config DecodeConfig accepts, in bytes
 // (1 MiB). A cloud-config is a few hundred bytes of settings; the limit
 // keeps a mistaken or hostile file (a 64 MiB value takes seconds and
 // gigabytes to decode) from stalling the cloud-controller-manager's start.
-const MaxConfigSize = 1 << 20
+const maxConfigSize = 1 << 20
 
 // DecodeConfig decodes a cloud-config into a new C and validates it.
 //
-// r holds YAML or JSON (JSON is YAML), at most MaxConfigSize bytes, and one
+// r holds YAML or JSON (JSON is YAML), at most 1 MiB (1048576 bytes), and one
 // YAML document: a second document after "---" (or "...") is an error
 // naming it, unless it is empty, so nothing is ignored. Decoding is strict:
 // a field that C does not declare, or a field given twice, is an error that
@@ -96,16 +96,16 @@ func DecodeConfig[C any](r io.Reader) (*C, error) {
 	return cfg, nil
 }
 
-// readConfig reads all of r, up to MaxConfigSize bytes.
+// readConfig reads all of r, up to maxConfigSize bytes.
 func readConfig(r io.Reader) ([]byte, error) {
-	data, err := io.ReadAll(io.LimitReader(r, MaxConfigSize+1))
+	data, err := io.ReadAll(io.LimitReader(r, maxConfigSize+1))
 	if err != nil {
 		return nil, fmt.Errorf("reading: %w", err)
 	}
-	if len(data) <= MaxConfigSize {
+	if len(data) <= maxConfigSize {
 		return data, nil
 	}
-	size := "more than " + strconv.Itoa(MaxConfigSize)
+	size := "more than " + strconv.Itoa(maxConfigSize)
 	switch s := r.(type) {
 	case interface{ Stat() (fs.FileInfo, error) }: // *os.File
 		if fi, err := s.Stat(); err == nil && fi.Mode().IsRegular() {
@@ -114,7 +114,7 @@ func readConfig(r io.Reader) ([]byte, error) {
 	case interface{ Len() int }: // *strings.Reader, *bytes.Reader, *bytes.Buffer
 		size = strconv.Itoa(len(data) + s.Len())
 	}
-	return nil, fmt.Errorf("the cloud-config is %s bytes: expected at most %d bytes (provider.MaxConfigSize)", size, MaxConfigSize)
+	return nil, fmt.Errorf("the cloud-config is %s bytes: expected at most %d bytes", size, maxConfigSize)
 }
 
 // decodeStrict decodes YAML (or JSON) into the struct pointer into.

@@ -485,7 +485,7 @@ func TestDecodeConfigNoSecretInErrors(t *testing.T) {
 
 // TestDecodeConfigLimits pins the size limit and the one-document rule.
 func TestDecodeConfigLimits(t *testing.T) {
-	big := "endpoint: x\nregion: " + strings.Repeat("a", MaxConfigSize) + "\n"
+	big := "endpoint: x\nregion: " + strings.Repeat("a", maxConfigSize) + "\n"
 	file := filepath.Join(t.TempDir(), "big.yaml")
 	if err := os.WriteFile(file, []byte(big), 0o600); err != nil {
 		t.Fatal(err)
@@ -495,14 +495,14 @@ func TestDecodeConfigLimits(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	limit := fmt.Sprint(MaxConfigSize)
+	limit := fmt.Sprint(maxConfigSize)
 	tests := []struct {
 		name    string
 		reason  string
 		in      io.Reader
 		wantErr string // "" means success
 	}{
-		{name: "at the limit", reason: "MaxConfigSize bytes are accepted", in: strings.NewReader("endpoint: x\nregion: " + strings.Repeat("a", MaxConfigSize-21) + "\n")},
+		{name: "at the limit", reason: "maxConfigSize bytes are accepted", in: strings.NewReader("endpoint: x\nregion: " + strings.Repeat("a", maxConfigSize-21) + "\n")},
 		{name: "over the limit", reason: "the error names the size and the limit", in: strings.NewReader(big), wantErr: fmt.Sprintf("is %d bytes: expected at most %s bytes", len(big), limit)},
 		{name: "file over the limit", reason: "a file's size comes from Stat", in: f, wantErr: fmt.Sprintf("is %d bytes: expected at most %s", len(big), limit)},
 		{name: "stream over the limit", reason: "a stream of unknown size is not read to its end", in: io.MultiReader(strings.NewReader(big)), wantErr: "is more than " + limit + " bytes"},
