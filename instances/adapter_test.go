@@ -71,34 +71,6 @@ func withState(i instances.Instance, s instances.State) instances.Instance {
 	return i
 }
 
-// funcDriver is a Driver whose answers the test writes as functions, for
-// misbehaving drivers memCloud cannot express.
-type funcDriver struct {
-	byID   func(context.Context, provider.ProviderID) (instances.Instance, error)
-	byName func(context.Context, string) (instances.Instance, error)
-}
-
-func (d funcDriver) GetByID(ctx context.Context, id provider.ProviderID) (instances.Instance, error) {
-	if d.byID == nil {
-		return instances.Instance{}, errors.New("funcDriver: GetByID not set")
-	}
-	return d.byID(ctx, id)
-}
-
-func (d funcDriver) GetByName(ctx context.Context, name string) (instances.Instance, error) {
-	if d.byName == nil {
-		return instances.Instance{}, errors.New("funcDriver: GetByName not set")
-	}
-	return d.byName(ctx, name)
-}
-
-func returns(i instances.Instance, err error) funcDriver {
-	return funcDriver{
-		byID:   func(context.Context, provider.ProviderID) (instances.Instance, error) { return i, err },
-		byName: func(context.Context, string) (instances.Instance, error) { return i, err },
-	}
-}
-
 // TestAdapterContract checks the InstancesV2 answers for every look-up
 // outcome, through all three methods.
 func TestAdapterContract(t *testing.T) {
@@ -115,7 +87,7 @@ func TestAdapterContract(t *testing.T) {
 		shutdownErr  error
 		meta         *cloudprovider.InstanceMetadata
 		metaErr      error
-		byID, byName int64 // expected driver calls for the three methods together (memCloud only)
+		byID, byName int64 // expected driver calls for the three methods together
 	}{
 		{
 			name: "running by provider ID", reason: "exists, not shut down, full metadata with spec.providerID",
@@ -150,7 +122,7 @@ func TestAdapterContract(t *testing.T) {
 		{
 			name: "terminated by name", reason: "a terminated instance is gone by name too",
 			driver: returns(withState(runningInstance(), instances.StateTerminated), nil), node: nodeWithProviderID("node-1", ""),
-			shutdownErr: cloudprovider.InstanceNotFound, metaErr: cloudprovider.InstanceNotFound,
+			shutdownErr: cloudprovider.InstanceNotFound, metaErr: cloudprovider.InstanceNotFound, byName: 3,
 		},
 		{
 			name: "not found by provider ID", reason: "a definite not-found (wrapped sentinel) is gone",
@@ -165,7 +137,7 @@ func TestAdapterContract(t *testing.T) {
 		{
 			name: "ErrNotFound unwrapped", reason: "either spelling of the sentinel counts",
 			driver: returns(instances.Instance{}, instances.ErrNotFound), node: nodeWithProviderID("node-1", "acme://i-1"),
-			shutdownErr: cloudprovider.InstanceNotFound, metaErr: cloudprovider.InstanceNotFound,
+			shutdownErr: cloudprovider.InstanceNotFound, metaErr: cloudprovider.InstanceNotFound, byID: 3,
 		},
 		{
 			name: "provider ID set: the name is never consulted", reason: "provider ID first; a live instance with the node's name does not make a deleted ID exist",
@@ -175,12 +147,12 @@ func TestAdapterContract(t *testing.T) {
 		{
 			name: "driver error", reason: "any failure is (false, err), never gone",
 			driver: returns(instances.Instance{}, timeout), node: nodeWithProviderID("node-1", "acme://i-1"),
-			existsErr: timeout, shutdownErr: timeout, metaErr: timeout,
+			existsErr: timeout, shutdownErr: timeout, metaErr: timeout, byID: 3,
 		},
 		{
 			name: "driver error by name", reason: "any failure is (false, err), never gone",
 			driver: returns(instances.Instance{}, errors.New("HTTP 503")), node: nodeWithProviderID("node-1", ""),
-			existsErr: errAny, shutdownErr: errAny, metaErr: errAny,
+			existsErr: errAny, shutdownErr: errAny, metaErr: errAny, byName: 3,
 		},
 		{
 			name: "foreign scheme", reason: "a node of another provider is an error, not gone; the driver is not asked",
@@ -200,22 +172,22 @@ func TestAdapterContract(t *testing.T) {
 		{
 			name: "driver returns another ID", reason: "a driver bug is an error, never an answer about the wrong instance",
 			driver: returns(instances.Instance{ID: "i-2", Name: "node-1", Addresses: []v1.NodeAddress{internal("10.0.0.1")}}, nil), node: nodeWithProviderID("node-1", "acme://i-1"),
-			existsErr: instances.ErrInvalidInstance, shutdownErr: instances.ErrInvalidInstance, metaErr: instances.ErrInvalidInstance,
+			existsErr: instances.ErrInvalidInstance, shutdownErr: instances.ErrInvalidInstance, metaErr: instances.ErrInvalidInstance, byID: 3,
 		},
 		{
 			name: "driver returns another name", reason: "a driver bug is an error",
 			driver: returns(instances.Instance{ID: "i-2", Name: "node-2", Addresses: []v1.NodeAddress{internal("10.0.0.1")}}, nil), node: nodeWithProviderID("node-1", ""),
-			existsErr: instances.ErrInvalidInstance, shutdownErr: instances.ErrInvalidInstance, metaErr: instances.ErrInvalidInstance,
+			existsErr: instances.ErrInvalidInstance, shutdownErr: instances.ErrInvalidInstance, metaErr: instances.ErrInvalidInstance, byName: 3,
 		},
 		{
 			name: "driver returns an empty ID by name", reason: "no provider ID can be made from it",
 			driver: returns(instances.Instance{Name: "node-1", Addresses: []v1.NodeAddress{internal("10.0.0.1")}}, nil), node: nodeWithProviderID("node-1", ""),
-			existsErr: instances.ErrInvalidInstance, shutdownErr: instances.ErrInvalidInstance, metaErr: instances.ErrInvalidInstance,
+			existsErr: instances.ErrInvalidInstance, shutdownErr: instances.ErrInvalidInstance, metaErr: instances.ErrInvalidInstance, byName: 3,
 		},
 		{
 			name: "unknown state", reason: "an unknown state is doubt, not gone",
 			driver: returns(withState(runningInstance(), instances.State(7)), nil), node: nodeWithProviderID("node-1", "acme://i-1"),
-			existsErr: instances.ErrInvalidInstance, shutdownErr: instances.ErrInvalidInstance, metaErr: instances.ErrInvalidInstance,
+			existsErr: instances.ErrInvalidInstance, shutdownErr: instances.ErrInvalidInstance, metaErr: instances.ErrInvalidInstance, byID: 3,
 		},
 		{
 			name: "node without provider ID or name", reason: "nothing to look up by",

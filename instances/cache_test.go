@@ -278,23 +278,15 @@ func TestCacheNeverGoneFromListAlone(t *testing.T) {
 	t.Run("ID listed twice", func(t *testing.T) {
 		cloud := numberedCloud(3)
 		dup := withState(numbered(2), instances.StateStopped)
-		d := listOverride{memCloud: cloud, items: []instances.Instance{numbered(0), numbered(2), dup}}
-		f := newCacheFixture(t, d, cloud, instances.CacheOptions{})
+		cloud.listed = []instances.Instance{numbered(0), numbered(2), dup}
+		f := newCacheFixture(t, nil, cloud, instances.CacheOptions{})
 		shutdown, err := f.adapter.InstanceShutdown(t.Context(), numberedNode(2))
 		if shutdown || err != nil {
 			t.Errorf("InstanceShutdown = (%v, %v), want the driver's (false, nil)", shutdown, err)
 		}
-		checkCalls(t, cloud, calls{GetByID: 1}, "a duplicated ID is looked up directly")
+		checkCalls(t, cloud, calls{List: 1, GetByID: 1}, "a duplicated ID is looked up directly")
 	})
 }
-
-// listOverride is a memCloud whose List returns fixed items.
-type listOverride struct {
-	*memCloud
-	items []instances.Instance
-}
-
-func (l listOverride) List(context.Context) ([]instances.Instance, error) { return l.items, nil }
 
 // TestCacheListErrors checks that a failed List is an error for every
 // look-up (never "gone") and is remembered for ErrorTTL.
@@ -477,41 +469,31 @@ func TestNewCacheErrors(t *testing.T) {
 	}
 }
 
-// slowLister reads the list from its cloud, then waits for release before
-// returning it: a List that reads the state before a change and returns
-// after it.
-type slowLister struct {
-	*memCloud
-	read    chan struct{}
-	release chan struct{}
-	once    sync.Once
-}
-
-func (s *slowLister) List(ctx context.Context) ([]instances.Instance, error) {
-	items, err := s.memCloud.List(ctx)
-	first := false
-	s.once.Do(func() { first = true })
-	if first {
-		close(s.read)
-		<-s.release
-	}
-	return items, err
-}
-
 // TestCacheInvalidateDuringList checks that a List which read the state
 // before an Invalidate is not kept: the look-up made after Invalidate lists
 // again and sees the change, instead of the old list for a whole TTL.
 func TestCacheInvalidateDuringList(t *testing.T) {
 	cloud := numberedCloud(2)
-	slow := &slowLister{memCloud: cloud, read: make(chan struct{}), release: make(chan struct{})}
-	f := newCacheFixture(t, slow, cloud, instances.CacheOptions{})
+	// The first List reads the state, then waits for release before
+	// returning it: a List that reads before a change and returns after it.
+	read, release := make(chan struct{}), make(chan struct{})
+	var once sync.Once
+	cloud.afterList = func() {
+		first := false
+		once.Do(func() { first = true }) // not the wait itself: a later List must not block on it
+		if first {
+			close(read)
+			<-release
+		}
+	}
+	f := newCacheFixture(t, nil, cloud, instances.CacheOptions{})
 
 	before := make(chan bool, 1)
 	go func() {
 		shutdown, _ := f.adapter.InstanceShutdown(t.Context(), numberedNode(0))
 		before <- shutdown
 	}()
-	<-slow.read // the first List has read instance 0 running
+	<-read // the first List has read instance 0 running
 
 	stopped := numbered(0)
 	stopped.State = instances.StateStopped
@@ -531,11 +513,11 @@ func TestCacheInvalidateDuringList(t *testing.T) {
 		if !got {
 			t.Error("InstanceShutdown after the stop and Invalidate = false")
 		}
-		close(slow.release)
+		close(release)
 	case <-time.After(10 * time.Second):
 		// A deadlock guard, not a timing assertion: the look-up is waiting
 		// for the List that started before Invalidate.
-		close(slow.release)
+		close(release)
 		<-after
 		t.Error("the look-up made after Invalidate joined the List that started before it")
 	}

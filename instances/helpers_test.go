@@ -14,19 +14,38 @@ import (
 	"github.com/ccmkit/ccmkit/provider"
 )
 
-// memCloud is a small stateful in-memory ListDriver for the tests, with
-// per-method call counters and error injection. The real stateful fake lives
-// in package fake, which builds on this package and so cannot be used here.
+// memCloud is the package's one hand-written driver (CONTRIBUTING.md T3): a
+// small stateful in-memory ListDriver, with per-method call counters and
+// fault injection, and the misbehaviours the Adapter and the Cache must
+// survive. The stateful fake lives in package fake, which builds on this
+// package and so cannot be used here.
 type memCloud struct {
 	mu        sync.Mutex
 	instances map[string]instances.Instance // by ID
 	hidden    map[string]bool               // IDs that List leaves out (an eventually consistent list)
 
-	getErr  error                           // returned by GetByID and GetByName when set
-	listErr error                           // returned by List when set
-	onList  func(ctx context.Context) error // called inside List when set
+	getErr    error                           // returned by GetByID and GetByName when set
+	fixed     *answer                         // returned by GetByID and GetByName, whatever they are asked, when set
+	listErr   error                           // returned by List when set
+	listed    []instances.Instance            // returned by List instead of the stored instances when non-nil
+	onList    func(ctx context.Context) error // called inside List, before it reads, when set
+	afterList func()                          // called inside List, after it read, when set
 
 	getByID, getByName, list atomic.Int64
+}
+
+// answer is what a memCloud with fixed set returns from every look-up.
+type answer struct {
+	inst instances.Instance
+	err  error
+}
+
+// returns is a memCloud whose GetByID and GetByName return (i, err)
+// whatever they are asked: a driver that breaks its contract, or fails.
+func returns(i instances.Instance, err error) *memCloud {
+	c := newMemCloud()
+	c.fixed = &answer{inst: i, err: err}
+	return c
 }
 
 func newMemCloud(insts ...instances.Instance) *memCloud {
@@ -71,6 +90,9 @@ func (c *memCloud) GetByID(ctx context.Context, id provider.ProviderID) (instanc
 	if c.getErr != nil {
 		return instances.Instance{}, c.getErr
 	}
+	if c.fixed != nil {
+		return c.fixed.inst, c.fixed.err
+	}
 	i, ok := c.instances[id.ID]
 	if !ok {
 		return instances.Instance{}, fmt.Errorf("memcloud: instance %q: %w", id.ID, instances.ErrNotFound)
@@ -87,6 +109,9 @@ func (c *memCloud) GetByName(ctx context.Context, name string) (instances.Instan
 	defer c.mu.Unlock()
 	if c.getErr != nil {
 		return instances.Instance{}, c.getErr
+	}
+	if c.fixed != nil {
+		return c.fixed.inst, c.fixed.err
 	}
 	var found []instances.Instance
 	for _, i := range c.instances {
@@ -113,10 +138,25 @@ func (c *memCloud) List(ctx context.Context) ([]instances.Instance, error) {
 			return nil, err
 		}
 	}
+	out, err := c.read()
+	c.mu.Lock()
+	after := c.afterList
+	c.mu.Unlock()
+	if after != nil {
+		after()
+	}
+	return out, err
+}
+
+// read is List's answer from the stored state.
+func (c *memCloud) read() ([]instances.Instance, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.listErr != nil {
 		return nil, c.listErr
+	}
+	if c.listed != nil {
+		return c.listed, nil
 	}
 	out := make([]instances.Instance, 0, len(c.instances))
 	for _, id := range slices.Sorted(maps.Keys(c.instances)) {
