@@ -80,8 +80,11 @@ func (c *memCloud) setListErr(err error) {
 	c.listErr = err
 }
 
-func (c *memCloud) GetByID(ctx context.Context, id provider.ProviderID) (instances.Instance, error) {
-	c.getByID.Add(1)
+// lookup is the common part of GetByID and GetByName: it counts the call
+// on calls, applies the injected faults, and otherwise returns find's
+// answer, computed with c.mu held.
+func (c *memCloud) lookup(ctx context.Context, calls *atomic.Int64, find func() (instances.Instance, error)) (instances.Instance, error) {
+	calls.Add(1)
 	if err := ctx.Err(); err != nil {
 		return instances.Instance{}, err
 	}
@@ -93,39 +96,35 @@ func (c *memCloud) GetByID(ctx context.Context, id provider.ProviderID) (instanc
 	if c.fixed != nil {
 		return c.fixed.inst, c.fixed.err
 	}
-	i, ok := c.instances[id.ID]
-	if !ok {
-		return instances.Instance{}, fmt.Errorf("memcloud: instance %q: %w", id.ID, instances.ErrNotFound)
-	}
-	return i, nil
+	return find()
+}
+
+func (c *memCloud) GetByID(ctx context.Context, id provider.ProviderID) (instances.Instance, error) {
+	return c.lookup(ctx, &c.getByID, func() (instances.Instance, error) {
+		i, ok := c.instances[id.ID]
+		if !ok {
+			return instances.Instance{}, fmt.Errorf("memcloud: instance %q: %w", id.ID, instances.ErrNotFound)
+		}
+		return i, nil
+	})
 }
 
 func (c *memCloud) GetByName(ctx context.Context, name string) (instances.Instance, error) {
-	c.getByName.Add(1)
-	if err := ctx.Err(); err != nil {
-		return instances.Instance{}, err
-	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.getErr != nil {
-		return instances.Instance{}, c.getErr
-	}
-	if c.fixed != nil {
-		return c.fixed.inst, c.fixed.err
-	}
-	var found []instances.Instance
-	for _, i := range c.instances {
-		if i.Name == name && i.State != instances.StateTerminated {
-			found = append(found, i)
+	return c.lookup(ctx, &c.getByName, func() (instances.Instance, error) {
+		var found []instances.Instance
+		for _, i := range c.instances {
+			if i.Name == name && i.State != instances.StateTerminated {
+				found = append(found, i)
+			}
 		}
-	}
-	switch len(found) {
-	case 0:
-		return instances.Instance{}, fmt.Errorf("memcloud: instance named %q: %w", name, instances.ErrNotFound)
-	case 1:
-		return found[0], nil
-	}
-	return instances.Instance{}, errors.New("memcloud: more than one instance named " + name)
+		switch len(found) {
+		case 0:
+			return instances.Instance{}, fmt.Errorf("memcloud: instance named %q: %w", name, instances.ErrNotFound)
+		case 1:
+			return found[0], nil
+		}
+		return instances.Instance{}, errors.New("memcloud: more than one instance named " + name)
+	})
 }
 
 func (c *memCloud) List(ctx context.Context) ([]instances.Instance, error) {
