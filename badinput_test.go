@@ -556,7 +556,8 @@ func configInputs(w *badWorld) []badInput {
 	c := func(name, reason string, call func(context.Context) error, field, expect string) badInput {
 		return badInput{surface: "config", name: name, reason: reason, call: call, state: registry, field: field, expect: expect}
 	}
-	big := "clusterID: c\ntoken: " + s + strings.Repeat("x", provider.MaxConfigSize) + "\n"
+	// Over DecodeConfig's documented limit, 1 MiB.
+	big := "clusterID: c\ntoken: " + s + strings.Repeat("x", 1<<20) + "\n"
 	return []badInput{
 		c("unknown anchor", "an alias of an anchor never defined; the YAML library quotes its name",
 			decode("clusterID: c\ntoken: *"+s+"\n"), "alias (*name)", "refers to an anchor (&name) that is not defined"),
@@ -588,7 +589,7 @@ func configInputs(w *badWorld) []badInput {
 			decode("42\n"), "got a number", "expected a mapping"),
 		c("sequence at the top", "a list instead of a mapping",
 			decode("- "+s+"\n"), "got a sequence", "expected a mapping"),
-		c("over MaxConfigSize", "a 1 MiB token: decoding 64 MiB took seconds and gigabytes",
+		c("over the size limit", "a 1 MiB token: decoding 64 MiB took seconds and gigabytes",
 			decode(big), "cloud-config is", "expected at most 1048576 bytes"),
 		c("second document", "a token in a document the decoder would ignore",
 			decode("clusterID: c\n---\ntoken: "+s+"\n"), "YAML document 2", "expected a single document"),
@@ -630,7 +631,7 @@ func configInputs(w *badWorld) []badInput {
 			registered("fake", "loadBalancers:\n  password: "+s+"\n"), `"password"`, "not a field of the configuration"),
 		c("fake second document", "a second document after the fake's config",
 			registered("fake", "clusterID: c\n---\nclusterID: "+s+"\n"), "YAML document 2", "expected a single document"),
-		c("build over MaxConfigSize", "provider.Build with the fake's factory and a 1 MiB config",
+		c("build over the size limit", "provider.Build with the fake's factory and a 1 MiB config",
 			func(context.Context) error {
 				c, err := provider.Build("fake", strings.NewReader(big), fake.Factory)
 				if c != nil {
@@ -676,11 +677,11 @@ func providerIDInputs() []badInput {
 	long := "fake://" + strings.Repeat("a", 10000) + "?"
 	return []badInput{
 		p("empty", "a Node without a provider ID given to Parse", "", `expected "<scheme>://<id>"`),
-		p("scheme only", "nothing after ://", "fake://", `has no instance ID after "://"`),
+		p("scheme only", "nothing after ://", "fake://", `expected an instance ID after "://"`),
 		p("no separator", "an ID without a scheme", "i-1", `expected "<scheme>://<id>"`),
 		p("one slash", "fake:/i-1", "fake:/i-1", `expected "<scheme>://<id>"`),
 		p("empty scheme", "://i-1", "://i-1", "scheme is empty"),
-		p("bad scheme character", "a space in the scheme", "fa ke://i-1", "is not a letter, digit"),
+		p("bad scheme character", "a space in the scheme", "fa ke://i-1", "expected a letter, digit"),
 		p("traversal", "fake://../../i-1 joined into a URL climbs out of it", "fake://../../i-1", "expected a name"),
 		p("dot-dot", "fake://..", "fake://..", "expected a name"),
 		p("dot", "fake://.", "fake://.", "expected a name"),
@@ -701,8 +702,8 @@ func providerIDInputs() []badInput {
 		p("NUL", "a NUL byte", "fake://i-1\x00", "expected printable characters"),
 		p("line separator", "U+2028", "fake://i-1\u2028", "expected printable characters"),
 		p("invalid UTF-8", "bytes that are no characters", "fake://i-\xff", "expected printable characters"),
-		p("foreign scheme", "another provider's Node", "aws://i-1", `is not "fake"`),
-		p("scheme in other case", "the node controller compares the scheme exactly", "FAKE://i-1", `is not "fake"`),
+		p("foreign scheme", "another provider's Node", "aws://i-1", `expected "fake"`),
+		p("scheme in other case", "the node controller compares the scheme exactly", "FAKE://i-1", `expected "fake"`),
 		p("huge", "a 10 kB ID is quoted cut", long, "expected none"),
 	}
 }
@@ -896,7 +897,7 @@ func serviceInputs(w *badWorld) []badInput {
 func addressInputs() []badInput {
 	internal := func(ip string) v1.NodeAddress { return v1.NodeAddress{Type: v1.NodeInternalIP, Address: ip} }
 	good := internal("10.0.0.1")
-	a := func(name, reason string, addrs []v1.NodeAddress, opts instances.AddressOptions, field, value, expect string) badInput {
+	a := func(name, reason string, addrs []v1.NodeAddress, opts instances.AddressPolicy, field, value, expect string) badInput {
 		return badInput{surface: "addresses", name: name, reason: reason,
 			call: func(context.Context) error {
 				_, err := instances.BuildAddresses(addrs, opts)
@@ -906,10 +907,10 @@ func addressInputs() []badInput {
 			field: field, value: value, expect: expect}
 	}
 	ip := func(name, addr, expect string) badInput {
-		return a(name, "InternalIP "+strconv.Quote(addr), []v1.NodeAddress{good, internal(addr)}, instances.AddressOptions{},
+		return a(name, "InternalIP "+strconv.Quote(addr), []v1.NodeAddress{good, internal(addr)}, instances.AddressPolicy{},
 			"addresses[1]", q(addr), expect)
 	}
-	none := instances.AddressOptions{}
+	none := instances.AddressPolicy{}
 	cases := []badInput{
 		ip("octet over 255", "10.0.0.256", "expected"),
 		ip("word", "nope", "expected"),
@@ -928,12 +929,12 @@ func addressInputs() []badInput {
 		a("DNS name with underscore", "not a DNS-1123 subdomain", []v1.NodeAddress{good, {Type: v1.NodeInternalDNS, Address: "a_b.example"}}, none, "addresses[1]", q("a_b.example"), "expected"),
 		a("DNS name with leading dash", "not a DNS-1123 subdomain", []v1.NodeAddress{good, {Type: v1.NodeExternalDNS, Address: "-a.example"}}, none, "addresses[1]", q("-a.example"), "expected"),
 		a("hostname too long", "a 300-character hostname", []v1.NodeAddress{good, {Type: v1.NodeHostName, Address: strings.Repeat("a", 300)}}, none, "addresses[1]", q(strings.Repeat("a", 300)), "expected"),
-		a("no InternalIP", "only an ExternalIP", []v1.NodeAddress{{Type: v1.NodeExternalIP, Address: "203.0.113.1"}}, none, "InternalIP", "", "required"),
-		a("no addresses", "an empty list", nil, none, "InternalIP", "", "required"),
-		a("dual stack missing IPv6", "RequireDualStack with IPv4 only", []v1.NodeAddress{good}, instances.AddressOptions{RequireDualStack: true}, "IPv6 InternalIP", "", "dual-stack is required"),
-		a("provided node IP word", "the kubelet's annotation is not an IP", []v1.NodeAddress{good}, instances.AddressOptions{ProvidedNodeIP: "nope"},
+		a("no InternalIP", "only an ExternalIP", []v1.NodeAddress{{Type: v1.NodeExternalIP, Address: "203.0.113.1"}}, none, "InternalIP", "", "expected at least one of type InternalIP"),
+		a("no addresses", "an empty list", nil, none, "InternalIP", "", "expected at least one of type InternalIP"),
+		a("dual stack missing IPv6", "RequireDualStack with IPv4 only", []v1.NodeAddress{good}, instances.AddressPolicy{RequireDualStack: true}, "IPv6 InternalIP", "", "dual-stack is required"),
+		a("provided node IP word", "the kubelet's annotation is not an IP", []v1.NodeAddress{good}, instances.AddressPolicy{ProvidedNodeIP: "nope"},
 			"provided-node-ip", q("nope"), "expected"),
-		a("provided node IP absent", "the kubelet's --node-ip is no address of the node", []v1.NodeAddress{good}, instances.AddressOptions{ProvidedNodeIP: "10.0.0.9"},
+		a("provided node IP absent", "the kubelet's --node-ip is no address of the node", []v1.NodeAddress{good}, instances.AddressPolicy{ProvidedNodeIP: "10.0.0.9"},
 			"provided-node-ip", q("10.0.0.9"), "expected"),
 	}
 	return append(cases, a("address 1 MiB", "a huge address is quoted cut", []v1.NodeAddress{good, internal(strings.Repeat("1", huge))}, none,
@@ -953,8 +954,8 @@ func instanceInputs(w *badWorld) []badInput {
 		{"escaped slash", "fake://a%2Fi-1", "expected the characters themselves"},
 		{"zero-width space", "fake://i-\u200b1", "expected visible characters"},
 		{"right-to-left override", "fake://i-\u202e1", "expected visible characters"},
-		{"foreign scheme", "aws://i-1", `is not "fake"`},
-		{"scheme only", "fake://", "no instance ID"},
+		{"foreign scheme", "aws://i-1", `expected "fake"`},
+		{"scheme only", "fake://", "expected an instance ID"},
 		{"huge", "fake://" + strings.Repeat("i", 10000) + "#", "expected none"},
 	} {
 		node := base.DeepCopy()

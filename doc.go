@@ -24,7 +24,7 @@
 //		api := acmesdk.Dial(cfg.Endpoint, cfg.Token.Reveal())
 //		cache, err := instances.NewCache(vmDriver{api}, instances.CacheOptions{})
 //		...
-//		nodes, err := instances.NewAdapter(cache, instances.Options{Codec: provider.Codec{Scheme: "acme"}})
+//		nodes, err := instances.NewAdapter(cache, provider.Codec{Scheme: "acme"}, instances.Options{})
 //		...
 //		lbs, err := loadbalancer.NewReconciler(lbDriver{api}, loadbalancer.Options{ClusterID: cfg.ClusterID,
 //			Instances: nodes, Codec: provider.Codec{Scheme: "acme"},
@@ -32,7 +32,7 @@
 //		...
 //		table, err := routes.NewWholeTable(routeDriver{api}, routes.Options{ClusterID: cfg.ClusterID})
 //		...
-//		return provider.New("acme", cfg.ClusterID, provider.Capabilities{
+//		return provider.New("acme", provider.Options{ClusterID: cfg.ClusterID,
 //			LoadBalancer: lbs, InstancesV2: nodes, Routes: table,
 //		}), nil
 //	}

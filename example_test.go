@@ -65,7 +65,7 @@ func newAcme(cfg *Config, api *acmeAPI) (*acme, error) {
 	if err != nil {
 		return nil, err
 	}
-	nodes, err := instances.NewAdapter(cache, instances.Options{Codec: provider.Codec{Scheme: "acme"}})
+	nodes, err := instances.NewAdapter(cache, provider.Codec{Scheme: "acme"}, instances.Options{})
 	if err != nil {
 		return nil, err
 	}
@@ -83,7 +83,7 @@ func newAcme(cfg *Config, api *acmeAPI) (*acme, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &acme{provider.New("acme", cfg.ClusterID, provider.Capabilities{
+	return &acme{provider.New("acme", provider.Options{ClusterID: cfg.ClusterID,
 		LoadBalancer: lbs, InstancesV2: nodes, Routes: table,
 	}), cache}, nil
 }

@@ -201,7 +201,7 @@ func compose(cfg Config, st *store, o Options) (*Cloud, error) {
 	if st.file != nil {
 		lookups = freshLookups{st, c.cache} // sees other processes' changes too
 	}
-	nodes, err := instances.NewAdapter(lookups, instances.Options{Codec: codec})
+	nodes, err := instances.NewAdapter(lookups, codec, instances.Options{})
 	if err != nil {
 		return nil, fmt.Errorf("fake: instances: %w", err)
 	}
@@ -235,7 +235,8 @@ func compose(cfg Config, st *store, o Options) (*Cloud, error) {
 	if err != nil {
 		return nil, fmt.Errorf("fake: routes: %w", err)
 	}
-	c.Cloud = provider.New(ProviderName, cfg.ClusterID, provider.Capabilities{
+	c.Cloud = provider.New(ProviderName, provider.Options{
+		ClusterID:    cfg.ClusterID,
 		LoadBalancer: lbs,
 		InstancesV2:  nodes,
 		Routes:       checkedRoutes{Table: c.routes, s: st, clusterID: cfg.ClusterID},

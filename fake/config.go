@@ -81,7 +81,7 @@ type Config struct {
 	// Empty means ["10.0.0.0/16"].
 	InstanceCIDRs []string `json:"instanceCIDRs,omitempty"`
 	// InstanceCacheTTL is how long one instance list answers look-ups
-	// (instances.CacheOptions.TTL); zero means instances.DefaultCacheTTL.
+	// (instances.CacheOptions.TTL); zero means its default, one minute.
 	// Instances changed through the control surface or the admin endpoint
 	// are seen at the next look-up whatever the TTL. A Go duration string,
 	// such as "90s"; anything else is an error naming the field.

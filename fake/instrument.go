@@ -24,7 +24,7 @@ const (
 	OpWriteRouteTable    Op = "WriteRouteTable"    // write: routes.TableDriver.WriteTable
 	OpGetInstance        Op = "GetInstance"        // read: instances.Driver.GetByID
 	OpGetInstanceByName  Op = "GetInstanceByName"  // read: instances.Driver.GetByName
-	OpListInstances      Op = "ListInstances"      // read: instances.Lister.List
+	OpListInstances      Op = "ListInstances"      // read: instances.ListDriver.List
 )
 
 // ops is every operation, in the order of the constants.

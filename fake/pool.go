@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"math"
 	"net/netip"
+
+	"github.com/ccmkit/ccmkit/internal/netaddr"
 )
 
 // errPoolExhausted is wrapped by the error of an operation that needs an
@@ -28,7 +30,7 @@ func newPool(cidr string) (*pool, error) {
 	if err != nil {
 		return nil, fmt.Errorf("pool %q: %w", cidr, err)
 	}
-	last := lastAddr(p)
+	last := netaddr.Last(p)
 	if p.Addr().Is4() {
 		last = last.Prev() // broadcast
 	}
@@ -42,16 +44,6 @@ func newPool(cidr string) (*pool, error) {
 	}
 	first := p.Addr().Next()
 	return &pool{prefix: p, first: first, last: last, next: first, capacity: capacity, used: map[netip.Addr]struct{}{}}, nil
-}
-
-// lastAddr returns the last address of p.
-func lastAddr(p netip.Prefix) netip.Addr {
-	b := p.Addr().AsSlice()
-	for i := p.Bits(); i < len(b)*8; i++ {
-		b[i/8] |= 0x80 >> (i % 8)
-	}
-	a, _ := netip.AddrFromSlice(b)
-	return a
 }
 
 func (p *pool) contains(a netip.Addr) bool {

@@ -11,27 +11,26 @@ import (
 	cloudprovider "k8s.io/cloud-provider"
 	cloudproviderapi "k8s.io/cloud-provider/api"
 
+	"github.com/ccmkit/ccmkit/internal/check"
 	"github.com/ccmkit/ccmkit/internal/nodelabel"
 	"github.com/ccmkit/ccmkit/internal/throttle"
 	"github.com/ccmkit/ccmkit/provider"
 )
 
-// Options configures an Adapter.
+// Options configures an Adapter. The zero value is the default.
 type Options struct {
-	// Codec parses spec.providerID and formats the provider ID of Nodes that
-	// have none. Codec.Scheme is required and must be the provider name the
-	// provider is registered under.
-	Codec provider.Codec
 	// Addresses is applied to every instance's addresses through
-	// BuildAddresses. Its ProvidedNodeIP must be empty: the Adapter takes it
-	// from each Node's alpha.kubernetes.io/provided-node-ip annotation.
-	Addresses AddressOptions
+	// BuildAddresses. The zero value requires at least one InternalIP and
+	// lists IPv4 before IPv6 (see AddressPolicy). Its ProvidedNodeIP must be
+	// empty: the Adapter takes it from each Node's
+	// alpha.kubernetes.io/provided-node-ip annotation.
+	Addresses AddressPolicy
 }
 
 // Adapter implements cloudprovider.InstancesV2 over a Driver.
 //
 // Look-up: a Node with spec.providerID is looked up with Driver.GetByID (the
-// provider ID must parse with Options.Codec; a malformed one, or one of
+// provider ID must parse with the Adapter's Codec; a malformed one, or one of
 // another scheme, is an error wrapping provider.ErrMalformedProviderID,
 // ErrEmptyProviderID or ErrForeignProviderID and is never "not found"). A
 // Node without one is looked up with Driver.GetByName(node.Name), as
@@ -59,7 +58,7 @@ type Options struct {
 // errors.As in what the Adapter returns.
 //
 // InstanceMetadata never returns (nil, nil). Its ProviderID is spec.providerID
-// verbatim when the Node has one, and Options.Codec.Format(Instance.ID,
+// verbatim when the Node has one, and the Codec's Format(Instance.ID,
 // Instance.Path...) otherwise; InstanceType, Zone and Region must be valid
 // label values; NodeAddresses are BuildAddresses(Instance.Addresses) with
 // Options.Addresses and the Node's provided-node-ip annotation;
@@ -72,29 +71,33 @@ type Options struct {
 // its Driver is. Create it with NewAdapter; the zero value is not usable.
 type Adapter struct {
 	driver Driver
+	codec  provider.Codec
 	opts   Options
 }
 
 var _ cloudprovider.InstancesV2 = (*Adapter)(nil)
 
-// NewAdapter returns an Adapter over d. It returns an error when d is nil,
-// opts.Codec.Scheme is empty or not a valid scheme, or
-// opts.Addresses.ProvidedNodeIP is set.
-func NewAdapter(d Driver, opts Options) (*Adapter, error) {
-	if d == nil {
-		return nil, errors.New("instances.NewAdapter: driver is nil")
+// NewAdapter returns an Adapter over d that parses and formats provider IDs
+// with codec. codec.Scheme is required: the provider name the provider is
+// registered under. It returns an error when d is nil (a typed nil
+// included), codec.Scheme is empty or not a valid scheme, or
+// opts.Addresses.ProvidedNodeIP is set. It starts nothing and does not
+// call d.
+func NewAdapter(d Driver, codec provider.Codec, opts Options) (*Adapter, error) {
+	if err := check.Driver("instances.NewAdapter", d, "instances.Driver"); err != nil {
+		return nil, err
 	}
-	if opts.Codec.Scheme == "" {
-		return nil, errors.New("instances.NewAdapter: Options.Codec.Scheme is empty: expected the provider name")
+	if codec.Scheme == "" {
+		return nil, errors.New("instances.NewAdapter: codec.Scheme is empty: expected the provider name")
 	}
-	if _, err := opts.Codec.Format("x"); err != nil {
-		return nil, fmt.Errorf("instances.NewAdapter: Options.Codec.Scheme %q: %w", opts.Codec.Scheme, err)
+	if _, err := codec.Format("x"); err != nil {
+		return nil, fmt.Errorf("instances.NewAdapter: codec.Scheme %q: %w", codec.Scheme, err)
 	}
 	if opts.Addresses.ProvidedNodeIP != "" {
-		return nil, fmt.Errorf("instances.NewAdapter: Options.Addresses.ProvidedNodeIP is %q: expected empty, it is read from each Node's %s annotation",
+		return nil, fmt.Errorf("instances.NewAdapter: Options.Addresses.ProvidedNodeIP %q: expected empty, it is read from each Node's %s annotation",
 			opts.Addresses.ProvidedNodeIP, cloudproviderapi.AnnotationAlphaProvidedIPAddr)
 	}
-	return &Adapter{driver: d, opts: opts}, nil
+	return &Adapter{driver: d, codec: codec, opts: opts}, nil
 }
 
 // InstanceExists implements cloudprovider.InstancesV2; see Adapter for the
@@ -145,7 +148,7 @@ var errGone = errors.New("instance is gone")
 // otherwise a validated Instance or an error naming the node.
 func (a *Adapter) lookup(ctx context.Context, node *v1.Node) (Instance, error) {
 	if node == nil {
-		return Instance{}, errors.New("instances: node is nil, expected the Node the controller asks about")
+		return Instance{}, errors.New("node is nil: expected the Node the controller asks about")
 	}
 	var (
 		inst Instance
@@ -153,23 +156,23 @@ func (a *Adapter) lookup(ctx context.Context, node *v1.Node) (Instance, error) {
 		by   string
 	)
 	if pid := node.Spec.ProviderID; pid != "" {
-		id, perr := a.opts.Codec.Parse(pid)
+		id, perr := a.codec.Parse(pid)
 		if perr != nil {
 			return Instance{}, fmt.Errorf("node %q: spec.providerID: %w", node.Name, perr)
 		}
 		by = fmt.Sprintf("provider ID %q", pid)
 		inst, err = a.driver.GetByID(ctx, id)
 		if err == nil && inst.ID != id.ID {
-			err = fmt.Errorf("%w: GetByID(%q) returned instance ID %q", ErrInvalidInstance, id.ID, inst.ID)
+			err = fmt.Errorf("%w: GetByID(%q) returned instance ID %q: expected %q", ErrInvalidInstance, id.ID, inst.ID, id.ID)
 		}
 	} else {
 		if node.Name == "" {
-			return Instance{}, errors.New("instances: node has neither spec.providerID nor metadata.name")
+			return Instance{}, errors.New(`node "": spec.providerID and metadata.name are empty: expected either`)
 		}
 		by = "name"
 		inst, err = a.driver.GetByName(ctx, node.Name)
 		if err == nil && inst.Name != node.Name {
-			err = fmt.Errorf("%w: GetByName(%q) returned instance %q named %q", ErrInvalidInstance, node.Name, inst.ID, inst.Name)
+			err = fmt.Errorf("%w: GetByName(%q) returned instance %q named %q: expected the name %q", ErrInvalidInstance, node.Name, inst.ID, inst.Name, node.Name)
 		}
 	}
 	if errors.Is(err, ErrNotFound) {
@@ -184,7 +187,7 @@ func (a *Adapter) lookup(ctx context.Context, node *v1.Node) (Instance, error) {
 		return Instance{}, fmt.Errorf("node %q: looking up instance by %s: %w", node.Name, by, err)
 	}
 	if inst.ID == "" {
-		return Instance{}, fmt.Errorf("node %q: %w: instance found by %s has an empty ID", node.Name, ErrInvalidInstance, by)
+		return Instance{}, fmt.Errorf("node %q: %w: instance found by %s has an empty ID: expected its instance ID", node.Name, ErrInvalidInstance, by)
 	}
 	if !inst.State.valid() {
 		return Instance{}, fmt.Errorf("node %q: %w: instance %q has State %v: expected Running, Stopped or Terminated", node.Name, ErrInvalidInstance, inst.ID, inst.State)
@@ -202,7 +205,7 @@ func (a *Adapter) metadata(node *v1.Node, inst Instance) (*cloudprovider.Instanc
 	pid := node.Spec.ProviderID
 	if pid == "" {
 		var err error
-		if pid, err = a.opts.Codec.Format(inst.ID, inst.Path...); err != nil {
+		if pid, err = a.codec.Format(inst.ID, inst.Path...); err != nil {
 			return nil, invalid("formatting the provider ID from ID %q and Path %q: %v", inst.ID, inst.Path, err)
 		}
 	}
@@ -227,16 +230,16 @@ func (a *Adapter) metadata(node *v1.Node, inst Instance) (*cloudprovider.Instanc
 		}
 		labels = maps.Clone(inst.Labels)
 	}
-	aopts := a.opts.Addresses
+	policy := a.opts.Addresses
 	if ip, ok := node.Annotations[cloudproviderapi.AnnotationAlphaProvidedIPAddr]; ok {
 		if ip == "" {
 			// The node controller passes a present-but-empty annotation to
 			// GetNodeAddressesFromNodeIP, which fails to parse it.
-			return nil, fmt.Errorf("node %q: %w: annotation %s is present but empty", node.Name, ErrProvidedNodeIP, cloudproviderapi.AnnotationAlphaProvidedIPAddr)
+			return nil, fmt.Errorf("node %q: %w: annotation %s is present but empty: expected an IP address, or a dual-stack pair \"a,b\"", node.Name, ErrProvidedNodeIP, cloudproviderapi.AnnotationAlphaProvidedIPAddr)
 		}
-		aopts.ProvidedNodeIP = ip
+		policy.ProvidedNodeIP = ip
 	}
-	addrs, err := BuildAddresses(inst.Addresses, aopts)
+	addrs, err := BuildAddresses(inst.Addresses, policy)
 	if errors.Is(err, ErrProvidedNodeIP) {
 		// The kubelet's annotation, not the driver, disagrees.
 		return nil, fmt.Errorf("node %q: instance %q: %w", node.Name, inst.ID, err)

@@ -71,34 +71,6 @@ func withState(i instances.Instance, s instances.State) instances.Instance {
 	return i
 }
 
-// funcDriver is a Driver whose answers the test writes as functions, for
-// misbehaving drivers memCloud cannot express.
-type funcDriver struct {
-	byID   func(context.Context, provider.ProviderID) (instances.Instance, error)
-	byName func(context.Context, string) (instances.Instance, error)
-}
-
-func (d funcDriver) GetByID(ctx context.Context, id provider.ProviderID) (instances.Instance, error) {
-	if d.byID == nil {
-		return instances.Instance{}, errors.New("funcDriver: GetByID not set")
-	}
-	return d.byID(ctx, id)
-}
-
-func (d funcDriver) GetByName(ctx context.Context, name string) (instances.Instance, error) {
-	if d.byName == nil {
-		return instances.Instance{}, errors.New("funcDriver: GetByName not set")
-	}
-	return d.byName(ctx, name)
-}
-
-func returns(i instances.Instance, err error) funcDriver {
-	return funcDriver{
-		byID:   func(context.Context, provider.ProviderID) (instances.Instance, error) { return i, err },
-		byName: func(context.Context, string) (instances.Instance, error) { return i, err },
-	}
-}
-
 // TestAdapterContract checks the InstancesV2 answers for every look-up
 // outcome, through all three methods.
 func TestAdapterContract(t *testing.T) {
@@ -115,7 +87,7 @@ func TestAdapterContract(t *testing.T) {
 		shutdownErr  error
 		meta         *cloudprovider.InstanceMetadata
 		metaErr      error
-		byID, byName int64 // expected driver calls for the three methods together (memCloud only)
+		byID, byName int64 // expected driver calls for the three methods together
 	}{
 		{
 			name: "running by provider ID", reason: "exists, not shut down, full metadata with spec.providerID",
@@ -150,7 +122,7 @@ func TestAdapterContract(t *testing.T) {
 		{
 			name: "terminated by name", reason: "a terminated instance is gone by name too",
 			driver: returns(withState(runningInstance(), instances.StateTerminated), nil), node: nodeWithProviderID("node-1", ""),
-			shutdownErr: cloudprovider.InstanceNotFound, metaErr: cloudprovider.InstanceNotFound,
+			shutdownErr: cloudprovider.InstanceNotFound, metaErr: cloudprovider.InstanceNotFound, byName: 3,
 		},
 		{
 			name: "not found by provider ID", reason: "a definite not-found (wrapped sentinel) is gone",
@@ -165,7 +137,7 @@ func TestAdapterContract(t *testing.T) {
 		{
 			name: "ErrNotFound unwrapped", reason: "either spelling of the sentinel counts",
 			driver: returns(instances.Instance{}, instances.ErrNotFound), node: nodeWithProviderID("node-1", "acme://i-1"),
-			shutdownErr: cloudprovider.InstanceNotFound, metaErr: cloudprovider.InstanceNotFound,
+			shutdownErr: cloudprovider.InstanceNotFound, metaErr: cloudprovider.InstanceNotFound, byID: 3,
 		},
 		{
 			name: "provider ID set: the name is never consulted", reason: "provider ID first; a live instance with the node's name does not make a deleted ID exist",
@@ -175,12 +147,12 @@ func TestAdapterContract(t *testing.T) {
 		{
 			name: "driver error", reason: "any failure is (false, err), never gone",
 			driver: returns(instances.Instance{}, timeout), node: nodeWithProviderID("node-1", "acme://i-1"),
-			existsErr: timeout, shutdownErr: timeout, metaErr: timeout,
+			existsErr: timeout, shutdownErr: timeout, metaErr: timeout, byID: 3,
 		},
 		{
 			name: "driver error by name", reason: "any failure is (false, err), never gone",
 			driver: returns(instances.Instance{}, errors.New("HTTP 503")), node: nodeWithProviderID("node-1", ""),
-			existsErr: errAny, shutdownErr: errAny, metaErr: errAny,
+			existsErr: errAny, shutdownErr: errAny, metaErr: errAny, byName: 3,
 		},
 		{
 			name: "foreign scheme", reason: "a node of another provider is an error, not gone; the driver is not asked",
@@ -200,22 +172,22 @@ func TestAdapterContract(t *testing.T) {
 		{
 			name: "driver returns another ID", reason: "a driver bug is an error, never an answer about the wrong instance",
 			driver: returns(instances.Instance{ID: "i-2", Name: "node-1", Addresses: []v1.NodeAddress{internal("10.0.0.1")}}, nil), node: nodeWithProviderID("node-1", "acme://i-1"),
-			existsErr: instances.ErrInvalidInstance, shutdownErr: instances.ErrInvalidInstance, metaErr: instances.ErrInvalidInstance,
+			existsErr: instances.ErrInvalidInstance, shutdownErr: instances.ErrInvalidInstance, metaErr: instances.ErrInvalidInstance, byID: 3,
 		},
 		{
 			name: "driver returns another name", reason: "a driver bug is an error",
 			driver: returns(instances.Instance{ID: "i-2", Name: "node-2", Addresses: []v1.NodeAddress{internal("10.0.0.1")}}, nil), node: nodeWithProviderID("node-1", ""),
-			existsErr: instances.ErrInvalidInstance, shutdownErr: instances.ErrInvalidInstance, metaErr: instances.ErrInvalidInstance,
+			existsErr: instances.ErrInvalidInstance, shutdownErr: instances.ErrInvalidInstance, metaErr: instances.ErrInvalidInstance, byName: 3,
 		},
 		{
 			name: "driver returns an empty ID by name", reason: "no provider ID can be made from it",
 			driver: returns(instances.Instance{Name: "node-1", Addresses: []v1.NodeAddress{internal("10.0.0.1")}}, nil), node: nodeWithProviderID("node-1", ""),
-			existsErr: instances.ErrInvalidInstance, shutdownErr: instances.ErrInvalidInstance, metaErr: instances.ErrInvalidInstance,
+			existsErr: instances.ErrInvalidInstance, shutdownErr: instances.ErrInvalidInstance, metaErr: instances.ErrInvalidInstance, byName: 3,
 		},
 		{
 			name: "unknown state", reason: "an unknown state is doubt, not gone",
 			driver: returns(withState(runningInstance(), instances.State(7)), nil), node: nodeWithProviderID("node-1", "acme://i-1"),
-			existsErr: instances.ErrInvalidInstance, shutdownErr: instances.ErrInvalidInstance, metaErr: instances.ErrInvalidInstance,
+			existsErr: instances.ErrInvalidInstance, shutdownErr: instances.ErrInvalidInstance, metaErr: instances.ErrInvalidInstance, byID: 3,
 		},
 		{
 			name: "node without provider ID or name", reason: "nothing to look up by",
@@ -230,7 +202,7 @@ func TestAdapterContract(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			a, err := instances.NewAdapter(tt.driver, instances.Options{Codec: acme})
+			a, err := instances.NewAdapter(tt.driver, acme, instances.Options{})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -284,7 +256,7 @@ func TestAdapterContract(t *testing.T) {
 // TestAdapterContextCanceled checks that a canceled context is an error,
 // not a deleted Node.
 func TestAdapterContextCanceled(t *testing.T) {
-	a, err := instances.NewAdapter(newMemCloud(runningInstance()), instances.Options{Codec: acme})
+	a, err := instances.NewAdapter(newMemCloud(runningInstance()), acme, instances.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -304,7 +276,7 @@ func TestAdapterMetadataValidation(t *testing.T) {
 		reason string
 		modify func(*instances.Instance)
 		node   *v1.Node
-		opts   instances.AddressOptions
+		opts   instances.AddressPolicy
 		want   *cloudprovider.InstanceMetadata // when no error
 		err    []error                         // all must match
 		msg    string                          // substring of the error
@@ -379,12 +351,12 @@ func TestAdapterMetadataValidation(t *testing.T) {
 		{
 			name: "dual-stack required", reason: "Options.Addresses applies to every instance",
 			modify: func(i *instances.Instance) { i.Addresses = []v1.NodeAddress{internal("10.0.0.1")} },
-			opts:   instances.AddressOptions{RequireDualStack: true},
+			opts:   instances.AddressPolicy{RequireDualStack: true},
 			err:    []error{instances.ErrInvalidInstance, instances.ErrNoInternalIP}, msg: "IPv6",
 		},
 		{
 			name: "PreferIPv6", reason: "Options.Addresses applies to every instance",
-			opts: instances.AddressOptions{PreferIPv6: true},
+			opts: instances.AddressPolicy{PreferIPv6: true},
 			want: func() *cloudprovider.InstanceMetadata {
 				m := wantMetadata("acme://eu-1/i-1")
 				m.NodeAddresses = []v1.NodeAddress{internal("fd00::1"), internal("10.0.0.1"), external("203.0.113.7"), hostname("node-1")}
@@ -427,7 +399,7 @@ func TestAdapterMetadataValidation(t *testing.T) {
 			if node == nil {
 				node = nodeWithProviderID("node-1", "acme://eu-1/i-1")
 			}
-			a, err := instances.NewAdapter(newMemCloud(inst), instances.Options{Codec: acme, Addresses: tt.opts})
+			a, err := instances.NewAdapter(newMemCloud(inst), acme, instances.Options{Addresses: tt.opts})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -465,7 +437,7 @@ func annotated(n *v1.Node, providedIP string) *v1.Node {
 // change the driver's instance.
 func TestAdapterMetadataIsACopy(t *testing.T) {
 	cloud := newMemCloud(runningInstance())
-	a, err := instances.NewAdapter(cloud, instances.Options{Codec: acme})
+	a, err := instances.NewAdapter(cloud, acme, instances.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -486,23 +458,26 @@ func TestAdapterMetadataIsACopy(t *testing.T) {
 }
 
 func TestNewAdapterErrors(t *testing.T) {
+	var typedNil *memCloud
 	tests := []struct {
 		name   string
 		reason string
 		driver instances.Driver
+		codec  provider.Codec
 		opts   instances.Options
 		msg    string
 	}{
-		{name: "nil driver", reason: "nothing to adapt", opts: instances.Options{Codec: acme}, msg: "driver is nil"},
-		{name: "empty scheme", reason: "provider IDs need the provider name", driver: newMemCloud(), msg: "Scheme is empty"},
-		{name: "bad scheme", reason: "the codec rejects it", driver: newMemCloud(), opts: instances.Options{Codec: provider.Codec{Scheme: "ac me"}}, msg: `"ac me"`},
-		{name: "fixed provided node IP", reason: "it comes from each Node", driver: newMemCloud(), opts: instances.Options{Codec: acme, Addresses: instances.AddressOptions{ProvidedNodeIP: "10.0.0.1"}}, msg: "ProvidedNodeIP"},
+		{name: "nil driver", reason: "nothing to adapt", codec: acme, msg: "instances.NewAdapter: driver is nil: expected a instances.Driver"},
+		{name: "typed nil driver", reason: "a nil *T in the interface would panic at the first look-up", driver: typedNil, codec: acme, msg: "instances.NewAdapter: driver is a nil *instances_test.memCloud: expected a usable instances.Driver"},
+		{name: "empty scheme", reason: "provider IDs need the provider name", driver: newMemCloud(), msg: "instances.NewAdapter: codec.Scheme is empty: expected the provider name"},
+		{name: "bad scheme", reason: "the codec rejects it", driver: newMemCloud(), codec: provider.Codec{Scheme: "ac me"}, msg: `instances.NewAdapter: codec.Scheme "ac me": `},
+		{name: "fixed provided node IP", reason: "it comes from each Node", driver: newMemCloud(), codec: acme, opts: instances.Options{Addresses: instances.AddressPolicy{ProvidedNodeIP: "10.0.0.1"}}, msg: `instances.NewAdapter: Options.Addresses.ProvidedNodeIP "10.0.0.1": expected empty`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			a, err := instances.NewAdapter(tt.driver, tt.opts)
+			a, err := instances.NewAdapter(tt.driver, tt.codec, tt.opts)
 			if a != nil || err == nil || !strings.Contains(err.Error(), tt.msg) {
-				t.Errorf("NewAdapter = (%v, %v), want nil and an error mentioning %q (%s)", a, err, tt.msg, tt.reason)
+				t.Errorf("NewAdapter = (%v, %v): expected nil and an error containing %q (%s)", a, err, tt.msg, tt.reason)
 			}
 		})
 	}

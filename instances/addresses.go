@@ -32,9 +32,10 @@ var (
 	ErrProvidedNodeIP = errors.New("provided node IP does not match the node addresses")
 )
 
-// AddressOptions configures BuildAddresses. The zero value requires at least
+// AddressPolicy is the input of BuildAddresses: which addresses a node must
+// have and in what order they are listed. The zero value requires at least
 // one InternalIP, lists IPv4 before IPv6, and applies no provided node IP.
-type AddressOptions struct {
+type AddressPolicy struct {
 	// ProvidedNodeIP is the value of the kubelet's
 	// alpha.kubernetes.io/provided-node-ip Node annotation (one IP or a
 	// dual-stack pair "a,b"), or "" for none. When set, the canonical list is
@@ -46,17 +47,19 @@ type AddressOptions struct {
 	// (ErrProvidedNodeIP otherwise).
 	ProvidedNodeIP string
 	// PreferIPv6 lists IPv6 addresses before IPv4 addresses within each
-	// address type. Set it for IPv6-primary dual-stack clusters: the first
+	// address type; false lists IPv4 first. Set it for IPv6-primary dual-stack clusters: the first
 	// InternalIP is the Node's primary IP.
 	PreferIPv6 bool
 	// RequireDualStack requires an InternalIP of each IP family in the
-	// result (ErrNoInternalIP otherwise). Note that a single-family
+	// result (ErrNoInternalIP otherwise); false requires no particular
+	// family. Note that a single-family
 	// ProvidedNodeIP matching an InternalIP leaves only that InternalIP, so it
 	// fails this check, exactly as the node controller would drop the other
 	// family.
 	RequireDualStack bool
-	// AllowNoInternalIP accepts a result without any InternalIP. Leave it
-	// false for Node addresses: the contract needs at least one.
+	// AllowNoInternalIP accepts a result without any InternalIP; false
+	// requires at least one. Leave it false for Node addresses: the
+	// contract needs at least one.
 	AllowNoInternalIP bool
 }
 
@@ -85,10 +88,10 @@ type AddressOptions struct {
 // Canonical order: by type (InternalIP, ExternalIP, InternalDNS, ExternalDNS,
 // Hostname); within an IP type by family (IPv4 first, IPv6 first with
 // PreferIPv6), then by numeric value; within a name type by byte order. When
-// opts.ProvidedNodeIP is set, GetNodeAddressesFromNodeIP is then applied to
-// that list, which moves the provided IPs to the front (see AddressOptions).
+// policy.ProvidedNodeIP is set, GetNodeAddressesFromNodeIP is then applied to
+// that list, which moves the provided IPs to the front (see AddressPolicy).
 // The result is a fixed point: BuildAddresses of the result with the same
-// opts returns it unchanged, and so does the node controller's own
+// policy returns it unchanged, and so does the node controller's own
 // GetNodeAddressesFromNodeIP call, so the controller detects no change.
 //
 // With the canonical order the first InternalIP (the Node's primary IP) is
@@ -100,10 +103,10 @@ type AddressOptions struct {
 // ErrInvalidAddress (naming the index, type and value, and saying what was
 // expected), ErrProvidedNodeIP or ErrNoInternalIP; values are quoted cut to
 // maxQuoted bytes. It is safe for concurrent use.
-func BuildAddresses(addrs []v1.NodeAddress, opts AddressOptions) ([]v1.NodeAddress, error) {
+func BuildAddresses(addrs []v1.NodeAddress, policy AddressPolicy) ([]v1.NodeAddress, error) {
 	entries := make([]addrEntry, 0, len(addrs))
 	for i, a := range addrs {
-		e, err := parseAddress(a, opts.PreferIPv6)
+		e, err := parseAddress(a, policy.PreferIPv6)
 		if err != nil {
 			return nil, fmt.Errorf("%w: addresses[%d] (type %q, address %q): %v", ErrInvalidAddress, i, cut(string(a.Type)), cut(a.Address), err)
 		}
@@ -119,27 +122,27 @@ func BuildAddresses(addrs []v1.NodeAddress, opts AddressOptions) ([]v1.NodeAddre
 			out[i] = v1.NodeAddress{Type: e.typ, Address: e.text}
 		}
 	}
-	if opts.ProvidedNodeIP != "" {
+	if policy.ProvidedNodeIP != "" {
 		// The same call the node controller makes in
 		// updateNodeAddressesFromNodeIP (controllers/node/node_controller.go).
-		filtered, err := nodehelpers.GetNodeAddressesFromNodeIP(opts.ProvidedNodeIP, out)
+		filtered, err := nodehelpers.GetNodeAddressesFromNodeIP(policy.ProvidedNodeIP, out)
 		if err != nil {
 			// The helper's error quotes the annotation whole: cut it too.
 			return nil, fmt.Errorf("%w: annotation %s=%q: expected an IP address, or a dual-stack pair \"a,b\", each among the node's addresses: %s",
-				ErrProvidedNodeIP, cloudproviderapi.AnnotationAlphaProvidedIPAddr, cut(opts.ProvidedNodeIP), clip.Value(err.Error(), 4*maxQuoted))
+				ErrProvidedNodeIP, cloudproviderapi.AnnotationAlphaProvidedIPAddr, cut(policy.ProvidedNodeIP), clip.Value(err.Error(), 4*maxQuoted))
 		}
 		out = filtered
 		if len(out) == 0 {
 			out = nil
 		}
 	}
-	if err := checkInternalIPs(out, opts); err != nil {
+	if err := checkInternalIPs(out, policy); err != nil {
 		return nil, err
 	}
 	return out, nil
 }
 
-func checkInternalIPs(out []v1.NodeAddress, opts AddressOptions) error {
+func checkInternalIPs(out []v1.NodeAddress, policy AddressPolicy) error {
 	var v4, v6 bool
 	for _, a := range out {
 		if a.Type != v1.NodeInternalIP {
@@ -153,7 +156,7 @@ func checkInternalIPs(out []v1.NodeAddress, opts AddressOptions) error {
 		}
 	}
 	switch {
-	case opts.RequireDualStack && !(v4 && v6):
+	case policy.RequireDualStack && !(v4 && v6):
 		missing := "IPv4"
 		if !v6 {
 			missing = "IPv6"
@@ -161,9 +164,9 @@ func checkInternalIPs(out []v1.NodeAddress, opts AddressOptions) error {
 				missing = "IPv4 and IPv6"
 			}
 		}
-		return fmt.Errorf("%w: dual-stack is required but there is no %s InternalIP among %v", ErrNoInternalIP, missing, out)
-	case !opts.AllowNoInternalIP && !v4 && !v6:
-		return fmt.Errorf("%w: at least one address of type InternalIP is required, got %v", ErrNoInternalIP, out)
+		return fmt.Errorf("%w: dual-stack is required but there is no %s InternalIP among %v: expected an InternalIP of each family", ErrNoInternalIP, missing, out)
+	case !policy.AllowNoInternalIP && !v4 && !v6:
+		return fmt.Errorf("%w: addresses %v: expected at least one of type InternalIP", ErrNoInternalIP, out)
 	}
 	return nil
 }
@@ -233,11 +236,11 @@ func parseAddress(a v1.NodeAddress, preferIPv6 bool) (addrEntry, error) {
 		case err != nil:
 			return addrEntry{}, fmt.Errorf("expected an IPv4 or IPv6 address: %v", err)
 		case ip.Zone() != "":
-			return addrEntry{}, fmt.Errorf("expected an IP address without a zone, got zone %q", cut(ip.Zone()))
+			return addrEntry{}, fmt.Errorf("zone %q: expected an IP address without a zone", cut(ip.Zone()))
 		case ip.Is4In6():
 			return addrEntry{}, fmt.Errorf("expected an IPv4 address in dotted form (%s), not IPv4-mapped IPv6, a spelling Kubernetes' strict IP validation refuses", ip.Unmap())
 		case ip.IsUnspecified() || ip.IsMulticast():
-			return addrEntry{}, errors.New("expected a unicast address, got an unspecified or multicast address")
+			return addrEntry{}, errors.New("unspecified or multicast: expected a unicast address")
 		}
 		e.ip = ip
 		// Keep the caller's string when it is already canonical (the common

@@ -23,7 +23,7 @@ func TestBuildAddresses(t *testing.T) {
 		name   string
 		reason string
 		in     []v1.NodeAddress
-		opts   instances.AddressOptions
+		opts   instances.AddressPolicy
 		want   []v1.NodeAddress
 		err    error
 	}{
@@ -53,7 +53,7 @@ func TestBuildAddresses(t *testing.T) {
 			name:   "PreferIPv6 puts IPv6 first within each type",
 			reason: "IPv6-primary dual-stack clusters need an IPv6 first InternalIP",
 			in:     []v1.NodeAddress{internal("10.0.0.1"), external("2001:db8::7"), internal("fd00::1"), external("203.0.113.7")},
-			opts:   instances.AddressOptions{PreferIPv6: true},
+			opts:   instances.AddressPolicy{PreferIPv6: true},
 			want:   []v1.NodeAddress{internal("fd00::1"), internal("10.0.0.1"), external("2001:db8::7"), external("203.0.113.7")},
 		},
 		{
@@ -76,49 +76,49 @@ func TestBuildAddresses(t *testing.T) {
 			name:   "provided node IP moves to the front and is the only one of its type",
 			reason: "agrees with GetNodeAddressesFromNodeIP, as the node controller applies it",
 			in:     []v1.NodeAddress{internal("10.0.0.1"), internal("10.0.0.2"), external("203.0.113.7"), hostname("node-1")},
-			opts:   instances.AddressOptions{ProvidedNodeIP: "10.0.0.2"},
+			opts:   instances.AddressPolicy{ProvidedNodeIP: "10.0.0.2"},
 			want:   []v1.NodeAddress{internal("10.0.0.2"), external("203.0.113.7"), hostname("node-1")},
 		},
 		{
 			name:   "dual-stack provided node IPs in annotation order",
 			reason: "an IPv6-first annotation makes IPv6 the primary even without PreferIPv6",
 			in:     []v1.NodeAddress{internal("10.0.0.1"), internal("fd00::1"), internal("fd00::2"), external("203.0.113.7")},
-			opts:   instances.AddressOptions{ProvidedNodeIP: "fd00::2,10.0.0.1", RequireDualStack: true},
+			opts:   instances.AddressPolicy{ProvidedNodeIP: "fd00::2,10.0.0.1", RequireDualStack: true},
 			want:   []v1.NodeAddress{internal("fd00::2"), internal("10.0.0.1"), external("203.0.113.7")},
 		},
 		{
 			name:   "provided node IP matching an ExternalIP keeps the InternalIPs",
 			reason: "only addresses of the matched type are filtered",
 			in:     []v1.NodeAddress{internal("10.0.0.1"), external("203.0.113.8"), external("203.0.113.7")},
-			opts:   instances.AddressOptions{ProvidedNodeIP: "203.0.113.8"},
+			opts:   instances.AddressPolicy{ProvidedNodeIP: "203.0.113.8"},
 			want:   []v1.NodeAddress{external("203.0.113.8"), internal("10.0.0.1")},
 		},
 		{
 			name:   "provided node IP in a sloppy spelling still matches",
 			reason: "upstream parses the annotation with ParseIPSloppy and compares IPs, not strings",
 			in:     []v1.NodeAddress{internal("10.0.0.1"), internal("10.0.0.2")},
-			opts:   instances.AddressOptions{ProvidedNodeIP: "010.000.000.002"},
+			opts:   instances.AddressPolicy{ProvidedNodeIP: "010.000.000.002"},
 			want:   []v1.NodeAddress{internal("10.0.0.2")},
 		},
 		{
 			name:   "provided node IP not among the addresses",
 			reason: "the node controller would refuse to initialize the Node",
 			in:     []v1.NodeAddress{internal("10.0.0.1")},
-			opts:   instances.AddressOptions{ProvidedNodeIP: "10.0.0.99"},
+			opts:   instances.AddressPolicy{ProvidedNodeIP: "10.0.0.99"},
 			err:    instances.ErrProvidedNodeIP,
 		},
 		{
 			name:   "provided node IP does not parse",
 			reason: "upstream ParseNodeIPAnnotation rejects it",
 			in:     []v1.NodeAddress{internal("10.0.0.1")},
-			opts:   instances.AddressOptions{ProvidedNodeIP: "not-an-ip"},
+			opts:   instances.AddressPolicy{ProvidedNodeIP: "not-an-ip"},
 			err:    instances.ErrProvidedNodeIP,
 		},
 		{
 			name:   "single-family provided IP with RequireDualStack",
 			reason: "the filter drops the other family's InternalIP, which dual-stack forbids",
 			in:     []v1.NodeAddress{internal("10.0.0.1"), internal("fd00::1")},
-			opts:   instances.AddressOptions{ProvidedNodeIP: "10.0.0.1", RequireDualStack: true},
+			opts:   instances.AddressPolicy{ProvidedNodeIP: "10.0.0.1", RequireDualStack: true},
 			err:    instances.ErrNoInternalIP,
 		},
 		{
@@ -136,27 +136,27 @@ func TestBuildAddresses(t *testing.T) {
 			name:   "no InternalIP allowed",
 			reason: "AllowNoInternalIP turns the requirement off",
 			in:     []v1.NodeAddress{hostname("node-1"), external("203.0.113.7")},
-			opts:   instances.AddressOptions{AllowNoInternalIP: true},
+			opts:   instances.AddressPolicy{AllowNoInternalIP: true},
 			want:   []v1.NodeAddress{external("203.0.113.7"), hostname("node-1")},
 		},
 		{
 			name:   "empty input allowed is nil",
 			reason: "an empty result is nil",
-			opts:   instances.AddressOptions{AllowNoInternalIP: true},
+			opts:   instances.AddressPolicy{AllowNoInternalIP: true},
 			want:   nil,
 		},
 		{
 			name:   "dual-stack required and present",
 			reason: "one InternalIP of each family",
 			in:     []v1.NodeAddress{internal("fd00::1"), internal("10.0.0.1")},
-			opts:   instances.AddressOptions{RequireDualStack: true},
+			opts:   instances.AddressPolicy{RequireDualStack: true},
 			want:   []v1.NodeAddress{internal("10.0.0.1"), internal("fd00::1")},
 		},
 		{
 			name:   "dual-stack required, IPv6 only external",
 			reason: "an ExternalIP does not count as the IPv6 InternalIP",
 			in:     []v1.NodeAddress{internal("10.0.0.1"), external("2001:db8::1")},
-			opts:   instances.AddressOptions{RequireDualStack: true},
+			opts:   instances.AddressPolicy{RequireDualStack: true},
 			err:    instances.ErrNoInternalIP,
 		},
 		{name: "unknown type", reason: "only the five NodeAddressTypes exist", in: []v1.NodeAddress{internal("10.0.0.1"), addr("PublicIP", "1.2.3.4")}, err: instances.ErrInvalidAddress},
@@ -220,7 +220,7 @@ func TestBuildAddressesErrors(t *testing.T) {
 	tests := []struct {
 		name, reason string
 		in           []v1.NodeAddress
-		opts         instances.AddressOptions
+		opts         instances.AddressPolicy
 		want         error
 		// exact is the whole message; otherwise mention lists parts of it.
 		exact   string
@@ -245,10 +245,10 @@ func TestBuildAddressesErrors(t *testing.T) {
 			in: []v1.NodeAddress{internal("fe80::1%" + huge)}, want: instances.ErrInvalidAddress,
 			mention: []string{"addresses[0]", "without a zone", "(1048576 bytes)"}},
 		{name: "provided node IP not among the addresses", reason: "the annotation is named with what was expected",
-			in: []v1.NodeAddress{internal("10.0.0.4")}, opts: instances.AddressOptions{ProvidedNodeIP: "10.0.0.99"}, want: instances.ErrProvidedNodeIP,
+			in: []v1.NodeAddress{internal("10.0.0.4")}, opts: instances.AddressPolicy{ProvidedNodeIP: "10.0.0.99"}, want: instances.ErrProvidedNodeIP,
 			mention: []string{`alpha.kubernetes.io/provided-node-ip="10.0.0.99"`, "expected an IP address", "among the node's addresses"}},
 		{name: "provided node IP of 1 MiB", reason: "the annotation, and the upstream error quoting it, are cut",
-			in: []v1.NodeAddress{internal("10.0.0.4")}, opts: instances.AddressOptions{ProvidedNodeIP: huge}, want: instances.ErrProvidedNodeIP,
+			in: []v1.NodeAddress{internal("10.0.0.4")}, opts: instances.AddressPolicy{ProvidedNodeIP: huge}, want: instances.ErrProvidedNodeIP,
 			mention: []string{`provided-node-ip="1111`, "(1048576 bytes)", "expected an IP address"}},
 	}
 	for _, tt := range tests {
@@ -279,7 +279,7 @@ func TestBuildAddressesStableUnderPermutation(t *testing.T) {
 		internal("10.0.0.2"), internal("fd00::1"), internal("10.0.0.1"), external("203.0.113.7"),
 		external("2001:db8::7"), hostname("node-1"), addr(v1.NodeInternalDNS, "node-1.internal"),
 	}
-	for _, opts := range []instances.AddressOptions{{}, {PreferIPv6: true}, {ProvidedNodeIP: "fd00::1,10.0.0.2"}} {
+	for _, opts := range []instances.AddressPolicy{{}, {PreferIPv6: true}, {ProvidedNodeIP: "fd00::1,10.0.0.2"}} {
 		want, err := instances.BuildAddresses(set, opts)
 		if err != nil {
 			t.Fatal(err)

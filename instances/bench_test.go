@@ -26,11 +26,11 @@ func BenchmarkBuildAddresses(b *testing.B) {
 	cases := []struct {
 		name string
 		in   []v1.NodeAddress
-		opts instances.AddressOptions
+		opts instances.AddressPolicy
 	}{
-		{"dual-stack-6", dual, instances.AddressOptions{}},
-		{"dual-stack-6-provided-ip", dual, instances.AddressOptions{ProvidedNodeIP: "10.0.0.1,fd00::1"}},
-		{"shuffled-32", many, instances.AddressOptions{}},
+		{"dual-stack-6", dual, instances.AddressPolicy{}},
+		{"dual-stack-6-provided-ip", dual, instances.AddressPolicy{ProvidedNodeIP: "10.0.0.1,fd00::1"}},
+		{"shuffled-32", many, instances.AddressPolicy{}},
 	}
 	for _, c := range cases {
 		b.Run(c.name, func(b *testing.B) {
@@ -71,7 +71,7 @@ func BenchmarkInstanceMetadata5000(b *testing.B) {
 	}
 	b.Run("direct", func(b *testing.B) {
 		cloud := numberedCloud(n)
-		a, err := instances.NewAdapter(cloud, instances.Options{Codec: acme})
+		a, err := instances.NewAdapter(cloud, acme, instances.Options{})
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -7,16 +7,15 @@ import (
 	"sync"
 	"time"
 
+	"github.com/ccmkit/ccmkit/internal/check"
 	"github.com/ccmkit/ccmkit/internal/throttle"
 	"github.com/ccmkit/ccmkit/provider"
 )
 
-// Cache defaults.
+// The defaults of CacheOptions, stated in its field docs.
 const (
-	// DefaultCacheTTL is CacheOptions.TTL when it is zero.
-	DefaultCacheTTL = time.Minute
-	// DefaultCacheErrorTTL is CacheOptions.ErrorTTL when it is zero.
-	DefaultCacheErrorTTL = 5 * time.Second
+	defaultCacheTTL      = time.Minute
+	defaultCacheErrorTTL = 5 * time.Second
 )
 
 // CacheOptions configures a Cache. The zero value is usable: a one-minute
@@ -24,14 +23,14 @@ const (
 // asks for a longer back-off), and time.Now.
 type CacheOptions struct {
 	// TTL is how long one successful List serves look-ups, measured from
-	// the moment that List call started. Zero means DefaultCacheTTL;
-	// negative is an error.
+	// the moment that List call started. 0 means one minute; negative is an
+	// error.
 	TTL time.Duration
 	// ErrorTTL is how long a failed List is remembered: look-ups in that
 	// period return the same error without calling List again, so a cloud
-	// outage costs one List per ErrorTTL rather than one per look-up. Zero
-	// means DefaultCacheErrorTTL; negative disables it (every look-up after a
-	// failure lists again). A List that failed because its caller's context
+	// outage costs one List per ErrorTTL rather than one per look-up. 0
+	// means five seconds; negative means none: a failure is not remembered
+	// and every look-up after it lists again. A List that failed because its caller's context
 	// ended is never remembered. A throttled List (its error wraps an
 	// *api.RetryError with a positive RetryAfter D) is remembered for
 	// max(ErrorTTL, D) whatever ErrorTTL is; see Cache.
@@ -99,31 +98,35 @@ type Cache struct {
 	throttled bool // failErr was throttled: look-ups get a RetryError, Invalidate keeps it
 }
 
-var (
-	_ Driver = (*Cache)(nil)
-	_ Lister = (*Cache)(nil)
-)
+var _ ListDriver = (*Cache)(nil)
 
-// NewCache returns a Cache over d. It returns an error when d is nil or
-// opts.TTL is negative. It starts nothing and does not call d.
+// NewCache returns a Cache over d. It returns an error when d is nil (a
+// typed nil included) or opts.TTL is negative. It starts nothing and does
+// not call d.
 func NewCache(d ListDriver, opts CacheOptions) (*Cache, error) {
-	if d == nil {
-		return nil, errors.New("instances.NewCache: driver is nil")
+	if err := check.Driver("instances.NewCache", d, "instances.ListDriver"); err != nil {
+		return nil, err
 	}
 	if opts.TTL < 0 {
-		return nil, fmt.Errorf("instances.NewCache: CacheOptions.TTL is %v: expected zero (default %v) or positive", opts.TTL, DefaultCacheTTL)
+		return nil, fmt.Errorf("instances.NewCache: CacheOptions.TTL %v: expected 0 (the default, %v) or positive", opts.TTL, defaultCacheTTL)
 	}
-	c := &Cache{d: d, ttl: opts.TTL, errorTTL: opts.ErrorTTL, now: opts.Now}
-	if c.ttl == 0 {
-		c.ttl = DefaultCacheTTL
+	opts = opts.withDefaults()
+	return &Cache{d: d, ttl: opts.TTL, errorTTL: opts.ErrorTTL, now: opts.Now}, nil
+}
+
+// withDefaults returns o with its zero fields set to their documented
+// defaults.
+func (o CacheOptions) withDefaults() CacheOptions {
+	if o.TTL == 0 {
+		o.TTL = defaultCacheTTL
 	}
-	if c.errorTTL == 0 {
-		c.errorTTL = DefaultCacheErrorTTL
+	if o.ErrorTTL == 0 {
+		o.ErrorTTL = defaultCacheErrorTTL
 	}
-	if c.now == nil {
-		c.now = time.Now
+	if o.Now == nil {
+		o.Now = time.Now
 	}
-	return c, nil
+	return o
 }
 
 // GetByID returns the listed instance with ID id.ID when it is listed once

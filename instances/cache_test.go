@@ -68,7 +68,7 @@ func newCacheFixture(t testing.TB, d instances.ListDriver, cloud *memCloud, opts
 	if err != nil {
 		t.Fatal(err)
 	}
-	a, err := instances.NewAdapter(cache, instances.Options{Codec: acme})
+	a, err := instances.NewAdapter(cache, acme, instances.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -95,7 +95,7 @@ func TestCache5000NodesOneList(t *testing.T) {
 	const n = 5000
 	cloud := numberedCloud(n)
 	f := newCacheFixture(t, nil, cloud, instances.CacheOptions{TTL: time.Minute})
-	direct, err := instances.NewAdapter(numberedCloud(n), instances.Options{Codec: acme})
+	direct, err := instances.NewAdapter(numberedCloud(n), acme, instances.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -169,7 +169,7 @@ func TestCacheConcurrentMissesCoalesce(t *testing.T) {
 
 func TestCacheTTL(t *testing.T) {
 	cloud := numberedCloud(3)
-	f := newCacheFixture(t, nil, cloud, instances.CacheOptions{}) // zero TTL: DefaultCacheTTL
+	f := newCacheFixture(t, nil, cloud, instances.CacheOptions{}) // zero TTL: the default, one minute
 	node := numberedNode(0)
 	ask := func() {
 		t.Helper()
@@ -178,7 +178,7 @@ func TestCacheTTL(t *testing.T) {
 		}
 	}
 	ask()
-	f.clock.Advance(instances.DefaultCacheTTL - time.Nanosecond)
+	f.clock.Advance(time.Minute - time.Nanosecond) // CacheOptions.TTL's documented default
 	ask()
 	checkCalls(t, cloud, calls{List: 1}, "still within the default TTL of one minute")
 	f.clock.Advance(time.Nanosecond)
@@ -278,23 +278,15 @@ func TestCacheNeverGoneFromListAlone(t *testing.T) {
 	t.Run("ID listed twice", func(t *testing.T) {
 		cloud := numberedCloud(3)
 		dup := withState(numbered(2), instances.StateStopped)
-		d := listOverride{memCloud: cloud, items: []instances.Instance{numbered(0), numbered(2), dup}}
-		f := newCacheFixture(t, d, cloud, instances.CacheOptions{})
+		cloud.listed = []instances.Instance{numbered(0), numbered(2), dup}
+		f := newCacheFixture(t, nil, cloud, instances.CacheOptions{})
 		shutdown, err := f.adapter.InstanceShutdown(t.Context(), numberedNode(2))
 		if shutdown || err != nil {
 			t.Errorf("InstanceShutdown = (%v, %v), want the driver's (false, nil)", shutdown, err)
 		}
-		checkCalls(t, cloud, calls{GetByID: 1}, "a duplicated ID is looked up directly")
+		checkCalls(t, cloud, calls{List: 1, GetByID: 1}, "a duplicated ID is looked up directly")
 	})
 }
-
-// listOverride is a memCloud whose List returns fixed items.
-type listOverride struct {
-	*memCloud
-	items []instances.Instance
-}
-
-func (l listOverride) List(context.Context) ([]instances.Instance, error) { return l.items, nil }
 
 // TestCacheListErrors checks that a failed List is an error for every
 // look-up (never "gone") and is remembered for ErrorTTL.
@@ -455,34 +447,26 @@ func TestCacheList(t *testing.T) {
 }
 
 func TestNewCacheErrors(t *testing.T) {
-	if c, err := instances.NewCache(nil, instances.CacheOptions{}); c != nil || err == nil {
-		t.Errorf("NewCache(nil) = (%v, %v), want an error", c, err)
+	var typedNil *memCloud
+	tests := []struct {
+		name   string
+		reason string
+		driver instances.ListDriver
+		opts   instances.CacheOptions
+		msg    string
+	}{
+		{name: "nil driver", reason: "nothing to cache", msg: "instances.NewCache: driver is nil: expected a instances.ListDriver"},
+		{name: "typed nil driver", reason: "a nil *T in the interface would panic at the first List", driver: typedNil, msg: "instances.NewCache: driver is a nil *instances_test.memCloud: expected a usable instances.ListDriver"},
+		{name: "negative TTL", reason: "a list remembered for no time is no cache: an error, not clamped", driver: newMemCloud(), opts: instances.CacheOptions{TTL: -time.Second}, msg: "instances.NewCache: CacheOptions.TTL -1s: expected 0 (the default, 1m0s) or positive"},
 	}
-	c, err := instances.NewCache(newMemCloud(), instances.CacheOptions{TTL: -time.Second})
-	if c != nil || err == nil || !strings.Contains(err.Error(), "TTL is -1s") {
-		t.Errorf("NewCache(TTL -1s) = (%v, %v), want an error naming the TTL", c, err)
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c, err := instances.NewCache(tt.driver, tt.opts)
+			if c != nil || err == nil || !strings.Contains(err.Error(), tt.msg) {
+				t.Errorf("NewCache = (%v, %v): expected nil and an error containing %q (%s)", c, err, tt.msg, tt.reason)
+			}
+		})
 	}
-}
-
-// slowLister reads the list from its cloud, then waits for release before
-// returning it: a List that reads the state before a change and returns
-// after it.
-type slowLister struct {
-	*memCloud
-	read    chan struct{}
-	release chan struct{}
-	once    sync.Once
-}
-
-func (s *slowLister) List(ctx context.Context) ([]instances.Instance, error) {
-	items, err := s.memCloud.List(ctx)
-	first := false
-	s.once.Do(func() { first = true })
-	if first {
-		close(s.read)
-		<-s.release
-	}
-	return items, err
 }
 
 // TestCacheInvalidateDuringList checks that a List which read the state
@@ -490,15 +474,26 @@ func (s *slowLister) List(ctx context.Context) ([]instances.Instance, error) {
 // again and sees the change, instead of the old list for a whole TTL.
 func TestCacheInvalidateDuringList(t *testing.T) {
 	cloud := numberedCloud(2)
-	slow := &slowLister{memCloud: cloud, read: make(chan struct{}), release: make(chan struct{})}
-	f := newCacheFixture(t, slow, cloud, instances.CacheOptions{})
+	// The first List reads the state, then waits for release before
+	// returning it: a List that reads before a change and returns after it.
+	read, release := make(chan struct{}), make(chan struct{})
+	var once sync.Once
+	cloud.afterList = func() {
+		first := false
+		once.Do(func() { first = true }) // not the wait itself: a later List must not block on it
+		if first {
+			close(read)
+			<-release
+		}
+	}
+	f := newCacheFixture(t, nil, cloud, instances.CacheOptions{})
 
 	before := make(chan bool, 1)
 	go func() {
 		shutdown, _ := f.adapter.InstanceShutdown(t.Context(), numberedNode(0))
 		before <- shutdown
 	}()
-	<-slow.read // the first List has read instance 0 running
+	<-read // the first List has read instance 0 running
 
 	stopped := numbered(0)
 	stopped.State = instances.StateStopped
@@ -518,11 +513,11 @@ func TestCacheInvalidateDuringList(t *testing.T) {
 		if !got {
 			t.Error("InstanceShutdown after the stop and Invalidate = false")
 		}
-		close(slow.release)
+		close(release)
 	case <-time.After(10 * time.Second):
 		// A deadlock guard, not a timing assertion: the look-up is waiting
 		// for the List that started before Invalidate.
-		close(slow.release)
+		close(release)
 		<-after
 		t.Error("the look-up made after Invalidate joined the List that started before it")
 	}

@@ -42,7 +42,7 @@
 //
 //	cache, err := instances.NewCache(myDriver, instances.CacheOptions{TTL: time.Minute})
 //	...
-//	v2, err := instances.NewAdapter(cache, instances.Options{Codec: provider.Codec{Scheme: "acme"}})
+//	v2, err := instances.NewAdapter(cache, provider.Codec{Scheme: "acme"}, instances.Options{})
 //
 // and return v2 from your cloudprovider.Interface's InstancesV2 method.
 //

@@ -175,10 +175,10 @@ type Driver interface {
 	GetByName(ctx context.Context, name string) (Instance, error)
 }
 
-// Lister is the optional listing capability a Cache needs. A Driver that can
-// list every instance of the cluster in one call implements it too.
-// Implementations must be safe for concurrent use.
-type Lister interface {
+// ListDriver is a Driver that can also list every instance in one call; it
+// is what NewCache wraps. Implementations must be safe for concurrent use.
+type ListDriver interface {
+	Driver
 	// List returns every instance the provider may be asked about (it may
 	// return more). It returns an error, never a partial list, when it cannot
 	// list everything: an instance missing from a successful List is only a
@@ -189,10 +189,4 @@ type Lister interface {
 	// as for Driver: the Cache then makes no List call before its
 	// RetryAfter has passed.
 	List(ctx context.Context) ([]Instance, error)
-}
-
-// ListDriver is a Driver that can also list; it is what NewCache wraps.
-type ListDriver interface {
-	Driver
-	Lister
 }

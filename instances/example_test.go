@@ -72,7 +72,7 @@ func newExampleCloud() *exampleCloud {
 
 func Example() {
 	cloud := newExampleCloud()
-	v2, err := instances.NewAdapter(cloud, instances.Options{Codec: provider.Codec{Scheme: "example"}})
+	v2, err := instances.NewAdapter(cloud, provider.Codec{Scheme: "example"}, instances.Options{})
 	if err != nil {
 		fmt.Println(err)
 		return
@@ -110,7 +110,7 @@ func Example() {
 	// example://fra1/vm-1: exists=true err=<nil> shutdown=false
 	// example://vm-2: exists=true err=<nil> shutdown=true
 	// example://vm-3: exists=false err=<nil> shutdown=false
-	// node "w9": spec.providerID: provider ID "other://vm-1": scheme "other" is not "example": the node belongs to another provider
+	// node "w9": spec.providerID: provider ID "other://vm-1": scheme "other": expected "example" (the node belongs to another provider)
 }
 
 func ExampleNewCache() {
@@ -120,7 +120,7 @@ func ExampleNewCache() {
 		fmt.Println(err)
 		return
 	}
-	v2, err := instances.NewAdapter(cache, instances.Options{Codec: provider.Codec{Scheme: "example"}})
+	v2, err := instances.NewAdapter(cache, provider.Codec{Scheme: "example"}, instances.Options{})
 	if err != nil {
 		fmt.Println(err)
 		return
@@ -155,18 +155,18 @@ func ExampleBuildAddresses() {
 		{Type: v1.NodeInternalIP, Address: "10.0.0.12"},
 		{Type: v1.NodeInternalIP, Address: "10.0.0.4"},
 		{Type: v1.NodeInternalIP, Address: "10.0.0.4"},
-	}, instances.AddressOptions{})
+	}, instances.AddressPolicy{})
 	fmt.Println(addrs, err)
 
-	_, err = instances.BuildAddresses([]v1.NodeAddress{{Type: v1.NodeExternalIP, Address: "198.51.100.7"}}, instances.AddressOptions{})
+	_, err = instances.BuildAddresses([]v1.NodeAddress{{Type: v1.NodeExternalIP, Address: "198.51.100.7"}}, instances.AddressPolicy{})
 	fmt.Println(err)
 
 	// An IPv4 address spelled as IPv6 is an error, not rewritten.
-	_, err = instances.BuildAddresses([]v1.NodeAddress{{Type: v1.NodeInternalIP, Address: "::ffff:10.0.0.4"}}, instances.AddressOptions{})
+	_, err = instances.BuildAddresses([]v1.NodeAddress{{Type: v1.NodeInternalIP, Address: "::ffff:10.0.0.4"}}, instances.AddressPolicy{})
 	fmt.Println(err)
 	// Output:
 	// [{InternalIP 10.0.0.4} {InternalIP 10.0.0.12} {InternalIP fd00::1} {ExternalIP 2001:db8::7} {Hostname worker-1.example.com}] <nil>
-	// no InternalIP node address: at least one address of type InternalIP is required, got [{ExternalIP 198.51.100.7}]
+	// no InternalIP node address: addresses [{ExternalIP 198.51.100.7}]: expected at least one of type InternalIP
 	// invalid node address: addresses[0] (type "InternalIP", address "::ffff:10.0.0.4"): expected an IPv4 address in dotted form (10.0.0.4), not IPv4-mapped IPv6, a spelling Kubernetes' strict IP validation refuses
 }
 
@@ -179,11 +179,11 @@ func ExampleBuildAddresses_providedNodeIP() {
 		{Type: v1.NodeInternalIP, Address: "10.0.0.4"},
 		{Type: v1.NodeInternalIP, Address: "10.0.0.12"},
 		{Type: v1.NodeExternalIP, Address: "198.51.100.7"},
-	}, instances.AddressOptions{ProvidedNodeIP: "10.0.0.12"})
+	}, instances.AddressPolicy{ProvidedNodeIP: "10.0.0.12"})
 	fmt.Println(addrs, err)
 
 	_, err = instances.BuildAddresses([]v1.NodeAddress{{Type: v1.NodeInternalIP, Address: "10.0.0.4"}},
-		instances.AddressOptions{ProvidedNodeIP: "10.0.0.99"})
+		instances.AddressPolicy{ProvidedNodeIP: "10.0.0.99"})
 	fmt.Println(err)
 	// Output:
 	// [{InternalIP 10.0.0.12} {ExternalIP 198.51.100.7}] <nil>

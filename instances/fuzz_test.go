@@ -46,7 +46,7 @@ func FuzzBuildAddresses(f *testing.F) {
 	f.Add("", "", false, false, true)
 	f.Fuzz(func(t *testing.T, data, providedIP string, preferIPv6, dualStack, allowNoInternal bool) {
 		in := decodeFuzzAddresses(data)
-		opts := instances.AddressOptions{ProvidedNodeIP: providedIP, PreferIPv6: preferIPv6, RequireDualStack: dualStack, AllowNoInternalIP: allowNoInternal}
+		opts := instances.AddressPolicy{ProvidedNodeIP: providedIP, PreferIPv6: preferIPv6, RequireDualStack: dualStack, AllowNoInternalIP: allowNoInternal}
 		got, err := instances.BuildAddresses(in, opts)
 		if err != nil {
 			if !errors.Is(err, instances.ErrInvalidAddress) && !errors.Is(err, instances.ErrNoInternalIP) && !errors.Is(err, instances.ErrProvidedNodeIP) {

@@ -73,7 +73,7 @@ func TestAdapterThrottledIsNeverGone(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			a, err := instances.NewAdapter(returns(instances.Instance{}, tt.err), instances.Options{Codec: acme})
+			a, err := instances.NewAdapter(returns(instances.Instance{}, tt.err), acme, instances.Options{})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -132,8 +132,8 @@ func TestCacheThrottledListBacksOff(t *testing.T) {
 			errorTTL: -1, retry: 10 * time.Second, window: 10 * time.Second,
 		},
 		{
-			name: "default ErrorTTL", reason: "zero ErrorTTL is DefaultCacheErrorTTL, longer than this delay",
-			retry: time.Second, window: instances.DefaultCacheErrorTTL,
+			name: "default ErrorTTL", reason: "zero ErrorTTL is the documented default, five seconds, longer than this delay",
+			retry: time.Second, window: 5 * time.Second,
 		},
 	}
 	for _, tt := range tests {

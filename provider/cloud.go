@@ -8,27 +8,41 @@ import (
 
 	"k8s.io/client-go/informers"
 	cloudprovider "k8s.io/cloud-provider"
+
+	"github.com/ccmkit/ccmkit/internal/check"
 )
 
-// Capabilities are the optional parts of a cloud provider. A nil field, or a
-// typed nil (a nil *T stored in the interface), means the provider does not
-// offer that capability and the matching accessor of Cloud returns
-// (nil, false).
-type Capabilities struct {
+// Options configures a Cloud: the cluster it serves and the optional
+// parts of a cloud provider it offers. Every field is optional. A nil
+// capability field, or a typed nil (a nil *T stored in the interface), means
+// the provider does not offer that part and the matching accessor of Cloud
+// returns (nil, false).
+type Options struct {
+	// ClusterID identifies the cluster whose cloud resources this provider
+	// owns; HasClusterID reports whether it is set. "" means none: the
+	// cloud-controller-manager then stops unless --allow-untagged-cloud is
+	// set.
+	ClusterID string
+	// LoadBalancer is returned by Cloud.LoadBalancer; nil means none.
 	LoadBalancer cloudprovider.LoadBalancer
-	InstancesV2  cloudprovider.InstancesV2
-	// Instances is the legacy interface. The node controllers use InstancesV2
-	// when it is present and ignore Instances and Zones.
+	// InstancesV2 is returned by Cloud.InstancesV2; nil means none.
+	InstancesV2 cloudprovider.InstancesV2
+	// Instances is the legacy interface, returned by Cloud.Instances; nil
+	// means none. The node controllers use InstancesV2 when it is present
+	// and ignore Instances and Zones.
 	Instances cloudprovider.Instances
-	Zones     cloudprovider.Zones
-	Clusters  cloudprovider.Clusters
-	Routes    cloudprovider.Routes
+	// Zones is returned by Cloud.Zones; nil means none.
+	Zones cloudprovider.Zones
+	// Clusters is returned by Cloud.Clusters; nil means none.
+	Clusters cloudprovider.Clusters
+	// Routes is returned by Cloud.Routes; nil means none.
+	Routes cloudprovider.Routes
 }
 
 // Initializer is implemented by capabilities that need the Kubernetes client
 // or run background work. Cloud.Initialize calls Initialize once on each
 // distinct capability that implements it, in the field order of
-// Capabilities.
+// Options.
 //
 // ctx is cancelled when the stop channel given to Cloud.Initialize is
 // closed; work started by the capability must end when ctx is done. The
@@ -37,14 +51,14 @@ type Initializer interface {
 	Initialize(ctx context.Context, clientBuilder cloudprovider.ControllerClientBuilder)
 }
 
-// Cloud is a cloudprovider.Interface composed from Capabilities. Construct it
+// Cloud is a cloudprovider.Interface composed from the capabilities of its
+// Options. Construct it
 // with New. Its accessors are safe for concurrent use; Initialize and
 // SetInformers are called once by the cloud-controller-manager, before the
 // controllers start.
 type Cloud struct {
-	name      string
-	clusterID string
-	caps      Capabilities
+	name string
+	opts Options
 
 	mu     sync.Mutex
 	ctx    context.Context
@@ -58,32 +72,18 @@ var (
 )
 
 // New returns a Cloud named name (the value of ProviderName, and the scheme
-// of the provider IDs it writes) offering caps. clusterID identifies the
-// cluster this provider's cloud resources belong to; HasClusterID reports
-// whether it is non-empty. New starts nothing.
-func New(name, clusterID string, caps Capabilities) *Cloud {
-	return &Cloud{name: name, clusterID: clusterID, caps: caps}
-}
-
-// present reports whether v holds a usable value: neither a nil interface
-// nor a typed nil pointer, map, slice, func or channel.
-func present(v any) bool {
-	if v == nil {
-		return false
-	}
-	rv := reflect.ValueOf(v)
-	switch rv.Kind() {
-	case reflect.Pointer, reflect.Map, reflect.Slice, reflect.Func, reflect.Chan:
-		return !rv.IsNil()
-	}
-	return true
+// of the provider IDs it writes) offering the capabilities of opts, for the
+// cluster opts.ClusterID. New starts nothing and never fails: any opts is
+// valid.
+func New(name string, opts Options) *Cloud {
+	return &Cloud{name: name, opts: opts}
 }
 
 // accessor implements the (impl, true) or (nil, false) rule of
 // k8s.io/cloud-provider cloud.go (Interface): the node-lifecycle controller
 // dereferences the value whenever the bool is true.
 func accessor[T any](v T) (T, bool) {
-	if !present(v) {
+	if check.IsNil(v) {
 		var zero T
 		return zero, false
 	}
@@ -92,43 +92,37 @@ func accessor[T any](v T) (T, bool) {
 
 // LoadBalancer implements cloudprovider.Interface.
 func (c *Cloud) LoadBalancer() (cloudprovider.LoadBalancer, bool) {
-	return accessor(c.caps.LoadBalancer)
+	return accessor(c.opts.LoadBalancer)
 }
 
 // Instances implements cloudprovider.Interface.
-func (c *Cloud) Instances() (cloudprovider.Instances, bool) { return accessor(c.caps.Instances) }
+func (c *Cloud) Instances() (cloudprovider.Instances, bool) { return accessor(c.opts.Instances) }
 
 // InstancesV2 implements cloudprovider.Interface.
-func (c *Cloud) InstancesV2() (cloudprovider.InstancesV2, bool) { return accessor(c.caps.InstancesV2) }
+func (c *Cloud) InstancesV2() (cloudprovider.InstancesV2, bool) { return accessor(c.opts.InstancesV2) }
 
 // Zones implements cloudprovider.Interface.
-func (c *Cloud) Zones() (cloudprovider.Zones, bool) { return accessor(c.caps.Zones) }
+func (c *Cloud) Zones() (cloudprovider.Zones, bool) { return accessor(c.opts.Zones) }
 
 // Clusters implements cloudprovider.Interface.
-func (c *Cloud) Clusters() (cloudprovider.Clusters, bool) { return accessor(c.caps.Clusters) }
+func (c *Cloud) Clusters() (cloudprovider.Clusters, bool) { return accessor(c.opts.Clusters) }
 
 // Routes implements cloudprovider.Interface.
-func (c *Cloud) Routes() (cloudprovider.Routes, bool) { return accessor(c.caps.Routes) }
+func (c *Cloud) Routes() (cloudprovider.Routes, bool) { return accessor(c.opts.Routes) }
 
 // ProviderName implements cloudprovider.Interface: the name given to New.
 func (c *Cloud) ProviderName() string { return c.name }
 
-// HasClusterID implements cloudprovider.Interface: true when the cluster ID
-// given to New is not empty. Without one the cloud-controller-manager stops
-// unless --allow-untagged-cloud is set.
-func (c *Cloud) HasClusterID() bool { return c.clusterID != "" }
-
-// ClusterID returns the cluster ID given to New.
-func (c *Cloud) ClusterID() string { return c.clusterID }
-
-// Capabilities returns the capabilities given to New.
-func (c *Cloud) Capabilities() Capabilities { return c.caps }
+// HasClusterID implements cloudprovider.Interface: true when
+// Options.ClusterID is not empty. Without one the cloud-controller-manager
+// stops unless --allow-untagged-cloud is set.
+func (c *Cloud) HasClusterID() bool { return c.opts.ClusterID != "" }
 
 // distinct returns the present capabilities, each once, in field order.
 func (c *Cloud) distinct() []any {
 	var out []any
-	for _, v := range []any{c.caps.LoadBalancer, c.caps.InstancesV2, c.caps.Instances, c.caps.Zones, c.caps.Clusters, c.caps.Routes} {
-		if present(v) && !slices.ContainsFunc(out, func(seen any) bool { return sameValue(seen, v) }) {
+	for _, v := range []any{c.opts.LoadBalancer, c.opts.InstancesV2, c.opts.Instances, c.opts.Zones, c.opts.Clusters, c.opts.Routes} {
+		if !check.IsNil(v) && !slices.ContainsFunc(out, func(seen any) bool { return sameValue(seen, v) }) {
 			out = append(out, v)
 		}
 	}

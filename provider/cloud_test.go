@@ -11,6 +11,8 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 	cloudprovider "k8s.io/cloud-provider"
 	fakecloud "k8s.io/cloud-provider/fake"
+
+	"github.com/ccmkit/ccmkit/internal/check"
 )
 
 func TestAccessorTruthTable(t *testing.T) {
@@ -20,7 +22,7 @@ func TestAccessorTruthTable(t *testing.T) {
 	tests := []struct {
 		name   string
 		reason string
-		caps   Capabilities
+		opts   Options
 		want   map[string]bool
 	}{
 		{
@@ -31,31 +33,31 @@ func TestAccessorTruthTable(t *testing.T) {
 		{
 			name:   "all",
 			reason: "every capability set: every accessor is (impl,true)",
-			caps:   Capabilities{LoadBalancer: full, InstancesV2: full, Instances: full, Zones: full, Clusters: full, Routes: full},
+			opts:   Options{LoadBalancer: full, InstancesV2: full, Instances: full, Zones: full, Clusters: full, Routes: full},
 			want:   map[string]bool{"lb": true, "v2": true, "v1": true, "zones": true, "clusters": true, "routes": true},
 		},
 		{
 			name:   "typed nil",
 			reason: "a nil *T in the interface is absent; (nil,true) panics the node-lifecycle controller",
-			caps:   Capabilities{LoadBalancer: nilFake, InstancesV2: nilFake, Instances: nilFake, Zones: nilFake, Clusters: nilFake, Routes: nilFake},
+			opts:   Options{LoadBalancer: nilFake, InstancesV2: nilFake, Instances: nilFake, Zones: nilFake, Clusters: nilFake, Routes: nilFake},
 			want:   map[string]bool{},
 		},
 		{
 			name:   "mixed",
 			reason: "only the present capabilities are reported",
-			caps:   Capabilities{LoadBalancer: full, InstancesV2: nilFake, Routes: full},
+			opts:   Options{LoadBalancer: full, InstancesV2: nilFake, Routes: full},
 			want:   map[string]bool{"lb": true, "routes": true},
 		},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			c := New("test", "", tc.caps)
-			check := func(key string, v any, ok bool) {
+			c := New("test", tc.opts)
+			expect := func(key string, v any, ok bool) {
 				t.Helper()
 				if ok != tc.want[key] {
 					t.Errorf("%s: ok = %v, want %v (%s)", key, ok, tc.want[key], tc.reason)
 				}
-				if ok != present(v) {
+				if ok == check.IsNil(v) {
 					t.Errorf("%s: returned (%#v, %v): value and bool disagree (%s)", key, v, ok, tc.reason)
 				}
 				if !ok && v != nil {
@@ -63,27 +65,27 @@ func TestAccessorTruthTable(t *testing.T) {
 				}
 			}
 			lb, ok := c.LoadBalancer()
-			check("lb", lb, ok)
+			expect("lb", lb, ok)
 			v2, ok := c.InstancesV2()
-			check("v2", v2, ok)
+			expect("v2", v2, ok)
 			v1, ok := c.Instances()
-			check("v1", v1, ok)
+			expect("v1", v1, ok)
 			z, ok := c.Zones()
-			check("zones", z, ok)
+			expect("zones", z, ok)
 			cl, ok := c.Clusters()
-			check("clusters", cl, ok)
+			expect("clusters", cl, ok)
 			r, ok := c.Routes()
-			check("routes", r, ok)
+			expect("routes", r, ok)
 		})
 	}
 }
 
 func TestProviderNameAndClusterID(t *testing.T) {
-	if c := New("acme", "", Capabilities{}); c.ProviderName() != "acme" || c.HasClusterID() {
-		t.Errorf("New(acme, \"\"): ProviderName=%q HasClusterID=%v, want acme false", c.ProviderName(), c.HasClusterID())
+	if c := New("acme", Options{}); c.ProviderName() != "acme" || c.HasClusterID() {
+		t.Errorf("New(acme, Options{}): ProviderName=%q HasClusterID=%v: expected acme false", c.ProviderName(), c.HasClusterID())
 	}
-	if c := New("acme", "prod-1", Capabilities{}); !c.HasClusterID() || c.ClusterID() != "prod-1" {
-		t.Errorf("New(acme, prod-1): HasClusterID=%v ClusterID=%q, want true prod-1", c.HasClusterID(), c.ClusterID())
+	if c := New("acme", Options{ClusterID: "prod-1"}); !c.HasClusterID() {
+		t.Errorf("New(acme, Options{ClusterID: prod-1}): HasClusterID=false: expected true")
 	}
 }
 
@@ -116,7 +118,7 @@ func TestInitializeStopsEverythingOnStop(t *testing.T) {
 	before := runtime.NumGoroutine()
 	w := &worker{stopped: make(chan struct{})}
 	// The same object serves three capabilities: it is initialized once.
-	c := New("test", "id", Capabilities{LoadBalancer: w, InstancesV2: w, Routes: w})
+	c := New("test", Options{ClusterID: "id", LoadBalancer: w, InstancesV2: w, Routes: w})
 	stop := make(chan struct{})
 	cb := builder{}
 	c.Initialize(cb, stop)
@@ -155,7 +157,7 @@ func TestInitializeStopsEverythingOnStop(t *testing.T) {
 }
 
 func TestShutdownWithoutStop(t *testing.T) {
-	c := New("test", "", Capabilities{})
+	c := New("test", Options{})
 	c.Shutdown() // before Initialize: no-op
 	c.Initialize(builder{}, make(chan struct{}))
 	c.Shutdown()
@@ -167,7 +169,7 @@ func TestShutdownWithoutStop(t *testing.T) {
 
 func TestSetInformersFansOut(t *testing.T) {
 	w := &worker{stopped: make(chan struct{})}
-	c := New("test", "", Capabilities{LoadBalancer: w, Zones: &fakecloud.Cloud{}})
+	c := New("test", Options{LoadBalancer: w, Zones: &fakecloud.Cloud{}})
 	f := informers.NewSharedInformerFactory(fake.NewClientset(), 0)
 	c.SetInformers(f)
 	if w.informer != f {

@@ -18,6 +18,8 @@ import (
 
 	yamlv2 "go.yaml.in/yaml/v2"
 	"sigs.k8s.io/yaml"
+
+	"github.com/ccmkit/ccmkit/internal/check"
 )
 
 // Validator is implemented by configuration types that check themselves.
@@ -34,15 +36,15 @@ type Validator interface {
 // callers can tell a bad cloud-config from other failures with errors.Is.
 var ErrInvalidConfig = errors.New("invalid cloud-config")
 
-// MaxConfigSize is the largest cloud-config DecodeConfig accepts, in bytes
+// maxConfigSize is the largest cloud-config DecodeConfig accepts, in bytes
 // (1 MiB). A cloud-config is a few hundred bytes of settings; the limit
 // keeps a mistaken or hostile file (a 64 MiB value takes seconds and
 // gigabytes to decode) from stalling the cloud-controller-manager's start.
-const MaxConfigSize = 1 << 20
+const maxConfigSize = 1 << 20
 
 // DecodeConfig decodes a cloud-config into a new C and validates it.
 //
-// r holds YAML or JSON (JSON is YAML), at most MaxConfigSize bytes, and one
+// r holds YAML or JSON (JSON is YAML), at most 1 MiB (1048576 bytes), and one
 // YAML document: a second document after "---" (or "...") is an error
 // naming it, unless it is empty, so nothing is ignored. Decoding is strict:
 // a field that C does not declare, or a field given twice, is an error that
@@ -75,7 +77,7 @@ const MaxConfigSize = 1 << 20
 // package.
 func DecodeConfig[C any](r io.Reader) (*C, error) {
 	cfg := new(C)
-	if present(r) {
+	if !check.IsNil(r) {
 		data, err := readConfig(r)
 		if err != nil {
 			return nil, fmt.Errorf("%w: %w", ErrInvalidConfig, err)
@@ -94,16 +96,16 @@ func DecodeConfig[C any](r io.Reader) (*C, error) {
 	return cfg, nil
 }
 
-// readConfig reads all of r, up to MaxConfigSize bytes.
+// readConfig reads all of r, up to maxConfigSize bytes.
 func readConfig(r io.Reader) ([]byte, error) {
-	data, err := io.ReadAll(io.LimitReader(r, MaxConfigSize+1))
+	data, err := io.ReadAll(io.LimitReader(r, maxConfigSize+1))
 	if err != nil {
 		return nil, fmt.Errorf("reading: %w", err)
 	}
-	if len(data) <= MaxConfigSize {
+	if len(data) <= maxConfigSize {
 		return data, nil
 	}
-	size := "more than " + strconv.Itoa(MaxConfigSize)
+	size := "more than " + strconv.Itoa(maxConfigSize)
 	switch s := r.(type) {
 	case interface{ Stat() (fs.FileInfo, error) }: // *os.File
 		if fi, err := s.Stat(); err == nil && fi.Mode().IsRegular() {
@@ -112,7 +114,7 @@ func readConfig(r io.Reader) ([]byte, error) {
 	case interface{ Len() int }: // *strings.Reader, *bytes.Reader, *bytes.Buffer
 		size = strconv.Itoa(len(data) + s.Len())
 	}
-	return nil, fmt.Errorf("the cloud-config is %s bytes: expected at most %d bytes (provider.MaxConfigSize)", size, MaxConfigSize)
+	return nil, fmt.Errorf("the cloud-config is %s bytes: expected at most %d bytes", size, maxConfigSize)
 }
 
 // decodeStrict decodes YAML (or JSON) into the struct pointer into.
@@ -219,7 +221,7 @@ func checkFieldCase(v any, t reflect.Type, path string) error {
 			if !ok {
 				for name := range fields {
 					if strings.EqualFold(name, key) {
-						return fmt.Errorf("unknown field %q: field names are case-sensitive, expected %q", path+truncate(key), path+name)
+						return fmt.Errorf("unknown field %q: field names are case-sensitive: expected %q", path+truncate(key), path+name)
 					}
 				}
 				continue // yaml.UnmarshalStrict has accepted it: an ignored field ("-")

@@ -352,7 +352,7 @@ func registerTestProvider(t *testing.T, base string) string {
 	t.Helper()
 	name := uniqueName(base)
 	err := Register(name, func(cfg *testConfig) (cloudprovider.Interface, error) {
-		return New(name, cfg.Region, Capabilities{}), nil
+		return New(name, Options{ClusterID: cfg.Region}), nil
 	})
 	if err != nil {
 		t.Fatalf("Register(%q): %v", name, err)
@@ -392,7 +392,7 @@ func TestInitCloudProviderWithoutConfig(t *testing.T) {
 
 	optName := uniqueName("ccmkit-test-optional")
 	if err := Register(optName, func(*optional) (cloudprovider.Interface, error) {
-		return New(optName, "", Capabilities{}), nil
+		return New(optName, Options{}), nil
 	}); err != nil {
 		t.Fatal(err)
 	}
@@ -403,7 +403,7 @@ func TestInitCloudProviderWithoutConfig(t *testing.T) {
 }
 
 func TestRegisterErrors(t *testing.T) {
-	ok := func(*optional) (cloudprovider.Interface, error) { return New("x", "", Capabilities{}), nil }
+	ok := func(*optional) (cloudprovider.Interface, error) { return New("x", Options{}), nil }
 	twice := uniqueName("ccmkit-test-twice")
 	if err := Register(twice, ok); err != nil {
 		t.Fatal(err)
@@ -461,9 +461,9 @@ func TestDecodeConfigNoSecretInErrors(t *testing.T) {
 		{name: "control character", reason: "a reader error", in: "endpoint: x\ntoken: \x01" + s + "\n", want: "control characters"},
 		{name: "second document", reason: "a second document is an error, not silently ignored, and its content is not quoted", in: "endpoint: x\n---\ntoken: " + s + "\n", want: "YAML document 2 is not empty"},
 		{name: "bad second document", reason: "a syntax error in document 2 names the document and the line", in: "endpoint: x\n---\n{token: " + s + "\n", want: "YAML document 2: line 3"},
-		{name: "number in an int field", reason: "encoding/json prints number literals", in: "endpoint: x\nretries: 1.25\n", want: `field "retries": got a number, expected an integer`},
+		{name: "number in an int field", reason: "encoding/json prints number literals", in: "endpoint: x\nretries: 1.25\n", want: `field "retries": got a number: expected an integer`},
 		{name: "secret in an int field", reason: "a wrong type names the field and the kind of value", in: "endpoint: x\nretries: " + s + "\n", want: `field "retries": got a string`},
-		{name: "mapping as the secret", reason: "a mapping where a string is expected", in: "endpoint: x\ntoken: {" + s + ": 1}\n", want: `field "token": got a mapping, expected a string`},
+		{name: "mapping as the secret", reason: "a mapping where a string is expected", in: "endpoint: x\ntoken: {" + s + ": 1}\n", want: `field "token": got a mapping: expected a string`},
 		{name: "json duplicate", reason: "JSON is YAML: the same rules", in: `{"endpoint":"x","token":"` + s + `","token":"` + s + `"}`, want: `field "token" is given twice`},
 		{name: "json type", reason: "JSON is YAML: the same rules", in: `{"endpoint":"x","token":["` + s + `"]}`, want: `field "token": got a sequence`},
 	}
@@ -485,7 +485,7 @@ func TestDecodeConfigNoSecretInErrors(t *testing.T) {
 
 // TestDecodeConfigLimits pins the size limit and the one-document rule.
 func TestDecodeConfigLimits(t *testing.T) {
-	big := "endpoint: x\nregion: " + strings.Repeat("a", MaxConfigSize) + "\n"
+	big := "endpoint: x\nregion: " + strings.Repeat("a", maxConfigSize) + "\n"
 	file := filepath.Join(t.TempDir(), "big.yaml")
 	if err := os.WriteFile(file, []byte(big), 0o600); err != nil {
 		t.Fatal(err)
@@ -495,14 +495,14 @@ func TestDecodeConfigLimits(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	limit := fmt.Sprint(MaxConfigSize)
+	limit := fmt.Sprint(maxConfigSize)
 	tests := []struct {
 		name    string
 		reason  string
 		in      io.Reader
 		wantErr string // "" means success
 	}{
-		{name: "at the limit", reason: "MaxConfigSize bytes are accepted", in: strings.NewReader("endpoint: x\nregion: " + strings.Repeat("a", MaxConfigSize-21) + "\n")},
+		{name: "at the limit", reason: "maxConfigSize bytes are accepted", in: strings.NewReader("endpoint: x\nregion: " + strings.Repeat("a", maxConfigSize-21) + "\n")},
 		{name: "over the limit", reason: "the error names the size and the limit", in: strings.NewReader(big), wantErr: fmt.Sprintf("is %d bytes: expected at most %s bytes", len(big), limit)},
 		{name: "file over the limit", reason: "a file's size comes from Stat", in: f, wantErr: fmt.Sprintf("is %d bytes: expected at most %s", len(big), limit)},
 		{name: "stream over the limit", reason: "a stream of unknown size is not read to its end", in: io.MultiReader(strings.NewReader(big)), wantErr: "is more than " + limit + " bytes"},

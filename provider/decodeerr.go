@@ -210,7 +210,7 @@ func durationError(v any) error {
 	case map[string]any:
 		kind = jsonKinds["object"]
 	}
-	return fmt.Errorf("got %s, expected a duration: a string of %s", kind, form)
+	return fmt.Errorf("got %s: expected a duration, a string of %s", kind, form)
 }
 
 // duplicateKeyError rebuilds go.yaml.in/yaml/v2's "line N: key K already
@@ -240,9 +240,9 @@ func jsonError(err error) error {
 		}
 		path := typeErr.Field
 		if path == "" {
-			return fmt.Errorf("got %s, expected %s", got, typeName(typeErr.Type))
+			return fmt.Errorf("got %s: expected %s", got, typeName(typeErr.Type))
 		}
-		return fmt.Errorf("field %s: got %s, expected %s", quote(path), got, typeName(typeErr.Type))
+		return fmt.Errorf("field %s: got %s: expected %s", quote(path), got, typeName(typeErr.Type))
 	}
 	msg := err.Error()
 	msg = strings.TrimPrefix(msg, "error unmarshaling JSON: ")

@@ -35,7 +35,7 @@ func TestDecodeConfigNestingDepth(t *testing.T) {
 		{name: "second document", reason: "a document after --- is parsed by yaml/v2 alone, whose limit names the line",
 			in: "endpoint: x\n---\ntoken: " + flow(10001) + "\n", want: "invalid cloud-config: YAML document 2: " + strings.TrimPrefix(tooDeep("3"), "invalid cloud-config: ")},
 		{name: "at the limit", reason: "10,000 levels are not too deep: the error is the field's type",
-			in: "endpoint: x\ntoken: " + flow(9999) + "\n", want: `invalid cloud-config: field "token": got a sequence, expected a string`},
+			in: "endpoint: x\ntoken: " + flow(9999) + "\n", want: `invalid cloud-config: field "token": got a sequence: expected a string`},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -20,14 +20,14 @@ type Config struct {
 // Validate requires a cluster ID.
 func (c *Config) Validate() error {
 	if c.ClusterID == "" {
-		return errors.New("clusterID: required, expected the ID that tags this cluster's cloud resources")
+		return errors.New("clusterID is empty: expected the ID that tags this cluster's cloud resources")
 	}
 	return nil
 }
 
 func ExampleNew() {
 	var lb cloudprovider.LoadBalancer // nil: this provider has no load balancers yet
-	cloud := provider.New("acme", "prod-1", provider.Capabilities{LoadBalancer: lb})
+	cloud := provider.New("acme", provider.Options{ClusterID: "prod-1", LoadBalancer: lb})
 
 	_, hasLB := cloud.LoadBalancer()
 	fmt.Println(cloud.ProviderName(), cloud.HasClusterID(), hasLB)
@@ -36,7 +36,7 @@ func ExampleNew() {
 
 func ExampleRegister() {
 	err := provider.Register("acme-example", func(cfg *Config) (cloudprovider.Interface, error) {
-		return provider.New("acme-example", cfg.ClusterID, provider.Capabilities{}), nil
+		return provider.New("acme-example", provider.Options{ClusterID: cfg.ClusterID}), nil
 	})
 	fmt.Println("registered:", err == nil)
 
@@ -66,7 +66,7 @@ func ExampleDecodeConfig() {
 	fmt.Println(err)
 	// Output:
 	// {ClusterID:prod-1 Endpoint: Token:[redacted]} <nil>
-	// invalid cloud-config: clusterID: required, expected the ID that tags this cluster's cloud resources
+	// invalid cloud-config: clusterID is empty: expected the ID that tags this cluster's cloud resources
 }
 
 func ExampleCodec() {

@@ -8,8 +8,7 @@ import (
 )
 
 // Provider-ID errors. Parse wraps one of them in every error it returns, so
-// callers branch with errors.Is; ForeignSchemeError additionally carries the
-// scheme that was found.
+// callers branch with errors.Is.
 var (
 	// ErrForeignProviderID reports a provider ID that belongs to another
 	// provider (its scheme is not ours). A node with such an ID is not ours:
@@ -23,25 +22,22 @@ var (
 	ErrMalformedProviderID = errors.New("provider ID is malformed")
 )
 
-// ForeignSchemeError is returned by Codec.Parse for a well-formed provider ID
+// foreignSchemeError is returned by Codec.Parse for a well-formed provider ID
 // whose scheme is not the codec's. It matches ErrForeignProviderID with
 // errors.Is.
-type ForeignSchemeError struct {
-	// ProviderID is the input as given.
-	ProviderID string
-	// Scheme is the scheme found in ProviderID.
-	Scheme string
-	// Want is the codec's scheme.
-	Want string
+type foreignSchemeError struct {
+	providerID string // the input as given
+	scheme     string // the scheme found in providerID
+	want       string // the codec's scheme
 }
 
 // Error implements error.
-func (e *ForeignSchemeError) Error() string {
-	return fmt.Sprintf("provider ID %s: scheme %s is not %s: the node belongs to another provider", quote(e.ProviderID), quote(e.Scheme), quote(e.Want))
+func (e *foreignSchemeError) Error() string {
+	return fmt.Sprintf("provider ID %s: scheme %s: expected %s (the node belongs to another provider)", quote(e.providerID), quote(e.scheme), quote(e.want))
 }
 
 // Is reports whether target is ErrForeignProviderID.
-func (e *ForeignSchemeError) Is(target error) bool { return target == ErrForeignProviderID }
+func (e *foreignSchemeError) Is(target error) bool { return target == ErrForeignProviderID }
 
 // ProviderID is a parsed provider ID: "<Scheme>://<Path[0]>/.../<ID>".
 type ProviderID struct {
@@ -87,7 +83,7 @@ func (p ProviderID) String() string {
 // whitespace, control characters, Unicode format characters (unicode.Cf:
 // zero-width spaces and joiners, bidirectional overrides, the byte-order
 // mark) or invalid UTF-8 anywhere (ErrMalformedProviderID); a well-formed ID
-// of another scheme (ForeignSchemeError). The scheme is compared exactly,
+// of another scheme (ErrForeignProviderID). The scheme is compared exactly,
 // as the node controller compares it. Errors quote the input cut to 64
 // characters.
 //
@@ -106,7 +102,7 @@ func (c Codec) Format(id string, path ...string) (string, error) {
 		return "", err
 	}
 	if id == "" {
-		return "", fmt.Errorf("%w: instance ID must not be empty", ErrEmptyProviderID)
+		return "", fmt.Errorf("%w: instance ID is empty: expected an instance ID", ErrEmptyProviderID)
 	}
 	for _, s := range append(append([]string(nil), path...), id) {
 		if err := checkSegment(s); err != nil {
@@ -117,29 +113,22 @@ func (c Codec) Format(id string, path ...string) (string, error) {
 }
 
 // Parse parses a provider ID of this codec's scheme. Errors wrap
-// ErrEmptyProviderID, ErrMalformedProviderID or ErrForeignProviderID (as a
-// *ForeignSchemeError) and quote the input, cut to 64 characters.
+// ErrEmptyProviderID, ErrMalformedProviderID or ErrForeignProviderID and quote the input, cut to 64 characters.
 func (c Codec) Parse(providerID string) (ProviderID, error) {
-	p, err := ParseAny(providerID)
+	p, err := parseAny(providerID)
 	if err != nil {
 		return ProviderID{}, err
 	}
 	if p.Scheme != c.Scheme {
-		return ProviderID{}, &ForeignSchemeError{ProviderID: providerID, Scheme: p.Scheme, Want: c.Scheme}
+		return ProviderID{}, &foreignSchemeError{providerID: providerID, scheme: p.Scheme, want: c.Scheme}
 	}
 	return p, nil
 }
 
-// ID is Parse returning only the instance ID.
-func (c Codec) ID(providerID string) (string, error) {
-	p, err := c.Parse(providerID)
-	return p.ID, err
-}
-
-// ParseAny parses a provider ID of any scheme, with the rules documented on
+// parseAny parses a provider ID of any scheme, with the rules documented on
 // Codec. Errors wrap ErrEmptyProviderID or ErrMalformedProviderID and quote
-// the input, cut to 64 characters. It is safe for concurrent use.
-func ParseAny(providerID string) (ProviderID, error) {
+// the input, cut to 64 characters.
+func parseAny(providerID string) (ProviderID, error) {
 	if providerID == "" {
 		return ProviderID{}, fmt.Errorf("%w: expected \"<scheme>://<id>\"", ErrEmptyProviderID)
 	}
@@ -152,7 +141,7 @@ func ParseAny(providerID string) (ProviderID, error) {
 	}
 	rest = strings.TrimPrefix(rest, "/") // "scheme:///a/b": empty host segment
 	if rest == "" {
-		return ProviderID{}, fmt.Errorf("%w: %s has no instance ID after \"://\"", ErrEmptyProviderID, quote(providerID))
+		return ProviderID{}, fmt.Errorf("%w: %s: expected an instance ID after \"://\"", ErrEmptyProviderID, quote(providerID))
 	}
 	segs := strings.Split(rest, "/")
 	for _, s := range segs {
@@ -169,11 +158,11 @@ func ParseAny(providerID string) (ProviderID, error) {
 
 func checkScheme(s string) error {
 	if s == "" {
-		return fmt.Errorf("%w: scheme is empty", ErrMalformedProviderID)
+		return fmt.Errorf("%w: scheme is empty: expected the provider name", ErrMalformedProviderID)
 	}
 	for _, r := range s {
 		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-' || r == '_' || r == '.' || r == '+') {
-			return fmt.Errorf("%w: scheme %s: character %q is not a letter, digit, '-', '_', '.' or '+'", ErrMalformedProviderID, quote(s), r)
+			return fmt.Errorf("%w: scheme %s: character %q: expected a letter, digit, '-', '_', '.' or '+'", ErrMalformedProviderID, quote(s), r)
 		}
 	}
 	return nil

@@ -87,9 +87,9 @@ func TestProviderIDErrors(t *testing.T) {
 			}
 		})
 	}
-	var fe *ForeignSchemeError
-	if _, err := c.Parse("gce://p/z/vm"); !errors.As(err, &fe) || fe.Scheme != "gce" || fe.Want != "acme" {
-		t.Errorf("Parse(gce://...) = %v, want *ForeignSchemeError{Scheme: gce, Want: acme}", err)
+	var fe *foreignSchemeError
+	if _, err := c.Parse("gce://p/z/vm"); !errors.As(err, &fe) || fe.scheme != "gce" || fe.want != "acme" {
+		t.Errorf("Parse(gce://...) = %v, want *foreignSchemeError{scheme: gce, want: acme}", err)
 	}
 
 	formatErrs := []struct {
@@ -183,9 +183,9 @@ func TestProviderIDHostile(t *testing.T) {
 			}
 		})
 	}
-	fe := (&ForeignSchemeError{ProviderID: "x://" + long, Scheme: "x", Want: "acme"}).Error()
+	fe := (&foreignSchemeError{providerID: "x://" + long, scheme: "x", want: "acme"}).Error()
 	if len(fe) > 300 {
-		t.Errorf("ForeignSchemeError.Error() is %d bytes; want the provider ID cut short", len(fe))
+		t.Errorf("foreignSchemeError.Error() is %d bytes; want the provider ID cut short", len(fe))
 	}
 }
 

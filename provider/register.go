@@ -8,6 +8,8 @@ import (
 	"sync"
 
 	cloudprovider "k8s.io/cloud-provider"
+
+	"github.com/ccmkit/ccmkit/internal/check"
 )
 
 // Factory builds a provider from its decoded and validated configuration.
@@ -41,15 +43,15 @@ var (
 // detected.
 func Register[C any](name string, factory Factory[C]) error {
 	if name == "" {
-		return errors.New("provider.Register: name is empty, expected the provider name used with --cloud-provider")
+		return errors.New("provider.Register: name is empty: expected the provider name used with --cloud-provider")
 	}
 	if factory == nil {
-		return fmt.Errorf("provider.Register(%q): factory is nil", name)
+		return fmt.Errorf("provider.Register: factory of %q is nil: expected a provider.Factory", name)
 	}
 	registerMu.Lock()
 	defer registerMu.Unlock()
 	if cloudprovider.IsCloudProvider(name) {
-		return fmt.Errorf("provider.Register(%q): %w", name, ErrAlreadyRegistered)
+		return fmt.Errorf("provider.Register: name %q: %w: expected a name not registered yet", name, ErrAlreadyRegistered)
 	}
 	cloudprovider.RegisterCloudProvider(name, func(r io.Reader) (cloudprovider.Interface, error) {
 		return build(name, r, factory)
@@ -76,7 +78,7 @@ func Registered() []string {
 // A nil r means "no cloud-config".
 func Build[C any](name string, r io.Reader, factory Factory[C]) (cloudprovider.Interface, error) {
 	if factory == nil {
-		return nil, fmt.Errorf("provider.Build(%q): factory is nil", name)
+		return nil, fmt.Errorf("provider.Build: factory of %q is nil: expected a provider.Factory", name)
 	}
 	return build(name, r, factory)
 }
@@ -90,8 +92,8 @@ func build[C any](name string, r io.Reader, factory Factory[C]) (cloudprovider.I
 	if err != nil {
 		return nil, fmt.Errorf("cloud provider %q: %w", name, err)
 	}
-	if !present(cloud) {
-		return nil, fmt.Errorf("cloud provider %q: factory returned a nil provider and no error", name)
+	if check.IsNil(cloud) {
+		return nil, fmt.Errorf("cloud provider %q: factory returned a nil provider and no error: expected a provider or an error", name)
 	}
 	return cloud, nil
 }

@@ -7,6 +7,8 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/ccmkit/ccmkit/internal/netaddr"
 )
 
 // NodeRoutes is the desired routing of one node: a route to Node for each of
@@ -246,39 +248,12 @@ func inRange(cidr string, ranges []netip.Prefix) bool {
 		}
 		if p.Bits() < r.Bits() {
 			m := p.Masked()
-			if r.Contains(m.Addr()) || r.Contains(lastAddr(m)) {
+			if r.Contains(m.Addr()) || r.Contains(netaddr.Last(m)) {
 				return true
 			}
 		}
 	}
 	return false
-}
-
-// lastAddr returns the last address of the masked prefix p.
-func lastAddr(p netip.Prefix) netip.Addr {
-	a := p.Addr()
-	if a.Is4() {
-		b := a.As4()
-		setHostBits(b[:], p.Bits())
-		return netip.AddrFrom4(b)
-	}
-	b := a.As16()
-	setHostBits(b[:], p.Bits())
-	return netip.AddrFrom16(b)
-}
-
-func setHostBits(b []byte, bits int) {
-	for i := range b {
-		switch {
-		case bits >= 8:
-			bits -= 8
-		case bits > 0:
-			b[i] |= 0xff >> bits
-			bits = 0
-		default:
-			b[i] = 0xff
-		}
-	}
 }
 
 // equalAddrs compares address lists as sets of equal size, like the route

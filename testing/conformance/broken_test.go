@@ -276,7 +276,7 @@ func TestBrokenProviders(t *testing.T) {
 // instance missing from it is "not found". Over an instances.Cache it is a
 // provider whose cache takes "not in my list" for "gone" without asking the
 // cloud.
-type listOnly struct{ l instances.Lister }
+type listOnly struct{ l instances.ListDriver }
 
 func (d listOnly) find(ctx context.Context, match func(instances.Instance) bool) (instances.Instance, error) {
 	list, err := d.l.List(ctx)
@@ -310,7 +310,7 @@ func staleListTarget(ctx context.Context) (*conformance.Target, error) {
 		if err != nil {
 			return err
 		}
-		adapter, err := instances.NewAdapter(listOnly{cache}, instances.Options{Codec: provider.Codec{Scheme: fake.ProviderName}})
+		adapter, err := instances.NewAdapter(listOnly{cache}, provider.Codec{Scheme: fake.ProviderName}, instances.Options{})
 		if err != nil {
 			return err
 		}

@@ -20,6 +20,8 @@ import (
 
 	// The route controller reads its feature gates from the default gate.
 	_ "k8s.io/controller-manager/pkg/features/register"
+
+	"github.com/ccmkit/ccmkit/internal/check"
 )
 
 // Periods of the controllers the suite runs: short, so that scenarios end in
@@ -203,7 +205,7 @@ func (g *guard) HasClusterID() bool                                             
 
 func (g *guard) LoadBalancer() (cloudprovider.LoadBalancer, bool) {
 	v, ok := g.inner.LoadBalancer()
-	if !ok || isNil(v) {
+	if !ok || check.IsNil(v) {
 		return nil, false
 	}
 	return guardLB{g, v}, true
@@ -211,7 +213,7 @@ func (g *guard) LoadBalancer() (cloudprovider.LoadBalancer, bool) {
 
 func (g *guard) InstancesV2() (cloudprovider.InstancesV2, bool) {
 	v, ok := g.inner.InstancesV2()
-	if !ok || isNil(v) {
+	if !ok || check.IsNil(v) {
 		return nil, false
 	}
 	return guardInst{g, v}, true
@@ -219,7 +221,7 @@ func (g *guard) InstancesV2() (cloudprovider.InstancesV2, bool) {
 
 func (g *guard) Routes() (cloudprovider.Routes, bool) {
 	v, ok := g.inner.Routes()
-	if !ok || isNil(v) {
+	if !ok || check.IsNil(v) {
 		return nil, false
 	}
 	return guardRoutes{g, v}, true

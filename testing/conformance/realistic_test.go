@@ -50,7 +50,7 @@ func newRealistic(cloud *fake.Cloud, ttl time.Duration) (*realistic, cloudprovid
 	if rc.cache, err = instances.NewCache(cloud.InstanceAPI(), instances.CacheOptions{TTL: ttl}); err != nil {
 		return nil, nil, err
 	}
-	adapter, err := instances.NewAdapter(rc.cache, instances.Options{Codec: provider.Codec{Scheme: fake.ProviderName}})
+	adapter, err := instances.NewAdapter(rc.cache, provider.Codec{Scheme: fake.ProviderName}, instances.Options{})
 	if err != nil {
 		return nil, nil, err
 	}

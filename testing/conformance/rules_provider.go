@@ -15,6 +15,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	cloudprovider "k8s.io/cloud-provider"
+
+	"github.com/ccmkit/ccmkit/internal/check"
 )
 
 // ruleProviderAccessors checks what the callers of the accessors rely on:
@@ -30,7 +32,7 @@ func ruleProviderAccessors(r *rt) {
 	cl := r.cfg.Claims
 	check := func(name string, v any, ok, claimed bool) {
 		switch {
-		case ok && isNil(v):
+		case ok && check.IsNil(v):
 			r.Errorf("%s() returned (%s, true), expected (impl, true) or false: the controllers call methods on the value whenever the bool is true", name, describe(v))
 		case claimed && !ok:
 			r.Errorf("%s() returned false, but Claims.%s is true", name, name)
@@ -125,7 +127,7 @@ func ruleProviderRegistration(r *rt) {
 	switch {
 	case err != nil:
 		r.Errorf("the factory of %q with %s: %v, expected a provider", name, what, err)
-	case isNil(cloud):
+	case check.IsNil(cloud):
 		r.Errorf("the factory of %q with %s returned (%s, nil): InitCloudProvider reports \"unknown cloud provider\"", name, what, describe(cloud))
 	case cloud.ProviderName() != name:
 		r.Errorf("the provider built by the factory of %q calls itself %q (ProviderName), expected %q", name, cloud.ProviderName(), name)
@@ -163,16 +165,16 @@ func (r *rt) caps() caps {
 	var c caps
 	cloud := r.target().Cloud
 	cl := r.cfg.Claims
-	if v, ok := cloud.LoadBalancer(); cl.LoadBalancer && ok && !isNil(v) {
+	if v, ok := cloud.LoadBalancer(); cl.LoadBalancer && ok && !check.IsNil(v) {
 		c.lb = retryLB{r, v}
 	}
-	if v, ok := cloud.InstancesV2(); cl.InstancesV2 && ok && !isNil(v) {
+	if v, ok := cloud.InstancesV2(); cl.InstancesV2 && ok && !check.IsNil(v) {
 		c.inst = retryInst{r, v}
 	}
-	if v, ok := cloud.Routes(); cl.Routes && ok && !isNil(v) {
+	if v, ok := cloud.Routes(); cl.Routes && ok && !check.IsNil(v) {
 		c.rs = retryRoutes{r, v}
 	}
-	if v, ok := cloud.Zones(); cl.Zones && ok && !isNil(v) {
+	if v, ok := cloud.Zones(); cl.Zones && ok && !check.IsNil(v) {
 		c.zones = retryZones{r, v}
 	}
 	if c.lb == nil && c.inst == nil && c.rs == nil && c.zones == nil {

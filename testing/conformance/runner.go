@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"reflect"
 	"runtime"
 	"runtime/debug"
 	"slices"
@@ -17,6 +16,8 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 	restclient "k8s.io/client-go/rest"
 	cloudprovider "k8s.io/cloud-provider"
+
+	"github.com/ccmkit/ccmkit/internal/check"
 )
 
 // kind says what a rule checks: an upstream contract or a ccmkit
@@ -232,13 +233,13 @@ func (r *rt) newTarget() *Target {
 	if err != nil {
 		r.Fatalf("Config.NewTarget: %v", err)
 	}
-	if tgt == nil || isNil(tgt.Cloud) {
+	if tgt == nil || check.IsNil(tgt.Cloud) {
 		r.Fatalf("Config.NewTarget returned no Target.Cloud, expected the provider under test")
 	}
 	if tgt.Close != nil {
 		r.Cleanup(tgt.Close)
 	}
-	if tgt.OtherCluster != nil && isNil(tgt.OtherCluster) {
+	if tgt.OtherCluster != nil && check.IsNil(tgt.OtherCluster) {
 		r.Fatalf("Config.NewTarget returned Target.OtherCluster %s, expected nil or a second provider", describe(tgt.OtherCluster))
 	}
 	if tgt.OtherCluster != nil && same(tgt.OtherCluster, tgt.Cloud) {
@@ -325,7 +326,7 @@ func (r *rt) renamed(n *v1.Node) bool {
 
 // needHook skips the rule when hook (a func field of Hooks) is nil.
 func (r *rt) needHook(name string, hook any) {
-	if isNil(hook) {
+	if check.IsNil(hook) {
 		r.Skipf("needs Hooks.%s", name)
 	}
 }
@@ -339,7 +340,7 @@ func capability[T any](r *rt, name string, claimed bool, accessor func() (T, boo
 	}
 	r.target()
 	v, ok := accessor()
-	if !ok || isNil(v) {
+	if !ok || check.IsNil(v) {
 		r.Skipf("%s() returned (%v, %v): see PROVIDER-ACCESSORS", name, describe(v), ok)
 	}
 	return v
@@ -368,7 +369,7 @@ func (r *rt) zones() retryZones {
 // it to learn what the node controller would have written to a Node.
 func (r *rt) anyInst() (retryInst, bool) {
 	v, ok := r.target().Cloud.InstancesV2()
-	if !ok || isNil(v) {
+	if !ok || check.IsNil(v) {
 		return retryInst{}, false
 	}
 	return retryInst{r, v}, true
@@ -384,7 +385,7 @@ func other[T any](r *rt, name string, accessor func(cloudprovider.Interface) (T,
 		return v, false
 	}
 	v, ok = accessor(oc)
-	if !ok || isNil(v) {
+	if !ok || check.IsNil(v) {
 		r.Fatalf("Target.OtherCluster.%s() returned (%s, %v), expected the capability Target.Cloud offers: OtherCluster is the same provider, configured as another cluster", name, describe(v), ok)
 	}
 	return v, true
@@ -407,26 +408,13 @@ func same(a, b any) (eq bool) {
 	return a == b
 }
 
-// isNil reports whether v is nil or an interface holding a typed nil.
-func isNil(v any) bool {
-	if v == nil {
-		return true
-	}
-	rv := reflect.ValueOf(v)
-	switch rv.Kind() {
-	case reflect.Pointer, reflect.Map, reflect.Slice, reflect.Func, reflect.Chan, reflect.Interface, reflect.UnsafePointer:
-		return rv.IsNil()
-	}
-	return false
-}
-
 // describe renders an accessor's value for a message: "nil", "typed nil
 // *pkg.T" or the dynamic type.
 func describe(v any) string {
 	if v == nil {
 		return "nil"
 	}
-	if isNil(v) {
+	if check.IsNil(v) {
 		return fmt.Sprintf("typed nil %T", v)
 	}
 	return fmt.Sprintf("%T", v)
