@@ -1435,7 +1435,7 @@ func adminRequest(ctx context.Context, base, method, path string, header map[str
 }
 
 // lockInputs: cloud API calls of a fake over a state file whose lock
-// another Cloud holds (its WithClock clock blocks while it reads the
+// another Cloud holds (its Options.Clock clock blocks while it reads the
 // state): each call has its own short deadline and must give up by it
 // with an error wrapping context.DeadlineExceeded that names the lock
 // (fake.ErrStateFile), having changed nothing, well before the case's

@@ -79,7 +79,7 @@ func TestConfigValidate(t *testing.T) {
 			want: []string{"instances[0].name", `"nnnn`, "(10000 bytes)", "DNS-1123"}},
 		{name: "admin address of 10k characters", reason: "the value is quoted cut, in the detail too", config: "admin: {address: '" + strings.Repeat("h", 10_000) + ":1'}",
 			want: []string{"admin.address", `"hhhh`, "(10002 bytes)", "(10000 bytes)", "loopback"}},
-		{name: "bad state", reason: "three states", config: "instances: [{name: a, state: paused}]", want: []string{`state "paused"`, "expected one of running, stopped, terminated"}},
+		{name: "bad state", reason: "three states", config: "instances: [{name: a, state: paused}]", want: []string{`instances[0].state: state "paused"`, "expected one of running, stopped, terminated"}},
 		{name: "kubernetes label", reason: "the node controller drops kubernetes.io labels", config: "instances: [{name: a, labels: {node.kubernetes.io/x: y}}]", want: []string{"instances[0].labels[node.kubernetes.io/x]"}},
 		{name: "negative ttl", reason: "a TTL is positive", config: "instanceCacheTTL: -1s", want: []string{"instanceCacheTTL"}},
 		{name: "state file", reason: "an absolute path", config: "stateFile: /run/fake/cloud.json"},
@@ -133,7 +133,7 @@ func TestConfigValidate(t *testing.T) {
 	}
 }
 
-// TestNewChecksSeedsTogether: instances given with WithInstances are
+// TestNewChecksSeedsTogether: instances given in Options.Instances are
 // checked against the cloud-config's as the cloud-config's are against
 // each other, and a refused cloud creates no state file.
 func TestNewChecksSeedsTogether(t *testing.T) {

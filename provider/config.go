@@ -184,6 +184,7 @@ func checkOneDocument(data []byte, fields map[string]bool) error {
 
 var (
 	jsonUnmarshaler = reflect.TypeFor[json.Unmarshaler]()
+	textUnmarshaler = reflect.TypeFor[encoding.TextUnmarshaler]()
 	durationType    = reflect.TypeFor[Duration]()
 )
 
@@ -207,6 +208,9 @@ func checkFieldCase(v any, t reflect.Type, path string) error {
 	}
 	if reflect.PointerTo(t).Implements(jsonUnmarshaler) {
 		return nil
+	}
+	if reflect.PointerTo(t).Implements(textUnmarshaler) {
+		return checkText(v, t, path)
 	}
 	switch t.Kind() {
 	case reflect.Struct:
@@ -244,6 +248,22 @@ func checkFieldCase(v any, t reflect.Type, path string) error {
 				return err
 			}
 		}
+	}
+	return nil
+}
+
+// checkText decodes v, a string in the document, with the UnmarshalText of
+// t (such as instances.State) and returns its error prefixed with the
+// field path, which encoding/json would not name. The type's own error is
+// kept as it wrote it, as jsonError keeps an UnmarshalJSON error. A value
+// that is not a string is left to the strict decode, which names its kind.
+func checkText(v any, t reflect.Type, path string) error {
+	s, ok := v.(string)
+	if !ok {
+		return nil
+	}
+	if err := reflect.New(t).Interface().(encoding.TextUnmarshaler).UnmarshalText([]byte(s)); err != nil {
+		return fmt.Errorf("%s: %w", strings.TrimSuffix(path, "."), err)
 	}
 	return nil
 }

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -599,4 +600,31 @@ func FuzzDecodeConfig(f *testing.F) {
 			t.Fatalf("accepted %q but got %+v failing validation", in, cfg)
 		}
 	})
+}
+
+// TestDecodeConfigTextFieldPath: a field whose type decodes itself from
+// text (netip.Addr here, instances.State in the fake) is reported with its
+// path, which encoding/json would leave out.
+func TestDecodeConfigTextFieldPath(t *testing.T) {
+	type withAddr struct {
+		Peers []struct {
+			Addr netip.Addr `json:"addr"`
+		} `json:"peers"`
+	}
+	for _, tc := range []struct {
+		name, doc, want, reason string
+	}{
+		{name: "valid", doc: "peers: [{addr: 10.0.0.1}]", reason: "a valid address decodes"},
+		{name: "malformed", doc: "peers: [{addr: 10.0.0.1}, {addr: not-an-ip}]", want: "invalid cloud-config: peers[1].addr: ", reason: "the path names the list entry"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := DecodeConfig[withAddr](strings.NewReader(tc.doc))
+			switch {
+			case tc.want == "" && err != nil:
+				t.Errorf("DecodeConfig = %v, want nil: %s", err, tc.reason)
+			case tc.want != "" && (err == nil || !strings.HasPrefix(err.Error(), tc.want)):
+				t.Errorf("DecodeConfig error = %v, want one starting %q: %s", err, tc.want, tc.reason)
+			}
+		})
+	}
 }
