@@ -120,7 +120,7 @@ func TestLeaderElectionFailover(t *testing.T) {
 	s.checkForeign(all, foreign)
 	if st, err := adminB.State(t.Context()); err != nil {
 		t.Fatal(err)
-	} else if diff := cmp.Diff(all, st.LoadBalancers); diff != "" {
+	} else if diff := cmp.Diff(all, st.LoadBalancers, equateAddrs); diff != "" {
 		t.Errorf("the new leader's admin endpoint and the state file disagree (-file +admin):\n%s", diff)
 	}
 }
