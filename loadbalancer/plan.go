@@ -411,10 +411,17 @@ func Apply(lb *LoadBalancer, a Action) (*LoadBalancer, error) {
 		return nil, fmt.Errorf("the action targets load balancer %q: expected %q, the one given", a.LoadBalancerID, lb.ID)
 	}
 	out := lb.Clone()
-	s := &out.Spec
-	missing := func(field string) error {
-		return fmt.Errorf("the action's %s is nil: expected the payload of %s", field, a.Kind)
+	if err := applyTo(out, a); err != nil {
+		return nil, err
 	}
+	out.Spec.canonicalize() // masks, sorts and de-duplicates what the action set
+	return out, nil
+}
+
+// applyTo applies a, of any kind but ActionCreate, to out, a copy of the
+// load balancer that Apply owns, leaving it to Apply to canonicalize.
+func applyTo(out *LoadBalancer, a Action) error {
+	s := &out.Spec
 	switch a.Kind {
 	case ActionUpdateTags:
 		if out.Tags == nil {
@@ -431,58 +438,74 @@ func Apply(lb *LoadBalancer, a Action) (*LoadBalancer, error) {
 		maps.Copy(s.Settings, a.Settings)
 	case ActionUpdateHealthCheck:
 		if a.HealthCheck == nil {
-			return nil, missing("HealthCheck")
+			return missingPayload(a.Kind, "HealthCheck")
 		}
 		s.HealthCheck = *a.HealthCheck
 	case ActionUpdateSourceRanges:
 		s.SourceRanges = append([]netip.Prefix{}, a.SourceRanges...)
 	case ActionUpdateSessionAffinity:
 		if a.SessionAffinity == nil {
-			return nil, missing("SessionAffinity")
+			return missingPayload(a.Kind, "SessionAffinity")
 		}
 		s.SessionAffinity = *a.SessionAffinity
 	case ActionAddListener, ActionRemoveListener, ActionUpdateListener:
-		if a.Listener == nil {
-			return nil, missing("Listener")
-		}
-		key := a.Listener.ListenerKey
-		if a.Kind != ActionAddListener {
-			if a.Kind == ActionUpdateListener {
-				if a.OldListener == nil {
-					return nil, missing("OldListener")
-				}
-				key = a.OldListener.ListenerKey
-			}
-			// Every listener of the key (a Driver may have reported
-			// several).
-			n := len(s.Listeners)
-			s.Listeners = slices.DeleteFunc(s.Listeners, func(l Listener) bool { return l.ListenerKey == key })
-			if len(s.Listeners) == n {
-				return nil, fmt.Errorf("listener %s does not exist", key.text())
-			}
-		}
-		if a.Kind != ActionRemoveListener {
-			if slices.ContainsFunc(s.Listeners, func(l Listener) bool { return l.ListenerKey == a.Listener.ListenerKey }) {
-				return nil, fmt.Errorf("listener %s already exists", a.Listener.ListenerKey.text())
-			}
-			s.Listeners = append(s.Listeners, *a.Listener)
-		}
+		return applyListener(s, a)
 	case ActionAddBackends, ActionRemoveBackends:
-		// By the load balancer's BackendKey: remove every entry with the
-		// key of a given backend (a Driver may have reported one twice),
-		// then, to add, append.
-		key := s.BackendKey
-		given := make(map[string]bool, len(a.Backends))
-		for _, b := range a.Backends {
-			given[key.id(b)] = true
-		}
-		s.Backends = slices.DeleteFunc(s.Backends, func(b Backend) bool { return given[key.id(b)] })
-		if a.Kind == ActionAddBackends {
-			s.Backends = append(s.Backends, a.Backends...)
-		}
+		applyBackends(s, a)
 	default:
-		return nil, fmt.Errorf("unknown action kind %q", a.Kind)
+		return fmt.Errorf("unknown action kind %q", a.Kind)
 	}
-	s.canonicalize() // masks, sorts and de-duplicates what the action set
-	return out, nil
+	return nil
+}
+
+// missingPayload is Apply's error for an action of kind without its
+// payload field.
+func missingPayload(kind ActionKind, field string) error {
+	return fmt.Errorf("the action's %s is nil: expected the payload of %s", field, kind)
+}
+
+// applyListener applies a listener action to s: a removal or an update
+// first removes every listener of the old key (a Driver may have reported
+// several), then an addition or an update adds a.Listener, whose key must
+// then be free.
+func applyListener(s *Spec, a Action) error {
+	if a.Listener == nil {
+		return missingPayload(a.Kind, "Listener")
+	}
+	if a.Kind != ActionAddListener {
+		key := a.Listener.ListenerKey
+		if a.Kind == ActionUpdateListener {
+			if a.OldListener == nil {
+				return missingPayload(a.Kind, "OldListener")
+			}
+			key = a.OldListener.ListenerKey
+		}
+		n := len(s.Listeners)
+		s.Listeners = slices.DeleteFunc(s.Listeners, func(l Listener) bool { return l.ListenerKey == key })
+		if len(s.Listeners) == n {
+			return fmt.Errorf("listener %s does not exist", key.text())
+		}
+	}
+	if a.Kind != ActionRemoveListener {
+		if slices.ContainsFunc(s.Listeners, func(l Listener) bool { return l.ListenerKey == a.Listener.ListenerKey }) {
+			return fmt.Errorf("listener %s already exists", a.Listener.ListenerKey.text())
+		}
+		s.Listeners = append(s.Listeners, *a.Listener)
+	}
+	return nil
+}
+
+// applyBackends applies a backend action to s by the load balancer's
+// BackendKey: it removes every entry with the key of a given backend (a
+// Driver may have reported one twice), then, to add, appends.
+func applyBackends(s *Spec, a Action) {
+	key := s.BackendKey
+	given := make(map[string]bool, len(a.Backends))
+	for _, b := range a.Backends {
+		given[key.id(b)] = true
+	}
+	s.Backends = slices.DeleteFunc(s.Backends, func(b Backend) bool { return given[key.id(b)] })
+	if a.Kind == ActionAddBackends {
+		s.Backends = append(s.Backends, a.Backends...)
+	}
 }
