@@ -230,11 +230,39 @@ func newRouteIndex() *routeIndex {
 // the current table written back unchanged are not checked again. Errors
 // wrap routes.ErrInvalidRoute (a field, a repeated name) or
 // routes.ErrCIDRInUse (an overlap).
+//
+// Its steps, in order: match marks the routes of the current table that
+// entries keeps and finds the ones it adds or changes; leftOut finds the
+// current routes entries drops; build validates the added and changed
+// ones; swapDestinations moves the destination index from the routes that
+// go to those that come, checking overlap; commit rekeys byKey. Only the
+// last two change byKey, dests and inside, and swapDestinations undoes
+// its change on refusal.
 func (x *routeIndex) replace(old, entries []routes.Entry, path func(i int) *field.Path) error {
 	x.mark++
-	var changed []int        // positions of new and changed routes
-	var gone []*indexedRoute // routes changed or left out
-	var fresh map[routeKey]int
+	changed, gone, err := x.match(entries, path)
+	if err != nil {
+		return err
+	}
+	gone = append(gone, x.leftOut(old)...)
+	added, err := x.build(entries, changed, path)
+	if err != nil {
+		return err
+	}
+	if err := x.swapDestinations(gone, added, path); err != nil {
+		return err
+	}
+	x.commit(gone, added, entries)
+	return nil
+}
+
+// match marks with the current mark every indexed route that entries
+// keeps under its key, and returns the positions in entries of the routes
+// that are new or changed, and the indexed routes that the changed ones
+// replace. A name repeated within a cluster is an error wrapping
+// routes.ErrInvalidRoute, naming both positions with path.
+func (x *routeIndex) match(entries []routes.Entry, path func(i int) *field.Path) (changed []int, gone []*indexedRoute, err error) {
+	var fresh map[routeKey]int // keys of the new routes, by position
 	for i := range entries {
 		e := &entries[i]
 		if r, ok := e.Extra.(*indexedRoute); ok && r.index == x && r.mark != x.mark && sameRoute(&r.Entry, e) {
@@ -258,7 +286,7 @@ func (x *routeIndex) replace(old, entries []routes.Entry, path func(i int) *fiel
 		}
 		if dup {
 			err := field.Invalid(path(i).Child("name"), clipValue(e.Name), fmt.Sprintf("expected each route name once per cluster: duplicates %s of cluster %s", path(at).Child("name"), clip(e.Cluster)))
-			return routeError(routes.ErrInvalidRoute, e, field.ErrorList{err})
+			return nil, nil, routeError(routes.ErrInvalidRoute, e, field.ErrorList{err})
 		}
 		if fresh == nil {
 			fresh = map[routeKey]int{}
@@ -266,6 +294,13 @@ func (x *routeIndex) replace(old, entries []routes.Entry, path func(i int) *fiel
 		fresh[k] = i
 		changed = append(changed, i)
 	}
+	return changed, gone, nil
+}
+
+// leftOut returns the routes of old, the current table, that match left
+// unmarked: those the next table no longer has.
+func (x *routeIndex) leftOut(old []routes.Entry) []*indexedRoute {
+	var gone []*indexedRoute
 	for i := range old {
 		r, ok := old[i].Extra.(*indexedRoute)
 		if !ok { // never: replace sets it; kept for safety
@@ -275,14 +310,30 @@ func (x *routeIndex) replace(old, entries []routes.Entry, path func(i int) *fiel
 			gone = append(gone, r)
 		}
 	}
+	return gone
+}
+
+// build validates the routes of entries at the positions changed and
+// returns their records, not yet indexed; the first route that breaks a
+// field rule is an error wrapping routes.ErrInvalidRoute, named with path.
+func (x *routeIndex) build(entries []routes.Entry, changed []int, path func(i int) *field.Path) ([]*indexedRoute, error) {
 	added := make([]*indexedRoute, len(changed))
 	for j, i := range changed {
 		p, errs := validateRoute(path(i), entries[i])
 		if len(errs) > 0 {
-			return routeError(routes.ErrInvalidRoute, &entries[i], errs)
+			return nil, routeError(routes.ErrInvalidRoute, &entries[i], errs)
 		}
 		added[j] = &indexedRoute{Entry: entries[i], dest: p, index: x, mark: x.mark, at: i}
 	}
+	return added, nil
+}
+
+// swapDestinations takes the destinations of gone out of dests and inside
+// and puts those of added in, refusing an added cluster route that
+// overlaps one already there (the table's other routes, or an added one
+// before it) with an error wrapping routes.ErrCIDRInUse, named with path;
+// on refusal it puts dests and inside back as they were.
+func (x *routeIndex) swapDestinations(gone, added []*indexedRoute, path func(i int) *field.Path) error {
 	for _, r := range gone {
 		x.unindex(r)
 	}
@@ -302,6 +353,13 @@ func (x *routeIndex) replace(old, entries []routes.Entry, path func(i int) *fiel
 		}
 		x.index(r)
 	}
+	return nil
+}
+
+// commit makes the accepted change final: gone leave byKey and the index,
+// added enter byKey, and each added route's entry gets its record as
+// Extra.
+func (x *routeIndex) commit(gone, added []*indexedRoute, entries []routes.Entry) {
 	for _, r := range gone {
 		delete(x.byKey, keyOf(&r.Entry))
 		r.index = nil
@@ -310,7 +368,6 @@ func (x *routeIndex) replace(old, entries []routes.Entry, path func(i int) *fiel
 		x.byKey[keyOf(&r.Entry)] = r
 		entries[r.at].Extra = r
 	}
-	return nil
 }
 
 // index adds a cluster route's destination to dests and inside; unindex
