@@ -477,35 +477,53 @@ func (cfg Config) normalize() (*Config, error) {
 			c.ClusterCIDRs = append(c.ClusterCIDRs, "fd00:10:244::/56")
 		}
 	}
+	if err := checkClusterCIDRs(c.ClusterCIDRs); err != nil {
+		return nil, err
+	}
+	if err := checkSkip(c.Skip); err != nil {
+		return nil, err
+	}
+	return &c, nil
+}
+
+// checkClusterCIDRs checks Config.ClusterCIDRs: canonical CIDRs, each with
+// room for 16 pod CIDRs, at most one per IP family.
+func checkClusterCIDRs(cidrs []string) error {
 	var fams []bool
-	for i, s := range c.ClusterCIDRs {
+	for i, s := range cidrs {
 		p, err := netip.ParsePrefix(s)
 		if err != nil || p.Masked() != p {
-			return nil, fmt.Errorf("Config.ClusterCIDRs[%d] %q is not a CIDR in canonical form: expected such as 10.244.0.0/16", i, s)
+			return fmt.Errorf("Config.ClusterCIDRs[%d] %q is not a CIDR in canonical form: expected such as 10.244.0.0/16", i, s)
 		}
 		limit := 24
 		if p.Addr().Is6() {
 			limit = 64
 		}
 		if p.Bits() > limit-4 {
-			return nil, fmt.Errorf("Config.ClusterCIDRs[%d] %q is too small: expected room for 16 /%d pod CIDRs", i, s, limit)
+			return fmt.Errorf("Config.ClusterCIDRs[%d] %q is too small: expected room for 16 /%d pod CIDRs", i, s, limit)
 		}
 		if slices.Contains(fams, p.Addr().Is6()) {
-			return nil, fmt.Errorf("Config.ClusterCIDRs[%d] %q repeats an IP family: expected at most one CIDR per family", i, s)
+			return fmt.Errorf("Config.ClusterCIDRs[%d] %q repeats an IP family: expected at most one CIDR per family", i, s)
 		}
 		fams = append(fams, p.Addr().Is6())
 	}
-	for key := range c.Skip {
+	return nil
+}
+
+// checkSkip checks that every Config.Skip key names a rule, or a case of
+// one (RULE/case).
+func checkSkip(skip map[string]string) error {
+	for key := range skip {
 		id, cs, isCase := strings.Cut(key, "/")
 		rl := ruleByID(id)
 		if rl == nil {
-			return nil, fmt.Errorf("Config.Skip key %q names rule %q, which does not exist (see Rules)", key, id)
+			return fmt.Errorf("Config.Skip key %q names rule %q, which does not exist (see Rules)", key, id)
 		}
 		if isCase && !slices.Contains(rl.cases(), cs) {
-			return nil, fmt.Errorf("Config.Skip key %q names case %q of %s, which does not exist: expected one of %q (see Rule.Cases)", key, cs, id, rl.cases())
+			return fmt.Errorf("Config.Skip key %q names case %q of %s, which does not exist: expected one of %q (see Rule.Cases)", key, cs, id, rl.cases())
 		}
 	}
-	return &c, nil
+	return nil
 }
 
 func ruleByID(id string) *rule {
