@@ -267,58 +267,8 @@ func (c *Config) Validate() error {
 	if id := c.ClusterID; strings.TrimSpace(id) != id {
 		errs = append(errs, field.Invalid(field.NewPath("clusterID"), clipValue(id), "expected no leading or trailing white space: it is stored as the owner tag of load balancers and routes"))
 	}
-	var v4, v6 []netip.Prefix
-	cidrs := field.NewPath("instanceCIDRs")
-	for i, s := range c.InstanceCIDRs {
-		p, err := parsePool(s)
-		if err != nil {
-			errs = append(errs, field.Invalid(cidrs.Index(i), clipValue(s), err.Error()))
-			continue
-		}
-		if p.Addr().Is4() {
-			v4 = append(v4, p)
-		} else {
-			v6 = append(v6, p)
-		}
-	}
-	if len(v4) > 1 || len(v6) > 1 {
-		errs = append(errs, field.Invalid(cidrs, clipValue(strings.Join(c.InstanceCIDRs, ", ")), "expected at most one IPv4 and one IPv6 CIDR"))
-	}
-	lbp := field.NewPath("loadBalancers")
-	for _, pool := range []struct {
-		name, value string
-		want4       bool
-	}{{"ipv4Pool", c.LoadBalancers.IPv4Pool, true}, {"ipv6Pool", c.LoadBalancers.IPv6Pool, false}} {
-		if pool.value == "" {
-			continue
-		}
-		p, err := parsePool(pool.value)
-		switch {
-		case err != nil:
-			errs = append(errs, field.Invalid(lbp.Child(pool.name), clipValue(pool.value), err.Error()))
-		case p.Addr().Is4() != pool.want4:
-			errs = append(errs, field.Invalid(lbp.Child(pool.name), clipValue(pool.value), "expected a CIDR of the pool's IP family"))
-		}
-	}
-	if s := c.LoadBalancers.HostnameSuffix; s != "" {
-		errs = append(errs, checkValue(lbp.Child("hostnameSuffix"), s, validation.IsDNS1123Subdomain, "expected a DNS-1123 subdomain")...)
-		if c.LoadBalancers.IPMode != "" {
-			errs = append(errs, field.Invalid(lbp.Child("ipMode"), clipValue(string(c.LoadBalancers.IPMode)), "expected empty with hostnameSuffix: ipMode applies to IP ingress only"))
-		}
-	}
-	switch c.LoadBalancers.IPMode {
-	case "", v1.LoadBalancerIPModeVIP, v1.LoadBalancerIPModeProxy:
-	default:
-		errs = append(errs, field.NotSupported(lbp.Child("ipMode"), clipValue(string(c.LoadBalancers.IPMode)), []string{"", "VIP", "Proxy"}))
-	}
-	if d := c.LoadBalancers.ProvisioningDelay; d != nil && d.Duration < 0 {
-		errs = append(errs, field.Invalid(lbp.Child("provisioningDelay"), d.String(), "expected zero (no delay) or a positive duration"))
-	}
-	switch c.LoadBalancers.Backends {
-	case "", BackendsNodeName, BackendsInstanceID:
-	default:
-		errs = append(errs, field.NotSupported(lbp.Child("backends"), clipValue(string(c.LoadBalancers.Backends)), []string{string(BackendsNodeName), string(BackendsInstanceID)}))
-	}
+	errs = append(errs, validateInstanceCIDRs(field.NewPath("instanceCIDRs"), c.InstanceCIDRs)...)
+	errs = append(errs, c.LoadBalancers.validate(field.NewPath("loadBalancers"))...)
 	errs = append(errs, c.rateLimit().validate(field.NewPath("rateLimit"))...)
 	if c.InstanceCacheTTL.Duration < 0 {
 		errs = append(errs, field.Invalid(field.NewPath("instanceCacheTTL"), c.InstanceCacheTTL.Duration.String(), "expected zero (the default) or a positive duration"))
@@ -337,6 +287,77 @@ func (c *Config) Validate() error {
 	}
 	errs = append(errs, seedConflicts(inst, c.Instances)...)
 	return errs.ToAggregate()
+}
+
+// validateInstanceCIDRs checks the instance CIDRs of a Config: each a pool
+// (parsePool), at most one per IP family; path names the list in errors.
+func validateInstanceCIDRs(path *field.Path, cidrs []string) field.ErrorList {
+	var errs field.ErrorList
+	var v4, v6 []netip.Prefix
+	for i, s := range cidrs {
+		p, err := parsePool(s)
+		if err != nil {
+			errs = append(errs, field.Invalid(path.Index(i), clipValue(s), err.Error()))
+			continue
+		}
+		if p.Addr().Is4() {
+			v4 = append(v4, p)
+		} else {
+			v6 = append(v6, p)
+		}
+	}
+	if len(v4) > 1 || len(v6) > 1 {
+		errs = append(errs, field.Invalid(path, clipValue(strings.Join(cidrs, ", ")), "expected at most one IPv4 and one IPv6 CIDR"))
+	}
+	return errs
+}
+
+// validate checks the section as the cloud-config sets it (defaults not
+// filled in); path names it in errors.
+func (s LoadBalancerSection) validate(path *field.Path) field.ErrorList {
+	errs := s.validatePools(path)
+	if suffix := s.HostnameSuffix; suffix != "" {
+		errs = append(errs, checkValue(path.Child("hostnameSuffix"), suffix, validation.IsDNS1123Subdomain, "expected a DNS-1123 subdomain")...)
+		if s.IPMode != "" {
+			errs = append(errs, field.Invalid(path.Child("ipMode"), clipValue(string(s.IPMode)), "expected empty with hostnameSuffix: ipMode applies to IP ingress only"))
+		}
+	}
+	switch s.IPMode {
+	case "", v1.LoadBalancerIPModeVIP, v1.LoadBalancerIPModeProxy:
+	default:
+		errs = append(errs, field.NotSupported(path.Child("ipMode"), clipValue(string(s.IPMode)), []string{"", "VIP", "Proxy"}))
+	}
+	if d := s.ProvisioningDelay; d != nil && d.Duration < 0 {
+		errs = append(errs, field.Invalid(path.Child("provisioningDelay"), d.String(), "expected zero (no delay) or a positive duration"))
+	}
+	switch s.Backends {
+	case "", BackendsNodeName, BackendsInstanceID:
+	default:
+		errs = append(errs, field.NotSupported(path.Child("backends"), clipValue(string(s.Backends)), []string{string(BackendsNodeName), string(BackendsInstanceID)}))
+	}
+	return errs
+}
+
+// validatePools checks the section's address pools that are set: each a
+// pool (parsePool) of its own IP family; path names the section in errors.
+func (s LoadBalancerSection) validatePools(path *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	for _, pool := range []struct {
+		name, value string
+		want4       bool
+	}{{"ipv4Pool", s.IPv4Pool, true}, {"ipv6Pool", s.IPv6Pool, false}} {
+		if pool.value == "" {
+			continue
+		}
+		p, err := parsePool(pool.value)
+		switch {
+		case err != nil:
+			errs = append(errs, field.Invalid(path.Child(pool.name), clipValue(pool.value), err.Error()))
+		case p.Addr().Is4() != pool.want4:
+			errs = append(errs, field.Invalid(path.Child(pool.name), clipValue(pool.value), "expected a CIDR of the pool's IP family"))
+		}
+	}
+	return errs
 }
 
 // seedConflicts checks the instances a cloud is seeded with against each
