@@ -432,31 +432,7 @@ func ruleLBSourceRanges(r *rt) {
 		r.Logf("Hooks.SourceRanges is nil: only the rejection of an unclaimed annotation was checked")
 		return
 	}
-	type tc struct {
-		name    string
-		what    string
-		svc     *v1.Service
-		want    []string
-		contain bool
-	}
-	var cases []tc
-	cl := r.cfg.Claims
-	if cl.SourceRanges {
-		cases = append(cases, tc{"spec", "spec.loadBalancerSourceRanges", service("source-ranges-spec", withSourceRanges("192.0.2.0/24", "198.51.100.0/25")), []string{"192.0.2.0/24", "198.51.100.0/25"}, false})
-	} else {
-		r.Logf("Claims.SourceRanges is false: LB-UNSUPPORTED-REJECTED checks that spec restrictions are rejected")
-	}
-	if cl.SourceRangesAnnotation {
-		cases = append(cases, tc{"annotation", "the source-ranges annotation", service("source-ranges-annotation", withAnnotation(key, restrictingAnnotation)), []string{restrictingAnnotation}, false})
-	}
-	if cl.SourceRanges && cl.SourceRangesAnnotation {
-		cases = append(cases, tc{"spec-and-annotation", "spec and annotation (spec wins)", service("source-ranges-both", withSourceRanges("192.0.2.0/24"), withAnnotation(key, restrictingAnnotation)), []string{"192.0.2.0/24"}, false})
-	}
-	cases = append(cases, tc{"none", "neither (allow all IPv4)", service("source-ranges-none"), []string{"0.0.0.0/0"}, true})
-	if r.cfg.Claims.DualStackLoadBalancers {
-		cases = append(cases, tc{"none-dual-stack", "neither, dual-stack Service (allow all of both families)", service("source-ranges-none-ds", withDualStack()), []string{"0.0.0.0/0", "::/0"}, true})
-	}
-	for _, k := range cases {
+	for _, k := range r.sourceRangeCases() {
 		if r.skipCase(k.name) {
 			continue
 		}
@@ -465,25 +441,64 @@ func ruleLBSourceRanges(r *rt) {
 			r.Errorf("EnsureLoadBalancer(%s) with %s: %v", svcKey(k.svc), k.what, err)
 			continue
 		}
-		raw, err := hook(r.ctx, c, k.svc)
-		if err != nil {
-			r.Fatalf("Hooks.SourceRanges(%s): %v", svcKey(k.svc), err)
-		}
-		got, err := prefixSet(raw)
-		if err != nil {
-			r.Errorf("Hooks.SourceRanges(%s): %v", svcKey(k.svc), err)
-			continue
-		}
-		if k.contain {
-			for _, w := range k.want {
-				if !slices.Contains(got, w) {
-					r.Errorf("with %s, the sources allowed to %s are %v, expected them to include %s", k.what, svcKey(k.svc), got, w)
-				}
-			}
-			continue
-		}
+		r.checkSourceRanges(hook, k)
+	}
+}
+
+// sourceRangeCase is one Service of LB-SOURCE-RANGES and the sources its
+// load balancer must allow: exactly want, or (contain) at least want.
+type sourceRangeCase struct {
+	name    string
+	what    string
+	svc     *v1.Service
+	want    []string
+	contain bool
+}
+
+// sourceRangeCases are the cases of LB-SOURCE-RANGES the claims allow.
+func (r *rt) sourceRangeCases() []sourceRangeCase {
+	const key = v1.AnnotationLoadBalancerSourceRangesKey
+	var cases []sourceRangeCase
+	cl := r.cfg.Claims
+	if cl.SourceRanges {
+		cases = append(cases, sourceRangeCase{"spec", "spec.loadBalancerSourceRanges", service("source-ranges-spec", withSourceRanges("192.0.2.0/24", "198.51.100.0/25")), []string{"192.0.2.0/24", "198.51.100.0/25"}, false})
+	} else {
+		r.Logf("Claims.SourceRanges is false: LB-UNSUPPORTED-REJECTED checks that spec restrictions are rejected")
+	}
+	if cl.SourceRangesAnnotation {
+		cases = append(cases, sourceRangeCase{"annotation", "the source-ranges annotation", service("source-ranges-annotation", withAnnotation(key, restrictingAnnotation)), []string{restrictingAnnotation}, false})
+	}
+	if cl.SourceRanges && cl.SourceRangesAnnotation {
+		cases = append(cases, sourceRangeCase{"spec-and-annotation", "spec and annotation (spec wins)", service("source-ranges-both", withSourceRanges("192.0.2.0/24"), withAnnotation(key, restrictingAnnotation)), []string{"192.0.2.0/24"}, false})
+	}
+	cases = append(cases, sourceRangeCase{"none", "neither (allow all IPv4)", service("source-ranges-none"), []string{"0.0.0.0/0"}, true})
+	if cl.DualStackLoadBalancers {
+		cases = append(cases, sourceRangeCase{"none-dual-stack", "neither, dual-stack Service (allow all of both families)", service("source-ranges-none-ds", withDualStack()), []string{"0.0.0.0/0", "::/0"}, true})
+	}
+	return cases
+}
+
+// checkSourceRanges compares the sources k's load balancer allows, read
+// through hook, with the case's.
+func (r *rt) checkSourceRanges(hook func(context.Context, string, *v1.Service) ([]string, error), k sourceRangeCase) {
+	raw, err := hook(r.ctx, r.cfg.ClusterName, k.svc)
+	if err != nil {
+		r.Fatalf("Hooks.SourceRanges(%s): %v", svcKey(k.svc), err)
+	}
+	got, err := prefixSet(raw)
+	if err != nil {
+		r.Errorf("Hooks.SourceRanges(%s): %v", svcKey(k.svc), err)
+		return
+	}
+	if !k.contain {
 		if d := cmp.Diff(k.want, got, cmpOpts); d != "" {
 			r.Errorf("with %s, the sources allowed to %s differ (-want +got):\n%s", k.what, svcKey(k.svc), d)
+		}
+		return
+	}
+	for _, w := range k.want {
+		if !slices.Contains(got, w) {
+			r.Errorf("with %s, the sources allowed to %s are %v, expected them to include %s", k.what, svcKey(k.svc), got, w)
 		}
 	}
 }
