@@ -334,73 +334,99 @@ func ruleCtxCancelledPrompt(r *rt) { cancelledCalls(r, true) }
 // run; checking the time (prompt, CTX-CANCELLED-PROMPT), it bounds each by
 // Config.Timeout and ignores the answers, CTX-CANCELLED's.
 func cancelledCalls(r *rt, prompt bool) {
-	call := func(_ string, f func()) { f() }
-	wrong := r.Errorf
+	cc := cancelledCaller{r: r, call: func(_ string, f func()) { f() }, wrong: r.Errorf, done: cancelled()}
 	if prompt {
-		call = r.within
-		wrong = func(string, ...any) {}
+		cc.call = r.within
+		cc.wrong = func(string, ...any) {}
 	}
 	c := r.caps()
 	nodes := r.nodes(1)
-	cl := r.cfg.ClusterName
-	done := cancelled()
 	if c.lb != nil {
-		svc := service("cancelled")
-		r.mustEnsure(c.lb, cl, svc, nodes)
-		call("GetLoadBalancer with a cancelled context", func() {
-			if _, ok, err := c.lb.GetLoadBalancer(done, cl, svc); err == nil && !ok {
-				wrong("GetLoadBalancer(%s) with a cancelled context returned exists=false and no error for an existing load balancer, expected an error (or the truth)", svcKey(svc))
-			}
-		})
-		call("EnsureLoadBalancer with a cancelled context", func() {
-			if st, err := c.lb.EnsureLoadBalancer(done, cl, svc, nodes); err == nil && (st == nil || len(st.Ingress) == 0) {
-				wrong("EnsureLoadBalancer(%s) with a cancelled context returned status %v and no error, expected an error or a full status", svcKey(svc), st)
-			}
-		})
-		call("UpdateLoadBalancer with a cancelled context", func() { _ = c.lb.UpdateLoadBalancer(done, cl, svc, nodes) })
-		call("EnsureLoadBalancerDeleted with a cancelled context", func() {
-			if err := c.lb.EnsureLoadBalancerDeleted(done, cl, svc); err == nil && r.exists(c.lb, cl, svc) {
-				wrong("EnsureLoadBalancerDeleted(%s) with a cancelled context returned nil, but the load balancer still exists: the controller would drop the finalizer", svcKey(svc))
-			}
-		})
+		cc.loadBalancer(c.lb, nodes)
 	}
 	if c.inst != nil {
-		n := nodes[0]
-		call("InstanceExists with a cancelled context", func() {
-			if ok, err := c.inst.InstanceExists(done, n); err == nil && !ok {
-				wrong("InstanceExists(%s) with a cancelled context = (false, nil) for a running instance: the Node would be deleted: expected an error", n.Name)
-			}
-		})
-		call("InstanceShutdown with a cancelled context", func() { _, _ = c.inst.InstanceShutdown(done, n) })
-		call("InstanceMetadata with a cancelled context", func() {
-			if md, err := c.inst.InstanceMetadata(done, n); err == nil && md == nil {
-				wrong("InstanceMetadata(%s) with a cancelled context = (nil, nil), expected an error or the metadata", n.Name)
-			}
-		})
+		cc.instances(c.inst, nodes[0])
 	}
 	if c.rs != nil {
-		n := withUID(nodes)[0]
-		cidrs := r.podCIDRs(0)
-		s := newRoute(n, cidrs[0])
-		r.createRoute(c.rs, cl, s)
-		call("ListRoutes with a cancelled context", func() {
-			if list, err := c.rs.ListRoutes(done, cl); err == nil && len(findRoutes(list, s.route.DestinationCIDR)) == 0 {
-				wrong("ListRoutes with a cancelled context returned no error and a list without route %q, expected an error or the full list", s.route.DestinationCIDR)
-			}
-		})
-		for _, rt := range findRoutes(r.listRoutes(c.rs, cl), s.route.DestinationCIDR) {
-			call("DeleteRoute with a cancelled context", func() { _ = c.rs.DeleteRoute(done, cl, rt) })
-		}
-		if len(cidrs) > 1 {
-			other := newRoute(n, cidrs[len(cidrs)-1])
-			call("CreateRoute with a cancelled context", func() {
-				if err := c.rs.CreateRoute(done, cl, other.nameHint, other.route); err == nil && len(findRoutes(r.listRoutes(c.rs, cl), other.route.DestinationCIDR)) == 0 {
-					wrong("CreateRoute(%q) with a cancelled context returned nil, but the route is not listed", other.route.DestinationCIDR)
-				}
-			})
-		}
+		cc.routes(c.rs, withUID(nodes)[0])
 	}
 	if c.zones != nil {
-		call("GetZoneByNodeName with a cancelled context", func() { _, _ = c.zones.GetZoneByNodeName(done, types.NodeName(nodes[0].Name)) })
+		cc.call("GetZoneByNodeName with a cancelled context", func() { _, _ = c.zones.GetZoneByNodeName(cc.done, types.NodeName(nodes[0].Name)) })
+	}
+}
+
+// cancelledCaller makes the calls of cancelledCalls: call runs one (timed
+// or not), wrong reports a wrong answer (or nothing), done is the
+// cancelled context.
+type cancelledCaller struct {
+	r     *rt
+	call  func(what string, f func())
+	wrong func(format string, args ...any)
+	done  context.Context
+}
+
+// loadBalancer calls every LoadBalancer method with the cancelled context,
+// for an existing load balancer.
+func (cc cancelledCaller) loadBalancer(lb cloudprovider.LoadBalancer, nodes []*v1.Node) {
+	r, cl, done := cc.r, cc.r.cfg.ClusterName, cc.done
+	svc := service("cancelled")
+	r.mustEnsure(lb, cl, svc, nodes)
+	cc.call("GetLoadBalancer with a cancelled context", func() {
+		if _, ok, err := lb.GetLoadBalancer(done, cl, svc); err == nil && !ok {
+			cc.wrong("GetLoadBalancer(%s) with a cancelled context returned exists=false and no error for an existing load balancer, expected an error (or the truth)", svcKey(svc))
+		}
+	})
+	cc.call("EnsureLoadBalancer with a cancelled context", func() {
+		if st, err := lb.EnsureLoadBalancer(done, cl, svc, nodes); err == nil && (st == nil || len(st.Ingress) == 0) {
+			cc.wrong("EnsureLoadBalancer(%s) with a cancelled context returned status %v and no error, expected an error or a full status", svcKey(svc), st)
+		}
+	})
+	cc.call("UpdateLoadBalancer with a cancelled context", func() { _ = lb.UpdateLoadBalancer(done, cl, svc, nodes) })
+	cc.call("EnsureLoadBalancerDeleted with a cancelled context", func() {
+		if err := lb.EnsureLoadBalancerDeleted(done, cl, svc); err == nil && r.exists(lb, cl, svc) {
+			cc.wrong("EnsureLoadBalancerDeleted(%s) with a cancelled context returned nil, but the load balancer still exists: the controller would drop the finalizer", svcKey(svc))
+		}
+	})
+}
+
+// instances calls every InstancesV2 method with the cancelled context, for
+// n's running instance.
+func (cc cancelledCaller) instances(inst cloudprovider.InstancesV2, n *v1.Node) {
+	done := cc.done
+	cc.call("InstanceExists with a cancelled context", func() {
+		if ok, err := inst.InstanceExists(done, n); err == nil && !ok {
+			cc.wrong("InstanceExists(%s) with a cancelled context = (false, nil) for a running instance: the Node would be deleted: expected an error", n.Name)
+		}
+	})
+	cc.call("InstanceShutdown with a cancelled context", func() { _, _ = inst.InstanceShutdown(done, n) })
+	cc.call("InstanceMetadata with a cancelled context", func() {
+		if md, err := inst.InstanceMetadata(done, n); err == nil && md == nil {
+			cc.wrong("InstanceMetadata(%s) with a cancelled context = (nil, nil), expected an error or the metadata", n.Name)
+		}
+	})
+}
+
+// routes calls every Routes method with the cancelled context, for a route
+// of n that exists (list, delete) and one that does not (create).
+func (cc cancelledCaller) routes(rs cloudprovider.Routes, n *v1.Node) {
+	r, cl, done := cc.r, cc.r.cfg.ClusterName, cc.done
+	cidrs := r.podCIDRs(0)
+	s := newRoute(n, cidrs[0])
+	r.createRoute(rs, cl, s)
+	cc.call("ListRoutes with a cancelled context", func() {
+		if list, err := rs.ListRoutes(done, cl); err == nil && len(findRoutes(list, s.route.DestinationCIDR)) == 0 {
+			cc.wrong("ListRoutes with a cancelled context returned no error and a list without route %q, expected an error or the full list", s.route.DestinationCIDR)
+		}
+	})
+	for _, rt := range findRoutes(r.listRoutes(rs, cl), s.route.DestinationCIDR) {
+		cc.call("DeleteRoute with a cancelled context", func() { _ = rs.DeleteRoute(done, cl, rt) })
+	}
+	if len(cidrs) > 1 {
+		other := newRoute(n, cidrs[len(cidrs)-1])
+		cc.call("CreateRoute with a cancelled context", func() {
+			if err := rs.CreateRoute(done, cl, other.nameHint, other.route); err == nil && len(findRoutes(r.listRoutes(rs, cl), other.route.DestinationCIDR)) == 0 {
+				cc.wrong("CreateRoute(%q) with a cancelled context returned nil, but the route is not listed", other.route.DestinationCIDR)
+			}
+		})
 	}
 }
