@@ -172,68 +172,28 @@ func NewPeer(c *Cloud, clusterID string, opts PeerOptions) (*Cloud, error) {
 // compose builds the Cloud of cfg (with defaults) over st: each driver,
 // behind the instrumented cloud API, given to its ccmkit adapter, and the
 // adapters composed with provider.New. This is the glue a real provider
-// writes.
+// writes; each adapter is built in a step of its own, in the order
+// instances, load balancers (which look up nodes through the instances
+// adapter), routes.
 func compose(cfg Config, st *store, o Options) (*Cloud, error) {
-	c := &Cloud{cfg: cfg, store: st, meter: newMeter(st.limits, o.Interceptor), lbCaps: allLoadBalancerCapabilities, cacheOpts: o.InstanceCache}
-	if o.LoadBalancerCapabilities != nil {
-		c.lbCaps = *o.LoadBalancerCapabilities
-	}
-	key := loadbalancer.BackendKeyNodeName
-	if cfg.LoadBalancers.Backends == BackendsInstanceID {
-		key = loadbalancer.BackendKeyProviderID
-	}
-	if c.lbCaps.BackendKey != "" && c.lbCaps.BackendKey != key {
-		return nil, fmt.Errorf("fake: Options.LoadBalancerCapabilities: BackendKey %q, but loadBalancers.backends %q keeps backends by %q: expected %q or the zero value", c.lbCaps.BackendKey, cfg.LoadBalancers.Backends, key, key)
-	}
-	c.lbCaps.BackendKey = key
-
-	instanceAPI := instanceAPI{c.meter, instanceDriver{st}}
-	c.instanceAPI = instanceAPI
-	cacheOpts := instances.CacheOptions{TTL: cfg.InstanceCacheTTL.Duration, Now: o.Clock}
-	if o.InstanceCache != nil {
-		cacheOpts = *o.InstanceCache
-	}
+	c := &Cloud{cfg: cfg, store: st, meter: newMeter(st.limits, o.Interceptor), cacheOpts: o.InstanceCache}
 	var err error
-	if c.cache, err = instances.NewCache(instanceAPI, cacheOpts); err != nil {
-		return nil, fmt.Errorf("fake: instances: %w", err)
+	if c.lbCaps, err = lbCapabilities(cfg.LoadBalancers.Backends, o.LoadBalancerCapabilities); err != nil {
+		return nil, err
 	}
-	var lookups instances.Driver = c.cache
-	if st.file != nil {
-		lookups = freshLookups{st, c.cache} // sees other processes' changes too
-	}
-	nodes, err := instances.NewAdapter(lookups, codec, instances.Options{})
+	api := instanceAPI{c.meter, instanceDriver{st}}
+	c.instanceAPI = api
+	nodes, err := c.composeInstances(api, o)
 	if err != nil {
-		return nil, fmt.Errorf("fake: instances: %w", err)
+		return nil, err
 	}
-	lbCfg := loadbalancer.Options{
-		ClusterID:    cfg.ClusterID,
-		Capabilities: c.lbCaps,
-		Instances:    nodes, // addresses of nodes not yet patched by the CCM
-		RetryAfter:   provisioningRetry(cfg.LoadBalancers.ProvisioningDelay.Duration),
-	}
-	var throttleWait time.Duration // the adapters' defaults
-	if st.fakeClock {
-		// A throttle's delay is on the test's clock: waiting for it in real
-		// time would only spin until the adapter's budget is spent.
-		throttleWait = -1
-		lbCfg.MaxThrottleWait = throttleWait
-	}
-	if key == loadbalancer.BackendKeyProviderID {
-		lbCfg.Codec = codec // a foreign Node is left out, not sent to the cloud
-	}
-	lbs, err := loadbalancer.NewReconciler(lbAPI{c.meter, lbDriver{st}}, lbCfg)
+	throttleWait := maxThrottleWait(st.fakeClock)
+	lbs, err := c.composeLoadBalancers(nodes, throttleWait)
 	if err != nil {
-		return nil, fmt.Errorf("fake: load balancers: %w", err)
+		return nil, err
 	}
-	c.routes, err = routes.NewWholeTable(routeAPI{c.meter, routeDriver{st}}, routes.Options{
-		ClusterID:           cfg.ClusterID,
-		Instances:           goneTargets{instanceAPI},
-		IPv4Only:            cfg.Routes.IPv4Only,
-		EnableNodeAddresses: cfg.Routes.EnableNodeAddresses,
-		MaxThrottleWait:     throttleWait,
-	})
-	if err != nil {
-		return nil, fmt.Errorf("fake: routes: %w", err)
+	if c.routes, err = c.composeRoutes(api, throttleWait); err != nil {
+		return nil, err
 	}
 	c.Cloud = provider.New(ProviderName, provider.Options{
 		ClusterID:    cfg.ClusterID,
@@ -246,6 +206,99 @@ func compose(cfg Config, st *store, o Options) (*Cloud, error) {
 	// of it only when the cache expires.
 	st.watchInstances(c.cache.Invalidate)
 	return c, nil
+}
+
+// lbCapabilities returns the load-balancer capabilities of a Cloud:
+// narrowed (nil: every feature), with the BackendKey that backends (with
+// defaults) implies. A narrowed BackendKey other than that one or the zero
+// value is an error naming both.
+func lbCapabilities(backends BackendMode, narrowed *loadbalancer.Capabilities) (loadbalancer.Capabilities, error) {
+	caps := allLoadBalancerCapabilities
+	if narrowed != nil {
+		caps = *narrowed
+	}
+	key := loadbalancer.BackendKeyNodeName
+	if backends == BackendsInstanceID {
+		key = loadbalancer.BackendKeyProviderID
+	}
+	if caps.BackendKey != "" && caps.BackendKey != key {
+		return loadbalancer.Capabilities{}, fmt.Errorf("fake: Options.LoadBalancerCapabilities: BackendKey %q, but loadBalancers.backends %q keeps backends by %q: expected %q or the zero value", caps.BackendKey, backends, key, key)
+	}
+	caps.BackendKey = key
+	return caps, nil
+}
+
+// maxThrottleWait is the MaxThrottleWait of the Cloud's load-balancer
+// Reconciler and route table: their defaults (0), or none (-1) on a fake
+// clock.
+func maxThrottleWait(fakeClock bool) time.Duration {
+	if fakeClock {
+		// A throttle's delay is on the test's clock: waiting for it in real
+		// time would only spin until the adapter's budget is spent.
+		return -1
+	}
+	return 0 // the adapters' defaults
+}
+
+// composeInstances sets c.cache, an instances.Cache over api, and returns
+// the InstancesV2 adapter over it. Errors name the instances layer and wrap
+// the constructor's.
+func (c *Cloud) composeInstances(api instanceAPI, o Options) (*instances.Adapter, error) {
+	cacheOpts := instances.CacheOptions{TTL: c.cfg.InstanceCacheTTL.Duration, Now: o.Clock}
+	if o.InstanceCache != nil {
+		cacheOpts = *o.InstanceCache
+	}
+	var err error
+	if c.cache, err = instances.NewCache(api, cacheOpts); err != nil {
+		return nil, fmt.Errorf("fake: instances: %w", err)
+	}
+	var lookups instances.Driver = c.cache
+	if c.store.file != nil {
+		lookups = freshLookups{c.store, c.cache} // sees other processes' changes too
+	}
+	nodes, err := instances.NewAdapter(lookups, codec, instances.Options{})
+	if err != nil {
+		return nil, fmt.Errorf("fake: instances: %w", err)
+	}
+	return nodes, nil
+}
+
+// composeLoadBalancers returns the load-balancer Reconciler over the
+// metered lbDriver, with c.lbCaps, looking up nodes with nodes. Errors
+// wrap the constructor's.
+func (c *Cloud) composeLoadBalancers(nodes *instances.Adapter, throttleWait time.Duration) (*loadbalancer.Reconciler, error) {
+	lbCfg := loadbalancer.Options{
+		ClusterID:       c.cfg.ClusterID,
+		Capabilities:    c.lbCaps,
+		Instances:       nodes, // addresses of nodes not yet patched by the CCM
+		RetryAfter:      provisioningRetry(c.cfg.LoadBalancers.ProvisioningDelay.Duration),
+		MaxThrottleWait: throttleWait,
+	}
+	if c.lbCaps.BackendKey == loadbalancer.BackendKeyProviderID {
+		lbCfg.Codec = codec // a foreign Node is left out, not sent to the cloud
+	}
+	lbs, err := loadbalancer.NewReconciler(lbAPI{c.meter, lbDriver{c.store}}, lbCfg)
+	if err != nil {
+		return nil, fmt.Errorf("fake: load balancers: %w", err)
+	}
+	return lbs, nil
+}
+
+// composeRoutes returns the whole-table route table over the metered
+// routeDriver, which learns of gone targets through api. Errors wrap the
+// constructor's.
+func (c *Cloud) composeRoutes(api instanceAPI, throttleWait time.Duration) (*routes.Table, error) {
+	table, err := routes.NewWholeTable(routeAPI{c.meter, routeDriver{c.store}}, routes.Options{
+		ClusterID:           c.cfg.ClusterID,
+		Instances:           goneTargets{api},
+		IPv4Only:            c.cfg.Routes.IPv4Only,
+		EnableNodeAddresses: c.cfg.Routes.EnableNodeAddresses,
+		MaxThrottleWait:     throttleWait,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("fake: routes: %w", err)
+	}
+	return table, nil
 }
 
 // provisioningRetry is the Reconciler's RetryAfter for a provisioning
