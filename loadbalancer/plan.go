@@ -53,12 +53,9 @@ import (
 // actual carries ownership tags of another cluster or Service; an actual
 // without ccmkit tags is adopted (ActionUpdateTags).
 func Plan(desired, actual *LoadBalancer) ([]Action, error) {
-	if desired == nil {
-		return nil, errors.New("loadbalancer.Plan: desired is nil: expected the load balancer Desired built")
-	}
-	owner, ok := OwnerFromTags(desired.Tags)
-	if !ok || owner.Cluster == "" || owner.UID == "" {
-		return nil, fmt.Errorf("loadbalancer.Plan: desired %q has tags %v: expected the ownership tags %s and %s", desired.Name, desired.Tags, TagCluster, TagServiceUID)
+	owner, err := desiredOwner(desired)
+	if err != nil {
+		return nil, err
 	}
 	if actual == nil {
 		return []Action{{Kind: ActionCreate, Create: desired.Clone(),
@@ -73,34 +70,12 @@ func Plan(desired, actual *LoadBalancer) ([]Action, error) {
 	}
 	d, a := canonicalView(&desired.Spec, key), canonicalView(&actual.Spec, key)
 	p := planner{id: actual.ID}
-
-	var tagKeys []string
-	for k, v := range desired.Tags {
-		if cur, ok := actual.Tags[k]; !ok || cur != v {
-			tagKeys = append(tagKeys, k)
-		}
-	}
-	if len(tagKeys) > 0 {
-		slices.Sort(tagKeys)
-		p.add(Action{Kind: ActionUpdateTags, Tags: maps.Clone(desired.Tags)},
-			"ownership tags %s missing or different (adopting or repairing)", strings.Join(tagKeys, ", "))
-	}
+	p.tags(desired.Tags, actual.Tags)
 	if !slices.Equal(d.IPFamilies, a.IPFamilies) || !slices.Equal(d.RequestedIPs, a.RequestedIPs) {
 		p.add(Action{Kind: ActionUpdateFrontend, IPFamilies: slices.Clone(d.IPFamilies), RequestedIPs: slices.Clone(d.RequestedIPs)},
 			"front end is families %v, requested IPs %v; want families %v, requested IPs %v", a.IPFamilies, a.RequestedIPs, d.IPFamilies, d.RequestedIPs)
 	}
-	var changed map[string]string
-	for k, v := range d.Settings {
-		if cur, ok := a.Settings[k]; !ok || cur != v {
-			if changed == nil {
-				changed = map[string]string{}
-			}
-			changed[k] = v
-		}
-	}
-	if changed != nil {
-		p.add(Action{Kind: ActionUpdateSettings, Settings: changed}, "settings %s changed", strings.Join(slices.Sorted(maps.Keys(changed)), ", "))
-	}
+	p.settings(d.Settings, a.Settings)
 	if d.HealthCheck != a.HealthCheck {
 		hc := d.HealthCheck
 		p.add(Action{Kind: ActionUpdateHealthCheck, HealthCheck: &hc}, "health check is %s; want %s", formatHC(a.HealthCheck), formatHC(d.HealthCheck))
@@ -118,6 +93,33 @@ func Plan(desired, actual *LoadBalancer) ([]Action, error) {
 	return p.actions, nil
 }
 
+// desiredOwner returns the owner named by desired's ownership tags, or
+// Plan's error when desired is nil or lacks them.
+func desiredOwner(desired *LoadBalancer) (Owner, error) {
+	if desired == nil {
+		return Owner{}, errors.New("loadbalancer.Plan: desired is nil: expected the load balancer Desired built")
+	}
+	owner, ok := OwnerFromTags(desired.Tags)
+	if !ok || owner.Cluster == "" || owner.UID == "" {
+		return Owner{}, fmt.Errorf("loadbalancer.Plan: desired %q has tags %v: expected the ownership tags %s and %s", desired.Name, desired.Tags, TagCluster, TagServiceUID)
+	}
+	return owner, nil
+}
+
+// changedKeys returns, sorted, the keys of want that have is missing or
+// maps to another value. Keys only in have are not Plan's business (tags
+// and settings ccmkit does not manage).
+func changedKeys(want, have map[string]string) []string {
+	var keys []string
+	for k, v := range want {
+		if cur, ok := have[k]; !ok || cur != v {
+			keys = append(keys, k)
+		}
+	}
+	slices.Sort(keys)
+	return keys
+}
+
 type planner struct {
 	id      string
 	actions []Action
@@ -127,6 +129,29 @@ func (p *planner) add(a Action, format string, args ...any) {
 	a.LoadBalancerID = p.id
 	a.Reason = fmt.Sprintf(format, args...)
 	p.actions = append(p.actions, a)
+}
+
+// tags plans the tag action: every desired tag, when one is missing or
+// different (an adopted load balancer, or one whose tags were edited).
+func (p *planner) tags(want, have map[string]string) {
+	if keys := changedKeys(want, have); len(keys) > 0 {
+		p.add(Action{Kind: ActionUpdateTags, Tags: maps.Clone(want)},
+			"ownership tags %s missing or different (adopting or repairing)", strings.Join(keys, ", "))
+	}
+}
+
+// settings plans the settings action: only the desired settings that are
+// missing or different.
+func (p *planner) settings(want, have map[string]string) {
+	keys := changedKeys(want, have)
+	if len(keys) == 0 {
+		return
+	}
+	changed := make(map[string]string, len(keys))
+	for _, k := range keys {
+		changed[k] = want[k]
+	}
+	p.add(Action{Kind: ActionUpdateSettings, Settings: changed}, "settings %s changed", strings.Join(keys, ", "))
 }
 
 // canonicalView returns s if its slices are in canonical order, with its
