@@ -415,6 +415,7 @@ func describeLBs(lbs []fake.LoadBalancer) string {
 	return fmt.Sprintf("%d load balancers %s", len(lbs), strings.Join(parts, " "))
 }
 
-// equateAddrs compares the netip values of the load-balancer model
-// (loadbalancer.Spec's addresses and CIDRs) by value.
-var equateAddrs = cmpopts.EquateComparable(netip.Addr{}, netip.Prefix{})
+// equateAddrs compares two readings of the fake's load balancers (the
+// loadbalancer model): netip values by value, and an empty list as no list,
+// since a load balancer read back through JSON omits empty ones.
+var equateAddrs = cmp.Options{cmpopts.EquateComparable(netip.Addr{}, netip.Prefix{}), cmpopts.EquateEmpty()}

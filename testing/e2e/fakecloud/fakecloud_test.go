@@ -92,7 +92,7 @@ func TestAdmin(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if diff := cmp.Diff(cloud.Snapshot(), st, cmpopts.EquateComparable(netip.Addr{}, netip.Prefix{})); diff != "" {
+	if diff := cmp.Diff(cloud.Snapshot(), st, cmpopts.EquateComparable(netip.Addr{}, netip.Prefix{}), cmpopts.EquateEmpty()); diff != "" {
 		t.Errorf("State() differs from the cloud's snapshot (-cloud +admin):\n%s", diff)
 	}
 	ins, err := admin.Instances(ctx)
