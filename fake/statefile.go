@@ -398,9 +398,32 @@ func (st *cloudState) pools() []*pool {
 
 // decodeState parses a state file strictly and rebuilds the state it
 // holds, checking it against cfg (with defaults). Errors name the field.
+// Its steps: parseStateDoc (the document and its format), checkSameCloud
+// (the cloud-config it was written with), then loadDoc (the state).
 func decodeState(data []byte, cfg Config) (cloudState, uint64, error) {
+	doc, err := parseStateDoc(data)
+	if err != nil {
+		return cloudState{}, 0, err
+	}
+	if err := checkSameCloud(doc.Cloud, cfg); err != nil {
+		return cloudState{}, 0, err
+	}
+	st, err := emptyState(cfg)
+	if err != nil {
+		return cloudState{}, 0, err
+	}
+	if err := st.loadDoc(&doc); err != nil {
+		return cloudState{}, 0, err
+	}
+	return st, doc.Generation, nil
+}
+
+// parseStateDoc decodes data strictly (an unknown field, or data after
+// the document, is an error) as a document of format v2 or v1, with a v1
+// document's backends mode filled in.
+func parseStateDoc(data []byte) (stateDoc, error) {
 	if len(bytes.TrimSpace(data)) == 0 {
-		return cloudState{}, 0, errors.New("empty: expected a JSON document written by the fake (format " + stateFormat + ")")
+		return stateDoc{}, errors.New("empty: expected a JSON document written by the fake (format " + stateFormat + ")")
 	}
 	var doc stateDoc
 	dec := json.NewDecoder(bytes.NewReader(data))
@@ -409,47 +432,57 @@ func decodeState(data []byte, cfg Config) (cloudState, uint64, error) {
 		var typeErr *json.UnmarshalTypeError
 		if errors.As(err, &typeErr) && typeErr.Field == "" {
 			// encoding/json names the Go type it wanted: say what.
-			return cloudState{}, 0, fmt.Errorf("not a valid state file: a JSON %s: expected a JSON object written by the fake (format %s)", typeErr.Value, stateFormat)
+			return stateDoc{}, fmt.Errorf("not a valid state file: a JSON %s: expected a JSON object written by the fake (format %s)", typeErr.Value, stateFormat)
 		}
-		return cloudState{}, 0, fmt.Errorf("not a valid state file: %w", err)
+		return stateDoc{}, fmt.Errorf("not a valid state file: %w", err)
 	}
 	if dec.More() {
-		return cloudState{}, 0, errors.New("not a valid state file: data after the JSON document")
+		return stateDoc{}, errors.New("not a valid state file: data after the JSON document")
 	}
 	if doc.Format != stateFormat && doc.Format != stateFormatV1 {
-		return cloudState{}, 0, fmt.Errorf("format %q: expected %q (or %q)", doc.Format, stateFormat, stateFormatV1)
+		return stateDoc{}, fmt.Errorf("format %q: expected %q (or %q)", doc.Format, stateFormat, stateFormatV1)
 	}
 	if doc.Cloud.LoadBalancers.Backends == "" {
 		doc.Cloud.LoadBalancers.Backends = BackendsNodeName // v1
 	}
+	return doc, nil
+}
+
+// checkSameCloud returns an error naming the first difference between
+// got, the cloud a state file was written for, and the cloud of cfg (with
+// defaults): every process sharing a file must have the same.
+func checkSameCloud(got stateCloud, cfg Config) error {
 	want := cloudOf(cfg)
-	if !slices.Equal(doc.Cloud.InstanceCIDRs, want.InstanceCIDRs) {
-		return cloudState{}, 0, fmt.Errorf("cloud.instanceCIDRs %v, but the cloud-config has instanceCIDRs %v: expected the same cloud-config in every process sharing a state file", doc.Cloud.InstanceCIDRs, want.InstanceCIDRs)
+	if !slices.Equal(got.InstanceCIDRs, want.InstanceCIDRs) {
+		return fmt.Errorf("cloud.instanceCIDRs %v, but the cloud-config has instanceCIDRs %v: expected the same cloud-config in every process sharing a state file", got.InstanceCIDRs, want.InstanceCIDRs)
 	}
-	if doc.Cloud.LoadBalancers != want.LoadBalancers {
-		return cloudState{}, 0, fmt.Errorf("cloud.loadBalancers %+v, but the cloud-config has loadBalancers %+v (with defaults): expected the same cloud-config in every process sharing a state file", doc.Cloud.LoadBalancers, want.LoadBalancers)
+	if got.LoadBalancers != want.LoadBalancers {
+		return fmt.Errorf("cloud.loadBalancers %+v, but the cloud-config has loadBalancers %+v (with defaults): expected the same cloud-config in every process sharing a state file", got.LoadBalancers, want.LoadBalancers)
 	}
-	st, err := emptyState(cfg)
-	if err != nil {
-		return cloudState{}, 0, err
-	}
+	return nil
+}
+
+// loadDoc fills st, an empty state of the document's cloud, with what doc
+// holds: counters, pool cursors, instances, load balancers and routes, in
+// that order, stopping at the first that is invalid (the error names it).
+func (st *cloudState) loadDoc(doc *stateDoc) error {
 	if doc.NextInstance < 0 || doc.NextLoadBalancer < 0 {
-		return cloudState{}, 0, fmt.Errorf("nextInstance %d, nextLoadBalancer %d: expected counters of zero or more", doc.NextInstance, doc.NextLoadBalancer)
+		return fmt.Errorf("nextInstance %d, nextLoadBalancer %d: expected counters of zero or more", doc.NextInstance, doc.NextLoadBalancer)
 	}
 	st.nextInstance, st.nextLB = doc.NextInstance, doc.NextLoadBalancer
 	for i, sp := range doc.Pools {
 		if err := st.setPoolNext(sp); err != nil {
-			return cloudState{}, 0, fmt.Errorf("pools[%d]: %w", i, err)
+			return fmt.Errorf("pools[%d]: %w", i, err)
 		}
 	}
 	for i, in := range doc.Instances {
 		if err := st.loadInstance(field.NewPath("instances").Index(i), &in); err != nil {
-			return cloudState{}, 0, err
+			return err
 		}
 	}
 	for i, v := range doc.LoadBalancers {
 		if err := st.loadLoadBalancer(v); err != nil {
-			return cloudState{}, 0, fmt.Errorf("loadBalancers[%d] (id %q): %w", i, v.ID, err)
+			return fmt.Errorf("loadBalancers[%d] (id %q): %w", i, v.ID, err)
 		}
 	}
 	var table []routes.Entry
@@ -462,10 +495,10 @@ func decodeState(data []byte, cfg Config) (cloudState, uint64, error) {
 	// The route table's rules, as for every other way into it: a file
 	// that breaks them is not loaded at all.
 	if err := st.setRoutes(table, tablePath); err != nil {
-		return cloudState{}, 0, err
+		return err
 	}
 	st.routeRev = doc.RouteRevision // the file's, not setRoutes' count
-	return st, doc.Generation, nil
+	return nil
 }
 
 func (st *cloudState) setPoolNext(sp statePool) error {
@@ -653,29 +686,39 @@ func addrString(a netip.Addr) string {
 }
 
 // record parses a load balancer of a state file (storedLoadBalancer) back
-// into its stored form. Empty lists become nil.
+// into its stored form. Empty lists become nil. Every problem found is
+// reported, joined in field order.
 func (v stateLB) record() (*lbRecord, error) {
+	var d lbDecoder
 	lb := &loadbalancer.LoadBalancer{ID: v.ID, Name: v.Name, Tags: maps.Clone(v.Tags)}
-	s := &lb.Spec
+	v.decodeSpec(&d, &lb.Spec)
+	rec := &lbRecord{lb: lb}
+	for i, str := range v.VIPs {
+		rec.vips = append(rec.vips, d.addr("vips", i, str))
+	}
+	for _, in := range v.Ingress {
+		lb.Ingress = append(lb.Ingress, loadbalancer.Ingress{IP: in.IP, Hostname: in.Hostname, IPMode: v1.LoadBalancerIPMode(in.IPMode)})
+	}
+	lb.Spec.BackendKey = d.backendKey(v.BackendKey)
+	rec.readyAt = v.ReadyAt
+	if v.Provisioning {
+		d.errs = append(d.errs, errors.New("provisioning true: expected it absent in a state file, where readyAt says when the load balancer is ready"))
+	}
+	if err := errors.Join(d.errs...); err != nil {
+		return nil, err
+	}
+	return rec, nil
+}
+
+// decodeSpec parses the Spec of v into s (all but its BackendKey, which
+// record parses after the VIPs, to report problems in field order), noting
+// problems in d.
+func (v stateLB) decodeSpec(d *lbDecoder, s *loadbalancer.Spec) {
 	for _, f := range v.IPFamilies {
 		s.IPFamilies = append(s.IPFamilies, v1.IPFamily(f))
 	}
-	var errs []error
-	addr := func(name string, i int, str string) netip.Addr {
-		a, err := netip.ParseAddr(str)
-		if err != nil {
-			errs = append(errs, fmt.Errorf("%s[%d] %q: expected an IP address", name, i, str))
-		}
-		return a
-	}
-	optAddr := func(name string, i int, str string) netip.Addr {
-		if str == "" {
-			return netip.Addr{}
-		}
-		return addr(name, i, str)
-	}
 	for i, str := range v.RequestedIPs {
-		s.RequestedIPs = append(s.RequestedIPs, addr("requestedIPs", i, str))
+		s.RequestedIPs = append(s.RequestedIPs, d.addr("requestedIPs", i, str))
 	}
 	for _, l := range v.Listeners {
 		s.Listeners = append(s.Listeners, loadbalancer.Listener{
@@ -686,14 +729,14 @@ func (v stateLB) record() (*lbRecord, error) {
 	for i, b := range v.Backends {
 		s.Backends = append(s.Backends, loadbalancer.Backend{
 			NodeName: b.NodeName, ProviderID: b.ProviderID,
-			IPv4: optAddr("backends.ipv4", i, b.IPv4), IPv6: optAddr("backends.ipv6", i, b.IPv6),
+			IPv4: d.optAddr("backends.ipv4", i, b.IPv4), IPv6: d.optAddr("backends.ipv6", i, b.IPv6),
 		})
 	}
 	s.HealthCheck = loadbalancer.HealthCheck{Protocol: loadbalancer.HealthCheckProtocol(v.HealthCheck.Protocol), Port: v.HealthCheck.Port, Path: v.HealthCheck.Path}
 	for i, str := range v.SourceRanges {
 		p, err := netip.ParsePrefix(str)
 		if err != nil {
-			errs = append(errs, fmt.Errorf("sourceRanges[%d] %q: expected a CIDR", i, str))
+			d.errs = append(d.errs, fmt.Errorf("sourceRanges[%d] %q: expected a CIDR", i, str))
 		}
 		s.SourceRanges = append(s.SourceRanges, p)
 	}
@@ -701,25 +744,38 @@ func (v stateLB) record() (*lbRecord, error) {
 	if len(v.Settings) > 0 {
 		s.Settings = maps.Clone(v.Settings)
 	}
-	rec := &lbRecord{lb: lb}
-	for i, str := range v.VIPs {
-		rec.vips = append(rec.vips, addr("vips", i, str))
+}
+
+// lbDecoder parses the text fields of one stateLB, noting each problem in
+// errs (naming the field, the value and what was expected) and going on,
+// so that record reports them all. The zero value is ready to use.
+type lbDecoder struct{ errs []error }
+
+// addr parses str, element i of the list name, as an IP address; the zero
+// Addr when it is not one.
+func (d *lbDecoder) addr(name string, i int, str string) netip.Addr {
+	a, err := netip.ParseAddr(str)
+	if err != nil {
+		d.errs = append(d.errs, fmt.Errorf("%s[%d] %q: expected an IP address", name, i, str))
 	}
-	for _, in := range v.Ingress {
-		lb.Ingress = append(lb.Ingress, loadbalancer.Ingress{IP: in.IP, Hostname: in.Hostname, IPMode: v1.LoadBalancerIPMode(in.IPMode)})
+	return a
+}
+
+// optAddr is addr for an optional address: empty is the zero Addr.
+func (d *lbDecoder) optAddr(name string, i int, str string) netip.Addr {
+	if str == "" {
+		return netip.Addr{}
 	}
-	switch k := loadbalancer.BackendKey(v.BackendKey); k {
+	return d.addr(name, i, str)
+}
+
+// backendKey parses a load balancer's backend key; "" (by Node name) when
+// it is not one.
+func (d *lbDecoder) backendKey(str string) loadbalancer.BackendKey {
+	switch k := loadbalancer.BackendKey(str); k {
 	case loadbalancer.BackendKeyNodeName, loadbalancer.BackendKeyProviderID, loadbalancer.BackendKeyAddress:
-		s.BackendKey = k
-	default:
-		errs = append(errs, fmt.Errorf("backendKey %q: expected \"\", %q or %q", v.BackendKey, loadbalancer.BackendKeyProviderID, loadbalancer.BackendKeyAddress))
+		return k
 	}
-	rec.readyAt = v.ReadyAt
-	if v.Provisioning {
-		errs = append(errs, errors.New("provisioning true: expected it absent in a state file, where readyAt says when the load balancer is ready"))
-	}
-	if err := errors.Join(errs...); err != nil {
-		return nil, err
-	}
-	return rec, nil
+	d.errs = append(d.errs, fmt.Errorf("backendKey %q: expected \"\", %q or %q", str, loadbalancer.BackendKeyProviderID, loadbalancer.BackendKeyAddress))
+	return ""
 }
