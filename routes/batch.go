@@ -277,78 +277,128 @@ type batchResult struct {
 // leaves every op undone, a throttled write every op whose success depends
 // on it; runBatch does not wait (the leader does, see lead). Its driver
 // calls run under a context that keeps the leader's values and is
-// cancelled only when every op's ctx is done.
+// cancelled only when every op's ctx is done (batchContext).
 func (t *Table) runBatch(batch []*op) batchResult {
-	ctx, cancel := context.WithCancel(context.WithoutCancel(batch[0].ctx))
-	defer cancel()
-	live := atomic.Int64{}
-	live.Store(int64(len(batch)))
-	for _, p := range batch {
-		stop := context.AfterFunc(p.ctx, func() {
-			if live.Add(-1) == 0 {
-				cancel()
-			}
-		})
-		defer stop()
-	}
+	ctx, release := batchContext(batch)
+	defer release()
 
 	t.stats.batches.Add(1)
 	t.stats.calls.Add(uint64(len(batch)))
 	t.driverMu.Lock()
 	defer t.driverMu.Unlock()
-	res := batchResult{errs: make([]error, len(batch)), retry: make([]bool, len(batch))}
-	throttled := func(err error, call string) bool {
-		d, ok := throttle.RetryAfter(err)
-		if ok {
-			t.stats.throttled.Add(1)
-			res.throttled, res.call, res.after = err, call, d
-		}
-		return ok
-	}
-	in := batchInput(batch, t.namer)
+	r := batchRun{t: t, batch: batch, in: batchInput(batch, t.namer),
+		res: batchResult{errs: make([]error, len(batch)), retry: make([]bool, len(batch))}}
 	for attempt := 0; ; attempt++ {
-		clear(res.errs)
-		entries, rev, err := t.table.ReadTable(ctx)
-		if throttled(err, "read route table") {
-			for i := range res.retry {
-				res.retry[i] = true
-			}
-			return res
+		if !r.attempt(ctx, attempt < t.opts.ConflictRetries) {
+			return r.res
 		}
-		if err != nil {
-			err = fmt.Errorf("routes: read route table: %w", err)
-			for i := range res.errs {
-				res.errs[i] = err
-			}
-			return res
-		}
-		in.Actual = entries
-		ch := diffPartial(&in)
-		dependent := ch.results(batch, res.errs)
-		if !ch.changed() {
-			return res
-		}
-		t.stats.writes.Add(1)
-		err = t.table.WriteTable(ctx, rev, ch.table(entries))
-		if err == nil {
-			return res
-		}
-		if errors.Is(err, ErrConflict) {
-			t.stats.conflicts.Add(1)
-			if attempt < t.opts.ConflictRetries {
-				continue
-			}
-		}
-		call := fmt.Sprintf("write route table (%d calls in the batch)", len(batch))
-		retry := throttled(err, call)
-		err = fmt.Errorf("routes: %s: %w", call, err)
-		for i := range res.errs {
-			if res.errs[i] == nil && dependent[i] {
-				res.errs[i], res.retry[i] = err, retry
-			}
-		}
-		return res
 	}
+}
+
+// batchContext returns the context of a batch's driver calls: it keeps the
+// values of the leader's ctx (batch[0]) and is cancelled only when every
+// op's ctx is done, so that the calls still waiting get their result when
+// others give up. release cancels it and stops watching the ops' contexts.
+func batchContext(batch []*op) (ctx context.Context, release func()) {
+	ctx, cancel := context.WithCancel(context.WithoutCancel(batch[0].ctx))
+	var live atomic.Int64
+	live.Store(int64(len(batch)))
+	stops := make([]func() bool, len(batch))
+	for i, p := range batch {
+		stops[i] = context.AfterFunc(p.ctx, func() {
+			if live.Add(-1) == 0 {
+				cancel()
+			}
+		})
+	}
+	return ctx, func() {
+		for _, stop := range stops {
+			stop()
+		}
+		cancel()
+	}
+}
+
+// batchRun is one run of a batch (Table.runBatch), with t.driverMu held:
+// the batch as a Partial Diff, and the results so far.
+type batchRun struct {
+	t     *Table
+	batch []*op
+	in    DiffInput
+	res   batchResult
+}
+
+// attempt reads the table, computes the batch's change against it and
+// writes it when it changes anything, setting r.res. It reports true only
+// when the write conflicted (ErrConflict) and mayRetry: r.res is then to be
+// computed again from a new read.
+func (r *batchRun) attempt(ctx context.Context, mayRetry bool) (again bool) {
+	clear(r.res.errs)
+	entries, rev, err := r.t.table.ReadTable(ctx)
+	if err != nil {
+		r.readFailed(err)
+		return false
+	}
+	r.in.Actual = entries
+	ch := diffPartial(&r.in)
+	dependent := ch.results(r.batch, r.res.errs)
+	if !ch.changed() {
+		return false
+	}
+	r.t.stats.writes.Add(1)
+	err = r.t.table.WriteTable(ctx, rev, ch.table(entries))
+	if err == nil {
+		return false
+	}
+	if errors.Is(err, ErrConflict) {
+		r.t.stats.conflicts.Add(1)
+		if mayRetry {
+			return true
+		}
+	}
+	r.writeFailed(err, dependent)
+	return false
+}
+
+// readFailed sets the result of every op after a failed read: undone,
+// when the read was throttled; the error, wrapped, otherwise.
+func (r *batchRun) readFailed(err error) {
+	if r.throttled(err, "read route table") {
+		for i := range r.res.retry {
+			r.res.retry[i] = true
+		}
+		return
+	}
+	err = fmt.Errorf("routes: read route table: %w", err)
+	for i := range r.res.errs {
+		r.res.errs[i] = err
+	}
+}
+
+// writeFailed sets the result of each op whose success depends on the
+// failed write (dependent) and that has no error of its own: the write's
+// error, wrapped, and undone too when the write was throttled.
+func (r *batchRun) writeFailed(err error, dependent []bool) {
+	call := fmt.Sprintf("write route table (%d calls in the batch)", len(r.batch))
+	retry := r.throttled(err, call)
+	err = fmt.Errorf("routes: %s: %w", call, err)
+	for i := range r.res.errs {
+		if r.res.errs[i] == nil && dependent[i] {
+			r.res.errs[i], r.res.retry[i] = err, retry
+		}
+	}
+}
+
+// throttled reports whether err, from the driver call call, asks to retry
+// after a delay (an api.RetryError, through internal/throttle); if so it
+// counts it and records it in r.res.
+func (r *batchRun) throttled(err error, call string) bool {
+	d, ok := throttle.RetryAfter(err)
+	if ok {
+		r.t.stats.throttled.Add(1)
+		r.res.throttled, r.res.call, r.res.after = err, call, d
+	}
+	return ok
 }
 
 // batchInput expresses a batch as a Partial Diff of the table it reads:
