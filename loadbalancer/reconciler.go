@@ -630,72 +630,128 @@ func (l *lookup) target() *LoadBalancer {
 }
 
 // find follows the documented lookup order: stored ID, ownership tags,
-// name with an ownership check.
+// name with an ownership check. A Driver error is returned (wrapped, naming
+// the step); what stops EnsureLoadBalancer is in lookup.err.
 func (r *Reconciler) find(ctx context.Context, owner Owner, svc *v1.Service) (*lookup, error) {
-	res := lookup{owner: owner}
-	seen := map[string]bool{}
-	addOwned := func(lb *LoadBalancer) {
-		if lb != nil && !seen[lb.ID] {
-			seen[lb.ID] = true
-			res.owned = append(res.owned, lb)
+	f := finder{r: r, lookup: lookup{owner: owner}, seen: map[string]bool{}}
+	if err := f.byStoredID(ctx, svc); err != nil {
+		return nil, err
+	}
+	if err := f.byTags(ctx); err != nil {
+		return nil, err
+	}
+	f.refuseAdoptionBesideOwned()
+	if len(f.owned) == 0 && f.adoptable == nil {
+		if err := f.byName(ctx, svc); err != nil {
+			return nil, err
 		}
 	}
-	if a := r.opts.IDAnnotation; a != nil {
-		if id, set, err := a.Text(svc.Annotations); err != nil {
-			res.err = err
-		} else if set {
-			lbs, err := r.findDriver(ctx, Query{ID: id})
-			if err != nil {
-				return nil, fmt.Errorf("find load balancer by id %q: %w", cut(id), err)
-			}
-			switch {
-			case len(lbs) == 0:
-				res.err = fmt.Errorf("%w: annotation %q names load balancer id %q, which does not exist: expected the ID of an existing load balancer", ErrNotFound, a.Name, cut(id))
-			case owner.Owns(lbs[0].Tags):
-				addOwned(lbs[0])
-			default:
-				if got, tagged := OwnerFromTags(lbs[0].Tags); tagged {
-					res.err = &OwnershipError{ID: lbs[0].ID, Name: lbs[0].Name, Want: owner, Got: got, How: "id annotation " + a.Name}
-				} else {
-					res.adoptable = lbs[0]
-				}
-			}
-		}
-	}
-	lbs, err := r.findDriver(ctx, Query{Tags: owner.Selector()})
-	if err != nil {
-		return nil, fmt.Errorf("find load balancers by tags: %w", err)
-	}
-	slices.SortFunc(lbs, func(a, b *LoadBalancer) int { return cmp.Compare(a.ID, b.ID) })
+	return &f.lookup, nil
+}
+
+// finder builds the lookup of one find call, step by step.
+type finder struct {
+	r *Reconciler
+	lookup
+	seen map[string]bool // the IDs in owned
+}
+
+// addOwned adds each load balancer of lbs that the owner owns to owned,
+// once, in order, and returns the others.
+func (f *finder) addOwned(lbs ...*LoadBalancer) (others []*LoadBalancer) {
 	for _, lb := range lbs {
-		if owner.Owns(lb.Tags) {
-			addOwned(lb)
+		switch {
+		case !f.owner.Owns(lb.Tags):
+			others = append(others, lb)
+		case !f.seen[lb.ID]:
+			f.seen[lb.ID] = true
+			f.owned = append(f.owned, lb)
 		}
 	}
-	if res.adoptable != nil && len(res.owned) > 0 && res.err == nil {
+	return others
+}
+
+// byStoredID is step 1: the load balancer whose ID Options.IDAnnotation
+// holds is owned, adoptable (no ccmkit tags) or a conflict. A malformed
+// annotation, a missing load balancer or a conflict goes to f.err; only a
+// Driver error is returned.
+func (f *finder) byStoredID(ctx context.Context, svc *v1.Service) error {
+	a := f.r.opts.IDAnnotation
+	if a == nil {
+		return nil
+	}
+	id, set, err := a.Text(svc.Annotations)
+	if err != nil {
+		f.err = err
+		return nil
+	}
+	if !set {
+		return nil
+	}
+	lbs, err := f.r.findDriver(ctx, Query{ID: id})
+	if err != nil {
+		return fmt.Errorf("find load balancer by id %q: %w", cut(id), err)
+	}
+	if len(lbs) == 0 {
+		f.err = fmt.Errorf("%w: annotation %q names load balancer id %q, which does not exist: expected the ID of an existing load balancer", ErrNotFound, a.Name, cut(id))
+		return nil
+	}
+	if f.addOwned(lbs[0]) == nil {
+		return nil
+	}
+	if got, tagged := OwnerFromTags(lbs[0].Tags); tagged {
+		f.err = &OwnershipError{ID: lbs[0].ID, Name: lbs[0].Name, Want: f.owner, Got: got, How: "id annotation " + a.Name}
+	} else {
+		f.adoptable = lbs[0]
+	}
+	return nil
+}
+
+// byTags is step 2: the load balancers carrying the ownership tags, in ID
+// order (a Driver's order need not be stable).
+func (f *finder) byTags(ctx context.Context) error {
+	lbs, err := f.r.findDriver(ctx, Query{Tags: f.owner.Selector()})
+	if err != nil {
+		return fmt.Errorf("find load balancers by tags: %w", err)
+	}
+	f.addOwned(sortedByID(lbs)...)
+	return nil
+}
+
+// refuseAdoptionBesideOwned turns an adoptable load balancer into a
+// conflict when the Service already owns one (and nothing else stopped
+// EnsureLoadBalancer yet).
+func (f *finder) refuseAdoptionBesideOwned() {
+	if f.adoptable != nil && len(f.owned) > 0 && f.err == nil {
 		// Adopting would give the Service a second load balancer, and
 		// managing the owned one would ignore the annotation: refuse.
-		res.err = &OwnershipError{ID: res.adoptable.ID, Name: res.adoptable.Name, Want: owner,
-			How: "id annotation " + r.opts.IDAnnotation.Name, Owned: ids(res.owned)}
-		res.adoptable = nil
+		f.err = &OwnershipError{ID: f.adoptable.ID, Name: f.adoptable.Name, Want: f.owner,
+			How: "id annotation " + f.r.opts.IDAnnotation.Name, Owned: ids(f.owned)}
+		f.adoptable = nil
 	}
-	if len(res.owned) == 0 && res.adoptable == nil {
-		name := r.namer.Name(owner.Cluster, svc)
-		lbs, err := r.findDriver(ctx, Query{Name: name})
-		if err != nil {
-			return nil, fmt.Errorf("find load balancers by name %q: %w", name, err)
-		}
-		slices.SortFunc(lbs, func(a, b *LoadBalancer) int { return cmp.Compare(a.ID, b.ID) })
-		for _, lb := range lbs {
-			if owner.Owns(lb.Tags) {
-				addOwned(lb)
-			} else if res.err == nil {
-				got, _ := OwnerFromTags(lb.Tags)
-				res.err = &OwnershipError{ID: lb.ID, Name: lb.Name, Want: owner, Got: got, How: "name"}
-			}
-		}
+}
+
+// byName is step 3, when steps 1 and 2 found nothing: the load balancers
+// named Namer.Name, in ID order. Only owned ones count; the first other one
+// is a conflict (names are for people, ownership is a tag), recorded in
+// f.err unless something already stopped EnsureLoadBalancer.
+func (f *finder) byName(ctx context.Context, svc *v1.Service) error {
+	name := f.r.namer.Name(f.owner.Cluster, svc)
+	lbs, err := f.r.findDriver(ctx, Query{Name: name})
+	if err != nil {
+		return fmt.Errorf("find load balancers by name %q: %w", name, err)
 	}
-	return &res, nil
+	if others := f.addOwned(sortedByID(lbs)...); len(others) > 0 && f.err == nil {
+		got, _ := OwnerFromTags(others[0].Tags)
+		f.err = &OwnershipError{ID: others[0].ID, Name: others[0].Name, Want: f.owner, Got: got, How: "name"}
+	}
+	return nil
+}
+
+// sortedByID sorts lbs, in place, by ID and returns it.
+func sortedByID(lbs []*LoadBalancer) []*LoadBalancer {
+	slices.SortFunc(lbs, func(a, b *LoadBalancer) int { return cmp.Compare(a.ID, b.ID) })
+	return lbs
 }
 
 // findDriver calls Driver.Find and rejects a nil load balancer in its
