@@ -128,38 +128,63 @@ func Diff(in DiffInput) Changes {
 	if in.Partial {
 		return diffPartial(&in).plan(&in)
 	}
-	ranges := maskAll(in.ClusterCIDRs)
-
-	// The pass over in.Desired: every CIDR is wanted until an owned live
-	// route provides it. Whether it is routable is settled at the end, and
-	// only for CIDRs no in-range route matched (a match proves it).
 	x := getDesiredIndex(in.Desired)
 	defer x.put()
-	seed := maphash.MakeSeed()
-	hash := func(n types.NodeName) uint64 { return maphash.String(seed, string(n)) }
-	for di := range in.Desired {
-		x.add(di, hash(in.Desired[di].Node))
-	}
-	n := len(x.state)
+	w := wholeDiff{in: &in, ranges: maskAll(in.ClusterCIDRs), seed: maphash.MakeSeed(), x: x}
+	w.indexDesired()
+	plan := Changes{Delete: w.matchActual()}
+	w.createWanted(&plan)
+	return plan
+}
 
-	var plan Changes
-	// A plan's first append sizes its slice for churn of about 1.5% of the
-	// table, so a typical churn allocates each slice once instead of
-	// doubling it (garbage that a large live heap makes costly to collect).
-	// A converged table allocates nothing.
-	churnCap := max(8, (len(in.Actual)+n)/128)
+// wholeDiff is one whole (not Partial) Diff, in three passes: indexDesired
+// over in.Desired, matchActual over in.Actual, createWanted over the index.
+// The Changes it builds and the pooled index's release stay out of it:
+// Go's escape analysis does not tell a struct's fields apart, so appending
+// to a slice field through a pointer to it, or handing x to the pool from
+// it, would move Diff's DiffInput to the heap, an allocation per call.
+// (go build -gcflags=-m ./routes shows no "moved to heap: in".)
+type wholeDiff struct {
+	in     *DiffInput
+	ranges []netip.Prefix // in.ClusterCIDRs, masked
+	seed   maphash.Seed   // of the node-name hashes in x
+	x      *desiredIndex  // in.Desired, with each CIDR's state
+	// churnCap is the capacity of a plan slice's first append: room for
+	// churn of about 1.5% of the table, so a typical churn allocates each
+	// slice once instead of doubling it (garbage that a large live heap
+	// makes costly to collect). A converged table allocates nothing.
+	churnCap int
+}
+
+func (w *wholeDiff) hash(n types.NodeName) uint64 { return maphash.String(w.seed, string(n)) }
+
+// indexDesired is the pass over in.Desired: every CIDR is wanted until an
+// owned live route provides it. Whether it is routable is settled at the
+// end, and only for CIDRs no in-range route matched (a match proves it).
+func (w *wholeDiff) indexDesired() {
+	for di := range w.in.Desired {
+		w.x.add(di, w.hash(w.in.Desired[di].Node))
+	}
+	w.churnCap = max(8, (len(w.in.Actual)+len(w.x.state))/128)
+}
+
+// matchActual is the pass over in.Actual: each owned route either provides
+// a wanted CIDR (its state becomes the route's index) or, in range, is
+// deleted; it returns the routes to delete. Whether a route is in range is
+// only asked of routes that would be deleted: a route that matches a
+// desired one is kept either way.
+func (w *wholeDiff) matchActual() (del []Entry) {
+	in, x := w.in, w.x
 	var lastNode types.NodeName // never "": such routes are deleted above
 	var lastHash uint64
-	// Whether a route is in range is only asked of routes that would be
-	// deleted: a route that matches a desired one is kept either way.
 	for ai := range in.Actual {
 		e := &in.Actual[ai]
 		if !in.owns(e) {
 			continue
 		}
 		if e.Blackhole || e.TargetNode == "" {
-			if inRange(e.DestinationCIDR, ranges) {
-				plan.Delete = appendCap(plan.Delete, churnCap, *e)
+			if inRange(e.DestinationCIDR, w.ranges) {
+				del = appendCap(del, w.churnCap, *e)
 			}
 			continue
 		}
@@ -167,7 +192,7 @@ func Diff(in DiffInput) Changes {
 		// hash the node name once for a run of its routes.
 		if e.TargetNode != lastNode {
 			lastNode = e.TargetNode
-			lastHash = hash(e.TargetNode)
+			lastHash = w.hash(e.TargetNode)
 		}
 		i, d := x.find(lastHash, e.TargetNode, e.DestinationCIDR)
 		switch {
@@ -175,21 +200,25 @@ func Diff(in DiffInput) Changes {
 			// The kept route listed twice: one route.
 		case i >= 0 && x.state[i] < 0 && (!in.CompareAddresses || equalAddrs(e.TargetNodeAddresses, d.Addresses)):
 			x.state[i] = int32(ai)
-		case inRange(e.DestinationCIDR, ranges):
+		case inRange(e.DestinationCIDR, w.ranges):
 			// Not desired, a distinct duplicate of a kept route, or a
 			// changed next hop.
-			plan.Delete = appendCap(plan.Delete, churnCap, *e)
+			del = appendCap(del, w.churnCap, *e)
 		}
 	}
+	return del
+}
 
-	x.wanted(hash, func(d *NodeRoutes, cidr string) {
-		if d.Node == "" || !inRange(cidr, ranges) {
-			plan.Skipped = append(plan.Skipped, in.create(d, cidr))
+// createWanted settles the CIDRs no route provides, in plan: created when
+// routable (a node, and in range), skipped otherwise.
+func (w *wholeDiff) createWanted(plan *Changes) {
+	w.x.wanted(w.hash, func(d *NodeRoutes, cidr string) {
+		if d.Node == "" || !inRange(cidr, w.ranges) {
+			plan.Skipped = append(plan.Skipped, w.in.create(d, cidr))
 		} else {
-			plan.Create = appendCap(plan.Create, churnCap, in.create(d, cidr))
+			plan.Create = appendCap(plan.Create, w.churnCap, w.in.create(d, cidr))
 		}
 	})
-	return plan
 }
 
 // appendCap appends v to s, giving a nil s capacity c first.
