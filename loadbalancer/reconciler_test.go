@@ -841,3 +841,21 @@ func TestPanickingFindReleasesTheLock(t *testing.T) {
 		})
 	}
 }
+
+// TestSeveralOwnedLowestIDWins: when the cloud holds more than one load
+// balancer owned by the Service (a lost create response retried, two
+// replicas racing), every call acts on the same one, the lowest ID, however
+// the Driver orders its Find results (memDriver's are in map order).
+func TestSeveralOwnedLowestIDWins(t *testing.T) {
+	r, d := newReconciler(t, loadbalancer.Options{})
+	tags := loadbalancer.OwnerTags(loadbalancer.OwnerOf("c1", lbService()))
+	for _, lb := range []struct{ id, ip string }{{"lb-2", "192.0.2.2"}, {"lb-1", "192.0.2.1"}, {"lb-3", "192.0.2.3"}} {
+		d.lbs[lb.id] = &loadbalancer.LoadBalancer{ID: lb.id, Name: lb.id, Tags: tags, Ingress: []loadbalancer.Ingress{{IP: lb.ip}}}
+	}
+	for range 20 {
+		st, ok, err := r.GetLoadBalancer(t.Context(), "c1", lbService())
+		if err != nil || !ok || len(st.Ingress) != 1 || st.Ingress[0].IP != "192.0.2.1" {
+			t.Fatalf("GetLoadBalancer = %v, %v, %v; want lb-1's ingress 192.0.2.1 every time", st, ok, err)
+		}
+	}
+}
