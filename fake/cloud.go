@@ -117,7 +117,7 @@ type PeerOptions struct {
 // exist; an error about the file wraps ErrStateFile and names it.
 func New(cfg Config, opts Options) (*Cloud, error) {
 	if err := cfg.Validate(); err != nil {
-		return nil, fmt.Errorf("fake: invalid Config: %w", err)
+		return nil, fmt.Errorf("fake.New: invalid Config: %w", err)
 	}
 	fakeClock := opts.Clock != nil
 	if !fakeClock {
@@ -127,15 +127,19 @@ func New(cfg Config, opts Options) (*Cloud, error) {
 	cfg.Instances = append(slices.Clone(cfg.Instances), opts.Instances...)
 	if len(opts.Instances) > 0 {
 		if errs := seedConflicts(field.NewPath("instances"), cfg.Instances); len(errs) > 0 {
-			return nil, fmt.Errorf("fake: invalid instances (Config.Instances, then Options.Instances): %w", errs.ToAggregate())
+			return nil, fmt.Errorf("fake.New: invalid instances (Config.Instances, then Options.Instances): %w", errs.ToAggregate())
 		}
 	}
-	st, err := newStore(cfg, opts.Clock)
+	st, err := newStore(cfg, opts.Clock) // its errors say "fake: state file …"
 	if err != nil {
 		return nil, err
 	}
 	st.fakeClock = fakeClock
-	return compose(cfg, st, opts)
+	c, err := compose(cfg, st, opts)
+	if err != nil {
+		return nil, fmt.Errorf("fake.New: %w", err)
+	}
+	return c, nil
 }
 
 // NewPeer returns another Cloud over the same cloud as c — the same
@@ -166,7 +170,11 @@ func NewPeer(c *Cloud, clusterID string, opts PeerOptions) (*Cloud, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, fmt.Errorf("fake.NewPeer: %w", err)
 	}
-	return compose(cfg, c.store, o)
+	peer, err := compose(cfg, c.store, o)
+	if err != nil {
+		return nil, fmt.Errorf("fake.NewPeer: %w", err)
+	}
+	return peer, nil
 }
 
 // compose builds the Cloud of cfg (with defaults) over st: each driver,
@@ -222,7 +230,7 @@ func lbCapabilities(backends BackendMode, narrowed *loadbalancer.Capabilities) (
 		key = loadbalancer.BackendKeyProviderID
 	}
 	if caps.BackendKey != "" && caps.BackendKey != key {
-		return loadbalancer.Capabilities{}, fmt.Errorf("fake: Options.LoadBalancerCapabilities: BackendKey %q, but loadBalancers.backends %q keeps backends by %q: expected %q or the zero value", caps.BackendKey, backends, key, key)
+		return loadbalancer.Capabilities{}, fmt.Errorf("Options.LoadBalancerCapabilities: BackendKey %q, but loadBalancers.backends %q keeps backends by %q: expected %q or the zero value", caps.BackendKey, backends, key, key)
 	}
 	caps.BackendKey = key
 	return caps, nil
@@ -250,7 +258,7 @@ func (c *Cloud) composeInstances(api instanceAPI, o Options) (*instances.Adapter
 	}
 	var err error
 	if c.cache, err = instances.NewCache(api, cacheOpts); err != nil {
-		return nil, fmt.Errorf("fake: instances: %w", err)
+		return nil, fmt.Errorf("instances: %w", err)
 	}
 	var lookups instances.Driver = c.cache
 	if c.store.file != nil {
@@ -258,7 +266,7 @@ func (c *Cloud) composeInstances(api instanceAPI, o Options) (*instances.Adapter
 	}
 	nodes, err := instances.NewAdapter(lookups, codec, instances.Options{})
 	if err != nil {
-		return nil, fmt.Errorf("fake: instances: %w", err)
+		return nil, fmt.Errorf("instances: %w", err)
 	}
 	return nodes, nil
 }
@@ -279,7 +287,7 @@ func (c *Cloud) composeLoadBalancers(nodes *instances.Adapter, throttleWait time
 	}
 	lbs, err := loadbalancer.NewReconciler(lbAPI{c.meter, lbDriver{c.store}}, lbCfg)
 	if err != nil {
-		return nil, fmt.Errorf("fake: load balancers: %w", err)
+		return nil, fmt.Errorf("load balancers: %w", err)
 	}
 	return lbs, nil
 }
@@ -296,7 +304,7 @@ func (c *Cloud) composeRoutes(api instanceAPI, throttleWait time.Duration) (*rou
 		MaxThrottleWait:     throttleWait,
 	})
 	if err != nil {
-		return nil, fmt.Errorf("fake: routes: %w", err)
+		return nil, fmt.Errorf("routes: %w", err)
 	}
 	return table, nil
 }
