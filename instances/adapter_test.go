@@ -467,8 +467,8 @@ func TestNewAdapterErrors(t *testing.T) {
 		opts   instances.Options
 		msg    string
 	}{
-		{name: "nil driver", reason: "nothing to adapt", codec: acme, msg: "instances.NewAdapter: driver is nil: expected a instances.Driver"},
-		{name: "typed nil driver", reason: "a nil *T in the interface would panic at the first look-up", driver: typedNil, codec: acme, msg: "instances.NewAdapter: driver is a nil *instances_test.memCloud: expected a usable instances.Driver"},
+		{name: "nil driver", reason: "nothing to adapt", codec: acme, msg: "instances.NewAdapter: driver is nil: expected a non-nil instances.Driver"},
+		{name: "typed nil driver", reason: "a nil *T in the interface would panic at the first look-up", driver: typedNil, codec: acme, msg: "instances.NewAdapter: driver is a nil *instances_test.memCloud: expected a non-nil instances.Driver"},
 		{name: "empty scheme", reason: "provider IDs need the provider name", driver: newMemCloud(), msg: "instances.NewAdapter: codec.Scheme is empty: expected the provider name"},
 		{name: "bad scheme", reason: "the codec rejects it", driver: newMemCloud(), codec: provider.Codec{Scheme: "ac me"}, msg: `instances.NewAdapter: codec.Scheme "ac me": `},
 		{name: "fixed provided node IP", reason: "it comes from each Node", driver: newMemCloud(), codec: acme, opts: instances.Options{Addresses: instances.AddressPolicy{ProvidedNodeIP: "10.0.0.1"}}, msg: `instances.NewAdapter: Options.Addresses.ProvidedNodeIP "10.0.0.1": expected empty`},

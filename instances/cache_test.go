@@ -455,8 +455,8 @@ func TestNewCacheErrors(t *testing.T) {
 		opts   instances.CacheOptions
 		msg    string
 	}{
-		{name: "nil driver", reason: "nothing to cache", msg: "instances.NewCache: driver is nil: expected a instances.ListDriver"},
-		{name: "typed nil driver", reason: "a nil *T in the interface would panic at the first List", driver: typedNil, msg: "instances.NewCache: driver is a nil *instances_test.memCloud: expected a usable instances.ListDriver"},
+		{name: "nil driver", reason: "nothing to cache", msg: "instances.NewCache: driver is nil: expected a non-nil instances.ListDriver"},
+		{name: "typed nil driver", reason: "a nil *T in the interface would panic at the first List", driver: typedNil, msg: "instances.NewCache: driver is a nil *instances_test.memCloud: expected a non-nil instances.ListDriver"},
 		{name: "negative TTL", reason: "a list remembered for no time is no cache: an error, not clamped", driver: newMemCloud(), opts: instances.CacheOptions{TTL: -time.Second}, msg: "instances.NewCache: CacheOptions.TTL -1s: expected 0 (the default, 1m0s) or positive"},
 	}
 	for _, tt := range tests {

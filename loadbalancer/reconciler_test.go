@@ -613,9 +613,9 @@ func TestNewReconcilerErrors(t *testing.T) {
 		want         string
 	}{
 		{name: "no driver", reason: "nothing to talk to", driver: nil,
-			want: "loadbalancer.NewReconciler: driver is nil: expected a loadbalancer.Driver"},
+			want: "loadbalancer.NewReconciler: driver is nil: expected a non-nil loadbalancer.Driver"},
 		{name: "typed nil driver", reason: "a nil *T in the interface is no driver either", driver: typedNil,
-			want: "loadbalancer.NewReconciler: driver is a nil *loadbalancer_test.memDriver: expected a usable loadbalancer.Driver"},
+			want: "loadbalancer.NewReconciler: driver is a nil *loadbalancer_test.memDriver: expected a non-nil loadbalancer.Driver"},
 		{name: "bad naming", reason: "naming is validated", driver: d, opts: loadbalancer.Options{Naming: loadbalancer.NamerOptions{MaxLength: 5}},
 			want: `loadbalancer.NewReconciler: Options.Naming.MaxLength 5: expected 0 (the default, 63) or at least 17 (prefix "k8s", a separator and a 13-character hash)`},
 		{name: "wrong kind", reason: "the ID annotation is a string", driver: d, opts: loadbalancer.Options{Annotations: set, IDAnnotation: ip},

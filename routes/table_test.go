@@ -360,8 +360,8 @@ func TestConstructorsValidate(t *testing.T) {
 		name, reason, wantInMsg string
 		make                    func() (*routes.Table, error)
 	}{
-		{"nil route driver", "a nil driver is misuse, reported not panicked", "routes.NewTable: driver is nil: expected a routes.RouteDriver", func() (*routes.Table, error) { return routes.NewTable(nil, routes.Options{}) }},
-		{"nil table driver", "likewise", "routes.NewWholeTable: driver is nil: expected a routes.TableDriver", func() (*routes.Table, error) { return routes.NewWholeTable(nil, routes.Options{}) }},
+		{"nil route driver", "a nil driver is misuse, reported not panicked", "routes.NewTable: driver is nil: expected a non-nil routes.RouteDriver", func() (*routes.Table, error) { return routes.NewTable(nil, routes.Options{}) }},
+		{"nil table driver", "likewise", "routes.NewWholeTable: driver is nil: expected a non-nil routes.TableDriver", func() (*routes.Table, error) { return routes.NewWholeTable(nil, routes.Options{}) }},
 		{"typed nil driver", "a typed nil driver would panic at the first call", "routes.NewTable: driver is a nil *routes_test.memRoutes", func() (*routes.Table, error) {
 			return routes.NewTable((*memRoutes)(nil), routes.Options{})
 		}},

@@ -26,7 +26,7 @@ func IsNil(v any) bool {
 // Driver returns nil when d is a usable driver, and otherwise the one
 // error every constructor gives for a missing one (rule E3):
 //
-//	<fn>: driver is nil: expected a <want>
+//	<fn>: driver is nil: expected a non-nil <want>
 //
 // fn is the qualified constructor ("routes.NewTable") and want the driver
 // interface it takes ("routes.RouteDriver"). A typed nil counts as nil.
@@ -35,7 +35,7 @@ func Driver(fn string, d any, want string) error {
 		return nil
 	}
 	if d == nil {
-		return fmt.Errorf("%s: driver is nil: expected a %s", fn, want)
+		return fmt.Errorf("%s: driver is nil: expected a non-nil %s", fn, want)
 	}
-	return fmt.Errorf("%s: driver is a nil %T: expected a usable %s", fn, d, want)
+	return fmt.Errorf("%s: driver is a nil %T: expected a non-nil %s", fn, d, want)
 }

@@ -48,8 +48,8 @@ func TestDriver(t *testing.T) {
 		reason string
 	}{
 		{name: "usable", d: &impl{}, want: "", reason: "a usable driver passes"},
-		{name: "nil", d: nil, want: "pkg.New: driver is nil: expected a pkg.Driver", reason: "one wording for every constructor"},
-		{name: "typed nil", d: nilPtr, want: "pkg.New: driver is a nil *check.impl: expected a usable pkg.Driver", reason: "a typed nil names its type, so the caller finds the variable"},
+		{name: "nil", d: nil, want: "pkg.New: driver is nil: expected a non-nil pkg.Driver", reason: "one wording for every constructor"},
+		{name: "typed nil", d: nilPtr, want: "pkg.New: driver is a nil *check.impl: expected a non-nil pkg.Driver", reason: "a typed nil names its type, so the caller finds the variable"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			err := Driver("pkg.New", tc.d, "pkg.Driver")
