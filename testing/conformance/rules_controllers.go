@@ -404,6 +404,25 @@ func ruleCtrlServiceClass(r *rt) {
 	}
 }
 
+// awaitNetworkAvailable waits for the route controller to mark every node
+// NetworkUnavailable=False, which it does once the node's routes exist.
+func (r *rt) awaitNetworkAvailable(h *harness, nodes []*v1.Node) {
+	for _, n := range nodes {
+		r.eventually(fmt.Sprintf("node %s to get NetworkUnavailable=False", n.Name), func() (bool, string) {
+			got, err := h.node(n.Name)
+			if err != nil {
+				return false, err.Error()
+			}
+			for _, c := range got.Status.Conditions {
+				if c.Type == v1.NodeNetworkUnavailable {
+					return c.Status == v1.ConditionFalse, fmt.Sprintf("%s=%s (%s)", c.Type, c.Status, c.Reason)
+				}
+			}
+			return false, "no NetworkUnavailable condition"
+		})
+	}
+}
+
 func ruleCtrlRoutes(r *rt) {
 	h := r.harness()
 	rs := r.routes()
@@ -436,20 +455,7 @@ func ruleCtrlRoutes(r *rt) {
 		got, s := listed()
 		return got != nil && cmp.Equal(want, got), fmt.Sprintf("%s: expected %v", s, want)
 	})
-	for _, n := range nodes {
-		r.eventually(fmt.Sprintf("node %s to get NetworkUnavailable=False", n.Name), func() (bool, string) {
-			got, err := h.node(n.Name)
-			if err != nil {
-				return false, err.Error()
-			}
-			for _, c := range got.Status.Conditions {
-				if c.Type == v1.NodeNetworkUnavailable {
-					return c.Status == v1.ConditionFalse, fmt.Sprintf("%s=%s (%s)", c.Type, c.Status, c.Reason)
-				}
-			}
-			return false, "no NetworkUnavailable condition"
-		})
-	}
+	r.awaitNetworkAvailable(h, nodes)
 	lists := h.g.count(func(c call) bool { return c.method == "ListRoutes" })
 	r.eventually("three more route reconciliations", func() (bool, string) {
 		n := h.g.count(func(c call) bool { return c.method == "ListRoutes" })
