@@ -215,7 +215,7 @@ func brokenLBFeatures() []brokenCase {
 		{
 			name: "node-port-less-gets-node-ports", want: "LB-UNSUPPORTED-REJECTED", clause: "no node ports",
 			reason: "listeners need node ports, and a Service without them gets node ports the provider makes up, on which no node listens",
-			claims: func(c *conformance.Claims) { c.NodePortLess = false },
+			claims: func(c *conformance.Claims) { c.NodePortless = false },
 			b:      lbRewriteService(lbMadeUpNodePorts),
 		},
 		{
@@ -274,7 +274,7 @@ func brokenLBFeatures() []brokenCase {
 		},
 		{
 			name: "claimed-node-port-less-gets-node-ports", want: "LB-CLAIMED-FEATURES", clause: "node-port-less listeners",
-			reason: "NodePortLess is claimed, but a Service without node ports gets listeners to node ports the provider makes up, instead of to the pods",
+			reason: "NodePortless is claimed, but a Service without node ports gets listeners to node ports the provider makes up, instead of to the pods",
 			b:      lbRewriteService(lbMadeUpNodePorts),
 		},
 		{

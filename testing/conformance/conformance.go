@@ -119,8 +119,8 @@ type Claims struct {
 	// HostnameIngress: the load balancer may report a hostname instead of an
 	// IP as its ingress.
 	HostnameIngress bool
-	// NodePortLess: Services with allocateLoadBalancerNodePorts=false.
-	NodePortLess bool
+	// NodePortless: Services with allocateLoadBalancerNodePorts=false.
+	NodePortless bool
 	// SourceRanges: load balancers restricted to the client CIDRs of
 	// spec.loadBalancerSourceRanges. Unclaimed, a Service with that field
 	// must be rejected, not opened to everyone (LB-UNSUPPORTED-REJECTED).

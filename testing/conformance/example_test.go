@@ -37,7 +37,7 @@ func ExampleCheck() {
 		},
 		Claims: conformance.Claims{
 			LoadBalancer: true, InstancesV2: true, Routes: true,
-			UDP: true, SCTP: true, MixedProtocols: true, DualStackLoadBalancers: true, IPv6Routes: true, DualStackNodeAddresses: true, NodePortLess: true, SourceRanges: true, SourceRangesAnnotation: true,
+			UDP: true, SCTP: true, MixedProtocols: true, DualStackLoadBalancers: true, IPv6Routes: true, DualStackNodeAddresses: true, NodePortless: true, SourceRanges: true, SourceRangesAnnotation: true,
 		},
 	})
 	fmt.Println("failures:", err)

@@ -27,7 +27,7 @@ import (
 // Zones, load balancers that report IPs (not hostnames).
 var fakeClaims = conformance.Claims{
 	LoadBalancer: true, InstancesV2: true, Routes: true,
-	UDP: true, SCTP: true, MixedProtocols: true, DualStackLoadBalancers: true, IPv6Routes: true, DualStackNodeAddresses: true, NodePortLess: true, SourceRanges: true, SourceRangesAnnotation: true,
+	UDP: true, SCTP: true, MixedProtocols: true, DualStackLoadBalancers: true, IPv6Routes: true, DualStackNodeAddresses: true, NodePortless: true, SourceRanges: true, SourceRangesAnnotation: true,
 }
 
 // fakeConfig is the suite's configuration for ccmkit's fake, registered as

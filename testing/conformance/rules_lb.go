@@ -597,7 +597,7 @@ func (r *rt) featureCases() []featureCase {
 		{"sctp", "SCTP", cl.SCTP, service("feature-sctp", withPorts(sctp))},
 		{"mixed-protocols", "MixedProtocols", cl.MixedProtocols, service("feature-mixed", withPorts(tcpPort("dns-tcp", 53, 30054), udp))},
 		{"dual-stack", "DualStackLoadBalancers", cl.DualStackLoadBalancers, service("feature-dual-stack", withDualStack())},
-		{"node-port-less", "NodePortLess", cl.NodePortLess, service("feature-no-node-ports", withoutNodePorts())},
+		{"node-port-less", "NodePortless", cl.NodePortless, service("feature-no-node-ports", withoutNodePorts())},
 		{"source-ranges", "SourceRanges", cl.SourceRanges, service("feature-source-ranges", withSourceRanges("192.0.2.0/24"))},
 	}
 }
