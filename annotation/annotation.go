@@ -117,16 +117,25 @@ type Set struct {
 }
 
 // Declare validates a and adds it to the set, returning the declared
-// annotation. Errors (not wrapped) name the field and the value: an
-// invalid Name, an unknown Kind, a duplicate Name, a missing Doc, Values
-// on a non-enum or an empty enum, Min > Max, or a Default that does not
-// parse.
+// annotation. Errors start "annotation.Set.Declare: " and name the field
+// and the value: an invalid Name, an unknown Kind, a duplicate Name, a
+// missing Doc, Values on a non-enum or an empty enum, Min > Max, or a
+// Default that does not parse (that parse error is wrapped).
 func (s *Set) Declare(a Annotation) (*Annotation, error) {
+	p, err := s.declare(a)
+	if err != nil {
+		return nil, fmt.Errorf("annotation.Set.Declare: %w", err)
+	}
+	return p, nil
+}
+
+// declare is Declare without the prefix.
+func (s *Set) declare(a Annotation) (*Annotation, error) {
 	if errs := validation.IsQualifiedName(a.Name); len(errs) > 0 {
 		return nil, fmt.Errorf("Annotation.Name %q: expected a qualified name such as \"lb.example.com/algorithm\": %s", a.Name, strings.Join(errs, "; "))
 	}
 	if _, dup := s.byName[a.Name]; dup {
-		return nil, fmt.Errorf("Annotation.Name %q: already declared in this set", a.Name)
+		return nil, fmt.Errorf("Annotation.Name %q: already declared in this set: expected each name declared once", a.Name)
 	}
 	switch a.Kind {
 	case KindBool, KindInt, KindDuration, KindEnum, KindIP, KindCIDRList, KindString:

@@ -185,8 +185,8 @@ func TestDeclareErrors(t *testing.T) {
 			var set annotation.Set
 			set.MustDeclare(annotation.Annotation{Name: "x.io/dup", Kind: annotation.KindBool, Doc: "d"})
 			_, err := set.Declare(tc.a)
-			if err == nil || !strings.Contains(err.Error(), tc.wantSubstr) {
-				t.Errorf("%s: Declare error = %v; want it to contain %q", tc.reason, err, tc.wantSubstr)
+			if err == nil || !strings.Contains(err.Error(), tc.wantSubstr) || !strings.HasPrefix(err.Error(), "annotation.Set.Declare: ") {
+				t.Errorf("%s: Declare error = %v; want it to start with annotation.Set.Declare and contain %q", tc.reason, err, tc.wantSubstr)
 			}
 			if _, ok := set.Lookup(tc.a.Name); ok && tc.a.Name != "x.io/dup" {
 				t.Errorf("%s: a rejected annotation was added", tc.reason)
