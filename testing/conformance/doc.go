@@ -10,6 +10,12 @@
 // each a [*Failure] naming its rule; [Evaluate] returns each rule's
 // [Outcome] (pass, fail with messages, skip with the reason).
 //
+// It is not an end-to-end test and not a load test: it drives the provider
+// directly and through the upstream controllers over a fake clientset, one
+// rule at a time, against a cloud the Target hooks can inspect. A real
+// control plane is testing/e2e's job; the cloud-call budget at scale is
+// measured by benchmarks, not by the suite.
+//
 // A rule is an upstream contract (what the upstream code it cites needs,
 // nothing stricter) or a ccmkit recommendation (a stricter policy, marked
 // "[recommendation]" in its failures; Config.UpstreamOnly skips them all).
