@@ -102,6 +102,47 @@
 // cluster owns for that Service UID (normally nothing), so a load balancer
 // that ccmkit did create is never leaked.
 //
+// # Events
+//
+// A Reconciler tells the user what they can fix where they look: once the
+// cloud-controller-manager has called Initialize (provider.Cloud does, with
+// the CCM's client builder), it records Warning events through an event
+// broadcaster of its own, as the service controller's component, so that
+// `kubectl describe service` shows them beside the controller's
+// SyncLoadBalancerFailed. Each class of error the user can fix has its
+// reason; the message is the error text, which names the field, the value
+// and what was expected:
+//
+//	InvalidAnnotation           a malformed declared annotation (annotation.ErrInvalid)
+//	InvalidService              a Service field Desired cannot use (ErrInvalidService)
+//	UnsupportedFeature          a feature the Capabilities do not declare (ErrUnsupported)
+//	LoadBalancerNotOwned        a load balancer owned by someone else (ErrNotOwned)
+//	LoadBalancerNotFound        a stored ID that names no load balancer (ErrNotFound)
+//	LoadBalancerBackendSkipped  a Node left out of the backends, on the Node and the Service
+//
+// A failing call records its event each time it fails (the event
+// correlator of client-go counts repeats as one event); a Node left out is
+// reported once per Node, provider ID and reason, on the Service of the
+// call that saw it first. Hooks.UserError and Hooks.NodeSkipped, when set,
+// replace these events. A throttled or failing cloud is never reported as
+// the user's fault. Nothing else is needed: the fake and the example main
+// get these events by composing the Reconciler, so there is no separate
+// helper to call. Before Initialize (a Reconciler used outside a CCM) the
+// Reconciler records nothing and logs skipped Nodes only.
+//
+// # Metrics
+//
+// Every Driver call the Reconciler makes is recorded in the CCM's /metrics
+// (k8s.io/component-base's legacyregistry) with no code from the provider:
+// ccmkit_cloud_requests_total and ccmkit_cloud_request_duration_seconds
+// with capability "loadbalancer" and operation "Find", "Apply" or
+// "Delete", one count per call, each retry after a throttle included. The
+// result is "ok", "throttled" (an error wrapping an api.RetryError) or
+// "error"; the Driver contract has no not-found error (Find reports none as
+// an empty slice, Delete a gone load balancer as nil), so "not-found" does
+// not occur. A Find that returns a nil load balancer is counted "ok": the
+// call succeeded, the Reconciler rejects its result.
+//
 // This package is not a controller: it starts no goroutines, keeps no cache
 // and never reads flags, files or environment variables. Drift repair is the
 // provider's business: the service controller calls EnsureLoadBalancer on

@@ -19,6 +19,7 @@ import (
 
 	"github.com/ccmkit/ccmkit/annotation"
 	"github.com/ccmkit/ccmkit/internal/check"
+	"github.com/ccmkit/ccmkit/internal/cloudmetrics"
 	"github.com/ccmkit/ccmkit/internal/throttle"
 	"github.com/ccmkit/ccmkit/provider"
 )
@@ -109,8 +110,11 @@ type Hooks struct {
 	// (annotation.ErrInvalid), an invalid field (ErrInvalidService), an
 	// unsupported feature (ErrUnsupported), a load balancer owned by
 	// someone else (ErrNotOwned) or a stored ID that does not exist
-	// (ErrNotFound from EnsureLoadBalancer). op is the method name, e.g. "EnsureLoadBalancer". A
-	// typical hook records a Warning event on svc.
+	// (ErrNotFound from EnsureLoadBalancer). op is the method name, e.g.
+	// "EnsureLoadBalancer"; err is the error before the method wraps it
+	// with op and the Service. Nil: once Initialize has run, the
+	// Reconciler records a Warning event on svc with a reason per class
+	// (see the package doc, "Events"); set it to replace that event.
 	UserError func(ctx context.Context, op string, svc *v1.Service, err error)
 	// Action is called after each Driver.Apply, with its error (nil on
 	// success), e.g. to record events or metrics.
@@ -124,8 +128,9 @@ type Hooks struct {
 	// fail. It is called once per Node name, provider ID and reason for the
 	// Reconciler's lifetime (again only when one of them changes), from
 	// whichever call saw it first. Nil: the Reconciler logs it once, at
-	// level 0, and, once Initialize has run, records a Warning event on the
-	// Node (reason LoadBalancerBackendSkipped).
+	// level 0, and, once Initialize has run, records a Warning event
+	// (reason LoadBalancerBackendSkipped) on the Node and one on the
+	// Service of that call (see the package doc, "Events").
 	NodeSkipped func(ctx context.Context, node *v1.Node, reason error)
 }
 
@@ -416,7 +421,7 @@ func (r *Reconciler) desired(ctx context.Context, clusterName string, svc *v1.Se
 	if err != nil {
 		return nil, nil, err
 	}
-	eligible, err := r.eligible(ctx, nodes)
+	eligible, err := r.eligible(ctx, svc, nodes)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -434,7 +439,7 @@ func (r *Reconciler) converge(ctx context.Context, svc *v1.Service, desired, lb 
 	for round := 0; round < 2; round++ {
 		actions, err := Plan(desired, lb)
 		if err == nil {
-			actions, err = r.checkTargets(ctx, actions, eligible)
+			actions, err = r.checkTargets(ctx, svc, actions, eligible)
 		}
 		if err != nil {
 			return nil, err
@@ -494,7 +499,7 @@ func (r *Reconciler) UpdateLoadBalancer(ctx context.Context, clusterName string,
 	if err != nil {
 		families = lb.Spec.IPFamilies
 	}
-	nodes, err = r.eligible(ctx, nodes)
+	nodes, err = r.eligible(ctx, svc, nodes)
 	if err != nil {
 		return r.fail(ctx, op, svc, err)
 	}
@@ -503,7 +508,7 @@ func (r *Reconciler) UpdateLoadBalancer(ctx context.Context, clusterName string,
 	desired.Spec.Backends = r.key().backends(nodes, families)
 	actions, err := Plan(&desired, lb)
 	if err == nil {
-		actions, err = r.checkTargets(ctx, actions, nodes)
+		actions, err = r.checkTargets(ctx, svc, actions, nodes)
 	}
 	if err != nil {
 		return r.fail(ctx, op, svc, err)
@@ -532,7 +537,8 @@ func (r *Reconciler) EnsureLoadBalancerDeleted(ctx context.Context, clusterName 
 	var errs []error
 	for _, lb := range res.owned {
 		klog.FromContext(ctx).V(2).Info("Deleting load balancer", "service", klog.KObj(svc), "id", lb.ID, "name", lb.Name)
-		if err := r.call(ctx, func() error { return r.driver.Delete(ctx, lb) }); err != nil {
+		del := func() error { return cloudmetrics.Call(capability, "Delete", func() error { return r.driver.Delete(ctx, lb) }) }
+		if err := r.call(ctx, del); err != nil {
 			errs = append(errs, fmt.Errorf("delete load balancer %q (id %q): %w", lb.Name, lb.ID, err))
 		}
 	}
@@ -581,7 +587,9 @@ func (r *Reconciler) owner(clusterName string, svc *v1.Service) (Owner, error) {
 
 func (r *Reconciler) apply(ctx context.Context, svc *v1.Service, a Action) (*LoadBalancer, error) {
 	klog.FromContext(ctx).V(2).Info("Applying load balancer action", "service", klog.KObj(svc), "action", a.Kind, "id", a.LoadBalancerID, "reason", a.Reason)
-	lb, err := callFor(ctx, r, func() (*LoadBalancer, error) { return r.driver.Apply(ctx, a) })
+	lb, err := callFor(ctx, r, func() (*LoadBalancer, error) {
+		return metered("Apply", func() (*LoadBalancer, error) { return r.driver.Apply(ctx, a) })
+	})
 	if err == nil && lb == nil {
 		err = fmt.Errorf("driver returned no load balancer")
 	}
@@ -594,22 +602,13 @@ func (r *Reconciler) apply(ctx context.Context, svc *v1.Service, a Action) (*Loa
 	return lb, nil
 }
 
-// fail wraps err with the Service, calls the UserError hook for
-// user-facing errors and returns the wrapped error.
+// fail wraps err with the Service, reports user-facing errors
+// (reportUserError) and returns the wrapped error.
 func (r *Reconciler) fail(ctx context.Context, op string, svc *v1.Service, err error) error {
-	if isUserError(err) && r.opts.Hooks.UserError != nil {
-		r.opts.Hooks.UserError(ctx, op, svc, err)
+	if reason, ok := userErrorReason(err); ok {
+		r.reportUserError(ctx, op, svc, reason, err)
 	}
 	return fmt.Errorf("%s for service %s/%s: %w", op, svc.Namespace, svc.Name, err)
-}
-
-func isUserError(err error) bool {
-	for _, e := range []error{ErrInvalidService, annotation.ErrInvalid, ErrUnsupported, ErrNotOwned, ErrNotFound} {
-		if errors.Is(err, e) {
-			return true
-		}
-	}
-	return false
 }
 
 // lookup is the result of find, and of begin, which adds the lock.
@@ -757,7 +756,9 @@ func sortedByID(lbs []*LoadBalancer) []*LoadBalancer {
 // findDriver calls Driver.Find and rejects a nil load balancer in its
 // result (a Driver bug that would otherwise panic the caller).
 func (r *Reconciler) findDriver(ctx context.Context, q Query) ([]*LoadBalancer, error) {
-	lbs, err := callFor(ctx, r, func() ([]*LoadBalancer, error) { return r.driver.Find(ctx, q) })
+	lbs, err := callFor(ctx, r, func() ([]*LoadBalancer, error) {
+		return metered("Find", func() ([]*LoadBalancer, error) { return r.driver.Find(ctx, q) })
+	})
 	if err != nil {
 		return nil, err
 	}
@@ -790,7 +791,7 @@ func (r *Reconciler) key() BackendKey { return r.opts.Capabilities.BackendKey }
 // Node out would not be the Node's fault. nodes and its Nodes are never
 // modified; when nothing is left out or replaced, nodes itself is
 // returned.
-func (r *Reconciler) eligible(ctx context.Context, nodes []*v1.Node) ([]*v1.Node, error) {
+func (r *Reconciler) eligible(ctx context.Context, svc *v1.Service, nodes []*v1.Node) ([]*v1.Node, error) {
 	needAddrs := r.opts.Instances != nil && r.key() != BackendKeyProviderID
 	checkIDs := r.opts.Codec.Scheme != ""
 	if !needAddrs && !checkIDs {
@@ -810,7 +811,7 @@ func (r *Reconciler) eligible(ctx context.Context, nodes []*v1.Node) ([]*v1.Node
 		}
 		if checkIDs {
 			if _, err := r.opts.Codec.Parse(n.Spec.ProviderID); err != nil {
-				r.skip(ctx, stageNode, n, err)
+				r.skip(ctx, stageNode, svc, n, err)
 				change(i, nil)
 				continue
 			}
@@ -824,10 +825,10 @@ func (r *Reconciler) eligible(ctx context.Context, nodes []*v1.Node) ([]*v1.Node
 		md, err := callFor(ctx, r, func() (*cloudprovider.InstanceMetadata, error) { return r.opts.Instances.InstanceMetadata(ctx, n) })
 		switch {
 		case errors.Is(err, cloudprovider.InstanceNotFound):
-			r.skip(ctx, stageNode, n, fmt.Errorf("it has no InternalIP yet and its instance does not exist (%w)", err))
+			r.skip(ctx, stageNode, svc, n, fmt.Errorf("it has no InternalIP yet and its instance does not exist (%w)", err))
 			change(i, nil)
 		case isProviderIDError(err):
-			r.skip(ctx, stageNode, n, err)
+			r.skip(ctx, stageNode, svc, n, err)
 			change(i, nil)
 		case err != nil:
 			return nil, fmt.Errorf("node %q (providerID %q) has no InternalIP yet and its cloud addresses could not be read: %w", cut(n.Name), cut(n.Spec.ProviderID), err)
@@ -854,7 +855,7 @@ func (r *Reconciler) eligible(ctx context.Context, nodes []*v1.Node) ([]*v1.Node
 // load balancer costs no look-up; with an instances.Cache a check is no
 // cloud call. Each dropped Node is reported once (skip); a look-up error is
 // returned. nodes are the Nodes the backends were built from.
-func (r *Reconciler) checkTargets(ctx context.Context, actions []Action, nodes []*v1.Node) ([]Action, error) {
+func (r *Reconciler) checkTargets(ctx context.Context, svc *v1.Service, actions []Action, nodes []*v1.Node) ([]Action, error) {
 	if r.key() != BackendKeyProviderID || r.opts.Instances == nil {
 		return actions, nil
 	}
@@ -876,7 +877,7 @@ func (r *Reconciler) checkTargets(ctx context.Context, actions []Action, nodes [
 				return nil, fmt.Errorf("node %q (providerID %q): checking that its instance exists before adding it as a backend: %w", cut(n.Name), cut(n.Spec.ProviderID), err)
 			}
 			if !ok {
-				r.skip(ctx, stageTarget, n, errors.New("its instance does not exist"))
+				r.skip(ctx, stageTarget, svc, n, errors.New("its instance does not exist"))
 				if out == nil {
 					out = slices.Clone(bs[:i])
 				}
@@ -934,10 +935,10 @@ const (
 	stageTarget = "target" // checkTargets: the Node's instance
 )
 
-// skip reports node as left out for reason (reportSkipped), unless stage
-// reported the same node, provider ID and reason
-// before.
-func (r *Reconciler) skip(ctx context.Context, stage string, node *v1.Node, reason error) {
+// skip reports node as left out of svc's backends for reason
+// (reportSkipped), unless stage reported the same node, provider ID and
+// reason before, for any Service.
+func (r *Reconciler) skip(ctx context.Context, stage string, svc *v1.Service, node *v1.Node, reason error) {
 	key, memo := stage+"/"+node.Name, node.Spec.ProviderID+"\x00"+reason.Error()
 	r.skipMu.Lock()
 	if r.skipped[key] == memo {
@@ -949,7 +950,7 @@ func (r *Reconciler) skip(ctx context.Context, stage string, node *v1.Node, reas
 	}
 	r.skipped[key] = memo
 	r.skipMu.Unlock()
-	r.reportSkipped(ctx, node, reason)
+	r.reportSkipped(ctx, svc, node, reason)
 }
 
 // unskip forgets that stage reported node, so that it is reported again if
@@ -999,6 +1000,23 @@ func (r *Reconciler) call(ctx context.Context, fn func() error) error {
 func callFor[T any](ctx context.Context, r *Reconciler, fn func() (T, error)) (T, error) {
 	var v T
 	err := r.call(ctx, func() (err error) {
+		v, err = fn()
+		return err
+	})
+	return v, err
+}
+
+// capability is the capability label of the Reconciler's cloud calls in
+// internal/cloudmetrics (see the package doc, "Metrics").
+const capability = "loadbalancer"
+
+// metered makes one call of the Driver method op through
+// cloudmetrics.Call, which records it. The Driver contract has no
+// not-found error (Find reports none as an empty slice, Delete a gone load
+// balancer as nil), so no error counts as not-found.
+func metered[T any](op string, fn func() (T, error)) (T, error) {
+	var v T
+	err := cloudmetrics.Call(capability, op, func() (err error) {
 		v, err = fn()
 		return err
 	})
