@@ -537,7 +537,9 @@ func (r *Reconciler) EnsureLoadBalancerDeleted(ctx context.Context, clusterName 
 	var errs []error
 	for _, lb := range res.owned {
 		klog.FromContext(ctx).V(2).Info("Deleting load balancer", "service", klog.KObj(svc), "id", lb.ID, "name", lb.Name)
-		del := func() error { return cloudmetrics.Call(capability, "Delete", func() error { return r.driver.Delete(ctx, lb) }) }
+		del := func() error {
+			return cloudmetrics.Call(capability, "Delete", func() error { return r.driver.Delete(ctx, lb) })
+		}
 		if err := r.call(ctx, del); err != nil {
 			errs = append(errs, fmt.Errorf("delete load balancer %q (id %q): %w", lb.Name, lb.ID, err))
 		}
