@@ -112,10 +112,11 @@ func TestBatchContextErrors(t *testing.T) {
 			want: []string{`"10.0.2.0/24" -> node "n": context canceled while its batch read and wrote the route table`}},
 		{name: "held table", reason: "the deadline ends the leader's batch in the driver: its error says what held the table",
 			run: func(t *testing.T) error {
-				tbl := newTbl(t, lockedTable{make(chan struct{})}, Options{BatchWindow: -1})
+				locked := lockedTable{make(chan struct{})}
+				tbl := newTbl(t, locked, Options{BatchWindow: -1})
 				ctx, cancel := context.WithCancel(t.Context())
 				ch := create(tbl, ctx, "10.0.1.0/24")
-				<-tbl.table.(lockedTable).entered
+				<-locked.entered
 				cancel()
 				return <-ch
 			},
@@ -123,10 +124,11 @@ func TestBatchContextErrors(t *testing.T) {
 				"read route table: table lock held by job 7"}},
 		{name: "throttled leader", reason: "the leader's ctx ends while its batch is throttled: said once, and nothing was applied",
 			run: func(t *testing.T) error {
-				tbl := newTbl(t, throttledTable{make(chan struct{})}, Options{BatchWindow: -1, MaxThrottleWait: 2 * time.Hour})
+				throttled := throttledTable{make(chan struct{})}
+				tbl := newTbl(t, throttled, Options{BatchWindow: -1, MaxThrottleWait: 2 * time.Hour})
 				ctx, cancel := context.WithCancel(t.Context())
 				ch := create(tbl, ctx, "10.0.1.0/24")
-				<-tbl.table.(throttledTable).entered
+				<-throttled.entered
 				cancel()
 				return <-ch
 			},

@@ -83,4 +83,24 @@
 // that is not positive, the call fails at once with the driver's error
 // wrapped, RetryError included. Stats.Throttled counts throttled driver
 // calls.
+//
+// # Metrics
+//
+// The Table records every call it makes to its driver and to
+// Options.Instances in the cloud-controller-manager's metrics registry
+// (k8s.io/component-base/metrics/legacyregistry, served on the CCM's
+// /metrics), with no code from the provider:
+//
+//	ccmkit_cloud_requests_total{capability="routes", operation, result}
+//	ccmkit_cloud_request_duration_seconds{capability="routes", operation}
+//
+// operation is the method called: ListRoutes, CreateRoute, DeleteRoute
+// (RouteDriver), ReadTable, WriteTable (TableDriver) or GoneTargets
+// (InstanceChecker); result is "ok", "throttled" (an error wrapping an
+// *api.RetryError), "not-found" (an error wrapping ErrNotFound) or
+// "error". A call the Table turns into success (a create answered with
+// ErrAlreadyExists, a write answered with ErrConflict) is still recorded
+// with the driver's result, so the counts are the cloud's: each throttled
+// retry and each conflict's re-read is one more call. Nothing is
+// registered until the first call.
 package routes

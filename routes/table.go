@@ -170,7 +170,7 @@ func NewTable(d RouteDriver, opts Options) (*Table, error) {
 	if err != nil {
 		return nil, err
 	}
-	t.routes = d
+	t.routes = meteredRoutes{d}
 	return t, nil
 }
 
@@ -186,7 +186,7 @@ func NewWholeTable(d TableDriver, opts Options) (*Table, error) {
 	if err != nil {
 		return nil, err
 	}
-	t.table = d
+	t.table = meteredTable{d}
 	return t, nil
 }
 
@@ -203,7 +203,11 @@ func newTable(fn string, opts Options) (*Table, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Table{opts: opts.withDefaults(), namer: n}, nil
+	t := &Table{opts: opts.withDefaults(), namer: n}
+	if t.opts.Instances != nil {
+		t.opts.Instances = meteredChecker{t.opts.Instances}
+	}
+	return t, nil
 }
 
 // withDefaults returns o with its zero fields set to their defaults and its

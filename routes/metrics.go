@@ -1,0 +1,62 @@
+package routes
+
+import (
+	"context"
+
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/ccmkit/ccmkit/internal/cloudmetrics"
+)
+
+// capability is the capability label of every cloud call the Table
+// records through internal/cloudmetrics (see the package doc, Metrics).
+const capability = "routes"
+
+// meteredRoutes is the RouteDriver the Table calls: d, with each call
+// recorded under its method's name, ErrNotFound read as not-found.
+type meteredRoutes struct{ d RouteDriver }
+
+func (m meteredRoutes) ListRoutes(ctx context.Context, cluster string) (entries []Entry, err error) {
+	err = cloudmetrics.Call(capability, "ListRoutes", func() error {
+		entries, err = m.d.ListRoutes(ctx, cluster)
+		return err
+	}, ErrNotFound)
+	return entries, err
+}
+
+func (m meteredRoutes) CreateRoute(ctx context.Context, e Entry) error {
+	return cloudmetrics.Call(capability, "CreateRoute", func() error { return m.d.CreateRoute(ctx, e) }, ErrNotFound)
+}
+
+func (m meteredRoutes) DeleteRoute(ctx context.Context, e Entry) error {
+	return cloudmetrics.Call(capability, "DeleteRoute", func() error { return m.d.DeleteRoute(ctx, e) }, ErrNotFound)
+}
+
+// meteredTable is the TableDriver the Table calls: d, with each call
+// recorded under its method's name.
+type meteredTable struct{ d TableDriver }
+
+func (m meteredTable) ReadTable(ctx context.Context) (entries []Entry, revision string, err error) {
+	err = cloudmetrics.Call(capability, "ReadTable", func() error {
+		entries, revision, err = m.d.ReadTable(ctx)
+		return err
+	}, ErrNotFound)
+	return entries, revision, err
+}
+
+func (m meteredTable) WriteTable(ctx context.Context, revision string, entries []Entry) error {
+	return cloudmetrics.Call(capability, "WriteTable", func() error { return m.d.WriteTable(ctx, revision, entries) }, ErrNotFound)
+}
+
+// meteredChecker is the InstanceChecker the Table calls: c, with each
+// call recorded as operation "GoneTargets" (a cloud call of the
+// provider's, made on the route controller's behalf).
+type meteredChecker struct{ c InstanceChecker }
+
+func (m meteredChecker) GoneTargets(ctx context.Context, nodes []types.NodeName) (gone []types.NodeName, err error) {
+	err = cloudmetrics.Call(capability, "GoneTargets", func() error {
+		gone, err = m.c.GoneTargets(ctx, nodes)
+		return err
+	})
+	return gone, err
+}
