@@ -1,5 +1,7 @@
 package loadbalancer
 
+import "k8s.io/client-go/tools/record"
+
 // Test access to unexported helpers, for the tests of package
 // loadbalancer_test. Nothing here is part of the API.
 
@@ -39,3 +41,19 @@ var Backends = BackendKey.backends
 // EventReasonBackendSkipped is the reason of the Warning event on a Node
 // left out of the backends.
 const EventReasonBackendSkipped = eventReasonBackendSkipped
+
+// SetRecorder gives r the event recorder Initialize would start.
+func SetRecorder(r *Reconciler, rec record.EventRecorder) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.recorder = rec
+}
+
+// The reasons of the Warning events on a Service.
+const (
+	EventReasonInvalidAnnotation = eventReasonInvalidAnnotation
+	EventReasonInvalidService    = eventReasonInvalidService
+	EventReasonUnsupported       = eventReasonUnsupported
+	EventReasonNotOwned          = eventReasonNotOwned
+	EventReasonNotFound          = eventReasonNotFound
+)

@@ -11,6 +11,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	k8sruntime "k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/ccmkit/ccmkit/internal/annotationtest"
@@ -198,5 +199,50 @@ func (d *memDriver) stored() map[string]*loadbalancer.LoadBalancer {
 	for id, lb := range d.lbs {
 		out[id] = lb.Clone()
 	}
+	return out
+}
+
+// event is one event an eventLog recorded.
+type event struct {
+	Kind, Name, Type, Reason, Message string
+}
+
+// eventLog is a record.EventRecorder that keeps each event with the kind
+// and name of its object (record.FakeRecorder keeps neither for objects
+// without TypeMeta, as the service controller passes them).
+type eventLog struct {
+	mu     sync.Mutex
+	events []event
+}
+
+func (l *eventLog) Event(obj k8sruntime.Object, eventtype, reason, message string) {
+	e := event{Type: eventtype, Reason: reason, Message: message}
+	switch o := obj.(type) {
+	case *v1.Service:
+		e.Kind, e.Name = "Service", o.Namespace+"/"+o.Name
+	case *v1.Node:
+		e.Kind, e.Name = "Node", o.Name
+	default:
+		e.Kind = fmt.Sprintf("%T", obj)
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.events = append(l.events, e)
+}
+
+func (l *eventLog) Eventf(obj k8sruntime.Object, eventtype, reason, format string, args ...any) {
+	l.Event(obj, eventtype, reason, fmt.Sprintf(format, args...))
+}
+
+func (l *eventLog) AnnotatedEventf(obj k8sruntime.Object, _ map[string]string, eventtype, reason, format string, args ...any) {
+	l.Eventf(obj, eventtype, reason, format, args...)
+}
+
+// take returns and forgets the events recorded so far.
+func (l *eventLog) take() []event {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	out := l.events
+	l.events = nil
 	return out
 }
