@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/ccmkit/ccmkit/internal/check"
+	"github.com/ccmkit/ccmkit/internal/cloudmetrics"
 	"github.com/ccmkit/ccmkit/internal/throttle"
 	"github.com/ccmkit/ccmkit/provider"
 )
@@ -78,6 +79,9 @@ type CacheOptions struct {
 // Invalidate to drop the list at once, for example after the provider itself
 // deleted or created an instance.
 //
+// Metrics: a Cache records its calls to the wrapped Driver and each
+// look-up as a hit or a miss (see the package doc, Metrics).
+//
 // Instances returned share their Path, Addresses and Labels with the List
 // result; callers must not modify them (the Adapter does not). A Cache never
 // starts goroutines; List runs on the goroutine of the look-up that needed
@@ -111,7 +115,7 @@ func NewCache(d ListDriver, opts CacheOptions) (*Cache, error) {
 		return nil, fmt.Errorf("instances.NewCache: CacheOptions.TTL %v: expected 0 (the default, %v) or positive", opts.TTL, defaultCacheTTL)
 	}
 	opts = opts.withDefaults()
-	return &Cache{d: d, ttl: opts.TTL, errorTTL: opts.ErrorTTL, now: opts.Now}, nil
+	return &Cache{d: newMeteredList(d), ttl: opts.TTL, errorTTL: opts.ErrorTTL, now: opts.Now}, nil
 }
 
 // withDefaults returns o with its zero fields set to their documented
@@ -133,11 +137,16 @@ func (o CacheOptions) withDefaults() CacheOptions {
 // and not terminated; otherwise it returns the wrapped Driver's GetByID
 // answer unchanged. A failed List is returned as an error; see Cache.
 func (c *Cache) GetByID(ctx context.Context, id provider.ProviderID) (Instance, error) {
-	s, err := c.snapshot(ctx)
+	markAnswered(ctx)
+	s, fresh, err := c.snapshot(ctx)
 	if err != nil {
+		cloudmetrics.CacheLookup(cacheName, false)
 		return Instance{}, err
 	}
-	if i, ok := s.byID[id.ID]; ok && i >= 0 && s.items[i].State != StateTerminated {
+	i, ok := s.byID[id.ID]
+	hit := ok && i >= 0 && s.items[i].State != StateTerminated
+	cloudmetrics.CacheLookup(cacheName, hit && fresh)
+	if hit {
 		return s.items[i], nil
 	}
 	return c.d.GetByID(ctx, id)
@@ -148,11 +157,16 @@ func (c *Cache) GetByID(ctx context.Context, id provider.ProviderID) (Instance, 
 // GetByName answer unchanged. A failed List is returned as an error; see
 // Cache.
 func (c *Cache) GetByName(ctx context.Context, name string) (Instance, error) {
-	s, err := c.snapshot(ctx)
+	markAnswered(ctx)
+	s, fresh, err := c.snapshot(ctx)
 	if err != nil {
+		cloudmetrics.CacheLookup(cacheName, false)
 		return Instance{}, err
 	}
-	if i, ok := s.byName[name]; ok && i >= 0 {
+	i, ok := s.byName[name]
+	hit := ok && i >= 0
+	cloudmetrics.CacheLookup(cacheName, hit && fresh)
+	if hit {
 		return s.items[i], nil
 	}
 	return c.d.GetByName(ctx, name)
@@ -162,7 +176,9 @@ func (c *Cache) GetByName(ctx context.Context, name string) (Instance, error) {
 // or older than TTL. The Instances share their slices and maps with the
 // wrapped List result; do not modify them.
 func (c *Cache) List(ctx context.Context) ([]Instance, error) {
-	s, err := c.snapshot(ctx)
+	markAnswered(ctx)
+	s, fresh, err := c.snapshot(ctx)
+	cloudmetrics.CacheLookup(cacheName, err == nil && fresh)
 	if err != nil {
 		return nil, err
 	}
@@ -231,14 +247,16 @@ type flight struct {
 	gen      uint64 // Cache.gen when the List started
 }
 
-// snapshot returns a fresh list, running or joining the one List call.
-func (c *Cache) snapshot(ctx context.Context) (*snapshot, error) {
+// snapshot returns a fresh list, running or joining the one List call;
+// cached reports that the list was already in the Cache (no List was
+// run or waited for).
+func (c *Cache) snapshot(ctx context.Context) (s *snapshot, cached bool, err error) {
 	for {
 		c.mu.Lock()
 		now := c.now()
 		if s := c.snap; s != nil && now.Before(s.expires) {
 			c.mu.Unlock()
-			return s, nil
+			return s, true, nil
 		}
 		if c.failErr != nil && now.Before(c.failUntil) {
 			err := c.failErr
@@ -246,24 +264,25 @@ func (c *Cache) snapshot(ctx context.Context) (*snapshot, error) {
 				err = throttle.Delay(err, c.failUntil.Sub(now))
 			}
 			c.mu.Unlock()
-			return nil, err
+			return nil, false, err
 		}
 		if f := c.flight; f != nil {
 			c.mu.Unlock()
 			select {
 			case <-f.done:
 			case <-ctx.Done():
-				return nil, ctx.Err()
+				return nil, false, ctx.Err()
 			}
 			if f.canceled && ctx.Err() == nil {
 				continue // the caller that listed gave up; list again
 			}
-			return f.snap, f.err
+			return f.snap, false, f.err
 		}
 		f := &flight{done: make(chan struct{}), gen: c.gen}
 		c.flight = f
 		c.mu.Unlock()
-		return c.list(ctx, f, now)
+		s, err := c.list(ctx, f, now)
+		return s, false, err
 	}
 }
 

@@ -38,6 +38,29 @@
 // look-ups in that window fail at once, without a cloud call, with a
 // RetryError carrying the time left.
 //
+// # Metrics
+//
+// The Adapter and the Cache record every call they make to a Driver in the
+// cloud-controller-manager's metrics registry
+// (k8s.io/component-base/metrics/legacyregistry, served on the CCM's
+// /metrics), with no code from the provider:
+//
+//	ccmkit_cloud_requests_total{capability="instances", operation, result}
+//	ccmkit_cloud_request_duration_seconds{capability="instances", operation}
+//	ccmkit_cache_lookups_total{cache="instances", result}
+//
+// operation is the Driver method called (GetByID, GetByName, List);
+// result is "ok", "throttled" (an error wrapping an *api.RetryError),
+// "not-found" (an error wrapping ErrNotFound) or "error". A look-up that
+// a Cache answers is not a cloud call: only the Cache's own calls to the
+// Driver it wraps are recorded, also when the Adapter reaches the Cache
+// through a Driver of the provider's that forwards the look-up's context.
+// Each look-up of a Cache (GetByID, GetByName, List) is also recorded as
+// a cache "hit" when the list already in the Cache answered it, and a
+// "miss" otherwise: it listed or waited for a List, needed a direct
+// GetByID or GetByName, or got a remembered List failure. Nothing is
+// registered until the first call.
+//
 // Compose them as
 //
 //	cache, err := instances.NewCache(myDriver, instances.CacheOptions{TTL: time.Minute})
