@@ -151,6 +151,14 @@ type Config struct {
 	// KubeAPIQPS and KubeAPIBurst are --kube-api-qps/--kube-api-burst; zero
 	// keeps the upstream defaults (20/30).
 	KubeAPIQPS, KubeAPIBurst int
+	// SecurePort, when positive, serves the CCM's secure port (upstream
+	// SecureServing: /metrics, /healthz) on 127.0.0.1:SecurePort with a
+	// self-signed certificate, authenticating and authorizing requests
+	// through the API server of Kubeconfig (--authentication-kubeconfig,
+	// --authorization-kubeconfig: TokenReview, SubjectAccessReview), as a
+	// cluster runs it. Zero means --secure-port=0, no serving; negative is
+	// an error.
+	SecurePort int
 	// Verbosity is --v; zero means 2.
 	Verbosity int
 	// ExtraArgs are appended last, so they override the above.
@@ -167,14 +175,14 @@ func (c Config) Args() ([]string, error) {
 	if provider == "" {
 		provider = "fake"
 	}
-	args := []string{
+	serving, err := c.servingArgs()
+	if err != nil {
+		return nil, err
+	}
+	args := append([]string{
 		"--cloud-provider=" + provider,
 		"--kubeconfig=" + c.Kubeconfig,
-		// No serving: the tests talk to the API server, not to the CCM, and
-		// with port 0 the delegated authn/authz kubeconfigs are not needed
-		// (options.CloudControllerManagerOptions.ApplyTo).
-		"--secure-port=0",
-	}
+	}, serving...)
 	if c.CloudConfig != "" {
 		args = append(args, "--cloud-config="+c.CloudConfig)
 	}
@@ -227,6 +235,22 @@ func (c Config) Args() ([]string, error) {
 	}
 	args = append(args, "--v="+strconv.Itoa(v))
 	return append(args, c.ExtraArgs...), nil
+}
+
+// servingArgs returns the flags of the secure port (see SecurePort).
+func (c Config) servingArgs() ([]string, error) {
+	switch {
+	case c.SecurePort < 0:
+		return nil, fmt.Errorf("ccm: Config.SecurePort %d: expected 0 (no serving) or a TCP port", c.SecurePort)
+	case c.SecurePort == 0:
+		// No serving: with port 0 the delegated authn/authz kubeconfigs
+		// are not needed (options.CloudControllerManagerOptions.ApplyTo).
+		return []string{"--secure-port=0"}, nil
+	}
+	return []string{
+		"--secure-port=" + strconv.Itoa(c.SecurePort), "--bind-address=127.0.0.1",
+		"--authentication-kubeconfig=" + c.Kubeconfig, "--authorization-kubeconfig=" + c.Kubeconfig,
+	}, nil
 }
 
 func orDuration(d, def time.Duration) time.Duration {

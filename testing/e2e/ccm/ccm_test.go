@@ -49,6 +49,15 @@ func TestArgs(t *testing.T) {
 			},
 		},
 		{
+			name:   "secure port",
+			reason: "the secure port on loopback, authn and authz delegated to the API server of the kubeconfig",
+			cfg:    Config{Kubeconfig: "/k", SecurePort: 10258},
+			want: []string{"--cloud-provider=fake", "--kubeconfig=/k",
+				"--secure-port=10258", "--bind-address=127.0.0.1", "--authentication-kubeconfig=/k", "--authorization-kubeconfig=/k",
+				"--leader-elect=false", "--configure-cloud-routes=false",
+				"--node-monitor-period=1s", "--route-reconciliation-period=2s", "--v=2"},
+		},
+		{
 			name:   "default lease name",
 			reason: "leader election without a lease name uses the upstream default name",
 			cfg:    Config{Kubeconfig: "/k", LeaderElect: true},
@@ -81,6 +90,7 @@ func TestStartRejectsIncompleteConfig(t *testing.T) {
 		{name: "no binary", reason: "the binary is required", cfg: Config{Kubeconfig: "/k", LogPath: "/l"}, want: "Config.Binary"},
 		{name: "no log", reason: "the log path is required", cfg: Config{Binary: "/bin/true", Kubeconfig: "/k"}, want: "Config.LogPath"},
 		{name: "no kubeconfig", reason: "the kubeconfig is required", cfg: Config{Binary: "/bin/true", LogPath: "/l"}, want: "Config.Kubeconfig"},
+		{name: "negative port", reason: "a port is 0 or positive", cfg: Config{Binary: "/bin/true", Kubeconfig: "/k", LogPath: "/l", SecurePort: -1}, want: "Config.SecurePort -1: expected"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
