@@ -10,6 +10,15 @@
 // init calls provider.Register), and keep the rest: the providers this binary
 // offers are the ones registered (provider.Registered), so there is no list
 // to keep next to the imports.
+//
+// What a provider composed from ccmkit's blocks brings with no code here:
+// its cloud calls on /metrics (ccmkit_cloud_requests_total and
+// ccmkit_cloud_request_duration_seconds, in the registry the CCM serves),
+// and Warning events on a Service for what its user can fix (a malformed
+// annotation, an unsupported feature, a load balancer owned by someone
+// else, a Node left out of the backends), recorded by the
+// loadbalancer.Reconciler through the event broadcaster it starts when the
+// CCM initializes the cloud (see package loadbalancer, "Events").
 package main
 
 import (
