@@ -1,0 +1,26 @@
+// Package scale is a scale simulator for any cloud provider: it runs the
+// four upstream controllers of a cloud-controller-manager (service, cloud
+// node, cloud node lifecycle and route, from
+// k8s.io/cloud-provider/controllers) in-process against a client-go fake
+// clientset and the provider, through scenarios of a cluster's life, and
+// counts the cloud calls each scenario costs.
+//
+// The calls are counted at the cloudprovider.Interface boundary by a
+// metering wrapper the simulator puts around the provider, so the
+// provider need not cooperate; a provider that can count its own cloud
+// API calls reports them through Target.DriverCalls (FakeTarget does, for
+// ccmkit's fake), and the report shows both. Each scenario states the
+// fewest calls any provider needs for it (Minimum), with how that figure
+// is derived, so that a report reads as "what the upstream controllers
+// and this provider cost" against "what the work needs".
+//
+// The scenarios run in order over one cluster (see Run): bring-up,
+// steady state, node churn, restart of the cloud-controller-manager, and
+// mass Service deletion. The controllers' periods are the upstream
+// defaults divided by Config.Compression; the simulation runs in wall
+// time, so its convergence times are measurements, never assertions.
+//
+// It is not a load test of the Kubernetes API (the clientset is a fake),
+// and not a conformance check: testing/conformance is. The bench command
+// in cmd/scalebench writes the figures of BENCHMARKS.md.
+package scale

@@ -1,0 +1,210 @@
+package scale
+
+import (
+	"context"
+	"slices"
+	"sync"
+
+	v1 "k8s.io/api/core/v1"
+	cloudprovider "k8s.io/cloud-provider"
+
+	"github.com/ccmkit/ccmkit/internal/check"
+	"github.com/ccmkit/ccmkit/internal/cloudmetrics"
+)
+
+// The capabilities the meter counts, spelled as internal/cloudmetrics
+// spells them.
+const (
+	capLoadBalancer = "loadbalancer"
+	capInstances    = "instances"
+	capRoutes       = "routes"
+)
+
+// OpCount is what the simulator counted of one operation: one method of a
+// capability of cloudprovider.Interface (at the interface boundary) or one
+// operation of a provider's cloud API (at the Driver boundary).
+type OpCount struct {
+	// Capability is "loadbalancer", "instances" or "routes" at the
+	// interface boundary; empty at the Driver boundary.
+	Capability string
+	// Operation is the method (EnsureLoadBalancer, InstanceMetadata, …) or
+	// the Driver boundary's operation name.
+	Operation string
+	// Write reports whether the operation may change the cloud.
+	Write bool
+	// Calls counts every call, failed and throttled ones included.
+	Calls int64
+	// Throttled counts the calls that failed with an error wrapping an
+	// *api.RetryError (cloudmetrics.Throttled); they are in Calls.
+	Throttled int64
+	// Errors counts the other failed calls; they are in Calls.
+	Errors int64
+}
+
+// writes are the cloudprovider methods that may change the cloud; every
+// other metered method only reads it.
+var writes = []string{"EnsureLoadBalancer", "UpdateLoadBalancer", "EnsureLoadBalancerDeleted", "CreateRoute", "DeleteRoute"}
+
+// meter is the cloudprovider.Interface the controllers get: it forwards to
+// the provider and counts each call of LoadBalancer, InstancesV2 and Routes
+// by capability, method and result, whatever the provider does. It offers
+// nothing else (Instances, Zones and Clusters are absent), so that no call
+// escapes the count: the controllers use InstancesV2 when it is offered
+// (controllers/node/node_controller.go getInstanceMetadata). Safe for
+// concurrent use.
+type meter struct {
+	inner cloudprovider.Interface
+
+	mu     sync.Mutex
+	counts map[[2]string]*OpCount
+}
+
+var _ cloudprovider.Interface = (*meter)(nil)
+
+func newMeter(inner cloudprovider.Interface) *meter {
+	return &meter{inner: inner, counts: map[[2]string]*OpCount{}}
+}
+
+// record counts one call of capability's method that returned err.
+func (m *meter) record(capability, method string, err error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	k := [2]string{capability, method}
+	c := m.counts[k]
+	if c == nil {
+		c = &OpCount{Capability: capability, Operation: method, Write: slices.Contains(writes, method)}
+		m.counts[k] = c
+	}
+	c.Calls++
+	switch cloudmetrics.ResultOf(err, cloudprovider.InstanceNotFound) {
+	case cloudmetrics.Throttled:
+		c.Throttled++
+	case cloudmetrics.Error:
+		c.Errors++
+	}
+}
+
+// snapshot returns a copy of the counts, sorted by capability and
+// operation.
+func (m *meter) snapshot() []OpCount {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	out := make([]OpCount, 0, len(m.counts))
+	for _, c := range m.counts {
+		out = append(out, *c)
+	}
+	sortCounts(out)
+	return out
+}
+
+func (m *meter) Initialize(cloudprovider.ControllerClientBuilder, <-chan struct{}) {}
+func (m *meter) Instances() (cloudprovider.Instances, bool)                        { return nil, false }
+func (m *meter) Zones() (cloudprovider.Zones, bool)                                { return nil, false }
+func (m *meter) Clusters() (cloudprovider.Clusters, bool)                          { return nil, false }
+func (m *meter) ProviderName() string                                              { return m.inner.ProviderName() }
+func (m *meter) HasClusterID() bool                                                { return m.inner.HasClusterID() }
+
+func (m *meter) LoadBalancer() (cloudprovider.LoadBalancer, bool) {
+	v, ok := m.inner.LoadBalancer()
+	if !ok || check.IsNil(v) {
+		return nil, false
+	}
+	return meteredLB{m, v}, true
+}
+
+func (m *meter) InstancesV2() (cloudprovider.InstancesV2, bool) {
+	v, ok := m.inner.InstancesV2()
+	if !ok || check.IsNil(v) {
+		return nil, false
+	}
+	return meteredInstances{m, v}, true
+}
+
+func (m *meter) Routes() (cloudprovider.Routes, bool) {
+	v, ok := m.inner.Routes()
+	if !ok || check.IsNil(v) {
+		return nil, false
+	}
+	return meteredRoutes{m, v}, true
+}
+
+type meteredLB struct {
+	m  *meter
+	lb cloudprovider.LoadBalancer
+}
+
+func (l meteredLB) GetLoadBalancer(ctx context.Context, cluster string, svc *v1.Service) (*v1.LoadBalancerStatus, bool, error) {
+	st, ok, err := l.lb.GetLoadBalancer(ctx, cluster, svc)
+	l.m.record(capLoadBalancer, "GetLoadBalancer", err)
+	return st, ok, err
+}
+
+// GetLoadBalancerName is not counted: it names, and calls no cloud API in
+// any provider ccmkit knows of.
+func (l meteredLB) GetLoadBalancerName(ctx context.Context, cluster string, svc *v1.Service) string {
+	return l.lb.GetLoadBalancerName(ctx, cluster, svc)
+}
+
+func (l meteredLB) EnsureLoadBalancer(ctx context.Context, cluster string, svc *v1.Service, nodes []*v1.Node) (*v1.LoadBalancerStatus, error) {
+	st, err := l.lb.EnsureLoadBalancer(ctx, cluster, svc, nodes)
+	l.m.record(capLoadBalancer, "EnsureLoadBalancer", err)
+	return st, err
+}
+
+func (l meteredLB) UpdateLoadBalancer(ctx context.Context, cluster string, svc *v1.Service, nodes []*v1.Node) error {
+	err := l.lb.UpdateLoadBalancer(ctx, cluster, svc, nodes)
+	l.m.record(capLoadBalancer, "UpdateLoadBalancer", err)
+	return err
+}
+
+func (l meteredLB) EnsureLoadBalancerDeleted(ctx context.Context, cluster string, svc *v1.Service) error {
+	err := l.lb.EnsureLoadBalancerDeleted(ctx, cluster, svc)
+	l.m.record(capLoadBalancer, "EnsureLoadBalancerDeleted", err)
+	return err
+}
+
+type meteredInstances struct {
+	m    *meter
+	inst cloudprovider.InstancesV2
+}
+
+func (i meteredInstances) InstanceExists(ctx context.Context, n *v1.Node) (bool, error) {
+	ok, err := i.inst.InstanceExists(ctx, n)
+	i.m.record(capInstances, "InstanceExists", err)
+	return ok, err
+}
+
+func (i meteredInstances) InstanceShutdown(ctx context.Context, n *v1.Node) (bool, error) {
+	down, err := i.inst.InstanceShutdown(ctx, n)
+	i.m.record(capInstances, "InstanceShutdown", err)
+	return down, err
+}
+
+func (i meteredInstances) InstanceMetadata(ctx context.Context, n *v1.Node) (*cloudprovider.InstanceMetadata, error) {
+	md, err := i.inst.InstanceMetadata(ctx, n)
+	i.m.record(capInstances, "InstanceMetadata", err)
+	return md, err
+}
+
+type meteredRoutes struct {
+	m  *meter
+	rs cloudprovider.Routes
+}
+
+func (r meteredRoutes) ListRoutes(ctx context.Context, cluster string) ([]*cloudprovider.Route, error) {
+	list, err := r.rs.ListRoutes(ctx, cluster)
+	r.m.record(capRoutes, "ListRoutes", err)
+	return list, err
+}
+
+func (r meteredRoutes) CreateRoute(ctx context.Context, cluster, hint string, rt *cloudprovider.Route) error {
+	err := r.rs.CreateRoute(ctx, cluster, hint, rt)
+	r.m.record(capRoutes, "CreateRoute", err)
+	return err
+}
+
+func (r meteredRoutes) DeleteRoute(ctx context.Context, cluster string, rt *cloudprovider.Route) error {
+	err := r.rs.DeleteRoute(ctx, cluster, rt)
+	r.m.record(capRoutes, "DeleteRoute", err)
+	return err
+}

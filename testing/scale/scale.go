@@ -1,0 +1,227 @@
+package scale
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	cloudprovider "k8s.io/cloud-provider"
+)
+
+// Target is the provider a simulation runs against, and the few things the
+// simulator needs to do to its cloud behind the provider's back.
+type Target struct {
+	// Cloud is the provider, as its factory returns it; required. The
+	// simulator calls its Initialize once, with a nil client builder, as
+	// the cloud-controller-manager does before its controllers start. It
+	// must offer InstancesV2; the controllers see only its LoadBalancer,
+	// InstancesV2 and Routes, through the simulator's meter.
+	Cloud cloudprovider.Interface
+	// AddInstance creates a running instance that the Node name registers
+	// as (a kubelet that registers without a provider ID, so the cloud
+	// node controller finds it by name); required. The simulator then
+	// creates the Node.
+	AddInstance func(ctx context.Context, name string) error
+	// TerminateInstance terminates the instance of Node name for good,
+	// after which the provider reports it gone. Nil: the node churn
+	// scenario is skipped.
+	TerminateInstance func(ctx context.Context, name string) error
+	// DriverCalls, if set, returns the calls the provider made to its
+	// cloud API since Cloud was built, by operation (for ccmkit's fake,
+	// fake.Cloud.Calls().ByOp), and which operations write. The simulator
+	// reports them next to the interface-boundary counts.
+	DriverCalls func() []OpCount
+	// Restart, if set, returns a new Target over the same cloud: the
+	// provider a restarted cloud-controller-manager builds (new caches,
+	// new API client). Nil: the restart scenario runs new controllers
+	// over the same Cloud.
+	Restart func(ctx context.Context) (*Target, error)
+}
+
+// Config describes one simulation. The zero value of each field but the
+// sizes is a documented default.
+type Config struct {
+	// Nodes is how many Nodes join at bring-up; at least 1.
+	Nodes int
+	// Services is how many LoadBalancer Services are created at bring-up;
+	// 0 means none.
+	Services int
+	// ChurnPercent is the percentage of the Nodes the churn scenario
+	// replaces, rounded up. 0 means 10; negative is an error.
+	ChurnPercent int
+	// Spread is the wall time over which Nodes join and Services are
+	// created at bring-up. 0 means 1s; negative means all at once.
+	Spread time.Duration
+	// NodesFirst makes bring-up create the Services only after every Node
+	// has joined and been initialized, instead of interleaving them. It
+	// avoids a data race of the upstream service controller
+	// (k8s.io/cloud-provider@v0.37.2 controllers/service/controller.go:
+	// processServiceCreateOrUpdate writes cachedService.state outside the
+	// cache lock while the node worker's syncNodes reads it through
+	// serviceCache.allServices), which the race detector reports in tests
+	// built with -race. False: interleaved, as in a real cluster.
+	NodesFirst bool
+	// Compression divides the upstream default periods: the route
+	// controller's 10s (--route-reconciliation-period), the cloud node
+	// controller's status update, 5m (--node-status-update-frequency),
+	// and the node-lifecycle controller's 5s monitor period. The steady
+	// state lasts one compressed status update period. The service
+	// controller's node sync period (100s, a constant of
+	// controllers/service/controller.go) cannot be set and is not
+	// compressed. 0 means 100; negative is an error.
+	Compression int
+	// Timeout bounds each scenario's wait for convergence. 0 means 2m;
+	// negative is an error.
+	Timeout time.Duration
+	// ClusterName is the --cluster-name the controllers pass. Empty
+	// means "kubernetes", the upstream default.
+	ClusterName string
+}
+
+// Validate reports the first field of c that is out of range, naming it,
+// its value and what was expected.
+func (c *Config) Validate() error {
+	switch {
+	case c.Nodes < 1:
+		return fmt.Errorf("Config.Nodes %d: expected at least 1", c.Nodes)
+	case c.Services < 0:
+		return fmt.Errorf("Config.Services %d: expected 0 or more", c.Services)
+	case c.ChurnPercent < 0 || c.ChurnPercent > 100:
+		return fmt.Errorf("Config.ChurnPercent %d: expected 0 (the default, 10) to 100", c.ChurnPercent)
+	case c.Compression < 0:
+		return fmt.Errorf("Config.Compression %d: expected 0 (the default, 100) or more", c.Compression)
+	case c.Timeout < 0:
+		return fmt.Errorf("Config.Timeout %v: expected 0 (the default, 2m) or more", c.Timeout)
+	}
+	return nil
+}
+
+func (c Config) withDefaults() Config {
+	if c.ChurnPercent == 0 {
+		c.ChurnPercent = 10
+	}
+	if c.Spread == 0 {
+		c.Spread = time.Second
+	}
+	if c.Spread < 0 {
+		c.Spread = 0
+	}
+	if c.Compression == 0 {
+		c.Compression = 100
+	}
+	if c.Timeout == 0 {
+		c.Timeout = 2 * time.Minute
+	}
+	if c.ClusterName == "" {
+		c.ClusterName = "kubernetes"
+	}
+	return c
+}
+
+// periods are the compressed periods of the controllers.
+type periods struct{ route, nodeStatus, nodeMonitor time.Duration }
+
+func (c Config) periods() periods {
+	f := time.Duration(c.Compression)
+	return periods{route: 10 * time.Second / f, nodeStatus: 5 * time.Minute / f, nodeMonitor: 5 * time.Second / f}
+}
+
+// Report is what one simulation measured, one ScenarioReport per scenario
+// in the order they ran.
+type Report struct {
+	Nodes, Services int
+	Scenarios       []ScenarioReport
+}
+
+// Scenario returns the report of the scenario named name, or false.
+func (r *Report) Scenario(name string) (ScenarioReport, bool) {
+	i := slices.IndexFunc(r.Scenarios, func(s ScenarioReport) bool { return s.Name == name })
+	if i < 0 {
+		return ScenarioReport{}, false
+	}
+	return r.Scenarios[i], true
+}
+
+// The scenarios, in the order Run runs them over one cluster.
+const (
+	BringUp  = "bring-up"
+	Steady   = "steady"
+	Churn    = "churn"
+	Restart  = "restart"
+	Deletion = "deletion"
+)
+
+// ScenarioReport is one scenario's figures.
+type ScenarioReport struct {
+	// Name is one of BringUp, Steady, Churn, Restart, Deletion.
+	Name string
+	// Skipped, if not empty, says why the scenario did not run; the other
+	// fields are then zero.
+	Skipped string
+	// Converged is the wall time from the scenario's start until the
+	// cluster reached its goal (see Run); for Steady, the time it ran.
+	Converged time.Duration
+	// Calls are the calls the controllers made at the
+	// cloudprovider.Interface boundary during the scenario, including
+	// the settling time after convergence, sorted by capability and
+	// operation.
+	Calls []OpCount
+	// Driver are the Driver-boundary calls (Target.DriverCalls) during
+	// the scenario, sorted by operation; nil without Target.DriverCalls.
+	Driver []OpCount
+	// Minimum are the fewest calls of each operation any provider needs
+	// for the scenario at the interface boundary, each with how it is
+	// derived. Operations not listed have a minimum of 0.
+	Minimum []Minimum
+}
+
+// Minimum is the fewest calls of one interface operation a scenario needs.
+type Minimum struct {
+	Capability, Operation string
+	Calls                 int64
+	// Why says how the figure is derived.
+	Why string
+}
+
+// Count returns the calls of operation in counts, 0 if absent.
+func Count(counts []OpCount, operation string) int64 {
+	for _, c := range counts {
+		if c.Operation == operation {
+			return c.Calls
+		}
+	}
+	return 0
+}
+
+// ErrNotConverged is wrapped by Run's error when a scenario did not reach
+// its goal within Config.Timeout.
+var ErrNotConverged = errors.New("not converged")
+
+func sortCounts(c []OpCount) {
+	slices.SortFunc(c, func(a, b OpCount) int {
+		return cmp.Or(cmp.Compare(a.Capability, b.Capability), cmp.Compare(a.Operation, b.Operation))
+	})
+}
+
+// diff returns after minus before, per operation, leaving out operations
+// not called in between.
+func diff(before, after []OpCount) []OpCount {
+	var out []OpCount
+	for _, a := range after {
+		i := slices.IndexFunc(before, func(b OpCount) bool {
+			return b.Capability == a.Capability && b.Operation == a.Operation
+		})
+		if i >= 0 {
+			a.Calls -= before[i].Calls
+			a.Throttled -= before[i].Throttled
+			a.Errors -= before[i].Errors
+		}
+		if a.Calls > 0 {
+			out = append(out, a)
+		}
+	}
+	return out
+}

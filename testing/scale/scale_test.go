@@ -1,0 +1,147 @@
+package scale_test
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"k8s.io/klog/v2"
+
+	"github.com/ccmkit/ccmkit/fake"
+	"github.com/ccmkit/ccmkit/testing/scale"
+)
+
+// runFake runs every scenario against a new fake cloud at a small size.
+func runFake(t *testing.T) *scale.Report {
+	t.Helper()
+	c, err := fake.New(fake.Config{ClusterID: "scale"}, fake.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := scale.Run(t.Context(), scale.FakeTarget(c, "scale"), scale.Config{Nodes: 10, Services: 5, Spread: 100 * time.Millisecond, Compression: 300, NodesFirst: true})
+	if err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	return r
+}
+
+func TestMain(m *testing.M) {
+	klog.LogToStderr(false)
+	klog.SetOutput(io.Discard)
+	os.Exit(m.Run())
+}
+
+// TestFake runs the scenarios once against the fake and checks the
+// report.
+func TestFake(t *testing.T) {
+	r := runFake(t)
+	t.Run("scenarios", func(t *testing.T) { checkScenarios(t, r) })
+	t.Run("figures", func(t *testing.T) { checkFakeFigures(t, r) })
+}
+
+func checkScenarios(t *testing.T, r *scale.Report) {
+	var names []string
+	for _, s := range r.Scenarios {
+		names = append(names, s.Name)
+	}
+	want := []string{scale.BringUp, scale.Steady, scale.Churn, scale.Restart, scale.Deletion}
+	if diff := cmp.Diff(want, names); diff != "" {
+		t.Fatalf("scenarios (-want +got):\n%s", diff)
+	}
+	for _, s := range r.Scenarios {
+		t.Run(s.Name, func(t *testing.T) {
+			for _, m := range s.Minimum {
+				if got := scale.Count(s.Calls, m.Operation); got < m.Calls {
+					t.Errorf("%s: %d calls, below the minimum %d (%s)", m.Operation, got, m.Calls, m.Why)
+				}
+			}
+			checkBoundaries(t, s)
+		})
+	}
+}
+
+// checkBoundaries checks that the fake's Driver-boundary counts agree with
+// the interface-boundary ones: a Driver write happens only inside an
+// interface call that may write, and ccmkit's blocks make at most one
+// per call (the Reconciler one Apply or Delete per Ensure, Update or
+// EnsureDeleted; the whole Table one WriteTable per batch of creates and
+// deletes).
+func checkBoundaries(t *testing.T, s scale.ScenarioReport) {
+	t.Helper()
+	c, d := s.Calls, s.Driver
+	rows := []struct {
+		name   string
+		driver int64
+		bound  int64
+		reason string
+	}{
+		{name: "ApplyLoadBalancer", driver: scale.Count(d, string(fake.OpApplyLoadBalancer)),
+			bound: scale.Count(c, "EnsureLoadBalancer") + scale.Count(c, "UpdateLoadBalancer"), reason: "one Apply at most per Ensure or Update"},
+		{name: "DeleteLoadBalancer", driver: scale.Count(d, string(fake.OpDeleteLoadBalancer)),
+			bound: scale.Count(c, "EnsureLoadBalancerDeleted"), reason: "one owned load balancer per Service"},
+		{name: "WriteRouteTable", driver: scale.Count(d, string(fake.OpWriteRouteTable)),
+			bound: scale.Count(c, "CreateRoute") + scale.Count(c, "DeleteRoute"), reason: "one table write per batch of route calls"},
+	}
+	for _, row := range rows {
+		if row.driver > row.bound {
+			t.Errorf("%s: %d Driver calls, more than the %d interface calls that may cause them (%s)", row.name, row.driver, row.bound, row.reason)
+		}
+	}
+}
+
+// checkFakeFigures pins what ccmkit's fake promises at the Driver
+// boundary: one load balancer created per Service, none rewritten after a
+// restart (a converged Ensure makes no write), one deleted per Service.
+func checkFakeFigures(t *testing.T, r *scale.Report) {
+	tests := []struct {
+		name     string
+		scenario string
+		op       fake.Op
+		want     func(int64) bool
+		reason   string
+	}{
+		{name: "bring-up creates", scenario: scale.BringUp, op: fake.OpApplyLoadBalancer, want: func(n int64) bool { return n >= 5 }, reason: "at least one Apply per Service"},
+		{name: "restart writes no load balancer", scenario: scale.Restart, op: fake.OpApplyLoadBalancer, want: func(n int64) bool { return n == 0 }, reason: "a converged EnsureLoadBalancer makes zero cloud writes"},
+		{name: "restart writes no route", scenario: scale.Restart, op: fake.OpWriteRouteTable, want: func(n int64) bool { return n == 0 }, reason: "every route exists"},
+		{name: "steady writes nothing", scenario: scale.Steady, op: fake.OpApplyLoadBalancer, want: func(n int64) bool { return n == 0 }, reason: "nothing changed"},
+		{name: "deletion deletes each", scenario: scale.Deletion, op: fake.OpDeleteLoadBalancer, want: func(n int64) bool { return n == 5 }, reason: "one Delete per load balancer"},
+		{name: "churn rewrites routes", scenario: scale.Churn, op: fake.OpWriteRouteTable, want: func(n int64) bool { return n >= 1 }, reason: "a replaced Node's route moves"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			s, ok := r.Scenario(tc.scenario)
+			if !ok {
+				t.Fatalf("no scenario %s", tc.scenario)
+			}
+			if got := scale.Count(s.Driver, string(tc.op)); !tc.want(got) {
+				t.Errorf("%s %s: %d Driver calls (%s)", tc.scenario, tc.op, got, tc.reason)
+			}
+		})
+	}
+}
+
+func TestConfigValidate(t *testing.T) {
+	tests := []struct {
+		name   string
+		cfg    scale.Config
+		want   string
+		reason string
+	}{
+		{name: "no nodes", cfg: scale.Config{}, want: "Config.Nodes 0: expected at least 1", reason: "a cluster needs a Node"},
+		{name: "negative services", cfg: scale.Config{Nodes: 1, Services: -1}, want: "Config.Services -1: expected 0 or more", reason: "a count"},
+		{name: "churn over 100", cfg: scale.Config{Nodes: 1, ChurnPercent: 101}, want: "Config.ChurnPercent 101: expected 0 (the default, 10) to 100", reason: "a percentage"},
+		{name: "negative compression", cfg: scale.Config{Nodes: 1, Compression: -1}, want: "Config.Compression -1: expected 0 (the default, 100) or more", reason: "a divisor"},
+		{name: "negative timeout", cfg: scale.Config{Nodes: 1, Timeout: -time.Second}, want: "Config.Timeout -1s: expected 0 (the default, 2m) or more", reason: "a bound"},
+		{name: "valid", cfg: scale.Config{Nodes: 1}, want: "<nil>", reason: "defaults fill the rest"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			if diff := cmp.Diff(tc.want, fmt.Sprint(tc.cfg.Validate())); diff != "" {
+				t.Errorf("%s (-want +got):\n%s", tc.reason, diff)
+			}
+		})
+	}
+}

@@ -1,0 +1,281 @@
+package scale
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/util/retry"
+)
+
+// bringUp: Nodes join and Services are created, interleaved, over
+// Config.Spread.
+func (s *sim) bringUp(ctx context.Context) error {
+	n, m := s.cfg.Nodes, s.cfg.Services
+	return s.run(ctx, scenario{
+		name: BringUp,
+		act: func(ctx context.Context) error {
+			if !s.cfg.NodesFirst {
+				return s.bringUpSteps(ctx, n, m)
+			}
+			if err := s.bringUpSteps(ctx, n, 0); err != nil {
+				return err
+			}
+			if err := s.await(ctx, scenario{name: BringUp, goal: s.nodesDone}); err != nil {
+				return err
+			}
+			return s.bringUpSteps(ctx, 0, m)
+		},
+		goal:    s.all(s.nodesDone, s.servicesReady),
+		minimum: s.bringUpMinimum(),
+		settle:  true,
+	})
+}
+
+// bringUpSteps adds n Nodes and the first m Services, interleaved,
+// evenly over Config.Spread.
+func (s *sim) bringUpSteps(ctx context.Context, n, m int) error {
+	steps := max(n, m)
+	for i := range steps {
+		if i < n {
+			if err := s.addNode(ctx); err != nil {
+				return err
+			}
+		}
+		if i < m {
+			if _, err := s.kube.CoreV1().Services("default").Create(ctx, newService(i), metav1.CreateOptions{}); err != nil {
+				return fmt.Errorf("creating Service %d: %w", i, err)
+			}
+		}
+		sleep(ctx, s.cfg.Spread/time.Duration(steps))
+	}
+	return nil
+}
+
+// bringUpMinimum: every Node is new, so its metadata must be read once
+// (controllers/node/node_controller.go syncNode); every Service needs its
+// load balancer created, so one EnsureLoadBalancer each; every pod CIDR
+// needs its route, one CreateRoute each, after at least one ListRoutes
+// (route_controller.go reconcile creates only what the list lacks).
+func (s *sim) bringUpMinimum() []Minimum {
+	n, m := int64(s.cfg.Nodes), int64(s.cfg.Services)
+	mins := []Minimum{{capInstances, "InstanceMetadata", n, "one per new Node (syncNode)"}}
+	if s.hasLB() && m > 0 {
+		mins = append(mins, Minimum{capLoadBalancer, "EnsureLoadBalancer", m, "one per new Service"})
+	}
+	if s.hasRoutes() {
+		mins = append(mins, Minimum{capRoutes, "CreateRoute", n, "one per pod CIDR"},
+			Minimum{capRoutes, "ListRoutes", 1, "one read before the first create"})
+	}
+	return mins
+}
+
+// steady: nothing changes for one compressed node status period (5
+// simulated minutes); the minimum is no call at all.
+func (s *sim) steady(ctx context.Context) error {
+	return s.run(ctx, scenario{
+		name: Steady,
+		act: func(ctx context.Context) error {
+			sleep(ctx, s.cfg.periods().nodeStatus)
+			return ctx.Err()
+		},
+		goal: func(context.Context) (bool, string, error) { return true, "", nil },
+	})
+}
+
+// churn: the instances of ChurnPercent of the Nodes are terminated and
+// their Nodes go NotReady, while as many new Nodes join.
+func (s *sim) churn(ctx context.Context) error {
+	if s.target.TerminateInstance == nil {
+		s.report.Scenarios = append(s.report.Scenarios, ScenarioReport{Name: Churn, Skipped: "Target.TerminateInstance is nil"})
+		return nil
+	}
+	r := (s.cfg.Nodes*s.cfg.ChurnPercent + 99) / 100
+	return s.run(ctx, scenario{
+		name:    Churn,
+		act:     func(ctx context.Context) error { return s.replace(ctx, r) },
+		goal:    s.nodesDone,
+		minimum: s.churnMinimum(int64(r)),
+		settle:  true,
+	})
+}
+
+// replace terminates the instances of the r oldest live Nodes, marks them
+// NotReady, and adds r Nodes.
+func (s *sim) replace(ctx context.Context, r int) error {
+	names := make([]string, 0, len(s.live))
+	for name := range s.live {
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	for _, name := range names[:r] {
+		if err := s.target.TerminateInstance(ctx, name); err != nil {
+			return fmt.Errorf("Target.TerminateInstance(%q): %w", name, err)
+		}
+		if err := s.markNotReady(ctx, name); err != nil {
+			return err
+		}
+		delete(s.live, name)
+	}
+	for range r {
+		if err := s.addNode(ctx); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// churnMinimum: each gone Node must be confirmed gone before it is deleted
+// (nodelifecycle MonitorNodes asks InstanceExists of a NotReady Node);
+// each new Node is read and routed as at bring-up; each gone Node's
+// route is deleted; each load balancer's backends change, one update each
+// if all changes come at once.
+func (s *sim) churnMinimum(r int64) []Minimum {
+	mins := []Minimum{
+		{capInstances, "InstanceExists", r, "one per NotReady Node (MonitorNodes)"},
+		{capInstances, "InstanceMetadata", r, "one per new Node (syncNode)"},
+	}
+	if s.hasLB() && s.cfg.Services > 0 {
+		mins = append(mins, Minimum{capLoadBalancer, "UpdateLoadBalancer", int64(s.cfg.Services), "one backend update per load balancer"})
+	}
+	if s.hasRoutes() {
+		mins = append(mins, Minimum{capRoutes, "CreateRoute", r, "one per new pod CIDR"},
+			Minimum{capRoutes, "DeleteRoute", r, "one per gone Node's route"})
+	}
+	return mins
+}
+
+// restart: the controllers stop and new ones start, over a new provider
+// of the same cloud when Target.Restart is set.
+func (s *sim) restart(ctx context.Context) error {
+	return s.run(ctx, scenario{
+		name: Restart,
+		act: func(ctx context.Context) error {
+			s.ccm.stop()
+			t := s.target
+			if t.Restart != nil {
+				nt, err := t.Restart(ctx)
+				if err != nil {
+					return fmt.Errorf("Target.Restart: %w", err)
+				}
+				t = nt
+			}
+			return s.start(ctx, t)
+		},
+		goal:    s.all(s.nodesDone, s.servicesReady, s.restartSynced),
+		minimum: s.restartMinimum(),
+		settle:  true,
+	})
+}
+
+// restartSynced reports whether the new service controller has ensured
+// every Service again (it syncs each Service it learns of:
+// controllers/service/controller.go syncService) and the new route
+// controller has listed the routes.
+func (s *sim) restartSynced(context.Context) (bool, string, error) {
+	c := s.meter.snapshot()
+	ensured, listed := succeeded(c, "EnsureLoadBalancer"), succeeded(c, "ListRoutes")
+	if s.hasLB() && ensured < int64(s.cfg.Services) {
+		return false, fmt.Sprintf("%d of %d Services ensured again", ensured, s.cfg.Services), nil
+	}
+	if s.hasRoutes() && listed == 0 {
+		return false, "routes not listed yet", nil
+	}
+	return true, "", nil
+}
+
+// restartMinimum: everything has converged, so nothing needs writing; the
+// new route controller must read the table once to know that.
+func (s *sim) restartMinimum() []Minimum {
+	if !s.hasRoutes() {
+		return nil
+	}
+	return []Minimum{{capRoutes, "ListRoutes", 1, "one read of the table"}}
+}
+
+// deletion: every Service is deleted.
+func (s *sim) deletion(ctx context.Context) error {
+	m := int64(s.cfg.Services)
+	var mins []Minimum
+	if s.hasLB() && m > 0 {
+		mins = []Minimum{{capLoadBalancer, "EnsureLoadBalancerDeleted", m, "one per deleted Service"}}
+	}
+	return s.run(ctx, scenario{
+		name: Deletion,
+		act: func(ctx context.Context) error {
+			for j := range s.cfg.Services {
+				if err := s.markDeleted(ctx, newService(j).Name); err != nil {
+					return err
+				}
+			}
+			return nil
+		},
+		goal:    s.deleted,
+		minimum: mins,
+		settle:  true,
+	})
+}
+
+// deleted reports whether every load balancer has been deleted, as far as
+// EnsureLoadBalancerDeleted's successes say.
+func (s *sim) deleted(context.Context) (bool, string, error) {
+	if !s.hasLB() {
+		return true, "", nil
+	}
+	done := succeeded(s.meter.snapshot(), "EnsureLoadBalancerDeleted")
+	if done < int64(s.cfg.Services) {
+		return false, fmt.Sprintf("%d of %d load balancers deleted", done, s.cfg.Services), nil
+	}
+	return true, "", nil
+}
+
+func (s *sim) hasLB() bool     { _, ok := s.meter.LoadBalancer(); return ok }
+func (s *sim) hasRoutes() bool { _, ok := s.meter.Routes(); return ok }
+
+// all is the goal that holds when each of goals holds.
+func (s *sim) all(goals ...func(context.Context) (bool, string, error)) func(context.Context) (bool, string, error) {
+	return func(ctx context.Context) (bool, string, error) {
+		for _, g := range goals {
+			if ok, missing, err := g(ctx); !ok || err != nil {
+				return ok, missing, err
+			}
+		}
+		return true, "", nil
+	}
+}
+
+// sleep waits d or until ctx ends.
+func sleep(ctx context.Context, d time.Duration) {
+	if d <= 0 {
+		return
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+	case <-t.C:
+	}
+}
+
+// markDeleted deletes Service name as the API server does with an object
+// that has finalizers: it sets its deletion timestamp, and the service
+// controller deletes the load balancer and then removes its finalizer
+// (controllers/service/controller.go needsCleanup). The fake clientset
+// would remove the object at once, before the controller has seen it.
+func (s *sim) markDeleted(ctx context.Context, name string) error {
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		svc, err := s.kube.CoreV1().Services("default").Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		svc.DeletionTimestamp = &metav1.Time{Time: time.Now()}
+		_, err = s.kube.CoreV1().Services("default").Update(ctx, svc, metav1.UpdateOptions{})
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("deleting Service %s: %w", name, err)
+	}
+	return nil
+}
