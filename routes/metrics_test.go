@@ -71,12 +71,14 @@ func opTotals(counts map[string]float64) map[string]float64 {
 // test does not run in parallel: the registry is process-wide.
 func TestMetricsCountEveryDriverCall(t *testing.T) {
 	for _, tc := range []struct {
-		kind   string
-		want   map[string]float64
-		reason string
+		kind     string
+		throttle string // the driver method throttled once
+		want     map[string]float64
+		reason   string
 	}{
 		{
-			kind: "per-route",
+			kind:     "per-route",
+			throttle: "CreateRoute",
 			want: map[string]float64{
 				"CreateRoute throttled": 1, "CreateRoute ok": 2, "CreateRoute error": 1, // ErrAlreadyExists is the cloud's error, turned into success by the Table
 				"DeleteRoute ok": 1, "DeleteRoute not-found": 1,
@@ -85,7 +87,8 @@ func TestMetricsCountEveryDriverCall(t *testing.T) {
 			reason: "each RouteDriver call once, a throttled create retried, ErrNotFound read as not-found",
 		},
 		{
-			kind: "whole-table",
+			kind:     "whole-table",
+			throttle: "ReadTable",
 			want: map[string]float64{
 				"ReadTable throttled": 1, "ReadTable ok": 6, "WriteTable ok": 3,
 				"GoneTargets ok": 1,
@@ -94,13 +97,12 @@ func TestMetricsCountEveryDriverCall(t *testing.T) {
 		},
 	} {
 		t.Run(tc.kind, func(t *testing.T) {
-			op := map[string]string{"per-route": "CreateRoute", "whole-table": "ReadTable"}[tc.kind]
 			var checks atomic.Int64
 			checker := instanceCheckerFunc(func(context.Context, []types.NodeName) ([]types.NodeName, error) {
 				checks.Add(1)
 				return nil, nil
 			})
-			th := newThrottler(time.Millisecond, map[string]int{op: 1})
+			th := newThrottler(time.Millisecond, map[string]int{tc.throttle: 1})
 			tbl, _ := throttledTableOf(t, tc.kind, routes.Options{Instances: checker}, th)
 			before := cloudRequests(t)
 			mustCreate(t, tbl, uidA, route("node-a", "10.244.1.0/24"))
