@@ -10,9 +10,9 @@ import (
 	"github.com/google/go-cmp/cmp"
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/cloud-provider/api"
-	"k8s.io/component-base/metrics/legacyregistry"
 
 	"github.com/ccmkit/ccmkit/instances"
+	"github.com/ccmkit/ccmkit/internal/cloudmetrics"
 	"github.com/ccmkit/ccmkit/provider"
 )
 
@@ -22,23 +22,20 @@ import (
 // ccmkit_cache_lookups_total keyed "cache <result>".
 func recorded(t *testing.T) map[string]float64 {
 	t.Helper()
-	families, err := legacyregistry.DefaultGatherer.Gather()
+	c, err := cloudmetrics.Read()
 	if err != nil {
-		t.Fatalf("gathering legacyregistry: %v", err)
+		t.Fatal(err)
 	}
 	out := map[string]float64{}
-	for _, f := range families {
-		for _, m := range f.GetMetric() {
-			l := map[string]string{}
-			for _, p := range m.GetLabel() {
-				l[p.GetName()] = p.GetValue()
-			}
-			switch {
-			case f.GetName() == "ccmkit_cloud_requests_total" && l["capability"] == "instances":
-				out[l["operation"]+" "+l["result"]] += m.GetCounter().GetValue()
-			case f.GetName() == "ccmkit_cache_lookups_total" && l["cache"] == "instances":
-				out["cache "+l["result"]] += m.GetCounter().GetValue()
-			}
+	for k, v := range c.Requests {
+		if rest, ok := strings.CutPrefix(k, "instances/"); ok {
+			op, result, _ := strings.Cut(rest, "/")
+			out[op+" "+result] += v
+		}
+	}
+	for k, v := range c.Cache {
+		if result, ok := strings.CutPrefix(k, "instances/"); ok {
+			out["cache "+result] += v
 		}
 	}
 	return out

@@ -3,13 +3,14 @@ package loadbalancer_test
 import (
 	"errors"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"k8s.io/cloud-provider/api"
-	"k8s.io/component-base/metrics/legacyregistry"
 
+	"github.com/ccmkit/ccmkit/internal/cloudmetrics"
 	"github.com/ccmkit/ccmkit/loadbalancer"
 )
 
@@ -19,26 +20,19 @@ import (
 // ccmkit_cloud_request_duration_seconds by operation.
 func loadBalancerCalls(t *testing.T) (requests map[string]float64, timed map[string]uint64) {
 	t.Helper()
-	families, err := legacyregistry.DefaultGatherer.Gather()
+	c, err := cloudmetrics.Read()
 	if err != nil {
-		t.Fatalf("Gather: %v", err)
+		t.Fatal(err)
 	}
 	requests, timed = map[string]float64{}, map[string]uint64{}
-	for _, f := range families {
-		for _, m := range f.GetMetric() {
-			labels := map[string]string{}
-			for _, l := range m.GetLabel() {
-				labels[l.GetName()] = l.GetValue()
-			}
-			if labels["capability"] != "loadbalancer" {
-				continue
-			}
-			switch f.GetName() {
-			case "ccmkit_cloud_requests_total":
-				requests[labels["operation"]+"/"+labels["result"]] = m.GetCounter().GetValue()
-			case "ccmkit_cloud_request_duration_seconds":
-				timed[labels["operation"]] = m.GetHistogram().GetSampleCount()
-			}
+	for k, v := range c.Requests {
+		if rest, ok := strings.CutPrefix(k, "loadbalancer/"); ok {
+			requests[rest] = v
+		}
+	}
+	for k, v := range c.Timed {
+		if op, ok := strings.CutPrefix(k, "loadbalancer/"); ok {
+			timed[op] = v
 		}
 	}
 	return requests, timed

@@ -9,8 +9,8 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/component-base/metrics/legacyregistry"
 
+	"github.com/ccmkit/ccmkit/internal/cloudmetrics"
 	"github.com/ccmkit/ccmkit/routes"
 )
 
@@ -19,23 +19,15 @@ import (
 // "<operation> <result>".
 func cloudRequests(t *testing.T) map[string]float64 {
 	t.Helper()
-	families, err := legacyregistry.DefaultGatherer.Gather()
+	c, err := cloudmetrics.Read()
 	if err != nil {
-		t.Fatalf("gathering legacyregistry: %v", err)
+		t.Fatal(err)
 	}
 	out := map[string]float64{}
-	for _, f := range families {
-		if f.GetName() != "ccmkit_cloud_requests_total" {
-			continue
-		}
-		for _, m := range f.GetMetric() {
-			l := map[string]string{}
-			for _, p := range m.GetLabel() {
-				l[p.GetName()] = p.GetValue()
-			}
-			if l["capability"] == "routes" {
-				out[l["operation"]+" "+l["result"]] += m.GetCounter().GetValue()
-			}
+	for k, v := range c.Requests {
+		if rest, ok := strings.CutPrefix(k, "routes/"); ok {
+			op, result, _ := strings.Cut(rest, "/")
+			out[op+" "+result] += v
 		}
 	}
 	return out

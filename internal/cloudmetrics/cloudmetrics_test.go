@@ -57,4 +57,11 @@ ccmkit_cache_lookups_total{cache="instances",result="hit"} 1
 	if err := testutil.GatherAndCompare(legacyregistry.DefaultGatherer, strings.NewReader(want), "ccmkit_cloud_requests_total", "ccmkit_cache_lookups_total"); err != nil {
 		t.Error(err)
 	}
+	c, err := Read()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Requests["routes/ReadTable/ok"] != 1 || c.Requests["routes/WriteTable/error"] != 1 || c.Timed["routes/WriteTable"] != 1 || c.Cache["instances/hit"] != 1 {
+		t.Errorf("Read = %+v, want what was recorded: one ok ReadTable, one failed WriteTable (one latency sample), one cache hit", c)
+	}
 }

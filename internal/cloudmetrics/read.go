@@ -1,0 +1,48 @@
+package cloudmetrics
+
+import (
+	"fmt"
+
+	"k8s.io/component-base/metrics/legacyregistry"
+)
+
+// Counts is what the registry holds of this package's metrics, as the CCM
+// would serve them on /metrics: for the tests of the blocks that record
+// them, which compare them with their drivers' own call counts.
+type Counts struct {
+	// Requests is ccmkit_cloud_requests_total by
+	// "capability/operation/result".
+	Requests map[string]float64
+	// Timed is the sample count of ccmkit_cloud_request_duration_seconds
+	// by "capability/operation".
+	Timed map[string]uint64
+	// Cache is ccmkit_cache_lookups_total by "cache/result".
+	Cache map[string]float64
+}
+
+// Read gathers the registry (legacyregistry) into Counts. Its error is
+// the gatherer's.
+func Read() (Counts, error) {
+	c := Counts{Requests: map[string]float64{}, Timed: map[string]uint64{}, Cache: map[string]float64{}}
+	families, err := legacyregistry.DefaultGatherer.Gather()
+	if err != nil {
+		return c, fmt.Errorf("cloudmetrics: gathering legacyregistry: %w", err)
+	}
+	for _, f := range families {
+		for _, m := range f.GetMetric() {
+			l := map[string]string{}
+			for _, p := range m.GetLabel() {
+				l[p.GetName()] = p.GetValue()
+			}
+			switch f.GetName() {
+			case "ccmkit_cloud_requests_total":
+				c.Requests[l["capability"]+"/"+l["operation"]+"/"+l["result"]] += m.GetCounter().GetValue()
+			case "ccmkit_cloud_request_duration_seconds":
+				c.Timed[l["capability"]+"/"+l["operation"]] += m.GetHistogram().GetSampleCount()
+			case "ccmkit_cache_lookups_total":
+				c.Cache[l["cache"]+"/"+l["result"]] += m.GetCounter().GetValue()
+			}
+		}
+	}
+	return c, nil
+}
