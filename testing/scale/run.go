@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
@@ -59,8 +60,16 @@ func Run(ctx context.Context, target *Target, cfg Config) (*Report, error) {
 		return nil, err
 	}
 	defer func() { s.ccm.stop() }()
-	for _, step := range []func(context.Context) error{s.bringUp, s.steady, s.churn, s.restart, s.deletion} {
-		if err := step(ctx); err != nil {
+	steps := []struct {
+		name string
+		run  func(context.Context) error
+	}{{BringUp, s.bringUp}, {Steady, s.steady}, {Churn, s.churn}, {Restart, s.restart}, {Deletion, s.deletion}}
+	for _, step := range steps {
+		if slices.Contains(cfg.Skip, step.name) {
+			s.report.Scenarios = append(s.report.Scenarios, ScenarioReport{Name: step.name, Skipped: "in Config.Skip"})
+			continue
+		}
+		if err := step.run(ctx); err != nil {
 			return s.report, err
 		}
 	}

@@ -21,7 +21,7 @@ func runFake(t *testing.T) *scale.Report {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r, err := scale.Run(t.Context(), scale.FakeTarget(c, "scale"), scale.Config{Nodes: 10, Services: 5, Spread: 100 * time.Millisecond, Compression: 300, NodesFirst: true})
+	r, err := scale.Run(t.Context(), scale.FakeTarget(c, "scale"), scale.Config{Nodes: 10, Services: 5, Spread: 100 * time.Millisecond, Compression: 300, NodesFirst: true, Skip: raceSkips})
 	if err != nil {
 		t.Fatalf("Run: %v", err)
 	}
@@ -53,6 +53,9 @@ func checkScenarios(t *testing.T, r *scale.Report) {
 	}
 	for _, s := range r.Scenarios {
 		t.Run(s.Name, func(t *testing.T) {
+			if s.Skipped != "" {
+				t.Skipf("skipped: %s", s.Skipped)
+			}
 			for _, m := range s.Minimum {
 				if got := scale.Count(s.Calls, m.Operation); got < m.Calls {
 					t.Errorf("%s: %d calls, below the minimum %d (%s)", m.Operation, got, m.Calls, m.Why)
@@ -116,6 +119,9 @@ func checkFakeFigures(t *testing.T, r *scale.Report) {
 			if !ok {
 				t.Fatalf("no scenario %s", tc.scenario)
 			}
+			if s.Skipped != "" {
+				t.Skipf("skipped: %s", s.Skipped)
+			}
 			if got := scale.Count(s.Driver, string(tc.op)); !tc.want(got) {
 				t.Errorf("%s %s: %d Driver calls (%s)", tc.scenario, tc.op, got, tc.reason)
 			}
@@ -135,6 +141,7 @@ func TestConfigValidate(t *testing.T) {
 		{name: "churn over 100", cfg: scale.Config{Nodes: 1, ChurnPercent: 101}, want: "Config.ChurnPercent 101: expected 0 (the default, 10) to 100", reason: "a percentage"},
 		{name: "negative compression", cfg: scale.Config{Nodes: 1, Compression: -1}, want: "Config.Compression -1: expected 0 (the default, 100) or more", reason: "a divisor"},
 		{name: "negative timeout", cfg: scale.Config{Nodes: 1, Timeout: -time.Second}, want: "Config.Timeout -1s: expected 0 (the default, 2m) or more", reason: "a bound"},
+		{name: "skip bring-up", cfg: scale.Config{Nodes: 1, Skip: []string{scale.BringUp}}, want: `Config.Skip ["bring-up"]: expected only steady, churn, restart or deletion (every scenario needs the bring-up)`, reason: "the others run over its cluster"},
 		{name: "valid", cfg: scale.Config{Nodes: 1}, want: "<nil>", reason: "defaults fill the rest"},
 	}
 	for _, tc := range tests {

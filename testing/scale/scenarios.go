@@ -8,6 +8,7 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/util/retry"
+	servicehelpers "k8s.io/cloud-provider/service/helpers"
 )
 
 // bringUp: Nodes join and Services are created, interleaved, over
@@ -218,15 +219,26 @@ func (s *sim) deletion(ctx context.Context) error {
 	})
 }
 
-// deleted reports whether every load balancer has been deleted, as far as
-// EnsureLoadBalancerDeleted's successes say.
-func (s *sim) deleted(context.Context) (bool, string, error) {
+// deleted reports whether the service controller has finished with every
+// Service: it removes the load-balancer cleanup finalizer once the load
+// balancer is gone, or once GetLoadBalancer says there is none
+// (controllers/service/controller.go processLoadBalancerDelete).
+func (s *sim) deleted(ctx context.Context) (bool, string, error) {
 	if !s.hasLB() {
 		return true, "", nil
 	}
-	done := succeeded(s.meter.snapshot(), "EnsureLoadBalancerDeleted")
-	if done < int64(s.cfg.Services) {
-		return false, fmt.Sprintf("%d of %d load balancers deleted", done, s.cfg.Services), nil
+	list, err := s.kube.CoreV1().Services("default").List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return false, "", fmt.Errorf("listing Services: %w", err)
+	}
+	left := 0
+	for i := range list.Items {
+		if servicehelpers.HasLBFinalizer(&list.Items[i]) {
+			left++
+		}
+	}
+	if left > 0 {
+		return false, fmt.Sprintf("%d of %d Services still with the finalizer %s", left, s.cfg.Services, servicehelpers.LoadBalancerCleanupFinalizer), nil
 	}
 	return true, "", nil
 }

@@ -1,0 +1,94 @@
+// Command scalebench runs the scale simulator (package
+// github.com/ccmkit/ccmkit/testing/scale) against ccmkit's fake and
+// against the upstream k8s.io/cloud-provider/fake at several cluster
+// sizes, and writes a Markdown table of the cloud calls by scenario and
+// operation against each scenario's minimum (to standard output) and an
+// SVG chart of the calls against cluster size (to -svg). BENCHMARKS.md
+// embeds both.
+//
+//	go run ./testing/scale/cmd/scalebench -sizes 10x5,100x50,1000x500 -svg testing/scale/calls.svg
+//
+// Each size is Nodes x Services. The upstream fake keeps no per-instance
+// state, so its churn scenario is skipped.
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"k8s.io/klog/v2"
+
+	"github.com/ccmkit/ccmkit/testing/scale"
+)
+
+func main() {
+	sizes := flag.String("sizes", "10x5,100x50", "comma-separated cluster sizes, each <nodes>x<services>")
+	svg := flag.String("svg", "", "file to write the SVG chart to (empty: no chart)")
+	flag.Parse()
+	klog.LogToStderr(false)
+	klog.SetOutput(io.Discard)
+	if err := run(context.Background(), *sizes, *svg, os.Stdout); err != nil {
+		fmt.Fprintln(os.Stderr, "scalebench:", err)
+		os.Exit(1)
+	}
+}
+
+// size is one cluster size.
+type size struct{ nodes, services int }
+
+func parseSizes(s string) ([]size, error) {
+	var out []size
+	for _, f := range strings.Split(s, ",") {
+		n, m, ok := strings.Cut(strings.TrimSpace(f), "x")
+		nodes, err1 := strconv.Atoi(n)
+		services, err2 := strconv.Atoi(m)
+		if !ok || err1 != nil || err2 != nil || nodes < 1 || services < 0 {
+			return nil, fmt.Errorf("-sizes %q: expected <nodes>x<services> such as 100x50", f)
+		}
+		out = append(out, size{nodes, services})
+	}
+	return out, nil
+}
+
+// result is one simulation's report, by provider.
+type result struct {
+	provider string
+	report   *scale.Report
+}
+
+func run(ctx context.Context, sizesFlag, svgPath string, out io.Writer) error {
+	sizes, err := parseSizes(sizesFlag)
+	if err != nil {
+		return err
+	}
+	var results []result
+	for _, sz := range sizes {
+		for _, p := range providers {
+			t, err := p.target()
+			if err != nil {
+				return fmt.Errorf("%s: %w", p.name, err)
+			}
+			fmt.Fprintf(os.Stderr, "scalebench: %s, %d nodes, %d services\n", p.name, sz.nodes, sz.services)
+			r, err := scale.Run(ctx, t, scale.Config{Nodes: sz.nodes, Services: sz.services, Spread: spread(sz.nodes)})
+			if err != nil {
+				return fmt.Errorf("%s at %d nodes: %w", p.name, sz.nodes, err)
+			}
+			results = append(results, result{p.name, r})
+		}
+	}
+	writeMarkdown(out, results)
+	if svgPath == "" {
+		return nil
+	}
+	return os.WriteFile(svgPath, []byte(chart(results)), 0o644)
+}
+
+// spread is the bring-up's spread: a millisecond per Node, at least one
+// second.
+func spread(nodes int) time.Duration { return max(time.Second, time.Duration(nodes)*time.Millisecond) }
