@@ -10,6 +10,8 @@ import (
 
 	"github.com/ccmkit/ccmkit/internal/check"
 	"github.com/ccmkit/ccmkit/internal/cloudmetrics"
+	"github.com/ccmkit/ccmkit/loadbalancer"
+	"github.com/ccmkit/ccmkit/routes"
 )
 
 // The capabilities the meter counts, spelled as internal/cloudmetrics
@@ -37,6 +39,13 @@ type OpCount struct {
 	// Throttled counts the calls that failed with an error wrapping an
 	// *api.RetryError (cloudmetrics.Throttled); they are in Calls.
 	Throttled int64
+	// NotFound counts the calls that failed with a definite "does not
+	// exist" (cloudprovider.InstanceNotFound, or ccmkit's
+	// loadbalancer.ErrNotFound or routes.ErrNotFound, wrapped); they are
+	// in Calls. The service controller calls UpdateLoadBalancer for every
+	// LoadBalancer Service on a Node change, also before its load
+	// balancer exists.
+	NotFound int64
 	// Errors counts the other failed calls; they are in Calls.
 	Errors int64
 }
@@ -76,9 +85,11 @@ func (m *meter) record(capability, method string, err error) {
 		m.counts[k] = c
 	}
 	c.Calls++
-	switch cloudmetrics.ResultOf(err, cloudprovider.InstanceNotFound) {
+	switch cloudmetrics.ResultOf(err, cloudprovider.InstanceNotFound, loadbalancer.ErrNotFound, routes.ErrNotFound) {
 	case cloudmetrics.Throttled:
 		c.Throttled++
+	case cloudmetrics.NotFound:
+		c.NotFound++
 	case cloudmetrics.Error:
 		c.Errors++
 	}

@@ -210,7 +210,7 @@ func writeCount(counts []OpCount) int64 {
 func succeeded(counts []OpCount, operation string) int64 {
 	for _, c := range counts {
 		if c.Operation == operation {
-			return c.Calls - c.Errors - c.Throttled
+			return c.Calls - c.Errors - c.Throttled - c.NotFound
 		}
 	}
 	return 0

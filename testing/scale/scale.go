@@ -141,8 +141,10 @@ func (c Config) periods() periods {
 // Report is what one simulation measured, one ScenarioReport per scenario
 // in the order they ran.
 type Report struct {
+	// Nodes and Services are Config.Nodes and Config.Services.
 	Nodes, Services int
-	Scenarios       []ScenarioReport
+	// Scenarios are the scenarios that ran or were skipped.
+	Scenarios []ScenarioReport
 }
 
 // Scenario returns the report of the scenario named name, or false.
@@ -195,7 +197,8 @@ type Minimum struct {
 	Why string
 }
 
-// Count returns the calls of operation in counts, 0 if absent.
+// Count returns the calls of operation in counts (Calls, failed ones
+// included), 0 if absent.
 func Count(counts []OpCount, operation string) int64 {
 	for _, c := range counts {
 		if c.Operation == operation {
@@ -227,6 +230,7 @@ func diff(before, after []OpCount) []OpCount {
 			a.Calls -= before[i].Calls
 			a.Throttled -= before[i].Throttled
 			a.Errors -= before[i].Errors
+			a.NotFound -= before[i].NotFound
 		}
 		if a.Calls > 0 {
 			out = append(out, a)

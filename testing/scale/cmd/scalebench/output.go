@@ -93,6 +93,9 @@ func cell(s scale.ScenarioReport, op string) string {
 		if c.Throttled > 0 {
 			out += fmt.Sprintf(", %d throttled", c.Throttled)
 		}
+		if c.NotFound > 0 {
+			out += fmt.Sprintf(", %d not found", c.NotFound)
+		}
 		if c.Errors > 0 {
 			out += fmt.Sprintf(", %d failed", c.Errors)
 		}
