@@ -1,0 +1,63 @@
+package main
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/ccmkit/ccmkit/testing/scale"
+)
+
+func TestParseSizes(t *testing.T) {
+	tests := []struct {
+		name   string
+		in     string
+		want   string
+		reason string
+	}{
+		{name: "two sizes", in: "10x5, 100x50", want: "[{10 5} {100 50}] <nil>", reason: "comma-separated, spaces allowed"},
+		{name: "no x", in: "100", want: `[] -sizes "100": expected <nodes>x<services> such as 100x50`, reason: "both counts are needed"},
+		{name: "zero nodes", in: "0x5", want: `[] -sizes "0x5": expected <nodes>x<services> such as 100x50`, reason: "a cluster needs a Node"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := parseSizes(tc.in)
+			if got == nil {
+				got = []size{}
+			}
+			if diff := cmp.Diff(tc.want, fmt.Sprint(got, " ", err)); diff != "" {
+				t.Errorf("%s (-want +got):\n%s", tc.reason, diff)
+			}
+		})
+	}
+}
+
+// TestOutput checks the table and the chart of two hand-made reports.
+func TestOutput(t *testing.T) {
+	rep := func(nodes int, ensure int64) *scale.Report {
+		return &scale.Report{Nodes: nodes, Services: nodes / 2, Scenarios: []scale.ScenarioReport{{
+			Name: scale.BringUp, Converged: time.Second,
+			Calls:   []scale.OpCount{{Capability: "loadbalancer", Operation: "EnsureLoadBalancer", Write: true, Calls: ensure, Throttled: 1}},
+			Minimum: []scale.Minimum{{Capability: "loadbalancer", Operation: "EnsureLoadBalancer", Calls: int64(nodes / 2), Why: "one per new Service"}},
+		}}}
+	}
+	results := []result{{"ccmkit fake", rep(10, 7)}, {"ccmkit fake", rep(100, 60)}}
+	var b strings.Builder
+	writeMarkdown(&b, results)
+	for _, want := range []string{
+		"| bring-up | EnsureLoadBalancer | 5 (one per new Service) | 7, 1 throttled |",
+		"| bring-up | EnsureLoadBalancer | 50 (one per new Service) | 60, 1 throttled |",
+		"| bring-up | *time to converge* | | 1s |",
+	} {
+		if !strings.Contains(b.String(), want) {
+			t.Errorf("table lacks %q:\n%s", want, b.String())
+		}
+	}
+	svg := chart(results)
+	if got := strings.Count(svg, "<polyline"); got != 1 {
+		t.Errorf("chart has %d lines, want 1 (bring-up of one provider):\n%s", got, svg)
+	}
+}
