@@ -155,3 +155,32 @@ func TestConfigValidate(t *testing.T) {
 		})
 	}
 }
+
+func TestRunRejects(t *testing.T) {
+	c, err := fake.New(fake.Config{}, fake.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	noAdd := scale.FakeTarget(c, "")
+	noAdd.AddInstance = nil
+	tests := []struct {
+		name   string
+		target *scale.Target
+		cfg    scale.Config
+		want   string
+		reason string
+	}{
+		{name: "nil target", target: nil, cfg: scale.Config{Nodes: 1}, want: "scale.Run: Target.Cloud is nil: expected a cloudprovider.Interface", reason: "nothing to run against"},
+		{name: "no AddInstance", target: noAdd, cfg: scale.Config{Nodes: 1}, want: "scale.Run: Target.AddInstance is nil: expected a function that creates an instance", reason: "Nodes need instances"},
+		{name: "too many nodes", target: scale.FakeTarget(c, ""), cfg: scale.Config{Nodes: 9000}, want: "scale.Run: Config.Nodes 9000: expected at most 8192", reason: "one /24 pod CIDR per Node in a /10, churn included"},
+		{name: "invalid config", target: scale.FakeTarget(c, ""), cfg: scale.Config{}, want: "scale.Run: Config.Nodes 0: expected at least 1", reason: "Validate runs first"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := scale.Run(t.Context(), tc.target, tc.cfg)
+			if diff := cmp.Diff(tc.want, fmt.Sprint(err)); diff != "" {
+				t.Errorf("%s (-want +got):\n%s", tc.reason, diff)
+			}
+		})
+	}
+}
