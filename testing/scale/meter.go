@@ -2,6 +2,7 @@ package scale
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"sync"
 
@@ -56,7 +57,8 @@ var writes = []string{"EnsureLoadBalancer", "UpdateLoadBalancer", "EnsureLoadBal
 
 // meter is the cloudprovider.Interface the controllers get: it forwards to
 // the provider and counts each call of LoadBalancer, InstancesV2 and Routes
-// by capability, method and result, whatever the provider does. It offers
+// by capability, method and result, whatever the provider does (a panic
+// becomes an error to the controller, counted as failed). It offers
 // nothing else (Instances, Zones and Clusters are absent), so that no call
 // escapes the count: the controllers use InstancesV2 when it is offered
 // (controllers/node/node_controller.go getInstanceMetadata). Safe for
@@ -72,6 +74,17 @@ var _ cloudprovider.Interface = (*meter)(nil)
 
 func newMeter(inner cloudprovider.Interface) *meter {
 	return &meter{inner: inner, counts: map[[2]string]*OpCount{}}
+}
+
+// done, deferred by every metered method, counts its call with the error
+// it returns. A panic of the provider becomes that error, counted as
+// failed: the controllers re-panic (runtime.HandleCrash), which would end
+// the simulation's process.
+func (m *meter) done(capability, method string, err *error) {
+	if p := recover(); p != nil {
+		*err = fmt.Errorf("%s: the provider panicked: %v", method, p)
+	}
+	m.record(capability, method, *err)
 }
 
 // record counts one call of capability's method that returned err.
@@ -144,10 +157,9 @@ type meteredLB struct {
 	lb cloudprovider.LoadBalancer
 }
 
-func (l meteredLB) GetLoadBalancer(ctx context.Context, cluster string, svc *v1.Service) (*v1.LoadBalancerStatus, bool, error) {
-	st, ok, err := l.lb.GetLoadBalancer(ctx, cluster, svc)
-	l.m.record(capLoadBalancer, "GetLoadBalancer", err)
-	return st, ok, err
+func (l meteredLB) GetLoadBalancer(ctx context.Context, cluster string, svc *v1.Service) (st *v1.LoadBalancerStatus, ok bool, err error) {
+	defer l.m.done(capLoadBalancer, "GetLoadBalancer", &err)
+	return l.lb.GetLoadBalancer(ctx, cluster, svc)
 }
 
 // GetLoadBalancerName is not counted: it names, and calls no cloud API in
@@ -156,22 +168,19 @@ func (l meteredLB) GetLoadBalancerName(ctx context.Context, cluster string, svc 
 	return l.lb.GetLoadBalancerName(ctx, cluster, svc)
 }
 
-func (l meteredLB) EnsureLoadBalancer(ctx context.Context, cluster string, svc *v1.Service, nodes []*v1.Node) (*v1.LoadBalancerStatus, error) {
-	st, err := l.lb.EnsureLoadBalancer(ctx, cluster, svc, nodes)
-	l.m.record(capLoadBalancer, "EnsureLoadBalancer", err)
-	return st, err
+func (l meteredLB) EnsureLoadBalancer(ctx context.Context, cluster string, svc *v1.Service, nodes []*v1.Node) (st *v1.LoadBalancerStatus, err error) {
+	defer l.m.done(capLoadBalancer, "EnsureLoadBalancer", &err)
+	return l.lb.EnsureLoadBalancer(ctx, cluster, svc, nodes)
 }
 
-func (l meteredLB) UpdateLoadBalancer(ctx context.Context, cluster string, svc *v1.Service, nodes []*v1.Node) error {
-	err := l.lb.UpdateLoadBalancer(ctx, cluster, svc, nodes)
-	l.m.record(capLoadBalancer, "UpdateLoadBalancer", err)
-	return err
+func (l meteredLB) UpdateLoadBalancer(ctx context.Context, cluster string, svc *v1.Service, nodes []*v1.Node) (err error) {
+	defer l.m.done(capLoadBalancer, "UpdateLoadBalancer", &err)
+	return l.lb.UpdateLoadBalancer(ctx, cluster, svc, nodes)
 }
 
-func (l meteredLB) EnsureLoadBalancerDeleted(ctx context.Context, cluster string, svc *v1.Service) error {
-	err := l.lb.EnsureLoadBalancerDeleted(ctx, cluster, svc)
-	l.m.record(capLoadBalancer, "EnsureLoadBalancerDeleted", err)
-	return err
+func (l meteredLB) EnsureLoadBalancerDeleted(ctx context.Context, cluster string, svc *v1.Service) (err error) {
+	defer l.m.done(capLoadBalancer, "EnsureLoadBalancerDeleted", &err)
+	return l.lb.EnsureLoadBalancerDeleted(ctx, cluster, svc)
 }
 
 type meteredInstances struct {
@@ -179,22 +188,19 @@ type meteredInstances struct {
 	inst cloudprovider.InstancesV2
 }
 
-func (i meteredInstances) InstanceExists(ctx context.Context, n *v1.Node) (bool, error) {
-	ok, err := i.inst.InstanceExists(ctx, n)
-	i.m.record(capInstances, "InstanceExists", err)
-	return ok, err
+func (i meteredInstances) InstanceExists(ctx context.Context, n *v1.Node) (ok bool, err error) {
+	defer i.m.done(capInstances, "InstanceExists", &err)
+	return i.inst.InstanceExists(ctx, n)
 }
 
-func (i meteredInstances) InstanceShutdown(ctx context.Context, n *v1.Node) (bool, error) {
-	down, err := i.inst.InstanceShutdown(ctx, n)
-	i.m.record(capInstances, "InstanceShutdown", err)
-	return down, err
+func (i meteredInstances) InstanceShutdown(ctx context.Context, n *v1.Node) (down bool, err error) {
+	defer i.m.done(capInstances, "InstanceShutdown", &err)
+	return i.inst.InstanceShutdown(ctx, n)
 }
 
-func (i meteredInstances) InstanceMetadata(ctx context.Context, n *v1.Node) (*cloudprovider.InstanceMetadata, error) {
-	md, err := i.inst.InstanceMetadata(ctx, n)
-	i.m.record(capInstances, "InstanceMetadata", err)
-	return md, err
+func (i meteredInstances) InstanceMetadata(ctx context.Context, n *v1.Node) (md *cloudprovider.InstanceMetadata, err error) {
+	defer i.m.done(capInstances, "InstanceMetadata", &err)
+	return i.inst.InstanceMetadata(ctx, n)
 }
 
 type meteredRoutes struct {
@@ -202,20 +208,17 @@ type meteredRoutes struct {
 	rs cloudprovider.Routes
 }
 
-func (r meteredRoutes) ListRoutes(ctx context.Context, cluster string) ([]*cloudprovider.Route, error) {
-	list, err := r.rs.ListRoutes(ctx, cluster)
-	r.m.record(capRoutes, "ListRoutes", err)
-	return list, err
+func (r meteredRoutes) ListRoutes(ctx context.Context, cluster string) (list []*cloudprovider.Route, err error) {
+	defer r.m.done(capRoutes, "ListRoutes", &err)
+	return r.rs.ListRoutes(ctx, cluster)
 }
 
-func (r meteredRoutes) CreateRoute(ctx context.Context, cluster, hint string, rt *cloudprovider.Route) error {
-	err := r.rs.CreateRoute(ctx, cluster, hint, rt)
-	r.m.record(capRoutes, "CreateRoute", err)
-	return err
+func (r meteredRoutes) CreateRoute(ctx context.Context, cluster, hint string, rt *cloudprovider.Route) (err error) {
+	defer r.m.done(capRoutes, "CreateRoute", &err)
+	return r.rs.CreateRoute(ctx, cluster, hint, rt)
 }
 
-func (r meteredRoutes) DeleteRoute(ctx context.Context, cluster string, rt *cloudprovider.Route) error {
-	err := r.rs.DeleteRoute(ctx, cluster, rt)
-	r.m.record(capRoutes, "DeleteRoute", err)
-	return err
+func (r meteredRoutes) DeleteRoute(ctx context.Context, cluster string, rt *cloudprovider.Route) (err error) {
+	defer r.m.done(capRoutes, "DeleteRoute", &err)
+	return r.rs.DeleteRoute(ctx, cluster, rt)
 }
