@@ -1,9 +1,11 @@
 package scale_test
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"os"
+	"strings"
 	"testing"
 	"time"
 
@@ -182,5 +184,21 @@ func TestRunRejects(t *testing.T) {
 				t.Errorf("%s (-want +got):\n%s", tc.reason, diff)
 			}
 		})
+	}
+}
+
+// TestNotConverged: a scenario that cannot reach its goal in time is an
+// error wrapping ErrNotConverged that names it.
+func TestNotConverged(t *testing.T) {
+	c, err := fake.New(fake.Config{}, fake.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := scale.Run(t.Context(), scale.FakeTarget(c, ""), scale.Config{Nodes: 1, Spread: -1, Timeout: time.Nanosecond})
+	if !errors.Is(err, scale.ErrNotConverged) || !strings.Contains(fmt.Sprint(err), "scale.Run: bring-up: not converged") {
+		t.Errorf("Run: %v, want an error wrapping scale.ErrNotConverged for the bring-up", err)
+	}
+	if r == nil || len(r.Scenarios) != 0 {
+		t.Errorf("Run's report: %+v, want one with no scenario", r)
 	}
 }
