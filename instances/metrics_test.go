@@ -26,13 +26,7 @@ func recorded(t *testing.T) map[string]float64 {
 	if err != nil {
 		t.Fatal(err)
 	}
-	out := map[string]float64{}
-	for k, v := range c.Requests {
-		if rest, ok := strings.CutPrefix(k, "instances/"); ok {
-			op, result, _ := strings.Cut(rest, "/")
-			out[op+" "+result] += v
-		}
-	}
+	out := c.Of("instances")
 	for k, v := range c.Cache {
 		if result, ok := strings.CutPrefix(k, "instances/"); ok {
 			out["cache "+result] += v
@@ -44,13 +38,7 @@ func recorded(t *testing.T) map[string]float64 {
 // recordedSince returns what recorded counted since before.
 func recordedSince(t *testing.T, before map[string]float64) map[string]float64 {
 	t.Helper()
-	out := map[string]float64{}
-	for k, v := range recorded(t) {
-		if d := v - before[k]; d != 0 {
-			out[k] = d
-		}
-	}
-	return out
+	return cloudmetrics.Since(recorded(t), before)
 }
 
 // forwarding is a provider's Driver in front of a Cache (as the fake's

@@ -23,26 +23,13 @@ func cloudRequests(t *testing.T) map[string]float64 {
 	if err != nil {
 		t.Fatal(err)
 	}
-	out := map[string]float64{}
-	for k, v := range c.Requests {
-		if rest, ok := strings.CutPrefix(k, "routes/"); ok {
-			op, result, _ := strings.Cut(rest, "/")
-			out[op+" "+result] += v
-		}
-	}
-	return out
+	return c.Of("routes")
 }
 
 // requestsSince returns what cloudRequests counted since before.
 func requestsSince(t *testing.T, before map[string]float64) map[string]float64 {
 	t.Helper()
-	out := map[string]float64{}
-	for k, v := range cloudRequests(t) {
-		if d := v - before[k]; d != 0 {
-			out[k] = d
-		}
-	}
-	return out
+	return cloudmetrics.Since(cloudRequests(t), before)
 }
 
 // opTotals sums counts keyed "<operation> <result>" by operation.

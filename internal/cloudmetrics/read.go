@@ -2,6 +2,7 @@ package cloudmetrics
 
 import (
 	"fmt"
+	"strings"
 
 	"k8s.io/component-base/metrics/legacyregistry"
 )
@@ -45,4 +46,27 @@ func Read() (Counts, error) {
 		}
 	}
 	return c, nil
+}
+
+// Of returns capability's requests keyed "<operation> <result>".
+func (c Counts) Of(capability string) map[string]float64 {
+	out := map[string]float64{}
+	for k, v := range c.Requests {
+		if rest, ok := strings.CutPrefix(k, capability+"/"); ok {
+			op, result, _ := strings.Cut(rest, "/")
+			out[op+" "+result] += v
+		}
+	}
+	return out
+}
+
+// Since returns the counts of now that differ from before, by how much.
+func Since(now, before map[string]float64) map[string]float64 {
+	out := map[string]float64{}
+	for k, v := range now {
+		if d := v - before[k]; d != 0 {
+			out[k] = d
+		}
+	}
+	return out
 }
