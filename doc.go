@@ -76,6 +76,11 @@
 // upstream controllers' contracts, checked by direct calls and by running the
 // real upstream controllers against a fake clientset.
 //
+// testing/scale: the scale simulator: the upstream controllers against a
+// fake clientset and any provider, through scripted scenarios, counting
+// the cloud calls by capability and operation against each scenario's
+// minimum.
+//
 // testing/e2e (a nested module): a real etcd and kube-apiserver on loopback,
 // the example CCM against them, and the demo.
 //

@@ -73,3 +73,19 @@ type Query struct {
 	// Name selects load balancers with this exact cloud name.
 	Name string
 }
+
+// ListDriver is a Driver that can also list, in one call, every load
+// balancer its Find could return; it is what NewCache wraps.
+// Implementations must be safe for concurrent use.
+type ListDriver interface {
+	Driver
+	// List returns every load balancer Find could return (it may return
+	// more), each as Find returns it. It returns an error, never a
+	// partial list, when it cannot list everything: a load balancer
+	// missing from a successful List is only a hint that there is none,
+	// which the Cache confirms with Find before reporting it. The caller
+	// keeps the returned slice and the load balancers in it: do not
+	// modify them afterwards. When the cloud throttles the call, return
+	// an error wrapping an *api.RetryError as for Driver.
+	List(ctx context.Context) ([]*LoadBalancer, error)
+}
