@@ -137,7 +137,7 @@ func (o CacheOptions) withDefaults() CacheOptions {
 // and not terminated; otherwise it returns the wrapped Driver's GetByID
 // answer unchanged. A failed List is returned as an error; see Cache.
 func (c *Cache) GetByID(ctx context.Context, id provider.ProviderID) (Instance, error) {
-	markAnswered(ctx)
+	cloudmetrics.MarkAnswered(ctx)
 	s, fresh, err := c.snapshot(ctx)
 	if err != nil {
 		cloudmetrics.CacheLookup(cacheName, false)
@@ -157,7 +157,7 @@ func (c *Cache) GetByID(ctx context.Context, id provider.ProviderID) (Instance, 
 // GetByName answer unchanged. A failed List is returned as an error; see
 // Cache.
 func (c *Cache) GetByName(ctx context.Context, name string) (Instance, error) {
-	markAnswered(ctx)
+	cloudmetrics.MarkAnswered(ctx)
 	s, fresh, err := c.snapshot(ctx)
 	if err != nil {
 		cloudmetrics.CacheLookup(cacheName, false)
@@ -176,7 +176,7 @@ func (c *Cache) GetByName(ctx context.Context, name string) (Instance, error) {
 // or older than TTL. The Instances share their slices and maps with the
 // wrapped List result; do not modify them.
 func (c *Cache) List(ctx context.Context) ([]Instance, error) {
-	markAnswered(ctx)
+	cloudmetrics.MarkAnswered(ctx)
 	s, fresh, err := c.snapshot(ctx)
 	cloudmetrics.CacheLookup(cacheName, err == nil && fresh)
 	if err != nil {

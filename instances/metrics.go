@@ -2,8 +2,6 @@ package instances
 
 import (
 	"context"
-	"sync/atomic"
-	"time"
 
 	"github.com/ccmkit/ccmkit/internal/cloudmetrics"
 	"github.com/ccmkit/ccmkit/provider"
@@ -16,46 +14,11 @@ const (
 	cacheName  = "instances"
 )
 
-// answeredKey is the context key of the *atomic.Bool that a Cache sets
-// when it answers a look-up: the Cache records its own cloud calls, so the
-// metered Driver above it (an Adapter's, or another Cache's) must not
-// record the look-up as one. It passes through any Driver that forwards
-// its ctx, such as a provider's wrapper in front of its Cache.
-type answeredKey struct{}
-
-// answeredCtx is the ctx of one metered call: its parent, with the flag
-// under answeredKey (one allocation per call instead of a flag and a
-// context.WithValue).
-type answeredCtx struct {
-	context.Context
-	answered atomic.Bool
-}
-
-func (c *answeredCtx) Value(key any) any {
-	if key == (answeredKey{}) {
-		return &c.answered
-	}
-	return c.Context.Value(key)
-}
-
-// markAnswered tells the metered Driver that made this call, if any, that
-// a Cache answered it.
-func markAnswered(ctx context.Context) {
-	if flag, ok := ctx.Value(answeredKey{}).(*atomic.Bool); ok {
-		flag.Store(true)
-	}
-}
-
-// meter runs f, one call of operation on a Driver, with a ctx in which a
-// Cache can say it answered, and records the call unless one did.
+// meter runs f, one call of operation on a Driver, through
+// cloudmetrics.Meter: recorded unless a Cache below received it (a Cache
+// records its own calls; see cloudmetrics.MarkAnswered).
 func meter(ctx context.Context, operation string, f func(ctx context.Context) error) error {
-	c := &answeredCtx{Context: ctx}
-	start := time.Now()
-	err := f(c)
-	if !c.answered.Load() {
-		cloudmetrics.Observe(capability, operation, time.Since(start), cloudmetrics.ResultOf(err, ErrNotFound))
-	}
-	return err
+	return cloudmetrics.Meter(ctx, capability, operation, f, ErrNotFound)
 }
 
 // metered is the Driver an Adapter calls: d, with each cloud call
