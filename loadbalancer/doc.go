@@ -21,6 +21,9 @@
 //   - Reconciler (NewReconciler, Options, Driver): cloudprovider.LoadBalancer
 //     with the guarantees the upstream service controller relies on,
 //     reporting a validated v1.LoadBalancerStatus.
+//   - Cache (NewCache, CacheOptions, ListDriver): a Driver that answers
+//     the Reconciler's look-ups from one List per TTL, for a Driver that
+//     can list.
 //
 // # Cluster identity
 //
@@ -130,6 +133,41 @@
 // helper to call. Before Initialize (a Reconciler used outside a CCM) the
 // Reconciler records nothing and logs skipped Nodes only.
 //
+// # Cache
+//
+// With the upstream service controller every Node change costs a call of
+// UpdateLoadBalancer per LoadBalancer Service
+// (controllers/service/controller.go, syncNodes and
+// lockedUpdateLoadBalancerHosts), and each call looks the Service's load
+// balancer up: N Services, N Finds per node sync. A Driver that can list
+// every load balancer in one call implements ListDriver; wrap it in a
+// Cache and give the Cache to NewReconciler:
+//
+//	cache, err := loadbalancer.NewCache(myDriver, loadbalancer.CacheOptions{TTL: time.Minute})
+//	...
+//	r, err := loadbalancer.NewReconciler(cache, loadbalancer.Options{...})
+//
+// The look-ups within a TTL then cost one List in all, and a node sync that
+// changes no load balancer reads nothing. What the Reconciler must never
+// get wrong stays exact (Cache states what may show late, and for how
+// long):
+//
+//   - A load balancer the list does not have is looked up in the cloud
+//     before the Reconciler creates one, so a second replica, a failover
+//     or a concurrent creator never causes a duplicate.
+//   - Its own Apply and Delete keep it current, and a failed one sends the
+//     next look-up of that load balancer to the cloud.
+//   - A failed List is an error, never "no load balancer"; a throttled
+//     List is not repeated before the cloud's Retry-After.
+//   - A load balancer still provisioning is looked up in the cloud until it
+//     has an address.
+//
+// What changes in the cloud other than through the Cache (another
+// replica's writes, the cloud console) shows at the next List, at most a
+// TTL later; call Cache.Invalidate when the cloud tells you of a change.
+// Do not use a Cache when something else writes this cluster's load
+// balancers all the time.
+//
 // # Metrics
 //
 // Every Driver call the Reconciler makes is recorded in the CCM's /metrics
@@ -143,8 +181,19 @@
 // not occur. A Find that returns a nil load balancer is counted "ok": the
 // call succeeded, the Reconciler rejects its result.
 //
-// This package is not a controller: it starts no goroutines, keeps no cache
-// and never reads flags, files or environment variables. Drift repair is the
-// provider's business: the service controller calls EnsureLoadBalancer on
-// Service changes and CCM restarts, not periodically.
+// With a Cache, only the Cache's own calls to the Driver it wraps are
+// recorded (operation "List" too): a look-up the Cache answers from its
+// list is not a cloud call, also when the Reconciler reaches the Cache
+// through a Driver of the provider's that forwards the call's context.
+// Each Find and List of a Cache is also recorded as
+// ccmkit_cache_lookups_total{cache="loadbalancers"} "hit" when the list
+// already in the Cache answered it, and "miss" otherwise: it listed or
+// waited for a List, needed a direct Find, or got a remembered List
+// failure. Nothing is registered until the first call.
+//
+// This package is not a controller: it starts no goroutines, keeps no
+// state beyond the Cache and never reads flags, files or environment
+// variables. Drift repair is the provider's business: the service
+// controller calls EnsureLoadBalancer on Service changes and CCM restarts,
+// not periodically.
 package loadbalancer

@@ -1,6 +1,7 @@
 package loadbalancer_test
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"strings"
@@ -105,5 +106,110 @@ func TestDriverCallMetrics(t *testing.T) {
 	}
 	if finds == 0 || applies < 3 || deletes != 2 {
 		t.Errorf("the Driver saw %d finds, %d applies, %d deletes; want some of each (create, throttled and retried add, failed and retried delete)", finds, applies, deletes)
+	}
+}
+
+// forwarding is a provider's Driver in front of a Cache: it forwards every
+// call and its ctx, as a provider's own wrapper would.
+type forwarding struct{ next loadbalancer.Driver }
+
+func (f forwarding) Find(ctx context.Context, q loadbalancer.Query) ([]*loadbalancer.LoadBalancer, error) {
+	return f.next.Find(ctx, q)
+}
+
+func (f forwarding) Apply(ctx context.Context, a loadbalancer.Action) (*loadbalancer.LoadBalancer, error) {
+	return f.next.Apply(ctx, a)
+}
+
+func (f forwarding) Delete(ctx context.Context, lb *loadbalancer.LoadBalancer) error {
+	return f.next.Delete(ctx, lb)
+}
+
+// cacheRecorded returns what legacyregistry holds for the loadbalancer
+// capability, keyed "<operation> <result>", and for the loadbalancers
+// cache, keyed "cache <result>".
+func cacheRecorded(t *testing.T) map[string]float64 {
+	t.Helper()
+	c, err := cloudmetrics.Read()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := c.Of("loadbalancer")
+	for k, v := range c.Cache {
+		if result, ok := strings.CutPrefix(k, "loadbalancers/"); ok {
+			out["cache "+result] += v
+		}
+	}
+	return out
+}
+
+// TestCacheMetrics checks what a Reconciler over a Cache records, with
+// the Cache given to it directly and behind a provider's Driver that
+// forwards the context: a look-up the Cache answers from its list is a
+// cache hit and no cloud call; a miss is a cache miss and exactly one
+// direct Find; a List is one cloud call; and the cloud calls recorded by
+// operation are the Driver's own counts (none is counted twice). The test
+// does not run in parallel: the registry is process-wide.
+func TestCacheMetrics(t *testing.T) {
+	for _, wrap := range []struct {
+		name string
+		wrap func(*loadbalancer.Cache) loadbalancer.Driver
+	}{
+		{name: "reconciler over the cache", wrap: func(c *loadbalancer.Cache) loadbalancer.Driver { return c }},
+		{name: "provider driver in front of the cache", wrap: func(c *loadbalancer.Cache) loadbalancer.Driver { return forwarding{c} }},
+	} {
+		t.Run(wrap.name, func(t *testing.T) {
+			f := newCacheFixture(t, loadbalancer.CacheOptions{TTL: time.Minute})
+			r := newReconcilerOver(t, wrap.wrap(f.cache), loadbalancer.Options{})
+			svc, none := lbService(), numberedService(1)
+			steps := []struct {
+				name   string
+				reason string
+				do     func() error
+				want   map[string]float64
+			}{
+				{
+					name: "create", reason: "one List, the miss by tags and by name each confirmed by one Find, the create",
+					do:   func() error { _, err := r.EnsureLoadBalancer(t.Context(), "c1", svc, threeNodes()); return err },
+					want: map[string]float64{"List ok": 1, "Find ok": 2, "Apply ok": 1, "cache miss": 2},
+				},
+				{
+					name: "cached find", reason: "answered from the list: a hit, no cloud call",
+					do:   func() error { _, _, err := r.GetLoadBalancer(t.Context(), "c1", svc); return err },
+					want: map[string]float64{"cache hit": 1},
+				},
+				{
+					name: "miss", reason: "a Service without a load balancer: two look-ups, each a miss and exactly one direct Find",
+					do:   func() error { _, _, err := r.GetLoadBalancer(t.Context(), "c1", none); return err },
+					want: map[string]float64{"Find ok": 2, "cache miss": 2},
+				},
+				{
+					name: "expired", reason: "after the TTL: one List, then the answer from it",
+					do: func() error {
+						f.clock.Advance(time.Minute)
+						_, _, err := r.GetLoadBalancer(t.Context(), "c1", svc)
+						return err
+					},
+					want: map[string]float64{"List ok": 1, "cache miss": 1},
+				},
+			}
+			for _, step := range steps {
+				before, calls := cacheRecorded(t), f.d.calls()
+				if err := step.do(); err != nil {
+					t.Fatalf("%s: %v", step.name, err)
+				}
+				got := cloudmetrics.Since(cacheRecorded(t), before)
+				if diff := cmp.Diff(step.want, got); diff != "" {
+					t.Errorf("%s: recorded (-want +got): %s\n%s", step.name, step.reason, diff)
+				}
+				after := f.d.calls()
+				driver := map[string]float64{"List ok": float64(after.List - calls.List), "Find ok": float64(after.Find - calls.Find), "Apply ok": float64(after.Apply - calls.Apply)}
+				for k, v := range driver {
+					if v != got[k] {
+						t.Errorf("%s: recorded %s %v, the driver counted %v", step.name, k, got[k], v)
+					}
+				}
+			}
+		})
 	}
 }

@@ -538,7 +538,7 @@ func (r *Reconciler) EnsureLoadBalancerDeleted(ctx context.Context, clusterName 
 	for _, lb := range res.owned {
 		klog.FromContext(ctx).V(2).Info("Deleting load balancer", "service", klog.KObj(svc), "id", lb.ID, "name", lb.Name)
 		del := func() error {
-			return cloudmetrics.Call(capability, "Delete", func() error { return r.driver.Delete(ctx, lb) })
+			return cloudmetrics.Meter(ctx, capability, "Delete", func(ctx context.Context) error { return r.driver.Delete(ctx, lb) })
 		}
 		if err := r.call(ctx, del); err != nil {
 			errs = append(errs, fmt.Errorf("delete load balancer %q (id %q): %w", lb.Name, lb.ID, err))
@@ -590,7 +590,7 @@ func (r *Reconciler) owner(clusterName string, svc *v1.Service) (Owner, error) {
 func (r *Reconciler) apply(ctx context.Context, svc *v1.Service, a Action) (*LoadBalancer, error) {
 	klog.FromContext(ctx).V(2).Info("Applying load balancer action", "service", klog.KObj(svc), "action", a.Kind, "id", a.LoadBalancerID, "reason", a.Reason)
 	lb, err := callFor(ctx, r, func() (*LoadBalancer, error) {
-		return metered("Apply", func() (*LoadBalancer, error) { return r.driver.Apply(ctx, a) })
+		return metered(ctx, "Apply", func(ctx context.Context) (*LoadBalancer, error) { return r.driver.Apply(ctx, a) })
 	})
 	if err == nil && lb == nil {
 		err = fmt.Errorf("driver returned no load balancer")
@@ -759,7 +759,7 @@ func sortedByID(lbs []*LoadBalancer) []*LoadBalancer {
 // result (a Driver bug that would otherwise panic the caller).
 func (r *Reconciler) findDriver(ctx context.Context, q Query) ([]*LoadBalancer, error) {
 	lbs, err := callFor(ctx, r, func() ([]*LoadBalancer, error) {
-		return metered("Find", func() ([]*LoadBalancer, error) { return r.driver.Find(ctx, q) })
+		return metered(ctx, "Find", func(ctx context.Context) ([]*LoadBalancer, error) { return r.driver.Find(ctx, q) })
 	})
 	if err != nil {
 		return nil, err
@@ -1013,13 +1013,15 @@ func callFor[T any](ctx context.Context, r *Reconciler, fn func() (T, error)) (T
 const capability = "loadbalancer"
 
 // metered makes one call of the Driver method op through
-// cloudmetrics.Call, which records it. The Driver contract has no
-// not-found error (Find reports none as an empty slice, Delete a gone load
-// balancer as nil), so no error counts as not-found.
-func metered[T any](op string, fn func() (T, error)) (T, error) {
+// cloudmetrics.Meter, which records it unless a Cache received it (a Cache
+// records the cloud calls it makes itself). fn must call the Driver with
+// the ctx it is given. The Driver contract has no not-found error (Find
+// reports none as an empty slice, Delete a gone load balancer as nil), so
+// no error counts as not-found.
+func metered[T any](ctx context.Context, op string, fn func(ctx context.Context) (T, error)) (T, error) {
 	var v T
-	err := cloudmetrics.Call(capability, op, func() (err error) {
-		v, err = fn()
+	err := cloudmetrics.Meter(ctx, capability, op, func(ctx context.Context) (err error) {
+		v, err = fn(ctx)
 		return err
 	})
 	return v, err
