@@ -180,8 +180,8 @@ func (c *Cloud) postFault(w http.ResponseWriter, r *http.Request) {
 }
 
 // deleteFaults serves DELETE /faults: every fault removed, and the
-// instance cache's memory of a failed list dropped, so that the provider
-// sees the end of an outage at once.
+// caches' memory of a failed list dropped, so that the provider sees the
+// end of an outage at once.
 func (c *Cloud) deleteFaults(w http.ResponseWriter, r *http.Request) {
 	if !emptyBody(w, r) {
 		return
@@ -191,10 +191,10 @@ func (c *Cloud) deleteFaults(w http.ResponseWriter, r *http.Request) {
 }
 
 // clearFaults removes every fault of the admin endpoint's script and drops
-// the instance cache.
+// the instance and load-balancer caches.
 func (c *Cloud) clearFaults() {
 	c.meter.script.clear()
-	c.cache.Invalidate()
+	c.dropCaches()
 }
 
 // getRateLimit serves GET /ratelimit: the rate limit in force.

@@ -231,13 +231,15 @@ func TestAdminAPI(t *testing.T) {
 	if code != http.StatusNoContent {
 		t.Fatalf("POST /faults = %d %s; want 204", code, body)
 	}
-	if _, err := lbOf(t, c).EnsureLoadBalancer(t.Context(), cluster, service("web"), []*v1.Node{nodeA}); err == nil || !strings.Contains(err.Error(), "retry after 7s") {
+	// A new Service: its look-up is a cloud call (the load-balancer cache
+	// answers web's from its list, with no call a fault could fail).
+	if _, err := lbOf(t, c).EnsureLoadBalancer(t.Context(), cluster, service("api"), []*v1.Node{nodeA}); err == nil || !strings.Contains(err.Error(), "retry after 7s") {
 		t.Errorf("Ensure after a throttle fault = %v; want a RetryError", err)
 	}
 	if code, body, _ := do(t, "POST", base+"/faults", "application/json", `{"times": -1, "error": "cloud down"}`); code != http.StatusNoContent {
 		t.Fatalf("POST /faults (outage) = %d %s; want 204", code, body)
 	}
-	if _, err := lbOf(t, c).EnsureLoadBalancer(t.Context(), cluster, service("web"), []*v1.Node{nodeA}); !errors.Is(err, fake.ErrInjected) || !strings.Contains(err.Error(), "cloud down") {
+	if _, err := lbOf(t, c).EnsureLoadBalancer(t.Context(), cluster, service("api"), []*v1.Node{nodeA}); !errors.Is(err, fake.ErrInjected) || !strings.Contains(err.Error(), "cloud down") {
 		t.Errorf("Ensure during an outage = %v; want the injected error", err)
 	}
 	if code, _, _ := do(t, "DELETE", base+"/faults", "", ""); code != http.StatusNoContent {

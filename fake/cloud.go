@@ -30,9 +30,10 @@ var allLoadBalancerCapabilities = loadbalancer.Capabilities{
 }
 
 // Cloud is the fake cloud and its cloudprovider.Interface: the embedded
-// provider.Cloud offers LoadBalancer (a loadbalancer.Reconciler), InstancesV2
-// (an instances.Adapter over an instances.Cache) and Routes (a whole-table
-// routes.Table); Instances, Zones and Clusters are absent. The other methods
+// provider.Cloud offers LoadBalancer (a loadbalancer.Reconciler over a
+// loadbalancer.Cache), InstancesV2 (an instances.Adapter over an
+// instances.Cache) and Routes (a whole-table routes.Table); Instances, Zones
+// and Clusters are absent. The other methods
 // are the control surface for tests (instances, snapshots, faults, call
 // counters) and the admin endpoint.
 //
@@ -47,6 +48,7 @@ type Cloud struct {
 	// instanceAPI is the metered instance driver under cache.
 	instanceAPI instances.ListDriver
 	cacheOpts   *instances.CacheOptions // Options.InstanceCache, for peers
+	lbCache     *loadbalancer.Cache
 	lbCaps      loadbalancer.Capabilities
 	routes      *routes.Table
 
@@ -211,8 +213,10 @@ func compose(cfg Config, st *store, o Options) (*Cloud, error) {
 	})
 	// A change made through the control surface is seen at the next
 	// look-up, not up to a TTL later: a real cloud's provider would learn
-	// of it only when the cache expires.
+	// of it only when the cache expires. So is a load balancer another
+	// process changed in the state file.
 	st.watchInstances(c.cache.Invalidate)
+	st.watchLoadBalancers(c.lbCache.Invalidate)
 	return c, nil
 }
 
@@ -271,10 +275,22 @@ func (c *Cloud) composeInstances(api instanceAPI, o Options) (*instances.Adapter
 	return nodes, nil
 }
 
-// composeLoadBalancers returns the load-balancer Reconciler over the
-// metered lbDriver, with c.lbCaps, looking up nodes with nodes. Errors
-// wrap the constructor's.
+// composeLoadBalancers sets c.lbCache, a loadbalancer.Cache over the
+// metered lbDriver, and returns the load-balancer Reconciler over it, with
+// c.lbCaps, looking up nodes with nodes. Errors wrap the constructors'.
 func (c *Cloud) composeLoadBalancers(nodes *instances.Adapter, throttleWait time.Duration) (*loadbalancer.Reconciler, error) {
+	var err error
+	c.lbCache, err = loadbalancer.NewCache(lbAPI{c.meter, lbDriver{c.store}}, loadbalancer.CacheOptions{
+		TTL: c.cfg.LoadBalancerCacheTTL.Duration,
+		Now: c.store.now,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("load balancers: %w", err)
+	}
+	var lookups loadbalancer.Driver = c.lbCache
+	if c.store.file != nil {
+		lookups = freshLoadBalancers{c.store, c.lbCache} // sees other processes' changes too
+	}
 	lbCfg := loadbalancer.Options{
 		ClusterID:       c.cfg.ClusterID,
 		Capabilities:    c.lbCaps,
@@ -285,7 +301,7 @@ func (c *Cloud) composeLoadBalancers(nodes *instances.Adapter, throttleWait time
 	if c.lbCaps.BackendKey == loadbalancer.BackendKeyProviderID {
 		lbCfg.Codec = codec // a foreign Node is left out, not sent to the cloud
 	}
-	lbs, err := loadbalancer.NewReconciler(lbAPI{c.meter, lbDriver{c.store}}, lbCfg)
+	lbs, err := loadbalancer.NewReconciler(lookups, lbCfg)
 	if err != nil {
 		return nil, fmt.Errorf("load balancers: %w", err)
 	}

@@ -86,6 +86,15 @@ type Config struct {
 	// are seen at the next look-up whatever the TTL. A Go duration string,
 	// such as "90s"; anything else is an error naming the field.
 	InstanceCacheTTL provider.Duration `json:"instanceCacheTTL,omitempty"`
+	// LoadBalancerCacheTTL is how long one load-balancer list answers
+	// load-balancer look-ups (loadbalancer.CacheOptions.TTL); zero means
+	// its default, one minute. A look-up the list has no match for, or
+	// whose match is still provisioning, is asked of the cloud whatever the
+	// TTL, and the Cloud's own writes are seen at once; a change a peer
+	// (NewPeer) made to a listed load balancer is seen within the TTL, one
+	// another process made (StateFile) at the next look-up. A Go duration
+	// string, such as "90s"; anything else is an error naming the field.
+	LoadBalancerCacheTTL provider.Duration `json:"loadBalancerCacheTTL,omitempty"`
 	// LoadBalancers configures load-balancer addresses, provisioning and
 	// backends.
 	LoadBalancers LoadBalancerSection `json:"loadBalancers,omitempty"`
@@ -270,8 +279,13 @@ func (c *Config) Validate() error {
 	errs = append(errs, validateInstanceCIDRs(field.NewPath("instanceCIDRs"), c.InstanceCIDRs)...)
 	errs = append(errs, c.LoadBalancers.validate(field.NewPath("loadBalancers"))...)
 	errs = append(errs, c.rateLimit().validate(field.NewPath("rateLimit"))...)
-	if c.InstanceCacheTTL.Duration < 0 {
-		errs = append(errs, field.Invalid(field.NewPath("instanceCacheTTL"), c.InstanceCacheTTL.Duration.String(), "expected zero (the default) or a positive duration"))
+	for _, ttl := range []struct {
+		name string
+		d    time.Duration
+	}{{"instanceCacheTTL", c.InstanceCacheTTL.Duration}, {"loadBalancerCacheTTL", c.LoadBalancerCacheTTL.Duration}} {
+		if ttl.d < 0 {
+			errs = append(errs, field.Invalid(field.NewPath(ttl.name), ttl.d.String(), "expected zero (the default) or a positive duration"))
+		}
 	}
 	if a := c.Admin.Address; a != "" {
 		if _, err := loopbackAddress(a); err != nil {

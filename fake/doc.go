@@ -105,6 +105,18 @@
 //     listed. A failed list is remembered for the cache's ErrorTTL (5s by
 //     default, see Options.InstanceCache) unless DELETE /faults or
 //     SetInterceptor drops it, or an instance changes.
+//   - Load-balancer look-ups are answered from a loadbalancer.Cache (one
+//     ListLoadBalancers call per loadBalancerCacheTTL, one minute by
+//     default). A look-up the list has no match for, or whose match is
+//     still provisioning, is a FindLoadBalancers call, so a Service without
+//     a load balancer costs its Finds as without a cache; a converged
+//     Service's EnsureLoadBalancer or UpdateLoadBalancer makes no call, so a
+//     fault or an outage injected on FindLoadBalancers does not reach it.
+//     The Cloud's own writes are seen at once, another process's (stateFile)
+//     at the next look-up; a change a peer (NewPeer) made to a load balancer
+//     this Cloud has listed is seen at its next list, within
+//     loadBalancerCacheTTL. DELETE /faults and SetInterceptor drop the
+//     cache, with its memory of a failed list.
 //   - ListRoutes costs a ListInstances call besides ReadRouteTable when
 //     any listed route has a target: it marks routes whose target instance
 //     is gone as Blackhole.

@@ -234,12 +234,24 @@ func TestCallCounters(t *testing.T) {
 	if _, err := lb.EnsureLoadBalancer(t.Context(), cluster, svc, nodes); err != nil {
 		t.Fatal(err)
 	}
-	// A first Ensure: find by tags, by name, then one create.
-	want := fake.Calls{Reads: 2, Writes: 1, ByOp: map[fake.Op]int64{fake.OpFindLoadBalancers: 2, fake.OpApplyLoadBalancer: 1}}
+	// A first Ensure: the load-balancer cache lists, finds by tags and by
+	// name (a miss is confirmed before a create), then one create.
+	want := fake.Calls{Reads: 3, Writes: 1, ByOp: map[fake.Op]int64{fake.OpListLoadBalancers: 1, fake.OpFindLoadBalancers: 2, fake.OpApplyLoadBalancer: 1}}
 	if diff := cmp.Diff(want, c.Calls(), fake.CmpModel); diff != "" {
 		t.Errorf("calls of a first Ensure (-want +got):\n%s", diff)
 	}
 	fake.ResetCalls(c)
+	// A converged Ensure and an Update with the same nodes: answered from
+	// the cache's list and the create's result, no call at all.
+	if _, err := lb.EnsureLoadBalancer(t.Context(), cluster, svc, nodes); err != nil {
+		t.Fatal(err)
+	}
+	if err := lb.UpdateLoadBalancer(t.Context(), cluster, svc, nodes); err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(fake.Calls{ByOp: map[fake.Op]int64{}}, c.Calls(), fake.CmpModel); diff != "" {
+		t.Errorf("calls of a converged Ensure and Update (-want +got):\n%s", diff)
+	}
 	if diff := cmp.Diff(fake.Calls{ByOp: map[fake.Op]int64{}}, c.Calls(), fake.CmpModel); diff != "" {
 		t.Errorf("calls after ResetCalls (-want +got):\n%s", diff)
 	}

@@ -18,6 +18,7 @@ type Op string
 // The operations, each a read or a write of the cloud.
 const (
 	OpFindLoadBalancers  Op = "FindLoadBalancers"  // read: loadbalancer.Driver.Find
+	OpListLoadBalancers  Op = "ListLoadBalancers"  // read: loadbalancer.ListDriver.List
 	OpApplyLoadBalancer  Op = "ApplyLoadBalancer"  // write: loadbalancer.Driver.Apply
 	OpDeleteLoadBalancer Op = "DeleteLoadBalancer" // write: loadbalancer.Driver.Delete
 	OpReadRouteTable     Op = "ReadRouteTable"     // read: routes.TableDriver.ReadTable
@@ -28,8 +29,8 @@ const (
 )
 
 // ops is every operation, in the order of the constants.
-var ops = []Op{OpFindLoadBalancers, OpApplyLoadBalancer, OpDeleteLoadBalancer, OpReadRouteTable,
-	OpWriteRouteTable, OpGetInstance, OpGetInstanceByName, OpListInstances}
+var ops = []Op{OpFindLoadBalancers, OpListLoadBalancers, OpApplyLoadBalancer, OpDeleteLoadBalancer,
+	OpReadRouteTable, OpWriteRouteTable, OpGetInstance, OpGetInstanceByName, OpListInstances}
 
 // isWrite reports whether op changes the cloud.
 func (op Op) isWrite() bool {
@@ -144,7 +145,7 @@ type lbAPI struct {
 	next lbDriver
 }
 
-func (d lbAPI) driver(ctx context.Context, op Op) (loadbalancer.Driver, error) {
+func (d lbAPI) driver(ctx context.Context, op Op) (loadbalancer.ListDriver, error) {
 	funcs, err := d.m.enter(ctx, op)
 	if err != nil {
 		return nil, err
@@ -158,6 +159,14 @@ func (d lbAPI) Find(ctx context.Context, q loadbalancer.Query) ([]*loadbalancer.
 		return nil, err
 	}
 	return next.Find(ctx, q)
+}
+
+func (d lbAPI) List(ctx context.Context) ([]*loadbalancer.LoadBalancer, error) {
+	next, err := d.driver(ctx, OpListLoadBalancers)
+	if err != nil {
+		return nil, err
+	}
+	return next.List(ctx)
 }
 
 func (d lbAPI) Apply(ctx context.Context, a loadbalancer.Action) (*loadbalancer.LoadBalancer, error) {

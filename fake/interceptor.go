@@ -22,6 +22,7 @@ import (
 // Set them with Options.Interceptor or, at run time, with SetInterceptor.
 type Funcs struct {
 	FindLoadBalancers  func(ctx context.Context, next loadbalancer.Driver, q loadbalancer.Query) ([]*loadbalancer.LoadBalancer, error)
+	ListLoadBalancers  func(ctx context.Context, next loadbalancer.ListDriver) ([]*loadbalancer.LoadBalancer, error)
 	ApplyLoadBalancer  func(ctx context.Context, next loadbalancer.Driver, a loadbalancer.Action) (*loadbalancer.LoadBalancer, error)
 	DeleteLoadBalancer func(ctx context.Context, next loadbalancer.Driver, lb *loadbalancer.LoadBalancer) error
 	ReadRouteTable     func(ctx context.Context, next routes.TableDriver) ([]routes.Entry, string, error)
@@ -32,20 +33,28 @@ type Funcs struct {
 }
 
 // SetInterceptor replaces the interceptor Funcs (the zero Funcs removes
-// them) and drops the instance cache, so that the provider sees the end
-// of an outage at its next look-up. Calls already running keep the Funcs
-// they started with. Safe for concurrent use.
+// them) and drops the instance and load-balancer caches, so that the
+// provider sees the end of an outage, or what the Funcs did to the cloud,
+// at its next look-up. Calls already running keep the Funcs they started
+// with. Safe for concurrent use.
 func (c *Cloud) SetInterceptor(f Funcs) {
 	c.meter.mu.Lock()
 	c.meter.funcs = f
 	c.meter.mu.Unlock()
+	c.dropCaches()
+}
+
+// dropCaches drops the instance and load-balancer caches, and their memory
+// of a failed list.
+func (c *Cloud) dropCaches() {
 	c.cache.Invalidate()
+	c.lbCache.Invalidate()
 }
 
 // lbFuncs is next with the load-balancer operations of f in front.
 type lbFuncs struct {
 	f    *Funcs
-	next loadbalancer.Driver
+	next loadbalancer.ListDriver
 }
 
 func (d lbFuncs) Find(ctx context.Context, q loadbalancer.Query) ([]*loadbalancer.LoadBalancer, error) {
@@ -53,6 +62,13 @@ func (d lbFuncs) Find(ctx context.Context, q loadbalancer.Query) ([]*loadbalance
 		return f(ctx, d.next, q)
 	}
 	return d.next.Find(ctx, q)
+}
+
+func (d lbFuncs) List(ctx context.Context) ([]*loadbalancer.LoadBalancer, error) {
+	if f := d.f.ListLoadBalancers; f != nil {
+		return f(ctx, d.next)
+	}
+	return d.next.List(ctx)
 }
 
 func (d lbFuncs) Apply(ctx context.Context, a loadbalancer.Action) (*loadbalancer.LoadBalancer, error) {
@@ -135,6 +151,10 @@ func failing(take func(op Op) (err error, late bool)) Funcs {
 	return Funcs{
 		FindLoadBalancers: func(ctx context.Context, next loadbalancer.Driver, q loadbalancer.Query) (out []*loadbalancer.LoadBalancer, err error) {
 			err = run(OpFindLoadBalancers, func() (err error) { out, err = next.Find(ctx, q); return err })
+			return nilOnError(out, err)
+		},
+		ListLoadBalancers: func(ctx context.Context, next loadbalancer.ListDriver) (out []*loadbalancer.LoadBalancer, err error) {
+			err = run(OpListLoadBalancers, func() (err error) { out, err = next.List(ctx); return err })
 			return nilOnError(out, err)
 		},
 		ApplyLoadBalancer: func(ctx context.Context, next loadbalancer.Driver, a loadbalancer.Action) (out *loadbalancer.LoadBalancer, err error) {

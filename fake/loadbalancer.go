@@ -24,7 +24,7 @@ import (
 // the provider ID of each backend, as a cloud whose targets are instances.
 type lbDriver struct{ s *store }
 
-var _ loadbalancer.Driver = lbDriver{}
+var _ loadbalancer.ListDriver = lbDriver{}
 
 // Find returns copies of the load balancers matching q, using the name and
 // Service-UID indexes, as reported now (no ingress while provisioning).
@@ -55,6 +55,48 @@ func (d lbDriver) Find(ctx context.Context, q loadbalancer.Query) (out []*loadba
 		return nil, err
 	}
 	return out, nil
+}
+
+// List returns copies of every load balancer, as reported now, in ID
+// order.
+func (d lbDriver) List(ctx context.Context) (out []*loadbalancer.LoadBalancer, err error) {
+	err = d.s.readCtx(ctx, func() error {
+		now := d.s.now()
+		out = make([]*loadbalancer.LoadBalancer, 0, len(d.s.lbs))
+		for _, r := range d.s.sortedLoadBalancers() {
+			out = append(out, r.reported(now))
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// freshLoadBalancers is the loadbalancer.Driver in front of the
+// loadbalancer.Cache when the state is shared through a file: before each
+// look-up it brings the state up to date, which drops the cache when
+// another process changed a load balancer (store.reload), so such a change
+// is seen at the next look-up. It makes no cloud API call.
+type freshLoadBalancers struct {
+	s    *store
+	next loadbalancer.Driver
+}
+
+func (d freshLoadBalancers) Find(ctx context.Context, q loadbalancer.Query) ([]*loadbalancer.LoadBalancer, error) {
+	if err := d.s.sync(ctx); err != nil {
+		return nil, err
+	}
+	return d.next.Find(ctx, q)
+}
+
+func (d freshLoadBalancers) Apply(ctx context.Context, a loadbalancer.Action) (*loadbalancer.LoadBalancer, error) {
+	return d.next.Apply(ctx, a)
+}
+
+func (d freshLoadBalancers) Delete(ctx context.Context, lb *loadbalancer.LoadBalancer) error {
+	return d.next.Delete(ctx, lb)
 }
 
 func hasTags(tags, want map[string]string) bool {

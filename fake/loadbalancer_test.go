@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	v1 "k8s.io/api/core/v1"
@@ -14,6 +15,7 @@ import (
 
 	"github.com/ccmkit/ccmkit/fake"
 	"github.com/ccmkit/ccmkit/loadbalancer"
+	"github.com/ccmkit/ccmkit/provider"
 )
 
 // checkStatus enforces the status contract: non-nil, ≥1 ingress, each a
@@ -497,4 +499,120 @@ func prefixStrings(ps []netip.Prefix) []string {
 		out = append(out, p.String())
 	}
 	return out
+}
+
+// TestLoadBalancerCache: the Cloud's load balancers are looked up through
+// a loadbalancer.Cache over the cloud API: a node sync of every Service
+// within loadBalancerCacheTTL makes no read, one added node is one backend
+// write per Service, the next List comes when the TTL has passed, and a
+// peer has a cache (and counters) of its own.
+func TestLoadBalancerCache(t *testing.T) {
+	clk, withClock := newClock()
+	c, nodes := cloudWithNodes(t, fake.Config{ClusterID: "blue", LoadBalancerCacheTTL: provider.Duration{Duration: 30 * time.Second}}, 3, withClock)
+	lb := lbOf(t, c)
+	services := []*v1.Service{service("a"), service("b"), service("c")}
+	sync := func(nodes []*v1.Node) {
+		t.Helper()
+		for _, svc := range services {
+			if err := lb.UpdateLoadBalancer(t.Context(), cluster, svc, nodes); err != nil {
+				t.Fatalf("UpdateLoadBalancer(%s): %v", svc.Name, err)
+			}
+		}
+	}
+	for _, svc := range services {
+		if _, err := lb.EnsureLoadBalancer(t.Context(), cluster, svc, nodes[:2]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	steps := []struct {
+		name, reason string
+		do           func()
+		want         map[fake.Op]int64
+	}{
+		{name: "sync, nothing changed", reason: "answered from the list and the creates' results", do: func() { sync(nodes[:2]) }, want: map[fake.Op]int64{}},
+		{name: "sync, a node added", reason: "one backend write per Service, no read", do: func() { sync(nodes) }, want: map[fake.Op]int64{fake.OpApplyLoadBalancer: 3}},
+		{name: "TTL not passed", reason: "loadBalancerCacheTTL is 30s", do: func() { clk.Step(29 * time.Second); sync(nodes) }, want: map[fake.Op]int64{}},
+		{name: "TTL passed", reason: "one List serves the whole sync", do: func() { clk.Step(time.Second); sync(nodes) }, want: map[fake.Op]int64{fake.OpListLoadBalancers: 1}},
+	}
+	for _, step := range steps {
+		fake.ResetCalls(c)
+		step.do()
+		if diff := cmp.Diff(step.want, c.Calls().ByOp); diff != "" {
+			t.Errorf("%s: calls by op (-want +got): %s\n%s", step.name, step.reason, diff)
+		}
+	}
+
+	peer, err := fake.NewPeer(c, "blue", fake.PeerOptions{}) // a second replica
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(peer.Shutdown)
+	fake.ResetCalls(c)
+	if err := lbOf(t, peer).UpdateLoadBalancer(t.Context(), cluster, services[0], nodes); err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(map[fake.Op]int64{fake.OpListLoadBalancers: 1}, peer.Calls().ByOp); diff != "" {
+		t.Errorf("the peer's calls (-want +got): it lists with a cache of its own\n%s", diff)
+	}
+	if got := c.Calls().ByOp; len(got) != 0 {
+		t.Errorf("the first Cloud's calls = %v; want none: the peer's are its own", got)
+	}
+}
+
+// TestLoadBalancerCacheNeverDuplicates: a second replica of the cluster
+// (a peer with the same cluster ID), whose cache listed before the first
+// replica created a Service's load balancer, finds it and creates none.
+func TestLoadBalancerCacheNeverDuplicates(t *testing.T) {
+	a, nodes := cloudWithNodes(t, fake.Config{ClusterID: "blue"}, 2)
+	b, err := fake.NewPeer(a, "blue", fake.PeerOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(b.Shutdown)
+	svc := service("web")
+	if _, exists, err := lbOf(t, b).GetLoadBalancer(t.Context(), cluster, svc); exists || err != nil {
+		t.Fatalf("b before anything exists: GetLoadBalancer = %v, %v; want false", exists, err)
+	}
+	if _, err := lbOf(t, a).EnsureLoadBalancer(t.Context(), cluster, svc, nodes); err != nil {
+		t.Fatal(err)
+	}
+	fake.ResetCalls(b)
+	if _, err := lbOf(t, b).EnsureLoadBalancer(t.Context(), cluster, svc, nodes); err != nil {
+		t.Fatal(err)
+	}
+	if n := len(a.Snapshot().LoadBalancers); n != 1 {
+		t.Errorf("%d load balancers after both replicas ensured; want 1", n)
+	}
+	if diff := cmp.Diff(map[fake.Op]int64{fake.OpFindLoadBalancers: 1}, b.Calls().ByOp); diff != "" {
+		t.Errorf("b's calls (-want +got): its list misses the load balancer, a Find finds it, nothing is written\n%s", diff)
+	}
+}
+
+// TestLoadBalancerCacheOutage: a failed ListLoadBalancers is an error for
+// every look-up, never "no load balancer", and DELETE /faults drops its
+// memory at once (the cache would otherwise remember it for 5s).
+func TestLoadBalancerCacheOutage(t *testing.T) {
+	clk, withClock := newClock()
+	c, nodes := cloudWithNodes(t, fake.Config{}, 1, withClock)
+	svc := service("web")
+	if _, err := lbOf(t, c).EnsureLoadBalancer(t.Context(), cluster, svc, nodes); err != nil {
+		t.Fatal(err)
+	}
+	if err := fake.InjectFault(c, fake.Fault{Op: fake.OpListLoadBalancers, Times: -1}); err != nil {
+		t.Fatal(err)
+	}
+	clk.Step(time.Minute) // the list has expired: the next look-up lists
+	fake.ResetCalls(c)
+	for range 2 {
+		if _, exists, err := lbOf(t, c).GetLoadBalancer(t.Context(), cluster, svc); !errors.Is(err, fake.ErrInjected) {
+			t.Errorf("GetLoadBalancer during a List outage = %v, %v; want the injected error", exists, err)
+		}
+	}
+	if got := c.Calls().ByOp[fake.OpListLoadBalancers]; got != 1 {
+		t.Errorf("%d ListLoadBalancers calls; want 1: the failure is remembered", got)
+	}
+	fake.ClearFaults(c)
+	if _, exists, err := lbOf(t, c).GetLoadBalancer(t.Context(), cluster, svc); !exists || err != nil {
+		t.Errorf("GetLoadBalancer after DELETE /faults = %v, %v; want true at once", exists, err)
+	}
 }

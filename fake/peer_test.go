@@ -162,7 +162,12 @@ func TestPeerSharesTheCloud(t *testing.T) {
 	if calls := blue.Calls(); calls.Reads != 0 {
 		t.Errorf("blue's counters after green's calls = %+v; want zero (each Cloud counts its own)", calls)
 	}
-	limit := fake.RateLimit{ReadsPerSecond: ptr.To(1.0), Burst: 2}
+	// Blue lists its load balancers before the limit, so that its look-up
+	// below is a Find.
+	if _, _, err := lbOf(t, blue).GetLoadBalancer(t.Context(), kubernetes, service("x")); err != nil {
+		t.Fatal(err)
+	}
+	limit := fake.RateLimit{ReadsPerSecond: ptr.To(1.0), Burst: 3}
 	if err := fake.SetRateLimit(blue, limit); err != nil {
 		t.Fatal(err)
 	}
@@ -175,8 +180,9 @@ func TestPeerSharesTheCloud(t *testing.T) {
 	if got := blue.ProvisioningDelay(); got != time.Second {
 		t.Errorf("blue's provisioning delay after green set it = %v; want 1s", got)
 	}
-	// Two tokens for both clusters: green's look-up of a Service without a
-	// load balancer (by tags, then by name) spends them.
+	// Three tokens for both clusters: green's look-up of a Service without
+	// a load balancer (its cache's List, then a Find by tags and by name)
+	// spends them.
 	if _, _, err := lbOf(t, green).GetLoadBalancer(t.Context(), kubernetes, service("x")); err != nil {
 		t.Fatalf("green's look-up with a full bucket: %v", err)
 	}

@@ -193,12 +193,7 @@ func limited(t *testing.T, r fake.RateLimit) (*fake.Cloud, []*v1.Node, *clocktes
 // is set at run time (SetRateLimit) on a cloud built without one.
 func TestRateLimitReads(t *testing.T) {
 	clk, withClock := newClock()
-	c, nodes := cloudWithNodes(t, fake.Config{}, 1, withClock)
-	lb := lbOf(t, c)
-	svc := service("web")
-	if _, err := lb.EnsureLoadBalancer(t.Context(), cluster, svc, nodes); err != nil {
-		t.Fatal(err)
-	}
+	c, _ := cloudWithNodes(t, fake.Config{}, 1, withClock)
 	limit := fake.RateLimit{ReadsPerSecond: ptr.To(4.0), Burst: 3}
 	if err := fake.SetRateLimit(c, limit); err != nil {
 		t.Fatal(err)
@@ -207,8 +202,8 @@ func TestRateLimitReads(t *testing.T) {
 		t.Errorf("RateLimit() after SetRateLimit (-want +got):\n%s", diff)
 	}
 	fake.ResetCalls(c)
-	read := func() error { // one FindLoadBalancers: by tags, found
-		_, _, err := lb.GetLoadBalancer(t.Context(), cluster, svc)
+	read := func() error { // one GetInstance, uncached
+		_, err := c.InstanceAPI().GetByID(t.Context(), provider.ProviderID{Scheme: fake.ProviderName, ID: "i-1"})
 		return err
 	}
 	for i := range 3 {
@@ -242,8 +237,8 @@ func TestRateLimitReads(t *testing.T) {
 	if err := read(); !errors.Is(err, fake.ErrThrottled) {
 		t.Errorf("read 4 after an idle hour = %v; want throttled: the bucket holds only the burst", err)
 	}
-	want := fake.Calls{Reads: 10, Throttled: 3, ByOp: map[fake.Op]int64{fake.OpFindLoadBalancers: 10},
-		ThrottledByOp: map[fake.Op]int64{fake.OpFindLoadBalancers: 3}}
+	want := fake.Calls{Reads: 10, Throttled: 3, ByOp: map[fake.Op]int64{fake.OpGetInstance: 10},
+		ThrottledByOp: map[fake.Op]int64{fake.OpGetInstance: 3}}
 	if diff := cmp.Diff(want, c.Calls(), fake.CmpModel); diff != "" {
 		t.Errorf("Calls() (-want +got):\n%s", diff)
 	}

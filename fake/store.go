@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"maps"
 	"net/netip"
+	"reflect"
 	"slices"
 	"strconv"
 	"strings"
@@ -70,6 +71,11 @@ type store struct {
 	// Cloud over the store drops its instance cache there. Appended to
 	// with mu held.
 	onInstanceChange []func()
+	// onLBChange are called (with mu held) when a reload of the state
+	// file finds a load balancer changed by another process: each Cloud
+	// over the store drops its load-balancer cache there. Appended to with
+	// mu held.
+	onLBChange []func()
 
 	cloudState // guarded by mu
 }
@@ -299,20 +305,35 @@ func (s *store) enter(ctx context.Context) (func(), error) {
 }
 
 // reload brings the state up to date with the file (file lock and mu
-// held), dropping the instance caches when an instance changed.
+// held), dropping the instance caches when an instance changed, and the
+// load-balancer caches when a load balancer did.
 func (s *store) reload() error {
 	next, changed, err := s.file.reload()
 	if err != nil {
 		return err
 	}
 	if changed {
-		old := s.instances
+		old := s.cloudState
 		s.cloudState = next
-		if !sameInstances(old, s.instances) {
+		if !sameInstances(old.instances, s.instances) {
 			s.instanceChanged()
+		}
+		if !sameLoadBalancers(old.lbs, s.lbs) {
+			for _, f := range s.onLBChange {
+				f()
+			}
 		}
 	}
 	return nil
+}
+
+// sameLoadBalancers reports whether two load-balancer maps hold equal
+// load balancers (a nil and an empty map or slice count as different: a
+// reload that cannot tell only drops the caches once more).
+func sameLoadBalancers(a, b map[string]*lbRecord) bool {
+	return maps.EqualFunc(a, b, func(x, y *lbRecord) bool {
+		return reflect.DeepEqual(x.lb, y.lb) && slices.Equal(x.vips, y.vips) && x.readyAt.Equal(y.readyAt)
+	})
 }
 
 // sameInstances reports whether two instance maps hold equal instances.
@@ -535,6 +556,14 @@ func (s *store) watchInstances(f func()) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.onInstanceChange = append(s.onInstanceChange, f)
+}
+
+// watchLoadBalancers adds f to the functions called when a reload of the
+// state file finds a load balancer changed by another process.
+func (s *store) watchLoadBalancers(f func()) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.onLBChange = append(s.onLBChange, f)
 }
 
 // instance returns a copy of instance id, and false when there is none,
