@@ -1,8 +1,9 @@
 package ccmkit_test
 
 // The conformance suite against the README's walkthrough provider: newAcme,
-// exactly as Example_yourOwnProvider builds it (instances.Cache with its
-// default one-minute TTL, a Reconciler that never waits for provisioning),
+// exactly as Example_yourOwnProvider builds it (instances.Cache and
+// loadbalancer.Cache with their default one-minute TTL, a Reconciler that
+// never waits for provisioning),
 // over a sandbox acme cloud whose VM IDs are not its Node names, whose load
 // balancers provision asynchronously and keep VM IDs as targets.
 
@@ -27,8 +28,8 @@ import (
 )
 
 // TestWalkthroughConformance: the walkthrough provider passes the suite
-// with production settings. The cache's one-minute TTL is honoured through
-// Hooks.CloudChanged (a provider drops its cache when its cloud reports a
+// with production settings. The caches' one-minute TTL is honoured through
+// Hooks.CloudChanged (a provider drops its caches when its cloud reports a
 // change); asynchronous provisioning through the suite's RetryError
 // retries, as the service controller does.
 func TestWalkthroughConformance(t *testing.T) {
@@ -96,8 +97,10 @@ func newAcmeSandbox(context.Context) (*conformance.Target, error) {
 		RenamedNodes: renamed,
 		Hooks: conformance.Hooks{
 			CloudChanged: func(context.Context) error {
-				p.cache.Invalidate()
-				other.cache.Invalidate()
+				for _, c := range []*acme{p, other} {
+					c.cache.Invalidate()
+					c.lbCache.Invalidate()
+				}
 				return nil
 			},
 			CreateInstance: func(_ context.Context, name string) (*v1.Node, error) {

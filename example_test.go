@@ -53,11 +53,13 @@ func NewAcme(cfg *Config) (cloudprovider.Interface, error) {
 }
 
 // acme is the provider: the composed cloudprovider.Interface, and the
-// instance cache, which a provider drops when its cloud tells it of a
-// change (here: the conformance test, after it changed the cloud).
+// instance and load-balancer caches, which a provider drops when its cloud
+// tells it of a change (here: the conformance test, after it changed the
+// cloud).
 type acme struct {
 	cloudprovider.Interface
-	cache *instances.Cache
+	cache   *instances.Cache
+	lbCache *loadbalancer.Cache
 }
 
 func newAcme(cfg *Config, api *acmeAPI) (*acme, error) {
@@ -69,7 +71,11 @@ func newAcme(cfg *Config, api *acmeAPI) (*acme, error) {
 	if err != nil {
 		return nil, err
 	}
-	lbs, err := loadbalancer.NewReconciler(lbDriver{api}, loadbalancer.Options{ // Find, Apply, Delete
+	lbCache, err := loadbalancer.NewCache(lbDriver{api}, loadbalancer.CacheOptions{}) // one List per minute
+	if err != nil {
+		return nil, err
+	}
+	lbs, err := loadbalancer.NewReconciler(lbCache, loadbalancer.Options{ // Find, Apply, Delete, List
 		ClusterID: cfg.ClusterID,
 		Instances: nodes,                          // addresses and existence of nodes
 		Codec:     provider.Codec{Scheme: "acme"}, // a foreign Node is left out, not fatal
@@ -85,10 +91,10 @@ func newAcme(cfg *Config, api *acmeAPI) (*acme, error) {
 	}
 	return &acme{provider.New("acme", provider.Options{ClusterID: cfg.ClusterID,
 		LoadBalancer: lbs, InstancesV2: nodes, Routes: table,
-	}), cache}, nil
+	}), cache, lbCache}, nil
 }
 
-// lbDriver is loadbalancer.Driver over the acme API.
+// lbDriver is loadbalancer.ListDriver over the acme API.
 type lbDriver struct{ api *acmeAPI }
 
 func (d lbDriver) Find(_ context.Context, q loadbalancer.Query) ([]*loadbalancer.LoadBalancer, error) {
@@ -106,6 +112,10 @@ func (d lbDriver) Find(_ context.Context, q loadbalancer.Query) ([]*loadbalancer
 		}
 		return true
 	})
+}
+
+func (d lbDriver) List(context.Context) ([]*loadbalancer.LoadBalancer, error) {
+	return d.api.findLBs(func(*loadbalancer.LoadBalancer) bool { return true })
 }
 
 func (d lbDriver) Apply(_ context.Context, a loadbalancer.Action) (*loadbalancer.LoadBalancer, error) {
