@@ -58,9 +58,15 @@ func (d routeDriver) WriteTable(ctx context.Context, revision string, entries []
 }
 
 // goneTargets is the routes.InstanceChecker of the fake's route table: a
-// target is gone when no instance of that name is left, or only terminated
-// ones. It lists the instances with one call of the instrumented API, so the
-// answer is never staler than the call.
+// target is gone when an instance of that name was terminated and no live
+// instance has the name. A target no instance is named after is not
+// reported gone: its Node may be named unlike its instance (a kubelet run
+// with --hostname-override), and a route listed as Blackhole is deleted
+// by the route controller and created again on its next sync, forever
+// (k8s.io/cloud-provider@v0.37.2 controllers/route/route_controller.go
+// reconcile). Such a route goes when its Node does. It lists the
+// instances with one call of the instrumented API, so the answer is never
+// staler than the call.
 type goneTargets struct{ api instanceAPI }
 
 func (g goneTargets) GoneTargets(ctx context.Context, nodes []types.NodeName) ([]types.NodeName, error) {
@@ -68,15 +74,17 @@ func (g goneTargets) GoneTargets(ctx context.Context, nodes []types.NodeName) ([
 	if err != nil {
 		return nil, err
 	}
-	live := map[string]bool{}
+	live, terminated := map[string]bool{}, map[string]bool{}
 	for _, in := range list {
-		if in.State != instances.StateTerminated {
+		if in.State == instances.StateTerminated {
+			terminated[in.Name] = true
+		} else {
 			live[in.Name] = true
 		}
 	}
 	var gone []types.NodeName
 	for _, n := range nodes {
-		if !live[string(n)] {
+		if terminated[string(n)] && !live[string(n)] {
 			gone = append(gone, n)
 		}
 	}

@@ -61,9 +61,12 @@ func TestRoutesRoundTrip(t *testing.T) {
 func TestRoutesBlackholeWhenInstanceGone(t *testing.T) {
 	c, nodes := cloudWithNodes(t, fake.Config{}, 3)
 	rt := routesOf(t, c)
-	for i, n := range nodes {
-		r := &cloudprovider.Route{TargetNode: types.NodeName(n.Name), DestinationCIDR: fmt.Sprintf("10.244.%d.0/24", i)}
-		if err := rt.CreateRoute(t.Context(), cluster, string(n.UID), r); err != nil {
+	// The last route's Node is named unlike every instance, as a kubelet
+	// run with --hostname-override names it.
+	targets := []string{nodes[0].Name, nodes[1].Name, nodes[2].Name, "worker-7f3a"}
+	for i, name := range targets {
+		r := &cloudprovider.Route{TargetNode: types.NodeName(name), DestinationCIDR: fmt.Sprintf("10.244.%d.0/24", i)}
+		if err := rt.CreateRoute(t.Context(), cluster, fmt.Sprint("uid-", i), r); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -84,9 +87,10 @@ func TestRoutesBlackholeWhenInstanceGone(t *testing.T) {
 	for _, r := range listed {
 		got[string(r.TargetNode)] = r.Blackhole
 	}
-	want := map[string]bool{"node-01": true, "node-02": true, "node-03": false}
+	want := map[string]bool{"node-01": true, "node-02": false, "node-03": false, "worker-7f3a": false}
 	if diff := cmp.Diff(want, got, fake.CmpModel); diff != "" {
-		t.Errorf("Blackhole per target (-want +got): terminated and removed instances are dead, a stopped one is not:\n%s", diff)
+		t.Errorf("Blackhole per target (-want +got): a terminated instance is dead; a stopped one is not; a Node no instance is named after "+
+			"(renamed, or its instance removed without a trace) is not known dead, and the route controller would delete and recreate its route forever:\n%s", diff)
 	}
 
 	// In doubt (the instance list fails), ListRoutes fails rather than

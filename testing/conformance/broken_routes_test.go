@@ -16,8 +16,9 @@ import (
 )
 
 // brokenRoutes returns the broken providers of the route rules: ROUTE-*.
-// Route.TargetNode is a Node name, so the route rules use Target.Nodes
-// only, never Target.RenamedNodes. A broken Routes can only fail rules that
+// Route.TargetNode is a Node name; ROUTE-BLACKHOLE also routes
+// Target.RenamedNodes, whose Nodes are named unlike their instances. A
+// broken Routes can only fail rules that
 // call Routes, so each case claims routes alone (routesOnly, see narrowed):
 // the other capabilities' rules are skipped, not run in vain.
 func brokenRoutes() []brokenCase {
@@ -208,6 +209,17 @@ func brokenRoutes() []brokenCase {
 				}
 				for _, r := range list {
 					r.Blackhole = dead
+				}
+			}, nil),
+		},
+		{
+			name: "route-blackhole-by-instance-name", want: "ROUTE-BLACKHOLE", clause: "also for Nodes named unlike their instances",
+			reason: "ListRoutes decides Blackhole by looking the target up as an instance name, so the route of a Node named unlike its instance (kubelet --hostname-override) is listed as Blackhole: the route controller deletes it and creates it again on every sync",
+			b: routesListRewritten(func(list []*cloudprovider.Route) {
+				for _, r := range list {
+					if string(r.TargetNode) == renamedNode {
+						r.Blackhole = true
+					}
 				}
 			}, nil),
 		},
@@ -454,7 +466,7 @@ func clausesRoutes() map[string][]string {
 		"ROUTE-NAMES":            {"are both kept", "any Route.Name"},
 		"ROUTE-DELETE":           {"DeleteRoute of a route as listed removes", "exactly that route", "deleting every route leaves nothing behind"},
 		"ROUTE-TARGET-ADDRESSES": {"carries the TargetNodeAddresses it was created with"},
-		"ROUTE-BLACKHOLE":        {"Routes to running instances are not Blackhole", "a route to a terminated instance can be deleted as listed"},
+		"ROUTE-BLACKHOLE":        {"Routes to running instances are not Blackhole", "also for Nodes named unlike their instances", "a route to a terminated instance can be deleted as listed"},
 		"ROUTE-CLUSTER-SCOPE":    {"ListRoutes for one cluster never returns another cluster's routes", "nor (with Target.OtherCluster) those of another cluster of the same name on the same network"},
 		"ROUTE-CONCURRENT":       {"Concurrent CreateRoute and DeleteRoute calls all succeed", "leave exactly the expected routes"},
 		"ROUTE-OUTAGE":           {"ListRoutes returns an error", "never a partial list"},

@@ -401,6 +401,7 @@ const (
 	indieTagCluster = "indie.example.com/cluster"     // the cloud-config's clusterID
 	indieTagUID     = "indie.example.com/service-uid" // the Service's UID
 	indieTagService = "indie.example.com/service"     // namespace/name, for humans
+	indieTagNode    = "indie.example.com/node"        // a route's target Node name
 	indieLabelVMID  = "indie.example.com/vm-id"
 
 	// indieKubeProxyHealthPort is kube-proxy's --healthz-bind-address port:
@@ -898,7 +899,8 @@ func (l *indieLoadBalancers) EnsureLoadBalancerDeleted(ctx context.Context, _ st
 type indieRoutes struct{ p *indieProvider }
 
 // ListRoutes lists this cluster's routes, DestinationCIDR as created, the
-// next hop's VM name as TargetNode, and routes to gone VMs as Blackhole
+// Node name the route was created for as TargetNode (the next hop's VM name
+// for a route without one), and routes to gone VMs as Blackhole
 // (controllers/route/route_controller.go reconcile deletes those).
 func (r indieRoutes) ListRoutes(ctx context.Context, _ string) ([]*cloudprovider.Route, error) {
 	all, err := r.p.sdk.ListRoutes(ctx)
@@ -914,8 +916,8 @@ func (r indieRoutes) ListRoutes(ctx context.Context, _ string) ([]*cloudprovider
 		if err != nil {
 			return nil, fmt.Errorf("indie: route %s: next hop %s: %w", rt.Name, rt.TargetVM, err)
 		}
-		node := ""
-		if ok {
+		node := rt.Tags[indieTagNode]
+		if node == "" && ok {
 			node = vm.Name
 		}
 		out = append(out, &cloudprovider.Route{Name: rt.Name, TargetNode: types.NodeName(node), DestinationCIDR: rt.Destination, Blackhole: rt.Blackhole})
@@ -939,15 +941,12 @@ func (r indieRoutes) CreateRoute(ctx context.Context, _ string, nameHint string,
 	if _, err := netip.ParsePrefix(route.DestinationCIDR); err != nil {
 		return fmt.Errorf("indie: route DestinationCIDR %q: %w, expected a CIDR such as 10.244.1.0/24 or fd00:10:244:1::/64", route.DestinationCIDR, err)
 	}
-	vm, ok, err := r.p.vms.get(ctx, "", string(route.TargetNode))
-	switch {
-	case err != nil:
-		return fmt.Errorf("indie: route to node %s: %w", route.TargetNode, err)
-	case !ok || vm.State == indieTerminated:
-		return fmt.Errorf("indie: route to node %s: no live VM has that name, expected the node's VM", route.TargetNode)
+	vm, err := r.target(ctx, route)
+	if err != nil {
+		return err
 	}
 	want := indieRoute{Name: r.name(nameHint, route), Destination: route.DestinationCIDR, TargetVM: vm.ID,
-		Tags: map[string]string{indieTagCluster: r.p.cfg.ClusterID}}
+		Tags: map[string]string{indieTagCluster: r.p.cfg.ClusterID, indieTagNode: string(route.TargetNode)}}
 	err = r.p.sdk.CreateRoute(ctx, want)
 	if errors.Is(err, errIndieConflict) {
 		if got, ok, lerr := r.lookup(ctx, want.Name); lerr == nil && ok && got.Destination == want.Destination && got.TargetVM == want.TargetVM {
@@ -958,6 +957,33 @@ func (r indieRoutes) CreateRoute(ctx context.Context, _ string, nameHint string,
 		return fmt.Errorf("indie: creating route %s (%s via %s): %w", want.Name, want.Destination, vm.ID, err)
 	}
 	return nil
+}
+
+// target is the live VM of the route's Node: the VM named as the Node, else
+// (a Node named unlike its VM) the VM whose private IP is one of the
+// Node's InternalIPs, which the route controller passes as
+// TargetNodeAddresses (controllers/route/route_controller.go reconcile).
+func (r indieRoutes) target(ctx context.Context, route *cloudprovider.Route) (indieVM, error) {
+	vm, ok, err := r.p.vms.get(ctx, "", string(route.TargetNode))
+	if err != nil {
+		return indieVM{}, fmt.Errorf("indie: route to node %s: %w", route.TargetNode, err)
+	}
+	if ok && vm.State != indieTerminated {
+		return vm, nil
+	}
+	internal := func(a v1.NodeAddress) bool { return a.Type == v1.NodeInternalIP }
+	if slices.ContainsFunc(route.TargetNodeAddresses, internal) {
+		vms, err := r.p.sdk.ListVMs(ctx)
+		if err != nil {
+			return indieVM{}, fmt.Errorf("indie: route to node %s: %w", route.TargetNode, err)
+		}
+		for _, vm := range vms {
+			if vm.State != indieTerminated && slices.Contains(route.TargetNodeAddresses, v1.NodeAddress{Type: v1.NodeInternalIP, Address: vm.PrivateIP}) {
+				return vm, nil
+			}
+		}
+	}
+	return indieVM{}, fmt.Errorf("indie: route to node %s: no live VM has that name or one of its InternalIPs %v, expected the node's VM", route.TargetNode, route.TargetNodeAddresses)
 }
 
 func (r indieRoutes) lookup(ctx context.Context, name string) (indieRoute, bool, error) {

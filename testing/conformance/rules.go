@@ -109,7 +109,7 @@ var rules = []rule{
 		"controllers/route/route_controller.go reconcile; cloud.go Routes.DeleteRoute", ruleRouteDelete},
 	{upstream, "ROUTE-TARGET-ADDRESSES", "A route listed with EnableNodeAddresses carries the TargetNodeAddresses it was created with.",
 		"controllers/route/route_controller.go getRouteAction, equalNodeAddrs", ruleRouteTargetAddresses},
-	{upstream, "ROUTE-BLACKHOLE", "Routes to running instances are not Blackhole, and a route to a terminated instance can be deleted as listed.",
+	{upstream, "ROUTE-BLACKHOLE", "Routes to running instances are not Blackhole, also for Nodes named unlike their instances, and a route to a terminated instance can be deleted as listed.",
 		"controllers/route/route_controller.go reconcile", ruleRouteBlackhole},
 	{upstream, "ROUTE-CLUSTER-SCOPE", "ListRoutes for one cluster never returns another cluster's routes, nor (with Target.OtherCluster) those of another cluster of the same name on the same network.",
 		"cloud.go Routes.ListRoutes", ruleRouteClusterScope},

@@ -116,7 +116,7 @@
 //     Source: controllers/route/route_controller.go reconcile; cloud.go Routes.DeleteRoute.
 //   - ROUTE-TARGET-ADDRESSES: A route listed with EnableNodeAddresses carries the TargetNodeAddresses it was created with.
 //     Source: controllers/route/route_controller.go getRouteAction, equalNodeAddrs.
-//   - ROUTE-BLACKHOLE: Routes to running instances are not Blackhole, and a route to a terminated instance can be deleted as listed.
+//   - ROUTE-BLACKHOLE: Routes to running instances are not Blackhole, also for Nodes named unlike their instances, and a route to a terminated instance can be deleted as listed.
 //     Source: controllers/route/route_controller.go reconcile.
 //   - ROUTE-CLUSTER-SCOPE: ListRoutes for one cluster never returns another cluster's routes, nor (with Target.OtherCluster) those of another cluster of the same name on the same network.
 //     Source: cloud.go Routes.ListRoutes.

@@ -407,10 +407,18 @@ func (r *rt) checkNotBlackhole(what string, list []*cloudprovider.Route, specs [
 	}
 }
 
+// ruleRouteBlackhole routes the named Nodes and the renamed ones (a Node
+// named unlike its instance has a pod CIDR and a route like any other; a
+// provider that looks the target up by instance name lists it as
+// Blackhole, and the route controller deletes and recreates it on every
+// sync), then terminates the first named Node's instance.
 func ruleRouteBlackhole(r *rt) {
 	rs := r.routes()
 	c := r.cfg.ClusterName
-	nodes := withUID(r.namedNodes(1))
+	nodes := withUID(slices.Concat(r.namedNodes(1), copyNodes(r.target().RenamedNodes)))
+	if len(r.target().RenamedNodes) == 0 {
+		r.Logf("no Target.RenamedNodes: routes to Nodes named unlike their instances were not checked")
+	}
 	var specs []routeSpec
 	for i, n := range nodes {
 		s := newRoute(n, r.podCIDRs(i)[0])

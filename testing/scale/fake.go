@@ -14,12 +14,16 @@ import (
 var fakeWrites = []fake.Op{fake.OpApplyLoadBalancer, fake.OpDeleteLoadBalancer, fake.OpWriteRouteTable}
 
 // FakeTarget returns a Target over c, a cloud of ccmkit's fake: instances
-// are added by name through its control surface, DriverCalls reports
-// c.Calls by fake.Op, and Restart builds a peer of the same cluster
-// (fake.NewPeer with c's Config.ClusterID, which counts its own calls).
-// c should have no instances named as the simulator's Nodes
-// ("node-00000", …); AddInstance returns the fake's error for one. The
-// Target's functions are safe for concurrent use.
+// are added through its control surface, DriverCalls reports c.Calls by
+// fake.Op, and Restart builds a peer of the same cluster (fake.NewPeer
+// with c's Config.ClusterID, which counts its own calls). Every second
+// instance is named unlike its Node ("vm-" and the Node's name, as a VM
+// whose kubelet runs with --hostname-override) and its Node registers
+// with the provider ID "fake://<id>", so the simulation covers both ways
+// the cloud node controller finds an instance: by the Node's name and by
+// its provider ID. c should have no instances named as the simulator's
+// Nodes ("node-00000", …); AddInstance returns the fake's error for one.
+// The Target's functions are safe for concurrent use.
 func FakeTarget(c *fake.Cloud, clusterID string) *Target {
 	ids := &instanceIDs{byName: map[string]string{}}
 	return fakeTarget(c, clusterID, ids)
@@ -28,12 +32,21 @@ func FakeTarget(c *fake.Cloud, clusterID string) *Target {
 func fakeTarget(c *fake.Cloud, clusterID string, ids *instanceIDs) *Target {
 	return &Target{
 		Cloud: c,
-		AddInstance: func(_ context.Context, name string) error {
-			in, err := c.AddInstance(fake.Instance{Name: name})
-			if err == nil {
-				ids.put(name, in.ID)
+		AddInstance: func(_ context.Context, name string) (string, error) {
+			renamed := ids.len()%2 == 1
+			in := fake.Instance{Name: name}
+			if renamed {
+				in.Name = "vm-" + name
 			}
-			return err
+			in, err := c.AddInstance(in)
+			if err != nil {
+				return "", err
+			}
+			ids.put(name, in.ID)
+			if renamed {
+				return "fake://" + in.ID, nil
+			}
+			return "", nil
 		},
 		TerminateInstance: func(_ context.Context, name string) error {
 			id, ok := ids.get(name)
@@ -75,6 +88,12 @@ func (m *instanceIDs) put(name, id string) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.byName[name] = id
+}
+
+func (m *instanceIDs) len() int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return len(m.byName)
 }
 
 func (m *instanceIDs) get(name string) (string, bool) {

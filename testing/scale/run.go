@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
@@ -130,7 +131,9 @@ func (s *sim) run(ctx context.Context, sc scenario) error {
 	}
 	took := time.Since(start)
 	if sc.settle {
-		s.settle(ctx)
+		if err := s.settle(ctx, sc.name); err != nil {
+			return err
+		}
 	}
 	if s.meter != m {
 		before = nil // a restart: the new meter counted from zero
@@ -178,22 +181,42 @@ func (s *sim) await(ctx context.Context, sc scenario) error {
 }
 
 // settle waits until the controllers have made no write for three
-// compressed route periods (at least 300ms), or ctx ends.
-func (s *sim) settle(ctx context.Context) {
+// compressed route periods (at least 300ms). It returns an error wrapping
+// ErrNotConverged, naming the writes still being made, when that has not
+// happened within Config.Timeout: a provider whose writes never stop
+// (a load balancer or route rewritten on every sync) has not converged.
+func (s *sim) settle(ctx context.Context, name string) error {
 	quiet := max(3*s.cfg.periods().route, 300*time.Millisecond)
-	last, since := writeCount(s.meter.snapshot()), time.Now()
+	start := s.meter.snapshot()
+	last, since := writeCount(start), time.Now()
+	deadline := time.NewTimer(s.cfg.Timeout)
+	defer deadline.Stop()
 	tick := time.NewTicker(pollInterval)
 	defer tick.Stop()
 	for time.Since(since) < quiet {
 		select {
 		case <-ctx.Done():
-			return
+			return fmt.Errorf("scale.Run: %s: settling: %w", name, ctx.Err())
+		case <-deadline.C:
+			return fmt.Errorf("scale.Run: %s: %w: writes still made %v after the goal was reached: %s", name, ErrNotConverged, s.cfg.Timeout, writesOf(diff(start, s.meter.snapshot())))
 		case <-tick.C:
 		}
 		if n := writeCount(s.meter.snapshot()); n != last {
 			last, since = n, time.Now()
 		}
 	}
+	return nil
+}
+
+// writesOf lists the write operations of counts with their calls.
+func writesOf(counts []OpCount) string {
+	var out []string
+	for _, c := range counts {
+		if c.Write {
+			out = append(out, fmt.Sprintf("%s %d (%d failed)", c.Operation, c.Calls, c.Errors+c.NotFound+c.Throttled))
+		}
+	}
+	return strings.Join(out, ", ")
 }
 
 func writeCount(counts []OpCount) int64 {
@@ -220,9 +243,11 @@ func succeeded(counts []OpCount, operation string) int64 {
 func (s *sim) addNode(ctx context.Context) error {
 	n := newNode(s.next)
 	s.next++
-	if err := s.target.AddInstance(ctx, n.Name); err != nil {
+	pid, err := s.target.AddInstance(ctx, n.Name)
+	if err != nil {
 		return fmt.Errorf("Target.AddInstance(%q): %w", n.Name, err)
 	}
+	n.Spec.ProviderID = pid
 	if _, err := s.kube.CoreV1().Nodes().Create(ctx, n, metav1.CreateOptions{}); err != nil {
 		return fmt.Errorf("creating Node %s: %w", n.Name, err)
 	}

@@ -20,11 +20,13 @@ type Target struct {
 	// must offer InstancesV2; the controllers see only its LoadBalancer,
 	// InstancesV2 and Routes, through the simulator's meter.
 	Cloud cloudprovider.Interface
-	// AddInstance creates a running instance that the Node name registers
-	// as (a kubelet that registers without a provider ID, so the cloud
-	// node controller finds it by name); required. The simulator then
-	// creates the Node.
-	AddInstance func(ctx context.Context, name string) error
+	// AddInstance creates a running instance for the Node name; required.
+	// It returns the provider ID the Node registers with, as a kubelet
+	// started with --provider-id does, for an instance the provider cannot
+	// find by the Node's name (a VM named unlike its Node); or "" for a
+	// Node that registers without one, which the cloud node controller
+	// then looks up by name. The simulator then creates the Node.
+	AddInstance func(ctx context.Context, name string) (providerID string, err error)
 	// TerminateInstance terminates the instance of Node name for good,
 	// after which the provider reports it gone. Nil: the node churn
 	// scenario is skipped.
@@ -206,6 +208,29 @@ func Count(counts []OpCount, operation string) int64 {
 		}
 	}
 	return 0
+}
+
+// Totals are the calls of a scenario summed over its operations.
+type Totals struct {
+	// Reads are the calls of operations that only read the cloud;
+	// Writes, those of operations that may change it (OpCount.Write).
+	Reads, Writes int64
+	// Throttled are the calls of either kind that were throttled.
+	Throttled int64
+}
+
+// Sum returns the Totals of counts (ScenarioReport.Calls or .Driver).
+func Sum(counts []OpCount) Totals {
+	var t Totals
+	for _, c := range counts {
+		if c.Write {
+			t.Writes += c.Calls
+		} else {
+			t.Reads += c.Calls
+		}
+		t.Throttled += c.Throttled
+	}
+	return t
 }
 
 // ErrNotConverged is wrapped by Run's error when a scenario did not reach

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -13,6 +14,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/ccmkit/ccmkit/fake"
+	"github.com/ccmkit/ccmkit/instances"
 	"github.com/ccmkit/ccmkit/testing/scale"
 )
 
@@ -23,7 +25,7 @@ func runFake(t *testing.T) *scale.Report {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r, err := scale.Run(t.Context(), scale.FakeTarget(c, "scale"), scale.Config{Nodes: 10, Services: 5, Spread: 100 * time.Millisecond, Compression: 300, NodesFirst: true, Skip: raceSkips})
+	r, err := scale.Run(t.Context(), scale.FakeTarget(c, "scale"), scale.Config{Nodes: 10, Services: 5, Spread: 100 * time.Millisecond, Compression: 300, NodesFirst: raceBuild, Skip: raceSkips})
 	if err != nil {
 		t.Fatalf("Run: %v", err)
 	}
@@ -42,6 +44,56 @@ func TestFake(t *testing.T) {
 	r := runFake(t)
 	t.Run("scenarios", func(t *testing.T) { checkScenarios(t, r) })
 	t.Run("figures", func(t *testing.T) { checkFakeFigures(t, r) })
+}
+
+// TestFakeRealistic runs the scenarios but the deletion against the fake
+// in its realistic mode (asynchronous provisioning, rate limits with
+// Retry-After, backends kept by instance ID), where every second Node is
+// named unlike its instance, and checks that every load balancer ends
+// with exactly the live instances as its backends: none lost to a Node
+// whose name is not its instance's. Periods are compressed 20 times, not
+// 300: each route controller period costs two reads (the route table and
+// the instance list that decides Blackhole), and at 300 times that alone
+// is 60 reads a second, three times the realistic budget of 20.
+func TestFakeRealistic(t *testing.T) {
+	c, err := fake.New(fake.Config{ClusterID: "scale", Realistic: true}, fake.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := scale.Run(t.Context(), scale.FakeTarget(c, "scale"), scale.Config{Nodes: 10, Services: 5, Spread: 100 * time.Millisecond,
+		Compression: 20, NodesFirst: raceBuild, Skip: append([]string{scale.Deletion}, raceSkips...)})
+	if err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	checkScenarios(t, r)
+	st := c.Snapshot()
+	var live []string
+	renamed := 0
+	for _, in := range st.Instances {
+		if in.State == instances.StateRunning {
+			live = append(live, "fake://"+in.ID)
+		}
+		if strings.HasPrefix(in.Name, "vm-") {
+			renamed++
+		}
+	}
+	if renamed == 0 {
+		t.Errorf("no instance named unlike its Node; FakeTarget should rename every second one")
+	}
+	if len(st.LoadBalancers) != 5 {
+		t.Errorf("%d load balancers, want 5, one per Service", len(st.LoadBalancers))
+	}
+	slices.Sort(live)
+	for _, lb := range st.LoadBalancers {
+		var got []string
+		for _, b := range lb.Spec.Backends {
+			got = append(got, b.ProviderID)
+		}
+		slices.Sort(got)
+		if diff := cmp.Diff(live, got); diff != "" {
+			t.Errorf("load balancer %s: backends (-live instances +got):\n%s", lb.Name, diff)
+		}
+	}
 }
 
 func checkScenarios(t *testing.T, r *scale.Report) {

@@ -57,20 +57,37 @@ func (s *sim) bringUpSteps(ctx context.Context, n, m int) error {
 
 // bringUpMinimum: every Node is new, so its metadata must be read once
 // (controllers/node/node_controller.go syncNode); every Service needs its
-// load balancer created, so one EnsureLoadBalancer each; every pod CIDR
-// needs its route, one CreateRoute each, after at least one ListRoutes
-// (route_controller.go reconcile creates only what the list lacks).
+// load balancer created, so one EnsureLoadBalancer each; a Service
+// created before the last Node joined needs its backends updated at least
+// once after its creation, one UpdateLoadBalancer each if every Node
+// change in between were coalesced into one (none with
+// Config.NodesFirst); every pod CIDR needs its route, one CreateRoute
+// each, after at least one ListRoutes (route_controller.go reconcile
+// creates only what the list lacks).
 func (s *sim) bringUpMinimum() []Minimum {
 	n, m := int64(s.cfg.Nodes), int64(s.cfg.Services)
 	mins := []Minimum{{capInstances, "InstanceMetadata", n, "one per new Node (syncNode)"}}
 	if s.hasLB() && m > 0 {
 		mins = append(mins, Minimum{capLoadBalancer, "EnsureLoadBalancer", m, "one per new Service"})
 	}
+	if early := s.servicesBeforeLastNode(); s.hasLB() && early > 0 {
+		mins = append(mins, Minimum{capLoadBalancer, "UpdateLoadBalancer", early, "one per Service created before the last Node joined"})
+	}
 	if s.hasRoutes() {
 		mins = append(mins, Minimum{capRoutes, "CreateRoute", n, "one per pod CIDR"},
 			Minimum{capRoutes, "ListRoutes", 1, "one read before the first create"})
 	}
 	return mins
+}
+
+// servicesBeforeLastNode counts the Services bring-up creates before the
+// last Node joins: bringUpSteps creates Node i, then Service i, at step
+// i, so Services 0 to Nodes-2 come before Node Nodes-1.
+func (s *sim) servicesBeforeLastNode() int64 {
+	if s.cfg.NodesFirst {
+		return 0
+	}
+	return int64(min(s.cfg.Services, s.cfg.Nodes-1))
 }
 
 // steady: nothing changes for one compressed node status period (5

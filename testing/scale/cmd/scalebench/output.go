@@ -43,6 +43,11 @@ func writeScenarioRows(w io.Writer, name string, at []result) {
 		}
 		fmt.Fprintln(w)
 	}
+	fmt.Fprintf(w, "| %s | *reads, writes, throttled* | |", name)
+	for _, s := range reps {
+		fmt.Fprintf(w, " %s |", totalsCell(s, s.Calls))
+	}
+	fmt.Fprintln(w)
 	fmt.Fprintf(w, "| %s | *time to converge* | |", name)
 	for _, s := range reps {
 		if s.Skipped != "" {
@@ -134,7 +139,21 @@ func writeDriverTable(w io.Writer, results []result) {
 			}
 			fmt.Fprintln(w)
 		}
+		fmt.Fprintf(w, "| %s | *reads, writes, throttled* |", name)
+		for _, s := range reps {
+			fmt.Fprintf(w, " %s |", totalsCell(s, s.Calls))
+		}
+		fmt.Fprintln(w)
 	}
+}
+
+// totalsCell sums counts, the calls of s at one boundary.
+func totalsCell(s scale.ScenarioReport, counts []scale.OpCount) string {
+	if s.Skipped != "" {
+		return "—"
+	}
+	t := scale.Sum(counts)
+	return fmt.Sprintf("%d, %d, %d", t.Reads, t.Writes, t.Throttled)
 }
 
 func sizesOf(results []result) []size {

@@ -56,12 +56,12 @@ func upstreamFake() (*scale.Target, error) {
 	}
 	return &scale.Target{
 		Cloud: f,
-		AddInstance: func(_ context.Context, name string) error {
+		AddInstance: func(_ context.Context, name string) (string, error) {
 			mu.Lock()
 			defer mu.Unlock()
 			i := len(addrs) + 1
 			addrs[name] = net.IPv4(10, 1, byte(i>>8), byte(i)).String()
-			return nil
+			return "", nil
 		},
 	}, nil
 }
