@@ -108,17 +108,18 @@ func (o CacheOptions) withDefaults() CacheOptions {
 // is running is laid over that List's result, so a List that read the
 // cloud before a write never undoes it in the Cache.
 //
-// Staleness: what changes in the cloud other than through this Cache (a
-// second replica's writes, a change in the cloud's console, the cloud
-// itself moving an address) is seen at the first List after it, at most TTL
-// after the List before it started. Until then a load balancer found in the
-// list is reported as that List, or this Cache's last write or direct Find,
-// saw it: its tags, name, Spec and Ingress (a load balancer deleted behind
-// the Cache's back keeps being found by the Reconciler, which then fails
-// writing to it and asks again); and a load balancer created behind its
-// back is not reported by a Find whose Query the list already matches with
-// another one (never when it matches none). Call Invalidate to drop the
-// list at once, for example when the cloud notifies the provider of a
+// Staleness: a change made other than through this Cache (a second
+// replica's writes, the cloud's console, the cloud itself moving an
+// address) is seen by the first List that starts after it: at most TTL
+// after the change (when a look-up comes then), or at once after
+// Invalidate. Until then a load balancer the list has is reported as that
+// List, or this Cache's last write or direct Find, saw it: its tags, name,
+// Spec and Ingress may be late; one deleted behind the Cache's back is
+// still reported (a write to it fails, and the look-up after that asks the
+// cloud); and one created behind its back is missing from a Find whose
+// Query the list matches with another load balancer (never from one the
+// list matches with none: that asks the cloud). Call Invalidate to drop
+// the list at once, for example when the cloud notifies the provider of a
 // change.
 //
 // Metrics: a Cache records its calls to the wrapped Driver and each Find
