@@ -105,6 +105,9 @@ func outage(err error) fake.Funcs {
 		ApplyLoadBalancer: func(context.Context, loadbalancer.Driver, loadbalancer.Action) (*loadbalancer.LoadBalancer, error) {
 			return nil, err
 		},
+		ListLoadBalancers: func(context.Context, loadbalancer.ListDriver) ([]*loadbalancer.LoadBalancer, error) {
+			return nil, err
+		},
 		DeleteLoadBalancer: func(context.Context, loadbalancer.Driver, *loadbalancer.LoadBalancer) error { return err },
 		ReadRouteTable:     func(context.Context, routes.TableDriver) ([]routes.Entry, string, error) { return nil, "", err },
 		WriteRouteTable:    func(context.Context, routes.TableDriver, string, []routes.Entry) error { return err },
@@ -300,7 +303,7 @@ func TestFakeVariants(t *testing.T) {
 			// starves.
 			cfg: fake.Config{ClusterID: "conformance", InstanceCIDRs: []string{"10.0.0.0/16", "fd00:10::/64"}, Realistic: true,
 				LoadBalancers: fake.LoadBalancerSection{ProvisioningDelay: &provider.Duration{Duration: 100 * time.Millisecond}},
-				RateLimit:     fake.RateLimit{ReadsPerSecond: ptr.To(200.0), WritesPerSecond: ptr.To(100.0), Burst: 10}},
+				RateLimit:     fake.RateLimit{ReadsPerSecond: ptr.To(200.0), WritesPerSecond: ptr.To(100.0), Burst: 5}},
 			throttles: true,
 		},
 		{

@@ -42,6 +42,7 @@ var fakeOpSeries = map[fake.Op][]string{
 	fake.OpReadRouteTable:     {"routes/ReadTable"},
 	fake.OpWriteRouteTable:    {"routes/WriteTable"},
 	fake.OpFindLoadBalancers:  {"loadbalancer/Find"},
+	fake.OpListLoadBalancers:  {"loadbalancer/List"},
 	fake.OpApplyLoadBalancer:  {"loadbalancer/Apply"},
 	fake.OpDeleteLoadBalancer: {"loadbalancer/Delete"},
 }
