@@ -9,6 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	cloudprovider "k8s.io/cloud-provider"
 
+	"github.com/ccmkit/ccmkit/governor"
 	"github.com/ccmkit/ccmkit/instances"
 	"github.com/ccmkit/ccmkit/loadbalancer"
 	"github.com/ccmkit/ccmkit/provider"
@@ -51,6 +52,9 @@ type Cloud struct {
 	lbCache     *loadbalancer.Cache
 	lbCaps      loadbalancer.Capabilities
 	routes      *routes.Table
+	// gov is the client-side budget (Config.Governor) under the caches;
+	// nil (none) governs nothing.
+	gov *governor.Governor
 
 	adminMu sync.Mutex
 	admin   adminState
@@ -191,9 +195,15 @@ func compose(cfg Config, st *store, o Options) (*Cloud, error) {
 	if c.lbCaps, err = lbCapabilities(cfg.LoadBalancers.Backends, o.LoadBalancerCapabilities); err != nil {
 		return nil, err
 	}
+	if cfg.Governor != nil {
+		// Validated with the Config: New cannot fail here.
+		if c.gov, err = governor.New(cfg.Governor.options(o.Clock)); err != nil {
+			return nil, fmt.Errorf("governor: %w", err)
+		}
+	}
 	api := instanceAPI{c.meter, instanceDriver{st}}
 	c.instanceAPI = api
-	nodes, err := c.composeInstances(api, o)
+	nodes, err := c.composeInstances(c.gov.InstanceList(api), o)
 	if err != nil {
 		return nil, err
 	}
@@ -202,7 +212,7 @@ func compose(cfg Config, st *store, o Options) (*Cloud, error) {
 	if err != nil {
 		return nil, err
 	}
-	if c.routes, err = c.composeRoutes(api, throttleWait); err != nil {
+	if c.routes, err = c.composeRoutes(c.gov.InstanceList(api), throttleWait); err != nil {
 		return nil, err
 	}
 	c.Cloud = provider.New(ProviderName, provider.Options{
@@ -255,8 +265,8 @@ func maxThrottleWait(fakeClock bool) time.Duration {
 // composeInstances sets c.cache, an instances.Cache over api, and returns
 // the InstancesV2 adapter over it. Errors name the instances layer and wrap
 // the constructor's.
-func (c *Cloud) composeInstances(api instanceAPI, o Options) (*instances.Adapter, error) {
-	cacheOpts := instances.CacheOptions{TTL: c.cfg.InstanceCacheTTL.Duration, Now: o.Clock}
+func (c *Cloud) composeInstances(api instances.ListDriver, o Options) (*instances.Adapter, error) {
+	cacheOpts := instances.CacheOptions{TTL: c.cfg.InstanceCacheTTL.Duration, Now: o.Clock, ErrorTTL: c.errorTTL()}
 	if o.InstanceCache != nil {
 		cacheOpts = *o.InstanceCache
 	}
@@ -280,9 +290,10 @@ func (c *Cloud) composeInstances(api instanceAPI, o Options) (*instances.Adapter
 // c.lbCaps, looking up nodes with nodes. Errors wrap the constructors'.
 func (c *Cloud) composeLoadBalancers(nodes *instances.Adapter, throttleWait time.Duration) (*loadbalancer.Reconciler, error) {
 	var err error
-	c.lbCache, err = loadbalancer.NewCache(lbAPI{c.meter, lbDriver{c.store}}, loadbalancer.CacheOptions{
-		TTL: c.cfg.LoadBalancerCacheTTL.Duration,
-		Now: c.store.now,
+	c.lbCache, err = loadbalancer.NewCache(c.gov.LoadBalancerList(lbAPI{c.meter, lbDriver{c.store}}), loadbalancer.CacheOptions{
+		TTL:      c.cfg.LoadBalancerCacheTTL.Duration,
+		ErrorTTL: c.errorTTL(),
+		Now:      c.store.now,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("load balancers: %w", err)
@@ -311,8 +322,8 @@ func (c *Cloud) composeLoadBalancers(nodes *instances.Adapter, throttleWait time
 // composeRoutes returns the whole-table route table over the metered
 // routeDriver, which learns of gone targets through api. Errors wrap the
 // constructor's.
-func (c *Cloud) composeRoutes(api instanceAPI, throttleWait time.Duration) (*routes.Table, error) {
-	table, err := routes.NewWholeTable(routeAPI{c.meter, routeDriver{c.store}}, routes.Options{
+func (c *Cloud) composeRoutes(api instances.ListDriver, throttleWait time.Duration) (*routes.Table, error) {
+	table, err := routes.NewWholeTable(c.gov.RouteTable(routeAPI{c.meter, routeDriver{c.store}}), routes.Options{
 		ClusterID:           c.cfg.ClusterID,
 		Instances:           goneTargets{api},
 		IPv4Only:            c.cfg.Routes.IPv4Only,
@@ -323,6 +334,17 @@ func (c *Cloud) composeRoutes(api instanceAPI, throttleWait time.Duration) (*rou
 		return nil, fmt.Errorf("routes: %w", err)
 	}
 	return table, nil
+}
+
+// errorTTL is the ErrorTTL of the Cloud's caches: their default, or, under
+// a governor, none, so that a governor's refusal (a RetryError of a few
+// milliseconds) is not remembered for the default five seconds
+// (governor's doc, "Where it goes").
+func (c *Cloud) errorTTL() time.Duration {
+	if c.gov != nil {
+		return -1
+	}
+	return 0
 }
 
 // provisioningRetry is the Reconciler's RetryAfter for a provisioning

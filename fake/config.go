@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/utils/ptr"
 
+	"github.com/ccmkit/ccmkit/governor"
 	"github.com/ccmkit/ccmkit/instances"
 	"github.com/ccmkit/ccmkit/provider"
 )
@@ -103,6 +104,13 @@ type Config struct {
 	// RateLimit limits the cloud API calls of every driver (see
 	// RateLimit). Unset rates are unlimited unless Realistic.
 	RateLimit RateLimit `json:"rateLimit,omitempty"`
+	// Governor, when set, is the provider's own client-side budget of
+	// cloud calls (package governor), shared by its load-balancer,
+	// instance and route drivers, below the caches: a call over the
+	// budget is refused at once with a RetryError, without reaching the
+	// cloud, and a throttled answer (RateLimit) pauses its class for the
+	// Retry-After. Unset: no governor, in every mode.
+	Governor *GovernorSection `json:"governor,omitempty"`
 	// Admin configures the admin HTTP endpoint (off unless Address is set).
 	Admin AdminSection `json:"admin,omitempty"`
 	// StateFile, when set, is the absolute path of a JSON file that holds
@@ -208,6 +216,40 @@ type RateLimit struct {
 	Burst int `json:"burst,omitempty"`
 }
 
+// GovernorSection configures the fake's client-side budget of cloud
+// calls, a governor.Governor (Config.Governor). Zero values are the
+// governor's defaults (governor.Limit); JSON and YAML field names are the
+// json tags.
+type GovernorSection struct {
+	// ReadsPerSecond and WritesPerSecond are the budgets' rates
+	// (governor.Limit.Rate); 0 means the governor's default (20 and 10).
+	ReadsPerSecond  float64 `json:"readsPerSecond,omitempty"`
+	WritesPerSecond float64 `json:"writesPerSecond,omitempty"`
+	// Burst is the capacity of each budget (governor.Limit.Burst); 0 means
+	// the governor's default (20).
+	Burst int `json:"burst,omitempty"`
+}
+
+// options are the governor.Options of g on clock now.
+func (g *GovernorSection) options(now func() time.Time) governor.Options {
+	return governor.Options{
+		Reads:  governor.Limit{Rate: g.ReadsPerSecond, Burst: g.Burst},
+		Writes: governor.Limit{Rate: g.WritesPerSecond, Burst: g.Burst},
+		Now:    now,
+	}
+}
+
+// validate checks g with the governor's own validation; path names it.
+func (g *GovernorSection) validate(path *field.Path) field.ErrorList {
+	if g == nil {
+		return nil
+	}
+	if _, err := governor.New(g.options(nil)); err != nil {
+		return field.ErrorList{field.Invalid(path, fmt.Sprintf("%+v", *g), err.Error())}
+	}
+	return nil
+}
+
 // limited reports whether r limits any class.
 func (r RateLimit) limited() bool { return r.ReadsPerSecond != nil || r.WritesPerSecond != nil }
 
@@ -279,6 +321,7 @@ func (c *Config) Validate() error {
 	errs = append(errs, validateInstanceCIDRs(field.NewPath("instanceCIDRs"), c.InstanceCIDRs)...)
 	errs = append(errs, c.LoadBalancers.validate(field.NewPath("loadBalancers"))...)
 	errs = append(errs, c.rateLimit().validate(field.NewPath("rateLimit"))...)
+	errs = append(errs, c.Governor.validate(field.NewPath("governor"))...)
 	for _, ttl := range []struct {
 		name string
 		d    time.Duration

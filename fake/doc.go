@@ -52,6 +52,12 @@
 //     cloud rejects a target that is not a live instance. A Node whose name
 //     differs from its instance's is a backend like any other.
 //
+// A client-side budget (governor: Config.Governor, off by default in
+// every mode) puts a governor.Governor below the fake's caches, as a
+// provider over a real cloud would: calls over its budget are refused
+// before they reach the cloud, and the cloud's throttled answers pause
+// their class for the Retry-After.
+//
 // The admin endpoint changes the delay and the rate limit at run time
 // (PUT /provisioning, PUT /ratelimit). Time comes from Options.Clock,
 // time.Now by default.

@@ -67,7 +67,7 @@ func (d routeDriver) WriteTable(ctx context.Context, revision string, entries []
 // reconcile). Such a route goes when its Node does. It lists the
 // instances with one call of the instrumented API, so the answer is never
 // staler than the call.
-type goneTargets struct{ api instanceAPI }
+type goneTargets struct{ api instances.ListDriver }
 
 func (g goneTargets) GoneTargets(ctx context.Context, nodes []types.NodeName) ([]types.NodeName, error) {
 	list, err := g.api.List(ctx)
