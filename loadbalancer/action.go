@@ -47,6 +47,11 @@ const (
 	// BackendKey) is already present is replaced: under the default key,
 	// its address or provider ID changed.
 	ActionAddBackends ActionKind = "AddBackends"
+	// ActionUpdateBackendPool makes the load balancer send traffic to the
+	// shared backend pool whose ID is Action.BackendPool (see Pool), or to
+	// none when it is empty, leaving its own backends as they are. The
+	// pool exists: the Reconciler ensures it first.
+	ActionUpdateBackendPool ActionKind = "UpdateBackendPool"
 	// ActionRemoveBackends removes Action.Backends, as the Driver reported
 	// them, by key (see BackendKey).
 	ActionRemoveBackends ActionKind = "RemoveBackends"
@@ -86,6 +91,9 @@ type Action struct {
 	// Backends are the backends to add or remove, sorted by the desired
 	// BackendKey (ActionAddBackends, ActionRemoveBackends).
 	Backends []Backend
+	// BackendPool is the ID of the pool to reference, empty for none
+	// (ActionUpdateBackendPool).
+	BackendPool string
 }
 
 // String returns the kind, target and reason, for logs.

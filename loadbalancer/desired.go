@@ -47,6 +47,13 @@ type Capabilities struct {
 	// Backend, matched by Node name). It is not a feature a Service asks
 	// for: it decides how Plan matches backends, see BackendKey.
 	BackendKey BackendKey
+	// SharedBackendPools: several load balancers can reference one backend
+	// pool, and the Driver is a PoolDriver. Load balancers whose backends
+	// are the same set then reference one pool, so a Node change is one
+	// pool write however many Services there are (see the package doc,
+	// "Shared backend pools"). It is not a feature a Service asks for:
+	// Desired ignores it, and the Reconciler acts on it.
+	SharedBackendPools bool
 }
 
 // DesiredInput is the input of Desired besides the Service and its Nodes.

@@ -35,6 +35,13 @@ var (
 	SourceRanges    = sourceRanges
 )
 
+// The pure pieces of shared backend pools.
+var (
+	PoolKey     = poolKey
+	DesiredPool = desiredPool
+	PlanPool    = planPool
+)
+
 // Backends is the backends a cloud keyed by k keeps for nodes.
 var Backends = BackendKey.backends
 

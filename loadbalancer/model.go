@@ -57,8 +57,15 @@ type Spec struct {
 	// port), sorted by ListenerKey.
 	Listeners []Listener `json:"listeners,omitempty"`
 	// Backends are the nodes traffic is sent to, sorted by their key (see
-	// BackendKey).
+	// BackendKey). Empty when the load balancer sends traffic to a shared
+	// pool (BackendPool) only.
 	Backends []Backend `json:"backends,omitempty"`
+	// BackendPool is the ID of the shared backend pool (see Pool) the load
+	// balancer also sends traffic to; empty: none. A load balancer of a
+	// Service served from a pool has it set and no Backends; while it
+	// moves between its own backends and a pool it briefly has both (see
+	// Plan).
+	BackendPool string `json:"backendPool,omitempty"`
 	// BackendKey is what the cloud keeps of each backend, and so what Plan
 	// matches and compares backends by. Desired copies it from
 	// Capabilities.BackendKey; Plan reads it from the desired model only,

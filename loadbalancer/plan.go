@@ -16,8 +16,11 @@ import (
 // Plan returns the actions that bring actual to desired, in a fixed order:
 // create (alone, when actual is nil), then tags, front end, settings, health
 // check, source ranges, session affinity, listener removals, listener
-// updates, listener additions, backend additions, backend removals (new
-// backends are in service before old ones leave). Each Action carries
+// updates, listener additions, backend additions, the backend pool
+// reference, backend removals (new backends are in service before old ones
+// leave: a load balancer moving to a shared pool references it before its
+// own backends go, and one leaving a pool has its own backends before the
+// reference goes). Each Action carries
 // actual.ID and a readable Reason. The result is deterministic and empty
 // (nil) when actual already matches desired.
 //
@@ -90,7 +93,28 @@ func Plan(desired, actual *LoadBalancer) ([]Action, error) {
 	}
 	p.listeners(d.Listeners, a.Listeners)
 	p.backends(d.Backends, a.Backends, key)
+	p.backendPool(d.BackendPool, a.BackendPool)
 	return p.actions, nil
+}
+
+// backendPool plans the pool reference. It goes before the backend
+// removals that backends planned, if any (they are then the action before
+// it), after the additions (see Plan).
+func (p *planner) backendPool(want, have string) {
+	if want == have {
+		return
+	}
+	reason := fmt.Sprintf("backend pool is %q; want %q", have, want)
+	switch {
+	case have == "":
+		reason = fmt.Sprintf("the service's backends are the shared pool %q", want)
+	case want == "":
+		reason = fmt.Sprintf("the service no longer uses the shared pool %q", have)
+	}
+	p.add(Action{Kind: ActionUpdateBackendPool, BackendPool: want}, "%s", reason)
+	if n := len(p.actions); n >= 2 && p.actions[n-2].Kind == ActionRemoveBackends {
+		p.actions[n-2], p.actions[n-1] = p.actions[n-1], p.actions[n-2]
+	}
 }
 
 // desiredOwner returns the owner named by desired's ownership tags, or
@@ -477,6 +501,8 @@ func applyTo(out *LoadBalancer, a Action) error {
 		return applyListener(s, a)
 	case ActionAddBackends, ActionRemoveBackends:
 		applyBackends(s, a)
+	case ActionUpdateBackendPool:
+		s.BackendPool = a.BackendPool
 	default:
 		return fmt.Errorf("unknown action kind %q", a.Kind)
 	}

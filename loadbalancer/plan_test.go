@@ -97,6 +97,22 @@ func TestPlan(t *testing.T) {
 				lb.Spec.Listeners = []loadbalancer.Listener{tcp(v4, 443, 30443), {ListenerKey: loadbalancer.ListenerKey{Family: v4, Protocol: v1.ProtocolUDP, Port: 80}, NodePort: 30080}}
 			}), planBase(),
 			[]planned{{loadbalancer.ActionRemoveListener, "listener IPv4/TCP/80 is not a port of the service"}, {loadbalancer.ActionAddListener, "service port IPv4/UDP/80 (node port 30080) has no listener"}}},
+		{"to a shared pool", "the pool is referenced before the own backends go, so traffic never stops",
+			mod(func(lb *loadbalancer.LoadBalancer) { lb.Spec.Backends, lb.Spec.BackendPool = nil, "pool-1" }), planBase(),
+			[]planned{
+				{loadbalancer.ActionUpdateBackendPool, `the service's backends are the shared pool "pool-1"`},
+				{loadbalancer.ActionRemoveBackends, "no longer backends: nodes n1, n2"},
+			}},
+		{"from a shared pool", "the own backends are added before the pool reference goes",
+			planBase(), mod(func(lb *loadbalancer.LoadBalancer) { lb.Spec.Backends, lb.Spec.BackendPool = nil, "pool-1" }),
+			[]planned{
+				{loadbalancer.ActionAddBackends, "new or changed backends: nodes n1, n2"},
+				{loadbalancer.ActionUpdateBackendPool, `the service no longer uses the shared pool "pool-1"`},
+			}},
+		{"to another pool", "one write: the reference",
+			mod(func(lb *loadbalancer.LoadBalancer) { lb.Spec.Backends, lb.Spec.BackendPool = nil, "pool-2" }),
+			mod(func(lb *loadbalancer.LoadBalancer) { lb.Spec.Backends, lb.Spec.BackendPool = nil, "pool-1" }),
+			[]planned{{loadbalancer.ActionUpdateBackendPool, `backend pool is "pool-1"; want "pool-2"`}}},
 		{"everything", "the documented order",
 			mod(func(lb *loadbalancer.LoadBalancer) {
 				lb.Spec.IPFamilies = []v1.IPFamily{v4, v1.IPv6Protocol}
