@@ -84,6 +84,15 @@
 // wrapped, RetryError included. Stats.Throttled counts throttled driver
 // calls.
 //
+// # Reads
+//
+// The route controller lists the routes every
+// --route-reconciliation-period (10s), converged or not. Options.ListTTL
+// lets ListRoutes answer from its last answer for that long, dropped by
+// every write of the Table, so a converged cluster costs one table read
+// (and one Options.Instances check) per ListTTL; changes made outside the
+// Table are then seen up to ListTTL late.
+//
 // # Metrics
 //
 // The Table records every call it makes to its driver and to
@@ -98,7 +107,8 @@
 // (RouteDriver), ReadTable, WriteTable (TableDriver) or GoneTargets
 // (InstanceChecker); result is "ok", "throttled" (an error wrapping an
 // *api.RetryError), "not-found" (an error wrapping ErrNotFound) or
-// "error". A call the Table turns into success (a create answered with
+// "error". A call that a layer below answered without the cloud (a
+// governor's refusal) is not recorded. A call the Table turns into success (a create answered with
 // ErrAlreadyExists, a write answered with ErrConflict) is still recorded
 // with the driver's result, so the counts are the cloud's: each throttled
 // retry and each conflict's re-read is one more call. Nothing is

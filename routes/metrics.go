@@ -13,11 +13,13 @@ import (
 const capability = "routes"
 
 // meteredRoutes is the RouteDriver the Table calls: d, with each call
-// recorded under its method's name, ErrNotFound read as not-found.
+// recorded under its method's name, ErrNotFound read as not-found, through
+// cloudmetrics.Meter, so a call a layer below answered without the cloud
+// (a governor's refusal: cloudmetrics.MarkAnswered) is not recorded.
 type meteredRoutes struct{ d RouteDriver }
 
 func (m meteredRoutes) ListRoutes(ctx context.Context, cluster string) (entries []Entry, err error) {
-	err = cloudmetrics.Call(capability, "ListRoutes", func() error {
+	err = cloudmetrics.Meter(ctx, capability, "ListRoutes", func(ctx context.Context) error {
 		entries, err = m.d.ListRoutes(ctx, cluster)
 		return err
 	}, ErrNotFound)
@@ -25,19 +27,19 @@ func (m meteredRoutes) ListRoutes(ctx context.Context, cluster string) (entries 
 }
 
 func (m meteredRoutes) CreateRoute(ctx context.Context, e Entry) error {
-	return cloudmetrics.Call(capability, "CreateRoute", func() error { return m.d.CreateRoute(ctx, e) }, ErrNotFound)
+	return cloudmetrics.Meter(ctx, capability, "CreateRoute", func(ctx context.Context) error { return m.d.CreateRoute(ctx, e) }, ErrNotFound)
 }
 
 func (m meteredRoutes) DeleteRoute(ctx context.Context, e Entry) error {
-	return cloudmetrics.Call(capability, "DeleteRoute", func() error { return m.d.DeleteRoute(ctx, e) }, ErrNotFound)
+	return cloudmetrics.Meter(ctx, capability, "DeleteRoute", func(ctx context.Context) error { return m.d.DeleteRoute(ctx, e) }, ErrNotFound)
 }
 
 // meteredTable is the TableDriver the Table calls: d, with each call
-// recorded under its method's name.
+// recorded under its method's name, as meteredRoutes does.
 type meteredTable struct{ d TableDriver }
 
 func (m meteredTable) ReadTable(ctx context.Context) (entries []Entry, revision string, err error) {
-	err = cloudmetrics.Call(capability, "ReadTable", func() error {
+	err = cloudmetrics.Meter(ctx, capability, "ReadTable", func(ctx context.Context) error {
 		entries, revision, err = m.d.ReadTable(ctx)
 		return err
 	}, ErrNotFound)
@@ -45,7 +47,7 @@ func (m meteredTable) ReadTable(ctx context.Context) (entries []Entry, revision 
 }
 
 func (m meteredTable) WriteTable(ctx context.Context, revision string, entries []Entry) error {
-	return cloudmetrics.Call(capability, "WriteTable", func() error { return m.d.WriteTable(ctx, revision, entries) }, ErrNotFound)
+	return cloudmetrics.Meter(ctx, capability, "WriteTable", func(ctx context.Context) error { return m.d.WriteTable(ctx, revision, entries) }, ErrNotFound)
 }
 
 // meteredChecker is the InstanceChecker the Table calls: c, with each
@@ -54,7 +56,7 @@ func (m meteredTable) WriteTable(ctx context.Context, revision string, entries [
 type meteredChecker struct{ c InstanceChecker }
 
 func (m meteredChecker) GoneTargets(ctx context.Context, nodes []types.NodeName) (gone []types.NodeName, err error) {
-	err = cloudmetrics.Call(capability, "GoneTargets", func() error {
+	err = cloudmetrics.Meter(ctx, capability, "GoneTargets", func(ctx context.Context) error {
 		gone, err = m.c.GoneTargets(ctx, nodes)
 		return err
 	})

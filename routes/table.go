@@ -91,6 +91,23 @@ type Options struct {
 	// 0 means one minute; negative means none: a throttled driver call
 	// fails its callers at once.
 	MaxThrottleWait time.Duration
+	// ListTTL is how long ListRoutes may answer a cluster from its last
+	// answer instead of reading the cloud again (and asking Instances
+	// again). The route controller lists every
+	// --route-reconciliation-period, 10s by default, whatever has changed
+	// (k8s.io/cloud-provider@v0.37.2 controllers/route/route_controller.go
+	// Run): with a ListTTL of a minute, a converged cluster costs one table
+	// read (and one instance check) a minute instead of six. Every driver
+	// write of the Table (CreateRoute, DeleteRoute, a batch's WriteTable,
+	// failed ones included) drops what it remembers, so the controller
+	// sees its own changes at once; a change made outside the Table (a
+	// route deleted by hand, another writer, an instance terminated, so
+	// its route Blackhole) is seen up to ListTTL late. 0 means none: every
+	// ListRoutes reads the cloud; negative is an error.
+	ListTTL time.Duration
+	// Now returns the current time for ListTTL; nil means time.Now. Tests
+	// inject a fake clock here. It must be safe for concurrent use.
+	Now func() time.Time
 }
 
 // Stats counts a Table's work since it was made. For a RouteDriver Table
@@ -152,6 +169,7 @@ type Table struct {
 
 	driverMu sync.Mutex // serializes every TableDriver call
 	batch    batcher
+	lists    listCache // ListRoutes answers kept for Options.ListTTL
 	stats    struct{ batches, writes, conflicts, calls, throttled atomic.Uint64 }
 }
 
@@ -170,7 +188,7 @@ func NewTable(d RouteDriver, opts Options) (*Table, error) {
 	if err != nil {
 		return nil, err
 	}
-	t.routes = meteredRoutes{d}
+	t.routes = listedRoutes{meteredRoutes{d}, &t.lists}
 	return t, nil
 }
 
@@ -186,7 +204,7 @@ func NewWholeTable(d TableDriver, opts Options) (*Table, error) {
 	if err != nil {
 		return nil, err
 	}
-	t.table = meteredTable{d}
+	t.table = listedTable{meteredTable{d}, &t.lists}
 	return t, nil
 }
 
@@ -196,6 +214,9 @@ func newTable(fn string, opts Options) (*Table, error) {
 	if opts.ClusterID != "" && strings.TrimSpace(opts.ClusterID) != opts.ClusterID {
 		return nil, fmt.Errorf("%s: Options.ClusterID %q: expected the cluster identity without leading or trailing white space (or empty to use each call's clusterName)", fn, opts.ClusterID)
 	}
+	if opts.ListTTL < 0 {
+		return nil, fmt.Errorf("%s: Options.ListTTL %v: expected 0 (the default, none) or a positive duration", fn, opts.ListTTL)
+	}
 	if opts.MaxBatch < 0 {
 		return nil, fmt.Errorf("%s: Options.MaxBatch %d: expected 0 (the default, %d) or a positive number", fn, opts.MaxBatch, defaultMaxBatch)
 	}
@@ -204,6 +225,10 @@ func newTable(fn string, opts Options) (*Table, error) {
 		return nil, err
 	}
 	t := &Table{opts: opts.withDefaults(), namer: n}
+	t.lists = listCache{ttl: t.opts.ListTTL, now: t.opts.Now}
+	if t.lists.now == nil {
+		t.lists.now = time.Now
+	}
 	if t.opts.Instances != nil {
 		t.opts.Instances = meteredChecker{t.opts.Instances}
 	}
@@ -281,6 +306,10 @@ func (t *Table) ListRoutes(ctx context.Context, clusterName string) ([]*cloudpro
 	if cluster == "" {
 		return nil, fmt.Errorf("routes: ListRoutes: %s: %w", noCluster, ErrInvalidRoute)
 	}
+	if routes, ok := t.lists.get(cluster); ok {
+		return routes, nil
+	}
+	read := t.lists.begin()
 	var (
 		entries []Entry
 		err     error
@@ -323,6 +352,7 @@ func (t *Table) ListRoutes(ctx context.Context, clusterName string) ([]*cloudpro
 			Blackhole:           e.Blackhole || e.TargetNode == "" || gone[e.TargetNode],
 		})
 	}
+	t.lists.put(cluster, read, out)
 	return out, nil
 }
 
