@@ -36,9 +36,9 @@ type sim struct {
 // (Config.Nodes Nodes join and Config.Services LoadBalancer Services are
 // created over Config.Spread; goal: every Node initialized and, with
 // Routes, routed, and every Service with an ingress), steady (nothing
-// changes for one compressed node status period), churn (ChurnPercent of
-// the Nodes' instances terminated and their Nodes NotReady, as many new
-// Nodes join; goal: the old Nodes deleted by the node-lifecycle
+// changes for Config.Steady, an hour by default, compressed), churn
+// (ChurnPercent of the Nodes' instances terminated and their Nodes
+// NotReady, as many new Nodes join; goal: the old Nodes deleted by the node-lifecycle
 // controller, the new ones initialized), restart (the controllers stop
 // and new ones start, over Target.Restart's provider if set; goal: every
 // Service ensured again and, with Routes, the routes listed), deletion

@@ -76,12 +76,16 @@ type Config struct {
 	// Compression divides the upstream default periods: the route
 	// controller's 10s (--route-reconciliation-period), the cloud node
 	// controller's status update, 5m (--node-status-update-frequency),
-	// and the node-lifecycle controller's 5s monitor period. The steady
-	// state lasts one compressed status update period. The service
+	// and the node-lifecycle controller's 5s monitor period. The service
 	// controller's node sync period (100s, a constant of
 	// controllers/service/controller.go) cannot be set and is not
-	// compressed. 0 means 100; negative is an error.
+	// compressed. The steady state lasts Steady, compressed. 0 means 100;
+	// negative is an error.
 	Compression int
+	// Steady is the simulated time the steady scenario lasts, compressed
+	// like the periods (an hour at the default Compression is 36s of wall
+	// time). 0 means one hour; negative is an error.
+	Steady time.Duration
 	// Timeout bounds each scenario's wait for convergence. 0 means 2m;
 	// negative is an error.
 	Timeout time.Duration
@@ -104,6 +108,8 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("Config.Compression %d: expected 0 (the default, 100) or more", c.Compression)
 	case slices.Contains(c.Skip, BringUp):
 		return fmt.Errorf("Config.Skip %q: expected only %s, %s, %s or %s (every scenario needs the bring-up)", c.Skip, Steady, Churn, Restart, Deletion)
+	case c.Steady < 0:
+		return fmt.Errorf("Config.Steady %v: expected 0 (the default, 1h) or more", c.Steady)
 	case c.Timeout < 0:
 		return fmt.Errorf("Config.Timeout %v: expected 0 (the default, 2m) or more", c.Timeout)
 	}
@@ -125,6 +131,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.Timeout == 0 {
 		c.Timeout = 2 * time.Minute
+	}
+	if c.Steady == 0 {
+		c.Steady = time.Hour
 	}
 	if c.ClusterName == "" {
 		c.ClusterName = "kubernetes"

@@ -61,7 +61,7 @@ func TestFakeRealistic(t *testing.T) {
 		t.Fatal(err)
 	}
 	r, err := scale.Run(t.Context(), scale.FakeTarget(c, "scale"), scale.Config{Nodes: 10, Services: 5, Spread: 100 * time.Millisecond,
-		Compression: 20, NodesFirst: raceBuild, Skip: append([]string{scale.Deletion}, raceSkips...)})
+		Compression: 20, Steady: 5 * time.Minute, NodesFirst: raceBuild, Skip: append([]string{scale.Deletion}, raceSkips...)})
 	if err != nil {
 		t.Fatalf("Run: %v", err)
 	}
@@ -197,6 +197,7 @@ func TestConfigValidate(t *testing.T) {
 		{name: "negative services", cfg: scale.Config{Nodes: 1, Services: -1}, want: "Config.Services -1: expected 0 or more", reason: "a count"},
 		{name: "churn over 100", cfg: scale.Config{Nodes: 1, ChurnPercent: 101}, want: "Config.ChurnPercent 101: expected 0 (the default, 10) to 100", reason: "a percentage"},
 		{name: "negative compression", cfg: scale.Config{Nodes: 1, Compression: -1}, want: "Config.Compression -1: expected 0 (the default, 100) or more", reason: "a divisor"},
+		{name: "negative steady", cfg: scale.Config{Nodes: 1, Steady: -time.Minute}, want: "Config.Steady -1m0s: expected 0 (the default, 1h) or more", reason: "a duration"},
 		{name: "negative timeout", cfg: scale.Config{Nodes: 1, Timeout: -time.Second}, want: "Config.Timeout -1s: expected 0 (the default, 2m) or more", reason: "a bound"},
 		{name: "skip bring-up", cfg: scale.Config{Nodes: 1, Skip: []string{scale.BringUp}}, want: `Config.Skip ["bring-up"]: expected only steady, churn, restart or deletion (every scenario needs the bring-up)`, reason: "the others run over its cluster"},
 		{name: "valid", cfg: scale.Config{Nodes: 1}, want: "<nil>", reason: "defaults fill the rest"},

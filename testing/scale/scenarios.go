@@ -90,13 +90,13 @@ func (s *sim) servicesBeforeLastNode() int64 {
 	return int64(min(s.cfg.Services, s.cfg.Nodes-1))
 }
 
-// steady: nothing changes for one compressed node status period (5
-// simulated minutes); the minimum is no call at all.
+// steady: nothing changes for Config.Steady of simulated time (an hour by
+// default), compressed; the minimum is no call at all.
 func (s *sim) steady(ctx context.Context) error {
 	return s.run(ctx, scenario{
 		name: Steady,
 		act: func(ctx context.Context) error {
-			sleep(ctx, s.cfg.periods().nodeStatus)
+			sleep(ctx, s.cfg.Steady/time.Duration(s.cfg.Compression))
 			return ctx.Err()
 		},
 		goal: func(context.Context) (bool, string, error) { return true, "", nil },
