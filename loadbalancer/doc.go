@@ -21,6 +21,10 @@
 //   - Reconciler (NewReconciler, Options, Driver): cloudprovider.LoadBalancer
 //     with the guarantees the upstream service controller relies on,
 //     reporting a validated v1.LoadBalancerStatus.
+//   - Shared backend pools (Pool, PoolDriver, ApplyPool): one group of
+//     backends referenced by every load balancer whose backends are the
+//     same set, so a Node change is one write whatever the number of
+//     Services.
 //   - Cache (NewCache, CacheOptions, ListDriver): a Driver that answers
 //     the Reconciler's look-ups from one List per TTL, for a Driver that
 //     can list.
@@ -94,6 +98,56 @@
 //     returns an error wrapping *api.RetryError when throttled; either way
 //     EnsureLoadBalancer returns an api.RetryError and the service
 //     controller comes back after its delay (see Driver).
+//
+// # Shared backend pools
+//
+// With the upstream service controller every Node change calls
+// UpdateLoadBalancer for every LoadBalancer Service, with the same Nodes
+// (controllers/service/controller.go, nodeSyncService and
+// updateLoadBalancerHosts), so backend writes grow as Nodes × Services.
+// Many clouds let many load balancers reference one group of backends (GCE
+// instance groups, Azure backend pools, hcloud label-selector targets).
+// A provider whose Driver implements PoolDriver and declares
+// Capabilities.SharedBackendPools gets:
+//
+//   - One pool per set of backends. Every Service whose backends are the
+//     same set references one Pool: a pool's identity (TagCluster and
+//     TagPool) is a pure function of what decides its members, the node
+//     predicate (every Node the controller passes), the Service's IP
+//     families as a set and Capabilities.BackendKey, so every replica and
+//     every restart finds the same pool, and a pool of another cluster is
+//     never used. Its name comes from the Reconciler's Namer:
+//     "<prefix>-pool-<key>-<hash>".
+//   - The load balancer references the pool (Spec.BackendPool) instead of
+//     carrying Backends. EnsureLoadBalancer ensures the pool first, with the
+//     eligible Nodes as members, then the load balancer referencing it.
+//   - One write per Node change. UpdateLoadBalancer converges the pool's
+//     members, planned with the load balancers' own backend diff, under a
+//     lock per pool: the first Service's call writes, and every other
+//     Service's call finds the pool converged and writes nothing (with a
+//     Cache, it reads nothing either).
+//   - Backends of its own where the set differs: a Service with
+//     externalTrafficPolicy Local, whose Nodes are checked on its own
+//     healthCheckNodePort (where a cloud keeps the health check on the
+//     backend group, its group cannot be shared). Switching a Service
+//     between the two is done without a gap: Plan adds the new backends
+//     or reference before removing the old ones.
+//   - No pool deleted while referenced, none leaked. A pool is deleted when
+//     a load balancer stops referencing it and when a Service is deleted,
+//     and only with the cloud's consent: PoolDriver.DeletePool refuses a pool
+//     any load balancer references (ErrPoolInUse), which the Reconciler
+//     reads as "someone else still uses it". EnsureLoadBalancerDeleted also
+//     deletes every unreferenced pool of the cluster, so a pool left by a
+//     crash between the two deletes, or by a load balancer whose creation
+//     failed, goes with the next Service deleted. A Driver that implements
+//     PoolDriver is asked for them even when SharedBackendPools is off, so
+//     that turning it off lets the pools go.
+//
+// When two replicas race and create two pools of one key, both pick the
+// one with the lowest ID, and the other goes unreferenced. A call made with
+// a stale list of Nodes (a slow Ensure overtaken by a node sync) writes
+// that list to the shared pool, as it would to the Service's own backends
+// without pools; the service controller's next node sync corrects it.
 //
 // # Load balancer classes
 //
@@ -174,7 +228,9 @@
 // (k8s.io/component-base's legacyregistry) with no code from the provider:
 // ccmkit_cloud_requests_total and ccmkit_cloud_request_duration_seconds
 // with capability "loadbalancer" and operation "Find", "Apply" or
-// "Delete", one count per call, each retry after a throttle included. The
+// "Delete" (and "FindPools", "ApplyPool" and "DeletePool" for shared
+// backend pools), one count per call, each retry after a throttle
+// included. The
 // result is "ok", "throttled" (an error wrapping an api.RetryError) or
 // "error"; the Driver contract has no not-found error (Find reports none as
 // an empty slice, Delete a gone load balancer as nil), so "not-found" does

@@ -246,3 +246,101 @@ func (l *eventLog) take() []event {
 	l.events = nil
 	return out
 }
+
+// poolMemDriver is memDriver with shared backend pools (a PoolDriver): it
+// stores pools as the model and applies pool actions with
+// loadbalancer.ApplyPool, and refuses what a cloud of shared pools
+// refuses: a load balancer referencing a pool that does not exist, and
+// deleting a pool a load balancer references (loadbalancer.ErrPoolInUse).
+type poolMemDriver struct {
+	*memDriver
+	pools      map[string]*loadbalancer.Pool // guarded by memDriver.mu
+	nextPool   int
+	poolFinds  int
+	poolWrites []string // pool action kinds and "DeletePool <id>", in order
+}
+
+var _ loadbalancer.PoolDriver = (*poolMemDriver)(nil)
+
+func newPoolMemDriver() *poolMemDriver {
+	return &poolMemDriver{memDriver: newMemDriver(), pools: map[string]*loadbalancer.Pool{}}
+}
+
+// Apply refuses a load balancer referencing a missing pool, then applies.
+func (d *poolMemDriver) Apply(ctx context.Context, a loadbalancer.Action) (*loadbalancer.LoadBalancer, error) {
+	ref := a.BackendPool
+	if a.Kind == loadbalancer.ActionCreate && a.Create != nil {
+		ref = a.Create.Spec.BackendPool
+	}
+	d.mu.Lock()
+	_, ok := d.pools[ref]
+	d.mu.Unlock()
+	if ref != "" && !ok {
+		return nil, fmt.Errorf("backend pool %q does not exist", ref)
+	}
+	return d.memDriver.Apply(ctx, a)
+}
+
+func (d *poolMemDriver) FindPools(_ context.Context, q loadbalancer.PoolQuery) ([]*loadbalancer.Pool, error) {
+	runtime.Gosched() // let concurrent callers interleave, as a cloud's latency does
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.poolFinds++
+	var out []*loadbalancer.Pool
+	for _, p := range d.pools {
+		if matches(&loadbalancer.LoadBalancer{ID: p.ID, Tags: p.Tags}, loadbalancer.Query{ID: q.ID, Tags: q.Tags}) {
+			out = append(out, p.Clone())
+		}
+	}
+	return out, nil
+}
+
+func (d *poolMemDriver) ApplyPool(_ context.Context, a loadbalancer.PoolAction) (*loadbalancer.Pool, error) {
+	runtime.Gosched()
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.poolWrites = append(d.poolWrites, string(a.Kind))
+	p, err := loadbalancer.ApplyPool(d.pools[a.PoolID], a)
+	if err != nil {
+		return nil, err
+	}
+	if a.Kind == loadbalancer.PoolActionCreate {
+		d.nextPool++
+		p.ID = fmt.Sprintf("pool-%d", d.nextPool)
+	}
+	d.pools[p.ID] = p
+	return p.Clone(), nil
+}
+
+func (d *poolMemDriver) DeletePool(_ context.Context, p *loadbalancer.Pool) error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.poolWrites = append(d.poolWrites, "DeletePool "+p.ID)
+	for _, lb := range d.lbs {
+		if lb.Spec.BackendPool == p.ID {
+			return fmt.Errorf("load balancer %q references it: %w", lb.ID, loadbalancer.ErrPoolInUse)
+		}
+	}
+	delete(d.pools, p.ID)
+	return nil
+}
+
+// takePoolWrites returns and resets the pool writes.
+func (d *poolMemDriver) takePoolWrites() []string {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	out := d.poolWrites
+	d.poolWrites = nil
+	return out
+}
+
+// storedPools returns a copy of every pool in the cloud, by ID.
+func (d *poolMemDriver) storedPools() map[string]*loadbalancer.Pool {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	out := map[string]*loadbalancer.Pool{}
+	for id, p := range d.pools {
+		out[id] = p.Clone()
+	}
+	return out
+}

@@ -191,18 +191,17 @@ func ownsPool(cluster string, tags map[string]string) bool {
 	return cluster != "" && tags[TagCluster] == cluster && tags[TagPool] != ""
 }
 
-// desiredPool returns the pool that the load balancer spec (a desired one,
-// with its backends, families and key) serves from in cluster, named by
-// namer: its members are spec's backends.
-func desiredPool(cluster string, namer *Namer, spec *Spec) *Pool {
-	key := poolKey(spec.BackendKey, spec.IPFamilies)
+// desiredPool returns the pool of the backends (built for families, kept
+// by key) in cluster, named by namer.
+func desiredPool(cluster string, namer *Namer, key BackendKey, families []v1.IPFamily, backends []Backend) *Pool {
+	tag := poolKey(key, families)
 	return &Pool{
-		Name: namer.NameFor(cluster, "pool", key, types.UID("pool/"+key)),
-		Tags: poolTags(cluster, key),
+		Name: namer.NameFor(cluster, "pool", tag, types.UID("pool/"+tag)),
+		Tags: poolTags(cluster, tag),
 		Spec: PoolSpec{
-			IPFamilies: sortedFamilies(spec.IPFamilies),
-			Backends:   slices.Clone(spec.Backends),
-			BackendKey: spec.BackendKey,
+			IPFamilies: sortedFamilies(families),
+			Backends:   slices.Clone(backends),
+			BackendKey: key,
 		},
 	}
 }

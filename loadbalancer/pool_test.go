@@ -43,12 +43,9 @@ func TestDesiredPool(t *testing.T) {
 		t.Fatal(err)
 	}
 	v4, v6 := v1.IPv4Protocol, v1.IPv6Protocol
-	spec := &loadbalancer.Spec{
-		IPFamilies: []v1.IPFamily{v6, v4},
-		BackendKey: loadbalancer.BackendKeyProviderID,
-		Backends:   []loadbalancer.Backend{{NodeName: "n1", ProviderID: "test://n1"}},
-	}
-	got := loadbalancer.DesiredPool("c1", namer, spec)
+	families := []v1.IPFamily{v6, v4}
+	backends := []loadbalancer.Backend{{NodeName: "n1", ProviderID: "test://n1"}}
+	got := loadbalancer.DesiredPool("c1", namer, loadbalancer.BackendKeyProviderID, families, backends)
 	want := &loadbalancer.Pool{
 		Name: got.Name,
 		Tags: map[string]string{loadbalancer.TagCluster: "c1", loadbalancer.TagPool: "all-ipv4-ipv6-providerid"},
@@ -64,15 +61,15 @@ func TestDesiredPool(t *testing.T) {
 	if !loadbalancer.NameFits(namer, got.Name) {
 		t.Errorf("pool name %q: want within the Namer's MaxLength and Charset", got.Name)
 	}
-	if again := loadbalancer.DesiredPool("c1", namer, spec); again.Name != got.Name {
+	if again := loadbalancer.DesiredPool("c1", namer, loadbalancer.BackendKeyProviderID, families, backends); again.Name != got.Name {
 		t.Errorf("pool name %q then %q: want one name for one cluster and key (every replica finds the same pool)", got.Name, again.Name)
 	}
-	if other := loadbalancer.DesiredPool("c2", namer, spec); other.Name == got.Name {
+	if other := loadbalancer.DesiredPool("c2", namer, loadbalancer.BackendKeyProviderID, families, backends); other.Name == got.Name {
 		t.Errorf("clusters c1 and c2 both name their pool %q: want a name per cluster", got.Name)
 	}
 	got.Spec.Backends[0].NodeName = "changed"
-	if spec.Backends[0].NodeName != "n1" {
-		t.Errorf("DesiredPool shares the backends of the spec it was given: want a copy")
+	if backends[0].NodeName != "n1" {
+		t.Errorf("DesiredPool shares the backends it was given: want a copy")
 	}
 }
 

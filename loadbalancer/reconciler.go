@@ -140,7 +140,9 @@ type Hooks struct {
 // LoadBalancer, and controllers/service/controller.go):
 //   - EnsureLoadBalancer is idempotent: when the cloud matches the Service
 //     it makes no Driver.Apply call and returns the same status.
-//   - UpdateLoadBalancer changes backends only.
+//   - UpdateLoadBalancer changes backends only: the load balancer's own,
+//     or, for a Service served from a shared pool, the pool's members and
+//     the load balancer's reference to it.
 //   - EnsureLoadBalancerDeleted is idempotent, returns nil when there is
 //     nothing to delete, and needs only the Service's namespace, name, UID
 //     and annotations (it works from a stale Service of type ClusterIP
@@ -155,13 +157,16 @@ type Hooks struct {
 //     returned wrapped by EnsureLoadBalancer, so errors.As finds it.
 //   - Service and Node arguments are never modified.
 //   - A load balancer owned by another cluster or Service is never
-//     changed or deleted.
+//     changed or deleted, nor a shared pool of another cluster; a pool is
+//     deleted only when no load balancer references it (the cloud refuses
+//     otherwise, see PoolDriver.DeletePool).
 //
 // A Reconciler is safe for concurrent use. It starts no goroutines, but
 // for the event recorder of Initialize, which stop with its context.
 type Reconciler struct {
 	driver Driver
-	opts   Options // with defaults
+	pools  PoolDriver // driver, when it can serve pools (poolDriverOf); else nil
+	opts   Options    // with defaults
 	namer  *Namer
 
 	mu           sync.Mutex
@@ -220,7 +225,11 @@ func NewReconciler(d Driver, opts Options) (*Reconciler, error) {
 	if err := opts.Capabilities.BackendKey.check(fn + ": Options.Capabilities.BackendKey"); err != nil {
 		return nil, err
 	}
-	return &Reconciler{driver: d, opts: opts.withDefaults(), namer: namer,
+	pools := poolDriverOf(d)
+	if opts.Capabilities.SharedBackendPools && pools == nil {
+		return nil, fmt.Errorf("%s: Options.Capabilities.SharedBackendPools is true, but the driver (%T) cannot serve pools: expected a loadbalancer.PoolDriver, or a loadbalancer.Cache over a loadbalancer.PoolListDriver", fn, d)
+	}
+	return &Reconciler{driver: d, pools: pools, opts: opts.withDefaults(), namer: namer,
 		locks: map[string]*serviceLock{}, skipped: map[string]string{}, throttles: map[string]int{}}, nil
 }
 
@@ -241,7 +250,13 @@ func (r *Reconciler) cluster(clusterName string) string {
 
 // lock serializes calls for one Service and returns the unlock function.
 func (r *Reconciler) lock(svc *v1.Service) func() {
-	key := svc.Namespace + "/" + svc.Name
+	return r.lockKey(svc.Namespace + "/" + svc.Name)
+}
+
+// lockKey serializes the holders of key (a Service's namespace/name, or a
+// shared pool's lockKey) and returns the unlock function. A pool's lock is
+// only ever taken while holding a Service's, never the other way round.
+func (r *Reconciler) lockKey(key string) func() {
 	r.mu.Lock()
 	l := r.locks[key]
 	if l == nil {
@@ -405,10 +420,14 @@ func (r *Reconciler) ensure(ctx context.Context, clusterName string, svc *v1.Ser
 		klog.FromContext(ctx).Info("Service owns several load balancers; managing the first, the others are deleted with the Service",
 			"service", klog.KObj(svc), "ids", ids(res.owned))
 	}
+	if err := r.usePool(ctx, svc, res.owner.Cluster, &desired.Spec, desired.Spec.IPFamilies, eligible); err != nil {
+		return nil, r.fail(ctx, op, svc, err)
+	}
 	lb, err := r.converge(ctx, svc, desired, res.target(), eligible)
 	if err != nil {
 		return nil, r.fail(ctx, op, svc, err)
 	}
+	r.releasedPool(ctx, svc, res.owner.Cluster, res.target(), lb)
 	return r.status(lb, res.owner)
 }
 
@@ -473,7 +492,10 @@ func (r *Reconciler) status(lb *LoadBalancer, owner Owner) (*v1.LoadBalancerStat
 }
 
 // UpdateLoadBalancer sets the backends of the Service's load balancer to
-// nodes (see BackendKey) and changes nothing else. It returns
+// nodes (see BackendKey) and changes nothing else. For a Service served
+// from a shared pool it converges the pool's members (nothing to write
+// when another Service's call already did) and the load balancer's
+// reference to it (see the package doc, "Shared backend pools"). It returns
 // cloudprovider.ImplementedElsewhere, unwrapped, for a Service with
 // spec.loadBalancerClass, ErrNotFound (wrapped) when the Service has no
 // load balancer, and Driver errors wrapped.
@@ -506,26 +528,35 @@ func (r *Reconciler) UpdateLoadBalancer(ctx context.Context, clusterName string,
 	desired := *lb
 	desired.Spec.BackendKey = r.key()
 	desired.Spec.Backends = r.key().backends(nodes, families)
-	actions, err := Plan(&desired, lb)
+	err = r.usePool(ctx, svc, res.owner.Cluster, &desired.Spec, families, nodes)
+	var actions []Action
+	if err == nil {
+		actions, err = Plan(&desired, lb)
+	}
 	if err == nil {
 		actions, err = r.checkTargets(ctx, svc, actions, nodes)
 	}
 	if err != nil {
 		return r.fail(ctx, op, svc, err)
 	}
+	after := lb
 	for _, a := range actions {
-		if _, err := r.apply(ctx, svc, a); err != nil {
+		if after, err = r.apply(ctx, svc, a); err != nil {
 			return r.fail(ctx, op, svc, err)
 		}
 	}
+	r.releasedPool(ctx, svc, res.owner.Cluster, lb, after)
 	return nil
 }
 
 // EnsureLoadBalancerDeleted deletes every load balancer the Service owns
 // in this cluster (found by stored ID, tags or name, always with an
 // ownership check) and returns nil when none is left, including when there
-// was none. It ignores spec.type, ports and loadBalancerClass. Driver
-// errors are wrapped and joined.
+// was none. It ignores spec.type, ports and loadBalancerClass. Then, with a
+// Driver that serves pools, it deletes every shared pool of the cluster
+// that no load balancer references any more: the Service's, when it was the
+// last user, and any left behind by an earlier failure. Driver errors are
+// wrapped and joined.
 func (r *Reconciler) EnsureLoadBalancerDeleted(ctx context.Context, clusterName string, svc *v1.Service) error {
 	const op = "EnsureLoadBalancerDeleted"
 	ctx = r.waitThrottles(ctx)
@@ -543,6 +574,11 @@ func (r *Reconciler) EnsureLoadBalancerDeleted(ctx context.Context, clusterName 
 		if err := r.call(ctx, del); err != nil {
 			errs = append(errs, fmt.Errorf("delete load balancer %q (id %q): %w", lb.Name, lb.ID, err))
 		}
+	}
+	if len(errs) == 0 {
+		// The pools the Service's load balancers referenced, if nothing
+		// else does, and any other pool of the cluster left unreferenced.
+		errs = append(errs, r.collectPools(ctx, res.owner.Cluster))
 	}
 	return errors.Join(errs...)
 }
@@ -858,8 +894,48 @@ func (r *Reconciler) eligible(ctx context.Context, svc *v1.Service, nodes []*v1.
 // cloud call. Each dropped Node is reported once (skip); a look-up error is
 // returned. nodes are the Nodes the backends were built from.
 func (r *Reconciler) checkTargets(ctx context.Context, svc *v1.Service, actions []Action, nodes []*v1.Node) ([]Action, error) {
-	if r.key() != BackendKeyProviderID || r.opts.Instances == nil {
+	return liveActions(ctx, r, svc, actions, nodes, func(a *Action) (*[]Backend, bool) {
+		switch a.Kind {
+		case ActionCreate:
+			a.Create = a.Create.Clone()
+			return &a.Create.Spec.Backends, true
+		case ActionAddBackends:
+			return &a.Backends, false
+		}
+		return nil, false
+	})
+}
+
+// liveActions is checkTargets for actions of any type A: adds returns a
+// pointer to the backends a (a copy the caller owns) adds, nil when it adds
+// none, and whether a stays when none of them is left (a creation) or goes
+// (an addition).
+func liveActions[A any](ctx context.Context, r *Reconciler, svc *v1.Service, actions []A, nodes []*v1.Node, adds func(a *A) (bs *[]Backend, keepEmpty bool)) ([]A, error) {
+	byID := r.targetNodes(nodes)
+	if byID == nil {
 		return actions, nil
+	}
+	out := make([]A, 0, len(actions))
+	for _, a := range actions {
+		if bs, keepEmpty := adds(&a); bs != nil {
+			kept, err := r.liveTargets(ctx, svc, *bs, byID)
+			if err != nil {
+				return nil, err
+			}
+			if *bs = kept; len(kept) == 0 && !keepEmpty {
+				continue
+			}
+		}
+		out = append(out, a)
+	}
+	return out, nil
+}
+
+// targetNodes returns nodes by provider ID when checkTargets checks the
+// backends it adds (BackendKeyProviderID and Options.Instances), else nil.
+func (r *Reconciler) targetNodes(nodes []*v1.Node) map[string]*v1.Node {
+	if r.key() != BackendKeyProviderID || r.opts.Instances == nil {
+		return nil
 	}
 	byID := map[string]*v1.Node{}
 	for _, n := range nodes {
@@ -867,53 +943,41 @@ func (r *Reconciler) checkTargets(ctx context.Context, svc *v1.Service, actions 
 			byID[n.Spec.ProviderID] = n
 		}
 	}
-	keep := func(bs []Backend) ([]Backend, error) {
-		var out []Backend
-		for i, b := range bs {
-			n := byID[b.ProviderID]
-			if n == nil {
-				continue // not built from nodes: keep
-			}
-			ok, err := callFor(ctx, r, func() (bool, error) { return r.opts.Instances.InstanceExists(ctx, n) })
-			if err != nil {
-				return nil, fmt.Errorf("node %q (providerID %q): checking that its instance exists before adding it as a backend: %w", cut(n.Name), cut(n.Spec.ProviderID), err)
-			}
-			if !ok {
-				r.skip(ctx, stageTarget, svc, n, errors.New("its instance does not exist"))
-				if out == nil {
-					out = slices.Clone(bs[:i])
-				}
-				continue
-			}
-			r.unskip(stageTarget, n)
+	return byID
+}
+
+// liveTargets returns bs without the backends whose Node (byID, see
+// targetNodes) has no instance, each reported once (skip); a backend not
+// built from byID's Nodes is kept. bs itself is returned when nothing is
+// dropped.
+func (r *Reconciler) liveTargets(ctx context.Context, svc *v1.Service, bs []Backend, byID map[string]*v1.Node) ([]Backend, error) {
+	var out []Backend
+	for i, b := range bs {
+		n := byID[b.ProviderID]
+		if n == nil {
 			if out != nil {
 				out = append(out, b)
 			}
+			continue // not built from nodes: keep
 		}
-		if out == nil {
-			return bs, nil
+		ok, err := callFor(ctx, r, func() (bool, error) { return r.opts.Instances.InstanceExists(ctx, n) })
+		if err != nil {
+			return nil, fmt.Errorf("node %q (providerID %q): checking that its instance exists before adding it as a backend: %w", cut(n.Name), cut(n.Spec.ProviderID), err)
 		}
-		return out, nil
+		if !ok {
+			r.skip(ctx, stageTarget, svc, n, errors.New("its instance does not exist"))
+			if out == nil {
+				out = slices.Clone(bs[:i])
+			}
+			continue
+		}
+		r.unskip(stageTarget, n)
+		if out != nil {
+			out = append(out, b)
+		}
 	}
-	var out []Action
-	for _, a := range actions {
-		var err error
-		switch a.Kind {
-		case ActionCreate:
-			c := a.Create.Clone()
-			if c.Spec.Backends, err = keep(c.Spec.Backends); err != nil {
-				return nil, err
-			}
-			a.Create = c
-		case ActionAddBackends:
-			if a.Backends, err = keep(a.Backends); err != nil {
-				return nil, err
-			}
-			if len(a.Backends) == 0 {
-				continue
-			}
-		}
-		out = append(out, a)
+	if out == nil {
+		return bs, nil
 	}
 	return out, nil
 }
