@@ -5,13 +5,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
-	"sync"
 	"time"
 
 	"github.com/ccmkit/ccmkit/internal/check"
 	"github.com/ccmkit/ccmkit/internal/cloudmetrics"
-	"github.com/ccmkit/ccmkit/internal/throttle"
 )
 
 // The defaults of CacheOptions, stated in its field docs.
@@ -20,9 +17,12 @@ const (
 	defaultCacheErrorTTL = 5 * time.Second
 )
 
-// cacheName labels the Cache's look-ups in internal/cloudmetrics (see the
-// package doc, Metrics).
-const cacheName = "loadbalancers"
+// The labels of the Cache's look-ups in internal/cloudmetrics (see the
+// package doc, Metrics): of load balancers and of backend pools.
+const (
+	cacheName     = "loadbalancers"
+	poolCacheName = "backendpools"
+)
 
 // CacheOptions configures a Cache. The zero value is usable: a one-minute
 // TTL, failed List calls remembered for five seconds (longer when the cloud
@@ -122,34 +122,38 @@ func (o CacheOptions) withDefaults() CacheOptions {
 // the list at once, for example when the cloud notifies the provider of a
 // change.
 //
-// Metrics: a Cache records its calls to the wrapped Driver and each Find
-// and List as a cache hit or miss (see the package doc, Metrics).
+// Pools: when the wrapped Driver is a PoolListDriver, the Cache is one
+// too, and caches the shared backend pools in the same way, in a list of
+// their own (one ListPools per TTL): FindPools is answered from it under
+// the rules of Find (a pool is always settled), ApplyPool and DeletePool
+// keep it current, and Invalidate drops it too. A pool the cloud refused
+// to delete because it is in use (ErrPoolInUse) is known unchanged, not in
+// doubt. So after a Node change the Reconciler's pool look-up of every
+// Service but the first is answered from the list, already holding the
+// first one's write. Over a Driver that cannot list pools, the pool
+// methods return an error wrapping ErrUnsupported, and NewReconciler
+// refuses Capabilities.SharedBackendPools.
 //
-// Every load balancer the Cache returns is a deep copy that belongs to the
-// caller. A Cache never starts goroutines; List runs on the goroutine of
+// Metrics: a Cache records its calls to the wrapped Driver and each Find,
+// List, FindPools and ListPools as a cache hit or miss (see the package
+// doc, Metrics).
+//
+// Every load balancer and pool the Cache returns is a deep copy that
+// belongs to the caller. A Cache never starts goroutines; List runs on the goroutine of
 // the look-up that needed it. It is safe for concurrent use if the wrapped
 // ListDriver is. Create it with NewCache; the zero value is not usable.
 type Cache struct {
-	d        ListDriver // the wrapped ListDriver, metered
-	ttl      time.Duration
-	errorTTL time.Duration
-	now      func() time.Time
-
-	mu        sync.Mutex
-	seq       uint64  // orders what the Cache observes: List starts, direct Find starts, write ends
-	view      *view   // nil until the first successful List, and after Invalidate
-	flight    *flight // the List in progress, or nil
-	gen       uint64  // incremented by Invalidate; a List of an older generation is not kept
-	failErr   error   // the last failed List, remembered until failUntil
-	failUntil time.Time
-	throttled bool // failErr was throttled: look-ups get a RetryError, Invalidate keeps it
+	d     ListDriver     // the wrapped ListDriver, metered
+	pd    PoolListDriver // the same, when it lists pools (metered); else nil
+	lbs   *listCache[*LoadBalancer]
+	pools *listCache[*Pool] // nil with pd
 }
 
-var _ ListDriver = (*Cache)(nil)
+var _ PoolListDriver = (*Cache)(nil)
 
 // NewCache returns a Cache over d. It returns an error when d is nil (a
 // typed nil included) or opts.TTL is negative. It starts nothing and does
-// not call d.
+// not call d. When d is a PoolListDriver the Cache caches its pools too.
 func NewCache(d ListDriver, opts CacheOptions) (*Cache, error) {
 	if err := check.Driver("loadbalancer.NewCache", d, "loadbalancer.ListDriver"); err != nil {
 		return nil, err
@@ -158,7 +162,24 @@ func NewCache(d ListDriver, opts CacheOptions) (*Cache, error) {
 		return nil, fmt.Errorf("loadbalancer.NewCache: CacheOptions.TTL %v: expected 0 (the default, %v) or positive", opts.TTL, defaultCacheTTL)
 	}
 	opts = opts.withDefaults()
-	return &Cache{d: meteredList{d}, ttl: opts.TTL, errorTTL: opts.ErrorTTL, now: opts.Now}, nil
+	m := meteredList{d}
+	c := &Cache{d: m, lbs: &listCache[*LoadBalancer]{what: "load balancers", metric: cacheName,
+		list: m.List,
+		find: func(ctx context.Context, q query) ([]*LoadBalancer, error) {
+			return m.Find(ctx, Query{ID: q.id, Name: q.name, Tags: q.tags})
+		},
+		ttl: opts.TTL, errorTTL: opts.ErrorTTL, now: opts.Now}}
+	if pd, ok := d.(PoolListDriver); ok {
+		pm := meteredPools{meteredList: m, d: pd}
+		c.pd = pm
+		c.pools = &listCache[*Pool]{what: "backend pools", metric: poolCacheName,
+			list: pm.ListPools,
+			find: func(ctx context.Context, q query) ([]*Pool, error) {
+				return pm.FindPools(ctx, PoolQuery{ID: q.id, Tags: q.tags})
+			},
+			ttl: opts.TTL, errorTTL: opts.ErrorTTL, now: opts.Now}
+	}
+	return c, nil
 }
 
 // Find returns the load balancers matching q: from the list when it can
@@ -167,86 +188,7 @@ func NewCache(d ListDriver, opts CacheOptions) (*Cache, error) {
 // to the wrapped Find as it is. A failed List is returned as an error.
 func (c *Cache) Find(ctx context.Context, q Query) ([]*LoadBalancer, error) {
 	cloudmetrics.MarkAnswered(ctx)
-	if !oneField(q) {
-		cloudmetrics.CacheLookup(cacheName, false)
-		return c.d.Find(ctx, q)
-	}
-	v, cached, err := c.fresh(ctx)
-	if err != nil {
-		cloudmetrics.CacheLookup(cacheName, false)
-		return nil, err
-	}
-	c.mu.Lock()
-	out, trusted := vouch(v.match(q))
-	c.seq++
-	at := c.seq
-	c.mu.Unlock()
-	cloudmetrics.CacheLookup(cacheName, trusted && cached)
-	if trusted {
-		return out, nil
-	}
-	return c.findDirect(ctx, q, at)
-}
-
-// oneField reports whether exactly one field of q is set, as the Driver
-// contract requires.
-func oneField(q Query) bool {
-	n := 0
-	for _, set := range []bool{q.ID != "", q.Name != "", len(q.Tags) > 0} {
-		if set {
-			n++
-		}
-	}
-	return n == 1
-}
-
-// vouch returns copies of the load balancers of matches, and whether the
-// Cache may answer with them: there is at least one, and none is in
-// doubt or without Ingress (see Cache).
-func vouch(matches []*entry) ([]*LoadBalancer, bool) {
-	if len(matches) == 0 {
-		return nil, false
-	}
-	out := make([]*LoadBalancer, len(matches))
-	for i, r := range matches {
-		if r.doubt || len(r.lb.Ingress) == 0 {
-			return nil, false
-		}
-		out[i] = r.lb.Clone()
-	}
-	return out, true
-}
-
-// findDirect is the wrapped Find of q, begun at Cache.seq at; what it
-// found is remembered.
-func (c *Cache) findDirect(ctx context.Context, q Query, at uint64) ([]*LoadBalancer, error) {
-	lbs, err := c.d.Find(ctx, q)
-	if err != nil {
-		return nil, err
-	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	var ps []patch
-	seen := map[string]bool{}
-	for _, lb := range lbs {
-		if lb != nil && lb.ID != "" {
-			ps = append(ps, patch{id: lb.ID, lb: lb.Clone(), at: at})
-			seen[lb.ID] = true
-		}
-	}
-	switch {
-	case q.ID != "" && !seen[q.ID]:
-		ps = append(ps, patch{id: q.ID, at: at}) // the cloud says it does not exist
-	case c.view != nil && q.ID == "":
-		for _, r := range c.view.match(q) {
-			if !seen[r.lb.ID] {
-				// Listed as a match, not found now: deleted or changed.
-				ps = append(ps, patch{id: r.lb.ID, lb: r.lb, doubt: true, at: at})
-			}
-		}
-	}
-	c.observe(ps...)
-	return lbs, nil
+	return c.lbs.lookup(ctx, query{id: q.ID, name: q.Name, tags: q.Tags})
 }
 
 // Apply performs a with the wrapped Driver and returns its answer
@@ -254,17 +196,11 @@ func (c *Cache) findDirect(ctx context.Context, q Query, at uint64) ([]*LoadBala
 func (c *Cache) Apply(ctx context.Context, a Action) (*LoadBalancer, error) {
 	cloudmetrics.MarkAnswered(ctx)
 	lb, err := c.d.Apply(ctx, a)
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.seq++
-	var ps []patch
-	if err == nil && lb != nil && lb.ID != "" {
-		ps = append(ps, patch{id: lb.ID, lb: lb.Clone(), at: c.seq})
+	target := a.LoadBalancerID
+	if a.Kind == ActionCreate {
+		target = ""
 	}
-	if a.Kind != ActionCreate && a.LoadBalancerID != "" && (err != nil || lb == nil || lb.ID != a.LoadBalancerID) {
-		ps = append(ps, patch{id: a.LoadBalancerID, doubt: true, at: c.seq})
-	}
-	c.observe(ps...)
+	c.lbs.written(target, lb, err, false)
 	return lb, err
 }
 
@@ -273,17 +209,7 @@ func (c *Cache) Apply(ctx context.Context, a Action) (*LoadBalancer, error) {
 func (c *Cache) Delete(ctx context.Context, lb *LoadBalancer) error {
 	cloudmetrics.MarkAnswered(ctx)
 	err := c.d.Delete(ctx, lb)
-	if lb == nil || lb.ID == "" {
-		return err
-	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.seq++
-	p := patch{id: lb.ID, at: c.seq} // deleted
-	if err != nil {
-		p.lb, p.doubt = lb.Clone(), true
-	}
-	c.observe(p)
+	c.lbs.deleted(lb, err, false)
 	return err
 }
 
@@ -292,309 +218,81 @@ func (c *Cache) Delete(ctx context.Context, lb *LoadBalancer) error {
 // is returned as an error.
 func (c *Cache) List(ctx context.Context) ([]*LoadBalancer, error) {
 	cloudmetrics.MarkAnswered(ctx)
-	v, cached, err := c.fresh(ctx)
-	cloudmetrics.CacheLookup(cacheName, err == nil && cached)
-	if err != nil {
-		return nil, err
-	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	out := make([]*LoadBalancer, 0, len(v.lbs))
-	for _, r := range v.lbs {
-		if r.lb != nil {
-			out = append(out, r.lb.Clone())
-		}
-	}
-	return sortedByID(out), nil
+	return c.lbs.all(ctx)
 }
 
-// Invalidate drops the list, what the Cache learnt since, and any
-// remembered List failure, so the next look-up lists again; a throttled
-// List's back-off is kept (the cloud asked for no List before it ends; see
-// Cache). A List already running when Invalidate is called may have read
-// the cloud from before the change that prompted it: its result still
-// answers the look-ups that were waiting for it, but it is not kept, and
-// look-ups that start after Invalidate run a new List.
+// hasPools reports whether the Cache serves pools: its Driver is a
+// PoolListDriver.
+func (c *Cache) hasPools() bool { return c.pools != nil }
+
+// errNoPools is the error of a pool method of a Cache whose Driver is not
+// a PoolListDriver.
+func (c *Cache) errNoPools() error {
+	return fmt.Errorf("%w: load-balancer cache: the driver it wraps cannot list backend pools: expected a loadbalancer.PoolListDriver", ErrUnsupported)
+}
+
+// FindPools is Find for pools: answered from the pool list under the same
+// rules (a miss is confirmed by the wrapped FindPools). Without pools (the
+// wrapped Driver is not a PoolListDriver) it returns an error wrapping
+// ErrUnsupported.
+func (c *Cache) FindPools(ctx context.Context, q PoolQuery) ([]*Pool, error) {
+	cloudmetrics.MarkAnswered(ctx)
+	if c.pools == nil {
+		return nil, c.errNoPools()
+	}
+	return c.pools.lookup(ctx, query{id: q.ID, tags: q.Tags})
+}
+
+// ApplyPool is Apply for pools: the wrapped ApplyPool's answer, unchanged,
+// kept in the pool list.
+func (c *Cache) ApplyPool(ctx context.Context, a PoolAction) (*Pool, error) {
+	cloudmetrics.MarkAnswered(ctx)
+	if c.pools == nil {
+		return nil, c.errNoPools()
+	}
+	p, err := c.pd.ApplyPool(ctx, a)
+	target := a.PoolID
+	if a.Kind == PoolActionCreate {
+		target = ""
+	}
+	c.pools.written(target, p, err, false)
+	return p, err
+}
+
+// DeletePool is Delete for pools: the wrapped DeletePool's error,
+// unchanged. A pool the cloud refused to delete because it is in use
+// (ErrPoolInUse) is as it was: the Cache keeps vouching for it.
+func (c *Cache) DeletePool(ctx context.Context, p *Pool) error {
+	cloudmetrics.MarkAnswered(ctx)
+	if c.pools == nil {
+		return c.errNoPools()
+	}
+	err := c.pd.DeletePool(ctx, p)
+	c.pools.deleted(p, err, errors.Is(err, ErrPoolInUse))
+	return err
+}
+
+// ListPools is List for pools.
+func (c *Cache) ListPools(ctx context.Context) ([]*Pool, error) {
+	cloudmetrics.MarkAnswered(ctx)
+	if c.pools == nil {
+		return nil, c.errNoPools()
+	}
+	return c.pools.all(ctx)
+}
+
+// Invalidate drops the lists (of load balancers and of pools), what the
+// Cache learnt since, and any remembered List failure, so the next
+// look-up lists again; a throttled List's back-off is kept (the cloud
+// asked for no List before it ends; see Cache). A List already running
+// when Invalidate is called may have read the cloud from before the
+// change that prompted it: its result still answers the look-ups that
+// were waiting for it, but it is not kept, and look-ups that start after
+// Invalidate run a new List.
 func (c *Cache) Invalidate() {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.view = nil
-	if !c.throttled {
-		c.failErr = nil
-	}
-	c.gen++
-	c.flight = nil
-}
-
-// observe applies what the Cache learnt to the view and, when a List is
-// running, remembers it to lay over that List's result (c.mu held).
-func (c *Cache) observe(ps ...patch) {
-	for _, p := range ps {
-		if c.view != nil {
-			c.view.apply(p)
-		}
-		if c.flight != nil {
-			c.flight.patches = append(c.flight.patches, p)
-		}
-	}
-}
-
-// view is what the Cache knows of the cloud's load balancers: one List's
-// result, with what the Cache observed since laid over it. It is guarded
-// by Cache.mu.
-type view struct {
-	listed  uint64 // Cache.seq when its List started
-	expires time.Time
-	lbs     map[string]*entry // by ID
-	byName  index             // name → IDs of live entries
-	byTag   index             // tagKey → IDs of live entries
-}
-
-// entry is what a view holds of one load balancer ID.
-type entry struct {
-	lb    *LoadBalancer // the Cache's own copy; nil: deleted
-	at    uint64        // Cache.seq of the observation
-	doubt bool          // a failed write, or a direct Find, put it in doubt
-}
-
-// patch is one observation of a load balancer: as found or written (lb),
-// deleted (lb nil), or in doubt (lb its last known state, if any).
-type patch struct {
-	id    string
-	lb    *LoadBalancer
-	doubt bool
-	at    uint64 // Cache.seq: when a read began, or a write ended
-}
-
-// index maps a key to a set of IDs.
-type index map[string]map[string]struct{}
-
-func (ix index) add(key, id string) {
-	if ix[key] == nil {
-		ix[key] = map[string]struct{}{}
-	}
-	ix[key][id] = struct{}{}
-}
-
-func (ix index) remove(key, id string) {
-	delete(ix[key], id)
-	if len(ix[key]) == 0 {
-		delete(ix, key)
-	}
-}
-
-// tagKey is the byTag key of the tag k=v.
-func tagKey(k, v string) string { return k + "\x00" + v }
-
-// newView indexes items, the result of a List begun at Cache.seq listed,
-// which serves until expires. Nil load balancers and those without an ID
-// are left out: a look-up they would match asks the cloud.
-func newView(items []*LoadBalancer, listed uint64, expires time.Time) *view {
-	v := &view{listed: listed, expires: expires, lbs: make(map[string]*entry, len(items)), byName: index{}, byTag: index{}}
-	for _, lb := range items {
-		if lb == nil || lb.ID == "" {
-			continue
-		}
-		// An ID listed twice is a Driver bug: the cloud decides.
-		_, twice := v.lbs[lb.ID]
-		v.set(lb.ID, entry{lb: lb, at: listed, doubt: twice})
-	}
-	return v
-}
-
-// apply lays p over v, unless v already knows something newer of p.id. A
-// doubt keeps the load balancer v holds (to find the look-ups it would
-// answer), or the one p carries when v holds none.
-func (v *view) apply(p patch) {
-	lb := p.lb
-	if r := v.lbs[p.id]; p.doubt && r != nil && r.lb != nil {
-		lb = r.lb
-	}
-	v.set(p.id, entry{lb: lb, at: p.at, doubt: p.doubt})
-}
-
-// set replaces the entry of id with r when r is newer than both the list
-// and the entry, keeping the indexes.
-func (v *view) set(id string, r entry) {
-	old := v.lbs[id]
-	if r.at < v.listed || (old != nil && r.at < old.at) {
-		return
-	}
-	if old != nil && old.lb != nil {
-		v.byName.remove(old.lb.Name, id)
-		for k, val := range old.lb.Tags {
-			v.byTag.remove(tagKey(k, val), id)
-		}
-	}
-	v.lbs[id] = &r
-	if r.lb != nil {
-		v.byName.add(r.lb.Name, id)
-		for k, val := range r.lb.Tags {
-			v.byTag.add(tagKey(k, val), id)
-		}
-	}
-}
-
-// match returns the live entries matching q (exactly one field set), in
-// ID order.
-func (v *view) match(q Query) []*entry {
-	if q.ID != "" {
-		if r := v.lbs[q.ID]; r != nil && r.lb != nil {
-			return []*entry{r}
-		}
-		return nil
-	}
-	ids := v.byName[q.Name]
-	if q.Name == "" {
-		// The fewest candidates: those of the rarest tag of q.
-		first := true
-		for k, val := range q.Tags {
-			if s := v.byTag[tagKey(k, val)]; first || len(s) < len(ids) {
-				ids, first = s, false
-			}
-		}
-	}
-	var out []*entry
-	for id := range ids {
-		if r := v.lbs[id]; hasTags(r.lb.Tags, q.Tags) {
-			out = append(out, r)
-		}
-	}
-	slices.SortFunc(out, func(a, b *entry) int { return cmp.Compare(a.lb.ID, b.lb.ID) })
-	return out
-}
-
-// hasTags reports whether tags has every tag of want with its value.
-func hasTags(tags, want map[string]string) bool {
-	for k, v := range want {
-		if got, ok := tags[k]; !ok || got != v {
-			return false
-		}
-	}
-	return true
-}
-
-// flight is one List call in progress; done is closed when view or err
-// is set.
-type flight struct {
-	done     chan struct{}
-	view     *view
-	err      error
-	canceled bool    // the List failed and its caller's context had ended
-	gen      uint64  // Cache.gen when the List started
-	at       uint64  // Cache.seq when the List started
-	patches  []patch // what the Cache observed while it ran
-}
-
-// fresh returns a fresh view, running or joining the one List call;
-// cached reports that the view was already in the Cache (no List was run
-// or waited for). The view is read and changed with c.mu held.
-func (c *Cache) fresh(ctx context.Context) (v *view, cached bool, err error) {
-	for {
-		c.mu.Lock()
-		now := c.now()
-		if v := c.view; v != nil && now.Before(v.expires) {
-			c.mu.Unlock()
-			return v, true, nil
-		}
-		if c.failErr != nil && now.Before(c.failUntil) {
-			err := c.failErr
-			if c.throttled {
-				err = throttle.Delay(err, c.failUntil.Sub(now))
-			}
-			c.mu.Unlock()
-			return nil, false, err
-		}
-		if f := c.flight; f != nil {
-			c.mu.Unlock()
-			select {
-			case <-f.done:
-			case <-ctx.Done():
-				return nil, false, ctx.Err()
-			}
-			if f.canceled && ctx.Err() == nil {
-				continue // the caller that listed gave up; list again
-			}
-			return f.view, false, f.err
-		}
-		c.seq++
-		f := &flight{done: make(chan struct{}), gen: c.gen, at: c.seq}
-		c.flight = f
-		c.mu.Unlock()
-		v, err := c.list(ctx, f, now)
-		return v, false, err
-	}
-}
-
-// list runs List for flight f, started at time start, and publishes the
-// result, with what the Cache observed meanwhile laid over it, to f's
-// waiters and the Cache.
-func (c *Cache) list(ctx context.Context, f *flight, start time.Time) (v *view, err error) {
-	var (
-		items   []*LoadBalancer
-		backoff time.Duration // positive when List was throttled
-	)
-	defer func() {
-		if r := recover(); r != nil {
-			err = fmt.Errorf("load-balancer cache: List panicked: %v", r)
-			defer panic(r)
-		}
-		c.mu.Lock()
-		defer c.mu.Unlock()
-		if c.flight == f {
-			c.flight = nil
-		}
-		if backoff > 0 {
-			err = throttle.Delay(err, backoff)
-		}
-		if err == nil {
-			f.view = newView(items, f.at, start.Add(c.ttl))
-			for _, p := range f.patches {
-				f.view.apply(p)
-			}
-		}
-		c.remember(ctx, f, err, backoff)
-		v, f.err = f.view, err
-		close(f.done)
-	}()
-	items, err = c.d.List(ctx)
-	if err != nil {
-		if d, ok := throttle.RetryAfter(err); ok && d > 0 {
-			backoff = d
-		}
-		return nil, listError(err)
-	}
-	return nil, nil
-}
-
-// listError wraps the error of a failed List. Not-found from List says
-// nothing about one load balancer: the text is kept and the sentinel
-// dropped, so that it is never read as "gone" (throttle.Delay restores a
-// throttle's RetryError).
-func listError(err error) error {
-	if errors.Is(err, ErrNotFound) {
-		return fmt.Errorf("load-balancer cache: listing load balancers: %v", err)
-	}
-	return fmt.Errorf("load-balancer cache: listing load balancers: %w", err)
-}
-
-// remember records the outcome of flight f's List in the Cache (c.mu
-// held): its view, or its failure for ErrorTTL (for the back-off of a
-// throttled List at least).
-func (c *Cache) remember(ctx context.Context, f *flight, err error, backoff time.Duration) {
-	switch {
-	case backoff > 0:
-		// The cloud asked for no List before backoff has passed: honour
-		// it whatever the generation, ctx or ErrorTTL.
-		c.failErr, c.failUntil, c.throttled = err, c.now().Add(max(c.errorTTL, backoff)), true
-	case f.gen != c.gen:
-		// Invalidate ran during this List: answer its waiters, keep nothing.
-	case err == nil:
-		c.view, c.failErr, c.throttled = f.view, nil, false
-	case ctx.Err() != nil:
-		f.canceled = true
-	case c.errorTTL > 0:
-		c.failErr, c.failUntil, c.throttled = err, c.now().Add(c.errorTTL), false
+	c.lbs.invalidate()
+	if c.pools != nil {
+		c.pools.invalidate()
 	}
 }
 
@@ -616,4 +314,27 @@ func (m meteredList) Delete(ctx context.Context, lb *LoadBalancer) error {
 
 func (m meteredList) List(ctx context.Context) ([]*LoadBalancer, error) {
 	return metered(ctx, "List", func(ctx context.Context) ([]*LoadBalancer, error) { return m.d.List(ctx) })
+}
+
+// meteredPools is the PoolListDriver a Cache calls for pools: d, metered
+// as meteredList is.
+type meteredPools struct {
+	meteredList
+	d PoolListDriver
+}
+
+func (m meteredPools) FindPools(ctx context.Context, q PoolQuery) ([]*Pool, error) {
+	return metered(ctx, "FindPools", func(ctx context.Context) ([]*Pool, error) { return m.d.FindPools(ctx, q) })
+}
+
+func (m meteredPools) ApplyPool(ctx context.Context, a PoolAction) (*Pool, error) {
+	return metered(ctx, "ApplyPool", func(ctx context.Context) (*Pool, error) { return m.d.ApplyPool(ctx, a) })
+}
+
+func (m meteredPools) DeletePool(ctx context.Context, p *Pool) error {
+	return cloudmetrics.Meter(ctx, capability, "DeletePool", func(ctx context.Context) error { return m.d.DeletePool(ctx, p) })
+}
+
+func (m meteredPools) ListPools(ctx context.Context) ([]*Pool, error) {
+	return metered(ctx, "ListPools", func(ctx context.Context) ([]*Pool, error) { return m.d.ListPools(ctx) })
 }

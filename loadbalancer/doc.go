@@ -121,6 +121,8 @@
 //   - The load balancer references the pool (Spec.BackendPool) instead of
 //     carrying Backends. EnsureLoadBalancer ensures the pool first, with the
 //     eligible Nodes as members, then the load balancer referencing it.
+//     A Cache over a PoolListDriver answers the pool look-ups from one
+//     ListPools per TTL.
 //   - One write per Node change. UpdateLoadBalancer converges the pool's
 //     members, planned with the load balancers' own backend diff, under a
 //     lock per pool: the first Service's call writes, and every other
@@ -238,13 +240,14 @@
 // call succeeded, the Reconciler rejects its result.
 //
 // With a Cache, only the Cache's own calls to the Driver it wraps are
-// recorded (operation "List" too): a look-up the Cache answers from its
-// list is not a cloud call, also when the Reconciler reaches the Cache
-// through a Driver of the provider's that forwards the call's context.
-// Each Find and List of a Cache is also recorded as
-// ccmkit_cache_lookups_total{cache="loadbalancers"} "hit" when the list
-// already in the Cache answered it, and "miss" otherwise: it listed or
-// waited for a List, needed a direct Find, or got a remembered List
+// recorded (operations "List" and "ListPools" too): a look-up the Cache
+// answers from its list is not a cloud call, also when the Reconciler
+// reaches the Cache through a Driver of the provider's that forwards the
+// call's context. Each Find and List of a Cache is also recorded as
+// ccmkit_cache_lookups_total{cache="loadbalancers"}, and each FindPools and
+// ListPools as cache="backendpools": "hit" when the list already in the
+// Cache answered it, and "miss" otherwise: it listed or waited for a List,
+// needed a direct Find, or got a remembered List
 // failure. Nothing is registered until the first call.
 //
 // This package is not a controller: it starts no goroutines, keeps no

@@ -15,8 +15,12 @@ import (
 )
 
 // poolDriverOf returns d as a PoolDriver, or nil when it cannot serve
-// pools.
+// pools: it does not implement PoolDriver, or it is a Cache over a Driver
+// that cannot list pools (see Cache).
 func poolDriverOf(d Driver) PoolDriver {
+	if c, ok := d.(*Cache); ok && !c.hasPools() {
+		return nil
+	}
 	pd, _ := d.(PoolDriver)
 	return pd
 }

@@ -1,0 +1,499 @@
+package loadbalancer
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/ccmkit/ccmkit/internal/cloudmetrics"
+	"github.com/ccmkit/ccmkit/internal/throttle"
+)
+
+// cached is what a listCache holds: *LoadBalancer or *Pool. Its methods
+// give the fields look-ups match on, whether the Cache may answer with it
+// from the list, and a deep copy.
+type cached[T any] interface {
+	comparable
+	cacheID() string
+	cacheName() string
+	cacheTags() map[string]string
+	// settled is false while the cloud may still change it on its own
+	// (a load balancer without an address yet): look-ups ask the cloud.
+	settled() bool
+	Clone() T
+}
+
+func (lb *LoadBalancer) cacheID() string              { return lb.ID }
+func (lb *LoadBalancer) cacheName() string            { return lb.Name }
+func (lb *LoadBalancer) cacheTags() map[string]string { return lb.Tags }
+func (lb *LoadBalancer) settled() bool                { return len(lb.Ingress) > 0 }
+
+func (p *Pool) cacheID() string              { return p.ID }
+func (p *Pool) cacheName() string            { return p.Name }
+func (p *Pool) cacheTags() map[string]string { return p.Tags }
+func (p *Pool) settled() bool                { return true }
+
+// query is a look-up of a listCache: exactly one field set (Query's and
+// PoolQuery's fields).
+type query struct {
+	id, name string
+	tags     map[string]string
+}
+
+// oneField reports whether exactly one field of q is set, as the Driver
+// contract requires.
+func (q query) oneField() bool {
+	n := 0
+	for _, set := range []bool{q.id != "", q.name != "", len(q.tags) > 0} {
+		if set {
+			n++
+		}
+	}
+	return n == 1
+}
+
+// listCache is the list cache of one kind of cloud object (see Cache for
+// what it promises): one List per TTL, look-ups answered from it when it
+// can vouch for them, kept current from the results of writes.
+type listCache[T cached[T]] struct {
+	what     string // "load balancers", "backend pools": for errors
+	metric   string // the cache label of cloudmetrics.CacheLookup
+	list     func(ctx context.Context) ([]T, error)
+	find     func(ctx context.Context, q query) ([]T, error)
+	ttl      time.Duration
+	errorTTL time.Duration
+	now      func() time.Time
+
+	mu        sync.Mutex
+	seq       uint64     // orders what the cache observes: List starts, direct Find starts, write ends
+	view      *view[T]   // nil until the first successful List, and after invalidate
+	flight    *flight[T] // the List in progress, or nil
+	gen       uint64     // incremented by invalidate; a List of an older generation is not kept
+	failErr   error      // the last failed List, remembered until failUntil
+	failUntil time.Time
+	throttled bool // failErr was throttled: look-ups get a RetryError, invalidate keeps it
+}
+
+// lookup is Cache.Find for this kind: from the list when it can vouch for
+// every match, otherwise the direct find's answer, unchanged.
+func (c *listCache[T]) lookup(ctx context.Context, q query) ([]T, error) {
+	if !q.oneField() {
+		cloudmetrics.CacheLookup(c.metric, false)
+		return c.find(ctx, q)
+	}
+	v, cached, err := c.fresh(ctx)
+	if err != nil {
+		cloudmetrics.CacheLookup(c.metric, false)
+		return nil, err
+	}
+	c.mu.Lock()
+	out, trusted := vouch(v.match(q))
+	c.seq++
+	at := c.seq
+	c.mu.Unlock()
+	cloudmetrics.CacheLookup(c.metric, trusted && cached)
+	if trusted {
+		return out, nil
+	}
+	return c.findDirect(ctx, q, at)
+}
+
+// vouch returns copies of the objects of matches, and whether the cache
+// may answer with them: there is at least one, and none is in doubt or
+// unsettled (see Cache).
+func vouch[T cached[T]](matches []*entry[T]) ([]T, bool) {
+	if len(matches) == 0 {
+		return nil, false
+	}
+	out := make([]T, len(matches))
+	for i, r := range matches {
+		if r.doubt || !r.obj.settled() {
+			return nil, false
+		}
+		out[i] = r.obj.Clone()
+	}
+	return out, true
+}
+
+// findDirect is the direct find of q, begun at seq at; what it found is
+// remembered.
+func (c *listCache[T]) findDirect(ctx context.Context, q query, at uint64) ([]T, error) {
+	objs, err := c.find(ctx, q)
+	if err != nil {
+		return nil, err
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var zero T
+	var ps []patch[T]
+	seen := map[string]bool{}
+	for _, o := range objs {
+		if o != zero && o.cacheID() != "" {
+			ps = append(ps, patch[T]{id: o.cacheID(), obj: o.Clone(), at: at})
+			seen[o.cacheID()] = true
+		}
+	}
+	switch {
+	case q.id != "" && !seen[q.id]:
+		ps = append(ps, patch[T]{id: q.id, at: at}) // the cloud says it does not exist
+	case c.view != nil && q.id == "":
+		for _, r := range c.view.match(q) {
+			if !seen[r.obj.cacheID()] {
+				// Listed as a match, not found now: deleted or changed.
+				ps = append(ps, patch[T]{id: r.obj.cacheID(), obj: r.obj, doubt: true, at: at})
+			}
+		}
+	}
+	c.observe(ps...)
+	return objs, nil
+}
+
+// written keeps the cache current after a write to target (empty for a
+// creation) that answered obj and err: obj replaces the one with its ID;
+// on an error, or an answer about another object, target is in doubt,
+// unless unchanged says the error left it as it was.
+func (c *listCache[T]) written(target string, obj T, err error, unchanged bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.seq++
+	var zero T
+	var ps []patch[T]
+	if err == nil && obj != zero && obj.cacheID() != "" {
+		ps = append(ps, patch[T]{id: obj.cacheID(), obj: obj.Clone(), at: c.seq})
+	}
+	if target != "" && !unchanged && (err != nil || obj == zero || obj.cacheID() != target) {
+		ps = append(ps, patch[T]{id: target, doubt: true, at: c.seq})
+	}
+	c.observe(ps...)
+}
+
+// deleted keeps the cache current after a delete of obj that returned
+// err: gone, or in doubt, unless unchanged says the error left it as it
+// was.
+func (c *listCache[T]) deleted(obj T, err error, unchanged bool) {
+	var zero T
+	if obj == zero || obj.cacheID() == "" || unchanged {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.seq++
+	p := patch[T]{id: obj.cacheID(), at: c.seq} // deleted
+	if err != nil {
+		p.obj, p.doubt = obj.Clone(), true
+	}
+	c.observe(p)
+}
+
+// all is Cache.List for this kind: copies of every object known, in ID
+// order, listing first when the list is missing or stale.
+func (c *listCache[T]) all(ctx context.Context) ([]T, error) {
+	v, cached, err := c.fresh(ctx)
+	cloudmetrics.CacheLookup(c.metric, err == nil && cached)
+	if err != nil {
+		return nil, err
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var zero T
+	out := make([]T, 0, len(v.objs))
+	for _, r := range v.objs {
+		if r.obj != zero {
+			out = append(out, r.obj.Clone())
+		}
+	}
+	slices.SortFunc(out, func(a, b T) int { return cmp.Compare(a.cacheID(), b.cacheID()) })
+	return out, nil
+}
+
+// invalidate is Cache.Invalidate for this kind.
+func (c *listCache[T]) invalidate() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.view = nil
+	if !c.throttled {
+		c.failErr = nil
+	}
+	c.gen++
+	c.flight = nil
+}
+
+// observe applies what the cache learnt to the view and, when a List is
+// running, remembers it to lay over that List's result (c.mu held).
+func (c *listCache[T]) observe(ps ...patch[T]) {
+	for _, p := range ps {
+		if c.view != nil {
+			c.view.apply(p)
+		}
+		if c.flight != nil {
+			c.flight.patches = append(c.flight.patches, p)
+		}
+	}
+}
+
+// view is what the cache knows of the cloud's objects: one List's result,
+// with what the cache observed since laid over it. It is guarded by
+// listCache.mu.
+type view[T cached[T]] struct {
+	listed  uint64 // listCache.seq when its List started
+	expires time.Time
+	objs    map[string]*entry[T] // by ID
+	byName  index                // name → IDs of live entries
+	byTag   index                // tagKey → IDs of live entries
+}
+
+// entry is what a view holds of one ID.
+type entry[T cached[T]] struct {
+	obj   T      // the cache's own copy; zero: deleted
+	at    uint64 // listCache.seq of the observation
+	doubt bool   // a failed write, or a direct find, put it in doubt
+}
+
+// patch is one observation of an object: as found or written (obj),
+// deleted (obj zero), or in doubt (obj its last known state, if any).
+type patch[T cached[T]] struct {
+	id    string
+	obj   T
+	doubt bool
+	at    uint64 // listCache.seq: when a read began, or a write ended
+}
+
+// index maps a key to a set of IDs.
+type index map[string]map[string]struct{}
+
+func (ix index) add(key, id string) {
+	if ix[key] == nil {
+		ix[key] = map[string]struct{}{}
+	}
+	ix[key][id] = struct{}{}
+}
+
+func (ix index) remove(key, id string) {
+	delete(ix[key], id)
+	if len(ix[key]) == 0 {
+		delete(ix, key)
+	}
+}
+
+// tagKey is the byTag key of the tag k=v.
+func tagKey(k, v string) string { return k + "\x00" + v }
+
+// newView indexes items, the result of a List begun at seq listed, which
+// serves until expires. Nil objects and those without an ID are left out:
+// a look-up they would match asks the cloud.
+func newView[T cached[T]](items []T, listed uint64, expires time.Time) *view[T] {
+	v := &view[T]{listed: listed, expires: expires, objs: make(map[string]*entry[T], len(items)), byName: index{}, byTag: index{}}
+	var zero T
+	for _, o := range items {
+		if o == zero || o.cacheID() == "" {
+			continue
+		}
+		// An ID listed twice is a Driver bug: the cloud decides.
+		_, twice := v.objs[o.cacheID()]
+		v.set(o.cacheID(), entry[T]{obj: o, at: listed, doubt: twice})
+	}
+	return v
+}
+
+// apply lays p over v, unless v already knows something newer of p.id. A
+// doubt keeps the object v holds (to find the look-ups it would answer),
+// or the one p carries when v holds none.
+func (v *view[T]) apply(p patch[T]) {
+	var zero T
+	obj := p.obj
+	if r := v.objs[p.id]; p.doubt && r != nil && r.obj != zero {
+		obj = r.obj
+	}
+	v.set(p.id, entry[T]{obj: obj, at: p.at, doubt: p.doubt})
+}
+
+// set replaces the entry of id with r when r is newer than both the list
+// and the entry, keeping the indexes.
+func (v *view[T]) set(id string, r entry[T]) {
+	var zero T
+	old := v.objs[id]
+	if r.at < v.listed || (old != nil && r.at < old.at) {
+		return
+	}
+	if old != nil && old.obj != zero {
+		v.byName.remove(old.obj.cacheName(), id)
+		for k, val := range old.obj.cacheTags() {
+			v.byTag.remove(tagKey(k, val), id)
+		}
+	}
+	v.objs[id] = &r
+	if r.obj != zero {
+		v.byName.add(r.obj.cacheName(), id)
+		for k, val := range r.obj.cacheTags() {
+			v.byTag.add(tagKey(k, val), id)
+		}
+	}
+}
+
+// match returns the live entries matching q (exactly one field set), in
+// ID order.
+func (v *view[T]) match(q query) []*entry[T] {
+	var zero T
+	if q.id != "" {
+		if r := v.objs[q.id]; r != nil && r.obj != zero {
+			return []*entry[T]{r}
+		}
+		return nil
+	}
+	ids := v.byName[q.name]
+	if q.name == "" {
+		// The fewest candidates: those of the rarest tag of q.
+		first := true
+		for k, val := range q.tags {
+			if s := v.byTag[tagKey(k, val)]; first || len(s) < len(ids) {
+				ids, first = s, false
+			}
+		}
+	}
+	var out []*entry[T]
+	for id := range ids {
+		if r := v.objs[id]; hasTags(r.obj.cacheTags(), q.tags) {
+			out = append(out, r)
+		}
+	}
+	slices.SortFunc(out, func(a, b *entry[T]) int { return cmp.Compare(a.obj.cacheID(), b.obj.cacheID()) })
+	return out
+}
+
+// hasTags reports whether tags has every tag of want with its value.
+func hasTags(tags, want map[string]string) bool {
+	for k, v := range want {
+		if got, ok := tags[k]; !ok || got != v {
+			return false
+		}
+	}
+	return true
+}
+
+// flight is one List call in progress; done is closed when view or err
+// is set.
+type flight[T cached[T]] struct {
+	done     chan struct{}
+	view     *view[T]
+	err      error
+	canceled bool       // the List failed and its caller's context had ended
+	gen      uint64     // listCache.gen when the List started
+	at       uint64     // listCache.seq when the List started
+	patches  []patch[T] // what the cache observed while it ran
+}
+
+// fresh returns a fresh view, running or joining the one List call;
+// cached reports that the view was already in the cache (no List was run
+// or waited for). The view is read and changed with c.mu held.
+func (c *listCache[T]) fresh(ctx context.Context) (v *view[T], cached bool, err error) {
+	for {
+		c.mu.Lock()
+		now := c.now()
+		if v := c.view; v != nil && now.Before(v.expires) {
+			c.mu.Unlock()
+			return v, true, nil
+		}
+		if c.failErr != nil && now.Before(c.failUntil) {
+			err := c.failErr
+			if c.throttled {
+				err = throttle.Delay(err, c.failUntil.Sub(now))
+			}
+			c.mu.Unlock()
+			return nil, false, err
+		}
+		if f := c.flight; f != nil {
+			c.mu.Unlock()
+			select {
+			case <-f.done:
+			case <-ctx.Done():
+				return nil, false, ctx.Err()
+			}
+			if f.canceled && ctx.Err() == nil {
+				continue // the caller that listed gave up; list again
+			}
+			return f.view, false, f.err
+		}
+		c.seq++
+		f := &flight[T]{done: make(chan struct{}), gen: c.gen, at: c.seq}
+		c.flight = f
+		c.mu.Unlock()
+		v, err := c.listOnce(ctx, f, now)
+		return v, false, err
+	}
+}
+
+// listOnce runs List for flight f, started at time start, and publishes
+// the result, with what the cache observed meanwhile laid over it, to f's
+// waiters and the cache.
+func (c *listCache[T]) listOnce(ctx context.Context, f *flight[T], start time.Time) (v *view[T], err error) {
+	var (
+		items   []T
+		backoff time.Duration // positive when List was throttled
+	)
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("load-balancer cache: listing %s panicked: %v", c.what, r)
+			defer panic(r)
+		}
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		if c.flight == f {
+			c.flight = nil
+		}
+		if backoff > 0 {
+			err = throttle.Delay(err, backoff)
+		}
+		if err == nil {
+			f.view = newView(items, f.at, start.Add(c.ttl))
+			for _, p := range f.patches {
+				f.view.apply(p)
+			}
+		}
+		c.remember(ctx, f, err, backoff)
+		v, f.err = f.view, err
+		close(f.done)
+	}()
+	items, err = c.list(ctx)
+	if err != nil {
+		if d, ok := throttle.RetryAfter(err); ok && d > 0 {
+			backoff = d
+		}
+		return nil, c.listError(err)
+	}
+	return nil, nil
+}
+
+// listError wraps the error of a failed List. Not-found from List says
+// nothing about one object: the text is kept and the sentinel dropped, so
+// that it is never read as "gone" (throttle.Delay restores a throttle's
+// RetryError).
+func (c *listCache[T]) listError(err error) error {
+	if errors.Is(err, ErrNotFound) {
+		return fmt.Errorf("load-balancer cache: listing %s: %v", c.what, err)
+	}
+	return fmt.Errorf("load-balancer cache: listing %s: %w", c.what, err)
+}
+
+// remember records the outcome of flight f's List in the cache (c.mu
+// held): its view, or its failure for ErrorTTL (for the back-off of a
+// throttled List at least).
+func (c *listCache[T]) remember(ctx context.Context, f *flight[T], err error, backoff time.Duration) {
+	switch {
+	case backoff > 0:
+		// The cloud asked for no List before backoff has passed: honour
+		// it whatever the generation, ctx or ErrorTTL.
+		c.failErr, c.failUntil, c.throttled = err, c.now().Add(max(c.errorTTL, backoff)), true
+	case f.gen != c.gen:
+		// invalidate ran during this List: answer its waiters, keep nothing.
+	case err == nil:
+		c.view, c.failErr, c.throttled = f.view, nil, false
+	case ctx.Err() != nil:
+		f.canceled = true
+	case c.errorTTL > 0:
+		c.failErr, c.failUntil, c.throttled = err, c.now().Add(c.errorTTL), false
+	}
+}
