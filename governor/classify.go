@@ -52,6 +52,17 @@ func applyKind(k loadbalancer.ActionKind) kind {
 	return kind{Writes, Normal}
 }
 
+// poolApplyKind is the kind of loadbalancer.PoolDriver.ApplyPool for a
+// pool action of kind k: creating a pool is urgent (a new Service waits
+// for it), a change of members background (the node sync's), as for
+// applyKind.
+func poolApplyKind(k loadbalancer.PoolActionKind) kind {
+	if k == loadbalancer.PoolActionCreate {
+		return kind{Writes, Urgent}
+	}
+	return kind{Writes, Background}
+}
+
 // govern makes one governed call: f, if g admits a call of kind k, and
 // then tells g its result. A refused call is not made: its refusal is
 // returned, and the metered call of the block above it (ctx) is told that

@@ -91,16 +91,20 @@
 //
 // # Wrappers
 //
-// LoadBalancer, LoadBalancerList, Instances, InstanceList, Routes and
-// RouteTable govern a ccmkit Driver with no code from the provider. Each
-// method is classed and prioritised by what the call is:
+// LoadBalancer, LoadBalancerList, LoadBalancerPools, Instances,
+// InstanceList, Routes and RouteTable govern a ccmkit Driver with no code
+// from the provider; LoadBalancerPools keeps a PoolListDriver's shared
+// backend pools. Each method is classed and prioritised by what the call
+// is:
 //
-//	loadbalancer  Find, List                        reads   normal
+//	loadbalancer  Find, List, FindPools, ListPools   reads   normal
 //	              Apply ActionCreate                 writes  urgent
+//	              ApplyPool PoolActionCreate         writes  urgent
 //	              Apply ActionAddBackends,
-//	                    ActionRemoveBackends         writes  background
+//	                    ActionRemoveBackends,
+//	              ApplyPool (member changes)         writes  background
 //	              Apply (any other action)           writes  normal
-//	              Delete                             writes  urgent
+//	              Delete, DeletePool                 writes  urgent
 //	instances     GetByID, GetByName, List           reads   urgent
 //	routes        ListRoutes, ReadTable              reads   urgent
 //	              CreateRoute, DeleteRoute,

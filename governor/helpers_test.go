@@ -93,6 +93,8 @@ type cloud struct {
 
 	lb       *loadbalancer.LoadBalancer
 	lbs      []*loadbalancer.LoadBalancer
+	pool     *loadbalancer.Pool
+	pools    []*loadbalancer.Pool
 	instance instances.Instance
 	list     []instances.Instance
 	entries  []routes.Entry
@@ -101,9 +103,12 @@ type cloud struct {
 
 func newCloud() *cloud {
 	lb := &loadbalancer.LoadBalancer{ID: "lb-1", Name: "a"}
+	pool := &loadbalancer.Pool{ID: "pool-1", Name: "p"}
 	return &cloud{
 		lb:       lb,
 		lbs:      []*loadbalancer.LoadBalancer{lb},
+		pool:     pool,
+		pools:    []*loadbalancer.Pool{pool},
 		instance: instances.Instance{ID: "i-1", Name: "node-1"},
 		list:     []instances.Instance{{ID: "i-1", Name: "node-1"}},
 		entries:  []routes.Entry{{Name: "r-1", Cluster: "c", DestinationCIDR: "10.0.0.0/24", TargetNode: "node-1"}},
@@ -152,6 +157,22 @@ func (c lbAPI) Delete(ctx context.Context, lb *loadbalancer.LoadBalancer) error 
 
 func (c lbAPI) List(ctx context.Context) ([]*loadbalancer.LoadBalancer, error) {
 	return c.lbs, c.record("List")
+}
+
+func (c lbAPI) FindPools(ctx context.Context, q loadbalancer.PoolQuery) ([]*loadbalancer.Pool, error) {
+	return c.pools, c.record("FindPools")
+}
+
+func (c lbAPI) ListPools(ctx context.Context) ([]*loadbalancer.Pool, error) {
+	return c.pools, c.record("ListPools")
+}
+
+func (c lbAPI) ApplyPool(ctx context.Context, a loadbalancer.PoolAction) (*loadbalancer.Pool, error) {
+	return c.pool, c.record("ApplyPool " + string(a.Kind))
+}
+
+func (c lbAPI) DeletePool(ctx context.Context, p *loadbalancer.Pool) error {
+	return c.record("DeletePool")
 }
 
 type instanceAPI struct{ *cloud }

@@ -55,3 +55,42 @@ type loadBalancerList struct {
 func (w loadBalancerList) List(ctx context.Context) ([]*loadbalancer.LoadBalancer, error) {
 	return govern(ctx, w.g, loadBalancerRead, func() ([]*loadbalancer.LoadBalancer, error) { return w.list.List(ctx) })
 }
+
+// LoadBalancerPools is LoadBalancerList for a loadbalancer.PoolListDriver
+// (a cloud with shared backend pools, Capabilities.SharedBackendPools):
+// the result is one too, so a loadbalancer.Cache over it caches the pools
+// and the Reconciler still shares them. Pool reads are governed like
+// Find; creating a pool is urgent, as creating a load balancer is (a new
+// Service waits for it); changing a pool's members is background, as a
+// load balancer's backend actions are (the service controller's node
+// sync); deleting a pool is urgent, as Delete is.
+func (g *Governor) LoadBalancerPools(d loadbalancer.PoolListDriver) loadbalancer.PoolListDriver {
+	return wrap(g, d, func() loadbalancer.PoolListDriver {
+		return loadBalancerPools{loadBalancerList{loadBalancers{g, d}, d}, d}
+	})
+}
+
+// loadBalancerPools is a loadbalancer.PoolListDriver governed by g.
+type loadBalancerPools struct {
+	loadBalancerList
+	pools loadbalancer.PoolListDriver
+}
+
+var _ loadbalancer.PoolListDriver = loadBalancerPools{}
+
+func (w loadBalancerPools) FindPools(ctx context.Context, q loadbalancer.PoolQuery) ([]*loadbalancer.Pool, error) {
+	return govern(ctx, w.g, loadBalancerRead, func() ([]*loadbalancer.Pool, error) { return w.pools.FindPools(ctx, q) })
+}
+
+func (w loadBalancerPools) ListPools(ctx context.Context) ([]*loadbalancer.Pool, error) {
+	return govern(ctx, w.g, loadBalancerRead, func() ([]*loadbalancer.Pool, error) { return w.pools.ListPools(ctx) })
+}
+
+func (w loadBalancerPools) ApplyPool(ctx context.Context, a loadbalancer.PoolAction) (*loadbalancer.Pool, error) {
+	return govern(ctx, w.g, poolApplyKind(a.Kind), func() (*loadbalancer.Pool, error) { return w.pools.ApplyPool(ctx, a) })
+}
+
+func (w loadBalancerPools) DeletePool(ctx context.Context, p *loadbalancer.Pool) error {
+	_, err := govern(ctx, w.g, loadBalancerDelete, func() (struct{}, error) { return struct{}{}, w.pools.DeletePool(ctx, p) })
+	return err
+}

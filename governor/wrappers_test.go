@@ -30,6 +30,7 @@ type method struct {
 // the cloud's own answer by identity.
 type results struct {
 	lb       *loadbalancer.LoadBalancer
+	pool     *loadbalancer.Pool
 	first    any    // the address of the first element of a returned slice
 	instance string // the ID of a returned Instance
 	revision string
@@ -57,6 +58,20 @@ var methods = []method{
 	{name: "Apply RemoveBackends", class: governor.Writes, priority: governor.Background, call: apply(loadbalancer.ActionRemoveBackends)},
 	{name: "Delete", class: governor.Writes, priority: governor.Urgent, call: func(ctx context.Context, g *governor.Governor, c *cloud) (any, error) {
 		return results{}, g.LoadBalancerList(lbAPI{c}).Delete(ctx, c.lb)
+	}},
+	{name: "FindPools", class: governor.Reads, priority: governor.Normal, call: func(ctx context.Context, g *governor.Governor, c *cloud) (any, error) {
+		pools, err := g.LoadBalancerPools(lbAPI{c}).FindPools(ctx, loadbalancer.PoolQuery{ID: "pool-1"})
+		return results{first: firstOf(pools)}, err
+	}},
+	{name: "ListPools", class: governor.Reads, priority: governor.Normal, call: func(ctx context.Context, g *governor.Governor, c *cloud) (any, error) {
+		pools, err := g.LoadBalancerPools(lbAPI{c}).ListPools(ctx)
+		return results{first: firstOf(pools)}, err
+	}},
+	{name: "ApplyPool CreatePool", class: governor.Writes, priority: governor.Urgent, call: applyPool(loadbalancer.PoolActionCreate)},
+	{name: "ApplyPool AddPoolBackends", class: governor.Writes, priority: governor.Background, call: applyPool(loadbalancer.PoolActionAddBackends)},
+	{name: "ApplyPool RemovePoolBackends", class: governor.Writes, priority: governor.Background, call: applyPool(loadbalancer.PoolActionRemoveBackends)},
+	{name: "DeletePool", class: governor.Writes, priority: governor.Urgent, call: func(ctx context.Context, g *governor.Governor, c *cloud) (any, error) {
+		return results{}, g.LoadBalancerPools(lbAPI{c}).DeletePool(ctx, c.pool)
 	}},
 	{name: "GetByID", class: governor.Reads, priority: governor.Urgent, call: func(ctx context.Context, g *governor.Governor, c *cloud) (any, error) {
 		in, err := g.Instances(instanceAPI{c}).GetByID(ctx, provider.ProviderID{ID: "i-1"})
@@ -96,6 +111,13 @@ func apply(k loadbalancer.ActionKind) func(ctx context.Context, g *governor.Gove
 	}
 }
 
+func applyPool(k loadbalancer.PoolActionKind) func(ctx context.Context, g *governor.Governor, c *cloud) (any, error) {
+	return func(ctx context.Context, g *governor.Governor, c *cloud) (any, error) {
+		p, err := g.LoadBalancerPools(lbAPI{c}).ApplyPool(ctx, loadbalancer.PoolAction{Kind: k, PoolID: "pool-1"})
+		return results{pool: p}, err
+	}
+}
+
 // want returns what m returns when the cloud answers it: c's values.
 func (m method) want(c *cloud) results {
 	switch m.name {
@@ -112,7 +134,11 @@ func (m method) want(c *cloud) results {
 		return results{first: &c.entries[0]}
 	case "ReadTable":
 		return results{first: &c.entries[0], revision: c.revision}
-	case "Delete", "CreateRoute", "DeleteRoute", "WriteTable":
+	case "FindPools", "ListPools":
+		return results{first: &c.pools[0]}
+	case "ApplyPool CreatePool", "ApplyPool AddPoolBackends", "ApplyPool RemovePoolBackends":
+		return results{pool: c.pool}
+	case "Delete", "DeletePool", "CreateRoute", "DeleteRoute", "WriteTable":
 		return results{}
 	}
 	return results{lb: c.lb} // Apply
