@@ -70,6 +70,10 @@
 // cloudprovider.InstancesV2 over a small Driver, with an optional list-based
 // cache so that one cloud call serves every node in a sync period.
 //
+// governor: a client-side budget of cloud calls shared by a provider's
+// Drivers, with priorities, the cloud's Retry-After honoured, and
+// refusals the controllers retry instead of blocked workers.
+//
 // fake: an in-memory, stateful fake cloud composed from the packages above,
 // with fault injection and per-operation call counters. It backs the
 // examples, the tests and the demo, and is the reference composition.
