@@ -191,6 +191,8 @@ func writeFileAtomic(path, data string) error {
 //	POST   /instances/{id}/start      200 Instance; stopped → running
 //	POST   /instances/{id}/terminate  200 Instance; → terminated (the Node is deleted)
 //	GET    /loadbalancers             200 [LoadBalancer]
+//	GET    /backendpools              200 [loadbalancer.Pool]: the shared backend pools
+//	                                      ([] unless loadBalancers.backendPools is shared)
 //	GET    /routes                    200 [Route]; ?cluster=NAME keeps one cluster's
 //	GET    /calls                     200 Calls: cloud API calls so far, throttled ones too
 //	POST   /calls/reset               204; counters back to zero

@@ -9,6 +9,7 @@ import (
 	"slices"
 
 	"github.com/ccmkit/ccmkit/instances"
+	"github.com/ccmkit/ccmkit/loadbalancer"
 	"github.com/ccmkit/ccmkit/provider"
 )
 
@@ -22,6 +23,7 @@ func (c *Cloud) adminMux() http.Handler {
 	mux.Handle("/instances/{id}", methods{"GET": c.getInstance, "DELETE": c.deleteInstance})
 	mux.Handle("/instances/{id}/{action}", methods{"POST": c.postInstanceAction})
 	mux.Handle("/loadbalancers", methods{"GET": c.getLoadBalancers})
+	mux.Handle("/backendpools", methods{"GET": c.getBackendPools})
 	mux.Handle("/routes", methods{"GET": c.getRoutes})
 	mux.Handle("/calls", methods{"GET": c.getCalls})
 	mux.Handle("/calls/reset", methods{"POST": c.postCallsReset})
@@ -132,6 +134,18 @@ func (c *Cloud) postInstanceAction(w http.ResponseWriter, r *http.Request) {
 func (c *Cloud) getLoadBalancers(w http.ResponseWriter, r *http.Request) {
 	if st, ok := c.snapshot(w, r); ok {
 		writeJSON(w, http.StatusOK, st.LoadBalancers)
+	}
+}
+
+// getBackendPools serves GET /backendpools: the shared backend pools, an
+// empty list when there are none.
+func (c *Cloud) getBackendPools(w http.ResponseWriter, r *http.Request) {
+	if st, ok := c.snapshot(w, r); ok {
+		pools := st.BackendPools
+		if pools == nil {
+			pools = []loadbalancer.Pool{}
+		}
+		writeJSON(w, http.StatusOK, pools)
 	}
 }
 

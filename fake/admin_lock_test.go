@@ -58,6 +58,7 @@ func TestAdminLockDeadline(t *testing.T) {
 		{"POST /instances", "a write", "POST", "/instances", `{"name": "node-2"}`, 503, 201},
 		{"POST /instances/{id}/stop", "an instance action", "POST", "/instances/i-1/stop", "", 503, 200},
 		{"GET /loadbalancers", "a read", "GET", "/loadbalancers", "", 503, 200},
+		{"GET /backendpools", "a read", "GET", "/backendpools", "", 503, 200},
 		{"GET /routes", "a read", "GET", "/routes?cluster=x", "", 503, 200},
 		{"DELETE /instances/{id}", "a write", "DELETE", "/instances/i-1", "", 503, 204},
 		{"GET /calls", "per process, not in the file: no wait", "GET", "/calls", "", 200, 200},

@@ -192,7 +192,7 @@ func NewPeer(c *Cloud, clusterID string, opts PeerOptions) (*Cloud, error) {
 func compose(cfg Config, st *store, o Options) (*Cloud, error) {
 	c := &Cloud{cfg: cfg, store: st, meter: newMeter(st.limits, o.Interceptor), cacheOpts: o.InstanceCache}
 	var err error
-	if c.lbCaps, err = lbCapabilities(cfg.LoadBalancers.Backends, o.LoadBalancerCapabilities); err != nil {
+	if c.lbCaps, err = lbCapabilities(cfg.LoadBalancers, o.LoadBalancerCapabilities); err != nil {
 		return nil, err
 	}
 	if cfg.Governor != nil {
@@ -230,23 +230,29 @@ func compose(cfg Config, st *store, o Options) (*Cloud, error) {
 	return c, nil
 }
 
-// lbCapabilities returns the load-balancer capabilities of a Cloud:
-// narrowed (nil: every feature), with the BackendKey that backends (with
-// defaults) implies. A narrowed BackendKey other than that one or the zero
-// value is an error naming both.
-func lbCapabilities(backends BackendMode, narrowed *loadbalancer.Capabilities) (loadbalancer.Capabilities, error) {
+// lbCapabilities returns the load-balancer capabilities of a Cloud whose
+// loadBalancers section (with defaults) is lbs: narrowed (nil: every
+// feature), with the BackendKey that lbs.Backends implies and
+// SharedBackendPools as lbs.BackendPools says. A narrowed BackendKey other
+// than that one or the zero value is an error naming both, and so is a
+// narrowed SharedBackendPools without shared pools.
+func lbCapabilities(lbs LoadBalancerSection, narrowed *loadbalancer.Capabilities) (loadbalancer.Capabilities, error) {
 	caps := allLoadBalancerCapabilities
 	if narrowed != nil {
 		caps = *narrowed
 	}
 	key := loadbalancer.BackendKeyNodeName
-	if backends == BackendsInstanceID {
+	if lbs.Backends == BackendsInstanceID {
 		key = loadbalancer.BackendKeyProviderID
 	}
 	if caps.BackendKey != "" && caps.BackendKey != key {
-		return loadbalancer.Capabilities{}, fmt.Errorf("Options.LoadBalancerCapabilities: BackendKey %q, but loadBalancers.backends %q keeps backends by %q: expected %q or the zero value", caps.BackendKey, backends, key, key)
+		return loadbalancer.Capabilities{}, fmt.Errorf("Options.LoadBalancerCapabilities: BackendKey %q, but loadBalancers.backends %q keeps backends by %q: expected %q or the zero value", caps.BackendKey, lbs.Backends, key, key)
 	}
-	caps.BackendKey = key
+	shared := lbs.BackendPools == BackendPoolsShared
+	if caps.SharedBackendPools && !shared {
+		return loadbalancer.Capabilities{}, fmt.Errorf("Options.LoadBalancerCapabilities: SharedBackendPools true, but loadBalancers.backendPools is %q: expected false, or backendPools %q", lbs.BackendPools, BackendPoolsShared)
+	}
+	caps.BackendKey, caps.SharedBackendPools = key, shared
 	return caps, nil
 }
 
@@ -289,8 +295,14 @@ func (c *Cloud) composeInstances(api instances.ListDriver, o Options) (*instance
 // metered lbDriver, and returns the load-balancer Reconciler over it, with
 // c.lbCaps, looking up nodes with nodes. Errors wrap the constructors'.
 func (c *Cloud) composeLoadBalancers(nodes *instances.Adapter, throttleWait time.Duration) (*loadbalancer.Reconciler, error) {
+	api := lbAPI{c.meter, lbDriver{c.store}}
+	governed := c.gov.LoadBalancerList(api)
+	shared := c.cfg.LoadBalancers.BackendPools == BackendPoolsShared
+	if shared {
+		governed = pooledAPI{ListDriver: governed, pools: poolAPI{api}, gov: c.gov}
+	}
 	var err error
-	c.lbCache, err = loadbalancer.NewCache(c.gov.LoadBalancerList(lbAPI{c.meter, lbDriver{c.store}}), loadbalancer.CacheOptions{
+	c.lbCache, err = loadbalancer.NewCache(governed, loadbalancer.CacheOptions{
 		TTL:      c.cfg.LoadBalancerCacheTTL.Duration,
 		ErrorTTL: c.errorTTL(),
 		Now:      c.store.now,
@@ -299,8 +311,11 @@ func (c *Cloud) composeLoadBalancers(nodes *instances.Adapter, throttleWait time
 		return nil, fmt.Errorf("load balancers: %w", err)
 	}
 	var lookups loadbalancer.Driver = c.lbCache
-	if c.store.file != nil {
-		lookups = freshLoadBalancers{c.store, c.lbCache} // sees other processes' changes too
+	switch fresh := (freshLoadBalancers{c.store, c.lbCache}); {
+	case c.store.file != nil && shared:
+		lookups = freshPools{fresh, c.lbCache} // sees other processes' changes too
+	case c.store.file != nil:
+		lookups = fresh
 	}
 	lbCfg := loadbalancer.Options{
 		ClusterID:       c.cfg.ClusterID,

@@ -164,7 +164,45 @@ type LoadBalancerSection struct {
 	// OpenStack do; see BackendsInstanceID). Empty: BackendsInstanceID
 	// with Realistic, else BackendsNodeName.
 	Backends BackendMode `json:"backends,omitempty"`
+	// BackendPools is how load balancers hold their backends:
+	// BackendPoolsPerService (each its own) or BackendPoolsShared (the
+	// cloud has backend pools that many load balancers reference, and the
+	// fake's provider declares loadbalancer.Capabilities.SharedBackendPools;
+	// see BackendPoolsShared). Empty: BackendPoolsPerService, in every
+	// mode, Realistic too: sharing a pool is a provider's design, not a
+	// behaviour of the cloud that realistic mode models (delays, rate
+	// limits, instance targets), and the cloud-call figures and tests of
+	// the realistic mode stay those of a provider with backends per
+	// Service.
+	BackendPools BackendPoolMode `json:"backendPools,omitempty"`
 }
+
+// BackendPoolMode is how the fake's load balancers hold their backends
+// (LoadBalancerSection.BackendPools).
+type BackendPoolMode string
+
+// The backend pool modes.
+const (
+	// BackendPoolsPerService: each load balancer keeps its own backends
+	// (loadbalancer.Spec.Backends), and the cloud has no backend pools: a
+	// load balancer referencing one is refused.
+	BackendPoolsPerService BackendPoolMode = "perService"
+	// BackendPoolsShared: the cloud has shared backend pools
+	// (loadbalancer.Pool, kept as the model and changed with
+	// loadbalancer.ApplyPool; backends kept as LoadBalancerSection.Backends
+	// says), which many load balancers reference
+	// (loadbalancer.Spec.BackendPool), and the Cloud's provider serves
+	// them (loadbalancer.Capabilities.SharedBackendPools): the load
+	// balancers of every Service whose backends are the same set reference
+	// one pool, so a Node change is one write of the pool however many
+	// Services there are. The cloud refuses a load balancer referencing a
+	// pool that does not exist, and refuses to delete a pool a load
+	// balancer references (loadbalancer.ErrPoolInUse). Pool calls are
+	// operations of their own (OpFindBackendPools, OpListBackendPools,
+	// OpApplyBackendPool, OpDeleteBackendPool), counted, rate limited and
+	// interceptable (Funcs) like the others.
+	BackendPoolsShared BackendPoolMode = "shared"
+)
 
 // BackendMode is what the fake keeps of a load-balancer backend
 // (LoadBalancerSection.Backends).
@@ -392,6 +430,11 @@ func (s LoadBalancerSection) validate(path *field.Path) field.ErrorList {
 	default:
 		errs = append(errs, field.NotSupported(path.Child("backends"), clipValue(string(s.Backends)), []string{string(BackendsNodeName), string(BackendsInstanceID)}))
 	}
+	switch s.BackendPools {
+	case "", BackendPoolsPerService, BackendPoolsShared:
+	default:
+		errs = append(errs, field.NotSupported(path.Child("backendPools"), clipValue(string(s.BackendPools)), []string{string(BackendPoolsPerService), string(BackendPoolsShared)}))
+	}
 	return errs
 }
 
@@ -492,6 +535,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.LoadBalancers.Backends == "" {
 		c.LoadBalancers.Backends = backends
+	}
+	if c.LoadBalancers.BackendPools == "" {
+		c.LoadBalancers.BackendPools = BackendPoolsPerService
 	}
 	c.RateLimit = c.rateLimit()
 	return c

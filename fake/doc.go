@@ -52,6 +52,19 @@
 //     cloud rejects a target that is not a live instance. A Node whose name
 //     differs from its instance's is a backend like any other.
 //
+// Shared backend pools (loadBalancers.backendPools shared, off in every
+// mode, realistic too: sharing is a provider's design, not a behaviour of
+// the cloud) give the cloud backend pools that many load balancers
+// reference, and the provider declares
+// loadbalancer.Capabilities.SharedBackendPools: the load balancers of
+// every Service whose backends are the same set reference one pool, so a
+// Node change is one ApplyBackendPool call however many Services there
+// are. The cloud refuses a load balancer referencing a pool that does not
+// exist and the deletion of a pool a load balancer references
+// (loadbalancer.ErrPoolInUse). Pools are in State.BackendPools and GET
+// /backendpools; their calls are operations of their own, counted, rate
+// limited, intercepted (Funcs) and governed like the others.
+//
 // A client-side budget (governor: Config.Governor, off by default in
 // every mode) puts a governor.Governor below the fake's caches, as a
 // provider over a real cloud would: calls over its budget are refused

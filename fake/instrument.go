@@ -21,6 +21,10 @@ const (
 	OpListLoadBalancers  Op = "ListLoadBalancers"  // read: loadbalancer.ListDriver.List
 	OpApplyLoadBalancer  Op = "ApplyLoadBalancer"  // write: loadbalancer.Driver.Apply
 	OpDeleteLoadBalancer Op = "DeleteLoadBalancer" // write: loadbalancer.Driver.Delete
+	OpFindBackendPools   Op = "FindBackendPools"   // read: loadbalancer.PoolDriver.FindPools
+	OpListBackendPools   Op = "ListBackendPools"   // read: loadbalancer.PoolListDriver.ListPools
+	OpApplyBackendPool   Op = "ApplyBackendPool"   // write: loadbalancer.PoolDriver.ApplyPool
+	OpDeleteBackendPool  Op = "DeleteBackendPool"  // write: loadbalancer.PoolDriver.DeletePool
 	OpReadRouteTable     Op = "ReadRouteTable"     // read: routes.TableDriver.ReadTable
 	OpWriteRouteTable    Op = "WriteRouteTable"    // write: routes.TableDriver.WriteTable
 	OpGetInstance        Op = "GetInstance"        // read: instances.Driver.GetByID
@@ -30,11 +34,16 @@ const (
 
 // ops is every operation, in the order of the constants.
 var ops = []Op{OpFindLoadBalancers, OpListLoadBalancers, OpApplyLoadBalancer, OpDeleteLoadBalancer,
+	OpFindBackendPools, OpListBackendPools, OpApplyBackendPool, OpDeleteBackendPool,
 	OpReadRouteTable, OpWriteRouteTable, OpGetInstance, OpGetInstanceByName, OpListInstances}
 
 // isWrite reports whether op changes the cloud.
 func (op Op) isWrite() bool {
-	return op == OpApplyLoadBalancer || op == OpDeleteLoadBalancer || op == OpWriteRouteTable
+	switch op {
+	case OpApplyLoadBalancer, OpDeleteLoadBalancer, OpApplyBackendPool, OpDeleteBackendPool, OpWriteRouteTable:
+		return true
+	}
+	return false
 }
 
 func (op Op) valid() bool { return slices.Contains(ops, op) }
@@ -183,6 +192,52 @@ func (d lbAPI) Delete(ctx context.Context, lb *loadbalancer.LoadBalancer) error 
 		return err
 	}
 	return next.Delete(ctx, lb)
+}
+
+// poolAPI is lbAPI with the backend pool operations: the cloud API of a
+// cloud with shared backend pools (BackendPoolsShared).
+type poolAPI struct{ lbAPI }
+
+var _ loadbalancer.PoolListDriver = poolAPI{}
+
+func (d poolAPI) poolDriver(ctx context.Context, op Op) (loadbalancer.PoolListDriver, error) {
+	funcs, err := d.m.enter(ctx, op)
+	if err != nil {
+		return nil, err
+	}
+	return newPoolFuncs(d.m.faults, newPoolFuncs(funcs, d.next)), nil
+}
+
+func (d poolAPI) FindPools(ctx context.Context, q loadbalancer.PoolQuery) ([]*loadbalancer.Pool, error) {
+	next, err := d.poolDriver(ctx, OpFindBackendPools)
+	if err != nil {
+		return nil, err
+	}
+	return next.FindPools(ctx, q)
+}
+
+func (d poolAPI) ListPools(ctx context.Context) ([]*loadbalancer.Pool, error) {
+	next, err := d.poolDriver(ctx, OpListBackendPools)
+	if err != nil {
+		return nil, err
+	}
+	return next.ListPools(ctx)
+}
+
+func (d poolAPI) ApplyPool(ctx context.Context, a loadbalancer.PoolAction) (*loadbalancer.Pool, error) {
+	next, err := d.poolDriver(ctx, OpApplyBackendPool)
+	if err != nil {
+		return nil, err
+	}
+	return next.ApplyPool(ctx, a)
+}
+
+func (d poolAPI) DeletePool(ctx context.Context, p *loadbalancer.Pool) error {
+	next, err := d.poolDriver(ctx, OpDeleteBackendPool)
+	if err != nil {
+		return err
+	}
+	return next.DeletePool(ctx, p)
 }
 
 type routeAPI struct {

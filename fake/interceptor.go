@@ -25,11 +25,17 @@ type Funcs struct {
 	ListLoadBalancers  func(ctx context.Context, next loadbalancer.ListDriver) ([]*loadbalancer.LoadBalancer, error)
 	ApplyLoadBalancer  func(ctx context.Context, next loadbalancer.Driver, a loadbalancer.Action) (*loadbalancer.LoadBalancer, error)
 	DeleteLoadBalancer func(ctx context.Context, next loadbalancer.Driver, lb *loadbalancer.LoadBalancer) error
-	ReadRouteTable     func(ctx context.Context, next routes.TableDriver) ([]routes.Entry, string, error)
-	WriteRouteTable    func(ctx context.Context, next routes.TableDriver, revision string, entries []routes.Entry) error
-	GetInstance        func(ctx context.Context, next instances.ListDriver, id provider.ProviderID) (instances.Instance, error)
-	GetInstanceByName  func(ctx context.Context, next instances.ListDriver, name string) (instances.Instance, error)
-	ListInstances      func(ctx context.Context, next instances.ListDriver) ([]instances.Instance, error)
+	// The backend pool operations, called only with
+	// LoadBalancerSection.BackendPools shared.
+	FindBackendPools  func(ctx context.Context, next loadbalancer.PoolDriver, q loadbalancer.PoolQuery) ([]*loadbalancer.Pool, error)
+	ListBackendPools  func(ctx context.Context, next loadbalancer.PoolListDriver) ([]*loadbalancer.Pool, error)
+	ApplyBackendPool  func(ctx context.Context, next loadbalancer.PoolDriver, a loadbalancer.PoolAction) (*loadbalancer.Pool, error)
+	DeleteBackendPool func(ctx context.Context, next loadbalancer.PoolDriver, p *loadbalancer.Pool) error
+	ReadRouteTable    func(ctx context.Context, next routes.TableDriver) ([]routes.Entry, string, error)
+	WriteRouteTable   func(ctx context.Context, next routes.TableDriver, revision string, entries []routes.Entry) error
+	GetInstance       func(ctx context.Context, next instances.ListDriver, id provider.ProviderID) (instances.Instance, error)
+	GetInstanceByName func(ctx context.Context, next instances.ListDriver, name string) (instances.Instance, error)
+	ListInstances     func(ctx context.Context, next instances.ListDriver) ([]instances.Instance, error)
 }
 
 // SetInterceptor replaces the interceptor Funcs (the zero Funcs removes
@@ -83,6 +89,45 @@ func (d lbFuncs) Delete(ctx context.Context, lb *loadbalancer.LoadBalancer) erro
 		return f(ctx, d.next, lb)
 	}
 	return d.next.Delete(ctx, lb)
+}
+
+// poolFuncs is next with the load-balancer and backend pool operations of
+// f in front.
+type poolFuncs struct {
+	lbFuncs
+	next loadbalancer.PoolListDriver
+}
+
+func newPoolFuncs(f *Funcs, next loadbalancer.PoolListDriver) poolFuncs {
+	return poolFuncs{lbFuncs{f, next}, next}
+}
+
+func (d poolFuncs) FindPools(ctx context.Context, q loadbalancer.PoolQuery) ([]*loadbalancer.Pool, error) {
+	if f := d.f.FindBackendPools; f != nil {
+		return f(ctx, d.next, q)
+	}
+	return d.next.FindPools(ctx, q)
+}
+
+func (d poolFuncs) ListPools(ctx context.Context) ([]*loadbalancer.Pool, error) {
+	if f := d.f.ListBackendPools; f != nil {
+		return f(ctx, d.next)
+	}
+	return d.next.ListPools(ctx)
+}
+
+func (d poolFuncs) ApplyPool(ctx context.Context, a loadbalancer.PoolAction) (*loadbalancer.Pool, error) {
+	if f := d.f.ApplyBackendPool; f != nil {
+		return f(ctx, d.next, a)
+	}
+	return d.next.ApplyPool(ctx, a)
+}
+
+func (d poolFuncs) DeletePool(ctx context.Context, p *loadbalancer.Pool) error {
+	if f := d.f.DeleteBackendPool; f != nil {
+		return f(ctx, d.next, p)
+	}
+	return d.next.DeletePool(ctx, p)
 }
 
 // routeFuncs is next with the route-table operations of f in front.
@@ -163,6 +208,21 @@ func failing(take func(op Op) (err error, late bool)) Funcs {
 		},
 		DeleteLoadBalancer: func(ctx context.Context, next loadbalancer.Driver, lb *loadbalancer.LoadBalancer) error {
 			return run(OpDeleteLoadBalancer, func() error { return next.Delete(ctx, lb) })
+		},
+		FindBackendPools: func(ctx context.Context, next loadbalancer.PoolDriver, q loadbalancer.PoolQuery) (out []*loadbalancer.Pool, err error) {
+			err = run(OpFindBackendPools, func() (err error) { out, err = next.FindPools(ctx, q); return err })
+			return nilOnError(out, err)
+		},
+		ListBackendPools: func(ctx context.Context, next loadbalancer.PoolListDriver) (out []*loadbalancer.Pool, err error) {
+			err = run(OpListBackendPools, func() (err error) { out, err = next.ListPools(ctx); return err })
+			return nilOnError(out, err)
+		},
+		ApplyBackendPool: func(ctx context.Context, next loadbalancer.PoolDriver, a loadbalancer.PoolAction) (out *loadbalancer.Pool, err error) {
+			err = run(OpApplyBackendPool, func() (err error) { out, err = next.ApplyPool(ctx, a); return err })
+			return nilOnError(out, err)
+		},
+		DeleteBackendPool: func(ctx context.Context, next loadbalancer.PoolDriver, p *loadbalancer.Pool) error {
+			return run(OpDeleteBackendPool, func() error { return next.DeletePool(ctx, p) })
 		},
 		ReadRouteTable: func(ctx context.Context, next routes.TableDriver) (out []routes.Entry, rev string, err error) {
 			err = run(OpReadRouteTable, func() (err error) { out, rev, err = next.ReadTable(ctx); return err })

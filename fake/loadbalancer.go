@@ -134,6 +134,9 @@ func (s *store) applyLB(a loadbalancer.Action) (*lbRecord, error) {
 			return nil, err
 		}
 	}
+	if err := s.checkPoolRef(a); err != nil {
+		return nil, err
+	}
 	var cur *lbRecord
 	if a.Kind != loadbalancer.ActionCreate {
 		if cur = s.lbs[a.LoadBalancerID]; cur == nil {
@@ -191,7 +194,7 @@ var errInvalidBackend = errors.New("fake: invalid load-balancer backend")
 // keyed by it (mu held). It returns an error wrapping errInvalidBackend
 // when a backend to add is not a live instance of this cloud.
 func (s *store) instanceTargets(a loadbalancer.Action) (loadbalancer.Action, error) {
-	var backends *[]loadbalancer.Backend
+	var err error
 	switch a.Kind {
 	case loadbalancer.ActionCreate:
 		if a.Create == nil {
@@ -199,22 +202,28 @@ func (s *store) instanceTargets(a loadbalancer.Action) (loadbalancer.Action, err
 		}
 		a.Create = a.Create.Clone()
 		a.Create.Spec.BackendKey = loadbalancer.BackendKeyProviderID
-		backends = &a.Create.Spec.Backends
+		a.Create.Spec.Backends, err = s.targets(a.Create.Spec.Backends, true)
 	case loadbalancer.ActionAddBackends, loadbalancer.ActionRemoveBackends:
-		a.Backends = slices.Clone(a.Backends)
-		backends = &a.Backends
-	default:
-		return a, nil
+		a.Backends, err = s.targets(a.Backends, a.Kind == loadbalancer.ActionAddBackends)
 	}
-	for i, b := range *backends {
-		if a.Kind != loadbalancer.ActionRemoveBackends {
+	return a, err
+}
+
+// targets returns a copy of bs with each backend reduced to what a cloud
+// of instance targets keeps, its provider ID; when they are being added
+// (adding), each is first checked to be a live instance (checkTarget; mu
+// held).
+func (s *store) targets(bs []loadbalancer.Backend, adding bool) ([]loadbalancer.Backend, error) {
+	out := make([]loadbalancer.Backend, len(bs))
+	for i, b := range bs {
+		if adding {
 			if err := s.checkTarget(b); err != nil {
-				return a, fmt.Errorf("fake: %w", err)
+				return nil, fmt.Errorf("fake: %w", err)
 			}
 		}
-		(*backends)[i] = loadbalancer.Backend{ProviderID: b.ProviderID}
+		out[i] = loadbalancer.Backend{ProviderID: b.ProviderID}
 	}
-	return a, nil
+	return out, nil
 }
 
 // checkTarget returns an error wrapping errInvalidBackend unless b's

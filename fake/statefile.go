@@ -107,12 +107,16 @@ const stateFormatV1 = "ccmkit.io/fake-state/v1"
 //	  "format": "ccmkit.io/fake-state/v2",    // stateFormat
 //	  "generation": 12,                        // +1 per saved change
 //	  "cloud": {"instanceCIDRs": [...],        // must match the cloud-config (defaults applied):
-//	            "loadBalancers": {"ipv4Pool", "ipv6Pool", "hostnameSuffix", "ipMode", "backends"}},
+//	            "loadBalancers": {"ipv4Pool", "ipv6Pool", "hostnameSuffix", "ipMode", "backends",
+//	                              "backendPools"}},  // backendPools only when shared
 //	  "nextInstance": 2, "nextLoadBalancer": 5, "routeRevision": 3, // ID counters, route table revision
+//	  "nextBackendPool": 1,                    // only with shared backend pools
 //	  "pools": [{"cidr": "198.18.0.0/15", "next": "198.18.0.6"}], // where each pool allocates next
 //	  "instances": [Instance],                 // as in GET /instances
 //	  "loadBalancers": [LoadBalancer],         // as in GET /loadbalancers, but with the ingress
 //	                                           // it reports once ready, and no "provisioning"
+//	  "backendPools": [{"id", "name", "tags", "ipFamilies", "backends", "backendKey"}],
+//	                                           // only with shared backend pools
 //	  "routes": [{"cluster", "name", "destinationCIDR", "targetNode",
 //	              "targetNodeAddresses": [{"type", "address"}], "blackhole"}]
 //	}
@@ -308,16 +312,29 @@ func (f *stateFile) save(st *cloudState) (err error) {
 // stateDoc is the JSON document of a state file (see the package
 // documentation, "Shared state file").
 type stateDoc struct {
-	Format           string          `json:"format"`
-	Generation       uint64          `json:"generation"`
-	Cloud            stateCloud      `json:"cloud"`
-	NextInstance     int             `json:"nextInstance"`
-	NextLoadBalancer int             `json:"nextLoadBalancer"`
-	RouteRevision    uint64          `json:"routeRevision"`
-	Pools            []statePool     `json:"pools"`
-	Instances        []stateInstance `json:"instances"`
-	LoadBalancers    []stateLB       `json:"loadBalancers"`
-	Routes           []stateRoute    `json:"routes"`
+	Format           string             `json:"format"`
+	Generation       uint64             `json:"generation"`
+	Cloud            stateCloud         `json:"cloud"`
+	NextInstance     int                `json:"nextInstance"`
+	NextLoadBalancer int                `json:"nextLoadBalancer"`
+	NextBackendPool  int                `json:"nextBackendPool,omitempty"`
+	RouteRevision    uint64             `json:"routeRevision"`
+	Pools            []statePool        `json:"pools"`
+	Instances        []stateInstance    `json:"instances"`
+	LoadBalancers    []stateLB          `json:"loadBalancers"`
+	BackendPools     []stateBackendPool `json:"backendPools,omitempty"`
+	Routes           []stateRoute       `json:"routes"`
+}
+
+// stateBackendPool is a shared backend pool as a state file keeps it, its
+// members' addresses as strings.
+type stateBackendPool struct {
+	ID         string            `json:"id"`
+	Name       string            `json:"name"`
+	Tags       map[string]string `json:"tags"`
+	IPFamilies []string          `json:"ipFamilies"`
+	Backends   []stateBackend    `json:"backends"`
+	BackendKey string            `json:"backendKey,omitempty"`
 }
 
 // stateCloud is the part of the cloud-config that defines the cloud: every
@@ -330,13 +347,14 @@ type stateCloud struct {
 // stateLBConfig is the part of LoadBalancerSection that defines the cloud
 // (not the provisioning delay, which each process may change at run time:
 // each load balancer keeps when it is ready). Backends is absent from v1
-// files, where it is nodeName.
+// files, where it is nodeName; BackendPools is absent unless shared.
 type stateLBConfig struct {
 	IPv4Pool       string                `json:"ipv4Pool"`
 	IPv6Pool       string                `json:"ipv6Pool"`
 	HostnameSuffix string                `json:"hostnameSuffix,omitempty"`
 	IPMode         v1.LoadBalancerIPMode `json:"ipMode,omitempty"`
 	Backends       BackendMode           `json:"backends,omitempty"`
+	BackendPools   BackendPoolMode       `json:"backendPools,omitempty"`
 }
 
 // statePool is an address pool's allocation cursor: the next address it
@@ -360,17 +378,24 @@ type stateRoute struct {
 
 func cloudOf(cfg Config) stateCloud {
 	lb := cfg.LoadBalancers
-	return stateCloud{InstanceCIDRs: slices.Clone(cfg.InstanceCIDRs), LoadBalancers: stateLBConfig{
+	out := stateCloud{InstanceCIDRs: slices.Clone(cfg.InstanceCIDRs), LoadBalancers: stateLBConfig{
 		IPv4Pool: lb.IPv4Pool, IPv6Pool: lb.IPv6Pool, HostnameSuffix: lb.HostnameSuffix, IPMode: lb.IPMode, Backends: lb.Backends,
 	}}
+	if lb.BackendPools == BackendPoolsShared {
+		out.LoadBalancers.BackendPools = lb.BackendPools // absent otherwise, as in files written before it
+	}
+	return out
 }
 
 // encodeState returns st as the document of generation gen.
 func encodeState(st *cloudState, cfg Config, gen uint64) *stateDoc {
 	doc := &stateDoc{
 		Format: stateFormat, Generation: gen, Cloud: cloudOf(cfg),
-		NextInstance: st.nextInstance, NextLoadBalancer: st.nextLB, RouteRevision: st.routeRev,
+		NextInstance: st.nextInstance, NextLoadBalancer: st.nextLB, NextBackendPool: st.nextBPool, RouteRevision: st.routeRev,
 		Instances: []stateInstance{}, LoadBalancers: []stateLB{}, Routes: []stateRoute{},
+	}
+	for _, p := range st.sortedBackendPools() {
+		doc.BackendPools = append(doc.BackendPools, storedBackendPool(p))
 	}
 	for _, in := range st.appendInstances(nil) {
 		doc.Instances = append(doc.Instances, stateInstance{Instance: in, State: stateNames[in.State]})
@@ -466,10 +491,10 @@ func checkSameCloud(got stateCloud, cfg Config) error {
 // holds: counters, pool cursors, instances, load balancers and routes, in
 // that order, stopping at the first that is invalid (the error names it).
 func (st *cloudState) loadDoc(doc *stateDoc) error {
-	if doc.NextInstance < 0 || doc.NextLoadBalancer < 0 {
-		return fmt.Errorf("nextInstance %d, nextLoadBalancer %d: expected counters of zero or more", doc.NextInstance, doc.NextLoadBalancer)
+	if doc.NextInstance < 0 || doc.NextLoadBalancer < 0 || doc.NextBackendPool < 0 {
+		return fmt.Errorf("nextInstance %d, nextLoadBalancer %d, nextBackendPool %d: expected counters of zero or more", doc.NextInstance, doc.NextLoadBalancer, doc.NextBackendPool)
 	}
-	st.nextInstance, st.nextLB = doc.NextInstance, doc.NextLoadBalancer
+	st.nextInstance, st.nextLB, st.nextBPool = doc.NextInstance, doc.NextLoadBalancer, doc.NextBackendPool
 	for i, sp := range doc.Pools {
 		if err := st.setPoolNext(sp); err != nil {
 			return fmt.Errorf("pools[%d]: %w", i, err)
@@ -478,6 +503,11 @@ func (st *cloudState) loadDoc(doc *stateDoc) error {
 	for i, in := range doc.Instances {
 		if err := st.loadInstance(field.NewPath("instances").Index(i), &in); err != nil {
 			return err
+		}
+	}
+	for i, v := range doc.BackendPools {
+		if err := st.loadBackendPool(v); err != nil {
+			return fmt.Errorf("backendPools[%d] (id %q): %w", i, v.ID, err)
 		}
 	}
 	for i, v := range doc.LoadBalancers {
@@ -560,6 +590,9 @@ func (st *cloudState) loadLoadBalancer(v stateLB) error {
 	if v.ID == "" || st.lbs[v.ID] != nil {
 		return fmt.Errorf("id %q: expected a load balancer ID, each once", v.ID)
 	}
+	if v.BackendPool != "" && st.bpools[v.BackendPool] == nil {
+		return fmt.Errorf("backendPool %q: expected the ID of a backend pool of the file", v.BackendPool)
+	}
 	rec, err := v.record()
 	if err != nil {
 		return err
@@ -602,6 +635,7 @@ type stateLB struct {
 	SessionAffinity stateAffinity     `json:"sessionAffinity"`
 	Settings        map[string]string `json:"settings,omitempty"`
 	BackendKey      string            `json:"backendKey,omitempty"`
+	BackendPool     string            `json:"backendPool,omitempty"`
 	VIPs            []string          `json:"vips"`
 	Ingress         []stateIngress    `json:"ingress"`
 	// Provisioning is always false in a state file, where ReadyAt decides.
@@ -644,7 +678,7 @@ type stateIngress struct {
 func storedLoadBalancer(r *lbRecord) stateLB {
 	lb, spec := r.lb, r.lb.Spec
 	out := stateLB{
-		ID: lb.ID, Name: lb.Name, Tags: map[string]string{}, BackendKey: string(spec.BackendKey), ReadyAt: r.readyAt,
+		ID: lb.ID, Name: lb.Name, Tags: map[string]string{}, BackendKey: string(spec.BackendKey), BackendPool: spec.BackendPool, ReadyAt: r.readyAt,
 		IPFamilies: []string{}, Listeners: []stateListener{}, Backends: []stateBackend{}, SourceRanges: []string{},
 		VIPs: []string{}, Ingress: []stateIngress{},
 		HealthCheck:     stateHealthCheck{Protocol: string(spec.HealthCheck.Protocol), Port: spec.HealthCheck.Port, Path: spec.HealthCheck.Path},
@@ -660,9 +694,7 @@ func storedLoadBalancer(r *lbRecord) stateLB {
 	for _, l := range spec.Listeners {
 		out.Listeners = append(out.Listeners, stateListener{Family: string(l.Family), Protocol: string(l.Protocol), Port: l.Port, NodePort: l.NodePort})
 	}
-	for _, b := range spec.Backends {
-		out.Backends = append(out.Backends, stateBackend{NodeName: b.NodeName, ProviderID: b.ProviderID, IPv4: addrString(b.IPv4), IPv6: addrString(b.IPv6)})
-	}
+	out.Backends = storedBackends(spec.Backends)
 	for _, p := range spec.SourceRanges {
 		out.SourceRanges = append(out.SourceRanges, p.String())
 	}
@@ -726,12 +758,8 @@ func (v stateLB) decodeSpec(d *lbDecoder, s *loadbalancer.Spec) {
 			NodePort:    l.NodePort,
 		})
 	}
-	for i, b := range v.Backends {
-		s.Backends = append(s.Backends, loadbalancer.Backend{
-			NodeName: b.NodeName, ProviderID: b.ProviderID,
-			IPv4: d.optAddr("backends.ipv4", i, b.IPv4), IPv6: d.optAddr("backends.ipv6", i, b.IPv6),
-		})
-	}
+	s.Backends = d.backends(v.Backends)
+	s.BackendPool = v.BackendPool
 	s.HealthCheck = loadbalancer.HealthCheck{Protocol: loadbalancer.HealthCheckProtocol(v.HealthCheck.Protocol), Port: v.HealthCheck.Port, Path: v.HealthCheck.Path}
 	for i, str := range v.SourceRanges {
 		p, err := netip.ParsePrefix(str)
@@ -778,4 +806,56 @@ func (d *lbDecoder) backendKey(str string) loadbalancer.BackendKey {
 	}
 	d.errs = append(d.errs, fmt.Errorf("backendKey %q: expected \"\", %q or %q", str, loadbalancer.BackendKeyProviderID, loadbalancer.BackendKeyAddress))
 	return ""
+}
+
+// storedBackends returns bs in their state-file form (an empty list for
+// none).
+func storedBackends(bs []loadbalancer.Backend) []stateBackend {
+	out := make([]stateBackend, 0, len(bs))
+	for _, b := range bs {
+		out = append(out, stateBackend{NodeName: b.NodeName, ProviderID: b.ProviderID, IPv4: addrString(b.IPv4), IPv6: addrString(b.IPv6)})
+	}
+	return out
+}
+
+// backends parses the backends of a state file (storedBackends).
+func (d *lbDecoder) backends(bs []stateBackend) []loadbalancer.Backend {
+	var out []loadbalancer.Backend
+	for i, b := range bs {
+		out = append(out, loadbalancer.Backend{
+			NodeName: b.NodeName, ProviderID: b.ProviderID,
+			IPv4: d.optAddr("backends.ipv4", i, b.IPv4), IPv6: d.optAddr("backends.ipv6", i, b.IPv6),
+		})
+	}
+	return out
+}
+
+// storedBackendPool returns p in its state-file form.
+func storedBackendPool(p *loadbalancer.Pool) stateBackendPool {
+	out := stateBackendPool{ID: p.ID, Name: p.Name, Tags: map[string]string{}, IPFamilies: []string{},
+		Backends: storedBackends(p.Spec.Backends), BackendKey: string(p.Spec.BackendKey)}
+	maps.Copy(out.Tags, p.Tags)
+	for _, f := range p.Spec.IPFamilies {
+		out.IPFamilies = append(out.IPFamilies, string(f))
+	}
+	return out
+}
+
+// loadBackendPool adds a stored backend pool (storedBackendPool).
+func (st *cloudState) loadBackendPool(v stateBackendPool) error {
+	if v.ID == "" || st.bpools[v.ID] != nil {
+		return fmt.Errorf("id %q: expected a backend pool ID, each once", v.ID)
+	}
+	var d lbDecoder
+	p := &loadbalancer.Pool{ID: v.ID, Name: v.Name, Tags: maps.Clone(v.Tags)}
+	for _, f := range v.IPFamilies {
+		p.Spec.IPFamilies = append(p.Spec.IPFamilies, v1.IPFamily(f))
+	}
+	p.Spec.Backends = d.backends(v.Backends)
+	p.Spec.BackendKey = d.backendKey(v.BackendKey)
+	if err := errors.Join(d.errs...); err != nil {
+		return err
+	}
+	st.bpools[v.ID] = p
+	return nil
 }

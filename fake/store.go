@@ -94,6 +94,9 @@ type cloudState struct {
 	lbPools map[bool]*pool       // by Is4
 	nextLB  int
 
+	bpools    map[string]*loadbalancer.Pool // shared backend pools by ID; values are replaced, never mutated
+	nextBPool int
+
 	routes   []routes.Entry // replaced as a whole, never mutated
 	routeRev uint64
 	routeIdx *routeIndex // of routes; changed only with them (setRoutes)
@@ -144,7 +147,7 @@ func emptyState(cfg Config) (cloudState, error) {
 	st := cloudState{
 		instances: map[string]*Instance{}, instByName: index{}, instIPs: map[netip.Addr]string{},
 		lbs: map[string]*lbRecord{}, lbNames: index{}, lbUIDs: index{}, lbPools: map[bool]*pool{},
-		routeIdx: newRouteIndex(),
+		bpools: map[string]*loadbalancer.Pool{}, routeIdx: newRouteIndex(),
 	}
 	for _, c := range cfg.InstanceCIDRs {
 		p, err := newPool(c)
@@ -318,7 +321,7 @@ func (s *store) reload() error {
 		if !sameInstances(old.instances, s.instances) {
 			s.instanceChanged()
 		}
-		if !sameLoadBalancers(old.lbs, s.lbs) {
+		if !sameLoadBalancers(old.lbs, s.lbs) || !maps.EqualFunc(old.bpools, s.bpools, samePool) {
 			for _, f := range s.onLBChange {
 				f()
 			}
@@ -335,6 +338,9 @@ func sameLoadBalancers(a, b map[string]*lbRecord) bool {
 		return reflect.DeepEqual(x.lb, y.lb) && slices.Equal(x.vips, y.vips) && x.readyAt.Equal(y.readyAt)
 	})
 }
+
+// samePool reports whether two backend pools are equal.
+func samePool(a, b *loadbalancer.Pool) bool { return reflect.DeepEqual(a, b) }
 
 // sameInstances reports whether two instance maps hold equal instances.
 func sameInstances(a, b map[string]*Instance) bool {
@@ -622,6 +628,9 @@ func (st *cloudState) view(out *State, now time.Time) {
 	for _, r := range st.sortedLoadBalancers() {
 		out.LoadBalancers = append(out.LoadBalancers, viewLoadBalancer(r, now))
 	}
+	for _, p := range st.sortedBackendPools() {
+		out.BackendPools = append(out.BackendPools, *p.Clone())
+	}
 	for _, e := range st.routes {
 		out.Routes = append(out.Routes, viewRoute(e))
 	}
@@ -648,6 +657,11 @@ func (st *cloudState) appendInstances(out []Instance) []Instance {
 // sortedLoadBalancers returns the load balancers sorted by ID.
 func (st *cloudState) sortedLoadBalancers() []*lbRecord {
 	return slices.SortedFunc(maps.Values(st.lbs), func(a, b *lbRecord) int { return compareIDs(a.lb.ID, b.lb.ID) })
+}
+
+// sortedBackendPools returns the shared backend pools sorted by ID.
+func (st *cloudState) sortedBackendPools() []*loadbalancer.Pool {
+	return slices.SortedFunc(maps.Values(st.bpools), func(a, b *loadbalancer.Pool) int { return compareIDs(a.ID, b.ID) })
 }
 
 // compareIDs orders "i-2" before "i-10": by length, then bytes.

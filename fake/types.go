@@ -204,8 +204,12 @@ type State struct {
 	ClusterID     string         `json:"clusterID"`
 	Instances     []Instance     `json:"instances"`
 	LoadBalancers []LoadBalancer `json:"loadBalancers"`
-	Routes        []Route        `json:"routes"`
-	Pools         []Pool         `json:"pools"`
+	// BackendPools are the shared backend pools, sorted by ID (see
+	// BackendPoolsShared); absent when there are none.
+	BackendPools []loadbalancer.Pool `json:"backendPools,omitempty"`
+	Routes       []Route             `json:"routes"`
+	// Pools are the address pools.
+	Pools []Pool `json:"pools"`
 }
 
 // Pool is the use of one address pool.
