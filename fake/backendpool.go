@@ -5,8 +5,6 @@ import (
 	"fmt"
 	"strconv"
 
-	"github.com/ccmkit/ccmkit/governor"
-	"github.com/ccmkit/ccmkit/internal/cloudmetrics"
 	"github.com/ccmkit/ccmkit/loadbalancer"
 )
 
@@ -144,55 +142,6 @@ func (st *cloudState) checkPoolRef(a loadbalancer.Action) error {
 		return nil
 	}
 	return fmt.Errorf("fake: 404 backend pool %q not found: expected the ID of an existing backend pool", ref)
-}
-
-// pooledAPI is the loadbalancer.PoolListDriver a Cloud with shared backend
-// pools caches: the load-balancer calls of lbs (governed already, if the
-// Cloud has a governor), and the pool calls of pools, each admitted first
-// by gov (nil: none) as the governor's own wrappers admit load-balancer
-// calls: reads normal, creating and deleting a pool urgent (a new or
-// deleted Service waits on them), member changes background (the node
-// sync's).
-type pooledAPI struct {
-	loadbalancer.ListDriver
-	pools loadbalancer.PoolListDriver
-	gov   *governor.Governor
-}
-
-func (d pooledAPI) FindPools(ctx context.Context, q loadbalancer.PoolQuery) ([]*loadbalancer.Pool, error) {
-	return governed(ctx, d.gov, governor.Reads, governor.Normal, func() ([]*loadbalancer.Pool, error) { return d.pools.FindPools(ctx, q) })
-}
-
-func (d pooledAPI) ListPools(ctx context.Context) ([]*loadbalancer.Pool, error) {
-	return governed(ctx, d.gov, governor.Reads, governor.Normal, func() ([]*loadbalancer.Pool, error) { return d.pools.ListPools(ctx) })
-}
-
-func (d pooledAPI) ApplyPool(ctx context.Context, a loadbalancer.PoolAction) (*loadbalancer.Pool, error) {
-	p := governor.Background
-	if a.Kind == loadbalancer.PoolActionCreate {
-		p = governor.Urgent
-	}
-	return governed(ctx, d.gov, governor.Writes, p, func() (*loadbalancer.Pool, error) { return d.pools.ApplyPool(ctx, a) })
-}
-
-func (d pooledAPI) DeletePool(ctx context.Context, p *loadbalancer.Pool) error {
-	_, err := governed(ctx, d.gov, governor.Writes, governor.Urgent, func() (struct{}, error) { return struct{}{}, d.pools.DeletePool(ctx, p) })
-	return err
-}
-
-// governed makes one call, f, if g admits a call of class c and priority
-// p, and tells g its result. A refused call is not made, and the metered
-// call above it (ctx) is told that no cloud call was made, as the
-// governor's wrappers do.
-func governed[T any](ctx context.Context, g *governor.Governor, c governor.Class, p governor.Priority, f func() (T, error)) (T, error) {
-	if err := g.Admit(c, p); err != nil {
-		cloudmetrics.MarkAnswered(ctx)
-		var zero T
-		return zero, err
-	}
-	v, err := f()
-	g.Observe(c, err)
-	return v, err
 }
 
 // freshPools is freshLoadBalancers with the pool calls of a Cloud with

@@ -299,7 +299,7 @@ func (c *Cloud) composeLoadBalancers(nodes *instances.Adapter, throttleWait time
 	governed := c.gov.LoadBalancerList(api)
 	shared := c.cfg.LoadBalancers.BackendPools == BackendPoolsShared
 	if shared {
-		governed = pooledAPI{ListDriver: governed, pools: poolAPI{api}, gov: c.gov}
+		governed = c.gov.LoadBalancerPools(poolAPI{api})
 	}
 	var err error
 	c.lbCache, err = loadbalancer.NewCache(governed, loadbalancer.CacheOptions{
