@@ -36,6 +36,19 @@ type options struct {
 	serviceSyncs, nodeSyncs int
 	qps, burst              int
 	timeout                 time.Duration
+	sharedPools, governed   bool
+}
+
+// cloudConfig is the fake's cloud-config of one run with prefix.
+func (o options) cloudConfig(prefix string) fake.Config {
+	cfg := fake.Config{ClusterID: "bench", Instances: fakecloud.Instances(prefix, o.nodes)}
+	if o.sharedPools {
+		cfg.LoadBalancers.BackendPools = fake.BackendPoolsShared
+	}
+	if o.governed {
+		cfg.Governor = &fake.GovernorSection{}
+	}
+	return cfg
 }
 
 func main() {
@@ -48,6 +61,8 @@ func main() {
 	flag.IntVar(&o.qps, "kube-api-qps", 0, "the CCM's --kube-api-qps (0: upstream default, 20)")
 	flag.IntVar(&o.burst, "kube-api-burst", 0, "the CCM's --kube-api-burst (0: upstream default, 30)")
 	flag.DurationVar(&o.timeout, "timeout", 10*time.Minute, "how long one run may take to converge")
+	flag.BoolVar(&o.sharedPools, "shared-pools", false, "the fake's load balancers share backend pools (cloud-config loadBalancers.backendPools: shared)")
+	flag.BoolVar(&o.governed, "governor", false, "the fake's provider has a client-side budget with the governor's defaults (cloud-config governor: {})")
 	flag.Parse()
 	if o.nodes < 1 || o.services < 0 || o.runs < 1 {
 		fmt.Fprintf(os.Stderr, "bench: -nodes=%d -services=%d -runs=%d: want nodes ≥ 1, services ≥ 0, runs ≥ 1\n", o.nodes, o.services, o.runs)
@@ -125,7 +140,7 @@ func run(ctx context.Context, o options) error {
 
 func runOnce(ctx context.Context, o options, run int, client kubernetes.Interface, cp *controlplane.ControlPlane, bin, dir string) (res result, err error) {
 	prefix := fmt.Sprintf("r%d", run)
-	c, err := stack.StartCCM(dir, "ccm-"+prefix, fake.Config{ClusterID: "bench", Instances: fakecloud.Instances(prefix, o.nodes)}, ccm.Config{
+	c, err := stack.StartCCM(dir, "ccm-"+prefix, o.cloudConfig(prefix), ccm.Config{
 		Binary: bin, Kubeconfig: cp.KubeconfigPath(), ClusterName: "bench",
 		ConcurrentServiceSyncs: o.serviceSyncs, ConcurrentNodeSyncs: o.nodeSyncs, KubeAPIQPS: o.qps, KubeAPIBurst: o.burst,
 		// Quiet: logging 100s of lines per second at --v=2 costs CPU that
