@@ -226,6 +226,8 @@ func compose(cfg Config, st *store, o Options) (*Cloud, error) {
 	// of it only when the cache expires. So is a load balancer another
 	// process changed in the state file.
 	st.watchInstances(c.cache.Invalidate)
+	st.watchInstances(c.routes.Invalidate) // a terminated target is Blackhole
+	st.watchRoutes(c.routes.Invalidate)
 	st.watchLoadBalancers(c.lbCache.Invalidate)
 	return c, nil
 }
@@ -344,6 +346,8 @@ func (c *Cloud) composeRoutes(api instances.ListDriver, throttleWait time.Durati
 		IPv4Only:            c.cfg.Routes.IPv4Only,
 		EnableNodeAddresses: c.cfg.Routes.EnableNodeAddresses,
 		MaxThrottleWait:     throttleWait,
+		ListTTL:             c.cfg.Routes.ListTTL.Duration,
+		Now:                 c.store.now,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("routes: %w", err)

@@ -332,6 +332,13 @@ type RoutesSection struct {
 	// EnableNodeAddresses lists routes with EnableNodeAddresses, so the
 	// route controller compares their TargetNodeAddresses.
 	EnableNodeAddresses bool `json:"enableNodeAddresses,omitempty"`
+	// ListTTL is how long the route table answers ListRoutes from its last
+	// answer (routes.Options.ListTTL): the route controller lists every
+	// 10s. The table's own writes, the control surface's route and
+	// instance changes, and a state file reload that finds them changed
+	// drop the answer. Unset or 0: every ListRoutes reads the cloud, in
+	// every mode.
+	ListTTL provider.Duration `json:"listTTL,omitempty"`
 }
 
 // AdminSection is the admin section of Config (checked by
@@ -363,7 +370,7 @@ func (c *Config) Validate() error {
 	for _, ttl := range []struct {
 		name string
 		d    time.Duration
-	}{{"instanceCacheTTL", c.InstanceCacheTTL.Duration}, {"loadBalancerCacheTTL", c.LoadBalancerCacheTTL.Duration}} {
+	}{{"instanceCacheTTL", c.InstanceCacheTTL.Duration}, {"loadBalancerCacheTTL", c.LoadBalancerCacheTTL.Duration}, {"routes.listTTL", c.Routes.ListTTL.Duration}} {
 		if ttl.d < 0 {
 			errs = append(errs, field.Invalid(field.NewPath(ttl.name), ttl.d.String(), "expected zero (the default) or a positive duration"))
 		}

@@ -107,6 +107,7 @@ func (s *store) addRoute(e routes.Entry) error {
 		if err != nil {
 			return false, fmt.Errorf("fake: %w", err)
 		}
+		s.routeChanged()
 		return true, nil
 	})
 }

@@ -76,6 +76,12 @@ type store struct {
 	// over the store drops its load-balancer cache there. Appended to with
 	// mu held.
 	onLBChange []func()
+	// onRouteChange are called (with mu held) after a route is added
+	// through the control surface, or when a reload of the state file
+	// finds the route table changed by another process: each Cloud over
+	// the store drops its remembered route lists there. Appended to with
+	// mu held.
+	onRouteChange []func()
 
 	cloudState // guarded by mu
 }
@@ -321,6 +327,9 @@ func (s *store) reload() error {
 		if !sameInstances(old.instances, s.instances) {
 			s.instanceChanged()
 		}
+		if old.routeRev != s.routeRev {
+			s.routeChanged()
+		}
 		if !sameLoadBalancers(old.lbs, s.lbs) || !maps.EqualFunc(old.bpools, s.bpools, samePool) {
 			for _, f := range s.onLBChange {
 				f()
@@ -562,6 +571,22 @@ func (s *store) watchInstances(f func()) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.onInstanceChange = append(s.onInstanceChange, f)
+}
+
+// routeChanged reports a change of the route table made outside a Table
+// to onRouteChange.
+func (s *store) routeChanged() {
+	for _, f := range s.onRouteChange {
+		f()
+	}
+}
+
+// watchRoutes adds f to the functions called after a route changed
+// outside a Table (routeChanged).
+func (s *store) watchRoutes(f func()) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.onRouteChange = append(s.onRouteChange, f)
 }
 
 // watchLoadBalancers adds f to the functions called when a reload of the

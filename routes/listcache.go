@@ -66,6 +66,9 @@ func (c *listCache) put(cluster string, l listed, routes []*cloudprovider.Route)
 	c.listed[cluster] = l
 }
 
+// drop forgets every remembered answer.
+func (c *listCache) drop() { c.gen.Add(1) }
+
 // writing runs one driver write, bumping gen before and after it.
 func (c *listCache) writing(write func() error) error {
 	c.gen.Add(1)

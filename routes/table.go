@@ -260,6 +260,12 @@ func (o Options) withDefaults() Options {
 	return o
 }
 
+// Invalidate drops the ListRoutes answers the Table remembers
+// (Options.ListTTL), so the next ListRoutes reads the cloud: call it after
+// changing routes, or terminating instances, outside the Table. Safe for
+// concurrent use; a no-op without a ListTTL.
+func (t *Table) Invalidate() { t.lists.drop() }
+
 // Namer returns the Namer the Table names routes with.
 func (t *Table) Namer() *Namer { return t.namer }
 
