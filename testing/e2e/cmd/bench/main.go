@@ -4,6 +4,7 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"maps"
 	"os"
 	"os/signal"
 	"slices"
@@ -114,6 +115,7 @@ func run(ctx context.Context, o options) error {
 		fmt.Printf("run %d: nodes initialized %s, services with ingress %s, both %s (creating the objects took %s); load balancers with every node as backend: %d/%d; cloud API calls: %d reads, %d writes\n",
 			i, r.nodes.Round(time.Millisecond), r.services.Round(time.Millisecond), r.total.Round(time.Millisecond), r.create.Round(time.Millisecond),
 			r.fullBackends, o.services, r.calls.Reads, r.calls.Writes)
+		fmt.Printf("run %d: calls by operation: %s\n", i, byOp(r.calls))
 		results = append(results, r)
 	}
 	med := func(f func(result) time.Duration) time.Duration {
@@ -226,16 +228,42 @@ func runOnce(ctx context.Context, o options, run int, client kubernetes.Interfac
 	if res.calls, err = admin.Calls(ctx); err != nil {
 		return res, err
 	}
-	lbs, err := admin.LoadBalancers(ctx)
+	st, err := admin.State(ctx)
 	if err != nil {
 		return res, err
 	}
-	for _, lb := range lbs {
-		if len(lb.Spec.Backends) == o.nodes {
-			res.fullBackends++
+	res.fullBackends = fullBackends(st, o.nodes)
+	return res, nil
+}
+
+// fullBackends counts the load balancers of st whose backends, their own
+// or those of the shared pool they reference, are n Nodes.
+func fullBackends(st fake.State, n int) int {
+	members := map[string]int{}
+	for _, p := range st.BackendPools {
+		members[p.ID] = len(p.Spec.Backends)
+	}
+	full := 0
+	for _, lb := range st.LoadBalancers {
+		got := len(lb.Spec.Backends)
+		if lb.Spec.BackendPool != "" {
+			got = members[lb.Spec.BackendPool]
+		}
+		if got == n {
+			full++
 		}
 	}
-	return res, nil
+	return full
+}
+
+// byOp formats the calls of c by operation, in order.
+func byOp(c fake.Calls) string {
+	ops := slices.Sorted(maps.Keys(c.ByOp))
+	parts := make([]string, 0, len(ops))
+	for _, op := range ops {
+		parts = append(parts, fmt.Sprintf("%s %d", op, c.ByOp[op]))
+	}
+	return strings.Join(parts, ", ")
 }
 
 // cleanup deletes the run's Services (finalizers removed, the CCM being
