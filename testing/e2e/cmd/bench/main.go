@@ -38,6 +38,7 @@ type options struct {
 	qps, burst              int
 	timeout                 time.Duration
 	sharedPools, governed   bool
+	routeListTTL            time.Duration
 }
 
 // cloudConfig is the fake's cloud-config of one run with prefix.
@@ -49,6 +50,7 @@ func (o options) cloudConfig(prefix string) fake.Config {
 	if o.governed {
 		cfg.Governor = &fake.GovernorSection{}
 	}
+	cfg.Routes.ListTTL.Duration = o.routeListTTL
 	return cfg
 }
 
@@ -63,6 +65,7 @@ func main() {
 	flag.IntVar(&o.burst, "kube-api-burst", 0, "the CCM's --kube-api-burst (0: upstream default, 30)")
 	flag.DurationVar(&o.timeout, "timeout", 10*time.Minute, "how long one run may take to converge")
 	flag.BoolVar(&o.sharedPools, "shared-pools", false, "the fake's load balancers share backend pools (cloud-config loadBalancers.backendPools: shared)")
+	flag.DurationVar(&o.routeListTTL, "route-list-ttl", 0, "the fake's routes.listTTL: ListRoutes answered from its last answer for this long (0: none)")
 	flag.BoolVar(&o.governed, "governor", false, "the fake's provider has a client-side budget with the governor's defaults (cloud-config governor: {})")
 	flag.Parse()
 	if o.nodes < 1 || o.services < 0 || o.runs < 1 {
