@@ -273,8 +273,8 @@ func brokenLB() []brokenCase {
 		},
 		{
 			name: "delete-leaves-firewall", want: "LB-DELETE", clause: "nothing the provider created remains",
-			also:   []string{"LB-DELETE-STALE"},
-			reason: "EnsureLoadBalancer with nodes opens a firewall for them (here a second cloud load balancer), which UpdateLoadBalancer closes when the last node goes, but EnsureLoadBalancerDeleted forgets; LB-DELETE-STALE fails too: it deletes a load balancer with nodes and checks what remains",
+			also:   []string{"LB-DELETE-STALE", "LB-DELETE-SHARED"},
+			reason: "EnsureLoadBalancer with nodes opens a firewall for them (here a second cloud load balancer), which UpdateLoadBalancer closes when the last node goes, but EnsureLoadBalancerDeleted forgets; LB-DELETE-STALE and LB-DELETE-SHARED fail too: they delete load balancers with nodes and check what remains",
 			b: lbWrap(func(b *wrappedLB) {
 				b.ensure = func(next cloudprovider.LoadBalancer, ctx context.Context, c string, s *v1.Service, n []*v1.Node) (*v1.LoadBalancerStatus, error) {
 					if len(n) > 0 {
@@ -400,7 +400,8 @@ func brokenLB() []brokenCase {
 		// LB-BACKENDS
 		{
 			name: "update-only-adds-backends", want: "LB-BACKENDS", clause: "The backends are exactly the nodes given",
-			reason: "UpdateLoadBalancer adds the nodes it is given but never removes a backend",
+			also:   []string{"LB-NODE-SYNC"},
+			reason: "UpdateLoadBalancer adds the nodes it is given but never removes a backend; LB-NODE-SYNC fails too: its node leaves every Service",
 			b: lbRemembering(func(b *wrappedLB, mem *lbMemory) {
 				b.update = func(next cloudprovider.LoadBalancer, ctx context.Context, c string, s *v1.Service, n []*v1.Node) error {
 					all := slices.Clone(n)

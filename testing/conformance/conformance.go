@@ -125,6 +125,12 @@ type Claims struct {
 	// spec.loadBalancerSourceRanges. Unclaimed, a Service with that field
 	// must be rejected, not opened to everyone (LB-UNSUPPORTED-REJECTED).
 	SourceRanges bool
+	// SharedBackendPools: load balancers whose backends are the same set of
+	// nodes share one backend pool, so that a node joining any number of
+	// Services is one cloud write (LB-SHARED-POOL-WRITES; in ccmkit,
+	// loadbalancer.Capabilities.SharedBackendPools). Unclaimed, that rule
+	// is skipped; LB-NODE-SYNC and LB-DELETE-SHARED run either way.
+	SharedBackendPools bool
 	// SourceRangesAnnotation: load balancers restricted to the client CIDRs
 	// of the service.beta.kubernetes.io/load-balancer-source-ranges
 	// annotation when the spec field is empty. Unclaimed, a Service with a
@@ -218,9 +224,9 @@ type Hooks struct {
 	CloudChanged func(ctx context.Context) error
 
 	// Owned lists identifiers of every cloud resource the provider created
-	// and still owns (load balancers and their parts, routes…), in any
-	// order. It detects leaks: after a delete, the list must be back to what
-	// it was.
+	// and still owns (load balancers and their parts, backend pools,
+	// routes…), in any order. It detects leaks: after a delete, the list
+	// must be back to what it was.
 	Owned func(ctx context.Context) ([]string, error)
 	// Writes returns how many mutating calls the provider has made to the
 	// cloud API so far.
@@ -231,7 +237,8 @@ type Hooks struct {
 	Outage func() (restore func())
 
 	// Backends returns the names of the nodes behind svc's load balancer in
-	// clusterName, in any order.
+	// clusterName, in any order: its own backends and the members of a
+	// backend pool it references.
 	Backends func(ctx context.Context, clusterName string, svc *v1.Service) ([]string, error)
 	// Listeners returns the front-end ports of svc's load balancer.
 	Listeners func(ctx context.Context, clusterName string, svc *v1.Service) ([]Listener, error)

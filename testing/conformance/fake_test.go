@@ -49,6 +49,13 @@ func newFakeTarget(context.Context) (*conformance.Target, error) {
 	return fakeTarget(fakeCloudConfig(), fake.Options{})
 }
 
+// sharedPoolsConfig is fakeCloudConfig with shared backend pools.
+func sharedPoolsConfig() fake.Config {
+	cfg := fakeCloudConfig()
+	cfg.LoadBalancers.BackendPools = fake.BackendPoolsShared
+	return cfg
+}
+
 // fakeCloudConfig is the configuration of newFakeTarget's cloud.
 func fakeCloudConfig() fake.Config {
 	return fake.Config{ClusterID: "conformance", InstanceCIDRs: []string{"10.0.0.0/16", "fd00:10::/64"}}
@@ -205,6 +212,9 @@ func fakeTargetOf(cloud *fake.Cloud, funcs fake.Funcs) (*conformance.Target, err
 				for _, lb := range s.LoadBalancers {
 					out = append(out, "loadbalancer/"+lb.ID)
 				}
+				for _, p := range s.BackendPools {
+					out = append(out, "backendpool/"+p.ID)
+				}
 				for _, r := range s.Routes {
 					out = append(out, "route/"+r.Cluster+"/"+r.Name)
 				}
@@ -223,7 +233,7 @@ func fakeTargetOf(cloud *fake.Cloud, funcs fake.Funcs) (*conformance.Target, err
 			Backends: func(_ context.Context, cluster string, svc *v1.Service) ([]string, error) {
 				lb, err := lbFor(cluster, svc)
 				var out []string
-				for _, b := range lb.Spec.Backends {
+				for _, b := range append(lb.Spec.Backends, poolMembers(cloud, lb.Spec.BackendPool)...) {
 					name := b.NodeName
 					if name == "" { // the cloud keeps instance IDs only
 						in, ok := cloud.InstanceByID(strings.TrimPrefix(b.ProviderID, "fake://"))
@@ -259,6 +269,21 @@ func fakeTargetOf(cloud *fake.Cloud, funcs fake.Funcs) (*conformance.Target, err
 			},
 		},
 	}, nil
+}
+
+// poolMembers returns the members of cloud's backend pool id (none for
+// "", or for a pool that does not exist: a load balancer referencing a
+// missing pool serves no node).
+func poolMembers(cloud *fake.Cloud, id string) []loadbalancer.Backend {
+	if id == "" {
+		return nil
+	}
+	for _, p := range cloud.Snapshot().BackendPools {
+		if p.ID == id {
+			return p.Spec.Backends
+		}
+	}
+	return nil
 }
 
 // TestFake runs the whole suite against ccmkit's fake: every rule passes.
@@ -305,6 +330,12 @@ func TestFakeVariants(t *testing.T) {
 				LoadBalancers: fake.LoadBalancerSection{ProvisioningDelay: &provider.Duration{Duration: 100 * time.Millisecond}},
 				RateLimit:     fake.RateLimit{ReadsPerSecond: ptr.To(200.0), WritesPerSecond: ptr.To(100.0), Burst: 5}},
 			throttles: true,
+		},
+		{
+			name:   "shared-pools",
+			reason: "load balancers whose backends are the same nodes share one backend pool: a node joining is one write however many Services, a pool is never deleted while referenced nor leaked",
+			claims: func() conformance.Claims { c := fakeClaims; c.SharedBackendPools = true; return c }(),
+			cfg:    sharedPoolsConfig(),
 		},
 		{
 			name:   "node-addresses-in-routes",

@@ -65,6 +65,12 @@ var rules = []rule{
 		"cloud.go LoadBalancer (clusterName); controllers/service/controller.go syncLoadBalancerIfNeeded", ruleLBClusterIsolation},
 	{upstream, "LB-CONCURRENT", "Concurrent Ensure and Update calls, on one Service and on several, all succeed and leave every load balancer converged.",
 		"controllers/service/controller.go Run (service and node workers), lockedUpdateLoadBalancerHosts", ruleLBConcurrent},
+	{upstream, "LB-NODE-SYNC", "After a node joins and after one leaves, delivered as the service controller delivers them (UpdateLoadBalancer of every Service, concurrently, with the same nodes), every Service's backends are exactly the nodes given, also where their load balancers share a backend pool.",
+		"controllers/service/controller.go syncNodes, updateLoadBalancerHosts, nodeSyncService", ruleLBNodeSync},
+	{upstream, "LB-DELETE-SHARED", "Deleting one of several Services leaves the other Services' backends as they were: a backend pool they share is never emptied, nor deleted while referenced; and deleting the last leaves nothing the provider created.",
+		"controllers/service/controller.go processLoadBalancerDelete, nodeSyncService (a deletion syncs no other Service: their backends stay as it left them until a node changes)", ruleLBDeleteShared},
+	{recommendation, "LB-SHARED-POOL-WRITES", "With Claims.SharedBackendPools, a node joining several Services costs one cloud write, however many Services there are.",
+		"controllers/service/controller.go updateLoadBalancerHosts (upstream needs only success, but a write per Service makes every node sync cost nodes × Services writes, which clouds answer with throttling)", ruleLBSharedPoolWrites},
 	{upstream, "LB-OUTAGE", "When the cloud API fails, GetLoadBalancer returns an error, never exists=false.",
 		"controllers/service/controller.go syncLoadBalancerIfNeeded (exists=false drops the finalizer)", ruleLBOutage},
 

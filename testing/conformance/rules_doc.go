@@ -2,7 +2,7 @@
 
 // # Rules
 //
-// The suite has 61 rules: 52 upstream contracts and 9 ccmkit recommendations.
+// The suite has 64 rules: 54 upstream contracts and 10 ccmkit recommendations.
 // An upstream contract checks what the upstream code cited as its source needs, and
 // nothing stricter. A recommendation, marked (recommendation) below and
 // "[recommendation]" in its failures, is a ccmkit policy stricter than upstream,
@@ -67,6 +67,12 @@
 //     Source: cloud.go LoadBalancer (clusterName); controllers/service/controller.go syncLoadBalancerIfNeeded.
 //   - LB-CONCURRENT: Concurrent Ensure and Update calls, on one Service and on several, all succeed and leave every load balancer converged.
 //     Source: controllers/service/controller.go Run (service and node workers), lockedUpdateLoadBalancerHosts.
+//   - LB-NODE-SYNC: After a node joins and after one leaves, delivered as the service controller delivers them (UpdateLoadBalancer of every Service, concurrently, with the same nodes), every Service's backends are exactly the nodes given, also where their load balancers share a backend pool.
+//     Source: controllers/service/controller.go syncNodes, updateLoadBalancerHosts, nodeSyncService.
+//   - LB-DELETE-SHARED: Deleting one of several Services leaves the other Services' backends as they were: a backend pool they share is never emptied, nor deleted while referenced; and deleting the last leaves nothing the provider created.
+//     Source: controllers/service/controller.go processLoadBalancerDelete, nodeSyncService (a deletion syncs no other Service: their backends stay as it left them until a node changes).
+//   - LB-SHARED-POOL-WRITES (recommendation): With Claims.SharedBackendPools, a node joining several Services costs one cloud write, however many Services there are.
+//     Source: controllers/service/controller.go updateLoadBalancerHosts (upstream needs only success, but a write per Service makes every node sync cost nodes × Services writes, which clouds answer with throttling).
 //   - LB-OUTAGE: When the cloud API fails, GetLoadBalancer returns an error, never exists=false.
 //     Source: controllers/service/controller.go syncLoadBalancerIfNeeded (exists=false drops the finalizer).
 //
