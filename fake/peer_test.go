@@ -167,7 +167,7 @@ func TestPeerSharesTheCloud(t *testing.T) {
 	if _, _, err := lbOf(t, blue).GetLoadBalancer(t.Context(), kubernetes, service("x")); err != nil {
 		t.Fatal(err)
 	}
-	limit := fake.RateLimit{ReadsPerSecond: ptr.To(1.0), Burst: 3}
+	limit := fake.RateLimit{ReadsPerSecond: ptr.To(1.0), Burst: 2}
 	if err := fake.SetRateLimit(blue, limit); err != nil {
 		t.Fatal(err)
 	}
@@ -180,9 +180,9 @@ func TestPeerSharesTheCloud(t *testing.T) {
 	if got := blue.ProvisioningDelay(); got != time.Second {
 		t.Errorf("blue's provisioning delay after green set it = %v; want 1s", got)
 	}
-	// Three tokens for both clusters: green's look-up of a Service without
-	// a load balancer (its cache's List, then a Find by tags and by name)
-	// spends them.
+	// Two tokens for both clusters: green's look-up of a Service without
+	// a load balancer (its cache's List, then a Find by tags; the name
+	// step trusts the list) spends them.
 	if _, _, err := lbOf(t, green).GetLoadBalancer(t.Context(), kubernetes, service("x")); err != nil {
 		t.Fatalf("green's look-up with a full bucket: %v", err)
 	}

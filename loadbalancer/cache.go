@@ -77,6 +77,12 @@ func (o CacheOptions) withDefaults() CacheOptions {
 //     replica, a failed-over leader, a concurrent creator, a creation whose
 //     answer was lost) is found, and the Reconciler creates one only after
 //     the cloud itself said "none": the Cache never causes a duplicate.
+//     The one exception is the Reconciler's own look-ups whose "none"
+//     neither leads to a creation nor says a load balancer is gone:
+//     UpdateLoadBalancer's (its ErrNotFound only makes the service
+//     controller call again), and the look-up by name that follows a
+//     look-up by ownership tags the cloud answered (see
+//     Reconciler.EnsureLoadBalancer): there the list's miss is the answer.
 //   - A match without Ingress (still provisioning) is asked for again, so
 //     the address shows at the service controller's next call, not a TTL
 //     later.

@@ -69,7 +69,7 @@ func ExampleNewCache() {
 	}
 	fmt.Printf("node sync, a node added: %+v\n", calls())
 	// Output:
-	// create: {List:1 Find:6 Apply:3 Delete:0}
+	// create: {List:1 Find:3 Apply:3 Delete:0}
 	// node sync, nothing changed: {List:0 Find:0 Apply:0 Delete:0}
 	// node sync, a node added: {List:0 Find:0 Apply:3 Delete:0}
 }

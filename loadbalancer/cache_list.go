@@ -91,7 +91,11 @@ func (c *listCache[T]) lookup(ctx context.Context, q query) ([]T, error) {
 		return nil, err
 	}
 	c.mu.Lock()
-	out, trusted := vouch(v.match(q))
+	matches := v.match(q)
+	out, trusted := vouch(matches)
+	if len(matches) == 0 && missTrusted(ctx) {
+		out, trusted = nil, true
+	}
 	c.seq++
 	at := c.seq
 	c.mu.Unlock()
@@ -100,6 +104,26 @@ func (c *listCache[T]) lookup(ctx context.Context, q query) ([]T, error) {
 		return out, nil
 	}
 	return c.findDirect(ctx, q, at)
+}
+
+// missTrustedKey is the context key under which the Reconciler tells its
+// Cache that a miss in the list may be answered as "none" without asking
+// the cloud (withMissTrusted).
+type missTrustedKey struct{}
+
+// withMissTrusted returns ctx for look-ups whose "none" neither leads to a
+// creation nor says that something is gone: the Reconciler's
+// UpdateLoadBalancer (a Service whose load balancer is not in the list
+// gets ErrNotFound, and the service controller calls again on the next
+// Node change), and the name step of a look-up whose tag step asked the
+// cloud (see finder.byName).
+func withMissTrusted(ctx context.Context) context.Context {
+	return context.WithValue(ctx, missTrustedKey{}, true)
+}
+
+func missTrusted(ctx context.Context) bool {
+	trusted, _ := ctx.Value(missTrustedKey{}).(bool)
+	return trusted
 }
 
 // vouch returns copies of the objects of matches, and whether the cache

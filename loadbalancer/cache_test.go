@@ -204,8 +204,8 @@ func TestCacheNodeSyncWithoutReads(t *testing.T) {
 	for i := range n {
 		mustEnsure(t, f.r, "c1", numberedService(i), threeNodes())
 	}
-	checkLBCalls(t, f.d, lbCalls{List: 1, Find: 2 * n, Apply: n},
-		"bring-up: one List; each new Service's miss is confirmed by tags and by name before its create")
+	checkLBCalls(t, f.d, lbCalls{List: 1, Find: n, Apply: n},
+		"bring-up: one List; each new Service's miss by tags is confirmed by the cloud before its create (its name step trusts the list)")
 	sync := func(nodes []*v1.Node) {
 		t.Helper()
 		for i := range n {
@@ -216,9 +216,9 @@ func TestCacheNodeSyncWithoutReads(t *testing.T) {
 		}
 	}
 	sync(threeNodes())
-	checkLBCalls(t, f.d, lbCalls{List: 1, Find: 2 * n, Apply: n}, "a node sync that changes nothing reads nothing")
+	checkLBCalls(t, f.d, lbCalls{List: 1, Find: n, Apply: n}, "a node sync that changes nothing reads nothing")
 	sync(append(threeNodes(), node("n4", "10.0.0.4")))
-	checkLBCalls(t, f.d, lbCalls{List: 1, Find: 2 * n, Apply: 2 * n}, "one added node: one backend write per Service, no read")
+	checkLBCalls(t, f.d, lbCalls{List: 1, Find: n, Apply: 2 * n}, "one added node: one backend write per Service, no read")
 	for id, lb := range f.d.stored() {
 		if len(lb.Spec.Backends) != 4 {
 			t.Errorf("load balancer %s has %d backends, want 4", id, len(lb.Spec.Backends))
@@ -226,7 +226,7 @@ func TestCacheNodeSyncWithoutReads(t *testing.T) {
 	}
 	f.clock.Advance(time.Minute)
 	sync(append(threeNodes(), node("n4", "10.0.0.4")))
-	checkLBCalls(t, f.d, lbCalls{List: 2, Find: 2 * n, Apply: 2 * n}, "after the TTL, one List serves the next sync")
+	checkLBCalls(t, f.d, lbCalls{List: 2, Find: n, Apply: 2 * n}, "after the TTL, one List serves the next sync")
 }
 
 // TestCacheAnswersAsTheDriver checks that for every kind of Query the
@@ -336,7 +336,7 @@ func TestCacheMissIsConfirmed(t *testing.T) {
 // Cache update what it answers, without another read.
 func TestCacheKeptCurrentByWrites(t *testing.T) {
 	f, svc, _ := withLoadBalancer(t, loadbalancer.CacheOptions{})
-	checkLBCalls(t, f.d, lbCalls{List: 1, Find: 2, Apply: 1}, "create: the miss confirmed by tags and by name")
+	checkLBCalls(t, f.d, lbCalls{List: 1, Find: 1, Apply: 1}, "create: the miss by tags confirmed by the cloud")
 	four := append(threeNodes(), node("n4", "10.0.0.4"))
 	if err := f.r.UpdateLoadBalancer(t.Context(), "c1", svc, four); err != nil {
 		t.Fatal(err)
@@ -349,14 +349,14 @@ func TestCacheKeptCurrentByWrites(t *testing.T) {
 		t.Errorf("after an Apply, the cached load balancer differs from the cloud's (-cloud +cache):\n%s", diff)
 	}
 	mustEnsure(t, f.r, "c1", svc, four)
-	checkLBCalls(t, f.d, lbCalls{List: 1, Find: 2, Apply: 2}, "the Apply's result answers the next look-ups: no read, no write")
+	checkLBCalls(t, f.d, lbCalls{List: 1, Find: 1, Apply: 2}, "the Apply's result answers the next look-ups: no read, no write")
 	if err := f.r.EnsureLoadBalancerDeleted(t.Context(), "c1", svc); err != nil {
 		t.Fatal(err)
 	}
 	if _, exists, err := f.r.GetLoadBalancer(t.Context(), "c1", svc); exists || err != nil {
 		t.Errorf("GetLoadBalancer after the delete = (%v, %v), want (false, nil)", exists, err)
 	}
-	checkLBCalls(t, f.d, lbCalls{List: 1, Find: 4, Apply: 2, Delete: 1}, "deleted: the look-up misses, and the cloud confirms by tags and by name")
+	checkLBCalls(t, f.d, lbCalls{List: 1, Find: 2, Apply: 2, Delete: 1}, "deleted: the look-up by tags misses, and the cloud confirms it")
 }
 
 // TestCacheWriteErrorAsksTheCloud checks that after a failed Apply or
@@ -476,7 +476,7 @@ func TestCacheCopies(t *testing.T) {
 			t.Errorf("after the caller changed an earlier answer (-cloud +cache):\n%s", diff)
 		}
 	}
-	checkLBCalls(t, f.d, lbCalls{List: 1, Find: 2, Apply: 1}, "every look-up after the create answered from the Cache")
+	checkLBCalls(t, f.d, lbCalls{List: 1, Find: 1, Apply: 1}, "every look-up after the create answered from the Cache")
 }
 
 // TestCacheTTL checks the default TTL (one minute from the List's start)
@@ -906,4 +906,21 @@ func TestNewCacheErrors(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestCacheUpdateTrustsAMiss: UpdateLoadBalancer of a Service whose load
+// balancer is not in the list answers ErrNotFound from the list, with no
+// cloud call (it creates nothing), while EnsureLoadBalancer for the same
+// Service still asks the cloud before it creates.
+func TestCacheUpdateTrustsAMiss(t *testing.T) {
+	f, _, _ := withLoadBalancer(t, loadbalancer.CacheOptions{TTL: time.Minute})
+	before := lbCalls{List: 1, Find: 1, Apply: 1}
+	none := numberedService(7)
+	err := f.r.UpdateLoadBalancer(t.Context(), "c1", none, threeNodes())
+	if !errors.Is(err, loadbalancer.ErrNotFound) {
+		t.Errorf("UpdateLoadBalancer of a Service without a load balancer: %v, want ErrNotFound", err)
+	}
+	checkLBCalls(t, f.d, before, "Update's miss answered from the list: no cloud call")
+	mustEnsure(t, f.r, "c1", none, threeNodes())
+	checkLBCalls(t, f.d, lbCalls{List: 1, Find: 2, Apply: 2}, "Ensure's miss by tags confirmed by the cloud, then the create")
 }

@@ -505,7 +505,10 @@ func (r *Reconciler) UpdateLoadBalancer(ctx context.Context, clusterName string,
 		return cloudprovider.ImplementedElsewhere
 	}
 	ctx = r.waitThrottles(ctx)
-	res, err := r.begin(ctx, op, clusterName, svc)
+	// A load balancer the Cache's list does not hold is "none" here without
+	// asking the cloud: Update creates nothing, and its ErrNotFound only
+	// makes the service controller call again at the next Node change.
+	res, err := r.begin(withMissTrusted(ctx), op, clusterName, svc)
 	if err != nil {
 		return err
 	}
@@ -772,9 +775,16 @@ func (f *finder) refuseAdoptionBesideOwned() {
 // named Namer.Name, in ID order. Only owned ones count; the first other one
 // is a conflict (names are for people, ownership is a tag), recorded in
 // f.err unless something already stopped EnsureLoadBalancer.
+//
+// Over a Cache, a name the list does not hold is taken as none, without
+// asking the cloud: step 2 asked it for the ownership tags (the Cache
+// never trusts a miss there), so every load balancer this Service owns is
+// known; what a name adds is another owner's load balancer of that name,
+// and one created since the list was taken makes, at worst, a second load
+// balancer with that name, never a second one of this Service.
 func (f *finder) byName(ctx context.Context, svc *v1.Service) error {
 	name := f.r.namer.Name(f.owner.Cluster, svc)
-	lbs, err := f.r.findDriver(ctx, Query{Name: name})
+	lbs, err := f.r.findDriver(withMissTrusted(ctx), Query{Name: name})
 	if err != nil {
 		return fmt.Errorf("find load balancers by name %q: %w", name, err)
 	}
