@@ -1,6 +1,7 @@
 // Command scalebench runs the scale simulator (package
-// github.com/ccmkit/ccmkit/testing/scale) against ccmkit's fake and
-// against the upstream k8s.io/cloud-provider/fake at several cluster
+// github.com/ccmkit/ccmkit/testing/scale) against ccmkit's fake, with and
+// without shared backend pools, and against the upstream
+// k8s.io/cloud-provider/fake at several cluster
 // sizes, and writes a Markdown table of the cloud calls by scenario and
 // operation against each scenario's minimum (to standard output) and an
 // SVG chart of the calls against cluster size (to -svg). BENCHMARKS.md

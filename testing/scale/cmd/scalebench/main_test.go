@@ -61,3 +61,38 @@ func TestOutput(t *testing.T) {
 		t.Errorf("chart has %d lines, want 1 (bring-up of one provider):\n%s", got, svg)
 	}
 }
+
+// TestDriverTablePerProvider checks that each provider reporting
+// Driver-boundary calls gets a table of its own, and that the chart draws
+// each provider in its own line style.
+func TestDriverTablePerProvider(t *testing.T) {
+	rep := func(nodes int, applies int64) *scale.Report {
+		return &scale.Report{Nodes: nodes, Services: nodes / 2, Scenarios: []scale.ScenarioReport{{
+			Name:   scale.BringUp,
+			Calls:  []scale.OpCount{{Capability: "loadbalancer", Operation: "UpdateLoadBalancer", Write: true, Calls: 1}},
+			Driver: []scale.OpCount{{Operation: "ApplyLoadBalancer", Write: true, Calls: applies}},
+		}}}
+	}
+	results := []result{{"ccmkit fake", rep(10, 70)}, {"ccmkit fake, shared pools", rep(10, 7)}, {"upstream fake", &scale.Report{Nodes: 10, Services: 5}}}
+	var b strings.Builder
+	writeMarkdown(&b, results)
+	for _, want := range []string{
+		"#### ccmkit fake: calls at the Driver boundary",
+		"#### ccmkit fake, shared pools: calls at the Driver boundary",
+		"| bring-up | ApplyLoadBalancer | 70 |",
+		"| bring-up | ApplyLoadBalancer | 7 |",
+	} {
+		if !strings.Contains(b.String(), want) {
+			t.Errorf("output lacks %q:\n%s", want, b.String())
+		}
+	}
+	if strings.Contains(b.String(), "#### upstream fake: calls at the Driver boundary") {
+		t.Errorf("a Driver table for the upstream fake, which reports no Driver calls:\n%s", b.String())
+	}
+	svg := chart(results)
+	for _, style := range []string{`stroke-dasharray="6 4"`, `stroke-dasharray="2 3"`} {
+		if !strings.Contains(svg, style) {
+			t.Errorf("chart lacks the line style %s of a provider:\n%s", style, svg)
+		}
+	}
+}

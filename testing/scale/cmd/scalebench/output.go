@@ -14,7 +14,8 @@ import (
 var scenarios = []string{scale.BringUp, scale.Steady, scale.Churn, scale.Restart, scale.Deletion}
 
 // writeMarkdown writes one table per cluster size, the providers side by
-// side, then the ccmkit fake's Driver-boundary table.
+// side, then a Driver-boundary table for each provider that reports one
+// (ccmkit's fake, with and without shared backend pools).
 func writeMarkdown(w io.Writer, results []result) {
 	for _, sz := range sizesOf(results) {
 		at := resultsAt(results, sz)
@@ -28,7 +29,9 @@ func writeMarkdown(w io.Writer, results []result) {
 			writeScenarioRows(w, name, at)
 		}
 	}
-	writeDriverTable(w, results)
+	for _, p := range providersOf(results) {
+		writeDriverTable(w, slices.DeleteFunc(slices.Clone(results), func(r result) bool { return r.provider != p }))
+	}
 }
 
 func writeScenarioRows(w io.Writer, name string, at []result) {
@@ -109,8 +112,9 @@ func cell(s scale.ScenarioReport, op string) string {
 	return "0"
 }
 
-// writeDriverTable writes the Driver-boundary calls of the providers that
-// report them, by scenario and operation, one column per size.
+// writeDriverTable writes the Driver-boundary calls of results, those of
+// one provider, by scenario and operation, one column per size; nothing
+// when the provider reports none.
 func writeDriverTable(w io.Writer, results []result) {
 	var with []result
 	for _, r := range results {
@@ -187,8 +191,8 @@ func total(s scale.ScenarioReport) int64 {
 }
 
 // chart draws the interface-boundary calls of each scenario against the
-// number of Nodes, both axes logarithmic: one colour per scenario, a
-// solid line for the first provider and a dashed one for the second.
+// number of Nodes, both axes logarithmic: one colour per scenario, one
+// line style per provider (dashes), solid for the first.
 func chart(results []result) string {
 	const w, h, left, bottom, top, right = 760.0, 440.0, 70.0, 50.0, 20.0, 200.0
 	sizes := sizesOf(results)
@@ -219,6 +223,13 @@ func chart(results []result) string {
 
 var colours = []string{"#1f77b4", "#2ca02c", "#d62728", "#9467bd", "#ff7f0e"}
 
+// dashes are the line styles of the providers, in order: solid, dashed,
+// dotted (a fourth provider would repeat the last).
+var dashes = []string{"", ` stroke-dasharray="6 4"`, ` stroke-dasharray="2 3"`}
+
+// dash is the line style of provider number pi.
+func dash(pi int) string { return dashes[min(pi, len(dashes)-1)] }
+
 func axes(b *strings.Builder, sizes []size, ymax float64, x func(int) float64, yp func(float64) float64, xend, ybase float64) {
 	fmt.Fprintf(b, `<line x1="%.0f" y1="%.0f" x2="%.0f" y2="%.0f" stroke="black"/>`+"\n", x(sizes[0].nodes), ybase, xend, ybase)
 	fmt.Fprintf(b, `<line x1="%.0f" y1="%.0f" x2="%.0f" y2="%.0f" stroke="black"/>`+"\n", x(sizes[0].nodes), ybase, x(sizes[0].nodes), yp(ymax))
@@ -235,10 +246,6 @@ func axes(b *strings.Builder, sizes []size, ymax float64, x func(int) float64, y
 
 func series(b *strings.Builder, results []result, x func(int) float64, y func(int64) float64) {
 	for pi, p := range providersOf(results) {
-		dash := ""
-		if pi > 0 {
-			dash = ` stroke-dasharray="6 4"`
-		}
 		for si, name := range scenarios {
 			var pts []string
 			for _, r := range results {
@@ -249,7 +256,7 @@ func series(b *strings.Builder, results []result, x func(int) float64, y func(in
 				pts = append(pts, fmt.Sprintf("%.1f,%.1f", x(r.report.Nodes), y(total(s))))
 			}
 			if len(pts) > 0 {
-				fmt.Fprintf(b, `<polyline points="%s" fill="none" stroke="%s" stroke-width="2"%s/>`+"\n", strings.Join(pts, " "), colours[si], dash)
+				fmt.Fprintf(b, `<polyline points="%s" fill="none" stroke="%s" stroke-width="2"%s/>`+"\n", strings.Join(pts, " "), colours[si], dash(pi))
 			}
 		}
 	}
@@ -262,11 +269,7 @@ func legend(b *strings.Builder, results []result, x0 float64) {
 	}
 	for pi, p := range providersOf(results) {
 		yy := 160 + 20*float64(pi)
-		dash := ""
-		if pi > 0 {
-			dash = ` stroke-dasharray="6 4"`
-		}
-		fmt.Fprintf(b, `<line x1="%.0f" y1="%.0f" x2="%.0f" y2="%.0f" stroke="black" stroke-width="2"%s/><text x="%.0f" y="%.0f">%s</text>`+"\n", x0, yy, x0+24, yy, dash, x0+30, yy+4, p)
+		fmt.Fprintf(b, `<line x1="%.0f" y1="%.0f" x2="%.0f" y2="%.0f" stroke="black" stroke-width="2"%s/><text x="%.0f" y="%.0f">%s</text>`+"\n", x0, yy, x0+24, yy, dash(pi), x0+30, yy+4, p)
 	}
 }
 

@@ -21,15 +21,30 @@ type provider struct {
 
 var providers = []provider{
 	{name: "ccmkit fake", target: ccmkitFake},
+	{name: "ccmkit fake, shared pools", target: ccmkitSharedPools},
 	{name: "upstream fake", target: upstreamFake},
 }
 
 func ccmkitFake() (*scale.Target, error) {
-	c, err := fake.New(fake.Config{ClusterID: "scale"}, fake.Options{})
+	return fakeWith(fake.Config{ClusterID: "scale"})
+}
+
+// ccmkitSharedPools is ccmkit's fake with shared backend pools
+// (loadBalancers.backendPools: shared): the load balancers of every
+// Service reference one backend pool, so a Node change is one pool write
+// however many Services there are.
+func ccmkitSharedPools() (*scale.Target, error) {
+	return fakeWith(fake.Config{ClusterID: "scale", LoadBalancers: fake.LoadBalancerSection{BackendPools: fake.BackendPoolsShared}})
+}
+
+// fakeWith is the target of ccmkit's fake built from cfg, as the cluster
+// cfg.ClusterID.
+func fakeWith(cfg fake.Config) (*scale.Target, error) {
+	c, err := fake.New(cfg, fake.Options{})
 	if err != nil {
 		return nil, err
 	}
-	return scale.FakeTarget(c, "scale"), nil
+	return scale.FakeTarget(c, cfg.ClusterID), nil
 }
 
 // upstreamFake is k8s.io/cloud-provider/fake as upstream's own controller
