@@ -131,9 +131,11 @@ func TestCachePoolMissIsConfirmed(t *testing.T) {
 	}
 }
 
-// TestCachePoolInUseIsNoDoubt: a delete the cloud refused (ErrPoolInUse)
-// left the pool as it was, so the next look-up is still answered from the
-// list; a delete that succeeded removes it from the list.
+// TestCachePoolInUseIsNoDoubt: deleting one of two users asks nothing of
+// the pool (the list shows it in use); a delete the cloud refused
+// (ErrPoolInUse) left the pool as it was, so the next look-up is still
+// answered from the list; a delete that succeeded removes it from the
+// list.
 func TestCachePoolInUseIsNoDoubt(t *testing.T) {
 	r, cache, d := newPooledCache(t)
 	ctx := t.Context()
@@ -141,8 +143,20 @@ func TestCachePoolInUseIsNoDoubt(t *testing.T) {
 	for _, s := range svcs {
 		mustEnsure(t, r, "c1", s, threeNodes())
 	}
+	d.takePoolCalls()
 	if err := r.EnsureLoadBalancerDeleted(ctx, "c1", svcs[0]); err != nil {
 		t.Fatal(err)
+	}
+	if got := d.takePoolCalls(); len(got.Writes) != 0 {
+		t.Errorf("deleting one of two users over a Cache: pool writes %v; want none: the list shows the pool in use", got.Writes)
+	}
+	// A delete the cloud refuses leaves the pool known as it was.
+	pools, err := cache.ListPools(ctx)
+	if err != nil || len(pools) != 1 {
+		t.Fatalf("ListPools = %v, %v", pools, err)
+	}
+	if err := cache.DeletePool(ctx, pools[0]); !errors.Is(err, loadbalancer.ErrPoolInUse) {
+		t.Fatalf("DeletePool of the pool in use: %v; want ErrPoolInUse", err)
 	}
 	d.takePoolCalls()
 	if err := r.UpdateLoadBalancer(ctx, "c1", svcs[1], threeNodes()); err != nil {
@@ -154,7 +168,7 @@ func TestCachePoolInUseIsNoDoubt(t *testing.T) {
 	if err := r.EnsureLoadBalancerDeleted(ctx, "c1", svcs[1]); err != nil {
 		t.Fatal(err)
 	}
-	pools, err := cache.ListPools(ctx)
+	pools, err = cache.ListPools(ctx)
 	if err != nil || len(pools) != 0 {
 		t.Errorf("ListPools after the last user went = %v, %v; want none", pools, err)
 	}

@@ -141,7 +141,10 @@
 //     reads as "someone else still uses it". EnsureLoadBalancerDeleted also
 //     deletes every unreferenced pool of the cluster, so a pool left by a
 //     crash between the two deletes, or by a load balancer whose creation
-//     failed, goes with the next Service deleted. A Driver that implements
+//     failed, goes with the next Service deleted. Over a Cache, only the
+//     pools no load balancer of its list references are asked for, so
+//     deleting one of many Services sharing a pool costs no refused write.
+//     A Driver that implements
 //     PoolDriver is asked for them even when SharedBackendPools is off, so
 //     that turning it off lets the pools go.
 //

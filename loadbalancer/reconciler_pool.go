@@ -195,7 +195,10 @@ func (r *Reconciler) releasePool(ctx context.Context, svc *v1.Service, cluster, 
 // collectPools deletes every pool of cluster that no load balancer
 // references (the cloud refuses the others, ErrPoolInUse): the pools of a
 // Service deleted last, and those a crash between deleting a load balancer
-// and its pool left behind. Errors are joined.
+// and its pool left behind. Over a Cache it asks only for the pools no
+// load balancer of the Cache's list references (listedPoolRefs), so that
+// deleting one of N Services sharing a pool is no refused write. Errors
+// are joined.
 func (r *Reconciler) collectPools(ctx context.Context, cluster string) error {
 	if r.pools == nil {
 		return nil
@@ -204,13 +207,39 @@ func (r *Reconciler) collectPools(ctx context.Context, cluster string) error {
 	if err != nil {
 		return fmt.Errorf("find the backend pools of cluster %q: %w", cluster, err)
 	}
+	inUse := r.listedPoolRefs(ctx)
 	var errs []error
 	for _, p := range pools {
-		if ownsPool(cluster, p.Tags) {
+		if ownsPool(cluster, p.Tags) && !inUse[p.ID] {
 			errs = append(errs, r.deletePool(ctx, p))
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// listedPoolRefs returns the pools the load balancers of the Reconciler's
+// Cache reference, from its list (no cloud call while the list is fresh);
+// nil, so that every pool is asked for, when the Driver is no Cache or the
+// list fails. The Cache's own deletes leave its list at once, so a pool's
+// last user deleted through it never hides the pool; one deleted behind
+// its back (the cloud console) keeps the pool until an
+// EnsureLoadBalancerDeleted after the list's TTL.
+func (r *Reconciler) listedPoolRefs(ctx context.Context) map[string]bool {
+	c, ok := r.driver.(*Cache)
+	if !ok {
+		return nil
+	}
+	lbs, err := c.List(ctx)
+	if err != nil {
+		return nil
+	}
+	refs := map[string]bool{}
+	for _, lb := range lbs {
+		if lb.Spec.BackendPool != "" {
+			refs[lb.Spec.BackendPool] = true
+		}
+	}
+	return refs
 }
 
 // releasedPool releases (releasePool) the pool that before, the load

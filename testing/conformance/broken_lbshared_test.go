@@ -90,36 +90,24 @@ func brokenLBShared() []brokenCase {
 			}),
 		},
 		{
-			name: "pool-delete-forced", want: "LB-DELETE-SHARED", clause: "nor deleted while referenced",
-			reason: "the driver deletes a backend pool the cloud reports in use by detaching it from its load balancers first: the other Services' load balancers are left without backends",
+			name: "lb-delete-takes-its-pool", want: "LB-DELETE-SHARED", clause: "nor deleted while referenced",
+			reason: "the driver's Delete removes every cloud object the load balancer uses, its backend pool included, detaching the pool from the other load balancers first when the cloud reports it in use: the other Services' load balancers are left without backends",
 			target: sharedPoolsTarget(func() fake.Funcs {
-				return fake.Funcs{DeleteBackendPool: func(ctx context.Context, next loadbalancer.PoolDriver, p *loadbalancer.Pool) error {
-					err := next.DeletePool(ctx, p)
-					if !errors.Is(err, loadbalancer.ErrPoolInUse) {
+				return fake.Funcs{DeleteLoadBalancer: func(ctx context.Context, next loadbalancer.Driver, lb *loadbalancer.LoadBalancer) error {
+					if err := next.Delete(ctx, lb); err != nil || lb.Spec.BackendPool == "" {
 						return err
 					}
-					lbs, err := next.Find(ctx, loadbalancer.Query{Tags: map[string]string{loadbalancer.TagCluster: p.Tags[loadbalancer.TagCluster]}})
-					if err != nil {
-						return err
-					}
-					for _, lb := range lbs {
-						if lb.Spec.BackendPool == p.ID {
-							if _, err := next.Apply(ctx, loadbalancer.Action{Kind: loadbalancer.ActionUpdateBackendPool, LoadBalancerID: lb.ID}); err != nil {
-								return err
-							}
-						}
-					}
-					return next.DeletePool(ctx, p)
+					return forceDeletePool(ctx, next.(loadbalancer.PoolDriver), lb.Tags[loadbalancer.TagCluster], lb.Spec.BackendPool)
 				}}
 			}),
 		},
 		{
-			name: "pool-delete-asked-once", want: "LB-DELETE-SHARED", clause: "deleting the last leaves nothing the provider created",
-			reason: "the driver asks the cloud to delete a backend pool once, and once refused (still in use) answers every later delete of it with success: the pool outlives its last Service",
+			name: "pool-delete-skips-pools-with-members", want: "LB-DELETE-SHARED", clause: "deleting the last leaves nothing the provider created",
+			also:   []string{"LB-DELETE", "CTRL-SERVICE-DELETE"},
+			reason: "the driver's DeletePool answers success without deleting a pool that still has members, as if the cloud drained and deleted it later: the pool outlives its last Service; LB-DELETE and CTRL-SERVICE-DELETE fail too: a Service alone is the last of its pool (LB-DELETE-STALE's Service, externalTrafficPolicy Local, has no pool)",
 			target: sharedPoolsTarget(func() fake.Funcs {
-				var asked sync.Map
 				return fake.Funcs{DeleteBackendPool: func(ctx context.Context, next loadbalancer.PoolDriver, p *loadbalancer.Pool) error {
-					if _, again := asked.LoadOrStore(p.ID, true); again {
+					if len(p.Spec.Backends) > 0 {
 						return nil
 					}
 					return next.DeletePool(ctx, p)
@@ -144,4 +132,22 @@ func sortedNames(nodes []*v1.Node) []string {
 	}
 	slices.Sort(out)
 	return out
+}
+
+// forceDeletePool deletes backend pool id of cluster through d, detaching
+// it first from every load balancer that references it: what the broken
+// driver lb-delete-takes-its-pool does.
+func forceDeletePool(ctx context.Context, d loadbalancer.PoolDriver, cluster, id string) error {
+	lbs, err := d.Find(ctx, loadbalancer.Query{Tags: map[string]string{loadbalancer.TagCluster: cluster}})
+	if err != nil {
+		return err
+	}
+	for _, lb := range lbs {
+		if lb.Spec.BackendPool == id {
+			if _, err := d.Apply(ctx, loadbalancer.Action{Kind: loadbalancer.ActionUpdateBackendPool, LoadBalancerID: lb.ID}); err != nil {
+				return err
+			}
+		}
+	}
+	return d.DeletePool(ctx, &loadbalancer.Pool{ID: id})
 }
