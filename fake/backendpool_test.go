@@ -112,16 +112,23 @@ func TestSharedBackendPools(t *testing.T) {
 
 // TestBackendPoolRefusals checks what the cloud refuses: a load balancer
 // referencing a pool that does not exist, and deleting a pool a load
-// balancer references. The refused calls change nothing.
+// balancer references. The refused calls change nothing. It also checks
+// that a Reconciler over the fake's Cache never makes the second refused
+// call: deleting one of two users of a pool leaves the pool alone.
 func TestBackendPoolRefusals(t *testing.T) {
-	var inUse, missing error
+	var (
+		missing error
+		pools   loadbalancer.PoolDriver
+		deletes int
+	)
 	funcs := fake.Funcs{
+		ApplyBackendPool: func(ctx context.Context, next loadbalancer.PoolDriver, a loadbalancer.PoolAction) (*loadbalancer.Pool, error) {
+			pools = next
+			return next.ApplyPool(ctx, a)
+		},
 		DeleteBackendPool: func(ctx context.Context, next loadbalancer.PoolDriver, p *loadbalancer.Pool) error {
-			err := next.DeletePool(ctx, p)
-			if inUse == nil {
-				inUse = err
-			}
-			return err
+			deletes++
+			return next.DeletePool(ctx, p)
 		},
 		ApplyLoadBalancer: func(ctx context.Context, next loadbalancer.Driver, a loadbalancer.Action) (*loadbalancer.LoadBalancer, error) {
 			if a.Kind == loadbalancer.ActionCreate && a.Create.Spec.BackendPool != "" {
@@ -147,14 +154,25 @@ func TestBackendPoolRefusals(t *testing.T) {
 	if got := len(c.Snapshot().LoadBalancers); got != 2 {
 		t.Errorf("%d load balancers; want 2: the refused create made none", got)
 	}
-	if err := lb.EnsureLoadBalancerDeleted(ctx, cluster, a); err != nil {
-		t.Fatalf("EnsureLoadBalancerDeleted of one of two users: %v", err)
+	st := c.Snapshot()
+	if len(st.BackendPools) != 1 || pools == nil {
+		t.Fatalf("%d pools after two Services (pool driver seen: %t); want one shared pool", len(st.BackendPools), pools != nil)
 	}
-	if !errors.Is(inUse, loadbalancer.ErrPoolInUse) {
-		t.Errorf("deleting a pool a load balancer references: %v; want ErrPoolInUse", inUse)
+	shared := st.BackendPools[0]
+	if err := pools.DeletePool(ctx, &shared); !errors.Is(err, loadbalancer.ErrPoolInUse) {
+		t.Errorf("deleting a pool two load balancers reference: %v; want ErrPoolInUse", err)
 	}
 	if got := len(c.Snapshot().BackendPools); got != 1 {
 		t.Errorf("after the refused delete: %d pools; want the pool kept", got)
+	}
+	if err := lb.EnsureLoadBalancerDeleted(ctx, cluster, a); err != nil {
+		t.Fatalf("EnsureLoadBalancerDeleted of one of two users: %v", err)
+	}
+	if deletes != 0 {
+		t.Errorf("%d DeletePool calls after deleting one of two users; want none: the Reconciler knows b still references the pool", deletes)
+	}
+	if got := len(c.Snapshot().BackendPools); got != 1 {
+		t.Errorf("after deleting one of two users: %d pools; want the pool kept for b", got)
 	}
 }
 
@@ -242,5 +260,24 @@ func TestBackendPoolCallsGoverned(t *testing.T) {
 	}
 	if got := c.Calls().ByOp[fake.OpApplyBackendPool]; got != 1 {
 		t.Errorf("ApplyBackendPool calls: %d; want 1, the create: the refused member change never reaches the cloud", got)
+	}
+}
+
+// TestBackendPoolFaults: the fault mechanism (the admin endpoint's POST
+// /faults, through Funcs) reaches the pool operations like the others.
+func TestBackendPoolFaults(t *testing.T) {
+	boom := errors.New("boom")
+	faults := fake.Failing(func(op fake.Op) (error, bool) {
+		if op == fake.OpApplyBackendPool {
+			return boom, false
+		}
+		return nil, false
+	})
+	c, nodes := cloudWithNodes(t, sharedPools(""), 1, fake.Options{Interceptor: faults})
+	if _, err := lbOf(t, c).EnsureLoadBalancer(t.Context(), cluster, service("web"), nodes); !errors.Is(err, boom) {
+		t.Errorf("EnsureLoadBalancer with ApplyBackendPool failing: %v; want the fault", err)
+	}
+	if st := c.Snapshot(); len(st.BackendPools)+len(st.LoadBalancers) != 0 {
+		t.Errorf("after the failed pool create: %d pools, %d load balancers; want none", len(st.BackendPools), len(st.LoadBalancers))
 	}
 }

@@ -193,7 +193,7 @@ func failing(take func(op Op) (err error, late bool)) Funcs {
 		}
 		return fault
 	}
-	return Funcs{
+	f := Funcs{
 		FindLoadBalancers: func(ctx context.Context, next loadbalancer.Driver, q loadbalancer.Query) (out []*loadbalancer.LoadBalancer, err error) {
 			err = run(OpFindLoadBalancers, func() (err error) { out, err = next.Find(ctx, q); return err })
 			return nilOnError(out, err)
@@ -208,21 +208,6 @@ func failing(take func(op Op) (err error, late bool)) Funcs {
 		},
 		DeleteLoadBalancer: func(ctx context.Context, next loadbalancer.Driver, lb *loadbalancer.LoadBalancer) error {
 			return run(OpDeleteLoadBalancer, func() error { return next.Delete(ctx, lb) })
-		},
-		FindBackendPools: func(ctx context.Context, next loadbalancer.PoolDriver, q loadbalancer.PoolQuery) (out []*loadbalancer.Pool, err error) {
-			err = run(OpFindBackendPools, func() (err error) { out, err = next.FindPools(ctx, q); return err })
-			return nilOnError(out, err)
-		},
-		ListBackendPools: func(ctx context.Context, next loadbalancer.PoolListDriver) (out []*loadbalancer.Pool, err error) {
-			err = run(OpListBackendPools, func() (err error) { out, err = next.ListPools(ctx); return err })
-			return nilOnError(out, err)
-		},
-		ApplyBackendPool: func(ctx context.Context, next loadbalancer.PoolDriver, a loadbalancer.PoolAction) (out *loadbalancer.Pool, err error) {
-			err = run(OpApplyBackendPool, func() (err error) { out, err = next.ApplyPool(ctx, a); return err })
-			return nilOnError(out, err)
-		},
-		DeleteBackendPool: func(ctx context.Context, next loadbalancer.PoolDriver, p *loadbalancer.Pool) error {
-			return run(OpDeleteBackendPool, func() error { return next.DeletePool(ctx, p) })
 		},
 		ReadRouteTable: func(ctx context.Context, next routes.TableDriver) (out []routes.Entry, rev string, err error) {
 			err = run(OpReadRouteTable, func() (err error) { out, rev, err = next.ReadTable(ctx); return err })
@@ -246,6 +231,28 @@ func failing(take func(op Op) (err error, late bool)) Funcs {
 			err = run(OpListInstances, func() (err error) { out, err = next.List(ctx); return err })
 			return nilOnError(out, err)
 		},
+	}
+	failingPools(&f, run)
+	return f
+}
+
+// failingPools sets the backend pool operations of f to fail as run, the
+// one call of an operation in failing, decides.
+func failingPools(f *Funcs, run func(op Op, call func() error) error) {
+	f.FindBackendPools = func(ctx context.Context, next loadbalancer.PoolDriver, q loadbalancer.PoolQuery) (out []*loadbalancer.Pool, err error) {
+		err = run(OpFindBackendPools, func() (err error) { out, err = next.FindPools(ctx, q); return err })
+		return nilOnError(out, err)
+	}
+	f.ListBackendPools = func(ctx context.Context, next loadbalancer.PoolListDriver) (out []*loadbalancer.Pool, err error) {
+		err = run(OpListBackendPools, func() (err error) { out, err = next.ListPools(ctx); return err })
+		return nilOnError(out, err)
+	}
+	f.ApplyBackendPool = func(ctx context.Context, next loadbalancer.PoolDriver, a loadbalancer.PoolAction) (out *loadbalancer.Pool, err error) {
+		err = run(OpApplyBackendPool, func() (err error) { out, err = next.ApplyPool(ctx, a); return err })
+		return nilOnError(out, err)
+	}
+	f.DeleteBackendPool = func(ctx context.Context, next loadbalancer.PoolDriver, p *loadbalancer.Pool) error {
+		return run(OpDeleteBackendPool, func() error { return next.DeletePool(ctx, p) })
 	}
 }
 
