@@ -120,7 +120,7 @@ func ClearFaults(c *Cloud) { c.clearFaults() }
 func Failing(take func(op Op) (err error, late bool)) Funcs { return failing(take) }
 
 // IsWrite reports whether op is a write.
-func IsWrite(op Op) bool { return op.isWrite() }
+func IsWrite(op Op) bool { return op.Writes() }
 
 // RouteStats returns the route table's batching counters.
 func RouteStats(c *Cloud) routes.Stats { return c.routes.Stats() }

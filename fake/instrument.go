@@ -37,8 +37,9 @@ var ops = []Op{OpFindLoadBalancers, OpListLoadBalancers, OpApplyLoadBalancer, Op
 	OpFindBackendPools, OpListBackendPools, OpApplyBackendPool, OpDeleteBackendPool,
 	OpReadRouteTable, OpWriteRouteTable, OpGetInstance, OpGetInstanceByName, OpListInstances}
 
-// isWrite reports whether op changes the cloud.
-func (op Op) isWrite() bool {
+// Writes reports whether op changes the cloud: its calls count as
+// Calls.Writes and take from the rate limit's write budget.
+func (op Op) Writes() bool {
 	switch op {
 	case OpApplyLoadBalancer, OpDeleteLoadBalancer, OpApplyBackendPool, OpDeleteBackendPool, OpWriteRouteTable:
 		return true
@@ -101,7 +102,7 @@ func (m *meter) enter(ctx context.Context, op Op) (*Funcs, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.calls.ByOp[op]++
-	if op.isWrite() {
+	if op.Writes() {
 		m.calls.Writes++
 	} else {
 		m.calls.Reads++

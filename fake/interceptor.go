@@ -188,7 +188,7 @@ func failing(take func(op Op) (err error, late bool)) Funcs {
 		if fault == nil {
 			return call()
 		}
-		if late && op.isWrite() {
+		if late && op.Writes() {
 			_ = call()
 		}
 		return fault

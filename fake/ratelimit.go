@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"k8s.io/cloud-provider/api"
+
+	"github.com/ccmkit/ccmkit/internal/throttle"
 )
 
 // errThrottled is wrapped, together with an *api.RetryError, by the error of
@@ -15,6 +17,15 @@ import (
 // errors.Is(err, errThrottled), and read the delay with errors.As into an
 // *api.RetryError.
 var errThrottled = errors.New("fake: rate limit exceeded")
+
+// throttled is the error of a call the rate limit refused: errThrottled
+// and its *api.RetryError, and throttle.ErrRefused (the call changed
+// nothing, so ccmkit's caches keep trusting what it named).
+type throttled struct{ retry *api.RetryError }
+
+func (e *throttled) Error() string { return errThrottled.Error() + ": " + e.retry.Error() }
+
+func (e *throttled) Unwrap() []error { return []error{errThrottled, e.retry, throttle.ErrRefused} }
 
 // limiter is the rate limit of one cloud account: the two token buckets
 // that every Cloud over one store (New's and its peers') draws from. It is
@@ -86,7 +97,7 @@ func (l *limiter) take(op Op) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	b := l.buckets[0]
-	if op.isWrite() {
+	if op.Writes() {
 		b = l.buckets[1]
 	}
 	if b == nil {
@@ -100,7 +111,7 @@ func (l *limiter) take(op Op) error {
 	if ahead := tat.Sub(now); ahead > b.tolerance {
 		wait := ahead - b.tolerance
 		retry := api.NewRetryError(fmt.Sprintf("%s: %s limited to %g per second (burst %d); retry after %v", op, b.class, b.rate, b.burst, wait), wait)
-		return fmt.Errorf("%w: %w", errThrottled, retry)
+		return &throttled{retry: retry}
 	}
 	b.tat = tat.Add(b.interval)
 	return nil

@@ -15,6 +15,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/ccmkit/ccmkit/fake"
+	"github.com/ccmkit/ccmkit/internal/throttle"
 	"github.com/ccmkit/ccmkit/loadbalancer"
 	"github.com/ccmkit/ccmkit/provider"
 )
@@ -214,6 +215,9 @@ func TestRateLimitReads(t *testing.T) {
 	err := read()
 	if !errors.Is(err, fake.ErrThrottled) {
 		t.Fatalf("read 4 after a burst of 3 = %v; want an error wrapping ErrThrottled", err)
+	}
+	if !throttle.Refused(err) {
+		t.Errorf("read 4 after a burst of 3 = %v; want it marked refused (throttle.ErrRefused): the rate limit changes nothing, so caches keep trusting", err)
 	}
 	if got := retryAfter(t, "the throttled read", err); got != 250*time.Millisecond {
 		t.Errorf("RetryAfter = %v; want 250ms (one token at 4 per second)", got)

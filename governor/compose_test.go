@@ -12,6 +12,7 @@ import (
 
 	"github.com/ccmkit/ccmkit/governor"
 	"github.com/ccmkit/ccmkit/instances"
+	"github.com/ccmkit/ccmkit/internal/throttle"
 	"github.com/ccmkit/ccmkit/loadbalancer"
 	"github.com/ccmkit/ccmkit/provider"
 	"github.com/ccmkit/ccmkit/routes"
@@ -46,8 +47,8 @@ func TestReconcilerEnsureNeverWaits(t *testing.T) {
 	spend(t, g, governor.Reads)
 	_, err = r.EnsureLoadBalancer(t.Context(), "prod", webService(), nil)
 	d, ok := retryAfter(err)
-	if !ok || d < 500*time.Millisecond || !errors.Is(err, governor.ErrOverBudget) {
-		t.Errorf("EnsureLoadBalancer on a spent read budget = %v (RetryAfter %v); want the refusal, with a RetryError of at least its 500ms", err, d)
+	if !ok || d < 500*time.Millisecond || !errors.Is(err, governor.ErrOverBudget) || !throttle.Refused(err) {
+		t.Errorf("EnsureLoadBalancer on a spent read budget = %v (RetryAfter %v); want the refusal (marked refused: nothing changed), with a RetryError of at least its 500ms", err, d)
 	}
 	if calls := c.Calls(); len(calls) != 0 {
 		t.Errorf("calls that reached the cloud: %v, want none", calls)

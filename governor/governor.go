@@ -332,7 +332,7 @@ type refusal struct{ retry api.RetryError }
 
 func (r *refusal) Error() string { return r.retry.Error() }
 
-func (r *refusal) Unwrap() []error { return []error{&r.retry, ErrOverBudget} }
+func (r *refusal) Unwrap() []error { return []error{&r.retry, ErrOverBudget, throttle.ErrRefused} }
 
 // refuse returns the refusal of a call of class c and priority p that may
 // come back after wait; paused says the class is paused by the cloud.

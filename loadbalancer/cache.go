@@ -9,6 +9,7 @@ import (
 
 	"github.com/ccmkit/ccmkit/internal/check"
 	"github.com/ccmkit/ccmkit/internal/cloudmetrics"
+	"github.com/ccmkit/ccmkit/internal/throttle"
 )
 
 // The defaults of CacheOptions, stated in its field docs.
@@ -110,7 +111,9 @@ func (o CacheOptions) withDefaults() CacheOptions {
 // result: the load balancer Apply returned replaces the one with its ID (a
 // created one is added), a deleted one is removed. On an error the load
 // balancer the call named is marked in doubt, so the next look-up that
-// would answer with it asks the cloud. A result that comes in while a List
+// would answer with it asks the cloud, unless the error says the call was
+// refused before it changed anything (a refusal of package governor, or
+// of the fake cloud's rate limit): then the Cache keeps vouching for it. A result that comes in while a List
 // is running is laid over that List's result, so a List that read the
 // cloud before a write never undoes it in the Cache.
 //
@@ -206,7 +209,7 @@ func (c *Cache) Apply(ctx context.Context, a Action) (*LoadBalancer, error) {
 	if a.Kind == ActionCreate {
 		target = ""
 	}
-	c.lbs.written(target, lb, err, false)
+	c.lbs.written(target, lb, err, throttle.Refused(err))
 	return lb, err
 }
 
@@ -215,7 +218,7 @@ func (c *Cache) Apply(ctx context.Context, a Action) (*LoadBalancer, error) {
 func (c *Cache) Delete(ctx context.Context, lb *LoadBalancer) error {
 	cloudmetrics.MarkAnswered(ctx)
 	err := c.d.Delete(ctx, lb)
-	c.lbs.deleted(lb, err, false)
+	c.lbs.deleted(lb, err, throttle.Refused(err))
 	return err
 }
 
@@ -261,7 +264,7 @@ func (c *Cache) ApplyPool(ctx context.Context, a PoolAction) (*Pool, error) {
 	if a.Kind == PoolActionCreate {
 		target = ""
 	}
-	c.pools.written(target, p, err, false)
+	c.pools.written(target, p, err, throttle.Refused(err))
 	return p, err
 }
 
@@ -274,7 +277,7 @@ func (c *Cache) DeletePool(ctx context.Context, p *Pool) error {
 		return c.errNoPools()
 	}
 	err := c.pd.DeletePool(ctx, p)
-	c.pools.deleted(p, err, errors.Is(err, ErrPoolInUse))
+	c.pools.deleted(p, err, errors.Is(err, ErrPoolInUse) || throttle.Refused(err))
 	return err
 }
 

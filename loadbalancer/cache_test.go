@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/cloud-provider/api"
 
+	"github.com/ccmkit/ccmkit/internal/throttle"
 	"github.com/ccmkit/ccmkit/loadbalancer"
 )
 
@@ -361,16 +362,28 @@ func TestCacheKeptCurrentByWrites(t *testing.T) {
 
 // TestCacheWriteErrorAsksTheCloud checks that after a failed Apply or
 // Delete the next look-up of that load balancer asks the cloud, which may
-// have changed, instead of answering from the Cache.
+// have changed, instead of answering from the Cache; and that after a
+// write refused before it changed anything (throttle.ErrRefused: the
+// governor's refusal, the fake's rate limit) it does not, while a plain
+// throttled error (a cloud's 429, which may come half-way) still asks.
 func TestCacheWriteErrorAsksTheCloud(t *testing.T) {
+	refused := func() error {
+		return fmt.Errorf("governor: refused: %w%w", throttle.ErrRefused, api.NewRetryError("", time.Second))
+	}
+	throttled := func() error { return api.NewRetryError("HTTP 429", time.Second) }
 	tests := []struct {
 		name      string
 		reason    string
 		lost      bool // the write takes effect, its answer is lost
 		del       bool // the failing write is a Delete
+		fail      func() error
+		trusted   bool // the look-up after it is answered from the list
 		wantWrite []loadbalancer.ActionKind
 		exists    bool
 	}{
+		{name: "refused apply", reason: "nothing changed, and the error says so: the list still vouches for it", fail: refused, trusted: true, wantWrite: kinds(loadbalancer.ActionAddBackends), exists: true},
+		{name: "refused delete", reason: "it still exists, and the error says nothing changed", del: true, fail: refused, trusted: true, exists: true},
+		{name: "throttled apply", reason: "a 429 may come after part of the change: ask", fail: throttled, wantWrite: kinds(loadbalancer.ActionAddBackends), exists: true},
 		{name: "failed apply", reason: "nothing changed: the next Ensure writes again", wantWrite: kinds(loadbalancer.ActionAddBackends), exists: true},
 		{name: "lost apply answer", reason: "it changed: the next Ensure sees the change and writes nothing", lost: true, exists: true},
 		{name: "failed delete", reason: "it still exists: the cloud says so", del: true, exists: true},
@@ -382,6 +395,9 @@ func TestCacheWriteErrorAsksTheCloud(t *testing.T) {
 			four := append(threeNodes(), node("n4", "10.0.0.4"))
 			f.d.writes()
 			boom := func() error { return errors.New("HTTP 500") }
+			if tt.fail != nil {
+				boom = tt.fail
+			}
 			if tt.lost {
 				f.d.loseAnswers.Store(true)
 			} else {
@@ -405,7 +421,10 @@ func TestCacheWriteErrorAsksTheCloud(t *testing.T) {
 			if exists != tt.exists || err != nil {
 				t.Errorf("GetLoadBalancer = (%v, %v), want (%v, nil): %s", exists, err, tt.exists, tt.reason)
 			}
-			if got := f.d.calls().Find - finds; got < 1 {
+			switch got := f.d.calls().Find - finds; {
+			case tt.trusted && got != 0:
+				t.Errorf("GetLoadBalancer after the refused write made %d Finds; want none: %s", got, tt.reason)
+			case !tt.trusted && got < 1:
 				t.Errorf("GetLoadBalancer after the failed write made %d Finds; want the cloud asked", got)
 			}
 			if !tt.del {

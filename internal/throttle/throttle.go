@@ -16,6 +16,19 @@ import (
 	"k8s.io/cloud-provider/api"
 )
 
+// ErrRefused is wrapped, beside an *api.RetryError, by the error of a call
+// that was turned away before it could change anything: the governor's
+// refusal of a call over its budget, the fake cloud's rate limit. A cache
+// that marks what a failed write named as "in doubt" (it may have changed
+// half-way) leaves it trusted after such an error instead, so a throttled
+// write costs no extra read. A throttled error without it (a Driver's
+// 429, which may come half-way through several cloud calls) is taken as a
+// failure that may have changed something.
+var ErrRefused = errors.New("refused before any change")
+
+// Refused reports whether err wraps ErrRefused: the call changed nothing.
+func Refused(err error) bool { return errors.Is(err, ErrRefused) }
+
 // RetryAfter reports whether err says "throttled" (it wraps a non-nil
 // *api.RetryError, found with errors.As) and the delay that error asks for.
 func RetryAfter(err error) (time.Duration, bool) {

@@ -3,19 +3,17 @@ package scale
 import (
 	"context"
 	"fmt"
-	"slices"
+	"strings"
 	"sync"
 
 	"github.com/ccmkit/ccmkit/fake"
+	"github.com/ccmkit/ccmkit/loadbalancer"
 )
-
-// fakeWrites are the fake's cloud API operations that change the cloud
-// (fake/instrument.go, Op.isWrite).
-var fakeWrites = []fake.Op{fake.OpApplyLoadBalancer, fake.OpDeleteLoadBalancer, fake.OpWriteRouteTable}
 
 // FakeTarget returns a Target over c, a cloud of ccmkit's fake: instances
 // are added through its control surface, DriverCalls reports c.Calls by
-// fake.Op, and Restart builds a peer of the same cluster (fake.NewPeer
+// fake.Op, LoadBalancers counts the load balancers tagged for clusterID
+// (all of them when it is empty), and Restart builds a peer of the same cluster (fake.NewPeer
 // with c's Config.ClusterID, which counts its own calls). Every second
 // instance is named unlike its Node ("vm-" and the Node's name, as a VM
 // whose kubelet runs with --hostname-override) and its Node registers
@@ -57,6 +55,15 @@ func fakeTarget(c *fake.Cloud, clusterID string, ids *instanceIDs) *Target {
 			return err
 		},
 		DriverCalls: func() []OpCount { return fakeCalls(c.Calls()) },
+		LoadBalancers: func(context.Context) (int, error) {
+			n := 0
+			for _, lb := range c.Snapshot().LoadBalancers {
+				if clusterID == "" || lb.Tags[loadbalancer.TagCluster] == clusterID {
+					n++
+				}
+			}
+			return n, nil
+		},
 		Restart: func(context.Context) (*Target, error) {
 			peer, err := fake.NewPeer(c, clusterID, fake.PeerOptions{})
 			if err != nil {
@@ -71,10 +78,23 @@ func fakeTarget(c *fake.Cloud, clusterID string, ids *instanceIDs) *Target {
 func fakeCalls(calls fake.Calls) []OpCount {
 	out := make([]OpCount, 0, len(calls.ByOp))
 	for op, n := range calls.ByOp {
-		out = append(out, OpCount{Operation: string(op), Write: slices.Contains(fakeWrites, op), Calls: n, Throttled: calls.ThrottledByOp[op]})
+		out = append(out, OpCount{Capability: fakeCapability(op), Operation: string(op), Write: op.Writes(), Calls: n, Throttled: calls.ThrottledByOp[op]})
 	}
 	sortCounts(out)
 	return out
+}
+
+// fakeCapability is the capability whose cloud API op belongs to: the
+// instance and route operations by name, every other (load balancers and
+// their backend pools) to the load balancers.
+func fakeCapability(op fake.Op) string {
+	switch {
+	case strings.Contains(string(op), "Instance"):
+		return capInstances
+	case strings.Contains(string(op), "Route"):
+		return capRoutes
+	}
+	return capLoadBalancer
 }
 
 // instanceIDs maps Node names to the fake's instance IDs. Safe for

@@ -28,7 +28,8 @@ const (
 // operation of a provider's cloud API (at the Driver boundary).
 type OpCount struct {
 	// Capability is "loadbalancer", "instances" or "routes" at the
-	// interface boundary; empty at the Driver boundary.
+	// interface boundary; at the Driver boundary, what Target.DriverCalls
+	// reports (FakeTarget: the same three, by the fake's operation).
 	Capability string
 	// Operation is the method (EnsureLoadBalancer, InstanceMetadata, …) or
 	// the Driver boundary's operation name.

@@ -115,7 +115,11 @@ type scenario struct {
 	act     func(context.Context) error
 	goal    func(context.Context) (bool, string, error)
 	minimum []Minimum
+	cloud   CloudMinimum
 	settle  bool
+	// lbs is how many load balancers Target.LoadBalancers must report
+	// after the scenario; negative: not checked.
+	lbs int
 }
 
 // run runs sc and appends its report.
@@ -135,17 +139,36 @@ func (s *sim) run(ctx context.Context, sc scenario) error {
 			return err
 		}
 	}
+	if err := s.checkLoadBalancers(ctx, sc); err != nil {
+		return err
+	}
 	if s.meter != m {
 		before = nil // a restart: the new meter counted from zero
 	}
 	if s.target != t {
 		driverBefore = nil
 	}
-	r := ScenarioReport{Name: sc.name, Converged: took, Calls: diff(before, s.meter.snapshot()), Minimum: sc.minimum}
+	r := ScenarioReport{Name: sc.name, Converged: took, Calls: diff(before, s.meter.snapshot()), Minimum: sc.minimum, CloudMinimum: sc.cloud}
 	if s.target.DriverCalls != nil {
 		r.Driver = diff(driverBefore, s.driverCalls())
 	}
 	s.report.Scenarios = append(s.report.Scenarios, r)
+	return nil
+}
+
+// checkLoadBalancers compares Target.LoadBalancers' count with sc.lbs,
+// when both are set.
+func (s *sim) checkLoadBalancers(ctx context.Context, sc scenario) error {
+	if s.target.LoadBalancers == nil || sc.lbs < 0 || !s.hasLB() {
+		return nil
+	}
+	n, err := s.target.LoadBalancers(ctx)
+	if err != nil {
+		return fmt.Errorf("scale.Run: %s: Target.LoadBalancers: %w", sc.name, err)
+	}
+	if n != sc.lbs {
+		return fmt.Errorf("scale.Run: %s: %w: the cloud holds %d for the cluster, expected %d (one per Service)", sc.name, ErrLoadBalancerCount, n, sc.lbs)
+	}
 	return nil
 }
 

@@ -41,6 +41,14 @@ type Target struct {
 	// new API client). Nil: the restart scenario runs new controllers
 	// over the same Cloud.
 	Restart func(ctx context.Context) (*Target, error)
+	// LoadBalancers, if set, returns how many load balancers the cloud
+	// holds for the cluster (however the provider tells its own from
+	// others'). The simulator then checks, after bring-up and after
+	// restart, that there is exactly one per Service (no duplicate from a
+	// retried or concurrent create, none missing) and, after deletion,
+	// that there is none (none leaked); otherwise Run returns an error
+	// wrapping ErrLoadBalancerCount. Nil: not checked.
+	LoadBalancers func(ctx context.Context) (int, error)
 }
 
 // Config describes one simulation. The zero value of each field but the
@@ -198,7 +206,29 @@ type ScenarioReport struct {
 	// for the scenario at the interface boundary, each with how it is
 	// derived. Operations not listed have a minimum of 0.
 	Minimum []Minimum
+	// CloudMinimum is the fewest cloud API calls (the Driver boundary)
+	// the scenario needs; compare it with Sum(Driver).
+	CloudMinimum CloudMinimum
 }
+
+// CloudMinimum is the fewest cloud API calls a scenario needs, counted as
+// Sum counts them: of a provider that makes one call per cloud object it
+// must create, change, delete or learn of, as each change comes (it
+// cannot know another is about to follow), and whose load balancers share
+// one backend pool, so that one Node joining or leaving is one backend
+// write however many Services there are. Without shared pools a Node
+// change is one backend write per load balancer, and the figure is not a
+// floor that provider can reach. A provider can go below it only by
+// holding changes back to batch them (ccmkit's whole-table routes.Table
+// does, one table write per batch).
+type CloudMinimum struct {
+	Reads, Writes int64
+	// Why says how the figures are derived.
+	Why string
+}
+
+// Total is Reads plus Writes.
+func (m CloudMinimum) Total() int64 { return m.Reads + m.Writes }
 
 // Minimum is the fewest calls of one interface operation a scenario needs.
 type Minimum struct {
@@ -242,9 +272,28 @@ func Sum(counts []OpCount) Totals {
 	return t
 }
 
+// ByCapability returns the Totals of counts per OpCount.Capability.
+func ByCapability(counts []OpCount) map[string]Totals {
+	out := map[string]Totals{}
+	for _, c := range counts {
+		out[c.Capability] = Sum([]OpCount{c}).add(out[c.Capability])
+	}
+	return out
+}
+
+// add returns t plus u.
+func (t Totals) add(u Totals) Totals {
+	return Totals{Reads: t.Reads + u.Reads, Writes: t.Writes + u.Writes, Throttled: t.Throttled + u.Throttled}
+}
+
 // ErrNotConverged is wrapped by Run's error when a scenario did not reach
 // its goal within Config.Timeout.
 var ErrNotConverged = errors.New("not converged")
+
+// ErrLoadBalancerCount is wrapped by Run's error when Target.LoadBalancers
+// reports other than one load balancer per Service after bring-up or
+// restart (a duplicate or a missing one), or any after deletion (a leak).
+var ErrLoadBalancerCount = errors.New("wrong number of load balancers")
 
 func sortCounts(c []OpCount) {
 	slices.SortFunc(c, func(a, b OpCount) int {

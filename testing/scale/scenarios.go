@@ -31,7 +31,9 @@ func (s *sim) bringUp(ctx context.Context) error {
 		},
 		goal:    s.all(s.nodesDone, s.servicesReady),
 		minimum: s.bringUpMinimum(),
+		cloud:   s.bringUpCloudMinimum(),
 		settle:  true,
+		lbs:     m,
 	})
 }
 
@@ -80,6 +82,45 @@ func (s *sim) bringUpMinimum() []Minimum {
 	return mins
 }
 
+// bringUpCloudMinimum: each new Node's instance is read once, and each
+// new Service's "no load balancer yet" is confirmed once before its
+// create (a list read earlier cannot vouch for it); the route table is
+// read once. Each Service's load balancer is created, each Node routed,
+// the shared backend pool created once and written once for each Node
+// that joins after it exists (after the first Service).
+func (s *sim) bringUpCloudMinimum() CloudMinimum {
+	n, m := int64(s.cfg.Nodes), int64(s.cfg.Services)
+	var c CloudMinimum
+	c.add(n, 0, "a read per new Node")
+	if s.hasLB() && m > 0 {
+		c.add(m, m, "a confirming read and a create per Service")
+		c.add(0, 1+s.joinsAfterFirstService(), "the shared backend pool created, then written per Node joining after it")
+	}
+	if s.hasRoutes() {
+		c.add(1, n, "a route-table read, a route per Node")
+	}
+	return c
+}
+
+// joinsAfterFirstService counts the Nodes bring-up adds after the first
+// Service: all but the first when interleaved, none with NodesFirst.
+func (s *sim) joinsAfterFirstService() int64 {
+	if s.cfg.NodesFirst || s.cfg.Services == 0 {
+		return 0
+	}
+	return int64(s.cfg.Nodes - 1)
+}
+
+// add adds reads and writes to c, with why.
+func (c *CloudMinimum) add(reads, writes int64, why string) {
+	c.Reads += reads
+	c.Writes += writes
+	if c.Why != "" {
+		c.Why += "; "
+	}
+	c.Why += why
+}
+
 // servicesBeforeLastNode counts the Services bring-up creates before the
 // last Node joins: bringUpSteps creates Node i, then Service i, at step
 // i, so Services 0 to Nodes-2 come before Node Nodes-1.
@@ -99,7 +140,9 @@ func (s *sim) steady(ctx context.Context) error {
 			sleep(ctx, s.cfg.Steady/time.Duration(s.cfg.Compression))
 			return ctx.Err()
 		},
-		goal: func(context.Context) (bool, string, error) { return true, "", nil },
+		goal:  func(context.Context) (bool, string, error) { return true, "", nil },
+		cloud: CloudMinimum{Why: "nothing changed"},
+		lbs:   s.cfg.Services,
 	})
 }
 
@@ -116,7 +159,9 @@ func (s *sim) churn(ctx context.Context) error {
 		act:     func(ctx context.Context) error { return s.replace(ctx, r) },
 		goal:    s.nodesDone,
 		minimum: s.churnMinimum(int64(r)),
+		cloud:   s.churnCloudMinimum(int64(r)),
 		settle:  true,
+		lbs:     s.cfg.Services,
 	})
 }
 
@@ -165,6 +210,22 @@ func (s *sim) churnMinimum(r int64) []Minimum {
 	return mins
 }
 
+// churnCloudMinimum: each gone instance is confirmed gone and each new
+// one read, once each; each gone Node leaves and each new one joins the
+// shared backend pool, one write each; each new Node's route is created
+// and each gone one's deleted.
+func (s *sim) churnCloudMinimum(r int64) CloudMinimum {
+	var c CloudMinimum
+	c.add(2*r, 0, "a read per gone and per new instance")
+	if s.hasLB() && s.cfg.Services > 0 {
+		c.add(0, 2*r, "a backend-pool write per Node leaving or joining")
+	}
+	if s.hasRoutes() {
+		c.add(0, 2*r, "a route created per new Node, deleted per gone one")
+	}
+	return c
+}
+
 // restart: the controllers stop and new ones start, over a new provider
 // of the same cloud when Target.Restart is set.
 func (s *sim) restart(ctx context.Context) error {
@@ -184,8 +245,25 @@ func (s *sim) restart(ctx context.Context) error {
 		},
 		goal:    s.all(s.nodesDone, s.servicesReady, s.restartSynced),
 		minimum: s.restartMinimum(),
+		cloud:   s.restartCloudMinimum(),
 		settle:  true,
+		lbs:     s.cfg.Services,
 	})
+}
+
+// restartCloudMinimum: a new provider knows nothing, so it reads the state
+// of each capability it has once (its instances, its load balancers, its
+// route table), and writes nothing.
+func (s *sim) restartCloudMinimum() CloudMinimum {
+	var c CloudMinimum
+	c.add(1, 0, "a read of the instances")
+	if s.hasLB() && s.cfg.Services > 0 {
+		c.add(1, 0, "a read of the load balancers")
+	}
+	if s.hasRoutes() {
+		c.add(1, 0, "a read of the route table")
+	}
+	return c
 }
 
 // restartSynced reports whether the new service controller has ensured
@@ -217,8 +295,10 @@ func (s *sim) restartMinimum() []Minimum {
 func (s *sim) deletion(ctx context.Context) error {
 	m := int64(s.cfg.Services)
 	var mins []Minimum
+	var cloud CloudMinimum
 	if s.hasLB() && m > 0 {
 		mins = []Minimum{{capLoadBalancer, "EnsureLoadBalancerDeleted", m, "one per deleted Service"}}
+		cloud.add(1, m+1, "a read of the load balancers, a delete per Service and of the shared backend pool")
 	}
 	return s.run(ctx, scenario{
 		name: Deletion,
@@ -232,6 +312,7 @@ func (s *sim) deletion(ctx context.Context) error {
 		},
 		goal:    s.deleted,
 		minimum: mins,
+		cloud:   cloud,
 		settle:  true,
 	})
 }

@@ -31,10 +31,15 @@ import (
 func main() {
 	sizes := flag.String("sizes", "10x5,100x50", "comma-separated cluster sizes, each <nodes>x<services>")
 	svg := flag.String("svg", "", "file to write the SVG chart to (empty: no chart)")
+	only := flag.String("providers", "", "comma-separated keys of the providers to run (empty: all): "+providerNames())
 	flag.Parse()
 	klog.LogToStderr(false)
 	klog.SetOutput(io.Discard)
-	if err := run(context.Background(), *sizes, *svg, os.Stdout); err != nil {
+	ps, err := selectProviders(*only)
+	if err == nil {
+		err = run(context.Background(), ps, *sizes, *svg, os.Stdout)
+	}
+	if err != nil {
 		fmt.Fprintln(os.Stderr, "scalebench:", err)
 		os.Exit(1)
 	}
@@ -61,9 +66,10 @@ func parseSizes(s string) ([]size, error) {
 type result struct {
 	provider string
 	report   *scale.Report
+	limit    *rates // the provider's rate limit; nil: none
 }
 
-func run(ctx context.Context, sizesFlag, svgPath string, out io.Writer) error {
+func run(ctx context.Context, providers []provider, sizesFlag, svgPath string, out io.Writer) error {
 	sizes, err := parseSizes(sizesFlag)
 	if err != nil {
 		return err
@@ -71,16 +77,17 @@ func run(ctx context.Context, sizesFlag, svgPath string, out io.Writer) error {
 	var results []result
 	for _, sz := range sizes {
 		for _, p := range providers {
-			t, err := p.target()
+			cfg := p.config(sz)
+			t, err := p.target(time.Minute / time.Duration(cfg.Compression))
 			if err != nil {
 				return fmt.Errorf("%s: %w", p.name, err)
 			}
 			fmt.Fprintf(os.Stderr, "scalebench: %s, %d nodes, %d services\n", p.name, sz.nodes, sz.services)
-			r, err := scale.Run(ctx, t, scale.Config{Nodes: sz.nodes, Services: sz.services, Spread: spread(sz.nodes)})
+			r, err := scale.Run(ctx, t, cfg)
 			if err != nil {
 				return fmt.Errorf("%s at %d nodes: %w", p.name, sz.nodes, err)
 			}
-			results = append(results, result{p.name, r})
+			results = append(results, result{p.name, r, p.limit})
 		}
 	}
 	writeMarkdown(out, results)

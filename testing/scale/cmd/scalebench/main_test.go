@@ -44,7 +44,7 @@ func TestOutput(t *testing.T) {
 			Minimum: []scale.Minimum{{Capability: "loadbalancer", Operation: "EnsureLoadBalancer", Calls: int64(nodes / 2), Why: "one per new Service"}},
 		}}}
 	}
-	results := []result{{"ccmkit fake", rep(10, 7)}, {"ccmkit fake", rep(100, 60)}}
+	results := []result{{"ccmkit fake", rep(10, 7), nil}, {"ccmkit fake", rep(100, 60), nil}}
 	var b strings.Builder
 	writeMarkdown(&b, results)
 	for _, want := range []string{
@@ -73,7 +73,7 @@ func TestDriverTablePerProvider(t *testing.T) {
 			Driver: []scale.OpCount{{Operation: "ApplyLoadBalancer", Write: true, Calls: applies}},
 		}}}
 	}
-	results := []result{{"ccmkit fake", rep(10, 70)}, {"ccmkit fake, shared pools", rep(10, 7)}, {"upstream fake", &scale.Report{Nodes: 10, Services: 5}}}
+	results := []result{{"ccmkit fake", rep(10, 70), nil}, {"ccmkit fake, shared pools", rep(10, 7), nil}, {"upstream fake", &scale.Report{Nodes: 10, Services: 5}, nil}}
 	var b strings.Builder
 	writeMarkdown(&b, results)
 	for _, want := range []string{

@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"io"
+	"maps"
 	"math"
 	"slices"
 	"strings"
@@ -143,12 +144,71 @@ func writeDriverTable(w io.Writer, results []result) {
 			}
 			fmt.Fprintln(w)
 		}
-		fmt.Fprintf(w, "| %s | *reads, writes, throttled* |", name)
-		for _, s := range reps {
-			fmt.Fprintf(w, " %s |", totalsCell(s, s.Calls))
+		row(w, name, "*reads, writes, throttled*", reps, func(s scale.ScenarioReport) string { return totalsCell(s, s.Calls) })
+		full := make([]scale.ScenarioReport, len(with))
+		for i, r := range with {
+			full[i], _ = r.report.Scenario(name)
 		}
-		fmt.Fprintln(w)
+		row(w, name, "*reads by capability*", full, readsCell)
+		row(w, name, "*cloud minimum: reads, writes*", full, func(s scale.ScenarioReport) string {
+			return fmt.Sprintf("%d, %d", s.CloudMinimum.Reads, s.CloudMinimum.Writes)
+		})
+		row(w, name, "*calls ÷ cloud minimum*", full, ratioCell)
+		if lim := with[0].limit; lim != nil {
+			row(w, name, "*converged (bound: 2 × minimum ÷ rate)*", full, func(s scale.ScenarioReport) string { return boundCell(s, lim) })
+		}
 	}
+}
+
+// row writes one row of a Driver table: cell of each report.
+func row(w io.Writer, scenario, label string, reps []scale.ScenarioReport, cell func(scale.ScenarioReport) string) {
+	fmt.Fprintf(w, "| %s | %s |", scenario, label)
+	for _, s := range reps {
+		if s.Skipped != "" {
+			fmt.Fprint(w, " — |")
+			continue
+		}
+		fmt.Fprintf(w, " %s |", cell(s))
+	}
+	fmt.Fprintln(w)
+}
+
+// readsCell lists the Driver-boundary reads of s by capability.
+func readsCell(s scale.ScenarioReport) string {
+	by := scale.ByCapability(s.Driver)
+	var parts []string
+	for _, c := range slices.Sorted(maps.Keys(by)) {
+		if by[c].Reads > 0 {
+			parts = append(parts, fmt.Sprintf("%s %d", c, by[c].Reads))
+		}
+	}
+	if len(parts) == 0 {
+		return "0"
+	}
+	return strings.Join(parts, ", ")
+}
+
+// ratioCell is the Driver-boundary calls of s over its cloud minimum.
+func ratioCell(s scale.ScenarioReport) string {
+	t := scale.Sum(s.Driver)
+	if s.CloudMinimum.Total() == 0 {
+		return fmt.Sprintf("%d calls, minimum 0", t.Reads+t.Writes)
+	}
+	return fmt.Sprintf("%.2f", float64(t.Reads+t.Writes)/float64(s.CloudMinimum.Total()))
+}
+
+// boundCell is the time s took to converge and its bound under lim: twice
+// the time the cloud minimum takes at the limit's rates, reads and writes
+// each from their own budget.
+func boundCell(s scale.ScenarioReport, lim *rates) string {
+	return fmt.Sprintf("%v (%v)", s.Converged.Round(10*time.Millisecond), convergeBound(s.CloudMinimum, lim).Round(10*time.Millisecond))
+}
+
+// convergeBound is 2 × (minimum calls ÷ rate), the slower of the two
+// budgets.
+func convergeBound(m scale.CloudMinimum, lim *rates) time.Duration {
+	secs := max(float64(m.Reads)/lim.reads, float64(m.Writes)/lim.writes)
+	return time.Duration(2 * secs * float64(time.Second))
 }
 
 // totalsCell sums counts, the calls of s at one boundary.

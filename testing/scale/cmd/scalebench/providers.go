@@ -2,8 +2,13 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"net"
+	"slices"
+	"strconv"
+	"strings"
 	"sync"
+	"time"
 
 	v1 "k8s.io/api/core/v1"
 	cloudprovider "k8s.io/cloud-provider"
@@ -15,31 +20,122 @@ import (
 
 // provider is one provider the bench runs.
 type provider struct {
-	name   string
-	target func() (*scale.Target, error)
+	key  string // its name on the command line (-providers)
+	name string
+	// target builds the provider, its caches' TTLs a simulated minute
+	// (time.Minute divided by the run's compression).
+	target func(ttl time.Duration) (*scale.Target, error)
+	// limit is the cloud's rate limit, for the convergence bound the
+	// tables report; nil: unlimited.
+	limit *rates
+	// realTime runs the provider uncompressed (scale.Config.Compression
+	// 1): a rate limit is in real time, and with periods divided by 100
+	// the controllers' periodic reads alone would ask 100 times what they
+	// ask of a real cloud. The steady hour is then skipped.
+	realTime bool
+	// timeout is scale.Config.Timeout; 0: the simulator's default.
+	timeout time.Duration
 }
+
+// config is the scale.Config of p's run at sz.
+func (p provider) config(sz size) scale.Config {
+	cfg := scale.Config{Nodes: sz.nodes, Services: sz.services, Spread: spread(sz.nodes), Compression: compression, Timeout: p.timeout}
+	if p.realTime {
+		cfg.Compression, cfg.Skip = 1, []string{scale.Steady}
+	}
+	return cfg
+}
+
+// rates are a rate-limited cloud's budgets, calls per second.
+type rates struct{ reads, writes float64 }
+
+// compression is scale.Config.Compression of the runs but realTime ones:
+// the upstream controllers' periods are divided by it, and so are the
+// TTLs of ccmkit's fake, so that a one-minute cache serves the simulated
+// minute it would in a cluster (the fake's clock is real time). The TTL
+// is a minute: the default of instances.Cache and loadbalancer.Cache, the
+// README's recommendation for routes.Options.ListTTL.
+const compression = 100
+
+// limit is the rate limit of the "limited" provider, the budgets the
+// issue's acceptance names.
+var limit = rates{reads: 20, writes: 10}
 
 var providers = []provider{
-	{name: "ccmkit fake", target: ccmkitFake},
-	{name: "ccmkit fake, shared pools", target: ccmkitSharedPools},
-	{name: "upstream fake", target: upstreamFake},
+	{key: "ccmkit", name: "ccmkit fake", target: ccmkitFake},
+	{key: "shared", name: "ccmkit fake, shared pools", target: ccmkitSharedPools},
+	{key: "limited", name: "ccmkit fake, shared pools, rate-limited", target: ccmkitLimited, limit: &limit, realTime: true, timeout: 15 * time.Minute},
+	{key: "upstream", name: "upstream fake", target: upstreamFake},
 }
 
-func ccmkitFake() (*scale.Target, error) {
-	return fakeWith(fake.Config{ClusterID: "scale"})
+// providerNames lists the providers' keys, for the -providers flag's
+// usage.
+func providerNames() string {
+	names := make([]string, len(providers))
+	for i, p := range providers {
+		names[i] = strconv.Quote(p.key) + " (" + p.name + ")"
+	}
+	return strings.Join(names, ", ")
 }
 
-// ccmkitSharedPools is ccmkit's fake with shared backend pools
-// (loadBalancers.backendPools: shared): the load balancers of every
-// Service reference one backend pool, so a Node change is one pool write
-// however many Services there are.
-func ccmkitSharedPools() (*scale.Target, error) {
-	return fakeWith(fake.Config{ClusterID: "scale", LoadBalancers: fake.LoadBalancerSection{BackendPools: fake.BackendPoolsShared}})
+// selectProviders returns the providers whose keys are in the
+// comma-separated list, in the list's order; all of them for "".
+func selectProviders(list string) ([]provider, error) {
+	if strings.TrimSpace(list) == "" {
+		return providers, nil
+	}
+	var out []provider
+	for _, name := range strings.Split(list, ",") {
+		name = strings.TrimSpace(name)
+		i := slices.IndexFunc(providers, func(p provider) bool { return p.key == name })
+		if i < 0 {
+			return nil, fmt.Errorf("-providers: %q: expected one of %s", name, providerNames())
+		}
+		out = append(out, providers[i])
+	}
+	return out, nil
+}
+
+// ccmkitFake is ccmkit's fake at its defaults, its cache TTLs compressed.
+func ccmkitFake(ttl time.Duration) (*scale.Target, error) {
+	return fakeWith(fake.Config{ClusterID: "scale"}, ttl)
+}
+
+// ccmkitSharedPools is ccmkit's fake as the README's "Running at scale"
+// composes a provider: the load balancers of every Service reference one
+// backend pool (loadBalancers.backendPools: shared), so a Node change is
+// one pool write however many Services there are, and the route table
+// answers the route controller's lists for a minute (routes.listTTL).
+func ccmkitSharedPools(ttl time.Duration) (*scale.Target, error) {
+	return fakeWith(atScale(), ttl)
+}
+
+// ccmkitLimited is ccmkitSharedPools over a cloud that allows 20 reads
+// and 10 writes a second (burst 20), answering a call over the budget
+// with a throttled error carrying Retry-After.
+func ccmkitLimited(ttl time.Duration) (*scale.Target, error) {
+	cfg := atScale()
+	cfg.RateLimit = fake.RateLimit{ReadsPerSecond: &limit.reads, WritesPerSecond: &limit.writes, Burst: 20}
+	return fakeWith(cfg, ttl)
+}
+
+// atScale is the fake's configuration of ccmkitSharedPools: shared pools,
+// and a route list TTL (set by fakeWith).
+func atScale() fake.Config {
+	cfg := fake.Config{ClusterID: "scale", LoadBalancers: fake.LoadBalancerSection{BackendPools: fake.BackendPoolsShared}}
+	cfg.Routes.ListTTL.Duration = 1 // replaced by fakeWith
+	return cfg
 }
 
 // fakeWith is the target of ccmkit's fake built from cfg, as the cluster
-// cfg.ClusterID.
-func fakeWith(cfg fake.Config) (*scale.Target, error) {
+// cfg.ClusterID, its instance and load-balancer caches' TTLs, and its
+// route list TTL if cfg sets one, ttl.
+func fakeWith(cfg fake.Config, ttl time.Duration) (*scale.Target, error) {
+	cfg.InstanceCacheTTL.Duration = ttl
+	cfg.LoadBalancerCacheTTL.Duration = ttl
+	if cfg.Routes.ListTTL.Duration != 0 {
+		cfg.Routes.ListTTL.Duration = ttl
+	}
 	c, err := fake.New(cfg, fake.Options{})
 	if err != nil {
 		return nil, err
@@ -53,7 +149,7 @@ func fakeWith(cfg fake.Config) (*scale.Target, error) {
 // and a provider ID from a map for every node; OverrideInstanceMetadata
 // gives each Node its own provider ID, so the cloud node controller
 // initializes it, without a data race on that map.
-func upstreamFake() (*scale.Target, error) {
+func upstreamFake(time.Duration) (*scale.Target, error) {
 	f := &upstream.Cloud{
 		EnableInstancesV2:  true,
 		ExistsByProviderID: true,
