@@ -127,8 +127,9 @@
 //   - Load-balancer look-ups are answered from a loadbalancer.Cache (one
 //     ListLoadBalancers call per loadBalancerCacheTTL, one minute by
 //     default). A look-up the list has no match for, or whose match is
-//     still provisioning, is a FindLoadBalancers call, so a Service without
-//     a load balancer costs its Finds as without a cache; a converged
+//     still provisioning, is a FindLoadBalancers call (but for the look-up
+//     that made the list: the List's answer is the cloud's), so a Service
+//     without a load balancer costs a Find as without a cache; a converged
 //     Service's EnsureLoadBalancer or UpdateLoadBalancer makes no call, so a
 //     fault or an outage injected on FindLoadBalancers does not reach it.
 //     The Cloud's own writes are seen at once, another process's (stateFile)

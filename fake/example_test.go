@@ -71,7 +71,7 @@ func ExampleFuncs() {
 	_, err := lbs.EnsureLoadBalancer(ctx, "kubernetes", svc, []*v1.Node{node})
 	fmt.Println(errors.Is(err, outage))
 
-	cloud.SetInterceptor(fake.Funcs{FindLoadBalancers: func(context.Context, loadbalancer.Driver, loadbalancer.Query) ([]*loadbalancer.LoadBalancer, error) {
+	cloud.SetInterceptor(fake.Funcs{ApplyLoadBalancer: func(context.Context, loadbalancer.Driver, loadbalancer.Action) (*loadbalancer.LoadBalancer, error) {
 		return nil, api.NewRetryError("rate limited", 30*time.Second)
 	}})
 	_, err = lbs.EnsureLoadBalancer(ctx, "kubernetes", svc, []*v1.Node{node})

@@ -54,6 +54,12 @@ func TestInjectedErrorSurfacesUnchanged(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			// ErrorTTL -1: the instance cache does not remember the failure.
 			c, nodes := cloudWithNodes(t, fake.Config{}, 1, fake.Options{InstanceCache: &instances.CacheOptions{ErrorTTL: -1}})
+			// A first Service gives the load-balancer cache its list, so
+			// the next Service's miss is confirmed by a Find (the List a
+			// look-up makes itself answers its miss).
+			if _, err := lbOf(t, c).EnsureLoadBalancer(t.Context(), cluster, service("first"), nodes); err != nil {
+				t.Fatal(err)
+			}
 			if err := fake.InjectFault(c, fake.Fault{Op: tt.op, Times: 1, Err: boom}); err != nil {
 				t.Fatal(err)
 			}
@@ -72,6 +78,11 @@ func TestInjectedErrorSurfacesUnchanged(t *testing.T) {
 
 func TestThrottleIsARetryErrorFromEnsure(t *testing.T) {
 	c, nodes := cloudWithNodes(t, fake.Config{}, 1)
+	// A first Service gives the load-balancer cache its list: a new
+	// Service's miss is then confirmed by a Find.
+	if _, err := lbOf(t, c).EnsureLoadBalancer(t.Context(), cluster, service("first"), nodes); err != nil {
+		t.Fatal(err)
+	}
 	for _, op := range []fake.Op{fake.OpFindLoadBalancers, fake.OpApplyLoadBalancer} {
 		if err := fake.InjectFault(c, fake.Fault{Op: op, Times: 1, RetryAfter: 42 * time.Second}); err != nil {
 			t.Fatal(err)
@@ -234,10 +245,10 @@ func TestCallCounters(t *testing.T) {
 	if _, err := lb.EnsureLoadBalancer(t.Context(), cluster, svc, nodes); err != nil {
 		t.Fatal(err)
 	}
-	// A first Ensure: the load-balancer cache lists, finds by tags (a miss
-	// is confirmed before a create; the name step trusts the list), then
-	// one create.
-	want := fake.Calls{Reads: 2, Writes: 1, ByOp: map[fake.Op]int64{fake.OpListLoadBalancers: 1, fake.OpFindLoadBalancers: 1, fake.OpApplyLoadBalancer: 1}}
+	// A first Ensure: the load-balancer cache lists, and that List, made
+	// by the look-up by tags, answers its miss as the cloud (the name step
+	// trusts it too); then one create.
+	want := fake.Calls{Reads: 1, Writes: 1, ByOp: map[fake.Op]int64{fake.OpListLoadBalancers: 1, fake.OpApplyLoadBalancer: 1}}
 	if diff := cmp.Diff(want, c.Calls(), fake.CmpModel); diff != "" {
 		t.Errorf("calls of a first Ensure (-want +got):\n%s", diff)
 	}

@@ -180,11 +180,14 @@ func TestPeerSharesTheCloud(t *testing.T) {
 	if got := blue.ProvisioningDelay(); got != time.Second {
 		t.Errorf("blue's provisioning delay after green set it = %v; want 1s", got)
 	}
-	// Two tokens for both clusters: green's look-up of a Service without
-	// a load balancer (its cache's List, then a Find by tags; the name
-	// step trusts the list) spends them.
-	if _, _, err := lbOf(t, green).GetLoadBalancer(t.Context(), kubernetes, service("x")); err != nil {
-		t.Fatalf("green's look-up with a full bucket: %v", err)
+	// Two tokens for both clusters: green's look-ups of two Services
+	// without a load balancer spend them (the first, its cache's List,
+	// whose miss it answers; the second, a Find by tags confirming its
+	// miss; the name steps trust the list).
+	for _, name := range []string{"x", "y"} {
+		if _, _, err := lbOf(t, green).GetLoadBalancer(t.Context(), kubernetes, service(name)); err != nil {
+			t.Fatalf("green's look-up of %s with a full bucket: %v", name, err)
+		}
 	}
 	// Blue's look-up is throttled at once (GetLoadBalancer then waits the
 	// throttle out: loadbalancer.Options.MaxThrottleWait).
@@ -205,7 +208,7 @@ func TestPeerSharesTheCloud(t *testing.T) {
 // have is refused.
 func TestPeerOptions(t *testing.T) {
 	down := errors.New("blue's API client is broken")
-	c := newCloud(t, fake.Config{}, fake.Options{Interceptor: fake.Funcs{FindLoadBalancers: func(context.Context, loadbalancer.Driver, loadbalancer.Query) ([]*loadbalancer.LoadBalancer, error) {
+	c := newCloud(t, fake.Config{}, fake.Options{Interceptor: fake.Funcs{ListLoadBalancers: func(context.Context, loadbalancer.ListDriver) ([]*loadbalancer.LoadBalancer, error) {
 		return nil, down
 	}}})
 	peer, err := fake.NewPeer(c, "other", fake.PeerOptions{})

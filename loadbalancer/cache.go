@@ -78,10 +78,15 @@ func (o CacheOptions) withDefaults() CacheOptions {
 //     replica, a failed-over leader, a concurrent creator, a creation whose
 //     answer was lost) is found, and the Reconciler creates one only after
 //     the cloud itself said "none": the Cache never causes a duplicate.
-//     The one exception is the Reconciler's own look-ups whose "none"
+//     A List the look-up itself started (there was no fresh list, and
+//     none running) is such an answer: it began after the look-up did,
+//     as a Find would have. The other exceptions are the Reconciler's own look-ups whose "none"
 //     neither leads to a creation nor says a load balancer is gone:
-//     UpdateLoadBalancer's (its ErrNotFound only makes the service
-//     controller call again), and the look-up by name that follows a
+//     UpdateLoadBalancer's (it creates nothing; after its ErrNotFound the
+//     service controller asks GetLoadBalancer only whether the failure
+//     matters, and that one look-up is answered from the list too, unless
+//     the Service is being deleted: see Reconciler.GetLoadBalancer), and
+//     the look-up by name that follows a
 //     look-up by ownership tags the cloud answered (see
 //     Reconciler.EnsureLoadBalancer): there the list's miss is the answer.
 //   - A match without Ingress (still provisioning) is asked for again, so

@@ -13,8 +13,9 @@ import (
 )
 
 // ExampleNewCache gives a Reconciler a Cache over a Driver that can list.
-// Creating three load balancers costs one List and, for each Service, the
-// two Finds that confirm it has none yet; after that, a node sync (the
+// Creating three load balancers costs one List (made by the first
+// Service's look-up, whose "none" it answers) and, for each later Service,
+// the Find that confirms it has none yet; after that, a node sync (the
 // service controller's UpdateLoadBalancer for every Service) reads
 // nothing, and one new node is one backend write per Service.
 func ExampleNewCache() {
@@ -69,7 +70,7 @@ func ExampleNewCache() {
 	}
 	fmt.Printf("node sync, a node added: %+v\n", calls())
 	// Output:
-	// create: {List:1 Find:3 Apply:3 Delete:0}
+	// create: {List:1 Find:2 Apply:3 Delete:0}
 	// node sync, nothing changed: {List:0 Find:0 Apply:0 Delete:0}
 	// node sync, a node added: {List:0 Find:0 Apply:3 Delete:0}
 }

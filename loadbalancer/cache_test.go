@@ -13,6 +13,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/cloud-provider/api"
 
@@ -205,8 +206,8 @@ func TestCacheNodeSyncWithoutReads(t *testing.T) {
 	for i := range n {
 		mustEnsure(t, f.r, "c1", numberedService(i), threeNodes())
 	}
-	checkLBCalls(t, f.d, lbCalls{List: 1, Find: n, Apply: n},
-		"bring-up: one List; each new Service's miss by tags is confirmed by the cloud before its create (its name step trusts the list)")
+	checkLBCalls(t, f.d, lbCalls{List: 1, Find: n - 1, Apply: n},
+		"bring-up: one List, made by the first Service's look-up, whose miss it answers; each later Service's miss by tags is confirmed by the cloud before its create (its name step trusts the list)")
 	sync := func(nodes []*v1.Node) {
 		t.Helper()
 		for i := range n {
@@ -217,9 +218,9 @@ func TestCacheNodeSyncWithoutReads(t *testing.T) {
 		}
 	}
 	sync(threeNodes())
-	checkLBCalls(t, f.d, lbCalls{List: 1, Find: n, Apply: n}, "a node sync that changes nothing reads nothing")
+	checkLBCalls(t, f.d, lbCalls{List: 1, Find: n - 1, Apply: n}, "a node sync that changes nothing reads nothing")
 	sync(append(threeNodes(), node("n4", "10.0.0.4")))
-	checkLBCalls(t, f.d, lbCalls{List: 1, Find: n, Apply: 2 * n}, "one added node: one backend write per Service, no read")
+	checkLBCalls(t, f.d, lbCalls{List: 1, Find: n - 1, Apply: 2 * n}, "one added node: one backend write per Service, no read")
 	for id, lb := range f.d.stored() {
 		if len(lb.Spec.Backends) != 4 {
 			t.Errorf("load balancer %s has %d backends, want 4", id, len(lb.Spec.Backends))
@@ -227,7 +228,7 @@ func TestCacheNodeSyncWithoutReads(t *testing.T) {
 	}
 	f.clock.Advance(time.Minute)
 	sync(append(threeNodes(), node("n4", "10.0.0.4")))
-	checkLBCalls(t, f.d, lbCalls{List: 2, Find: n, Apply: 2 * n}, "after the TTL, one List serves the next sync")
+	checkLBCalls(t, f.d, lbCalls{List: 2, Find: n - 1, Apply: 2 * n}, "after the TTL, one List serves the next sync")
 }
 
 // TestCacheAnswersAsTheDriver checks that for every kind of Query the
@@ -246,8 +247,10 @@ func TestCacheAnswersAsTheDriver(t *testing.T) {
 		q       loadbalancer.Query
 		wantIDs []string
 		finds   int
-		lists   int // -1: the Driver answers, without the list
+		lists   int  // -1: the Driver answers, without the list
+		cold    bool // no List before the look-up: it makes one
 	}{
+		{name: "miss on a cold cache", reason: "the List the look-up made answers \"none\" as the cloud: no Find", q: loadbalancer.Query{ID: "lb-9"}, cold: true},
 		{name: "by ID", reason: "the listed load balancer", q: loadbalancer.Query{ID: "lb-2"}, wantIDs: []string{"lb-2"}},
 		{name: "unknown ID", reason: "a miss is confirmed", q: loadbalancer.Query{ID: "lb-9"}, finds: 1},
 		{name: "by name", reason: "every exact match, in ID order", q: loadbalancer.Query{Name: "a"}, wantIDs: []string{"lb-1", "lb-3"}},
@@ -266,6 +269,11 @@ func TestCacheAnswersAsTheDriver(t *testing.T) {
 				lb = lb.Clone()
 				lb.Ingress = []loadbalancer.Ingress{{IP: "203.0.113.9"}}
 				f.d.put(lb)
+			}
+			if !tt.cold && tt.lists == 0 {
+				if _, err := f.cache.List(t.Context()); err != nil { // the list a later look-up finds
+					t.Fatal(err)
+				}
 			}
 			got, err := f.cache.Find(t.Context(), tt.q)
 			if err != nil {
@@ -337,7 +345,7 @@ func TestCacheMissIsConfirmed(t *testing.T) {
 // Cache update what it answers, without another read.
 func TestCacheKeptCurrentByWrites(t *testing.T) {
 	f, svc, _ := withLoadBalancer(t, loadbalancer.CacheOptions{})
-	checkLBCalls(t, f.d, lbCalls{List: 1, Find: 1, Apply: 1}, "create: the miss by tags confirmed by the cloud")
+	checkLBCalls(t, f.d, lbCalls{List: 1, Apply: 1}, "create: the miss by tags answered by the List the look-up made")
 	four := append(threeNodes(), node("n4", "10.0.0.4"))
 	if err := f.r.UpdateLoadBalancer(t.Context(), "c1", svc, four); err != nil {
 		t.Fatal(err)
@@ -350,14 +358,14 @@ func TestCacheKeptCurrentByWrites(t *testing.T) {
 		t.Errorf("after an Apply, the cached load balancer differs from the cloud's (-cloud +cache):\n%s", diff)
 	}
 	mustEnsure(t, f.r, "c1", svc, four)
-	checkLBCalls(t, f.d, lbCalls{List: 1, Find: 1, Apply: 2}, "the Apply's result answers the next look-ups: no read, no write")
+	checkLBCalls(t, f.d, lbCalls{List: 1, Apply: 2}, "the Apply's result answers the next look-ups: no read, no write")
 	if err := f.r.EnsureLoadBalancerDeleted(t.Context(), "c1", svc); err != nil {
 		t.Fatal(err)
 	}
 	if _, exists, err := f.r.GetLoadBalancer(t.Context(), "c1", svc); exists || err != nil {
 		t.Errorf("GetLoadBalancer after the delete = (%v, %v), want (false, nil)", exists, err)
 	}
-	checkLBCalls(t, f.d, lbCalls{List: 1, Find: 2, Apply: 2, Delete: 1}, "deleted: the look-up by tags misses, and the cloud confirms it")
+	checkLBCalls(t, f.d, lbCalls{List: 1, Find: 1, Apply: 2, Delete: 1}, "deleted: the look-up by tags misses, and the cloud confirms it")
 }
 
 // TestCacheWriteErrorAsksTheCloud checks that after a failed Apply or
@@ -495,7 +503,7 @@ func TestCacheCopies(t *testing.T) {
 			t.Errorf("after the caller changed an earlier answer (-cloud +cache):\n%s", diff)
 		}
 	}
-	checkLBCalls(t, f.d, lbCalls{List: 1, Find: 1, Apply: 1}, "every look-up after the create answered from the Cache")
+	checkLBCalls(t, f.d, lbCalls{List: 1, Apply: 1}, "every look-up after the create answered from the Cache")
 }
 
 // TestCacheTTL checks the default TTL (one minute from the List's start)
@@ -632,7 +640,7 @@ func TestCacheThrottledListBacksOff(t *testing.T) {
 					t.Errorf("%s once the window has passed: %v", what, err)
 				}
 			}
-			checkLBCalls(t, f.d, lbCalls{List: 2, Find: 2}, "one List once the window has passed; the misses confirmed")
+			checkLBCalls(t, f.d, lbCalls{List: 2, Find: 1}, "one List once the window has passed, which answers the first look-up's miss; the second miss confirmed")
 		})
 	}
 }
@@ -647,6 +655,9 @@ func TestCacheThrottledDirectFind(t *testing.T) {
 	thr := &throttledFind{listingDriver: f.d, err: throttled(3 * time.Second)}
 	c, err := loadbalancer.NewCache(thr, loadbalancer.CacheOptions{Now: f.clock.Now})
 	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.List(t.Context()); err != nil { // listed: a miss then asks the cloud
 		t.Fatal(err)
 	}
 	lbs, err := c.Find(t.Context(), selector(lbService()))
@@ -933,7 +944,7 @@ func TestNewCacheErrors(t *testing.T) {
 // Service still asks the cloud before it creates.
 func TestCacheUpdateTrustsAMiss(t *testing.T) {
 	f, _, _ := withLoadBalancer(t, loadbalancer.CacheOptions{TTL: time.Minute})
-	before := lbCalls{List: 1, Find: 1, Apply: 1}
+	before := lbCalls{List: 1, Apply: 1}
 	none := numberedService(7)
 	err := f.r.UpdateLoadBalancer(t.Context(), "c1", none, threeNodes())
 	if !errors.Is(err, loadbalancer.ErrNotFound) {
@@ -941,5 +952,50 @@ func TestCacheUpdateTrustsAMiss(t *testing.T) {
 	}
 	checkLBCalls(t, f.d, before, "Update's miss answered from the list: no cloud call")
 	mustEnsure(t, f.r, "c1", none, threeNodes())
-	checkLBCalls(t, f.d, lbCalls{List: 1, Find: 2, Apply: 2}, "Ensure's miss by tags confirmed by the cloud, then the create")
+	checkLBCalls(t, f.d, lbCalls{List: 1, Find: 1, Apply: 2}, "Ensure's miss by tags confirmed by the cloud, then the create")
+}
+
+// TestCacheGetAfterUpdateMiss: the GetLoadBalancer the service controller
+// makes after a failed UpdateLoadBalancer is answered from the list when
+// that Update found none, once; any other GetLoadBalancer, and one for a
+// Service being deleted (whose "does not exist" would skip the delete),
+// asks the cloud.
+func TestCacheGetAfterUpdateMiss(t *testing.T) {
+	tests := []struct {
+		name      string
+		update    bool // an UpdateLoadBalancer that finds none comes first
+		deleting  bool // the Service has a deletion timestamp at the Get
+		wantFinds int
+		reason    string
+	}{
+		{name: "after Update's miss", update: true, wantFinds: 0, reason: "the controller only asks whether Update's failure matters"},
+		{name: "without Update", wantFinds: 1, reason: "a miss is confirmed by the cloud"},
+		{name: "being deleted", update: true, deleting: true, wantFinds: 1, reason: "its \"does not exist\" skips the delete: never from the list"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f, _, _ := withLoadBalancer(t, loadbalancer.CacheOptions{TTL: time.Minute})
+			none := numberedService(7)
+			if tt.update {
+				if err := f.r.UpdateLoadBalancer(t.Context(), "c1", none, threeNodes()); !errors.Is(err, loadbalancer.ErrNotFound) {
+					t.Fatalf("UpdateLoadBalancer: %v, want ErrNotFound", err)
+				}
+			}
+			if tt.deleting {
+				now := metav1.Now()
+				none.DeletionTimestamp = &now
+			}
+			finds := f.d.calls().Find
+			for i := range 2 {
+				_, exists, err := f.r.GetLoadBalancer(t.Context(), "c1", none)
+				if exists || err != nil {
+					t.Fatalf("GetLoadBalancer %d = (%v, %v), want (false, nil)", i+1, exists, err)
+				}
+				want := tt.wantFinds + i // the second Get follows no Update: it asks
+				if got := f.d.calls().Find - finds; got != want {
+					t.Errorf("after GetLoadBalancer %d: %d Finds, want %d: %s", i+1, got, want, tt.reason)
+				}
+			}
+		})
+	}
 }

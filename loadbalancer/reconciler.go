@@ -12,6 +12,7 @@ import (
 	"time"
 
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/record"
 	cloudprovider "k8s.io/cloud-provider"
 	"k8s.io/cloud-provider/api"
@@ -174,6 +175,10 @@ type Reconciler struct {
 	recorder     record.EventRecorder // set by Initialize
 	throttles    map[string]int       // Service → consecutive throttled Ensures
 	hasThrottles atomic.Bool          // len(throttles) > 0
+	// updateMisses are the UIDs of the Services whose last
+	// UpdateLoadBalancer found no load balancer in the Cache's list
+	// (see GetLoadBalancer).
+	updateMisses map[types.UID]bool
 
 	skipMu  sync.Mutex
 	skipped map[string]string // stage/node name → provider ID and reason last reported
@@ -230,7 +235,7 @@ func NewReconciler(d Driver, opts Options) (*Reconciler, error) {
 		return nil, fmt.Errorf("%s: Options.Capabilities.SharedBackendPools is true, but the driver (%T) cannot serve pools: expected a loadbalancer.PoolDriver, or a loadbalancer.Cache over a loadbalancer.PoolListDriver", fn, d)
 	}
 	return &Reconciler{driver: d, pools: pools, opts: opts.withDefaults(), namer: namer,
-		locks: map[string]*serviceLock{}, skipped: map[string]string{}, throttles: map[string]int{}}, nil
+		locks: map[string]*serviceLock{}, skipped: map[string]string{}, throttles: map[string]int{}, updateMisses: map[types.UID]bool{}}, nil
 }
 
 // desiredInput is the input of Desired the Reconciler uses for clusterName.
@@ -291,8 +296,22 @@ func (r *Reconciler) GetLoadBalancerName(_ context.Context, clusterName string, 
 // without an address yet exists with an empty status. Errors from the
 // Driver are wrapped; an invalid address reported by the Driver is an
 // error with exists=true.
+//
+// Over a Cache, the look-up is answered from the Cache's list without a
+// confirming Find when the call follows an UpdateLoadBalancer of the same
+// Service that found none there, and the Service still wants a load
+// balancer (type LoadBalancer, no deletion timestamp): the service
+// controller asks GetLoadBalancer after every failed UpdateLoadBalancer,
+// only to know whether the failure matters
+// (k8s.io/cloud-provider@v0.37.2 controllers/service/controller.go
+// lockedUpdateLoadBalancerHosts), and during a bring-up that is every
+// Service whose Ensure has not run yet. A Service being deleted is always
+// looked up in the cloud: its "does not exist" skips the delete.
 func (r *Reconciler) GetLoadBalancer(ctx context.Context, clusterName string, svc *v1.Service) (*v1.LoadBalancerStatus, bool, error) {
 	ctx = r.waitThrottles(ctx)
+	if r.takeUpdateMiss(svc) {
+		ctx = withMissTrusted(ctx)
+	}
 	res, err := r.begin(ctx, "GetLoadBalancer", clusterName, svc)
 	if err != nil {
 		return nil, false, err
@@ -478,6 +497,32 @@ func (r *Reconciler) converge(ctx context.Context, svc *v1.Service, desired, lb 
 	return lb, nil
 }
 
+// noteUpdateMiss records whether UpdateLoadBalancer found no load balancer
+// at all for svc, for the GetLoadBalancer that follows (takeUpdateMiss).
+func (r *Reconciler) noteUpdateMiss(svc *v1.Service, none bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if none {
+		r.updateMisses[svc.UID] = true
+	} else {
+		delete(r.updateMisses, svc.UID)
+	}
+}
+
+// takeUpdateMiss reports, once, whether the last UpdateLoadBalancer of svc
+// found no load balancer, and svc still wants one: type LoadBalancer and
+// no deletion timestamp.
+func (r *Reconciler) takeUpdateMiss(svc *v1.Service) bool {
+	if svc == nil {
+		return false
+	}
+	r.mu.Lock()
+	missed := r.updateMisses[svc.UID]
+	delete(r.updateMisses, svc.UID)
+	r.mu.Unlock()
+	return missed && svc.DeletionTimestamp == nil && svc.Spec.Type == v1.ServiceTypeLoadBalancer
+}
+
 // status is EnsureLoadBalancer's status of lb: a notReady RetryError after
 // Options.RetryAfter while it has no address, else its validated ingress.
 func (r *Reconciler) status(lb *LoadBalancer, owner Owner) (*v1.LoadBalancerStatus, error) {
@@ -506,8 +551,9 @@ func (r *Reconciler) UpdateLoadBalancer(ctx context.Context, clusterName string,
 	}
 	ctx = r.waitThrottles(ctx)
 	// A load balancer the Cache's list does not hold is "none" here without
-	// asking the cloud: Update creates nothing, and its ErrNotFound only
-	// makes the service controller call again at the next Node change.
+	// asking the cloud: Update creates nothing, and after its ErrNotFound
+	// the service controller only asks GetLoadBalancer whether the failure
+	// matters (noteUpdateMiss).
 	res, err := r.begin(withMissTrusted(ctx), op, clusterName, svc)
 	if err != nil {
 		return err
@@ -518,6 +564,7 @@ func (r *Reconciler) UpdateLoadBalancer(ctx context.Context, clusterName string,
 		// Not a user error: the controller calls Update for every
 		// LoadBalancer Service on node changes, also before Ensure
 		// succeeded, and then checks GetLoadBalancer.
+		r.noteUpdateMiss(svc, lb == nil && len(res.owned) == 0)
 		return fmt.Errorf("%s for service %s: %w: nothing to update", op, res.owner.namespacedName(), ErrNotFound)
 	}
 	families, err := serviceFamilies(svc)
