@@ -241,20 +241,26 @@ func resultsAt(results []result, sz size) []result {
 	return out
 }
 
-// total is the calls of s at the interface boundary.
+// total is the cloud calls of s: at the Driver boundary when the
+// provider reports it, else at the interface boundary (a provider that
+// makes one cloud call per interface call, as the upstream fake models).
 func total(s scale.ScenarioReport) int64 {
+	counts := s.Driver
+	if counts == nil {
+		counts = s.Calls
+	}
 	var n int64
-	for _, c := range s.Calls {
+	for _, c := range counts {
 		n += c.Calls
 	}
 	return n
 }
 
-// chart draws the interface-boundary calls of each scenario against the
+// chart draws the cloud calls (total) of each scenario against the
 // number of Nodes, both axes logarithmic: one colour per scenario, one
 // line style per provider (dashes), solid for the first.
 func chart(results []result) string {
-	const w, h, left, bottom, top, right = 760.0, 440.0, 70.0, 50.0, 20.0, 200.0
+	const w, h, left, bottom, top, right = 860.0, 440.0, 70.0, 50.0, 20.0, 300.0
 	sizes := sizesOf(results)
 	xmin, xmax := math.Log10(float64(sizes[0].nodes)), math.Log10(float64(sizes[len(sizes)-1].nodes))
 	ymax := 1.0
@@ -284,8 +290,8 @@ func chart(results []result) string {
 var colours = []string{"#1f77b4", "#2ca02c", "#d62728", "#9467bd", "#ff7f0e"}
 
 // dashes are the line styles of the providers, in order: solid, dashed,
-// dotted (a fourth provider would repeat the last).
-var dashes = []string{"", ` stroke-dasharray="6 4"`, ` stroke-dasharray="2 3"`}
+// dotted, dash-dotted (a fifth provider would repeat the last).
+var dashes = []string{"", ` stroke-dasharray="6 4"`, ` stroke-dasharray="2 3"`, ` stroke-dasharray="10 3 2 3"`}
 
 // dash is the line style of provider number pi.
 func dash(pi int) string { return dashes[min(pi, len(dashes)-1)] }
@@ -301,7 +307,7 @@ func axes(b *strings.Builder, sizes []size, ymax float64, x func(int) float64, y
 		fmt.Fprintf(b, `<text x="%.0f" y="%.0f" text-anchor="end">%.0f</text>`+"\n", x(sizes[0].nodes)-6, yp(p)+4, math.Pow(10, p))
 		fmt.Fprintf(b, `<line x1="%.0f" y1="%.0f" x2="%.0f" y2="%.0f" stroke="#ddd"/>`+"\n", x(sizes[0].nodes), yp(p), xend, yp(p))
 	}
-	fmt.Fprintf(b, `<text x="14" y="%.0f" transform="rotate(-90 14 %.0f)" text-anchor="middle">cloudprovider calls per scenario</text>`+"\n", ybase/2, ybase/2)
+	fmt.Fprintf(b, `<text x="14" y="%.0f" transform="rotate(-90 14 %.0f)" text-anchor="middle">cloud calls per scenario</text>`+"\n", ybase/2, ybase/2)
 }
 
 func series(b *strings.Builder, results []result, x func(int) float64, y func(int64) float64) {
