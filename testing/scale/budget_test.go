@@ -1,0 +1,103 @@
+package scale_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/ccmkit/ccmkit/fake"
+	"github.com/ccmkit/ccmkit/testing/scale"
+)
+
+// TestFakeSharedPools runs the scenarios against the fake composed as the
+// README's "Running at scale" recommends (shared backend pools, a route
+// list TTL, the caches' TTLs a simulated minute) and checks the cloud-call
+// budget of issue 16 at a small size: bring-up and deletion within twice
+// their cloud minimum (not churn: at 10 Nodes it replaces one, and the
+// periodic lists while it runs outweigh that one change's six calls), a restart that writes nothing and reads each
+// capability at most three times, a steady state that writes nothing and
+// reads no more than its TTLs allow, and no load balancer or pool left
+// after the deletion.
+func TestFakeSharedPools(t *testing.T) {
+	const compression = 300
+	ttl := time.Minute / compression
+	cfg := fake.Config{ClusterID: "scale", LoadBalancers: fake.LoadBalancerSection{BackendPools: fake.BackendPoolsShared}}
+	cfg.InstanceCacheTTL.Duration, cfg.LoadBalancerCacheTTL.Duration, cfg.Routes.ListTTL.Duration = ttl, ttl, ttl
+	c, err := fake.New(cfg, fake.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	steady := 20 * time.Minute
+	r, err := scale.Run(t.Context(), scale.FakeTarget(c, "scale"), scale.Config{Nodes: 10, Services: 5, Spread: 100 * time.Millisecond,
+		Compression: compression, Steady: steady, NodesFirst: raceBuild, Skip: raceSkips})
+	if err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	checkScenarios(t, r)
+	for _, name := range []string{scale.BringUp, scale.Deletion} {
+		s, _ := r.Scenario(name)
+		got := scale.Sum(s.Driver)
+		if total, bound := got.Reads+got.Writes, 2*s.CloudMinimum.Total(); total > bound {
+			t.Errorf("%s: %d cloud calls (%d reads, %d writes), more than twice the cloud minimum %d (%s)", name, total, got.Reads, got.Writes, s.CloudMinimum.Total(), s.CloudMinimum.Why)
+		}
+	}
+	// Steady: a simulated 20 minutes; each cache lists at most once per
+	// TTL (a simulated minute), and the route table's list also lists the
+	// instances (the Blackhole check): three list sources, each at most
+	// steady/TTL + 1 times.
+	s, _ := r.Scenario(scale.Steady)
+	perCache := int64(steady/time.Minute) + 1
+	if got := scale.Sum(s.Driver); got.Writes != 0 || got.Reads > 3*perCache {
+		t.Errorf("steady: %d reads, %d writes; want no write and at most %d reads (3 lists, each at most once per TTL)", got.Reads, got.Writes, 3*perCache)
+	}
+	if s, _ := r.Scenario(scale.Restart); s.Skipped == "" {
+		if got := scale.Sum(s.Driver); got.Writes != 0 {
+			t.Errorf("restart: %d writes; want none (everything converged)", got.Writes)
+		}
+		for capability, got := range scale.ByCapability(s.Driver) {
+			if got.Reads > 3 {
+				t.Errorf("restart: %d reads of %s; want at most 3", got.Reads, capability)
+			}
+		}
+	}
+	if st := c.Snapshot(); len(st.LoadBalancers)+len(st.BackendPools) != 0 {
+		t.Errorf("after the deletion: %d load balancers, %d pools; want none", len(st.LoadBalancers), len(st.BackendPools))
+	}
+}
+
+// TestLoadBalancerCount: a provider whose cloud holds other than one load
+// balancer per Service (a duplicate here) fails the run with an error
+// wrapping ErrLoadBalancerCount that names the scenario and both counts.
+func TestLoadBalancerCount(t *testing.T) {
+	c, err := fake.New(fake.Config{ClusterID: "scale"}, fake.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	target := scale.FakeTarget(c, "scale")
+	count := target.LoadBalancers
+	target.LoadBalancers = func(ctx context.Context) (int, error) {
+		n, err := count(ctx)
+		return n + 1, err // a duplicate the provider made
+	}
+	_, err = scale.Run(t.Context(), target, scale.Config{Nodes: 2, Services: 1, Spread: -1, NodesFirst: true,
+		Skip: []string{scale.Steady, scale.Churn, scale.Restart, scale.Deletion}})
+	want := "scale.Run: bring-up: wrong number of load balancers: the cloud holds 2 for the cluster, expected 1 (one per Service)"
+	if !errors.Is(err, scale.ErrLoadBalancerCount) || fmt.Sprint(err) != want {
+		t.Errorf("Run = %v; want %q, wrapping ErrLoadBalancerCount", err, want)
+	}
+}
+
+// TestByCapability sums a report's counts per capability.
+func TestByCapability(t *testing.T) {
+	got := scale.ByCapability([]scale.OpCount{
+		{Capability: "loadbalancer", Operation: "ListLoadBalancers", Calls: 2, Throttled: 1},
+		{Capability: "loadbalancer", Operation: "ApplyLoadBalancer", Write: true, Calls: 3},
+		{Capability: "routes", Operation: "ReadRouteTable", Calls: 1},
+	})
+	if s := fmt.Sprint(got); !strings.Contains(s, "loadbalancer:{2 3 1}") || !strings.Contains(s, "routes:{1 0 0}") {
+		t.Errorf("ByCapability = %s; want loadbalancer 2 reads, 3 writes, 1 throttled; routes 1 read", s)
+	}
+}
