@@ -90,6 +90,12 @@ type Config struct {
 	// compressed. The steady state lasts Steady, compressed. 0 means 100;
 	// negative is an error.
 	Compression int
+	// RoutePeriod is the route controller's --route-reconciliation-period
+	// and NodeMonitorPeriod the node-lifecycle controller's
+	// --node-monitor-period, as a cluster would set them; the simulator
+	// divides them by Compression. 0 means the upstream defaults, 10s and
+	// 5s; negative is an error.
+	RoutePeriod, NodeMonitorPeriod time.Duration
 	// Steady is the simulated time the steady scenario lasts, compressed
 	// like the periods (an hour at the default Compression is 36s of wall
 	// time). 0 means one hour; negative is an error.
@@ -116,6 +122,10 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("Config.Compression %d: expected 0 (the default, 100) or more", c.Compression)
 	case slices.Contains(c.Skip, BringUp):
 		return fmt.Errorf("Config.Skip %q: expected only %s, %s, %s or %s (every scenario needs the bring-up)", c.Skip, Steady, Churn, Restart, Deletion)
+	case c.RoutePeriod < 0:
+		return fmt.Errorf("Config.RoutePeriod %v: expected 0 (the default, 10s) or more", c.RoutePeriod)
+	case c.NodeMonitorPeriod < 0:
+		return fmt.Errorf("Config.NodeMonitorPeriod %v: expected 0 (the default, 5s) or more", c.NodeMonitorPeriod)
 	case c.Steady < 0:
 		return fmt.Errorf("Config.Steady %v: expected 0 (the default, 1h) or more", c.Steady)
 	case c.Timeout < 0:
@@ -154,7 +164,7 @@ type periods struct{ route, nodeStatus, nodeMonitor time.Duration }
 
 func (c Config) periods() periods {
 	f := time.Duration(c.Compression)
-	return periods{route: 10 * time.Second / f, nodeStatus: 5 * time.Minute / f, nodeMonitor: 5 * time.Second / f}
+	return periods{route: cmp.Or(c.RoutePeriod, 10*time.Second) / f, nodeStatus: 5 * time.Minute / f, nodeMonitor: cmp.Or(c.NodeMonitorPeriod, 5*time.Second) / f}
 }
 
 // Report is what one simulation measured, one ScenarioReport per scenario

@@ -32,7 +32,13 @@ func main() {
 	sizes := flag.String("sizes", "10x5,100x50", "comma-separated cluster sizes, each <nodes>x<services>")
 	svg := flag.String("svg", "", "file to write the SVG chart to (empty: no chart)")
 	only := flag.String("providers", "", "comma-separated keys of the providers to run (empty: all): "+providerNames())
+	flag.DurationVar(&tuning.RoutePeriod, "route-reconciliation-period", 0, "the route controller's period, as set on a cluster (0: the upstream default, 10s); compressed")
+	flag.DurationVar(&tuning.NodeMonitorPeriod, "node-monitor-period", 0, "the node-lifecycle controller's period, as set on a cluster (0: the upstream default, 5s); compressed")
+	skip := flag.String("skip", "", "comma-separated scenarios not to run (steady, churn, restart, deletion)")
 	flag.Parse()
+	if *skip != "" {
+		tuning.Skip = strings.Split(*skip, ",")
+	}
 	klog.LogToStderr(false)
 	klog.SetOutput(io.Discard)
 	ps, err := selectProviders(*only)
@@ -44,6 +50,10 @@ func main() {
 		os.Exit(1)
 	}
 }
+
+// tuning holds the scale.Config fields the flags set for every run:
+// the controller periods and the scenarios to skip.
+var tuning scale.Config
 
 // size is one cluster size.
 type size struct{ nodes, services int }

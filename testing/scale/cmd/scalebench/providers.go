@@ -39,9 +39,13 @@ type provider struct {
 
 // config is the scale.Config of p's run at sz.
 func (p provider) config(sz size) scale.Config {
-	cfg := scale.Config{Nodes: sz.nodes, Services: sz.services, Spread: spread(sz.nodes), Compression: compression, Timeout: p.timeout}
+	cfg := scale.Config{Nodes: sz.nodes, Services: sz.services, Spread: spread(sz.nodes), Compression: compression, Timeout: p.timeout,
+		RoutePeriod: tuning.RoutePeriod, NodeMonitorPeriod: tuning.NodeMonitorPeriod, Skip: tuning.Skip}
 	if p.realTime {
-		cfg.Compression, cfg.Skip = 1, []string{scale.Steady}
+		cfg.Compression = 1
+		if !slices.Contains(cfg.Skip, scale.Steady) {
+			cfg.Skip = append(slices.Clone(cfg.Skip), scale.Steady)
+		}
 	}
 	return cfg
 }
