@@ -12,7 +12,15 @@
 // ccmkit's fake), and the report shows both. Each scenario states the
 // fewest calls any provider needs for it (Minimum), with how that figure
 // is derived, so that a report reads as "what the upstream controllers
-// and this provider cost" against "what the work needs".
+// and this provider cost" against "what the work needs"; and the fewest
+// cloud API calls (CloudMinimum), to compare with the Driver-boundary
+// counts (Sum, ByCapability). A Target that can count the load balancers
+// its cloud holds (Target.LoadBalancers) has that count checked after
+// each scenario: one per Service, none after the deletion.
+//
+// A provider's caches run on real time while the controllers' periods
+// are compressed: give the Target TTLs divided by Config.Compression too
+// (cmd/scalebench does), or its reads are under-counted.
 //
 // The scenarios run in order over one cluster (see Run): bring-up,
 // steady state, node churn, restart of the cloud-controller-manager, and
