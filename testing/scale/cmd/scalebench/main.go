@@ -34,6 +34,7 @@ func main() {
 	only := flag.String("providers", "", "comma-separated keys of the providers to run (empty: all): "+providerNames())
 	flag.DurationVar(&tuning.RoutePeriod, "route-reconciliation-period", 0, "the route controller's period, as set on a cluster (0: the upstream default, 10s); compressed")
 	flag.DurationVar(&tuning.NodeMonitorPeriod, "node-monitor-period", 0, "the node-lifecycle controller's period, as set on a cluster (0: the upstream default, 5s); compressed")
+	flag.IntVar(&tuning.Compression, "compression", 100, "scale.Config.Compression: the controllers' periods and the fake's TTLs are divided by it (the rate-limited provider runs at 1)")
 	skip := flag.String("skip", "", "comma-separated scenarios not to run (steady, churn, restart, deletion)")
 	flag.Parse()
 	if *skip != "" {
@@ -42,6 +43,9 @@ func main() {
 	klog.LogToStderr(false)
 	klog.SetOutput(io.Discard)
 	ps, err := selectProviders(*only)
+	if err == nil && tuning.Compression < 1 {
+		err = fmt.Errorf("-compression %d: expected 1 or more", tuning.Compression)
+	}
 	if err == nil {
 		err = run(context.Background(), ps, *sizes, *svg, os.Stdout)
 	}

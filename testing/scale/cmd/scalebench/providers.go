@@ -39,7 +39,7 @@ type provider struct {
 
 // config is the scale.Config of p's run at sz.
 func (p provider) config(sz size) scale.Config {
-	cfg := scale.Config{Nodes: sz.nodes, Services: sz.services, Spread: spread(sz.nodes), Compression: compression, Timeout: p.timeout,
+	cfg := scale.Config{Nodes: sz.nodes, Services: sz.services, Spread: spread(sz.nodes), Compression: tuning.Compression, Timeout: p.timeout,
 		RoutePeriod: tuning.RoutePeriod, NodeMonitorPeriod: tuning.NodeMonitorPeriod, Skip: tuning.Skip}
 	if p.realTime {
 		cfg.Compression = 1
@@ -53,13 +53,16 @@ func (p provider) config(sz size) scale.Config {
 // rates are a rate-limited cloud's budgets, calls per second.
 type rates struct{ reads, writes float64 }
 
-// compression is scale.Config.Compression of the runs but realTime ones:
-// the upstream controllers' periods are divided by it, and so are the
-// TTLs of ccmkit's fake, so that a one-minute cache serves the simulated
-// minute it would in a cluster (the fake's clock is real time). The TTL
-// is a minute: the default of instances.Cache and loadbalancer.Cache, the
-// README's recommendation for routes.Options.ListTTL.
-const compression = 100
+// The compression of the runs but realTime ones is tuning.Compression
+// (the -compression flag, 100 by default): the upstream controllers'
+// periods are divided by it, and so are the TTLs of ccmkit's fake, so
+// that a one-minute cache serves the simulated minute it would in a
+// cluster (the fake's clock is real time). The TTL is a minute: the
+// default of instances.Cache and loadbalancer.Cache, the README's
+// recommendation for routes.Options.ListTTL. What compression cannot
+// shrink is the CPU time of the work itself: a phase that takes a second
+// of CPU spans 100 simulated seconds at 100, more TTLs than it would in a
+// cluster.
 
 // limit is the rate limit of the "limited" provider, the budgets the
 // issue's acceptance names.
