@@ -128,7 +128,7 @@ func TestCloudMetrics(t *testing.T) {
 	// The comparison is not vacuous: every block called the cloud, and the
 	// node controller's look-ups were answered by the instances Cache.
 	requests := counters(scraped, "ccmkit_cloud_requests_total", "capability", "operation")
-	for _, series := range []string{"instances/List", "instances/GetByID", "routes/GoneTargets", "routes/ReadTable", "routes/WriteTable", "loadbalancer/Find", "loadbalancer/Apply"} {
+	for _, series := range []string{"instances/List", "instances/GetByID", "routes/GoneTargets", "routes/ReadTable", "routes/WriteTable", "loadbalancer/List", "loadbalancer/Apply"} {
 		if requests[series] == 0 {
 			t.Errorf("ccmkit_cloud_requests_total has no %s calls after nodes, routes and a load balancer were made:\n%s", series, excerpt(scraped, "ccmkit_"))
 		}
