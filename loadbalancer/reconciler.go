@@ -610,6 +610,7 @@ func (r *Reconciler) UpdateLoadBalancer(ctx context.Context, clusterName string,
 func (r *Reconciler) EnsureLoadBalancerDeleted(ctx context.Context, clusterName string, svc *v1.Service) error {
 	const op = "EnsureLoadBalancerDeleted"
 	ctx = r.waitThrottles(ctx)
+	r.takeUpdateMiss(svc) // forget it: a Service going away asks no more
 	res, err := r.begin(ctx, op, clusterName, svc)
 	if err != nil {
 		return err
