@@ -85,7 +85,7 @@ func (c *listCache[T]) lookup(ctx context.Context, q query) ([]T, error) {
 		cloudmetrics.CacheLookup(c.metric, false)
 		return c.find(ctx, q)
 	}
-	v, cached, ours, err := c.fresh(ctx)
+	v, from, err := c.fresh(ctx)
 	if err != nil {
 		cloudmetrics.CacheLookup(c.metric, false)
 		return nil, err
@@ -93,7 +93,7 @@ func (c *listCache[T]) lookup(ctx context.Context, q query) ([]T, error) {
 	c.mu.Lock()
 	matches := v.match(q)
 	out, trusted := vouch(matches)
-	if len(matches) == 0 && (ours || missTrusted(ctx)) {
+	if len(matches) == 0 && (from == listedNow || missTrusted(ctx)) {
 		// A List this look-up started answered after it began: its
 		// "none" is the cloud's, as a direct Find's would be.
 		out, trusted = nil, true
@@ -101,7 +101,7 @@ func (c *listCache[T]) lookup(ctx context.Context, q query) ([]T, error) {
 	c.seq++
 	at := c.seq
 	c.mu.Unlock()
-	cloudmetrics.CacheLookup(c.metric, trusted && cached)
+	cloudmetrics.CacheLookup(c.metric, trusted && from == fromCache)
 	if trusted {
 		return out, nil
 	}
@@ -218,8 +218,8 @@ func (c *listCache[T]) deleted(obj T, err error, unchanged bool) {
 // all is Cache.List for this kind: copies of every object known, in ID
 // order, listing first when the list is missing or stale.
 func (c *listCache[T]) all(ctx context.Context) ([]T, error) {
-	v, cached, _, err := c.fresh(ctx)
-	cloudmetrics.CacheLookup(c.metric, err == nil && cached)
+	v, from, err := c.fresh(ctx)
+	cloudmetrics.CacheLookup(c.metric, err == nil && from == fromCache)
 	if err != nil {
 		return nil, err
 	}
@@ -412,16 +412,24 @@ type flight[T cached[T]] struct {
 	patches  []patch[T] // what the cache observed while it ran
 }
 
-// fresh returns a fresh view, running or joining the one List call;
-// cached reports that the view was already in the cache (no List was run
-// or waited for). The view is read and changed with c.mu held.
-func (c *listCache[T]) fresh(ctx context.Context) (v *view[T], cached, ours bool, err error) {
+// origin is where fresh found its view.
+type origin int
+
+const (
+	fromCache origin = iota // already in the cache: no List was run or waited for
+	joined                  // from a List another look-up had started
+	listedNow               // from a List this call started
+)
+
+// fresh returns a fresh view, running or joining the one List call, and
+// where it came from. The view is read and changed with c.mu held.
+func (c *listCache[T]) fresh(ctx context.Context) (v *view[T], from origin, err error) {
 	for {
 		c.mu.Lock()
 		now := c.now()
 		if v := c.view; v != nil && now.Before(v.expires) {
 			c.mu.Unlock()
-			return v, true, false, nil
+			return v, fromCache, nil
 		}
 		if c.failErr != nil && now.Before(c.failUntil) {
 			err := c.failErr
@@ -429,26 +437,26 @@ func (c *listCache[T]) fresh(ctx context.Context) (v *view[T], cached, ours bool
 				err = throttle.Delay(err, c.failUntil.Sub(now))
 			}
 			c.mu.Unlock()
-			return nil, false, false, err
+			return nil, fromCache, err
 		}
 		if f := c.flight; f != nil {
 			c.mu.Unlock()
 			select {
 			case <-f.done:
 			case <-ctx.Done():
-				return nil, false, false, ctx.Err()
+				return nil, joined, ctx.Err()
 			}
 			if f.canceled && ctx.Err() == nil {
 				continue // the caller that listed gave up; list again
 			}
-			return f.view, false, false, f.err
+			return f.view, joined, f.err
 		}
 		c.seq++
 		f := &flight[T]{done: make(chan struct{}), gen: c.gen, at: c.seq}
 		c.flight = f
 		c.mu.Unlock()
 		v, err := c.listOnce(ctx, f, now)
-		return v, false, true, err
+		return v, listedNow, err
 	}
 }
 

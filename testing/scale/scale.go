@@ -272,28 +272,30 @@ type Totals struct {
 func Sum(counts []OpCount) Totals {
 	var t Totals
 	for _, c := range counts {
-		if c.Write {
-			t.Writes += c.Calls
-		} else {
-			t.Reads += c.Calls
-		}
-		t.Throttled += c.Throttled
+		t.count(c)
 	}
 	return t
+}
+
+// count adds the calls of c to t.
+func (t *Totals) count(c OpCount) {
+	if c.Write {
+		t.Writes += c.Calls
+	} else {
+		t.Reads += c.Calls
+	}
+	t.Throttled += c.Throttled
 }
 
 // ByCapability returns the Totals of counts per OpCount.Capability.
 func ByCapability(counts []OpCount) map[string]Totals {
 	out := map[string]Totals{}
 	for _, c := range counts {
-		out[c.Capability] = Sum([]OpCount{c}).add(out[c.Capability])
+		t := out[c.Capability]
+		t.count(c)
+		out[c.Capability] = t
 	}
 	return out
-}
-
-// add returns t plus u.
-func (t Totals) add(u Totals) Totals {
-	return Totals{Reads: t.Reads + u.Reads, Writes: t.Writes + u.Writes, Throttled: t.Throttled + u.Throttled}
 }
 
 // ErrNotConverged is wrapped by Run's error when a scenario did not reach

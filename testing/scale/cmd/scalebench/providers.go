@@ -22,8 +22,16 @@ import (
 type provider struct {
 	key  string // its name on the command line (-providers)
 	name string
-	// target builds the provider, its caches' TTLs a simulated minute
-	// (time.Minute divided by the run's compression).
+	// target builds the provider, its caches' TTLs a simulated minute:
+	// time.Minute divided by the run's compression, tuning.Compression
+	// (the -compression flag, 100 by default) but for realTime providers.
+	// The controllers' periods are divided by it too, so a one-minute
+	// cache serves the simulated minute it would in a cluster (the fake's
+	// clock is real time). A minute is the default TTL of instances.Cache
+	// and loadbalancer.Cache and the README's recommendation for
+	// routes.Options.ListTTL. What compression cannot shrink is the CPU
+	// time of the work itself: a phase that takes a second of CPU spans
+	// 100 simulated seconds at 100, more TTLs than in a cluster.
 	target func(ttl time.Duration) (*scale.Target, error)
 	// limit is the cloud's rate limit, for the convergence bound the
 	// tables report; nil: unlimited.
@@ -52,17 +60,6 @@ func (p provider) config(sz size) scale.Config {
 
 // rates are a rate-limited cloud's budgets, calls per second.
 type rates struct{ reads, writes float64 }
-
-// The compression of the runs but realTime ones is tuning.Compression
-// (the -compression flag, 100 by default): the upstream controllers'
-// periods are divided by it, and so are the TTLs of ccmkit's fake, so
-// that a one-minute cache serves the simulated minute it would in a
-// cluster (the fake's clock is real time). The TTL is a minute: the
-// default of instances.Cache and loadbalancer.Cache, the README's
-// recommendation for routes.Options.ListTTL. What compression cannot
-// shrink is the CPU time of the work itself: a phase that takes a second
-// of CPU spans 100 simulated seconds at 100, more TTLs than it would in a
-// cluster.
 
 // limit is the rate limit of the "limited" provider, the budgets the
 // issue's acceptance names.
@@ -114,35 +111,31 @@ func ccmkitFake(ttl time.Duration) (*scale.Target, error) {
 // one pool write however many Services there are, and the route table
 // answers the route controller's lists for a minute (routes.listTTL).
 func ccmkitSharedPools(ttl time.Duration) (*scale.Target, error) {
-	return fakeWith(atScale(), ttl)
+	return fakeWith(atScale(ttl), ttl)
 }
 
 // ccmkitLimited is ccmkitSharedPools over a cloud that allows 20 reads
 // and 10 writes a second (burst 20), answering a call over the budget
 // with a throttled error carrying Retry-After.
 func ccmkitLimited(ttl time.Duration) (*scale.Target, error) {
-	cfg := atScale()
+	cfg := atScale(ttl)
 	cfg.RateLimit = fake.RateLimit{ReadsPerSecond: &limit.reads, WritesPerSecond: &limit.writes, Burst: 20}
 	return fakeWith(cfg, ttl)
 }
 
 // atScale is the fake's configuration of ccmkitSharedPools: shared pools,
-// and a route list TTL (set by fakeWith).
-func atScale() fake.Config {
+// and a route list TTL of ttl.
+func atScale(ttl time.Duration) fake.Config {
 	cfg := fake.Config{ClusterID: "scale", LoadBalancers: fake.LoadBalancerSection{BackendPools: fake.BackendPoolsShared}}
-	cfg.Routes.ListTTL.Duration = 1 // replaced by fakeWith
+	cfg.Routes.ListTTL.Duration = ttl
 	return cfg
 }
 
 // fakeWith is the target of ccmkit's fake built from cfg, as the cluster
-// cfg.ClusterID, its instance and load-balancer caches' TTLs, and its
-// route list TTL if cfg sets one, ttl.
+// cfg.ClusterID, its instance and load-balancer caches' TTLs ttl.
 func fakeWith(cfg fake.Config, ttl time.Duration) (*scale.Target, error) {
 	cfg.InstanceCacheTTL.Duration = ttl
 	cfg.LoadBalancerCacheTTL.Duration = ttl
-	if cfg.Routes.ListTTL.Duration != 0 {
-		cfg.Routes.ListTTL.Duration = ttl
-	}
 	c, err := fake.New(cfg, fake.Options{})
 	if err != nil {
 		return nil, err
