@@ -4,11 +4,15 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
+
 	"github.com/ccmkit/ccmkit/fake"
+	"github.com/ccmkit/ccmkit/instances"
 	"github.com/ccmkit/ccmkit/testing/scale"
 )
 
@@ -102,5 +106,63 @@ func TestByCapability(t *testing.T) {
 	})
 	if s := fmt.Sprint(got); !strings.Contains(s, "loadbalancer:{2 3 1}") || !strings.Contains(s, "routes:{1 0 0}") {
 		t.Errorf("ByCapability = %s; want loadbalancer 2 reads, 3 writes, 1 throttled; routes 1 read", s)
+	}
+}
+
+// TestFakeRealisticSharedPools runs the scenarios, deletion included, on
+// the fake's realistic mode (load balancers provisioning asynchronously,
+// 20 reads/s and 10 writes/s with Retry-After, backends kept by instance
+// ID) with shared backend pools, where every second Node is named unlike
+// its instance, and checks that every load balancer ends up referencing
+// the one pool whose members are exactly the live instances, and that the
+// deletion leaves no load balancer and no pool. Periods are compressed 20
+// times, as in TestFakeRealistic, to keep the controllers' periodic reads
+// within the realistic read budget.
+func TestFakeRealisticSharedPools(t *testing.T) {
+	c, err := fake.New(fake.Config{ClusterID: "scale", Realistic: true, LoadBalancers: fake.LoadBalancerSection{BackendPools: fake.BackendPoolsShared}}, fake.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var st fake.State
+	target := scale.FakeTarget(c, "scale")
+	count := target.LoadBalancers
+	target.LoadBalancers = func(ctx context.Context) (int, error) {
+		if s := c.Snapshot(); len(s.LoadBalancers) > 0 {
+			st = s // the last state with load balancers: after restart
+		}
+		return count(ctx)
+	}
+	r, err := scale.Run(t.Context(), target, scale.Config{Nodes: 10, Services: 5, Spread: 100 * time.Millisecond,
+		Compression: 20, Steady: 5 * time.Minute, NodesFirst: raceBuild, Skip: raceSkips})
+	if err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	checkScenarios(t, r)
+	var live []string
+	for _, in := range st.Instances {
+		if in.State == instances.StateRunning {
+			live = append(live, "fake://"+in.ID)
+		}
+	}
+	slices.Sort(live)
+	if len(st.BackendPools) != 1 {
+		t.Fatalf("%d backend pools before the deletion; want one, shared by every load balancer", len(st.BackendPools))
+	}
+	pool := st.BackendPools[0]
+	var members []string
+	for _, b := range pool.Spec.Backends {
+		members = append(members, b.ProviderID)
+	}
+	slices.Sort(members)
+	if diff := cmp.Diff(live, members); diff != "" {
+		t.Errorf("pool %s: members (-live instances +got):\n%s", pool.ID, diff)
+	}
+	for _, lb := range st.LoadBalancers {
+		if lb.Spec.BackendPool != pool.ID {
+			t.Errorf("load balancer %s references pool %q; want %q", lb.Name, lb.Spec.BackendPool, pool.ID)
+		}
+	}
+	if end := c.Snapshot(); len(end.LoadBalancers)+len(end.BackendPools) != 0 {
+		t.Errorf("after the deletion: %d load balancers, %d pools; want none", len(end.LoadBalancers), len(end.BackendPools))
 	}
 }

@@ -283,8 +283,8 @@ func chart(results []result) string {
 var colours = []string{"#1f77b4", "#2ca02c", "#d62728", "#9467bd", "#ff7f0e"}
 
 // dashes are the line styles of the providers, in order: solid, dashed,
-// dotted, dash-dotted (a fifth provider would repeat the last).
-var dashes = []string{"", ` stroke-dasharray="6 4"`, ` stroke-dasharray="2 3"`, ` stroke-dasharray="10 3 2 3"`}
+// dotted, dash-dotted, sparse dots (a sixth provider would repeat the last).
+var dashes = []string{"", ` stroke-dasharray="6 4"`, ` stroke-dasharray="2 3"`, ` stroke-dasharray="10 3 2 3"`, ` stroke-dasharray="1 6"`}
 
 // dash is the line style of provider number pi.
 func dash(pi int) string { return dashes[min(pi, len(dashes)-1)] }

@@ -69,6 +69,7 @@ var providers = []provider{
 	{key: "ccmkit", name: "ccmkit fake", target: ccmkitFake},
 	{key: "shared", name: "ccmkit fake, shared pools", target: ccmkitSharedPools},
 	{key: "limited", name: "ccmkit fake, shared pools, rate-limited", target: ccmkitLimited, limit: &limit, realTime: true, timeout: 15 * time.Minute},
+	{key: "realistic", name: "ccmkit fake, realistic mode, shared pools", target: ccmkitRealistic, limit: &limit, realTime: true, timeout: 15 * time.Minute},
 	{key: "upstream", name: "upstream fake", target: upstreamFake},
 }
 
@@ -120,6 +121,16 @@ func ccmkitSharedPools(ttl time.Duration) (*scale.Target, error) {
 func ccmkitLimited(ttl time.Duration) (*scale.Target, error) {
 	cfg := atScale(ttl)
 	cfg.RateLimit = fake.RateLimit{ReadsPerSecond: &limit.reads, WritesPerSecond: &limit.writes, Burst: 20}
+	return fakeWith(cfg, ttl)
+}
+
+// ccmkitRealistic is ccmkitSharedPools on the fake's realistic mode:
+// load balancers provision asynchronously, backends are kept by instance
+// ID, and the API allows 20 reads and 10 writes a second with
+// Retry-After (the rates of limit).
+func ccmkitRealistic(ttl time.Duration) (*scale.Target, error) {
+	cfg := atScale(ttl)
+	cfg.Realistic = true
 	return fakeWith(cfg, ttl)
 }
 
