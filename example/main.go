@@ -19,6 +19,18 @@
 // else, a Node left out of the backends), recorded by the
 // loadbalancer.Reconciler through the event broadcaster it starts when the
 // CCM initializes the cloud (see package loadbalancer, "Events").
+//
+// Beyond the upstream controllers it runs ccmkit's two housekeeping
+// controllers (package housekeeping), each with its own name for
+// --controllers and its flags in the "ccmkit housekeeping" flag set:
+//
+//   - drift-repair re-ensures every LoadBalancer Service each
+//     --drift-repair-period, putting back what was changed in the cloud
+//     behind the CCM's back;
+//   - orphan-collection deletes, each --orphan-collection-period, the load
+//     balancers tagged for this cluster whose Service UID is gone, once
+//     they have been orphaned for --orphan-grace-period
+//     (--orphan-dry-run only reports them).
 package main
 
 import (
@@ -41,6 +53,7 @@ import (
 	"k8s.io/klog/v2"
 
 	_ "github.com/ccmkit/ccmkit/fake" // registers provider "fake"
+	"github.com/ccmkit/ccmkit/housekeeping"
 	"github.com/ccmkit/ccmkit/provider"
 )
 
@@ -60,17 +73,47 @@ func newCommand() (*cobra.Command, error) {
 	if err != nil {
 		return nil, err
 	}
-	return app.NewCloudControllerManagerCommand(opts, initCloud, controllers(), names.CCMControllerAliases(), cliflag.NamedFlagSets{}, wait.NeverStop), nil
+	var h housekeepingOptions
+	return app.NewCloudControllerManagerCommand(opts, initCloud, controllers(&h), names.CCMControllerAliases(), h.flags(), wait.NeverStop), nil
 }
 
-// controllers returns the controller set to run. It clones
+// housekeepingOptions are the options of ccmkit's housekeeping
+// controllers, bound to their flags; the controllers read them when the
+// CCM starts them, after the flags are parsed.
+type housekeepingOptions struct {
+	drift   housekeeping.DriftRepairOptions
+	orphans housekeeping.OrphanCollectorOptions
+}
+
+// flags returns the "ccmkit housekeeping" flag set. Each flag's default is
+// 0, the package's default (stated in the help, from the field's doc), so
+// that the value lives in one place.
+func (h *housekeepingOptions) flags() cliflag.NamedFlagSets {
+	var sets cliflag.NamedFlagSets
+	fs := sets.FlagSet("ccmkit housekeeping")
+	fs.DurationVar(&h.drift.Period, "drift-repair-period", 0,
+		"How often the drift-repair controller re-ensures every LoadBalancer Service: a load balancer changed in the cloud behind the CCM's back is repaired within about one period. 0 means 10m.")
+	fs.DurationVar(&h.orphans.Period, "orphan-collection-period", 0,
+		"How often the orphan-collection controller lists the load balancers tagged for this cluster. 0 means 5m.")
+	fs.DurationVar(&h.orphans.GracePeriod, "orphan-grace-period", 0,
+		"How long a load balancer whose Service UID is gone stays before orphan-collection deletes it. 0 means 15m; negative means none.")
+	fs.BoolVar(&h.orphans.DryRun, "orphan-dry-run", false,
+		"Only report orphaned load balancers (a log line and an event per orphan); delete nothing.")
+	return sets
+}
+
+// controllers returns the controller set to run: the upstream ones and
+// ccmkit's housekeeping controllers, configured by h. It clones
 // app.DefaultInitFuncConstructors before any change: the upstream sample
 // (k8s.io/cloud-provider/sample/basic_main.go) edits the package-level map in
 // place, which leaks into every other user of the app package. Change the
 // clone here, e.g. to give each controller its own client name when running
 // with --use-service-account-credentials.
-func controllers() map[string]app.ControllerInitFuncConstructor {
-	return maps.Clone(app.DefaultInitFuncConstructors)
+func controllers(h *housekeepingOptions) map[string]app.ControllerInitFuncConstructor {
+	m := maps.Clone(app.DefaultInitFuncConstructors)
+	m[housekeeping.DriftRepairName] = housekeeping.DriftRepairController(&h.drift)
+	m[housekeeping.OrphanCollectionName] = housekeeping.OrphanCollectionController(&h.orphans)
+	return m
 }
 
 // initCloud builds the provider named by --cloud-provider from

@@ -7,6 +7,7 @@ import (
 
 	"k8s.io/cloud-provider/names"
 
+	"github.com/ccmkit/ccmkit/housekeeping"
 	"github.com/ccmkit/ccmkit/provider"
 )
 
@@ -32,17 +33,20 @@ func TestHelpListsFlags(t *testing.T) {
 }
 
 // TestControllersAreACopy checks that the controller set is a clone of the
-// upstream defaults with all four controllers, so changing it cannot change
+// upstream defaults with all four controllers and ccmkit's two
+// housekeeping ones, so changing it cannot change
 // app.DefaultInitFuncConstructors.
 func TestControllersAreACopy(t *testing.T) {
-	c := controllers()
-	for _, name := range []string{names.CloudNodeController, names.CloudNodeLifecycleController, names.ServiceLBController, names.NodeRouteController} {
+	var h housekeepingOptions
+	c := controllers(&h)
+	for _, name := range []string{names.CloudNodeController, names.CloudNodeLifecycleController, names.ServiceLBController, names.NodeRouteController,
+		housekeeping.DriftRepairName, housekeeping.OrphanCollectionName} {
 		if _, ok := c[name]; !ok {
 			t.Errorf("controller %q missing", name)
 		}
 	}
 	delete(c, names.ServiceLBController)
-	if _, ok := controllers()[names.ServiceLBController]; !ok {
+	if _, ok := controllers(&h)[names.ServiceLBController]; !ok {
 		t.Error("deleting from controllers() changed the upstream defaults")
 	}
 }

@@ -345,3 +345,14 @@ func (s *store) ingress(name string, vips []netip.Addr) []loadbalancer.Ingress {
 	}
 	return out
 }
+
+// Invalidate forwards to the cache behind d (loadbalancer.Cache.Invalidate),
+// so that loadbalancer.Reconciler.Invalidate reaches it through d.
+func (d freshLoadBalancers) Invalidate() {
+	if c, ok := d.next.(invalidator); ok {
+		c.Invalidate()
+	}
+}
+
+// invalidator is a Driver with a cache to drop (loadbalancer.Cache).
+type invalidator interface{ Invalidate() }

@@ -63,13 +63,15 @@ func poolApplyKind(k loadbalancer.PoolActionKind) kind {
 	return kind{Writes, Background}
 }
 
-// govern makes one governed call: f, if g admits a call of kind k, and
+// govern makes one governed call: f, if g admits a call of kind k (its
+// priority lowered to the cap of ctx, WithPriority), and
 // then tells g its result. A refused call is not made: its refusal is
 // returned, and the metered call of the block above it (ctx) is told that
 // no cloud call was made (cloudmetrics.MarkAnswered), since the Governor
 // counts refusals in metrics of its own. f's results are returned
 // unchanged.
 func govern[T any](ctx context.Context, g *Governor, k kind, f func() (T, error)) (T, error) {
+	k = capped(ctx, k)
 	if err := g.Admit(k.class, k.priority); err != nil {
 		cloudmetrics.MarkAnswered(ctx)
 		var zero T

@@ -660,13 +660,16 @@ func (r *Reconciler) begin(ctx context.Context, op, clusterName string, svc *v1.
 	return res, nil
 }
 
+// errEmptyCluster is the error of a call without a cluster identity.
+var errEmptyCluster = errors.New("loadbalancer: the cluster identity is empty: expected a clusterName argument (--cluster-name) or Options.ClusterID")
+
 func (r *Reconciler) owner(clusterName string, svc *v1.Service) (Owner, error) {
 	if svc == nil {
 		return Owner{}, errNilService
 	}
 	cluster := r.cluster(clusterName)
 	if cluster == "" {
-		return Owner{}, errors.New("loadbalancer: the cluster identity is empty: expected a clusterName argument (--cluster-name) or Options.ClusterID")
+		return Owner{}, errEmptyCluster
 	}
 	if svc.UID == "" {
 		return Owner{}, invalidService("service %s/%s: metadata.uid is empty: expected the Service's UID", svc.Namespace, svc.Name)

@@ -51,7 +51,8 @@ func MarkAnswered(ctx context.Context) {
 // (MarkAnswered), and records the call as Call does, with its duration
 // and ResultOf(its error, notFound...), unless a cache did. f must make
 // its call with the context it is given. Meter returns f's error
-// unchanged. Safe for concurrent use; calls may nest (a cache meters the
+// unchanged. A call it records is also counted in the Tally of ctx, if
+// any (WithTally). Safe for concurrent use; calls may nest (a cache meters the
 // calls it makes to the Driver it wraps with Meter too), and each
 // MarkAnswered marks the innermost.
 func Meter(ctx context.Context, capability, operation string, f func(ctx context.Context) error, notFound ...error) error {
@@ -60,6 +61,7 @@ func Meter(ctx context.Context, capability, operation string, f func(ctx context
 	err := f(c)
 	if !c.answered.Load() {
 		Observe(capability, operation, time.Since(start), ResultOf(err, notFound...))
+		count(ctx, operation)
 	}
 	return err
 }

@@ -1,0 +1,104 @@
+package housekeeping
+
+import (
+	"cmp"
+	"context"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/kubernetes/scheme"
+	v1core "k8s.io/client-go/kubernetes/typed/core/v1"
+	"k8s.io/client-go/tools/record"
+	cloudprovider "k8s.io/cloud-provider"
+	"k8s.io/cloud-provider/app"
+	"k8s.io/cloud-provider/app/config"
+	genericapp "k8s.io/controller-manager/app"
+	"k8s.io/controller-manager/controller"
+	"k8s.io/klog/v2"
+)
+
+// DriftRepairController returns the entry of the drift repair controller
+// for a CCM's controller map (the map app.NewCloudControllerManagerCommand
+// takes), under DriftRepairName, with its own client name. opts is read
+// when the CCM starts its controllers, after its flags are parsed, so a
+// main may bind flags to its fields. An empty ClusterName is the CCM's
+// --cluster-name; a nil Recorder is one that records through the CCM's
+// client, as component DriftRepairName. The controller is skipped, with a
+// warning, when the cloud has no LoadBalancer.
+func DriftRepairController(opts *DriftRepairOptions) app.ControllerInitFuncConstructor {
+	return constructor(DriftRepairName, func(ctx context.Context, lb cloudprovider.LoadBalancer, client kubernetes.Interface, c *config.CompletedConfig) (runner, error) {
+		o := *opts
+		o.ClusterName = cmp.Or(o.ClusterName, c.ComponentConfig.KubeCloudShared.ClusterName)
+		if o.Recorder == nil {
+			o.Recorder = recorder(ctx, client, DriftRepairName)
+		}
+		informers := c.SharedInformers.Core().V1()
+		return NewDriftRepair(lb, client, informers.Services(), informers.Nodes(), o)
+	})
+}
+
+// OrphanCollectionController is DriftRepairController for the orphan
+// collection controller, under OrphanCollectionName. The controller is
+// skipped, with a warning, when the cloud has no LoadBalancer or its
+// LoadBalancer cannot list what the cluster owns (Owners).
+func OrphanCollectionController(opts *OrphanCollectorOptions) app.ControllerInitFuncConstructor {
+	return constructor(OrphanCollectionName, func(ctx context.Context, lb cloudprovider.LoadBalancer, client kubernetes.Interface, c *config.CompletedConfig) (runner, error) {
+		owners, ok := lb.(Owners)
+		if !ok {
+			klog.FromContext(ctx).Info("Warning: the cloud's load balancers cannot list what the cluster owns (housekeeping.Owners); not starting", "controller", OrphanCollectionName, "type", klog.Format(lb))
+			return nil, nil
+		}
+		o := *opts
+		o.ClusterName = cmp.Or(o.ClusterName, c.ComponentConfig.KubeCloudShared.ClusterName)
+		if o.Recorder == nil {
+			o.Recorder = recorder(ctx, client, OrphanCollectionName)
+		}
+		return NewOrphanCollector(owners, client, c.SharedInformers.Core().V1().Services(), o)
+	})
+}
+
+// runner is a built controller.
+type runner interface {
+	controller.Interface
+	Run(ctx context.Context) error
+}
+
+// build builds a controller; a nil runner and nil error mean "skip".
+type build func(ctx context.Context, lb cloudprovider.LoadBalancer, client kubernetes.Interface, c *config.CompletedConfig) (runner, error)
+
+// constructor is the controller-map entry shared by both controllers: it
+// builds the controller with build when the CCM starts its controllers
+// and runs it until the CCM's context ends.
+func constructor(name string, b build) app.ControllerInitFuncConstructor {
+	return app.ControllerInitFuncConstructor{
+		InitContext: app.ControllerInitContext{ClientName: name},
+		Constructor: func(initContext app.ControllerInitContext, c *config.CompletedConfig, cloud cloudprovider.Interface) app.InitFunc {
+			return func(ctx context.Context, _ genericapp.ControllerContext) (controller.Interface, bool, error) {
+				lb, ok := cloud.LoadBalancer()
+				if !ok {
+					klog.FromContext(ctx).Info("Warning: the cloud has no load balancers; not starting", "controller", name)
+					return nil, false, nil
+				}
+				client := c.ClientBuilder.ClientOrDie(initContext.ClientName)
+				r, err := b(ctx, lb, client, c)
+				if err != nil || r == nil {
+					return nil, false, err
+				}
+				go func() { _ = r.Run(ctx) }() // Run returns nil when ctx ends
+				return r, true, nil
+			}
+		},
+	}
+}
+
+// recorder returns an event recorder writing through client as
+// component, whose broadcaster (and its goroutines) stop when ctx ends.
+func recorder(ctx context.Context, client kubernetes.Interface, component string) record.EventRecorder {
+	b := record.NewBroadcaster(record.WithContext(ctx))
+	b.StartRecordingToSink(&v1core.EventSinkImpl{Interface: client.CoreV1().Events("")})
+	go func() {
+		<-ctx.Done()
+		b.Shutdown()
+	}()
+	return b.NewRecorder(scheme.Scheme, v1.EventSource{Component: component})
+}
