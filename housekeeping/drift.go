@@ -209,7 +209,7 @@ func (d *DriftRepair) pass(ctx context.Context) passReport {
 		return r
 	}
 	share := d.opts.Period / time.Duration(max(len(keys), 1))
-	for _, key := range keys {
+	for i, key := range keys {
 		res, calls := d.check(ctx, key)
 		r[res]++
 		if res != driftSkipped {
@@ -218,6 +218,9 @@ func (d *DriftRepair) pass(ctx context.Context) passReport {
 		wait := share
 		if paced {
 			wait = share * time.Duration(calls)
+		}
+		if i == len(keys)-1 {
+			break // the next pass is Run's to schedule
 		}
 		if !sleep(ctx, d.opts.Clock, wait) {
 			break

@@ -162,7 +162,7 @@ func (o *OrphanCollector) pass(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	orphans, seen := findOrphans(orphansInput{cluster: o.opts.ClusterName, owned: owned, services: svcs,
+	orphans, seen := findOrphans(orphansInput{owned: owned, services: svcs,
 		seen: o.seen, now: o.opts.Clock.Now(), grace: o.opts.GracePeriod})
 	counts := map[orphanState]int{}
 	due := map[string]bool{}

@@ -39,10 +39,9 @@ type orphan struct {
 
 // orphansInput is the input of findOrphans.
 type orphansInput struct {
-	// cluster is the cluster identity the load balancers must be tagged
-	// with.
-	cluster string
-	// owned are the load balancers tagged for the cluster (ListOwned).
+	// owned are the load balancers tagged for the cluster (ListOwned,
+	// which knows the cluster identity: the provider's ClusterID or the
+	// --cluster-name).
 	owned []*loadbalancer.LoadBalancer
 	// services are every Service of the cluster (a synced informer's).
 	services []*v1.Service
@@ -57,10 +56,10 @@ type orphansInput struct {
 
 // findOrphans decides, from values only, which of the owned load
 // balancers are orphans and where each is: a load balancer is an orphan
-// when it carries the cluster's tag and a Service UID tag, and no Service
-// of the cluster has that UID. A load balancer without the UID tag (not
-// created by ccmkit, or another tool's) and one of another cluster are
-// never orphans. The result is in the order of owned; the second result
+// when it carries a Service UID tag and no Service of the cluster has that
+// UID. A load balancer without the UID tag (another tool's, or one a user
+// tagged by hand) is never an orphan; one of another cluster is not in
+// owned. The result is in the order of owned; the second result
 // is the new seen: the orphans' first-seen times (a load balancer no
 // longer orphaned is forgotten, so it starts a new grace period if it
 // is orphaned again).
@@ -75,7 +74,7 @@ func findOrphans(in orphansInput) ([]orphan, map[string]time.Time) {
 	seen := map[string]time.Time{}
 	for _, lb := range in.owned {
 		owner, tagged := loadbalancer.OwnerFromTags(lb.Tags)
-		if !tagged || owner.Cluster != in.cluster || owner.UID == "" || uids[owner.UID] {
+		if !tagged || owner.UID == "" || uids[owner.UID] {
 			continue
 		}
 		o := orphan{lb: lb, owner: owner, since: in.now}

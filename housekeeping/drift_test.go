@@ -1,0 +1,180 @@
+package housekeeping
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/record"
+
+	"github.com/ccmkit/ccmkit/fake"
+)
+
+func newDrift(t *testing.T, e *env, rec record.EventRecorder) *DriftRepair {
+	t.Helper()
+	informers := e.factory.Core().V1()
+	d, err := NewDriftRepair(e.lb, e.client, informers.Services(), informers.Nodes(),
+		DriftRepairOptions{ClusterName: testCluster, Period: time.Minute, Recorder: rec, Clock: e.clock})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d
+}
+
+// TestDriftRepairConverged: a pass over provisioned Services whose load
+// balancers match them makes no cloud write, and one List serves every
+// Service (the Reconciler over the fake's Cache, invalidated once).
+func TestDriftRepairConverged(t *testing.T) {
+	e := newEnv(t, 3)
+	for _, name := range []string{"a", "b", "c"} {
+		e.service("shop", name, types.UID("uid-"+name))
+	}
+	d := newDrift(t, e, nil)
+	var r passReport
+	got := e.callsDuring(func() { e.run(func() { r = d.pass(context.Background()) }) })
+	if diff := cmp.Diff(map[fake.Op]int64{fake.OpListLoadBalancers: 1}, got); diff != "" {
+		t.Errorf("cloud calls of a converged pass (-want +got):\n%s", diff)
+	}
+	if r[driftConverged] != 3 || r.total() != 3 {
+		t.Errorf("pass report %v: want 3 converged of 3", r)
+	}
+}
+
+// TestDriftRepairRepairs: a listener removed and the backends changed
+// behind the CCM's back (by a peer, through the same cloud, which the
+// CCM's cache does not hear of) are put back by the next pass, with the
+// fewest writes, an event on the Service, and the pass after that makes
+// no write.
+func TestDriftRepairRepairs(t *testing.T) {
+	e := newEnv(t, 3)
+	svc := e.service("shop", "web", "uid-web")
+	svc.Spec.Ports = append(svc.Spec.Ports, v1.ServicePort{Name: "https", Protocol: v1.ProtocolTCP, Port: 443, NodePort: 30443})
+	if _, err := e.lb.EnsureLoadBalancer(context.Background(), testCluster, svc, e.nodes); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.factory.Core().V1().Services().Informer().GetIndexer().Update(svc); err != nil {
+		t.Fatal(err)
+	}
+	// The drift: a peer of the cloud (another client of the same account)
+	// drops the https listener and one backend.
+	peer, err := fake.NewPeer(e.cloud, testClusterID, fake.PeerOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	plb, _ := peer.LoadBalancer()
+	drifted := svc.DeepCopy()
+	drifted.Spec.Ports = drifted.Spec.Ports[:1]
+	if _, err := plb.EnsureLoadBalancer(context.Background(), testCluster, drifted, e.nodes[:2]); err != nil {
+		t.Fatal(err)
+	}
+	rec := record.NewFakeRecorder(10)
+	d := newDrift(t, e, rec)
+	var r passReport
+	got := e.callsDuring(func() { e.run(func() { r = d.pass(context.Background()) }) })
+	want := map[fake.Op]int64{fake.OpListLoadBalancers: 1, fake.OpApplyLoadBalancer: 2} // AddListener, AddBackends
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("cloud calls of the repairing pass (-want +got):\n%s", diff)
+	}
+	if r[driftRepaired] != 1 {
+		t.Errorf("pass report %v: want 1 repaired", r)
+	}
+	lb, _ := e.cloud.LoadBalancerFor(testCluster, svc)
+	if len(lb.Spec.Listeners) != 2 || len(lb.Spec.Backends) != 3 {
+		t.Errorf("after the pass: %d listeners, %d backends; want 2 and 3", len(lb.Spec.Listeners), len(lb.Spec.Backends))
+	}
+	select {
+	case ev := <-rec.Events:
+		if want := "Normal LoadBalancerDriftRepaired Repaired the load balancer, which differed from the Service in the cloud: 2 cloud writes"; ev != want {
+			t.Errorf("event %q, want %q", ev, want)
+		}
+	default:
+		t.Error("no event recorded for the repair")
+	}
+	got = e.callsDuring(func() { e.run(func() { r = d.pass(context.Background()) }) })
+	if diff := cmp.Diff(map[fake.Op]int64{fake.OpListLoadBalancers: 1}, got); diff != "" {
+		t.Errorf("cloud calls of the pass after the repair (-want +got):\n%s", diff)
+	}
+}
+
+// TestDriftRepairTargets: only the Services the service controller has
+// provisioned are checked; the others are its to handle.
+func TestDriftRepairTargets(t *testing.T) {
+	e := newEnv(t, 1)
+	e.service("shop", "ready", "uid-ready")
+	class := "example.com/other"
+	now := metav1.Now()
+	for _, s := range []*v1.Service{
+		{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "cluster-ip", UID: "u1"}, Spec: v1.ServiceSpec{Type: v1.ServiceTypeClusterIP}},
+		{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "classed", UID: "u2"}, Spec: v1.ServiceSpec{Type: v1.ServiceTypeLoadBalancer, LoadBalancerClass: &class}},
+		{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "new", UID: "u3"}, Spec: v1.ServiceSpec{Type: v1.ServiceTypeLoadBalancer}},
+		{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "deleting", UID: "u4", DeletionTimestamp: &now, Finalizers: []string{"service.kubernetes.io/load-balancer-cleanup"}},
+			Spec: v1.ServiceSpec{Type: v1.ServiceTypeLoadBalancer}, Status: v1.ServiceStatus{LoadBalancer: v1.LoadBalancerStatus{Ingress: []v1.LoadBalancerIngress{{IP: "192.0.2.1"}}}}},
+	} {
+		if err := e.factory.Core().V1().Services().Informer().GetIndexer().Add(s); err != nil {
+			t.Fatal(err)
+		}
+	}
+	d := newDrift(t, e, nil)
+	keys, err := d.targets()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(keys) != 1 || keys[0].String() != "shop/ready" {
+		t.Errorf("targets %v, want [shop/ready]", keys)
+	}
+}
+
+// TestDriftRepairPatchesStatus: when the load balancer's address differs
+// from the Service's status (it was recreated behind the CCM's back), the
+// pass patches the status, as the service controller would.
+func TestDriftRepairPatchesStatus(t *testing.T) {
+	e := newEnv(t, 1)
+	svc := e.service("shop", "web", "uid-web")
+	stale := svc.DeepCopy()
+	stale.Status.LoadBalancer.Ingress = []v1.LoadBalancerIngress{{IP: "192.0.2.99"}}
+	if err := e.factory.Core().V1().Services().Informer().GetIndexer().Update(stale); err != nil {
+		t.Fatal(err)
+	}
+	d := newDrift(t, e, nil)
+	e.run(func() { d.pass(context.Background()) })
+	got, err := e.client.CoreV1().Services("shop").Get(context.Background(), "web", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(svc.Status.LoadBalancer, got.Status.LoadBalancer); diff != "" {
+		t.Errorf("status after the pass (-want +got):\n%s", diff)
+	}
+}
+
+// TestNewDriftRepairErrors: each bad argument is named.
+func TestNewDriftRepairErrors(t *testing.T) {
+	e := newEnv(t, 0)
+	informers := e.factory.Core().V1()
+	for _, tc := range []struct {
+		name, reason, want string
+		opts               DriftRepairOptions
+		nilLB              bool
+	}{
+		{name: "nil lb", reason: "the provider is required", nilLB: true, opts: DriftRepairOptions{ClusterName: "c"},
+			want: "housekeeping.NewDriftRepair: driver is nil: expected a non-nil cloudprovider.LoadBalancer"},
+		{name: "no cluster", reason: "every call needs the cluster name", opts: DriftRepairOptions{},
+			want: "housekeeping.NewDriftRepair: Options.ClusterName is empty: expected the CCM's --cluster-name"},
+		{name: "negative period", reason: "a period of none is meaningless", opts: DriftRepairOptions{ClusterName: "c", Period: -time.Second},
+			want: "housekeeping.NewDriftRepair: Options.Period -1s: expected 0 (the default, 10m0s) or more"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			lb := e.lb
+			if tc.nilLB {
+				lb = nil
+			}
+			_, err := NewDriftRepair(lb, e.client, informers.Services(), informers.Nodes(), tc.opts)
+			if err == nil || err.Error() != tc.want {
+				t.Errorf("error %v, want %q (%s)", err, tc.want, tc.reason)
+			}
+		})
+	}
+}
