@@ -111,8 +111,8 @@ func (h *housekeepingOptions) flags() cliflag.NamedFlagSets {
 // with --use-service-account-credentials.
 func controllers(h *housekeepingOptions) map[string]app.ControllerInitFuncConstructor {
 	m := maps.Clone(app.DefaultInitFuncConstructors)
-	m[housekeeping.DriftRepairName] = housekeeping.DriftRepairController(&h.drift)
-	m[housekeeping.OrphanCollectionName] = housekeeping.OrphanCollectionController(&h.orphans)
+	m[housekeeping.DriftRepairName] = housekeeping.NewDriftRepairController(&h.drift)
+	m[housekeeping.OrphanCollectionName] = housekeeping.NewOrphanCollectionController(&h.orphans)
 	return m
 }
 

@@ -64,7 +64,7 @@ func poolApplyKind(k loadbalancer.PoolActionKind) kind {
 }
 
 // govern makes one governed call: f, if g admits a call of kind k (its
-// priority lowered to the cap of ctx, WithPriority), and
+// priority lowered to the cap of ctx, AtPriority), and
 // then tells g its result. A refused call is not made: its refusal is
 // returned, and the metered call of the block above it (ctx) is told that
 // no cloud call was made (cloudmetrics.MarkAnswered), since the Governor

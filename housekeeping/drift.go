@@ -82,7 +82,7 @@ type Invalidator interface {
 // pass that repairs or reads per Service spreads its calls over the
 // period; with another provider each Ensure gets an equal share of the
 // period. Its calls are admitted by a governor at background priority
-// (governor.WithPriority), after everything the upstream controllers need.
+// (governor.AtPriority), after everything the upstream controllers need.
 // A changed ingress is patched into the Service's status, as the service
 // controller does (controllers/service/controller.go patchStatus).
 //
@@ -261,7 +261,7 @@ func (d *DriftRepair) check(ctx context.Context, key cache.ObjectName) (driftRes
 		return driftError, 0
 	}
 	nodes = slices.DeleteFunc(nodes, func(n *v1.Node) bool { return !inBackends(n) })
-	callCtx, tally := cloudmetrics.WithTally(governor.WithPriority(ctx, governor.Background))
+	callCtx, tally := cloudmetrics.StartTally(governor.AtPriority(ctx, governor.Background))
 	status, err := d.lb.EnsureLoadBalancer(callCtx, d.opts.ClusterName, svc, nodes)
 	calls := 0
 	for _, n := range tally.Calls() {

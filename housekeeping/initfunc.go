@@ -17,7 +17,7 @@ import (
 	"k8s.io/klog/v2"
 )
 
-// DriftRepairController returns the entry of the drift repair controller
+// NewDriftRepairController returns the entry of the drift repair controller
 // for a CCM's controller map (the map app.NewCloudControllerManagerCommand
 // takes), under DriftRepairName, with its own client name. opts is read
 // when the CCM starts its controllers, after its flags are parsed, so a
@@ -25,7 +25,7 @@ import (
 // --cluster-name; a nil Recorder is one that records through the CCM's
 // client, as component DriftRepairName. The controller is skipped, with a
 // warning, when the cloud has no LoadBalancer.
-func DriftRepairController(opts *DriftRepairOptions) app.ControllerInitFuncConstructor {
+func NewDriftRepairController(opts *DriftRepairOptions) app.ControllerInitFuncConstructor {
 	return constructor(DriftRepairName, func(ctx context.Context, lb cloudprovider.LoadBalancer, client kubernetes.Interface, c *config.CompletedConfig) (runner, error) {
 		o := *opts
 		o.ClusterName = cmp.Or(o.ClusterName, c.ComponentConfig.KubeCloudShared.ClusterName)
@@ -37,11 +37,11 @@ func DriftRepairController(opts *DriftRepairOptions) app.ControllerInitFuncConst
 	})
 }
 
-// OrphanCollectionController is DriftRepairController for the orphan
+// NewOrphanCollectionController is NewDriftRepairController for the orphan
 // collection controller, under OrphanCollectionName. The controller is
 // skipped, with a warning, when the cloud has no LoadBalancer or its
 // LoadBalancer cannot list what the cluster owns (Owners).
-func OrphanCollectionController(opts *OrphanCollectorOptions) app.ControllerInitFuncConstructor {
+func NewOrphanCollectionController(opts *OrphanCollectorOptions) app.ControllerInitFuncConstructor {
 	return constructor(OrphanCollectionName, func(ctx context.Context, lb cloudprovider.LoadBalancer, client kubernetes.Interface, c *config.CompletedConfig) (runner, error) {
 		owners, ok := lb.(Owners)
 		if !ok {

@@ -52,7 +52,7 @@ func MarkAnswered(ctx context.Context) {
 // and ResultOf(its error, notFound...), unless a cache did. f must make
 // its call with the context it is given. Meter returns f's error
 // unchanged. A call it records is also counted in the Tally of ctx, if
-// any (WithTally). Safe for concurrent use; calls may nest (a cache meters the
+// any (StartTally). Safe for concurrent use; calls may nest (a cache meters the
 // calls it makes to the Driver it wraps with Meter too), and each
 // MarkAnswered marks the innermost.
 func Meter(ctx context.Context, capability, operation string, f func(ctx context.Context) error, notFound ...error) error {

@@ -22,10 +22,10 @@ type Tally struct {
 	calls map[string]int // operation → calls
 }
 
-// WithTally returns a context whose metered calls (Meter) are counted in
+// StartTally returns a context whose metered calls (Meter) are counted in
 // the returned Tally, and the Tally. A Tally already in ctx is replaced
 // for the calls made with the new context.
-func WithTally(ctx context.Context) (context.Context, *Tally) {
+func StartTally(ctx context.Context) (context.Context, *Tally) {
 	t := &Tally{calls: map[string]int{}}
 	return context.WithValue(ctx, tallyKey{}, t), t
 }
