@@ -31,7 +31,7 @@ func TestFindOrphans(t *testing.T) {
 		return &loadbalancer.LoadBalancer{ID: id, Tags: tags}
 	}
 	svc := func(name, uid string, provisioned bool) *v1.Service {
-		s := &v1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name, }, Spec: v1.ServiceSpec{Type: v1.ServiceTypeLoadBalancer}}
+		s := &v1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name}, Spec: v1.ServiceSpec{Type: v1.ServiceTypeLoadBalancer}}
 		s.UID = types.UID(uid)
 		if provisioned {
 			s.Finalizers = []string{servicehelper.LoadBalancerCleanupFinalizer}
