@@ -251,23 +251,16 @@ func (d *DriftRepair) targets() ([]cache.ObjectName, error) {
 // provider does not meter them).
 func (d *DriftRepair) check(ctx context.Context, key cache.ObjectName) (driftResult, int) {
 	logger := klog.FromContext(ctx)
-	svc, err := d.services.Services(key.Namespace).Get(key.Name)
-	if err != nil || !provisioned(svc) {
-		return driftSkipped, 0 // deleted or changed since the list: the service controller's
-	}
-	nodes, err := d.nodes.List(labels.Everything())
-	if err != nil {
-		logger.Error(err, "Listing Nodes for drift repair")
-		return driftError, 0
-	}
-	nodes = slices.DeleteFunc(nodes, func(n *v1.Node) bool { return !inBackends(n) })
 	callCtx, tally := cloudmetrics.StartTally(governor.AtPriority(ctx, governor.Background))
-	status, err := d.lb.EnsureLoadBalancer(callCtx, d.opts.ClusterName, svc, nodes)
+	svc, status, err := d.ensure(callCtx, key)
 	calls := 0
 	for _, n := range tally.Calls() {
 		calls += n
 	}
-	if err != nil {
+	switch {
+	case svc == nil:
+		return driftSkipped, calls
+	case err != nil:
 		var retry *api.RetryError
 		if errors.As(err, &retry) {
 			logger.V(2).Info("Drift repair deferred to the next pass", "service", klog.KObj(svc), "err", err)
@@ -285,13 +278,59 @@ func (d *DriftRepair) check(ctx context.Context, key cache.ObjectName) (driftRes
 			d.opts.Recorder.Eventf(svc, v1.EventTypeNormal, "LoadBalancerDriftRepaired", "Repaired the load balancer, which differed from the Service in the cloud: %d cloud writes", w)
 		}
 	}
-	if status != nil && !servicehelper.LoadBalancerStatusEqual(&svc.Status.LoadBalancer, status) {
-		updated := svc.DeepCopy()
-		updated.Status.LoadBalancer = *status
-		if _, err := servicehelper.PatchService(d.client.CoreV1(), svc, updated); err != nil && !apierrors.IsNotFound(err) {
-			logger.Error(err, "Patching the load balancer status after drift repair", "service", klog.KObj(svc))
-			return driftError, calls
-		}
+	if err := d.patchStatus(svc, status); err != nil {
+		logger.Error(err, "Patching the load balancer status after drift repair", "service", klog.KObj(svc))
+		return driftError, calls
 	}
 	return res, calls
+}
+
+// ensure calls EnsureLoadBalancer for the Service key as the informer has
+// it, with the Nodes the service controller would pass, and returns the
+// Service it ensured (nil when it is gone or no longer provisioned: the
+// service controller's to handle). When the informer has a newer Service
+// afterwards, it ensures that one too: the service controller may have
+// ensured the newer one while this call, holding the older, waited for
+// the Service's turn, and the cloud must not be left at the older spec.
+func (d *DriftRepair) ensure(ctx context.Context, key cache.ObjectName) (*v1.Service, *v1.LoadBalancerStatus, error) {
+	var svc *v1.Service
+	for range 2 {
+		current, err := d.services.Services(key.Namespace).Get(key.Name)
+		if err != nil || !provisioned(current) {
+			return nil, nil, nil
+		}
+		if svc != nil && current.ResourceVersion == svc.ResourceVersion {
+			break
+		}
+		svc = current
+		nodes, err := d.nodes.List(labels.Everything())
+		if err != nil {
+			return svc, nil, fmt.Errorf("listing Nodes: %w", err)
+		}
+		nodes = slices.DeleteFunc(nodes, func(n *v1.Node) bool { return !inBackends(n) })
+		status, err := d.lb.EnsureLoadBalancer(ctx, d.opts.ClusterName, svc, nodes)
+		if err != nil {
+			return svc, nil, err
+		}
+		if latest, err := d.services.Services(key.Namespace).Get(key.Name); err != nil || latest.ResourceVersion == svc.ResourceVersion {
+			return svc, status, nil
+		}
+	}
+	return svc, nil, nil // ensured twice; a Service changing this fast is the service controller's
+}
+
+// patchStatus patches the Service's load-balancer status when status
+// differs from it, as the service controller does
+// (controllers/service/controller.go patchStatus): a load balancer
+// recreated behind the CCM's back may have a new address.
+func (d *DriftRepair) patchStatus(svc *v1.Service, status *v1.LoadBalancerStatus) error {
+	if status == nil || servicehelper.LoadBalancerStatusEqual(&svc.Status.LoadBalancer, status) {
+		return nil
+	}
+	updated := svc.DeepCopy()
+	updated.Status.LoadBalancer = *status
+	if _, err := servicehelper.PatchService(d.client.CoreV1(), svc, updated); err != nil && !apierrors.IsNotFound(err) {
+		return err
+	}
+	return nil
 }

@@ -10,6 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/record"
+	cloudprovider "k8s.io/cloud-provider"
 
 	"github.com/ccmkit/ccmkit/fake"
 )
@@ -176,5 +177,55 @@ func TestNewDriftRepairErrors(t *testing.T) {
 				t.Errorf("error %v, want %q (%s)", err, tc.want, tc.reason)
 			}
 		})
+	}
+}
+
+// racingLB is a LoadBalancer during whose first EnsureLoadBalancer the
+// Service changes (the informer gets a newer version), as when the
+// service controller ensures an update while drift repair holds the
+// older Service.
+type racingLB struct {
+	cloudprovider.LoadBalancer
+	during  func()
+	ensured []string // the resourceVersions ensured
+}
+
+func (r *racingLB) EnsureLoadBalancer(ctx context.Context, cluster string, svc *v1.Service, nodes []*v1.Node) (*v1.LoadBalancerStatus, error) {
+	r.ensured = append(r.ensured, svc.ResourceVersion)
+	if r.during != nil {
+		r.during()
+		r.during = nil
+	}
+	return r.LoadBalancer.EnsureLoadBalancer(ctx, cluster, svc, nodes)
+}
+
+// TestDriftRepairNeverLeavesAnOlderSpec: when the Service changes while
+// drift repair ensures it, drift repair ensures the newer version too, so
+// the cloud ends at the newest spec whichever call went last.
+func TestDriftRepairNeverLeavesAnOlderSpec(t *testing.T) {
+	e := newEnv(t, 1)
+	svc := e.service("shop", "web", "uid-web")
+	svc.ResourceVersion = "1"
+	indexer := e.factory.Core().V1().Services().Informer().GetIndexer()
+	if err := indexer.Update(svc); err != nil {
+		t.Fatal(err)
+	}
+	newer := svc.DeepCopy()
+	newer.ResourceVersion = "2"
+	newer.Spec.Ports = append(newer.Spec.Ports, v1.ServicePort{Name: "https", Protocol: v1.ProtocolTCP, Port: 443, NodePort: 30443})
+	lb := &racingLB{LoadBalancer: e.lb, during: func() {
+		if err := indexer.Update(newer); err != nil {
+			t.Error(err)
+		}
+	}}
+	e.lb = lb
+	d := newDrift(t, e, nil)
+	e.run(func() { d.pass(context.Background()) })
+	if diff := cmp.Diff([]string{"1", "2"}, lb.ensured); diff != "" {
+		t.Errorf("versions ensured (-want +got):\n%s", diff)
+	}
+	got, _ := e.cloud.LoadBalancerFor(testCluster, svc)
+	if len(got.Spec.Listeners) != 2 {
+		t.Errorf("%d listeners after the pass; want 2, the newer Service's", len(got.Spec.Listeners))
 	}
 }
