@@ -169,11 +169,11 @@ func writeFileAtomic(path, data string) error {
 // percent-encoded '/' (400). It never sends CORS headers. Bodies are
 // decoded strictly: a key repeated in one object at any depth, a field
 // spelled in another case, an unknown field or data after the object is a
-// 400 naming it. Operations without a body (the instance actions,
-// DELETE /instances/{id}, POST /calls/reset, DELETE /faults) take an empty
-// body or {}. Instance IDs, in a body or a path, must not be "." or "..",
-// be longer than 128 bytes, or hold '/', '\', '%', '?', '#', white space,
-// control or format characters (400). A slow client is cut off: 5s to send
+// 400 naming it. Operations without a body (the instance actions, every
+// DELETE, POST /calls/reset) take an empty body or {}. Instance IDs, in a
+// body or a path, must not be "." or "..", be longer than 128 bytes, or
+// hold '/', '\', '%', '?', '#', white space, control or format characters
+// (400). A slow client is cut off: 5s to send
 // the headers, 10s for the whole request, 30s to read the response, 1m idle
 // between requests on a connection (a body still incomplete at 10s is a
 // 408). A request's work on the cloud ends after 20s, or when its client
@@ -191,8 +191,21 @@ func writeFileAtomic(path, data string) error {
 //	POST   /instances/{id}/start      200 Instance; stopped → running
 //	POST   /instances/{id}/terminate  200 Instance; → terminated (the Node is deleted)
 //	GET    /loadbalancers             200 [LoadBalancer]
+//	POST   /loadbalancers             201 LoadBalancer; body: loadbalancer.LoadBalancer
+//	                                      (name, tags, spec; no id, no ingress), created
+//	                                      as in the cloud's console (CreateLoadBalancer)
+//	DELETE /loadbalancers/{id}/listeners/{protocol}/{port}
+//	                                  200 LoadBalancer; its listeners of that protocol
+//	                                      (TCP, UDP, SCTP) and port removed, of every
+//	                                      family (RemoveListener)
+//	DELETE /loadbalancers/{id}/backends/{key}
+//	                                  200 LoadBalancer; its backends of that key removed
+//	                                      (RemoveBackend)
 //	GET    /backendpools              200 [loadbalancer.Pool]: the shared backend pools
 //	                                      ([] unless loadBalancers.backendPools is shared)
+//	DELETE /backendpools/{id}/backends/{key}
+//	                                  200 loadbalancer.Pool; its members of that key
+//	                                      removed (RemoveBackendPoolMember)
 //	GET    /routes                    200 [Route]; ?cluster=NAME keeps one cluster's
 //	GET    /calls                     200 Calls: cloud API calls so far, throttled ones too
 //	POST   /calls/reset               204; counters back to zero
@@ -206,9 +219,13 @@ func writeFileAtomic(path, data string) error {
 //	PUT    /provisioning              200 {"delay"}; body {"delay": "5s"} ("0s": none)
 //
 // Statuses: 400 for a body that is not valid JSON, has unknown fields or
-// invalid values; 404 for an unknown path or instance; 405 for a wrong
-// method; 409 for starting or stopping a terminated instance, adding an
-// existing ID or adding an instance when its network has no free address;
+// invalid values, and for a load balancer, listener or backend key the
+// cloud refuses (naming the field, the value and what was expected); 404
+// for an unknown path, instance, load balancer, backend pool, or a listener
+// or backend the load balancer (or pool) does not have (the message lists
+// those it has); 405 for a wrong method; 409 for starting or stopping a
+// terminated instance, adding an existing ID, or adding an instance or a
+// load balancer when its network or VIP pool has no free address;
 // 413 for a body over 1 MiB; 415 for a Content-Type other than
 // application/json; 403 and 421 as above; 500 for a state file that cannot
 // be read; 503 for a state file whose lock was not free in time. In POST
@@ -226,6 +243,21 @@ func writeFileAtomic(path, data string) error {
 // every bucket starts full; a new delay applies to load balancers created
 // afterwards.
 //
+// The load-balancer routes change the cloud as a user in its console
+// would, behind the cloud-controller-manager's back (see
+// CreateLoadBalancer): they are not cloud API calls (GET /calls does not
+// count them, faults and the rate limit do not apply), and the CCM is not
+// told: it sees the change at its first list of load balancers after
+// loadBalancerCacheTTL, or after DELETE /faults drops its cache. A
+// backend's {key} is what the cloud keeps of it (the load balancer's
+// spec.backendKey): the Node name, or with loadBalancers.backends
+// instanceID the provider ID. It is path-escaped (url.PathEscape), then
+// escaped again as a path segment, since a percent-encoded '/' in the path
+// is refused: the backend fake://i-3 is
+// /loadbalancers/lb-1/backends/fake:%252F%252Fi-3 (a Node name needs no
+// escaping). A load balancer that sends traffic to a shared backend pool
+// (spec.backendPool) has its backends in the pool: remove them there.
+//
 // JSON shapes (field names as in the json tags of the Go types):
 //
 //	Instance     {"id", "name", "zone", "region", "type", "internalIPs": [], "externalIPs": [],
@@ -233,6 +265,12 @@ func writeFileAtomic(path, data string) error {
 //	LoadBalancer {"id", "name", "tags": {}, "spec": {...}, "ingress": [...]: loadbalancer.LoadBalancer,
 //	              "vips": [], "provisioning": true (only while provisioning),
 //	              "readyAt": RFC 3339 (only with a delay)}
+//	loadbalancer.LoadBalancer (POST /loadbalancers)
+//	             {"name", "tags": {}, "spec": {"ipFamilies": ["IPv4"], "requestedIPs": [],
+//	              "listeners": [{"family", "protocol", "port", "nodePort"}],
+//	              "backends": [{"nodeName", "providerID", "ipv4", "ipv6"}], "backendPool",
+//	              "healthCheck": {"protocol": "HTTP", "port", "path"}, "sourceRanges": [],
+//	              "sessionAffinity": {"clientIP", "timeoutSeconds"}, "settings": {}}}
 //	Route        {"cluster", "name", "destinationCIDR", "targetNode", "targetNodeAddresses": []}
 //	State        {"clusterID", "instances": [], "loadBalancers": [], "routes": [],
 //	              "pools": [{"purpose", "cidr", "allocated"}]}

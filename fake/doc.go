@@ -135,8 +135,16 @@
 //     The Cloud's own writes are seen at once, another process's (stateFile)
 //     at the next look-up; a change a peer (NewPeer) made to a load balancer
 //     this Cloud has listed is seen at its next list, within
-//     loadBalancerCacheTTL. DELETE /faults and SetInterceptor drop the
-//     cache, with its memory of a failed list.
+//     loadBalancerCacheTTL, and so is a change made as in a cloud's
+//     console, through the control surface of this Cloud or a peer
+//     (CreateLoadBalancer, RemoveListener, RemoveBackend,
+//     RemoveBackendPoolMember) or its admin endpoint (POST /loadbalancers,
+//     DELETE
+//     /loadbalancers/{id}/listeners/{protocol}/{port},
+//     /loadbalancers/{id}/backends/{key} and
+//     /backendpools/{id}/backends/{key}): the cloud does not tell the
+//     provider. DELETE /faults and SetInterceptor drop the cache, with its
+//     memory of a failed list.
 //   - ListRoutes costs a ListInstances call besides ReadRouteTable when
 //     any listed route has a target: it marks routes whose target instance
 //     is gone as Blackhole.

@@ -218,7 +218,7 @@ func (s *store) targets(bs []loadbalancer.Backend, adding bool) ([]loadbalancer.
 	for i, b := range bs {
 		if adding {
 			if err := s.checkTarget(b); err != nil {
-				return nil, fmt.Errorf("fake: %w", err)
+				return nil, err // wraps errInvalidBackend, which says "fake: "
 			}
 		}
 		out[i] = loadbalancer.Backend{ProviderID: b.ProviderID}

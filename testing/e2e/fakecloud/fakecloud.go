@@ -14,9 +14,11 @@ import (
 	"strings"
 	"time"
 
+	v1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/yaml"
 
 	"github.com/ccmkit/ccmkit/fake"
+	"github.com/ccmkit/ccmkit/loadbalancer"
 )
 
 // WriteConfig writes cfg as the YAML --cloud-config file at path, after
@@ -227,6 +229,50 @@ func (a *Admin) instanceAction(ctx context.Context, id, action string) (fake.Ins
 func (a *Admin) LoadBalancers(ctx context.Context) ([]fake.LoadBalancer, error) {
 	var out []fake.LoadBalancer
 	err := a.do(ctx, http.MethodGet, "/loadbalancers", nil, &out)
+	return out, err
+}
+
+// CreateLoadBalancer creates a load balancer behind the CCM's back, as a
+// user in the cloud's console would (POST /loadbalancers; see
+// fake.Cloud.CreateLoadBalancer): lb's Name, Tags and Spec, without ID or
+// Ingress, which the cloud assigns. Tag it with another cluster's
+// loadbalancer.TagCluster, or with no ccmkit tag, to check that the CCM
+// leaves it alone. It returns the load balancer as the fake keeps it, with
+// its ID and VIPs; an *APIError 400 names a field the fake refuses.
+func (a *Admin) CreateLoadBalancer(ctx context.Context, lb loadbalancer.LoadBalancer) (fake.LoadBalancer, error) {
+	return a.loadBalancer(ctx, http.MethodPost, "/loadbalancers", lb)
+}
+
+// RemoveListener removes the listeners of load balancer id with protocol
+// and port, of every IP family, behind the CCM's back (DELETE
+// /loadbalancers/{id}/listeners/{protocol}/{port}), and returns the load
+// balancer as the fake keeps it. The CCM sees the change at its first
+// list after its load-balancer cache's TTL, or after ClearFaults drops the
+// cache. An unknown id or listener is an *APIError 404.
+func (a *Admin) RemoveListener(ctx context.Context, id string, protocol v1.Protocol, port int32) (fake.LoadBalancer, error) {
+	path := fmt.Sprintf("/loadbalancers/%s/listeners/%s/%d", url.PathEscape(id), url.PathEscape(string(protocol)), port)
+	return a.loadBalancer(ctx, http.MethodDelete, path, nil)
+}
+
+// RemoveBackend removes the backends of load balancer id whose key is key
+// behind the CCM's back (DELETE /loadbalancers/{id}/backends/{key}), and
+// returns the load balancer as the fake keeps it. The key is what the fake
+// keeps of a backend: the Node name, or with loadBalancers.backends
+// instanceID the provider ID ("fake://<instance ID>"; escaped here as the
+// endpoint requires). The CCM sees the change as for RemoveListener. An
+// unknown id or key is an *APIError 404; for a load balancer served from
+// a shared backend pool the message names the pool.
+func (a *Admin) RemoveBackend(ctx context.Context, id, key string) (fake.LoadBalancer, error) {
+	// The key is path-escaped, then escaped again as a path segment: the
+	// endpoint refuses a percent-encoded '/' in the path itself.
+	path := "/loadbalancers/" + url.PathEscape(id) + "/backends/" + url.PathEscape(url.PathEscape(key))
+	return a.loadBalancer(ctx, http.MethodDelete, path, nil)
+}
+
+// loadBalancer sends a request whose answer is a load balancer.
+func (a *Admin) loadBalancer(ctx context.Context, method, path string, body any) (fake.LoadBalancer, error) {
+	var out fake.LoadBalancer
+	err := a.do(ctx, method, path, body, &out)
 	return out, err
 }
 

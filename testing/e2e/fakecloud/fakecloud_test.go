@@ -18,6 +18,7 @@ import (
 
 	"github.com/ccmkit/ccmkit/fake"
 	"github.com/ccmkit/ccmkit/instances"
+	"github.com/ccmkit/ccmkit/loadbalancer"
 	"github.com/ccmkit/ccmkit/provider"
 	"github.com/ccmkit/ccmkit/testing/e2e/fakecloud"
 )
@@ -246,5 +247,98 @@ func TestShared(t *testing.T) {
 
 	if _, err := fakecloud.OpenShared(fake.Config{}); err == nil || !strings.Contains(err.Error(), "stateFile") {
 		t.Errorf("OpenShared without stateFile = %v; want an error naming stateFile", err)
+	}
+}
+
+// TestAdminLoadBalancerEdits: the client's load-balancer edits against a
+// fake keeping instance targets: a load balancer of another cluster
+// seeded, a listener and a backend (by provider ID, which the client
+// escapes) removed from the CCM's load balancer behind its back, none
+// counted as a cloud call, errors as *APIError with the status; once its
+// cache is dropped, the CCM repairs the drift.
+func TestAdminLoadBalancerEdits(t *testing.T) {
+	ctx := t.Context()
+	cloud, admin := startCloud(t, fake.Config{ClusterID: "c1", Instances: fakecloud.Instances("n", 2), LoadBalancers: fake.LoadBalancerSection{Backends: fake.BackendsInstanceID}})
+	equate := cmp.Options{cmpopts.EquateComparable(netip.Addr{}, netip.Prefix{}), cmpopts.EquateEmpty()}
+
+	foreign, err := admin.CreateLoadBalancer(ctx, loadbalancer.LoadBalancer{
+		Name: "other-web",
+		Tags: map[string]string{loadbalancer.TagCluster: "other", loadbalancer.TagServiceUID: "uid-other"},
+		Spec: loadbalancer.Spec{
+			IPFamilies: []v1.IPFamily{v1.IPv4Protocol},
+			Listeners:  []loadbalancer.Listener{{ListenerKey: loadbalancer.ListenerKey{Family: v1.IPv4Protocol, Protocol: v1.ProtocolTCP, Port: 443}}},
+			Backends:   []loadbalancer.Backend{{ProviderID: "fake://i-n-1"}},
+		},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if foreign.ID == "" || len(foreign.VIPs) != 1 || foreign.Tags[loadbalancer.TagCluster] != "other" {
+		t.Errorf("CreateLoadBalancer = %+v; want an ID, a VIP and the other cluster's tag", foreign)
+	}
+
+	lb, _ := cloud.LoadBalancer()
+	var nodes []*v1.Node
+	for _, id := range []string{"i-n-1", "i-n-2"} {
+		node, err := cloud.NodeFor(id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		nodes = append(nodes, node)
+	}
+	svc := &v1.Service{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "web", UID: "uid-web"},
+		Spec:       v1.ServiceSpec{Type: v1.ServiceTypeLoadBalancer, Ports: []v1.ServicePort{{Port: 80, NodePort: 30080, Protocol: v1.ProtocolTCP}}},
+	}
+	if _, err := lb.EnsureLoadBalancer(ctx, "c", svc, nodes); err != nil {
+		t.Fatal(err)
+	}
+	want, _ := cloud.LoadBalancerFor("c", svc)
+	calls, err := admin.Calls(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	got, err := admin.RemoveListener(ctx, want.ID, v1.ProtocolTCP, 80)
+	if err != nil || len(got.Spec.Listeners) != 0 {
+		t.Errorf("RemoveListener(TCP, 80) = %+v, %v; want the load balancer without listeners", got, err)
+	}
+	got, err = admin.RemoveBackend(ctx, want.ID, "fake://i-n-2")
+	if diff := cmp.Diff([]loadbalancer.Backend{{ProviderID: "fake://i-n-1"}}, got.Spec.Backends, equate); err != nil || diff != "" {
+		t.Errorf("RemoveBackend(fake://i-n-2) = %v; backends (-want +got):\n%s", err, diff)
+	}
+	if now, _ := cloud.LoadBalancerFor("c", svc); !cmp.Equal(got, now, equate) {
+		t.Errorf("the client returned %+v; the cloud has %+v", got, now)
+	}
+	if after, err := admin.Calls(ctx); err != nil || !cmp.Equal(calls, after) {
+		t.Errorf("Calls() after the edits = %+v, %v; want %+v: the edits are not cloud calls", after, err, calls)
+	}
+
+	var apiErr *fakecloud.APIError
+	for _, tt := range []struct {
+		name, reason string
+		do           func() error
+		status       int
+	}{
+		{"no such backend", "the load balancer has no backend of that key", func() error { _, err := admin.RemoveBackend(ctx, want.ID, "fake://i-n-9"); return err }, http.StatusNotFound},
+		{"no such load balancer", "no load balancer has that ID", func() error { _, err := admin.RemoveListener(ctx, "lb-404", v1.ProtocolTCP, 80); return err }, http.StatusNotFound},
+		{"ID given", "the cloud assigns IDs", func() error {
+			_, err := admin.CreateLoadBalancer(ctx, loadbalancer.LoadBalancer{ID: "lb-7", Name: "x", Spec: loadbalancer.Spec{IPFamilies: []v1.IPFamily{v1.IPv4Protocol}}})
+			return err
+		}, http.StatusBadRequest},
+	} {
+		if err := tt.do(); !errors.As(err, &apiErr) || apiErr.StatusCode != tt.status || apiErr.Message == "" {
+			t.Errorf("%s: err = %v; want an *APIError %d with a message (%s)", tt.name, err, tt.status, tt.reason)
+		}
+	}
+
+	if err := admin.ClearFaults(ctx); err != nil { // drops the CCM's load-balancer cache
+		t.Fatal(err)
+	}
+	if _, err := lb.EnsureLoadBalancer(ctx, "c", svc, nodes); err != nil {
+		t.Fatal(err)
+	}
+	if repaired, _ := cloud.LoadBalancerFor("c", svc); !cmp.Equal(want, repaired, equate) {
+		t.Errorf("after ClearFaults, EnsureLoadBalancer left %+v; want the drift repaired: %+v", repaired, want)
 	}
 }

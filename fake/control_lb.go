@@ -1,0 +1,538 @@
+package fake
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"net/netip"
+	"slices"
+	"strings"
+	"unicode"
+	"unicode/utf8"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/ccmkit/ccmkit/loadbalancer"
+)
+
+// The load-balancer edits of the control surface: what a user does to the
+// cloud's load balancers in its console, behind the provider's back, to
+// make drift for the provider to repair, or to seed load balancers the
+// provider did not create (another cluster's, or ones without ccmkit
+// tags). Like the rest of the control surface they act on the store
+// directly: they are not cloud API calls, so they are not counted
+// (Calls), rate limited or failed by faults (Funcs). Each change goes
+// through loadbalancer.Apply (store.applyLB), the reference semantics of
+// the matching loadbalancer.Action, in one transaction: on error nothing
+// changes. With Config.StateFile the change is saved before the method
+// returns.
+//
+// The provider is not told, as a real cloud does not tell it: a Cloud's
+// load-balancer cache (loadbalancer.Cache) keeps what it listed until
+// loadBalancerCacheTTL passes or the cache is dropped (DELETE /faults,
+// SetInterceptor), so its Reconciler sees an edit at its first list after
+// that. A Cloud in another process (Config.StateFile) drops its cache when
+// it finds the file changed, as for any change another process makes.
+
+// Errors of the load-balancer edits; the admin endpoint maps them to
+// their statuses (writeLBError). A load balancer that does not exist is
+// loadbalancer.ErrNotFound, wrapped.
+var (
+	// errInvalidLoadBalancer: CreateLoadBalancer with invalid fields (the
+	// error names each field, its value and what was expected), or input
+	// the cloud refuses (a requested IP outside its pool or taken, a
+	// backend pool that does not exist).
+	errInvalidLoadBalancer = errors.New("fake: invalid load balancer")
+	// errInvalidListener: RemoveListener with a protocol or port no
+	// listener can have.
+	errInvalidListener = errors.New("fake: invalid listener")
+	// errListenerNotFound: the load balancer has no listener of the
+	// protocol and port.
+	errListenerNotFound = errors.New("fake: listener not found")
+	// errBackendNotFound: the load balancer (or backend pool) has no
+	// backend of the key.
+	errBackendNotFound = errors.New("fake: backend not found")
+	// errBackendPoolNotFound: no shared backend pool has the ID.
+	errBackendPoolNotFound = errors.New("fake: backend pool not found")
+)
+
+// CreateLoadBalancer creates a load balancer as a user would in the
+// cloud's console: lb's Name, Tags and Spec, with an ID assigned as the
+// cloud assigns them ("lb-<n>"), a VIP of each of Spec.IPFamilies from the
+// pools (Spec.RequestedIPs when set) and, with a provisioning delay, no
+// ingress until it is ready, as for a load balancer the provider creates.
+// It returns the load balancer as Snapshot reports it. For example, tag it
+// with another cluster's loadbalancer.TagCluster, or with no ccmkit tag,
+// to check that the provider leaves it alone.
+//
+// lb must have no ID and no Ingress (the cloud assigns them), a Name that
+// is a DNS-1123 subdomain, tag keys of 1 to 128 bytes and values of at most
+// 256 bytes (valid UTF-8, no control characters), one or two distinct
+// Spec.IPFamilies, listeners of those families with protocol TCP, UDP or
+// SCTP, a port from 1 to 65535, a node port from 0 to 65535 and distinct
+// keys, and backends with distinct keys under the cloud's backend key
+// (Spec.BackendKey empty or that key: a Node name, or with
+// LoadBalancerSection.Backends instanceID a provider ID naming a live
+// instance). Otherwise nothing changes and it returns an error naming each
+// field, its value and what was expected; it also refuses a requested IP
+// outside its pool or taken, and a Spec.BackendPool that does not exist.
+// It returns an error wrapping the pools' exhaustion when a family has no
+// free VIP, or wrapping ErrStateFile.
+func (c *Cloud) CreateLoadBalancer(lb loadbalancer.LoadBalancer) (LoadBalancer, error) {
+	return c.createLB(context.Background(), lb)
+}
+
+// RemoveListener removes the listeners of load balancer id with protocol
+// and port, of every IP family (a dual-stack load balancer has one per
+// family), as a user deleting a listener in the cloud's console, and
+// returns the load balancer as Snapshot reports it. It returns an error
+// wrapping loadbalancer.ErrNotFound for an unknown id, one naming the
+// listeners the load balancer has when none matches, one naming the
+// protocol or port when no listener can have it (not TCP, UDP or SCTP; not
+// 1 to 65535), or one wrapping ErrStateFile.
+func (c *Cloud) RemoveListener(id string, protocol v1.Protocol, port int32) (LoadBalancer, error) {
+	return c.removeListener(context.Background(), id, protocol, port)
+}
+
+// RemoveBackend removes the backends of load balancer id whose key is key
+// — the Node name, or with LoadBalancerSection.Backends instanceID the
+// provider ID ("fake://<instance ID>"): what the cloud keeps of a backend
+// — as a user deregistering a target in the cloud's console, and returns
+// the load balancer as Snapshot reports it. It returns an error wrapping
+// loadbalancer.ErrNotFound for an unknown id, one naming the load
+// balancer's backends when none has the key (and, for a load balancer
+// that sends traffic to a shared backend pool, the pool, whose members
+// RemoveBackendPoolMember removes), one for an empty key, or one wrapping
+// ErrStateFile.
+func (c *Cloud) RemoveBackend(id, key string) (LoadBalancer, error) {
+	return c.removeBackend(context.Background(), id, key)
+}
+
+// RemoveBackendPoolMember removes the members of the shared backend pool
+// poolID (LoadBalancerSection.BackendPools shared) whose key is key, as
+// RemoveBackend does for a load balancer's own backends, and returns the
+// pool as Snapshot reports it: every load balancer referencing the pool
+// loses the backend. It returns an error for an unknown pool or when no
+// member has the key, naming them, or one wrapping ErrStateFile.
+func (c *Cloud) RemoveBackendPoolMember(poolID, key string) (loadbalancer.Pool, error) {
+	return c.removePoolMember(context.Background(), poolID, key)
+}
+
+// createLB is CreateLoadBalancer, waiting for a state file's lock at most
+// until ctx ends.
+func (c *Cloud) createLB(ctx context.Context, lb loadbalancer.LoadBalancer) (out LoadBalancer, err error) {
+	key := c.lbCaps.BackendKey
+	if errs := validateLB(field.NewPath("loadBalancer"), &lb, key); len(errs) > 0 {
+		return LoadBalancer{}, fmt.Errorf("%w: %w", errInvalidLoadBalancer, errs.ToAggregate())
+	}
+	lb.Spec.BackendKey = key
+	a := loadbalancer.Action{Kind: loadbalancer.ActionCreate, Reason: "created through the control surface", Create: &lb}
+	err = c.store.writeCtx(ctx, func() (bool, error) {
+		r, err := c.store.applyLB(a)
+		if err != nil {
+			return false, refusedLB(err)
+		}
+		out = viewLoadBalancer(r, c.store.now())
+		return true, nil
+	})
+	return out, err
+}
+
+// refusedLB returns err, applyLB's refusal of a load balancer to create
+// that validateLB let through, as CreateLoadBalancer reports it: every
+// cause is in the input (a requested IP outside its pool or taken, a
+// backend pool that does not exist, a backend that is not a live
+// instance), so it is an invalidLB, but for a pool without a free address
+// and errInvalidBackend, which keep their own sentinels.
+func refusedLB(err error) error {
+	if errors.Is(err, errPoolExhausted) || errors.Is(err, errInvalidBackend) {
+		return err
+	}
+	return invalidLB{err}
+}
+
+// invalidLB is an error of the cloud (its message as it is) that marks
+// input CreateLoadBalancer refuses: errors.Is(err, errInvalidLoadBalancer)
+// is true.
+type invalidLB struct{ error }
+
+func (e invalidLB) Is(target error) bool { return target == errInvalidLoadBalancer }
+func (e invalidLB) Unwrap() error        { return e.error }
+
+// removeListener is RemoveListener, waiting for a state file's lock at
+// most until ctx ends.
+func (c *Cloud) removeListener(ctx context.Context, id string, protocol v1.Protocol, port int32) (LoadBalancer, error) {
+	if errs := checkListenerKey(field.NewPath("listener"), protocol, port); len(errs) > 0 {
+		return LoadBalancer{}, fmt.Errorf("%w: %w", errInvalidListener, errs.ToAggregate())
+	}
+	return c.store.editLB(ctx, id, func(lb *loadbalancer.LoadBalancer) ([]loadbalancer.Action, error) {
+		var out []loadbalancer.Action
+		for _, l := range lb.Spec.Listeners {
+			k := l.ListenerKey
+			if k.Protocol == protocol && k.Port == port && !slices.ContainsFunc(out, func(a loadbalancer.Action) bool { return a.Listener.ListenerKey == k }) {
+				out = append(out, loadbalancer.Action{Kind: loadbalancer.ActionRemoveListener, LoadBalancerID: id, Listener: &loadbalancer.Listener{ListenerKey: k}})
+			}
+		}
+		if len(out) == 0 {
+			return nil, fmt.Errorf("%w: load balancer %s listener %s/%d: expected one of its listeners: %s", errListenerNotFound, clip(id), protocol, port, listenerNames(lb.Spec.Listeners))
+		}
+		return out, nil
+	})
+}
+
+// removeBackend is RemoveBackend, waiting for a state file's lock at most
+// until ctx ends.
+func (c *Cloud) removeBackend(ctx context.Context, id, key string) (LoadBalancer, error) {
+	if key == "" {
+		return LoadBalancer{}, fmt.Errorf("%w: key \"\": expected the key of a backend (its Node name, or its provider ID with loadBalancers.backends instanceID)", errInvalidBackend)
+	}
+	return c.store.editLB(ctx, id, func(lb *loadbalancer.LoadBalancer) ([]loadbalancer.Action, error) {
+		k := lb.Spec.BackendKey
+		if matched := withKey(k, lb.Spec.Backends, key); len(matched) > 0 {
+			return []loadbalancer.Action{{Kind: loadbalancer.ActionRemoveBackends, LoadBalancerID: id, Backends: matched}}, nil
+		}
+		where := fmt.Sprintf("load balancer %s backend %s (by %s)", clip(id), clip(key), keyNames[k])
+		if pool := lb.Spec.BackendPool; pool != "" {
+			return nil, fmt.Errorf("%w: %s: expected one of its own backends (%s): it sends traffic to backend pool %s, whose members RemoveBackendPoolMember (DELETE /backendpools/{id}/backends/{key}) removes",
+				errBackendNotFound, where, backendNames(k, lb.Spec.Backends), clip(pool))
+		}
+		return nil, fmt.Errorf("%w: %s: expected one of its backends: %s", errBackendNotFound, where, backendNames(k, lb.Spec.Backends))
+	})
+}
+
+// removePoolMember is RemoveBackendPoolMember, waiting for a state file's
+// lock at most until ctx ends.
+func (c *Cloud) removePoolMember(ctx context.Context, poolID, key string) (out loadbalancer.Pool, err error) {
+	err = c.store.writeCtx(ctx, func() (bool, error) {
+		p := c.store.bpools[poolID]
+		if p == nil {
+			return false, fmt.Errorf("%w: %s: expected the ID of a shared backend pool (loadBalancers.backendPools shared)", errBackendPoolNotFound, clip(poolID))
+		}
+		k := p.Spec.BackendKey
+		matched := withKey(k, p.Spec.Backends, key)
+		if len(matched) == 0 {
+			return false, fmt.Errorf("%w: backend pool %s member %s (by %s): expected one of its members: %s", errBackendNotFound, clip(poolID), clip(key), keyNames[k], backendNames(k, p.Spec.Backends))
+		}
+		next, err := c.store.applyPool(loadbalancer.PoolAction{Kind: loadbalancer.PoolActionRemoveBackends, PoolID: poolID, Reason: "removed through the control surface", Backends: matched})
+		if err != nil {
+			return false, err
+		}
+		out = *next.Clone()
+		return true, nil
+	})
+	return out, err
+}
+
+// editLB changes load balancer id with the actions plan returns for it
+// (plan reads the stored load balancer, with mu held, and must not change
+// it), all or nothing, and returns the load balancer as Snapshot reports
+// it. It returns an error wrapping loadbalancer.ErrNotFound for an unknown
+// id, plan's error, or one wrapping ErrStateFile; it waits for a state
+// file's lock at most until ctx ends.
+func (s *store) editLB(ctx context.Context, id string, plan func(*loadbalancer.LoadBalancer) ([]loadbalancer.Action, error)) (out LoadBalancer, err error) {
+	err = s.writeCtx(ctx, func() (bool, error) {
+		before := s.lbs[id]
+		if before == nil {
+			return false, fmt.Errorf("fake: %w: %s: expected the ID of a load balancer of the cloud", loadbalancer.ErrNotFound, clip(id))
+		}
+		actions, err := plan(before.lb)
+		if err != nil {
+			return false, err
+		}
+		r := before
+		for _, a := range actions {
+			if r, err = s.applyLB(a); err != nil {
+				// Only the listeners or backends changed: put the record
+				// back as it was (its VIPs are the same).
+				s.unindexLB(s.lbs[id].lb)
+				s.lbs[id] = before
+				s.indexLB(before.lb)
+				return false, err
+			}
+		}
+		out = viewLoadBalancer(r, s.now())
+		return true, nil
+	})
+	return out, err
+}
+
+// keyNames are the backend keys in words, for messages.
+var keyNames = map[loadbalancer.BackendKey]string{
+	loadbalancer.BackendKeyNodeName:   "Node name",
+	loadbalancer.BackendKeyProviderID: "provider ID",
+	loadbalancer.BackendKeyAddress:    "address",
+}
+
+// backendID returns b's key under k as text: what RemoveBackend's key is
+// compared with ("" when b lacks it).
+func backendID(k loadbalancer.BackendKey, b loadbalancer.Backend) string {
+	switch {
+	case k == loadbalancer.BackendKeyProviderID:
+		return b.ProviderID
+	case k != loadbalancer.BackendKeyAddress:
+		return b.NodeName
+	case b.IPv4.IsValid():
+		return b.IPv4.String()
+	case b.IPv6.IsValid():
+		return b.IPv6.String()
+	}
+	return ""
+}
+
+// withKey returns the backends of bs whose key under k is key.
+func withKey(k loadbalancer.BackendKey, bs []loadbalancer.Backend, key string) []loadbalancer.Backend {
+	var out []loadbalancer.Backend
+	for _, b := range bs {
+		if backendID(k, b) == key {
+			out = append(out, b)
+		}
+	}
+	return out
+}
+
+// maxListed bounds the listeners or backends an error lists.
+const maxListed = 10
+
+// listed joins the first maxListed of names, saying how many more there
+// are, or says there are none.
+func listed(names []string) string {
+	switch n := len(names); {
+	case n == 0:
+		return "none"
+	case n > maxListed:
+		return strings.Join(names[:maxListed], ", ") + fmt.Sprintf(" and %d more", n-maxListed)
+	}
+	return strings.Join(names, ", ")
+}
+
+// listenerNames lists ls as "IPv4/TCP/80, IPv6/TCP/80", for messages.
+func listenerNames(ls []loadbalancer.Listener) string {
+	names := make([]string, 0, len(ls))
+	for _, l := range ls {
+		names = append(names, fmt.Sprintf("%s/%s/%d", l.Family, l.Protocol, l.Port))
+	}
+	return listed(names)
+}
+
+// backendNames lists the keys of bs under k, quoted, for messages.
+func backendNames(k loadbalancer.BackendKey, bs []loadbalancer.Backend) string {
+	names := make([]string, 0, len(bs))
+	for _, b := range bs {
+		names = append(names, clip(backendID(k, b)))
+	}
+	return listed(names)
+}
+
+// Bounds of the tags of a load balancer created through the control
+// surface, in bytes (those of the larger clouds' tags).
+const (
+	maxTagKey   = 128
+	maxTagValue = 256
+)
+
+// validateLB checks a load balancer to create under the cloud's backend
+// key (field by field, each problem named by its path); the cloud's own
+// checks (addresses of the pools, backend pools, live instances) follow in
+// applyLB.
+func validateLB(path *field.Path, lb *loadbalancer.LoadBalancer, key loadbalancer.BackendKey) field.ErrorList {
+	var errs field.ErrorList
+	if lb.ID != "" {
+		errs = append(errs, field.Invalid(path.Child("id"), clipValue(lb.ID), "expected none: the cloud assigns the ID"))
+	}
+	if len(lb.Ingress) > 0 {
+		errs = append(errs, field.Forbidden(path.Child("ingress"), "expected none: the cloud reports a load balancer's ingress"))
+	}
+	if lb.Name == "" {
+		errs = append(errs, field.Required(path.Child("name"), "expected the load balancer's name, a DNS-1123 subdomain"))
+	} else {
+		errs = append(errs, checkValue(path.Child("name"), lb.Name, validation.IsDNS1123Subdomain, "expected a DNS-1123 subdomain")...)
+	}
+	for _, k := range slices.Sorted(maps.Keys(lb.Tags)) {
+		p := path.Child("tags").Key(clipValue(k))
+		if problem := tagProblem(k, 1, maxTagKey); problem != "" {
+			errs = append(errs, field.Invalid(p, clipValue(k), "key: "+problem))
+		}
+		if problem := tagProblem(lb.Tags[k], 0, maxTagValue); problem != "" {
+			errs = append(errs, field.Invalid(p, clipValue(lb.Tags[k]), problem))
+		}
+	}
+	spec := path.Child("spec")
+	families, ferrs := checkFamilies(spec, &lb.Spec)
+	errs = append(errs, ferrs...)
+	errs = append(errs, checkListeners(spec.Child("listeners"), lb.Spec.Listeners, families)...)
+	errs = append(errs, checkBackends(spec, &lb.Spec, key)...)
+	errs = append(errs, checkPolicies(spec, &lb.Spec)...)
+	return errs
+}
+
+// tagProblem says why s cannot be a tag key or value of min to max bytes,
+// or returns "".
+func tagProblem(s string, minLen, maxLen int) string {
+	switch {
+	case len(s) < minLen || len(s) > maxLen:
+		return fmt.Sprintf("expected %d to %d bytes, got %d", minLen, maxLen, len(s))
+	case !utf8.ValidString(s):
+		return "expected valid UTF-8"
+	case strings.IndexFunc(s, unicode.IsControl) >= 0:
+		return "expected no control characters"
+	}
+	return ""
+}
+
+// checkFamilies checks spec's IP families and requested IPs, and returns
+// the valid families and the problems found.
+func checkFamilies(path *field.Path, s *loadbalancer.Spec) (map[v1.IPFamily]bool, field.ErrorList) {
+	var errs field.ErrorList
+	families := map[v1.IPFamily]bool{}
+	if len(s.IPFamilies) == 0 {
+		errs = append(errs, field.Required(path.Child("ipFamilies"), "expected IPv4 and/or IPv6: the cloud allocates a VIP of each"))
+	}
+	for i, f := range s.IPFamilies {
+		p := path.Child("ipFamilies").Index(i)
+		switch {
+		case f != v1.IPv4Protocol && f != v1.IPv6Protocol:
+			errs = append(errs, field.Invalid(p, clipValue(string(f)), "expected IPv4 or IPv6"))
+		case families[f]:
+			errs = append(errs, field.Duplicate(p, string(f)))
+		}
+		families[f] = true
+	}
+	requested := map[v1.IPFamily]bool{}
+	for i, ip := range s.RequestedIPs {
+		p := path.Child("requestedIPs").Index(i)
+		if _, problem := nodeIP(ip.String()); problem != "" {
+			errs = append(errs, field.Invalid(p, ip.String(), problem))
+			continue
+		}
+		if f := familyOf(ip); !families[f] || requested[f] {
+			errs = append(errs, field.Invalid(p, ip.String(), "expected at most one address of each of spec.ipFamilies"))
+		}
+		requested[familyOf(ip)] = true
+	}
+	return families, errs
+}
+
+// familyOf returns the IP family of ip.
+func familyOf(ip netip.Addr) v1.IPFamily {
+	if ip.Is4() {
+		return v1.IPv4Protocol
+	}
+	return v1.IPv6Protocol
+}
+
+// checkListeners checks listeners: of one of families, a protocol and
+// port a listener can have (checkListenerKey), a node port, distinct keys.
+func checkListeners(path *field.Path, ls []loadbalancer.Listener, families map[v1.IPFamily]bool) field.ErrorList {
+	var errs field.ErrorList
+	seen := map[loadbalancer.ListenerKey]bool{}
+	for i, l := range ls {
+		p := path.Index(i)
+		if !families[l.Family] {
+			errs = append(errs, field.Invalid(p.Child("family"), clipValue(string(l.Family)), "expected one of spec.ipFamilies"))
+		}
+		errs = append(errs, checkListenerKey(p, l.Protocol, l.Port)...)
+		if l.NodePort < 0 || l.NodePort > 65535 {
+			errs = append(errs, field.Invalid(p.Child("nodePort"), l.NodePort, "expected 0 (none) to 65535"))
+		}
+		if seen[l.ListenerKey] {
+			errs = append(errs, field.Duplicate(p, fmt.Sprintf("%s/%s/%d", l.Family, l.Protocol, l.Port)))
+		}
+		seen[l.ListenerKey] = true
+	}
+	return errs
+}
+
+// checkListenerKey checks a listener's protocol and port.
+func checkListenerKey(path *field.Path, protocol v1.Protocol, port int32) field.ErrorList {
+	var errs field.ErrorList
+	switch protocol {
+	case v1.ProtocolTCP, v1.ProtocolUDP, v1.ProtocolSCTP:
+	default:
+		errs = append(errs, field.Invalid(path.Child("protocol"), clipValue(string(protocol)), "expected TCP, UDP or SCTP"))
+	}
+	if port < 1 || port > 65535 {
+		errs = append(errs, field.Invalid(path.Child("port"), port, "expected 1 to 65535"))
+	}
+	return errs
+}
+
+// checkBackends checks spec's backend key (empty or key, the cloud's) and
+// backends: each with a distinct key under key, a Node name when set, and
+// addresses that fit their fields (checkBackendIPs).
+func checkBackends(path *field.Path, s *loadbalancer.Spec, key loadbalancer.BackendKey) field.ErrorList {
+	var errs field.ErrorList
+	if s.BackendKey != "" && s.BackendKey != key {
+		errs = append(errs, field.Invalid(path.Child("backendKey"), clipValue(string(s.BackendKey)), fmt.Sprintf("expected none or %q: the cloud keeps backends by %s (loadBalancers.backends)", key, keyNames[key])))
+	}
+	seen := map[string]bool{}
+	for i, b := range s.Backends {
+		p := path.Child("backends").Index(i)
+		switch id := backendID(key, b); {
+		case id == "":
+			errs = append(errs, field.Required(p, fmt.Sprintf("expected the backend's %s: the cloud keeps backends by it", keyNames[key])))
+		case seen[id]:
+			errs = append(errs, field.Duplicate(p, clipValue(id)))
+		default:
+			seen[id] = true
+		}
+		if b.NodeName != "" {
+			errs = append(errs, checkValue(p.Child("nodeName"), b.NodeName, validation.IsDNS1123Subdomain, "expected a Node name (a DNS-1123 subdomain)")...)
+		}
+		errs = append(errs, checkBackendIPs(p, b)...)
+	}
+	return errs
+}
+
+// checkBackendIPs checks the addresses b has: each a node address
+// (nodeIP) of its field's family.
+func checkBackendIPs(path *field.Path, b loadbalancer.Backend) field.ErrorList {
+	var errs field.ErrorList
+	for _, f := range []struct {
+		name string
+		ip   netip.Addr
+		want v1.IPFamily
+	}{{"ipv4", b.IPv4, v1.IPv4Protocol}, {"ipv6", b.IPv6, v1.IPv6Protocol}} {
+		if !f.ip.IsValid() {
+			continue
+		}
+		if _, problem := nodeIP(f.ip.String()); problem != "" {
+			errs = append(errs, field.Invalid(path.Child(f.name), f.ip.String(), problem))
+		} else if familyOf(f.ip) != f.want {
+			errs = append(errs, field.Invalid(path.Child(f.name), f.ip.String(), "expected an "+string(f.want)+" address"))
+		}
+	}
+	return errs
+}
+
+// Bounds of a session affinity's timeout, in seconds (those of a
+// Service's spec.sessionAffinityConfig.clientIP.timeoutSeconds).
+const maxAffinityTimeout = 86400
+
+// checkPolicies checks spec's health check, source ranges and session
+// affinity.
+func checkPolicies(path *field.Path, s *loadbalancer.Spec) field.ErrorList {
+	var errs field.ErrorList
+	hc := path.Child("healthCheck")
+	if p := s.HealthCheck.Protocol; p != "" && p != loadbalancer.HealthCheckHTTP {
+		errs = append(errs, field.Invalid(hc.Child("protocol"), clipValue(string(p)), "expected HTTP or none"))
+	}
+	if port := s.HealthCheck.Port; port < 0 || port > 65535 {
+		errs = append(errs, field.Invalid(hc.Child("port"), port, "expected 0 (none) to 65535"))
+	}
+	for i, r := range s.SourceRanges {
+		if !r.IsValid() {
+			errs = append(errs, field.Invalid(path.Child("sourceRanges").Index(i), r.String(), "expected a CIDR"))
+		}
+	}
+	sa, timeout := s.SessionAffinity, path.Child("sessionAffinity", "timeoutSeconds")
+	switch {
+	case sa.ClientIP && (sa.TimeoutSeconds < 1 || sa.TimeoutSeconds > maxAffinityTimeout):
+		errs = append(errs, field.Invalid(timeout, sa.TimeoutSeconds, fmt.Sprintf("expected 1 to %d with clientIP", maxAffinityTimeout)))
+	case !sa.ClientIP && sa.TimeoutSeconds != 0:
+		errs = append(errs, field.Invalid(timeout, sa.TimeoutSeconds, "expected 0 without clientIP"))
+	}
+	return errs
+}
