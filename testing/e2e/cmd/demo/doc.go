@@ -6,7 +6,12 @@
 // --cloud-provider=external do and creates LoadBalancer Services, prints
 // what the CCM does as it happens — for each load balancer, its
 // provisioning and the moment its Service gets the address — then a
-// summary table. It keeps running, with a kubeconfig for kubectl, until
+// summary table. Then two steps show ccmkit's housekeeping controllers:
+// drift (a listener and a backend removed in the cloud behind the CCM's
+// back, repaired by drift-repair) and an orphan (a load balancer tagged
+// for the cluster whose Service is gone, deleted by orphan-collection
+// after its grace period, while one without ccmkit's tags stays). It
+// keeps running, with a kubeconfig for kubectl, until
 // interrupted.
 //
 //	cd testing/e2e && go run ./cmd/demo

@@ -109,7 +109,7 @@ func (d *demo) run(ctx context.Context, dir string, buildTimeout, timeout time.D
 	d.st, err = stack.Start(startCtx, stack.Config{
 		Dir:      dir,
 		Cloud:    cloud,
-		CCM:      ccm.Config{LeaderElect: true, ClusterName: cluster, ClusterCIDR: clusterCIDR},
+		CCM:      ccm.Config{LeaderElect: true, ClusterName: cluster, ClusterCIDR: clusterCIDR, ExtraArgs: housekeepingArgs()},
 		Progress: d,
 	})
 	if err != nil {
@@ -143,6 +143,13 @@ func (d *demo) run(ctx context.Context, dir string, buildTimeout, timeout time.D
 		return err
 	}
 	if err := d.summary(ctx); err != nil {
+		return err
+	}
+	fmt.Fprintln(d.out)
+	if err := d.showDrift(ctx, timeout); err != nil {
+		return err
+	}
+	if err := d.showOrphan(ctx, timeout); err != nil {
 		return err
 	}
 	if exitAfter {
