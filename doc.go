@@ -74,6 +74,11 @@
 // Drivers, with priorities, the cloud's Retry-After honoured, and
 // refusals the controllers retry instead of blocked workers.
 //
+// housekeeping: the drift-repair and orphan-collection controllers, which
+// a CCM main registers next to the upstream ones: load balancers changed in
+// the cloud behind the CCM's back are repaired within a period, and those
+// whose Service is gone are deleted after a grace period.
+//
 // fake: an in-memory, stateful fake cloud composed from the packages above,
 // with fault injection and per-operation call counters. It backs the
 // examples, the tests and the demo, and is the reference composition.
