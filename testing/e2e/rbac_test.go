@@ -26,6 +26,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/ccmkit/ccmkit/fake"
+	"github.com/ccmkit/ccmkit/loadbalancer"
 	"github.com/ccmkit/ccmkit/testing/e2e/ccm"
 	"github.com/ccmkit/ccmkit/testing/e2e/fakecloud"
 	"github.com/ccmkit/ccmkit/testing/e2e/internal/buildcache"
@@ -36,8 +37,10 @@ import (
 // the CCM as the ServiceAccount those manifests bind, with a token from the
 // TokenRequest API, the Deployment's own flags, the Secret's cloud-config,
 // and its secure port on (so delegated authentication and authorization
-// are exercised too). All four controllers and leader election must do their
-// work without a single "forbidden" in the CCM's log.
+// are exercised too). All four controllers, ccmkit's two housekeeping
+// controllers (drift-repair and orphan-collection, with short periods) and
+// leader election must do their work without a single "forbidden" in the
+// CCM's log.
 func TestServiceAccountRBAC(t *testing.T) {
 	s := newScenario(t, "rbac")
 	d := applyDeploy(t, s)
@@ -65,6 +68,7 @@ func TestServiceAccountRBAC(t *testing.T) {
 		"--cluster-name="+s.name,
 		"--secure-port="+strconv.Itoa(port), "--bind-address=127.0.0.1",
 		"--authentication-kubeconfig="+kubeconfig, "--authorization-kubeconfig="+kubeconfig,
+		"--drift-repair-period=2s", "--orphan-collection-period=2s", "--orphan-grace-period=-1s",
 	)
 	cloud.Instances = fakecloud.Instances("rbac", 3)
 	c := s.startCCM("ccm", cloud, ccm.Config{
@@ -95,6 +99,18 @@ func TestServiceAccountRBAC(t *testing.T) {
 		}
 		return len(routes) == 3, fmt.Sprintf("routes %+v", routes)
 	})
+	// drift-repair: a pass over the Service (informers, EnsureLoadBalancer).
+	s.waitLog(c.LogPath(), "services=1 converged=1", changeTimeout)
+	// orphan-collection: a load balancer of this cluster whose Service UID
+	// is gone is checked against the API server (a List with a field
+	// selector), deleted, and reported by an event on the gone Service.
+	ghost, err := admin.CreateLoadBalancer(t.Context(), loadbalancer.LoadBalancer{Name: "ghost-" + s.name,
+		Tags: map[string]string{loadbalancer.TagCluster: s.clusterID(cloud), loadbalancer.TagServiceUID: "ghost-" + s.name, loadbalancer.TagService: s.ns + "/ghost"},
+		Spec: loadbalancer.Spec{IPFamilies: []corev1.IPFamily{corev1.IPv4Protocol}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.waitEvent(s.ns, types.UID("ghost-"+s.name), corev1.EventTypeNormal, "DeletedOrphanedLoadBalancer", ghost.ID)
 	// cloud-node-lifecycle: shutdown taint and Node deletion.
 	if _, err := admin.StopInstance(t.Context(), "i-rbac-2"); err != nil {
 		t.Fatal(err)
