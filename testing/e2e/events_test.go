@@ -1,14 +1,9 @@
 package e2e
 
 import (
-	"context"
-	"fmt"
-	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/fields"
 
 	"github.com/ccmkit/ccmkit/testing/e2e/ccm"
 	"github.com/ccmkit/ccmkit/testing/e2e/workload"
@@ -44,25 +39,5 @@ func TestInvalidServiceEvent(t *testing.T) {
 // message contains message.
 func (s *scenario) waitServiceEvent(svc *corev1.Service, reason, message string) {
 	s.t.Helper()
-	sel := fields.Set{
-		"involvedObject.kind": "Service",
-		"involvedObject.name": svc.Name,
-		"involvedObject.uid":  string(svc.UID),
-		"type":                corev1.EventTypeWarning,
-	}.AsSelector().String()
-	s.poll(changeTimeout, fmt.Sprintf("a Warning event %s on service %s/%s containing %q", reason, s.ns, svc.Name, message),
-		func(ctx context.Context) (bool, string) {
-			list, err := s.client.CoreV1().Events(s.ns).List(ctx, metav1.ListOptions{FieldSelector: sel})
-			if err != nil {
-				return false, err.Error()
-			}
-			var seen []string
-			for _, e := range list.Items {
-				if e.Reason == reason && strings.Contains(e.Message, message) {
-					return true, ""
-				}
-				seen = append(seen, fmt.Sprintf("%s %s: %q", e.Reason, e.Source.Component, e.Message))
-			}
-			return false, "Warning events on the Service: " + strings.Join(seen, "; ")
-		})
+	s.waitEvent(s.ns, svc.UID, corev1.EventTypeWarning, reason, message)
 }
