@@ -308,8 +308,13 @@ func (a *Annotation) get(annotations map[string]string, k Kind) (string, bool, e
 	return a.Canonical(annotations)
 }
 
-// expected describes the accepted values, for errors and the reference.
-func (a *Annotation) expected() string {
+// Expected words what the annotation accepts, as the end of a sentence
+// "expected …": `"true" or "false"`, "an integer from 1 to 100", `one of
+// "round-robin", "least-connections"`. It is the Expected of the *Error a
+// malformed value makes, and the "Accepted values" of the Markdown
+// reference; package admission builds its messages from it so that they
+// say what the Reconciler's do. Safe for concurrent use.
+func (a *Annotation) Expected() string {
 	switch a.Kind {
 	case KindBool:
 		return `"true" or "false"`
@@ -334,7 +339,7 @@ func (a *Annotation) expected() string {
 func (a *Annotation) canonical(raw string) (string, error) {
 	v := strings.TrimSpace(raw)
 	fail := func(err error) (string, error) {
-		return "", &Error{Name: a.Name, Value: raw, Expected: a.expected(), Err: err}
+		return "", &Error{Name: a.Name, Value: raw, Expected: a.Expected(), Err: err}
 	}
 	switch a.Kind {
 	case KindBool:

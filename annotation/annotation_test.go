@@ -146,6 +146,41 @@ func TestAnnotationErrorFields(t *testing.T) {
 	}
 }
 
+// TestExpected: Expected words what each kind accepts, and it is the
+// Expected of the *Error a malformed value makes (package admission builds
+// its messages from it).
+func TestExpected(t *testing.T) {
+	_, k := testAnnotations(t)
+	for _, tc := range []struct {
+		name, reason string
+		kind         annotation.Kind
+		want         string
+	}{
+		{name: "bool", reason: "exactly two words", kind: annotation.KindBool, want: `"true" or "false"`},
+		{name: "int", reason: "a bounded int says its bounds", kind: annotation.KindInt, want: "an integer from 1 to 100000"},
+		{name: "duration", reason: "an example of a Go duration", kind: annotation.KindDuration, want: `a non-negative duration such as "30s" or "1m30s"`},
+		{name: "enum", reason: "the values, quoted, in declared order", kind: annotation.KindEnum, want: `one of "round-robin", "least-connections"`},
+		{name: "IP", reason: "either family", kind: annotation.KindIP, want: "an IPv4 or IPv6 address"},
+		{name: "CIDR list", reason: "an example list", kind: annotation.KindCIDRList, want: `a comma-separated list of CIDRs such as "10.0.0.0/8,2001:db8::/32"`},
+		{name: "string", reason: "anything but blank", kind: annotation.KindString, want: "a non-empty string"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			a := k[tc.kind]
+			if diff := cmp.Diff(tc.want, a.Expected()); diff != "" {
+				t.Errorf("%s (-want +got):\n%s", tc.reason, diff)
+			}
+			_, _, err := a.Canonical(map[string]string{a.Name: " "})
+			ae, ok := errors.AsType[*annotation.Error](err)
+			if !ok {
+				t.Fatalf("Canonical of a blank value: error %v; want an *annotation.Error", err)
+			}
+			if diff := cmp.Diff(a.Expected(), ae.Expected); diff != "" {
+				t.Errorf("Error.Expected is not Expected() (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
 // TestAnnotationErrorIsBounded: a 1 MiB malformed annotation gives an error
 // (and so an event, a log line) of bounded size that still names the
 // annotation, the start of the value, its length and what was expected.

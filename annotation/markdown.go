@@ -26,7 +26,7 @@ func (s *Set) WriteMarkdown(w io.Writer, title string) error {
 	for _, a := range s.list {
 		fmt.Fprintf(bw, "\n## `%s`\n\n", a.Name)
 		fmt.Fprintf(bw, "- Type: %s\n", a.Kind)
-		fmt.Fprintf(bw, "- Accepted values: %s\n", a.expected())
+		fmt.Fprintf(bw, "- Accepted values: %s\n", a.Expected())
 		fmt.Fprintf(bw, "- Default: %s\n", mdDefault(a.Default))
 		if a.Setting {
 			fmt.Fprintf(bw, "- Provider setting: changing it updates the load balancer\n")

@@ -325,6 +325,11 @@ func (c *Cloud) composeLoadBalancers(nodes *instances.Adapter, throttleWait time
 		Instances:       nodes, // addresses of nodes not yet patched by the CCM
 		RetryAfter:      provisioningRetry(c.cfg.LoadBalancers.ProvisioningDelay.Duration),
 		MaxThrottleWait: throttleWait,
+		// The fake's declared annotations (annotations.go): validated on
+		// every Service, settings copied into Spec.Settings.
+		Annotations:           annotations,
+		IDAnnotation:          idAnnotation,
+		RequestedIPAnnotation: requestedIPAnnotation,
 	}
 	if c.lbCaps.BackendKey == loadbalancer.BackendKeyProviderID {
 		lbCfg.Codec = codec // a foreign Node is left out, not sent to the cloud

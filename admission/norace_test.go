@@ -1,0 +1,6 @@
+//go:build !race
+
+package admission_test
+
+// raceEnabled: see race_test.go.
+const raceEnabled = false

@@ -1,0 +1,53 @@
+package fake
+
+import "github.com/ccmkit/ccmkit/annotation"
+
+// The annotations the fake's provider declares (annotation.Set), one of
+// every kind, as a provider declares its own: the Reconciler validates each
+// one present on a Service before any cloud call, and copies those with
+// Setting into the load balancer's Spec.Settings, which the fake keeps
+// (LoadBalancer.Spec) and Plan keeps in sync. None has a Default, so a
+// Service without them gets the load balancer it always had.
+var (
+	// annotations is the Set the load-balancer Reconciler is given
+	// (loadbalancer.Options.Annotations).
+	annotations = &annotation.Set{}
+
+	// idAnnotation holds the ID of an existing load balancer to adopt
+	// (loadbalancer.Options.IDAnnotation).
+	idAnnotation = annotations.MustDeclare(annotation.Annotation{
+		Name: "fake.ccmkit.io/load-balancer-id",
+		Kind: annotation.KindString,
+		Doc: "The ID of an existing load balancer of the fake cloud for this Service: the Reconciler looks it up first, " +
+			"and adopts it when it has no ccmkit ownership tags (see package loadbalancer, \"Lookup order, rename and adoption\").",
+	})
+	// requestedIPAnnotation requests the load balancer's address
+	// (loadbalancer.Options.RequestedIPAnnotation), as spec.loadBalancerIP
+	// does; the fake allocates it when it is free.
+	requestedIPAnnotation = annotations.MustDeclare(annotation.Annotation{
+		Name: "fake.ccmkit.io/requested-ip",
+		Kind: annotation.KindIP,
+		Doc: "The address the load balancer should have, of one of the Service's IP families; " +
+			"it must agree with spec.loadBalancerIP when both are set. A Cloud whose capabilities leave out RequestedIP refuses it.",
+	})
+)
+
+// The provider settings: Setting annotations, copied into Spec.Settings.
+// The fake has no behaviour behind them; they are kept, reported and
+// planned like a real cloud's load-balancer options.
+func init() {
+	for _, a := range []annotation.Annotation{
+		{Name: "fake.ccmkit.io/idle-timeout", Kind: annotation.KindDuration, Setting: true,
+			Doc: "How long an idle connection stays open, as a Go duration such as \"60s\"."},
+		{Name: "fake.ccmkit.io/proxy-protocol", Kind: annotation.KindBool, Setting: true,
+			Doc: "Whether the load balancer sends the PROXY protocol header to backends."},
+		{Name: "fake.ccmkit.io/algorithm", Kind: annotation.KindEnum, Values: []string{"round-robin", "least-connections"}, Setting: true,
+			Doc: "How connections are spread over backends."},
+		{Name: "fake.ccmkit.io/connection-limit", Kind: annotation.KindInt, Min: 1, Max: 100000, Setting: true,
+			Doc: "The most connections the load balancer accepts at once, per listener."},
+		{Name: "fake.ccmkit.io/health-check-source-ranges", Kind: annotation.KindCIDRList, Setting: true,
+			Doc: "The networks the load balancer's health checks come from, for the backends' firewalls."},
+	} {
+		annotations.MustDeclare(a)
+	}
+}
