@@ -61,6 +61,10 @@
 // annotation: typed Service annotations, declared once, parsed strictly,
 // with a generated Markdown reference.
 //
+// admission: a ValidatingAdmissionPolicy generated from a provider's
+// declared annotations and load-balancer capabilities, so that the
+// apiserver refuses a Service the Reconciler would, with its message.
+//
 // routes: route naming per (node, CIDR), a pure differ between desired and
 // actual route tables, and a Table that implements cloudprovider.Routes over
 // a per-route or a whole-table driver, coalescing concurrent calls into one

@@ -36,7 +36,8 @@ var allLoadBalancerCapabilities = loadbalancer.Capabilities{
 // instances.Cache) and Routes (a whole-table routes.Table); Instances, Zones
 // and Clusters are absent. The other methods
 // are the control surface for tests (instances, snapshots, faults, call
-// counters) and the admin endpoint.
+// counters, load balancers changed behind the CCM's back) and the admin
+// endpoint.
 //
 // Construct it with New. Every method is safe for concurrent use.
 type Cloud struct {

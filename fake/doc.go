@@ -75,6 +75,16 @@
 // (PUT /provisioning, PUT /ratelimit). Time comes from Options.Clock,
 // time.Now by default.
 //
+// # Annotations
+//
+// The provider declares one Service annotation of every kind
+// (annotation.Set), under fake.ccmkit.io/: load-balancer-id (adopt an
+// existing load balancer by ID), requested-ip (the address to allocate),
+// and the settings idle-timeout, proxy-protocol, algorithm,
+// connection-limit and health-check-source-ranges, which it keeps in the
+// load balancer's Spec.Settings. example/deploy/admission-policy.yaml is
+// the admission policy generated from them (package admission).
+//
 // # Identity
 //
 // Provider IDs are "fake://<instance ID>". Load balancers and routes are

@@ -194,7 +194,10 @@ type deploy struct {
 
 // applyDeploy applies example/deploy/ to the shared API server (server-side
 // apply, so every test may apply it again) and reads the Deployment and the
-// Secret, or fails the test.
+// Secret, or fails the test. The admission policy and its binding
+// (admission-policy.yaml) act on every namespace, so the test's cleanup
+// deletes them: the other scenarios create Services the policy would
+// refuse on purpose.
 func applyDeploy(t *testing.T, s *scenario) deploy {
 	t.Helper()
 	root, err := buildcache.RootDir()
@@ -210,6 +213,7 @@ func applyDeploy(t *testing.T, s *scenario) deploy {
 		t.Fatalf("applying example/deploy (applied so far %v): %v", applied, err)
 	}
 	t.Logf("applied %v", applied)
+	t.Cleanup(func() { deleteAdmissionPolicies(t, objs) })
 	var d deploy
 	for _, o := range objs {
 		switch o.GetKind() {
@@ -232,6 +236,28 @@ func applyDeploy(t *testing.T, s *scenario) deploy {
 		t.Fatalf("example/deploy has no Deployment with a serviceAccountName and args (got %q, %v)", d.saName, d.args)
 	}
 	return d
+}
+
+// deleteAdmissionPolicies deletes the ValidatingAdmissionPolicies and
+// bindings among objs.
+func deleteAdmissionPolicies(t *testing.T, objs []*unstructured.Unstructured) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute) // t.Context() is done in cleanups
+	defer cancel()
+	api := shared.client.AdmissionregistrationV1()
+	for _, o := range objs {
+		var err error
+		switch o.GetKind() {
+		case "ValidatingAdmissionPolicy":
+			err = api.ValidatingAdmissionPolicies().Delete(ctx, o.GetName(), metav1.DeleteOptions{})
+		case "ValidatingAdmissionPolicyBinding":
+			err = api.ValidatingAdmissionPolicyBindings().Delete(ctx, o.GetName(), metav1.DeleteOptions{})
+		default:
+			continue
+		}
+		if err != nil && !apierrors.IsNotFound(err) {
+			t.Errorf("cleanup: deleting %s %s: %v", o.GetKind(), o.GetName(), err)
+		}
+	}
 }
 
 // token returns a one-hour token of the Deployment's ServiceAccount from the
