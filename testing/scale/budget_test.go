@@ -166,3 +166,36 @@ func TestFakeRealisticSharedPools(t *testing.T) {
 		t.Errorf("after the deletion: %d load balancers, %d pools; want none", len(end.LoadBalancers), len(end.BackendPools))
 	}
 }
+
+// TestFakeDriftRepair runs the steady state with ccmkit's drift-repair
+// controller (Config.DriftRepairPeriod) next to the upstream ones, over
+// the fake: a simulated 20 minutes with a 5-minute period make about four
+// passes, each one load-balancer List (nothing else lists load balancers
+// in a steady state: the service controller's node sync runs every 100s
+// of wall time) and no write.
+func TestFakeDriftRepair(t *testing.T) {
+	const compression = 300
+	c, err := fake.New(fake.Config{ClusterID: "scale"}, fake.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	steady, period := 20*time.Minute, 5*time.Minute
+	r, err := scale.Run(t.Context(), scale.FakeTarget(c, "scale"), scale.Config{Nodes: 10, Services: 5, Spread: 100 * time.Millisecond,
+		Compression: compression, Steady: steady, DriftRepairPeriod: period, NodesFirst: true,
+		Skip: []string{scale.Churn, scale.Restart, scale.Deletion}})
+	if err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	s, _ := r.Scenario(scale.Steady)
+	var lists int64
+	for _, op := range s.Driver {
+		if op.Operation == string(fake.OpListLoadBalancers) {
+			lists = op.Calls
+		}
+	}
+	passes := int64(steady / period)
+	if got := scale.Sum(s.Driver); got.Writes != 0 || lists < passes/2 || lists > passes+2 {
+		t.Errorf("steady with drift repair every %v for %v: %d writes, %d load-balancer Lists %v; want no write and about %d Lists, one per pass",
+			period, steady, got.Writes, lists, s.Driver, passes)
+	}
+}

@@ -15,6 +15,8 @@ import (
 	servicecontroller "k8s.io/cloud-provider/controllers/service"
 	controllersmetrics "k8s.io/component-base/metrics/prometheus/controllers"
 
+	"github.com/ccmkit/ccmkit/housekeeping"
+
 	// The route controller reads its feature gates from the default gate.
 	_ "k8s.io/controller-manager/pkg/features/register"
 )
@@ -31,7 +33,8 @@ type ccm struct {
 }
 
 // startCCM starts the service, cloud node, cloud node lifecycle and (when
-// the provider offers Routes) route controllers with informers of their
+// the provider offers Routes) route controllers, and ccmkit's drift-repair
+// controller when Config.DriftRepairPeriod is set, with informers of their
 // own, with the upstream defaults of one worker each
 // (--concurrent-service-syncs, --concurrent-node-syncs).
 func startCCM(ctx context.Context, kube kubernetes.Interface, cloud *meter, cfg Config) (*ccm, error) {
@@ -60,12 +63,19 @@ func startCCM(ctx context.Context, kube kubernetes.Interface, cloud *meter, cfg 
 func controllerRuns(kube kubernetes.Interface, inf informers.SharedInformerFactory, cloud *meter, clusterName string, p periods, metrics *controllersmetrics.ControllerManagerMetrics) ([]func(context.Context), error) {
 	nodes, services := inf.Core().V1().Nodes(), inf.Core().V1().Services()
 	var runs []func(context.Context)
-	if _, ok := cloud.LoadBalancer(); ok {
+	if lb, ok := cloud.LoadBalancer(); ok {
 		sc, err := servicecontroller.New(cloud, kube, services, nodes, clusterName, utilfeature.DefaultFeatureGate)
 		if err != nil {
 			return nil, fmt.Errorf("service controller: %w", err)
 		}
 		runs = append(runs, func(ctx context.Context) { sc.Run(ctx, 1, metrics) })
+		if p.drift > 0 {
+			d, err := housekeeping.NewDriftRepair(lb, kube, services, nodes, housekeeping.DriftRepairOptions{ClusterName: clusterName, Period: p.drift})
+			if err != nil {
+				return nil, fmt.Errorf("drift repair: %w", err)
+			}
+			runs = append(runs, func(ctx context.Context) { _ = d.Run(ctx) })
+		}
 	}
 	nc, err := nodecontroller.NewCloudNodeController(nodes, kube, cloud, p.nodeStatus, 1, 1)
 	if err != nil {

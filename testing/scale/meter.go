@@ -9,6 +9,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	cloudprovider "k8s.io/cloud-provider"
 
+	"github.com/ccmkit/ccmkit/housekeeping"
 	"github.com/ccmkit/ccmkit/internal/check"
 	"github.com/ccmkit/ccmkit/internal/cloudmetrics"
 	"github.com/ccmkit/ccmkit/loadbalancer"
@@ -134,8 +135,21 @@ func (m *meter) LoadBalancer() (cloudprovider.LoadBalancer, bool) {
 	if !ok || check.IsNil(v) {
 		return nil, false
 	}
+	if inv, ok := v.(housekeeping.Invalidator); ok {
+		return invalidatingLB{meteredLB{m, v}, inv}, true
+	}
 	return meteredLB{m, v}, true
 }
+
+// invalidatingLB is the metered LoadBalancer of a provider whose look-ups
+// a cache answers: drift repair drops that cache once per pass through it
+// (housekeeping.Invalidator). Invalidate is no cloud call.
+type invalidatingLB struct {
+	meteredLB
+	inv housekeeping.Invalidator
+}
+
+func (l invalidatingLB) Invalidate() { l.inv.Invalidate() }
 
 func (m *meter) InstancesV2() (cloudprovider.InstancesV2, bool) {
 	v, ok := m.inner.InstancesV2()

@@ -96,6 +96,12 @@ type Config struct {
 	// divides them by Compression. 0 means the upstream defaults, 10s and
 	// 5s; negative is an error.
 	RoutePeriod, NodeMonitorPeriod time.Duration
+	// DriftRepairPeriod, when positive, also runs ccmkit's drift-repair
+	// controller (package housekeeping, the example CCM's
+	// --drift-repair-period) with this period, divided by Compression, so
+	// that its cloud calls are counted with the upstream controllers'. 0
+	// means off: the upstream controllers only; negative is an error.
+	DriftRepairPeriod time.Duration
 	// Steady is the simulated time the steady scenario lasts, compressed
 	// like the periods (an hour at the default Compression is 36s of wall
 	// time). 0 means one hour; negative is an error.
@@ -126,6 +132,8 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("Config.RoutePeriod %v: expected 0 (the default, 10s) or more", c.RoutePeriod)
 	case c.NodeMonitorPeriod < 0:
 		return fmt.Errorf("Config.NodeMonitorPeriod %v: expected 0 (the default, 5s) or more", c.NodeMonitorPeriod)
+	case c.DriftRepairPeriod < 0:
+		return fmt.Errorf("Config.DriftRepairPeriod %v: expected 0 (off) or more", c.DriftRepairPeriod)
 	case c.Steady < 0:
 		return fmt.Errorf("Config.Steady %v: expected 0 (the default, 1h) or more", c.Steady)
 	case c.Timeout < 0:
@@ -160,11 +168,12 @@ func (c Config) withDefaults() Config {
 }
 
 // periods are the compressed periods of the controllers.
-type periods struct{ route, nodeStatus, nodeMonitor time.Duration }
+type periods struct{ route, nodeStatus, nodeMonitor, drift time.Duration }
 
 func (c Config) periods() periods {
 	f := time.Duration(c.Compression)
-	return periods{route: cmp.Or(c.RoutePeriod, 10*time.Second) / f, nodeStatus: 5 * time.Minute / f, nodeMonitor: cmp.Or(c.NodeMonitorPeriod, 5*time.Second) / f}
+	return periods{route: cmp.Or(c.RoutePeriod, 10*time.Second) / f, nodeStatus: 5 * time.Minute / f,
+		nodeMonitor: cmp.Or(c.NodeMonitorPeriod, 5*time.Second) / f, drift: c.DriftRepairPeriod / f}
 }
 
 // Report is what one simulation measured, one ScenarioReport per scenario

@@ -199,6 +199,7 @@ func TestConfigValidate(t *testing.T) {
 		{name: "negative compression", cfg: scale.Config{Nodes: 1, Compression: -1}, want: "Config.Compression -1: expected 0 (the default, 100) or more", reason: "a divisor"},
 		{name: "negative route period", cfg: scale.Config{Nodes: 1, RoutePeriod: -time.Second}, want: "Config.RoutePeriod -1s: expected 0 (the default, 10s) or more", reason: "a period"},
 		{name: "negative node monitor period", cfg: scale.Config{Nodes: 1, NodeMonitorPeriod: -time.Second}, want: "Config.NodeMonitorPeriod -1s: expected 0 (the default, 5s) or more", reason: "a period"},
+		{name: "negative drift repair period", cfg: scale.Config{Nodes: 1, DriftRepairPeriod: -time.Second}, want: "Config.DriftRepairPeriod -1s: expected 0 (off) or more", reason: "a period"},
 		{name: "negative steady", cfg: scale.Config{Nodes: 1, Steady: -time.Minute}, want: "Config.Steady -1m0s: expected 0 (the default, 1h) or more", reason: "a duration"},
 		{name: "negative timeout", cfg: scale.Config{Nodes: 1, Timeout: -time.Second}, want: "Config.Timeout -1s: expected 0 (the default, 2m) or more", reason: "a bound"},
 		{name: "skip bring-up", cfg: scale.Config{Nodes: 1, Skip: []string{scale.BringUp}}, want: `Config.Skip ["bring-up"]: expected only steady, churn, restart or deletion (every scenario needs the bring-up)`, reason: "the others run over its cluster"},

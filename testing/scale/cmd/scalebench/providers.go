@@ -48,7 +48,7 @@ type provider struct {
 // config is the scale.Config of p's run at sz.
 func (p provider) config(sz size) scale.Config {
 	cfg := scale.Config{Nodes: sz.nodes, Services: sz.services, Spread: spread(sz.nodes), Compression: tuning.Compression, Timeout: p.timeout,
-		RoutePeriod: tuning.RoutePeriod, NodeMonitorPeriod: tuning.NodeMonitorPeriod, Skip: tuning.Skip}
+		RoutePeriod: tuning.RoutePeriod, NodeMonitorPeriod: tuning.NodeMonitorPeriod, DriftRepairPeriod: tuning.DriftRepairPeriod, Skip: tuning.Skip}
 	if p.realTime {
 		cfg.Compression = 1
 		if !slices.Contains(cfg.Skip, scale.Steady) {
