@@ -9,7 +9,7 @@ type priorityKey struct{}
 // priority p at most: a call whose kind is of a higher priority (see the
 // package doc, Wrappers) is admitted as p; one already at p or lower keeps
 // its own. Work that no one waits for, such as a periodic drift repair
-// (package controllers/drift), passes Background so that it only spends
+// (package housekeeping), passes Background so that it only spends
 // what the upstream controllers leave: its reads and writes never take the
 // tokens a new Service's create or a Node's initialization needs. A
 // context carries one cap; the innermost AtPriority wins.

@@ -2,6 +2,7 @@ package housekeeping
 
 import (
 	"context"
+	"math/rand/v2"
 	"strconv"
 	"time"
 
@@ -65,5 +66,17 @@ func sleep(ctx context.Context, c clock.Clock, d time.Duration) bool {
 		return false
 	case <-t.C():
 		return true
+	}
+}
+
+// every calls fn every period until ctx is done: first at a random moment
+// of the first period (rand.N), then period after the start of the last
+// call, or at once when that call overran its period.
+func every(ctx context.Context, c clock.Clock, period time.Duration, fn func()) {
+	next := c.Now().Add(rand.N(period))
+	for sleep(ctx, c, next.Sub(c.Now())) {
+		start := c.Now()
+		fn()
+		next = start.Add(period)
 	}
 }

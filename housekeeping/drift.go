@@ -17,7 +17,6 @@ import (
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
 	cloudprovider "k8s.io/cloud-provider"
-	"k8s.io/cloud-provider/api"
 	servicehelper "k8s.io/cloud-provider/service/helpers"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
@@ -25,6 +24,8 @@ import (
 	"github.com/ccmkit/ccmkit/governor"
 	"github.com/ccmkit/ccmkit/internal/check"
 	"github.com/ccmkit/ccmkit/internal/cloudmetrics"
+	"github.com/ccmkit/ccmkit/internal/throttle"
+	"github.com/ccmkit/ccmkit/loadbalancer"
 )
 
 // DriftRepairName is the drift repair controller's name in a CCM's
@@ -38,8 +39,9 @@ type DriftRepairOptions struct {
 	// ClusterName is the clusterName argument of every call: the CCM's
 	// --cluster-name. Required.
 	ClusterName string
-	// Period is how often every LoadBalancer Service is checked: a drift is
-	// repaired within about one Period. 0 means 10m; negative is an error.
+	// Period is how often a pass starts: a drift that is there when a pass
+	// lists the load balancers is repaired by that pass. 0 means 10m;
+	// negative is an error.
 	Period time.Duration
 	// Recorder records a Normal event (reason LoadBalancerDriftRepaired)
 	// on each Service whose load balancer was repaired. nil means no
@@ -59,41 +61,55 @@ func (o DriftRepairOptions) withDefaults() DriftRepairOptions {
 	return o
 }
 
-// Invalidator is what DriftRepair looks for on a provider's LoadBalancer
-// to see the cloud as it is at each pass: loadbalancer.Reconciler
-// implements it (Reconciler.Invalidate drops its Cache's list). A
-// LoadBalancer without it is taken to ask the cloud at every call.
-type Invalidator interface {
+// Repairer is what DriftRepair needs of a provider's LoadBalancer:
+// loadbalancer.Reconciler implements it.
+type Repairer interface {
+	// RepairLoadBalancer is EnsureLoadBalancer that changes nothing
+	// (an error wrapping loadbalancer.ErrStale) when current reports,
+	// once the call holds the Service's turn, that the Service or Nodes
+	// it was given are no longer the current ones; see
+	// loadbalancer.Reconciler.RepairLoadBalancer.
+	RepairLoadBalancer(ctx context.Context, clusterName string, svc *v1.Service, nodes []*v1.Node, current func() bool) (*v1.LoadBalancerStatus, error)
+	// Invalidate makes the next look-ups ask the cloud (a cache's list
+	// is dropped).
 	Invalidate()
 }
 
 // DriftRepair re-ensures every LoadBalancer Service on a period (see the
 // package doc).
 //
-// A pass, once per Period: it invalidates the provider's look-up cache
-// (Invalidator), then calls EnsureLoadBalancer for each Service the
-// service controller has provisioned (type LoadBalancer without a class,
-// with its cleanup finalizer and an ingress, not being deleted), one at a
-// time, in namespace/name order, with the Nodes the service controller
-// would pass. The pace follows the cloud calls: with a ccmkit provider
-// (an Invalidator) each Ensure that made cloud calls is followed by a wait
-// of Period/(number of Services) per call, so a converged cluster, whose
-// Ensures are all answered from the one List, is checked at once and a
-// pass that repairs or reads per Service spreads its calls over the
-// period; with another provider each Ensure gets an equal share of the
-// period. Its calls are admitted by a governor at background priority
-// (governor.AtPriority), after everything the upstream controllers need.
+// A pass, every Period: Invalidate (so the pass sees the cloud as it is,
+// at the cost of one List with a loadbalancer.Cache), then
+// RepairLoadBalancer for each Service the service controller has
+// provisioned (type LoadBalancer without a class, with its cleanup
+// finalizer and an ingress, not being deleted), one at a time, in
+// namespace/name order, with the Nodes the service controller would pass
+// (inBackends). A call whose Service or Nodes changed in the informer
+// since it read them changes nothing (loadbalancer.ErrStale): the newer
+// state is the service controller's to apply, never undone here.
+//
+// The pace follows the cloud calls (counted by the blocks' metering): each
+// call that made n cloud calls is followed by a wait of n ×
+// Period/(number of Services), and a throttled one by at least the delay
+// the cloud or the governor asked for. A converged cluster, whose calls are
+// all answered from the one List, is checked at once; a pass that repairs
+// or reads per Service spreads its calls over the period. Its calls are
+// admitted by a governor at background priority (governor.AtPriority),
+// after everything the upstream controllers need, and a throttled call
+// does not touch the back-off the service controller gets for the Service.
 // A changed ingress is patched into the Service's status, as the service
 // controller does (controllers/service/controller.go patchStatus).
 //
 // A DriftRepair is used by one Run at a time. Run starts no goroutine.
 type DriftRepair struct {
-	lb       cloudprovider.LoadBalancer
+	lb       Repairer
 	client   kubernetes.Interface
 	services corelisters.ServiceLister
 	nodes    corelisters.NodeLister
 	synced   []cache.InformerSynced
 	opts     DriftRepairOptions
+	// sleep waits between calls (the package's sleep; tests record).
+	sleep func(ctx context.Context, c clock.Clock, d time.Duration) bool
 }
 
 // NewDriftRepair returns a DriftRepair of lb's load balancers, reading
@@ -101,9 +117,9 @@ type DriftRepair struct {
 // patching Service status through client. Errors (not wrapped) start with
 // "housekeeping.NewDriftRepair: " and name the argument or field: a nil
 // lb, client or informer, an empty ClusterName, a negative Period.
-func NewDriftRepair(lb cloudprovider.LoadBalancer, client kubernetes.Interface, services coreinformers.ServiceInformer, nodes coreinformers.NodeInformer, opts DriftRepairOptions) (*DriftRepair, error) {
+func NewDriftRepair(lb Repairer, client kubernetes.Interface, services coreinformers.ServiceInformer, nodes coreinformers.NodeInformer, opts DriftRepairOptions) (*DriftRepair, error) {
 	const fn = "housekeeping.NewDriftRepair"
-	if err := check.Driver(fn, lb, "cloudprovider.LoadBalancer"); err != nil {
+	if err := check.Driver(fn, lb, "housekeeping.Repairer"); err != nil {
 		return nil, err
 	}
 	if err := checkArgs(fn, arg{"client", client}, arg{"services informer", services}, arg{"nodes informer", nodes}); err != nil {
@@ -114,7 +130,7 @@ func NewDriftRepair(lb cloudprovider.LoadBalancer, client kubernetes.Interface, 
 	}
 	register()
 	return &DriftRepair{
-		lb: lb, client: client, opts: opts.withDefaults(),
+		lb: lb, client: client, opts: opts.withDefaults(), sleep: sleep,
 		services: services.Lister(), nodes: nodes.Lister(),
 		synced: []cache.InformerSynced{services.Informer().HasSynced, nodes.Informer().HasSynced},
 	}, nil
@@ -150,24 +166,25 @@ func checkCommon(fn, clusterName, periodField string, period, def time.Duration)
 // Name returns DriftRepairName (k8s.io/controller-manager controller.Interface).
 func (d *DriftRepair) Name() string { return DriftRepairName }
 
-// Run waits for the informers to sync, then makes a pass every Period,
-// the first one Period after the start (the service controller has just
-// ensured every Service then), until ctx is done; it returns nil then. A
-// pass that overruns its period is followed by the next at once.
+// Run waits for the informers to sync, then makes a pass every Period
+// until ctx is done, and returns nil then. The first pass comes at a
+// random moment of the first Period: not at once (the service controller
+// has just ensured every Service), and not a whole Period late on a CCM
+// whose leader changes more often than that. A pass that overruns its
+// period is followed by the next at once.
 func (d *DriftRepair) Run(ctx context.Context) error {
 	logger := klog.FromContext(ctx).WithName(DriftRepairName)
 	ctx = klog.NewContext(ctx, logger)
 	if !cache.WaitForCacheSync(ctx.Done(), d.synced...) {
 		return nil
 	}
-	logger.Info("Starting drift repair", "period", d.opts.Period)
-	next := d.opts.Clock.Now().Add(d.opts.Period)
-	for sleep(ctx, d.opts.Clock, next.Sub(d.opts.Clock.Now())) {
+	logger.Info("Starting drift repair", "period", d.opts.Period, "cluster", d.opts.ClusterName)
+	every(ctx, d.opts.Clock, d.opts.Period, func() {
 		start := d.opts.Clock.Now()
 		r := d.pass(ctx)
-		logger.V(2).Info("Drift repair pass done", "services", r.total(), "converged", r[driftConverged], "repaired", r[driftRepaired], "retry", r[driftRetry], "errors", r[driftError], "took", d.opts.Clock.Since(start))
-		next = start.Add(d.opts.Period)
-	}
+		logger.V(2).Info("Drift repair pass done", "services", r.total(), "converged", r[driftConverged], "repaired", r[driftRepaired],
+			"retry", r[driftRetry], "errors", r[driftError], "skipped", r[driftSkipped], "took", d.opts.Clock.Since(start))
+	})
 	return nil
 }
 
@@ -179,7 +196,7 @@ const (
 	driftRepaired                     // cloud writes made
 	driftRetry                        // throttled or provisioning: next pass
 	driftError                        // any other error
-	driftSkipped                      // gone or no longer provisioned
+	driftSkipped                      // gone, changed or no longer provisioned: the service controller's
 	numDriftResults
 )
 
@@ -188,6 +205,7 @@ var driftResultNames = [numDriftResults]string{"converged", "repaired", "retry",
 // passReport counts a pass's Services by result.
 type passReport [numDriftResults]int
 
+// total is the Services checked, the skipped ones left out.
 func (r passReport) total() int {
 	n := 0
 	for _, c := range r[:driftSkipped] {
@@ -199,10 +217,7 @@ func (r passReport) total() int {
 // pass checks every provisioned Service once (see DriftRepair).
 func (d *DriftRepair) pass(ctx context.Context) passReport {
 	var r passReport
-	inv, paced := d.lb.(Invalidator)
-	if paced {
-		inv.Invalidate()
-	}
+	d.lb.Invalidate()
 	keys, err := d.targets()
 	if err != nil {
 		klog.FromContext(ctx).Error(err, "Listing Services for drift repair")
@@ -210,19 +225,17 @@ func (d *DriftRepair) pass(ctx context.Context) passReport {
 	}
 	share := d.opts.Period / time.Duration(max(len(keys), 1))
 	for i, key := range keys {
-		res, calls := d.check(ctx, key)
-		r[res]++
-		if res != driftSkipped {
-			driftChecks.WithLabelValues(driftResultNames[res]).Inc()
-		}
-		wait := share
-		if paced {
-			wait = share * time.Duration(calls)
-		}
+		c := d.check(ctx, key)
+		r[c.result]++
+		driftChecks.WithLabelValues(driftResultNames[c.result]).Inc()
 		if i == len(keys)-1 {
 			break // the next pass is Run's to schedule
 		}
-		if !sleep(ctx, d.opts.Clock, wait) {
+		wait := share * time.Duration(c.calls)
+		if c.result == driftRetry {
+			wait = max(wait, share, min(c.retryAfter, d.opts.Period))
+		}
+		if !d.sleep(ctx, d.opts.Clock, wait) {
 			break
 		}
 	}
@@ -246,29 +259,49 @@ func (d *DriftRepair) targets() ([]cache.ObjectName, error) {
 	return keys, nil
 }
 
-// check re-ensures the Service key as it is now in the informer, and
-// returns what it came to and how many cloud calls it made (0 when the
-// provider does not meter them).
-func (d *DriftRepair) check(ctx context.Context, key cache.ObjectName) (driftResult, int) {
+// checked is what one Service's check came to: its result, the cloud
+// calls it made, and the delay a throttled call asked for.
+type checked struct {
+	result     driftResult
+	calls      int
+	retryAfter time.Duration
+}
+
+// check repairs the Service key as the informer has it now.
+func (d *DriftRepair) check(ctx context.Context, key cache.ObjectName) checked {
 	logger := klog.FromContext(ctx)
+	svc, nodes, err := d.view(key)
+	if err != nil {
+		logger.Error(err, "Drift repair: reading the Service and Nodes", "service", key)
+		return checked{result: driftError}
+	}
+	if svc == nil {
+		return checked{result: driftSkipped}
+	}
 	callCtx, tally := cloudmetrics.StartTally(governor.AtPriority(ctx, governor.Background))
-	svc, status, err := d.ensure(callCtx, key)
-	calls := 0
-	for _, n := range tally.Calls() {
-		calls += n
-	}
-	switch {
-	case svc == nil:
-		return driftSkipped, calls
+	current := func() bool { return d.current(key, svc, nodes) }
+	status, err := d.lb.RepairLoadBalancer(callCtx, d.opts.ClusterName, svc.DeepCopy(), nodes, current)
+	c := checked{calls: sum(tally.Calls())}
+	var retry bool
+	switch c.retryAfter, retry = throttle.RetryAfter(err); {
+	case errors.Is(err, loadbalancer.ErrStale), errors.Is(err, cloudprovider.ImplementedElsewhere):
+		c.result = driftSkipped
+	case retry:
+		logger.V(2).Info("Drift repair deferred to the next pass", "service", key, "err", err)
+		c.result = driftRetry
 	case err != nil:
-		var retry *api.RetryError
-		if errors.As(err, &retry) {
-			logger.V(2).Info("Drift repair deferred to the next pass", "service", klog.KObj(svc), "err", err)
-			return driftRetry, calls
-		}
-		logger.Error(err, "Drift repair failed", "service", klog.KObj(svc))
-		return driftError, calls
+		logger.Error(err, "Drift repair failed", "service", key)
+		c.result = driftError
+	default:
+		c.result = d.repaired(ctx, svc, status, tally)
 	}
+	return c
+}
+
+// repaired reports a successful call: its writes (a log line, an event, a
+// metric) and a changed ingress (patchStatus).
+func (d *DriftRepair) repaired(ctx context.Context, svc *v1.Service, status *v1.LoadBalancerStatus, tally *cloudmetrics.Tally) driftResult {
+	logger := klog.FromContext(ctx)
 	res := driftConverged
 	if w := tally.Writes(); w > 0 {
 		res = driftRepaired
@@ -280,43 +313,61 @@ func (d *DriftRepair) check(ctx context.Context, key cache.ObjectName) (driftRes
 	}
 	if err := d.patchStatus(svc, status); err != nil {
 		logger.Error(err, "Patching the load balancer status after drift repair", "service", klog.KObj(svc))
-		return driftError, calls
+		return driftError
 	}
-	return res, calls
+	return res
 }
 
-// ensure calls EnsureLoadBalancer for the Service key as the informer has
-// it, with the Nodes the service controller would pass, and returns the
-// Service it ensured (nil when it is gone or no longer provisioned: the
-// service controller's to handle). When the informer has a newer Service
-// afterwards, it ensures that one too: the service controller may have
-// ensured the newer one while this call, holding the older, waited for
-// the Service's turn, and the cloud must not be left at the older spec.
-func (d *DriftRepair) ensure(ctx context.Context, key cache.ObjectName) (*v1.Service, *v1.LoadBalancerStatus, error) {
-	var svc *v1.Service
-	for range 2 {
-		current, err := d.services.Services(key.Namespace).Get(key.Name)
-		if err != nil || !provisioned(current) {
-			return nil, nil, nil
-		}
-		if svc != nil && current.ResourceVersion == svc.ResourceVersion {
-			break
-		}
-		svc = current
-		nodes, err := d.nodes.List(labels.Everything())
-		if err != nil {
-			return svc, nil, fmt.Errorf("listing Nodes: %w", err)
-		}
-		nodes = slices.DeleteFunc(nodes, func(n *v1.Node) bool { return !inBackends(n) })
-		status, err := d.lb.EnsureLoadBalancer(ctx, d.opts.ClusterName, svc, nodes)
-		if err != nil {
-			return svc, nil, err
-		}
-		if latest, err := d.services.Services(key.Namespace).Get(key.Name); err != nil || latest.ResourceVersion == svc.ResourceVersion {
-			return svc, status, nil
-		}
+func sum(calls map[string]int) int {
+	n := 0
+	for _, c := range calls {
+		n += c
 	}
-	return svc, nil, nil // ensured twice; a Service changing this fast is the service controller's
+	return n
+}
+
+// view returns the Service key and the Nodes the service controller would
+// pass for it, as the informers have them now; a nil Service when it is
+// gone or not provisioned (the service controller's to handle).
+func (d *DriftRepair) view(key cache.ObjectName) (*v1.Service, []*v1.Node, error) {
+	svc, err := d.services.Services(key.Namespace).Get(key.Name)
+	if apierrors.IsNotFound(err) || (err == nil && !provisioned(svc)) {
+		return nil, nil, nil
+	}
+	if err != nil {
+		return nil, nil, err
+	}
+	nodes, err := d.backends()
+	return svc, nodes, err
+}
+
+// backends returns the Nodes the service controller passes to
+// EnsureLoadBalancer (inBackends), in name order.
+func (d *DriftRepair) backends() ([]*v1.Node, error) {
+	nodes, err := d.nodes.List(labels.Everything())
+	if err != nil {
+		return nil, err
+	}
+	nodes = slices.DeleteFunc(nodes, func(n *v1.Node) bool { return !inBackends(n) })
+	slices.SortFunc(nodes, func(a, b *v1.Node) int { return cmp.Compare(a.Name, b.Name) })
+	return nodes, nil
+}
+
+// current reports whether svc and nodes are still what the informers
+// have: the same Service (UID and resourceVersion), still provisioned,
+// and the same backend Nodes by name and provider ID (what the service
+// controller compares, controllers/service/controller.go
+// nodesSufficientlyEqual). It runs under the Reconciler's lock for the
+// Service (RepairLoadBalancer).
+func (d *DriftRepair) current(key cache.ObjectName, svc *v1.Service, nodes []*v1.Node) bool {
+	now, err := d.services.Services(key.Namespace).Get(key.Name)
+	if err != nil || now.UID != svc.UID || now.ResourceVersion != svc.ResourceVersion || !provisioned(now) {
+		return false
+	}
+	latest, err := d.backends()
+	return err == nil && slices.EqualFunc(nodes, latest, func(a, b *v1.Node) bool {
+		return a.Name == b.Name && a.Spec.ProviderID == b.Spec.ProviderID
+	})
 }
 
 // patchStatus patches the Service's load-balancer status when status

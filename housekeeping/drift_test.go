@@ -2,15 +2,17 @@ package housekeeping
 
 import (
 	"context"
+	"net/netip"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/record"
-	cloudprovider "k8s.io/cloud-provider"
+	"k8s.io/utils/clock"
 
 	"github.com/ccmkit/ccmkit/fake"
 )
@@ -18,7 +20,7 @@ import (
 func newDrift(t *testing.T, e *env, rec record.EventRecorder) *DriftRepair {
 	t.Helper()
 	informers := e.factory.Core().V1()
-	d, err := NewDriftRepair(e.lb, e.client, informers.Services(), informers.Nodes(),
+	d, err := NewDriftRepair(e.repairer, e.client, informers.Services(), informers.Nodes(),
 		DriftRepairOptions{ClusterName: testCluster, Period: time.Minute, Recorder: rec, Clock: e.clock})
 	if err != nil {
 		t.Fatal(err)
@@ -161,14 +163,14 @@ func TestNewDriftRepairErrors(t *testing.T) {
 		nilLB              bool
 	}{
 		{name: "nil lb", reason: "the provider is required", nilLB: true, opts: DriftRepairOptions{ClusterName: "c"},
-			want: "housekeeping.NewDriftRepair: driver is nil: expected a non-nil cloudprovider.LoadBalancer"},
+			want: "housekeeping.NewDriftRepair: driver is nil: expected a non-nil housekeeping.Repairer"},
 		{name: "no cluster", reason: "every call needs the cluster name", opts: DriftRepairOptions{},
 			want: "housekeeping.NewDriftRepair: Options.ClusterName is empty: expected the CCM's --cluster-name"},
 		{name: "negative period", reason: "a period of none is meaningless", opts: DriftRepairOptions{ClusterName: "c", Period: -time.Second},
 			want: "housekeeping.NewDriftRepair: Options.Period -1s: expected 0 (the default, 10m0s) or more"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			lb := e.lb
+			lb := e.lb.(Repairer)
 			if tc.nilLB {
 				lb = nil
 			}
@@ -180,52 +182,93 @@ func TestNewDriftRepairErrors(t *testing.T) {
 	}
 }
 
-// racingLB is a LoadBalancer during whose first EnsureLoadBalancer the
-// Service changes (the informer gets a newer version), as when the
-// service controller ensures an update while drift repair holds the
+// racingLB is a Repairer during whose call the Service changes (the
+// informer gets a newer version), as when the service controller ensures
+// an update, or deletes the load balancer, while drift repair holds the
 // older Service.
 type racingLB struct {
-	cloudprovider.LoadBalancer
-	during  func()
-	ensured []string // the resourceVersions ensured
+	Repairer
+	before func()
 }
 
-func (r *racingLB) EnsureLoadBalancer(ctx context.Context, cluster string, svc *v1.Service, nodes []*v1.Node) (*v1.LoadBalancerStatus, error) {
-	r.ensured = append(r.ensured, svc.ResourceVersion)
-	if r.during != nil {
-		r.during()
-		r.during = nil
+func (r *racingLB) RepairLoadBalancer(ctx context.Context, cluster string, svc *v1.Service, nodes []*v1.Node, current func() bool) (*v1.LoadBalancerStatus, error) {
+	r.before()
+	return r.Repairer.RepairLoadBalancer(ctx, cluster, svc, nodes, current)
+}
+
+// TestDriftRepairNeverUndoesNewerWork: when the Service or the Nodes
+// change between drift repair's read and its turn on the Service, the
+// call changes nothing (loadbalancer.ErrStale): the newer Service, a
+// Service being deleted, a Node the service controller has since synced
+// are the service controller's, and the load balancer stays as it left it.
+func TestDriftRepairNeverUndoesNewerWork(t *testing.T) {
+	for _, tc := range []struct {
+		name, reason string
+		change       func(e *env, svc *v1.Service)
+	}{
+		{name: "newer spec", reason: "a port added since the read", change: func(e *env, svc *v1.Service) {
+			newer := svc.DeepCopy()
+			newer.ResourceVersion = "2"
+			newer.Spec.Ports = append(newer.Spec.Ports, v1.ServicePort{Name: "https", Protocol: v1.ProtocolTCP, Port: 443, NodePort: 30443})
+			e.update(newer)
+		}},
+		{name: "being deleted", reason: "the service controller is deleting its load balancer", change: func(e *env, svc *v1.Service) {
+			gone := svc.DeepCopy()
+			gone.ResourceVersion, gone.DeletionTimestamp = "2", &metav1.Time{Time: e.clock.Now()}
+			e.update(gone)
+		}},
+		{name: "node excluded", reason: "a Node labelled out of the backends since the read", change: func(e *env, svc *v1.Service) {
+			n := e.nodes[0].DeepCopy()
+			n.Labels = map[string]string{v1.LabelNodeExcludeBalancers: "true"}
+			if err := e.factory.Core().V1().Nodes().Informer().GetIndexer().Update(n); err != nil {
+				t.Fatal(err)
+			}
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newEnv(t, 2)
+			svc := e.service("shop", "web", "uid-web")
+			svc.ResourceVersion = "1"
+			e.update(svc)
+			// Drift, so that a stale call would write: one backend gone.
+			e.drift(svc, svc.Spec.Ports, e.nodes[:1])
+			before, _ := e.cloud.LoadBalancerFor(testCluster, svc)
+			e.repairer = &racingLB{Repairer: e.repairer, before: func() { tc.change(e, svc) }}
+			d := newDrift(t, e, nil)
+			var r passReport
+			got := e.callsDuring(func() { e.run(func() { r = d.pass(context.Background()) }) })
+			if r[driftSkipped] != 1 {
+				t.Errorf("pass report %v: want the Service skipped (%s)", r, tc.reason)
+			}
+			if n := writes(got); n != 0 {
+				t.Errorf("%d cloud writes %v: want none (%s)", n, got, tc.reason)
+			}
+			after, _ := e.cloud.LoadBalancerFor(testCluster, svc)
+			if diff := cmp.Diff(before.Spec, after.Spec, cmpopts.EquateComparable(netip.Addr{}, netip.Prefix{})); diff != "" {
+				t.Errorf("load balancer changed (-before +after), %s:\n%s", tc.reason, diff)
+			}
+		})
 	}
-	return r.LoadBalancer.EnsureLoadBalancer(ctx, cluster, svc, nodes)
 }
 
-// TestDriftRepairNeverLeavesAnOlderSpec: when the Service changes while
-// drift repair ensures it, drift repair ensures the newer version too, so
-// the cloud ends at the newest spec whichever call went last.
-func TestDriftRepairNeverLeavesAnOlderSpec(t *testing.T) {
+// TestDriftRepairPacing: a pass waits, after each Service, its share of
+// the period (Period / Services) per cloud call the Service's check made,
+// and at least a share after a throttled one; nothing after the last.
+func TestDriftRepairPacing(t *testing.T) {
 	e := newEnv(t, 1)
-	svc := e.service("shop", "web", "uid-web")
-	svc.ResourceVersion = "1"
-	indexer := e.factory.Core().V1().Services().Informer().GetIndexer()
-	if err := indexer.Update(svc); err != nil {
-		t.Fatal(err)
+	for _, name := range []string{"a", "b", "c", "d"} {
+		e.service("shop", name, types.UID("uid-"+name))
 	}
-	newer := svc.DeepCopy()
-	newer.ResourceVersion = "2"
-	newer.Spec.Ports = append(newer.Spec.Ports, v1.ServicePort{Name: "https", Protocol: v1.ProtocolTCP, Port: 443, NodePort: 30443})
-	lb := &racingLB{LoadBalancer: e.lb, during: func() {
-		if err := indexer.Update(newer); err != nil {
-			t.Error(err)
-		}
-	}}
-	e.lb = lb
 	d := newDrift(t, e, nil)
-	e.run(func() { d.pass(context.Background()) })
-	if diff := cmp.Diff([]string{"1", "2"}, lb.ensured); diff != "" {
-		t.Errorf("versions ensured (-want +got):\n%s", diff)
+	var waits []time.Duration
+	d.sleep = func(_ context.Context, _ clock.Clock, w time.Duration) bool {
+		waits = append(waits, w)
+		return true
 	}
-	got, _ := e.cloud.LoadBalancerFor(testCluster, svc)
-	if len(got.Spec.Listeners) != 2 {
-		t.Errorf("%d listeners after the pass; want 2, the newer Service's", len(got.Spec.Listeners))
+	d.pass(context.Background())
+	share := time.Minute / 4
+	// a: the List of the pass (one call); b, c: answered from it.
+	if diff := cmp.Diff([]time.Duration{share, 0, 0}, waits); diff != "" {
+		t.Errorf("waits of a converged pass (-want +got):\n%s", diff)
 	}
 }

@@ -30,13 +30,16 @@ const (
 // started, so a pass sees exactly what a test put there), and a fake
 // clock.
 type env struct {
-	t       *testing.T
-	cloud   *fake.Cloud
-	lb      cloudprovider.LoadBalancer
-	client  *k8sfake.Clientset
-	factory informers.SharedInformerFactory
-	clock   *testingclock.FakeClock
-	nodes   []*v1.Node
+	t     *testing.T
+	cloud *fake.Cloud
+	lb    cloudprovider.LoadBalancer
+	// repairer is what the DriftRepair of newDrift runs over: lb, unless
+	// a test wraps it.
+	repairer Repairer
+	client   *k8sfake.Clientset
+	factory  informers.SharedInformerFactory
+	clock    *testingclock.FakeClock
+	nodes    []*v1.Node
 }
 
 // newEnv returns an env over a fake cloud with ClusterID testClusterID
@@ -53,7 +56,7 @@ func newEnv(t *testing.T, n int) *env {
 	}
 	lb, _ := cloud.LoadBalancer()
 	client := k8sfake.NewClientset()
-	e := &env{t: t, cloud: cloud, lb: lb, client: client, factory: informers.NewSharedInformerFactory(client, 0),
+	e := &env{t: t, cloud: cloud, lb: lb, repairer: lb.(Repairer), client: client, factory: informers.NewSharedInformerFactory(client, 0),
 		clock: testingclock.NewFakeClock(time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC))}
 	for i := range n {
 		node, err := cloud.NodeFor(fmt.Sprintf("i-%d", i+1))
@@ -152,4 +155,40 @@ func (e *env) callsDuring(f func()) map[fake.Op]int64 {
 		}
 	}
 	return out
+}
+
+// update replaces svc in the informer's indexer (not in the clientset).
+func (e *env) update(svc *v1.Service) {
+	e.t.Helper()
+	if err := e.factory.Core().V1().Services().Informer().GetIndexer().Update(svc); err != nil {
+		e.t.Fatal(err)
+	}
+}
+
+// drift changes svc's load balancer behind the CCM's back: a peer of the
+// cloud (another client of the same account, whose changes the CCM's
+// cache does not hear of) ensures it with ports and nodes.
+func (e *env) drift(svc *v1.Service, ports []v1.ServicePort, nodes []*v1.Node) {
+	e.t.Helper()
+	peer, err := fake.NewPeer(e.cloud, testClusterID, fake.PeerOptions{})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	plb, _ := peer.LoadBalancer()
+	drifted := svc.DeepCopy()
+	drifted.Spec.Ports = ports
+	if _, err := plb.EnsureLoadBalancer(context.Background(), testCluster, drifted, nodes); err != nil {
+		e.t.Fatal(err)
+	}
+}
+
+// writes sums the write operations of calls.
+func writes(calls map[fake.Op]int64) int64 {
+	var n int64
+	for op, c := range calls {
+		if op.Writes() {
+			n += c
+		}
+	}
+	return n
 }

@@ -1,7 +1,6 @@
 package housekeeping
 
 import (
-	"cmp"
 	"context"
 
 	v1 "k8s.io/api/core/v1"
@@ -17,39 +16,59 @@ import (
 	"k8s.io/klog/v2"
 )
 
-// NewDriftRepairController returns the entry of the drift repair controller
-// for a CCM's controller map (the map app.NewCloudControllerManagerCommand
-// takes), under DriftRepairName, with its own client name. opts is read
-// when the CCM starts its controllers, after its flags are parsed, so a
-// main may bind flags to its fields. An empty ClusterName is the CCM's
-// --cluster-name; a nil Recorder is one that records through the CCM's
-// client, as component DriftRepairName. The controller is skipped, with a
-// warning, when the cloud has no LoadBalancer.
+// NewDriftRepairController returns the entry of the drift repair
+// controller for a CCM's controller map (the map
+// app.NewCloudControllerManagerCommand takes), to put under
+// DriftRepairName, with its own client name. It is not a constructor of a
+// controller but of its map entry: the controller is built, with
+// NewDriftRepair, when the CCM starts its controllers, after its flags are
+// parsed, so a main may bind flags to the fields of opts. ClusterName is
+// always the CCM's --cluster-name (a different one would give the
+// controller another identity than the service controller's); a nil
+// Recorder is one that records through the CCM's client, as component
+// DriftRepairName. The controller is skipped, with a log line, when the
+// cloud has no LoadBalancer or its LoadBalancer is not a Repairer (a
+// provider not built on loadbalancer.Reconciler).
 func NewDriftRepairController(opts *DriftRepairOptions) app.ControllerInitFuncConstructor {
-	return constructor(DriftRepairName, func(ctx context.Context, lb cloudprovider.LoadBalancer, client kubernetes.Interface, c *config.CompletedConfig) (runner, error) {
+	return constructor(DriftRepairName, func(ctx context.Context, cloud cloudprovider.Interface, lb cloudprovider.LoadBalancer, client kubernetes.Interface, c *config.CompletedConfig) (runner, error) {
+		repairer, ok := lb.(Repairer)
+		if !ok {
+			klog.FromContext(ctx).Info("Not starting: the cloud's load balancers cannot repair (housekeeping.Repairer)", "controller", DriftRepairName, "type", klog.Format(lb))
+			return nil, nil
+		}
 		o := *opts
-		o.ClusterName = cmp.Or(o.ClusterName, c.ComponentConfig.KubeCloudShared.ClusterName)
+		o.ClusterName = c.ComponentConfig.KubeCloudShared.ClusterName
 		if o.Recorder == nil {
 			o.Recorder = recorder(ctx, client, DriftRepairName)
 		}
 		informers := c.SharedInformers.Core().V1()
-		return NewDriftRepair(lb, client, informers.Services(), informers.Nodes(), o)
+		return NewDriftRepair(repairer, client, informers.Services(), informers.Nodes(), o)
 	})
 }
 
-// NewOrphanCollectionController is NewDriftRepairController for the orphan
-// collection controller, under OrphanCollectionName. The controller is
-// skipped, with a warning, when the cloud has no LoadBalancer or its
-// LoadBalancer cannot list what the cluster owns (Owners).
+// NewOrphanCollectionController is NewDriftRepairController for the
+// orphan collection controller, under OrphanCollectionName. It is skipped,
+// with a log line, when the cloud has no LoadBalancer, when its
+// LoadBalancer cannot list what the cluster owns (Owners), and when the
+// cloud has no cluster ID (cloudprovider.Interface HasClusterID, possible
+// with --allow-untagged-cloud): the cluster identity would then be
+// --cluster-name, "kubernetes" unless set, which two clusters sharing one
+// cloud account may both have, and each would collect the other's load
+// balancers.
 func NewOrphanCollectionController(opts *OrphanCollectorOptions) app.ControllerInitFuncConstructor {
-	return constructor(OrphanCollectionName, func(ctx context.Context, lb cloudprovider.LoadBalancer, client kubernetes.Interface, c *config.CompletedConfig) (runner, error) {
+	return constructor(OrphanCollectionName, func(ctx context.Context, cloud cloudprovider.Interface, lb cloudprovider.LoadBalancer, client kubernetes.Interface, c *config.CompletedConfig) (runner, error) {
+		logger := klog.FromContext(ctx)
 		owners, ok := lb.(Owners)
 		if !ok {
-			klog.FromContext(ctx).Info("Warning: the cloud's load balancers cannot list what the cluster owns (housekeeping.Owners); not starting", "controller", OrphanCollectionName, "type", klog.Format(lb))
+			logger.Info("Not starting: the cloud's load balancers cannot list what the cluster owns (housekeeping.Owners)", "controller", OrphanCollectionName, "type", klog.Format(lb))
+			return nil, nil
+		}
+		if !cloud.HasClusterID() {
+			logger.Info("Not starting: the cloud has no cluster ID, so load balancers of another cluster with the same --cluster-name would look like orphans", "controller", OrphanCollectionName)
 			return nil, nil
 		}
 		o := *opts
-		o.ClusterName = cmp.Or(o.ClusterName, c.ComponentConfig.KubeCloudShared.ClusterName)
+		o.ClusterName = c.ComponentConfig.KubeCloudShared.ClusterName
 		if o.Recorder == nil {
 			o.Recorder = recorder(ctx, client, OrphanCollectionName)
 		}
@@ -64,11 +83,11 @@ type runner interface {
 }
 
 // build builds a controller; a nil runner and nil error mean "skip".
-type build func(ctx context.Context, lb cloudprovider.LoadBalancer, client kubernetes.Interface, c *config.CompletedConfig) (runner, error)
+type build func(ctx context.Context, cloud cloudprovider.Interface, lb cloudprovider.LoadBalancer, client kubernetes.Interface, c *config.CompletedConfig) (runner, error)
 
 // constructor is the controller-map entry shared by both controllers: it
-// builds the controller with build when the CCM starts its controllers
-// and runs it until the CCM's context ends.
+// builds the controller with b when the CCM starts its controllers and
+// runs it until the CCM's context ends.
 func constructor(name string, b build) app.ControllerInitFuncConstructor {
 	return app.ControllerInitFuncConstructor{
 		InitContext: app.ControllerInitContext{ClientName: name},
@@ -76,11 +95,11 @@ func constructor(name string, b build) app.ControllerInitFuncConstructor {
 			return func(ctx context.Context, _ genericapp.ControllerContext) (controller.Interface, bool, error) {
 				lb, ok := cloud.LoadBalancer()
 				if !ok {
-					klog.FromContext(ctx).Info("Warning: the cloud has no load balancers; not starting", "controller", name)
+					klog.FromContext(ctx).Info("Not starting: the cloud has no load balancers", "controller", name)
 					return nil, false, nil
 				}
 				client := c.ClientBuilder.ClientOrDie(initContext.ClientName)
-				r, err := b(ctx, lb, client, c)
+				r, err := b(ctx, cloud, lb, client, c)
 				if err != nil || r == nil {
 					return nil, false, err
 				}
@@ -92,13 +111,10 @@ func constructor(name string, b build) app.ControllerInitFuncConstructor {
 }
 
 // recorder returns an event recorder writing through client as
-// component, whose broadcaster (and its goroutines) stop when ctx ends.
+// component; its broadcaster (and its goroutines) stop when ctx ends
+// (record.WithContext).
 func recorder(ctx context.Context, client kubernetes.Interface, component string) record.EventRecorder {
 	b := record.NewBroadcaster(record.WithContext(ctx))
 	b.StartRecordingToSink(&v1core.EventSinkImpl{Interface: client.CoreV1().Events("")})
-	go func() {
-		<-ctx.Done()
-		b.Shutdown()
-	}()
 	return b.NewRecorder(scheme.Scheme, v1.EventSource{Component: component})
 }

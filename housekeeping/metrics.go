@@ -29,7 +29,7 @@ var (
 		Namespace:      "ccmkit",
 		Subsystem:      "orphan_collection",
 		Name:           "load_balancers",
-		Help:           "Load balancers tagged for this cluster whose Service UID does not exist, at the last pass, by state: waiting (grace period or a Service of the same name not yet provisioned), due (past the grace period; in dry-run mode they stay due).",
+		Help:           "Load balancers tagged for this cluster whose Service UID does not exist, at the last pass, by state: waiting (within the grace period), held (a Service of the same namespace/name under a new UID not yet provisioned, or a Service naming it by stored ID), due (past the grace period; in dry-run mode they stay due).",
 		StabilityLevel: metrics.ALPHA,
 	}, []string{"state"})
 	orphansDeleted = metrics.NewCounter(&metrics.CounterOpts{

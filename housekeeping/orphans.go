@@ -19,6 +19,7 @@ import (
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 
+	"github.com/ccmkit/ccmkit/governor"
 	"github.com/ccmkit/ccmkit/internal/check"
 	"github.com/ccmkit/ccmkit/loadbalancer"
 )
@@ -33,15 +34,18 @@ const (
 )
 
 // Owners is what OrphanCollector needs of a provider's LoadBalancer:
-// EnsureLoadBalancerDeleted, and a list of the load balancers tagged for
-// the cluster. loadbalancer.Reconciler implements it (ListOwned, one
-// Driver.Find by the cluster tag, answered from its Cache's list when it
-// has one).
+// EnsureLoadBalancerDeleted, a list of the load balancers tagged for the
+// cluster, and the load balancer a Service claims by a stored ID.
+// loadbalancer.Reconciler implements it (ListOwned: one Driver.Find by
+// the cluster tag, answered from its Cache's list when it has one).
 type Owners interface {
 	cloudprovider.LoadBalancer
 	// ListOwned returns every load balancer tagged for the cluster
 	// (loadbalancer.TagCluster), with its tags.
 	ListOwned(ctx context.Context, clusterName string) ([]*loadbalancer.LoadBalancer, error)
+	// StoredID returns the ID of the load balancer svc names in the
+	// provider's ID annotation, if any.
+	StoredID(svc *v1.Service) (string, bool)
 }
 
 // OrphanCollectorOptions configures an OrphanCollector.
@@ -86,8 +90,10 @@ func (o OrphanCollectorOptions) withDefaults() OrphanCollectorOptions {
 //
 // A pass, once per Period: ListOwned, then findOrphans against the
 // Services of the informer. An orphan is due once it has been orphaned
-// for GracePeriod and no Service of its namespace/name under a new UID is
-// still on its way (settled). Before deleting a due orphan the collector
+// for GracePeriod, no Service of its namespace/name under a new UID is
+// still on its way (settled), and no Service names it in the provider's
+// ID annotation (Owners.StoredID: a user keeping that load balancer, and
+// its address, for another Service). Before deleting a due orphan the collector
 // asks the API server, not the informer, whether a Service with its UID
 // exists; then it calls EnsureLoadBalancerDeleted with a Service carrying
 // only the orphan's namespace, name and UID, which (with a
@@ -132,23 +138,20 @@ func NewOrphanCollector(lb Owners, client kubernetes.Interface, services coreinf
 func (o *OrphanCollector) Name() string { return OrphanCollectionName }
 
 // Run waits for the informer to sync, then makes a pass every Period, the
-// first one Period after the start, until ctx is done; it returns nil
-// then.
+// first at a random moment of the first Period, until ctx is done; it
+// returns nil then.
 func (o *OrphanCollector) Run(ctx context.Context) error {
 	logger := klog.FromContext(ctx).WithName(OrphanCollectionName)
 	ctx = klog.NewContext(ctx, logger)
 	if !cache.WaitForCacheSync(ctx.Done(), o.synced) {
 		return nil
 	}
-	logger.Info("Starting orphan collection", "period", o.opts.Period, "gracePeriod", o.opts.GracePeriod, "dryRun", o.opts.DryRun)
-	next := o.opts.Clock.Now().Add(o.opts.Period)
-	for sleep(ctx, o.opts.Clock, next.Sub(o.opts.Clock.Now())) {
-		start := o.opts.Clock.Now()
+	logger.Info("Starting orphan collection", "period", o.opts.Period, "gracePeriod", o.opts.GracePeriod, "dryRun", o.opts.DryRun, "cluster", o.opts.ClusterName)
+	every(ctx, o.opts.Clock, o.opts.Period, func() {
 		if err := o.pass(ctx); err != nil {
 			logger.Error(err, "Orphan collection pass failed; retrying at the next pass")
 		}
-		next = start.Add(o.opts.Period)
-	}
+	})
 	return nil
 }
 
@@ -162,7 +165,13 @@ func (o *OrphanCollector) pass(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	orphans, seen := findOrphans(orphansInput{owned: owned, services: svcs,
+	claims := map[string]*v1.Service{}
+	for _, s := range svcs {
+		if id, ok := o.lb.StoredID(s); ok {
+			claims[id] = s
+		}
+	}
+	orphans, seen := findOrphans(orphansInput{owned: owned, services: svcs, claims: claims,
 		seen: o.seen, now: o.opts.Clock.Now(), grace: o.opts.GracePeriod})
 	counts := map[orphanState]int{}
 	due := map[string]bool{}
@@ -238,7 +247,8 @@ func (o *OrphanCollector) collect(ctx context.Context, or orphan) bool {
 		logger.V(2).Info("Load balancer's Service exists after all; not an orphan", "id", or.lb.ID, "uid", or.owner.UID)
 		return true
 	}
-	if err := o.lb.EnsureLoadBalancerDeleted(ctx, o.opts.ClusterName, goneService(or.owner)); err != nil {
+	// Background: no Service waits on it (governor.AtPriority).
+	if err := o.lb.EnsureLoadBalancerDeleted(governor.AtPriority(ctx, governor.Background), o.opts.ClusterName, goneService(or.owner)); err != nil {
 		logger.Error(err, "Deleting an orphaned load balancer; retrying at the next pass", "id", or.lb.ID, "uid", or.owner.UID)
 		return false
 	}

@@ -18,7 +18,8 @@ const (
 	// orphanWaiting: within the grace period since it was first seen.
 	orphanWaiting orphanState = iota
 	// orphanHeld: a Service of the same namespace/name exists under a new
-	// UID and its own lifecycle has not run yet (see settled).
+	// UID and its own lifecycle has not run yet (see settled), or a
+	// Service names it by stored ID.
 	orphanHeld
 	// orphanDue: past the grace period, nothing holds it: delete.
 	orphanDue
@@ -35,6 +36,9 @@ type orphan struct {
 	// successor is the Service of the same namespace/name under a new UID,
 	// if any.
 	successor *v1.Service
+	// claimant is a Service that names the load balancer by stored ID, if
+	// any.
+	claimant *v1.Service
 }
 
 // orphansInput is the input of findOrphans.
@@ -45,6 +49,9 @@ type orphansInput struct {
 	owned []*loadbalancer.LoadBalancer
 	// services are every Service of the cluster (a synced informer's).
 	services []*v1.Service
+	// claims are the load balancers Services name by stored ID: ID →
+	// Service (Owners.StoredID).
+	claims map[string]*v1.Service
 	// seen is when each load balancer ID was first seen orphaned; it is
 	// not modified.
 	seen map[string]time.Time
@@ -59,7 +66,8 @@ type orphansInput struct {
 // when it carries a Service UID tag and no Service of the cluster has that
 // UID. A load balancer without the UID tag (another tool's, or one a user
 // tagged by hand) is never an orphan; one of another cluster is not in
-// owned. The result is in the order of owned; the second result
+// owned. An orphan a Service claims by stored ID is held as long as the
+// claim stands, whatever the grace period. The result is in the order of owned; the second result
 // is the new seen: the orphans' first-seen times (a load balancer no
 // longer orphaned is forgotten, so it starts a new grace period if it
 // is orphaned again).
@@ -85,7 +93,10 @@ func findOrphans(in orphansInput) ([]orphan, map[string]time.Time) {
 		if owner.Name != "" {
 			o.successor = byName[owner.Namespace+"/"+owner.Name]
 		}
+		o.claimant = in.claims[lb.ID]
 		switch {
+		case o.claimant != nil:
+			o.state = orphanHeld
 		case o.successor != nil && !settled(o.successor):
 			o.state = orphanHeld
 		case in.grace >= 0 && in.now.Sub(o.since) < in.grace:

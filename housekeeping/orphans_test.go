@@ -45,6 +45,7 @@ func TestFindOrphans(t *testing.T) {
 		name, reason string
 		owned        []*loadbalancer.LoadBalancer
 		services     []*v1.Service
+		claims       map[string]*v1.Service
 		seen         map[string]time.Time
 		grace        time.Duration
 		want         map[string]orphanState // ID → state
@@ -65,12 +66,15 @@ func TestFindOrphans(t *testing.T) {
 		{name: "successor provisioned", reason: "the new Service's lifecycle ran: the old load balancer is due",
 			owned: []*loadbalancer.LoadBalancer{lb("lb-1", "old", "ns/web")}, services: []*v1.Service{svc("web", "new", true)},
 			seen: map[string]time.Time{"lb-1": t0.Add(-time.Hour)}, grace: time.Minute, want: map[string]orphanState{"lb-1": orphanDue}},
+		{name: "claimed", reason: "a Service names it by stored ID: held whatever the grace period",
+			owned: []*loadbalancer.LoadBalancer{lb("lb-1", "old", "ns/web")}, claims: map[string]*v1.Service{"lb-1": svc("keeper", "k", false)},
+			seen: map[string]time.Time{"lb-1": t0.Add(-time.Hour)}, grace: time.Minute, want: map[string]orphanState{"lb-1": orphanHeld}},
 		{name: "successor not a load balancer", reason: "a ClusterIP Service without finalizer has nothing pending",
 			owned: []*loadbalancer.LoadBalancer{lb("lb-1", "old", "ns/web")}, services: []*v1.Service{clusterIP},
 			seen: map[string]time.Time{"lb-1": t0.Add(-time.Hour)}, grace: time.Minute, want: map[string]orphanState{"lb-1": orphanDue}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			got, seen := findOrphans(orphansInput{owned: tc.owned, services: tc.services, seen: tc.seen, now: t0, grace: tc.grace})
+			got, seen := findOrphans(orphansInput{owned: tc.owned, services: tc.services, claims: tc.claims, seen: tc.seen, now: t0, grace: tc.grace})
 			states := map[string]orphanState{}
 			for _, o := range got {
 				states[o.lb.ID] = o.state
@@ -250,5 +254,27 @@ func wantEvent(t *testing.T, rec *record.FakeRecorder, want string) {
 		}
 	default:
 		t.Errorf("no event, want one containing %q", want)
+	}
+}
+
+// TestOrphanCollectorClaimed: an orphan another Service names in the
+// provider's ID annotation (fake.ccmkit.io/load-balancer-id) is kept past
+// the grace period: the user is keeping it, and its address.
+func TestOrphanCollectorClaimed(t *testing.T) {
+	e := newEnv(t, 1)
+	gone := e.service("shop", "web", "uid-gone")
+	goneLB, _ := e.cloud.LoadBalancerFor(testCluster, gone)
+	e.forget(gone)
+	keeper := &v1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "keeper", UID: "uid-keeper",
+		Annotations: map[string]string{"fake.ccmkit.io/load-balancer-id": goneLB.ID}}, Spec: v1.ServiceSpec{Type: v1.ServiceTypeLoadBalancer}}
+	e.add(keeper)
+	o := newCollector(t, e, OrphanCollectorOptions{GracePeriod: -1})
+	for range 2 {
+		if err := o.pass(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, ok := e.cloud.LoadBalancerFor(testCluster, gone); !ok {
+		t.Errorf("orphan %s deleted while Service shop/keeper names it by stored ID", goneLB.ID)
 	}
 }

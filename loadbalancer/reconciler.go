@@ -647,9 +647,14 @@ func (r *Reconciler) begin(ctx context.Context, op, clusterName string, svc *v1.
 	returned := false
 	defer func() {
 		if !returned {
-			unlock() // find did not return: do not recover, only release
+			unlock() // find (or the check) did not return: do not recover, only release
 		}
 	}()
+	if !stillCurrent(ctx) { // RepairLoadBalancer's check, under the lock
+		returned = true
+		unlock()
+		return nil, fmt.Errorf("%s for service %s/%s: %w", op, svc.Namespace, svc.Name, ErrStale)
+	}
 	res, err := r.find(ctx, owner, svc)
 	returned = true
 	if err != nil {

@@ -7,8 +7,8 @@ import (
 )
 
 // A Tally counts the cloud calls made on behalf of one piece of work (one
-// drift repair of a Service, one orphan-collection pass), for the
-// controller that does the work to log and report them. Meter adds to the
+// drift repair of a Service, package housekeeping), for the controller
+// that does the work to pace, log and report them. Meter adds to the
 // Tally of its context every call it records: the calls a cache answered
 // from its list are not counted, the List the cache made for them is,
 // once, in the Tally of the call that started it.

@@ -73,16 +73,13 @@ func TestDriftRepair(t *testing.T) {
 	if len(lb.Spec.Listeners) != 2 || len(lb.Spec.Backends) != 3 {
 		t.Fatalf("before the drift: %s; want 2 listeners and 3 backends", describeLBs([]fake.LoadBalancer{lb}))
 	}
+	passes = s.countLog(c.LogPath(), "Drift repair pass done")
+	start := time.Now()
 	if _, err := admin.RemoveListener(t.Context(), lb.ID, corev1.ProtocolTCP, 443); err != nil {
 		t.Fatal(err)
 	}
-	drifted, err := admin.RemoveBackend(t.Context(), lb.ID, lb.Spec.Backends[1].NodeName)
-	if err != nil {
+	if _, err := admin.RemoveBackend(t.Context(), lb.ID, lb.Spec.Backends[1].NodeName); err != nil {
 		t.Fatal(err)
-	}
-	start := time.Now()
-	if len(drifted.Spec.Listeners) != 1 || len(drifted.Spec.Backends) != 2 {
-		t.Fatalf("after the drift: %s; want 1 listener and 2 backends", describeLBs([]fake.LoadBalancer{drifted}))
 	}
 	s.poll(changeTimeout, fmt.Sprintf("load balancer %s repaired (2 listeners, 3 backends)", lb.ID), func(ctx context.Context) (bool, string) {
 		lbs, err := admin.LoadBalancers(ctx)
@@ -92,13 +89,14 @@ func TestDriftRepair(t *testing.T) {
 		got := lbsOf(lbs, svc.UID)
 		return len(got) == 1 && len(got[0].Spec.Listeners) == 2 && len(got[0].Spec.Backends) == 3, describeLBs(got)
 	})
-	took := time.Since(start)
-	t.Logf("drift repaired %v after it was made (period %v)", took.Round(100*time.Millisecond), driftPeriod)
-	// One period, and the time a loaded machine takes to run the pass.
-	if limit := driftPeriod + 3*time.Second; took > limit {
-		t.Errorf("drift repaired after %v: want within one period (%v, plus 3s for the pass)", took, driftPeriod)
+	took, after := time.Since(start), s.countLog(c.LogPath(), "Drift repair pass done")-passes
+	t.Logf("drift repaired %v after it was made (period %v), %d passes ended in between", took.Round(100*time.Millisecond), driftPeriod, after)
+	// Within one period: by the first pass that started after the change
+	// (a pass may have been running while it was made, and ended after).
+	if after > 2 {
+		t.Errorf("drift repaired after %d passes had ended (%v): want it repaired by the first pass that started after the change, within one period (%v)", after, took, driftPeriod)
 	}
-	s.waitEvent(svc.Namespace, svc.UID, corev1.EventTypeNormal, "LoadBalancerDriftRepaired", "2 cloud writes")
+	s.waitEvent(svc.Namespace, svc.UID, corev1.EventTypeNormal, "LoadBalancerDriftRepaired", "cloud writes")
 }
 
 // onlyLB returns the one load balancer the Service with uid owns.

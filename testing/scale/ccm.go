@@ -69,8 +69,8 @@ func controllerRuns(kube kubernetes.Interface, inf informers.SharedInformerFacto
 			return nil, fmt.Errorf("service controller: %w", err)
 		}
 		runs = append(runs, func(ctx context.Context) { sc.Run(ctx, 1, metrics) })
-		if p.drift > 0 {
-			d, err := housekeeping.NewDriftRepair(lb, kube, services, nodes, housekeeping.DriftRepairOptions{ClusterName: clusterName, Period: p.drift})
+		if r, ok := lb.(housekeeping.Repairer); ok && p.drift > 0 {
+			d, err := housekeeping.NewDriftRepair(r, kube, services, nodes, housekeeping.DriftRepairOptions{ClusterName: clusterName, Period: p.drift})
 			if err != nil {
 				return nil, fmt.Errorf("drift repair: %w", err)
 			}

@@ -135,21 +135,26 @@ func (m *meter) LoadBalancer() (cloudprovider.LoadBalancer, bool) {
 	if !ok || check.IsNil(v) {
 		return nil, false
 	}
-	if inv, ok := v.(housekeeping.Invalidator); ok {
-		return invalidatingLB{meteredLB{m, v}, inv}, true
+	if r, ok := v.(housekeeping.Repairer); ok {
+		return repairingLB{meteredLB{m, v}, r}, true
 	}
 	return meteredLB{m, v}, true
 }
 
-// invalidatingLB is the metered LoadBalancer of a provider whose look-ups
-// a cache answers: drift repair drops that cache once per pass through it
-// (housekeeping.Invalidator). Invalidate is no cloud call.
-type invalidatingLB struct {
+// repairingLB is the metered LoadBalancer of a provider the drift-repair
+// controller can run over (housekeeping.Repairer): RepairLoadBalancer is
+// counted as its own method; Invalidate is no cloud call.
+type repairingLB struct {
 	meteredLB
-	inv housekeeping.Invalidator
+	r housekeeping.Repairer
 }
 
-func (l invalidatingLB) Invalidate() { l.inv.Invalidate() }
+func (l repairingLB) RepairLoadBalancer(ctx context.Context, cluster string, svc *v1.Service, nodes []*v1.Node, current func() bool) (st *v1.LoadBalancerStatus, err error) {
+	defer l.m.done(capLoadBalancer, "RepairLoadBalancer", &err)
+	return l.r.RepairLoadBalancer(ctx, cluster, svc, nodes, current)
+}
+
+func (l repairingLB) Invalidate() { l.r.Invalidate() }
 
 func (m *meter) InstancesV2() (cloudprovider.InstancesV2, bool) {
 	v, ok := m.inner.InstancesV2()

@@ -99,8 +99,11 @@ type Config struct {
 	// DriftRepairPeriod, when positive, also runs ccmkit's drift-repair
 	// controller (package housekeeping, the example CCM's
 	// --drift-repair-period) with this period, divided by Compression, so
-	// that its cloud calls are counted with the upstream controllers'. 0
-	// means off: the upstream controllers only; negative is an error.
+	// that its cloud calls are counted with the upstream controllers'
+	// (its calls at the interface boundary as RepairLoadBalancer). A
+	// provider whose LoadBalancer is not a housekeeping.Repairer runs
+	// without it. 0 means off: the upstream controllers only; negative is
+	// an error.
 	DriftRepairPeriod time.Duration
 	// Steady is the simulated time the steady scenario lasts, compressed
 	// like the periods (an hour at the default Compression is 36s of wall
