@@ -2,6 +2,7 @@ package housekeeping
 
 import (
 	"context"
+	"fmt"
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/kubernetes"
@@ -33,7 +34,7 @@ func NewDriftRepairController(opts *DriftRepairOptions) app.ControllerInitFuncCo
 	return constructor(DriftRepairName, func(ctx context.Context, cloud cloudprovider.Interface, lb cloudprovider.LoadBalancer, client kubernetes.Interface, c *config.CompletedConfig) (runner, error) {
 		repairer, ok := lb.(Repairer)
 		if !ok {
-			klog.FromContext(ctx).Info("Not starting: the cloud's load balancers cannot repair (housekeeping.Repairer)", "controller", DriftRepairName, "type", klog.Format(lb))
+			klog.FromContext(ctx).Info("Not starting: the cloud's load balancers cannot repair (housekeeping.Repairer)", "controller", DriftRepairName, "type", fmt.Sprintf("%T", lb))
 			return nil, nil
 		}
 		o := *opts
@@ -60,7 +61,7 @@ func NewOrphanCollectionController(opts *OrphanCollectorOptions) app.ControllerI
 		logger := klog.FromContext(ctx)
 		owners, ok := lb.(Owners)
 		if !ok {
-			logger.Info("Not starting: the cloud's load balancers cannot list what the cluster owns (housekeeping.Owners)", "controller", OrphanCollectionName, "type", klog.Format(lb))
+			logger.Info("Not starting: the cloud's load balancers cannot list what the cluster owns (housekeeping.Owners)", "controller", OrphanCollectionName, "type", fmt.Sprintf("%T", lb))
 			return nil, nil
 		}
 		if !cloud.HasClusterID() {
