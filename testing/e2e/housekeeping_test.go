@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"slices"
@@ -14,6 +15,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/cloud-provider/api"
 
 	"github.com/ccmkit/ccmkit/fake"
 	"github.com/ccmkit/ccmkit/loadbalancer"
@@ -25,16 +27,23 @@ import (
 // driftPeriod is --drift-repair-period of TestDriftRepair.
 const driftPeriod = 5 * time.Second
 
-// TestDriftRepair: the example CCM's drift-repair controller, on a
-// converged cluster of 50 LoadBalancer Services, makes no cloud write in
-// its periods (the fake's own counters) and one load-balancer List per
-// pass; then a listener deleted and a backend removed through the fake's
-// admin endpoint, as a user in the cloud console would (the CCM is not
-// told), are put back within one period, with a Normal event
-// LoadBalancerDriftRepaired on the Service.
+// TestDriftRepair: the example CCM's drift-repair controller, over the
+// fake in its realistic mode (load balancers provisioned asynchronously, a
+// rate limit that throttles, backends kept by instance ID) with Nodes named
+// unlike their instances, on a converged cluster of 50 LoadBalancer
+// Services, makes no cloud write in its periods (the fake's own counters)
+// and one load-balancer List per pass; then a listener deleted and a
+// backend removed through the fake's admin endpoint, as a user in the
+// cloud console would (the CCM is not told), are put back by the first
+// pass after the change, with the minimum of writes (one per missing
+// piece) and a Normal event LoadBalancerDriftRepaired on the Service.
 func TestDriftRepair(t *testing.T) {
 	s := newScenario(t, "drift")
-	c, admin, _ := s.startWithNodes("drift", 3, ccm.Config{ExtraArgs: []string{"--drift-repair-period=" + driftPeriod.String()}})
+	instances := fakecloud.Instances(s.name+"-vm", 3)
+	c := s.startCCM("ccm", fake.Config{Realistic: true, Instances: instances}, ccm.Config{ExtraArgs: []string{"--drift-repair-period=" + driftPeriod.String()}})
+	admin := s.admin(c, initTimeout)
+	nodes, _ := s.createRenamedNodes(instances)
+	s.waitNodesInitialized(nodes, initTimeout)
 	const n = 50
 	for i := range n {
 		s.createService(workload.LoadBalancerService(s.ns, fmt.Sprintf("svc-%02d", i), 80, 443))
@@ -73,12 +82,16 @@ func TestDriftRepair(t *testing.T) {
 	if len(lb.Spec.Listeners) != 2 || len(lb.Spec.Backends) != 3 {
 		t.Fatalf("before the drift: %s; want 2 listeners and 3 backends", describeLBs([]fake.LoadBalancer{lb}))
 	}
+	if err := admin.ResetCalls(t.Context()); err != nil {
+		t.Fatal(err)
+	}
 	passes = s.countLog(c.LogPath(), "Drift repair pass done")
 	start := time.Now()
 	if _, err := admin.RemoveListener(t.Context(), lb.ID, corev1.ProtocolTCP, 443); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := admin.RemoveBackend(t.Context(), lb.ID, lb.Spec.Backends[1].NodeName); err != nil {
+	// Backends by instance ID: the cloud keeps the provider ID only.
+	if _, err := admin.RemoveBackend(t.Context(), lb.ID, lb.Spec.Backends[1].ProviderID); err != nil {
 		t.Fatal(err)
 	}
 	s.poll(changeTimeout, fmt.Sprintf("load balancer %s repaired (2 listeners, 3 backends)", lb.ID), func(ctx context.Context) (bool, string) {
@@ -95,6 +108,15 @@ func TestDriftRepair(t *testing.T) {
 	// (a pass may have been running while it was made, and ended after).
 	if after > 2 {
 		t.Errorf("drift repaired after %d passes had ended (%v): want it repaired by the first pass that started after the change, within one period (%v)", after, took, driftPeriod)
+	}
+	// The minimum: one write per missing piece (AddListener, AddBackends).
+	calls, err = admin.Calls(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("repair: %s", describeCalls(calls))
+	if calls.Writes != 2 || calls.ByOp[fake.OpApplyLoadBalancer] != 2 {
+		t.Errorf("repairing one listener and one backend: %s; want exactly 2 writes, 2 ApplyLoadBalancer", describeCalls(calls))
 	}
 	s.waitEvent(svc.Namespace, svc.UID, corev1.EventTypeNormal, "LoadBalancerDriftRepaired", "cloud writes")
 }
@@ -121,32 +143,37 @@ const (
 	orphanGrace  = 6 * time.Second
 )
 
-// TestOrphanCollection: a Service whose finalizer is removed by force and
-// which is deleted while the CCM is down leaves its load balancer (the
-// restarted service controller never knew it). The restarted CCM's
-// orphan-collection controller, in dry-run mode, reports it (events on the
-// gone Service) and deletes nothing; run again without dry run, it deletes
-// it once the grace period has passed. In the same cloud, the load
-// balancer another cluster made for a Service of the same namespace and
-// name, and one without ccmkit's tags, are untouched throughout.
+// TestOrphanCollection, over the fake in its realistic mode with Nodes
+// named unlike their instances: a Service whose finalizer is removed by
+// force and which is deleted while the CCM is down leaves its load
+// balancer (the restarted service controller never knew it). The
+// restarted CCM's orphan-collection controller, in dry-run mode, reports
+// it (events on the gone Service) and deletes nothing; run again without
+// dry run, it deletes it once the grace period has passed, with one cloud
+// write, the minimum. In the same cloud, the load balancer another cluster
+// made for a Service of the same namespace and name, and one without
+// ccmkit's tags, are untouched throughout.
 func TestOrphanCollection(t *testing.T) {
 	s := newScenario(t, "orphans")
-	cloud, view := s.sharedCloud(fake.Config{Instances: fakecloud.Instances("orph", 2)})
+	instances := fakecloud.Instances(s.name+"-vm", 2)
+	cloud, view := s.sharedCloud(fake.Config{Realistic: true, Instances: instances})
 	args := []string{"--orphan-collection-period=" + orphanPeriod.String(), "--orphan-grace-period=" + orphanGrace.String()}
 
 	c := s.startCCM("ccm", cloud, ccm.Config{ExtraArgs: args})
-	names := []string{"orph-1", "orph-2"}
-	s.createNodes(names, nil)
+	names, _ := s.createRenamedNodes(instances)
 	s.waitNodesInitialized(names, initTimeout)
 	svc := s.createService(workload.LoadBalancerService(s.ns, "web", 80))
 	s.waitIngress("web", initTimeout)
 	orphan := s.onlyLB(view, svc.UID)
 	twin := s.addTwinLB(view, svc)
-	untagged, err := view.Cloud.CreateLoadBalancer(loadbalancer.LoadBalancer{Name: "hand-made-" + s.name,
+	handMade, err := view.Cloud.CreateLoadBalancer(loadbalancer.LoadBalancer{Name: "hand-made-" + s.name,
 		Spec: loadbalancer.Spec{IPFamilies: []corev1.IPFamily{corev1.IPv4Protocol}, Listeners: []loadbalancer.Listener{{ListenerKey: loadbalancer.ListenerKey{Family: corev1.IPv4Protocol, Protocol: corev1.ProtocolTCP, Port: 8080}, NodePort: 30808}}}})
 	if err != nil {
 		t.Fatal(err)
 	}
+	// Compared once provisioned: a provisioning one gets its ingress later.
+	settled := s.provisioned(view, twin.ID, handMade.ID)
+	twin, untagged := settled[0], settled[1]
 	if err := c.Stop(); err != nil {
 		t.Fatal(err)
 	}
@@ -166,7 +193,8 @@ func TestOrphanCollection(t *testing.T) {
 
 	// Collection: deleted after the grace period, and only it.
 	start := time.Now()
-	s.startCCM("ccm-collect", cloud, ccm.Config{ExtraArgs: args})
+	collector := s.startCCM("ccm-collect", cloud, ccm.Config{ExtraArgs: args})
+	collectorAdmin := s.admin(collector, initTimeout)
 	s.poll(changeTimeout, fmt.Sprintf("orphaned load balancer %s deleted", orphan.ID), func(ctx context.Context) (bool, string) {
 		lbs, _ := view.LoadBalancers(ctx)
 		return !slices.ContainsFunc(lbs, func(lb fake.LoadBalancer) bool { return lb.ID == orphan.ID }), describeLBs(lbs)
@@ -177,6 +205,14 @@ func TestOrphanCollection(t *testing.T) {
 		t.Errorf("orphan deleted %v after the CCM started: before the grace period (%v)", took, orphanGrace)
 	}
 	s.waitEvent(s.ns, svc.UID, corev1.EventTypeNormal, "DeletedOrphanedLoadBalancer", orphan.ID)
+	calls, err := collectorAdmin.Calls(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("the collecting CCM: %s", describeCalls(calls))
+	if calls.Writes != 1 || calls.ByOp[fake.OpDeleteLoadBalancer] != 1 {
+		t.Errorf("collecting one orphan: %s; want exactly 1 write, the DeleteLoadBalancer", describeCalls(calls))
+	}
 	lbs, _ = view.LoadBalancers(t.Context())
 	for _, want := range []fake.LoadBalancer{twin, untagged} {
 		s.checkUnchanged(lbs, want)
@@ -196,7 +232,8 @@ func (s *scenario) addTwinLB(view *fakecloud.Shared, svc *corev1.Service) fake.L
 	twin.UID = types.UID("twin-" + s.name)
 	twin.Spec.Ports[0].NodePort = 30998
 	lbs, _ := other.LoadBalancer()
-	if _, err := lbs.EnsureLoadBalancer(s.t.Context(), s.name, twin, nil); err != nil {
+	var provisioning *api.RetryError // a realistic cloud answers "come back" while it provisions
+	if _, err := lbs.EnsureLoadBalancer(s.t.Context(), s.name, twin, nil); err != nil && !errors.As(err, &provisioning) {
 		s.t.Fatalf("creating another cluster's load balancer for %s/%s: %v", svc.Namespace, svc.Name, err)
 	}
 	lb, ok := other.LoadBalancerFor(s.name, twin)
@@ -204,6 +241,26 @@ func (s *scenario) addTwinLB(view *fakecloud.Shared, svc *corev1.Service) fake.L
 		s.t.Fatal("the other cluster's load balancer is not in the shared cloud")
 	}
 	return lb
+}
+
+// provisioned waits until the shared cloud's load balancers with these IDs
+// are no longer provisioning and returns them, in the order of ids.
+func (s *scenario) provisioned(view *fakecloud.Shared, ids ...string) []fake.LoadBalancer {
+	s.t.Helper()
+	var out []fake.LoadBalancer
+	s.poll(changeTimeout, fmt.Sprintf("load balancers %v provisioned", ids), func(ctx context.Context) (bool, string) {
+		lbs, _ := view.LoadBalancers(ctx)
+		out = out[:0]
+		for _, id := range ids {
+			i := slices.IndexFunc(lbs, func(lb fake.LoadBalancer) bool { return lb.ID == id })
+			if i < 0 || lbs[i].Provisioning {
+				return false, describeLBs(lbs)
+			}
+			out = append(out, lbs[i])
+		}
+		return true, ""
+	})
+	return out
 }
 
 // checkUnchanged fails the test unless lbs hold want as it was.

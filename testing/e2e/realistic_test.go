@@ -85,12 +85,7 @@ func TestRealisticCloudAtScale(t *testing.T) {
 	// Bring-up: every Node and every Service at once, as a cluster and its
 	// workloads arrive.
 	start := time.Now()
-	var nodes, providerIDs []string
-	for i, in := range instances {
-		nodes = append(nodes, fmt.Sprintf("%s-host-%d", s.name, i+1))
-		providerIDs = append(providerIDs, "fake://"+in.ID)
-	}
-	s.createNodes(nodes, func(i int) workload.NodeOptions { return workload.NodeOptions{ProviderID: providerIDs[i]} })
+	nodes, providerIDs := s.createRenamedNodes(instances)
 	var svcs []string
 	for i := range realisticServices {
 		name := fmt.Sprintf("svc-%d", i+1)
@@ -127,6 +122,21 @@ func TestRealisticCloudAtScale(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Logf("tear-down of %d services done in %s; %s", len(svcs), torndown.Round(100*time.Millisecond), describeCalls(calls))
+}
+
+// createRenamedNodes creates one Node per instance as kubelet
+// --provider-id registers it (spec.providerID set from the start), named
+// <scenario>-host-<k>, unlike the instance (fakecloud.Instances names it
+// <prefix>-<k>), and returns the Node names and provider IDs in instance
+// order.
+func (s *scenario) createRenamedNodes(instances []fake.Instance) (nodes, providerIDs []string) {
+	s.t.Helper()
+	for i, in := range instances {
+		nodes = append(nodes, fmt.Sprintf("%s-host-%d", s.name, i+1))
+		providerIDs = append(providerIDs, "fake://"+in.ID)
+	}
+	s.createNodes(nodes, func(i int) workload.NodeOptions { return workload.NodeOptions{ProviderID: providerIDs[i]} })
+	return nodes, providerIDs
 }
 
 // realisticConverged is the condition of TestRealisticCloudAtScale's

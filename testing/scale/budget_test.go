@@ -169,33 +169,39 @@ func TestFakeRealisticSharedPools(t *testing.T) {
 
 // TestFakeDriftRepair runs the steady state with ccmkit's drift-repair
 // controller (Config.DriftRepairPeriod) next to the upstream ones, over
-// the fake: a simulated 20 minutes with a 5-minute period make about four
-// passes, each one load-balancer List (nothing else lists load balancers
-// in a steady state: the service controller's node sync runs every 100s
-// of wall time) and no write.
+// the fake in its realistic mode (load balancers provisioning
+// asynchronously, a rate limit, backends kept by instance ID) with shared
+// backend pools, every second Node named unlike its instance: a simulated
+// 5 minutes with a 1-minute period make about five passes, each at the
+// minimum of one load-balancer List and one pool List (nothing else lists
+// them in a steady state: the service controller's node sync runs every
+// 100s of wall time, and the caches' TTLs are a minute of wall time) and no
+// write. Periods are compressed 20 times, as in
+// TestFakeRealisticSharedPools.
 func TestFakeDriftRepair(t *testing.T) {
-	const compression = 300
-	c, err := fake.New(fake.Config{ClusterID: "scale"}, fake.Options{})
+	c, err := fake.New(fake.Config{ClusterID: "scale", Realistic: true, LoadBalancers: fake.LoadBalancerSection{BackendPools: fake.BackendPoolsShared}}, fake.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	steady, period := 20*time.Minute, 5*time.Minute
+	steady, period := 5*time.Minute, time.Minute
 	r, err := scale.Run(t.Context(), scale.FakeTarget(c, "scale"), scale.Config{Nodes: 10, Services: 5, Spread: 100 * time.Millisecond,
-		Compression: compression, Steady: steady, DriftRepairPeriod: period, NodesFirst: true,
+		Compression: 20, Steady: steady, DriftRepairPeriod: period, NodesFirst: true,
 		Skip: []string{scale.Churn, scale.Restart, scale.Deletion}})
 	if err != nil {
 		t.Fatalf("Run: %v", err)
 	}
 	s, _ := r.Scenario(scale.Steady)
-	var lists int64
+	lists := map[string]int64{}
 	for _, op := range s.Driver {
-		if op.Operation == string(fake.OpListLoadBalancers) {
-			lists = op.Calls
-		}
+		lists[op.Operation] = op.Calls
 	}
 	passes := int64(steady / period)
-	if got := scale.Sum(s.Driver); got.Writes != 0 || lists < passes/2 || lists > passes+2 {
-		t.Errorf("steady with drift repair every %v for %v: %d writes, %d load-balancer Lists %v; want no write and about %d Lists, one per pass",
-			period, steady, got.Writes, lists, s.Driver, passes)
+	for _, op := range []fake.Op{fake.OpListLoadBalancers, fake.OpListBackendPools} {
+		if n := lists[string(op)]; n < passes/2 || n > passes+2 {
+			t.Errorf("steady with drift repair every %v for %v: %d %s %v; want about %d, one per pass", period, steady, n, op, s.Driver, passes)
+		}
+	}
+	if got := scale.Sum(s.Driver); got.Writes != 0 {
+		t.Errorf("steady with drift repair: %d writes %v; want none", got.Writes, s.Driver)
 	}
 }
