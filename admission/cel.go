@@ -7,6 +7,8 @@ import (
 	"unicode"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+
+	"github.com/ccmkit/ccmkit/internal/clip"
 )
 
 // This file holds the CEL pieces the validations share. Each function
@@ -42,9 +44,9 @@ func letBool(name, expr, body string) string {
 }
 
 // maxQuoted is the number of bytes of a user value the Reconciler quotes
-// in a message before cutting it (internal/clip, as
-// annotation.Error.Error and the loadbalancer package use it).
-const maxQuoted = 256
+// in a message before cutting it: the bound annotation.Error.Error and the
+// loadbalancer package use.
+const maxQuoted = clip.MaxQuoted
 
 // quote returns CEL for the message form of the string s as the
 // Reconciler quotes a value: cut to maxQuoted bytes at a rune boundary

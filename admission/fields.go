@@ -68,9 +68,10 @@ func unsupported(feature, detail string) string {
 	return onService(false, detail) + " + " + lit(unsupportedTail(feature))
 }
 
-// unsupportedTail ends every UnsupportedError message.
+// unsupportedTail ends every UnsupportedError message: the error's own
+// sentence with an empty Detail.
 func unsupportedTail(feature string) string {
-	return fmt.Sprintf(": %s is not supported by this provider (Capabilities.%s is false)", feature, feature)
+	return (&loadbalancer.UnsupportedError{Feature: feature}).Error()
 }
 
 // fieldCheck is one check of the Service's spec with the variables it

@@ -88,17 +88,14 @@ type Error struct {
 }
 
 // Error names the annotation, the value and what was expected.
-// The value is quoted cut to maxQuoted bytes (at a rune boundary), so a
+// The value is quoted cut to clip.MaxQuoted bytes (at a rune boundary), so a
 // huge malformed annotation does not make a huge error, event or log line.
 func (e *Error) Error() string {
 	return fmt.Sprintf("annotation %q: invalid value %q: expected %s", e.Name, cut(e.Value), e.Expected)
 }
 
-// maxQuoted bounds a user value quoted in an error.
-const maxQuoted = 256
-
-// cut returns s cut to maxQuoted bytes with its length (clip.Value).
-func cut(s string) string { return clip.Value(s, maxQuoted) }
+// cut returns s cut to clip.MaxQuoted bytes with its length (clip.Quoted).
+func cut(s string) string { return clip.Quoted(s) }
 
 // Is reports whether target is ErrInvalid.
 func (e *Error) Is(target error) bool { return target == ErrInvalid }

@@ -122,19 +122,9 @@ func controllers(h *housekeepingOptions) map[string]app.ControllerInitFuncConstr
 func initCloud(c *config.CompletedConfig) cloudprovider.Interface {
 	shared := c.ComponentConfig.KubeCloudShared
 	name, path := shared.CloudProvider.Name, shared.CloudProvider.CloudConfigFile
-	if name == "" || cloudprovider.IsExternal(name) || !cloudprovider.IsCloudProvider(name) {
-		klog.Fatalf("--cloud-provider=%q: expected the name of a provider registered in this binary, one of %q", name, provider.Registered())
-	}
-	if path != "" {
-		// InitCloudProvider exits with an unreadable message when the file
-		// cannot be opened (k8s.io/cloud-provider plugins.go).
-		if _, err := os.Stat(path); err != nil {
-			klog.Fatalf("--cloud-config=%q: expected a readable cloud-config file: %v", path, err)
-		}
-	}
-	cloud, err := cloudprovider.InitCloudProvider(name, path)
+	cloud, err := provider.InitCloud(name, path)
 	if err != nil {
-		klog.Fatalf("cloud provider %q could not be initialized from --cloud-config=%q: %v", name, path, err)
+		klog.Fatal(err)
 	}
 	// k8s.io/cloud-provider/app does not check the cluster ID itself: a
 	// provider without one could adopt or delete another cluster's resources.

@@ -570,22 +570,36 @@ func (kc keyChecker) object(t reflect.Type, where string) error {
 }
 
 // jsonFields returns the fields encoding/json decodes into a struct, by
-// their JSON names (embedded structs are not used by the admin API's
-// types, and are not descended into).
+// their JSON names: its exported fields, and the fields of an embedded
+// struct without a JSON name (loadbalancer.Listener's ListenerKey), a
+// field of the outer struct winning over one of the same name inside, as
+// encoding/json has it.
 func jsonFields(t reflect.Type) map[string]reflect.Type {
 	out := map[string]reflect.Type{}
+	var embedded []reflect.Type
 	for f := range t.Fields() {
-		if !f.IsExported() {
-			continue
-		}
 		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
-		switch name {
-		case "-":
-			continue
-		case "":
-			name = f.Name
+		ft := f.Type
+		if ft.Kind() == reflect.Pointer {
+			ft = ft.Elem()
 		}
-		out[name] = f.Type
+		switch {
+		case name == "-":
+		case f.Anonymous && name == "" && ft.Kind() == reflect.Struct:
+			embedded = append(embedded, ft)
+		case !f.IsExported():
+		case name == "":
+			out[f.Name] = f.Type
+		default:
+			out[name] = f.Type
+		}
+	}
+	for _, e := range embedded {
+		for name, ft := range jsonFields(e) {
+			if _, ok := out[name]; !ok {
+				out[name] = ft
+			}
+		}
 	}
 	return out
 }

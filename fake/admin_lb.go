@@ -1,15 +1,11 @@
 package fake
 
 import (
-	"bytes"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
 	"net/url"
-	"reflect"
 	"strconv"
-	"strings"
 
 	v1 "k8s.io/api/core/v1"
 
@@ -22,9 +18,9 @@ import (
 
 // postLoadBalancer serves POST /loadbalancers: CreateLoadBalancer.
 func (c *Cloud) postLoadBalancer(w http.ResponseWriter, r *http.Request) {
-	var body lbBody
-	if decodeBody(w, r, &body) {
-		out, err := c.createLB(r.Context(), body.lb)
+	var lb loadbalancer.LoadBalancer
+	if decodeBody(w, r, &lb) {
+		out, err := c.createLB(r.Context(), lb)
 		answerLB(w, http.StatusCreated, out, err)
 	}
 }
@@ -100,66 +96,4 @@ func writeLBError(w http.ResponseWriter, err error) {
 	default:
 		writeControlError(w, err)
 	}
-}
-
-// lbBody is the body of POST /loadbalancers, a loadbalancer.LoadBalancer,
-// decoded as strictly as every body (strictJSON). It decodes itself
-// because the model's JSON has the fields of an embedded struct
-// (Listener's ListenerKey) in the struct that embeds it, where the key
-// check of strictJSON, which takes a struct's fields as declared, would
-// not find them: it checks the keys against lbShape instead.
-type lbBody struct{ lb loadbalancer.LoadBalancer }
-
-// lbShape is loadbalancer.LoadBalancer as its JSON objects are (jsonShape).
-var lbShape = jsonShape(reflect.TypeFor[loadbalancer.LoadBalancer]())
-
-// UnmarshalJSON checks the keys of data against lbShape (repeated, in
-// another case, unknown: keyChecker) and decodes it, unknown fields
-// refused.
-func (b *lbBody) UnmarshalJSON(data []byte) error {
-	kc := keyChecker{dec: json.NewDecoder(bytes.NewReader(data))}
-	if err := kc.value(lbShape, "the body"); err != nil {
-		return err
-	}
-	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.DisallowUnknownFields()
-	return dec.Decode(&b.lb)
-}
-
-// jsonShape returns t (not a recursive type) as encoding/json sees its
-// objects, for keyChecker: every struct rebuilt (reflect.StructOf) from
-// its exported fields, with the fields of an embedded struct that has no
-// JSON name in place of that struct, at any depth; a type that decodes
-// itself (json.Unmarshaler) and any other type as it is.
-func jsonShape(t reflect.Type) reflect.Type {
-	if reflect.PointerTo(t).Implements(jsonUnmarshaler) {
-		return t
-	}
-	switch t.Kind() {
-	case reflect.Pointer:
-		return reflect.PointerTo(jsonShape(t.Elem()))
-	case reflect.Slice:
-		return reflect.SliceOf(jsonShape(t.Elem()))
-	case reflect.Map:
-		return reflect.MapOf(t.Key(), jsonShape(t.Elem()))
-	case reflect.Struct:
-		return reflect.StructOf(shapeFields(t))
-	}
-	return t
-}
-
-// shapeFields returns the exported fields of struct t for jsonShape, an
-// embedded struct without a JSON name replaced by its own fields.
-func shapeFields(t reflect.Type) []reflect.StructField {
-	var out []reflect.StructField
-	for f := range t.Fields() {
-		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
-		switch {
-		case f.Anonymous && name == "" && f.Type.Kind() == reflect.Struct:
-			out = append(out, shapeFields(f.Type)...)
-		case f.IsExported():
-			out = append(out, reflect.StructField{Name: f.Name, Type: jsonShape(f.Type), Tag: f.Tag})
-		}
-	}
-	return out
 }

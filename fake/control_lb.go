@@ -312,9 +312,14 @@ func listed(names []string) string {
 func listenerNames(ls []loadbalancer.Listener) string {
 	names := make([]string, 0, len(ls))
 	for _, l := range ls {
-		names = append(names, fmt.Sprintf("%s/%s/%d", l.Family, l.Protocol, l.Port))
+		names = append(names, listenerText(l.ListenerKey))
 	}
 	return listed(names)
+}
+
+// listenerText is "IPv4/TCP/80".
+func listenerText(k loadbalancer.ListenerKey) string {
+	return fmt.Sprintf("%s/%s/%d", k.Family, k.Protocol, k.Port)
 }
 
 // backendNames lists the keys of bs under k, quoted, for messages.
@@ -438,7 +443,7 @@ func checkListeners(path *field.Path, ls []loadbalancer.Listener, families map[v
 			errs = append(errs, field.Invalid(p.Child("nodePort"), l.NodePort, "expected 0 (none) to 65535"))
 		}
 		if seen[l.ListenerKey] {
-			errs = append(errs, field.Duplicate(p, fmt.Sprintf("%s/%s/%d", l.Family, l.Protocol, l.Port)))
+			errs = append(errs, field.Duplicate(p, listenerText(l.ListenerKey)))
 		}
 		seen[l.ListenerKey] = true
 	}

@@ -119,9 +119,6 @@ func ClearFaults(c *Cloud) { c.clearFaults() }
 // to fail (late: after a write took effect).
 func Failing(take func(op Op) (err error, late bool)) Funcs { return failing(take) }
 
-// IsWrite reports whether op is a write.
-func IsWrite(op Op) bool { return op.Writes() }
-
 // RouteStats returns the route table's batching counters.
 func RouteStats(c *Cloud) routes.Stats { return c.routes.Stats() }
 

@@ -273,7 +273,7 @@ func TestCallCounters(t *testing.T) {
 	if got := c.Calls(); got.Writes != 1 || got.ByOp[fake.OpDeleteLoadBalancer] != 1 {
 		t.Errorf("calls of a Delete = %+v; want one DeleteLoadBalancer write", got)
 	}
-	if !fake.IsWrite(fake.OpWriteRouteTable) || fake.IsWrite(fake.OpListInstances) {
+	if !fake.OpWriteRouteTable.Writes() || fake.OpListInstances.Writes() {
 		t.Error("Op.IsWrite misclassifies")
 	}
 }

@@ -281,7 +281,7 @@ func (d *DriftRepair) check(ctx context.Context, key cache.ObjectName) checked {
 	callCtx, tally := cloudmetrics.StartTally(governor.AtPriority(ctx, governor.Background))
 	current := func() bool { return d.current(key, svc, nodes) }
 	status, err := d.lb.RepairLoadBalancer(callCtx, d.opts.ClusterName, svc.DeepCopy(), nodes, current)
-	c := checked{calls: sum(tally.Calls())}
+	c := checked{calls: tally.Total()}
 	var retry bool
 	switch c.retryAfter, retry = throttle.RetryAfter(err); {
 	case errors.Is(err, loadbalancer.ErrStale), errors.Is(err, cloudprovider.ImplementedElsewhere):
@@ -316,14 +316,6 @@ func (d *DriftRepair) repaired(ctx context.Context, svc *v1.Service, status *v1.
 		return driftError
 	}
 	return res
-}
-
-func sum(calls map[string]int) int {
-	n := 0
-	for _, c := range calls {
-		n += c
-	}
-	return n
 }
 
 // view returns the Service key and the Nodes the service controller would

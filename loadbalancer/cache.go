@@ -9,7 +9,6 @@ import (
 
 	"github.com/ccmkit/ccmkit/internal/check"
 	"github.com/ccmkit/ccmkit/internal/cloudmetrics"
-	"github.com/ccmkit/ccmkit/internal/throttle"
 )
 
 // The defaults of CacheOptions, stated in its field docs.
@@ -214,7 +213,7 @@ func (c *Cache) Apply(ctx context.Context, a Action) (*LoadBalancer, error) {
 	if a.Kind == ActionCreate {
 		target = ""
 	}
-	c.lbs.written(target, lb, err, throttle.Refused(err))
+	c.lbs.written(target, lb, err)
 	return lb, err
 }
 
@@ -223,7 +222,7 @@ func (c *Cache) Apply(ctx context.Context, a Action) (*LoadBalancer, error) {
 func (c *Cache) Delete(ctx context.Context, lb *LoadBalancer) error {
 	cloudmetrics.MarkAnswered(ctx)
 	err := c.d.Delete(ctx, lb)
-	c.lbs.deleted(lb, err, throttle.Refused(err))
+	c.lbs.deleted(lb, err, false)
 	return err
 }
 
@@ -269,7 +268,7 @@ func (c *Cache) ApplyPool(ctx context.Context, a PoolAction) (*Pool, error) {
 	if a.Kind == PoolActionCreate {
 		target = ""
 	}
-	c.pools.written(target, p, err, throttle.Refused(err))
+	c.pools.written(target, p, err)
 	return p, err
 }
 
@@ -282,7 +281,7 @@ func (c *Cache) DeletePool(ctx context.Context, p *Pool) error {
 		return c.errNoPools()
 	}
 	err := c.pd.DeletePool(ctx, p)
-	c.pools.deleted(p, err, errors.Is(err, ErrPoolInUse) || throttle.Refused(err))
+	c.pools.deleted(p, err, errors.Is(err, ErrPoolInUse))
 	return err
 }
 

@@ -181,8 +181,9 @@ func (c *listCache[T]) findDirect(ctx context.Context, q query, at uint64) ([]T,
 // written keeps the cache current after a write to target (empty for a
 // creation) that answered obj and err: obj replaces the one with its ID;
 // on an error, or an answer about another object, target is in doubt,
-// unless unchanged says the error left it as it was.
-func (c *listCache[T]) written(target string, obj T, err error, unchanged bool) {
+// unless the error is a refusal that changed nothing (throttle.Refused).
+func (c *listCache[T]) written(target string, obj T, err error) {
+	unchanged := throttle.Refused(err)
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.seq++
@@ -198,11 +199,12 @@ func (c *listCache[T]) written(target string, obj T, err error, unchanged bool) 
 }
 
 // deleted keeps the cache current after a delete of obj that returned
-// err: gone, or in doubt, unless unchanged says the error left it as it
-// was.
-func (c *listCache[T]) deleted(obj T, err error, unchanged bool) {
+// err: gone, or in doubt, unless the error left it as it was: a refusal
+// that changed nothing (throttle.Refused), or inUse, the cloud keeping an
+// object still in use.
+func (c *listCache[T]) deleted(obj T, err error, inUse bool) {
 	var zero T
-	if obj == zero || obj.cacheID() == "" || unchanged {
+	if obj == zero || obj.cacheID() == "" || inUse || throttle.Refused(err) {
 		return
 	}
 	c.mu.Lock()

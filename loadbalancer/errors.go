@@ -100,11 +100,8 @@ func (e *OwnershipError) Is(target error) bool { return target == ErrNotOwned }
 // the Reconciler's alike: a caller's mistake, reported rather than a panic.
 var errNilService = invalidService("service is nil: expected a Service of type LoadBalancer")
 
-// maxQuoted bounds a user value quoted in an error.
-const maxQuoted = 256
-
-// cut returns s cut to maxQuoted bytes with its length (clip.Value).
-func cut(s string) string { return clip.Value(s, maxQuoted) }
+// cut returns s cut to clip.MaxQuoted bytes with its length (clip.Quoted).
+func cut(s string) string { return clip.Quoted(s) }
 
 func invalidService(format string, args ...any) error {
 	return fmt.Errorf("%w: "+format, append([]any{ErrInvalidService}, args...)...)

@@ -650,12 +650,11 @@ func (r *Reconciler) begin(ctx context.Context, op, clusterName string, svc *v1.
 			unlock() // find (or the check) did not return: do not recover, only release
 		}
 	}()
-	if !stillCurrent(ctx) { // RepairLoadBalancer's check, under the lock
-		returned = true
-		unlock()
-		return nil, fmt.Errorf("%s for service %s/%s: %w", op, svc.Namespace, svc.Name, ErrStale)
+	var res *lookup
+	err = ErrStale
+	if stillCurrent(ctx) { // RepairLoadBalancer's check, under the lock
+		res, err = r.find(ctx, owner, svc)
 	}
-	res, err := r.find(ctx, owner, svc)
 	returned = true
 	if err != nil {
 		unlock()

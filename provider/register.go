@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"slices"
 	"sync"
 
@@ -70,6 +71,29 @@ func Registered() []string {
 	registerMu.Lock()
 	defer registerMu.Unlock()
 	return slices.Sorted(slices.Values(registered))
+}
+
+// InitCloud builds the provider registered as name from the cloud-config
+// file at path (empty: none), as a cloud-controller-manager's
+// --cloud-provider and --cloud-config do (cloudprovider.InitCloudProvider),
+// with errors that name the flag, the value and what was expected: a name
+// that is empty, "external" or not registered in this process; a path that
+// cannot be read (InitCloudProvider would exit with an unreadable message,
+// k8s.io/cloud-provider plugins.go); and the provider's own error, wrapped.
+func InitCloud(name, path string) (cloudprovider.Interface, error) {
+	if name == "" || cloudprovider.IsExternal(name) || !cloudprovider.IsCloudProvider(name) {
+		return nil, fmt.Errorf("--cloud-provider=%q: expected the name of a provider registered in this binary, one of %q", name, Registered())
+	}
+	if path != "" {
+		if _, err := os.Stat(path); err != nil {
+			return nil, fmt.Errorf("--cloud-config=%q: expected a readable cloud-config file: %w", path, err)
+		}
+	}
+	cloud, err := cloudprovider.InitCloudProvider(name, path)
+	if err != nil {
+		return nil, fmt.Errorf("cloud provider %q could not be initialized from --cloud-config=%q: %w", name, path, err)
+	}
+	return cloud, nil
 }
 
 // Build decodes a cloud-config from r as Register's factory does and calls

@@ -9,6 +9,15 @@ import (
 	"unicode/utf8"
 )
 
+// MaxQuoted bounds a user value quoted in an error or an event of a
+// Service's load balancer (package annotation's, package loadbalancer's,
+// and package admission's words for the same errors): one bound, so the
+// three quote a value alike.
+const MaxQuoted = 256
+
+// Quoted is Value(s, MaxQuoted).
+func Quoted(s string) string { return Value(s, MaxQuoted) }
+
 // Value returns s when it is at most max bytes long, else its first max
 // bytes (cut back to a rune boundary, so valid UTF-8 stays valid) followed
 // by "… (N bytes)", N being len(s).

@@ -48,6 +48,17 @@ func (t *Tally) Calls() map[string]int {
 	return maps.Clone(t.calls)
 }
 
+// Total returns how many calls were counted so far.
+func (t *Tally) Total() int {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	n := 0
+	for _, c := range t.calls {
+		n += c
+	}
+	return n
+}
+
 // Writes returns how many of the calls counted so far change the cloud
 // (IsWrite).
 func (t *Tally) Writes() int {

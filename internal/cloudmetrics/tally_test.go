@@ -31,6 +31,9 @@ func TestTally(t *testing.T) {
 	if diff := cmp.Diff(map[string]int{"Apply": 2, "Find": 1, "List": 1}, tally.Calls()); diff != "" {
 		t.Errorf("Calls (-want +got):\n%s", diff)
 	}
+	if got := tally.Total(); got != 4 {
+		t.Errorf("Total = %d, want 4", got)
+	}
 	if got := tally.Writes(); got != 2 {
 		t.Errorf("Writes = %d, want 2 (the Applies)", got)
 	}

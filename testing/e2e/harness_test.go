@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"maps"
 	"net/netip"
@@ -19,6 +20,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/cloud-provider/api"
 
 	"github.com/ccmkit/ccmkit/fake"
 	"github.com/ccmkit/ccmkit/loadbalancer"
@@ -223,13 +225,25 @@ func (s *scenario) addForeignLB(view *fakecloud.Shared) fake.LoadBalancer {
 	svc.UID = types.UID("foreign-" + s.name)
 	svc.Spec.Ports[0].NodePort = 30999
 	svc.Spec.IPFamilies = []corev1.IPFamily{corev1.IPv4Protocol}
+	return s.addOtherClusterLB(view, svc)
+}
+
+// addOtherClusterLB creates, in the shared cloud, svc's load balancer as
+// another cluster makes it: a peer of the view (fake.NewPeer) whose
+// cluster ID is "other-<scenario>", called with the scenario's own cluster
+// name. A realistic cloud answers "come back" (an api.RetryError) while it
+// provisions; the load balancer exists then. It returns the load balancer,
+// owned (loadbalancer.TagCluster) by the other cluster.
+func (s *scenario) addOtherClusterLB(view *fakecloud.Shared, svc *corev1.Service) fake.LoadBalancer {
+	s.t.Helper()
 	other, err := fake.NewPeer(view.Cloud, "other-"+s.name, fake.PeerOptions{})
 	if err != nil {
 		s.t.Fatalf("another cluster over the shared cloud: %v", err)
 	}
 	lbs, _ := other.LoadBalancer()
-	if _, err := lbs.EnsureLoadBalancer(s.t.Context(), s.name, svc, nil); err != nil {
-		s.t.Fatalf("creating another cluster's load balancer in the shared cloud: %v", err)
+	var provisioning *api.RetryError
+	if _, err := lbs.EnsureLoadBalancer(s.t.Context(), s.name, svc, nil); err != nil && !errors.As(err, &provisioning) {
+		s.t.Fatalf("creating another cluster's load balancer for %s/%s in the shared cloud: %v", svc.Namespace, svc.Name, err)
 	}
 	lb, ok := other.LoadBalancerFor(s.name, svc)
 	if !ok {
@@ -241,17 +255,18 @@ func (s *scenario) addForeignLB(view *fakecloud.Shared) fake.LoadBalancer {
 	return lb
 }
 
-// checkForeign fails the test unless lbs hold the other cluster's load
-// balancer exactly as addForeignLB made it.
-func (s *scenario) checkForeign(lbs []fake.LoadBalancer, foreign fake.LoadBalancer) {
+// checkUnchanged fails the test unless lbs hold want exactly as it was
+// (another cluster's load balancer, one without ccmkit's tags: what the
+// scenario's CCMs must never touch).
+func (s *scenario) checkUnchanged(lbs []fake.LoadBalancer, want fake.LoadBalancer) {
 	s.t.Helper()
-	i := slices.IndexFunc(lbs, func(lb fake.LoadBalancer) bool { return lb.ID == foreign.ID })
+	i := slices.IndexFunc(lbs, func(lb fake.LoadBalancer) bool { return lb.ID == want.ID })
 	if i < 0 {
-		s.t.Errorf("the other cluster's load balancer %s is gone from the shared cloud", foreign.ID)
+		s.t.Errorf("load balancer %s (%s, tags %v) is gone from the cloud", want.ID, want.Name, want.Tags)
 		return
 	}
-	if diff := cmp.Diff(foreign, lbs[i], equateAddrs); diff != "" {
-		s.t.Errorf("the other cluster's load balancer changed (-before +after):\n%s", diff)
+	if diff := cmp.Diff(want, lbs[i], equateAddrs); diff != "" {
+		s.t.Errorf("load balancer %s (%s, tags %v) changed (-before +after):\n%s", want.ID, want.Name, want.Tags, diff)
 	}
 }
 

@@ -2,7 +2,6 @@ package e2e
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"os"
 	"slices"
@@ -15,7 +14,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/cloud-provider/api"
 
 	"github.com/ccmkit/ccmkit/fake"
 	"github.com/ccmkit/ccmkit/loadbalancer"
@@ -220,27 +218,14 @@ func TestOrphanCollection(t *testing.T) {
 }
 
 // addTwinLB makes, in the shared cloud, the load balancer another cluster
-// (a peer with cluster ID "other-<scenario>") has for a Service of the
-// same namespace and name as svc, with another UID, as addForeignLB does.
+// has for a Service of the same namespace and name as svc, with another
+// UID (addOtherClusterLB).
 func (s *scenario) addTwinLB(view *fakecloud.Shared, svc *corev1.Service) fake.LoadBalancer {
 	s.t.Helper()
-	other, err := fake.NewPeer(view.Cloud, "other-"+s.name, fake.PeerOptions{})
-	if err != nil {
-		s.t.Fatal(err)
-	}
 	twin := svc.DeepCopy()
 	twin.UID = types.UID("twin-" + s.name)
 	twin.Spec.Ports[0].NodePort = 30998
-	lbs, _ := other.LoadBalancer()
-	var provisioning *api.RetryError // a realistic cloud answers "come back" while it provisions
-	if _, err := lbs.EnsureLoadBalancer(s.t.Context(), s.name, twin, nil); err != nil && !errors.As(err, &provisioning) {
-		s.t.Fatalf("creating another cluster's load balancer for %s/%s: %v", svc.Namespace, svc.Name, err)
-	}
-	lb, ok := other.LoadBalancerFor(s.name, twin)
-	if !ok {
-		s.t.Fatal("the other cluster's load balancer is not in the shared cloud")
-	}
-	return lb
+	return s.addOtherClusterLB(view, twin)
 }
 
 // provisioned waits until the shared cloud's load balancers with these IDs
@@ -261,17 +246,6 @@ func (s *scenario) provisioned(view *fakecloud.Shared, ids ...string) []fake.Loa
 		return true, ""
 	})
 	return out
-}
-
-// checkUnchanged fails the test unless lbs hold want as it was.
-func (s *scenario) checkUnchanged(lbs []fake.LoadBalancer, want fake.LoadBalancer) {
-	s.t.Helper()
-	i := slices.IndexFunc(lbs, func(lb fake.LoadBalancer) bool { return lb.ID == want.ID })
-	if i < 0 {
-		s.t.Errorf("load balancer %s (%s, tags %v) is gone", want.ID, want.Name, want.Tags)
-		return
-	}
-	s.checkForeign(lbs, want)
 }
 
 // forceDelete removes the Service's finalizers and deletes it, as a user

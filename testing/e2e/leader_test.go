@@ -117,7 +117,7 @@ func TestLeaderElectionFailover(t *testing.T) {
 	if mine := s.ours(all); len(mine) != 1 {
 		t.Errorf("the shared cloud has %s of this cluster; want exactly 1", describeLBs(mine))
 	}
-	s.checkForeign(all, foreign)
+	s.checkUnchanged(all, foreign)
 	if st, err := adminB.State(t.Context()); err != nil {
 		t.Fatal(err)
 	} else if diff := cmp.Diff(all, st.LoadBalancers, equateAddrs); diff != "" {

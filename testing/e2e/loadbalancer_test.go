@@ -374,14 +374,14 @@ func TestRestartMidProvisioning(t *testing.T) {
 	if len(mine) != len(live) {
 		t.Errorf("the cloud has %s of this cluster, want exactly %d (one per Service)", describeLBs(mine), len(live))
 	}
-	s.checkForeign(lbs, foreign)
+	s.checkUnchanged(lbs, foreign)
 
 	s.deleteServices(view, changeTimeout, live)
 	st, err := view.State(t.Context())
 	if err != nil {
 		t.Fatal(err)
 	}
-	s.checkForeign(st.LoadBalancers, foreign)
+	s.checkUnchanged(st.LoadBalancers, foreign)
 	for _, p := range st.Pools {
 		if p.Purpose == "loadBalancers" && strings.Contains(p.CIDR, ".") && p.Allocated != len(foreign.VIPs) {
 			t.Errorf("pool %s has %d addresses allocated; want %d, the other cluster's only", p.CIDR, p.Allocated, len(foreign.VIPs))

@@ -167,16 +167,19 @@ func (c Config) withDefaults() Config {
 	if c.ClusterName == "" {
 		c.ClusterName = "kubernetes"
 	}
+	c.RoutePeriod = cmp.Or(c.RoutePeriod, 10*time.Second)
+	c.NodeMonitorPeriod = cmp.Or(c.NodeMonitorPeriod, 5*time.Second)
 	return c
 }
 
 // periods are the compressed periods of the controllers.
 type periods struct{ route, nodeStatus, nodeMonitor, drift time.Duration }
 
+// periods returns c's periods divided by Compression; c has its defaults
+// (withDefaults).
 func (c Config) periods() periods {
 	f := time.Duration(c.Compression)
-	return periods{route: cmp.Or(c.RoutePeriod, 10*time.Second) / f, nodeStatus: 5 * time.Minute / f,
-		nodeMonitor: cmp.Or(c.NodeMonitorPeriod, 5*time.Second) / f, drift: c.DriftRepairPeriod / f}
+	return periods{route: c.RoutePeriod / f, nodeStatus: 5 * time.Minute / f, nodeMonitor: c.NodeMonitorPeriod / f, drift: c.DriftRepairPeriod / f}
 }
 
 // Report is what one simulation measured, one ScenarioReport per scenario

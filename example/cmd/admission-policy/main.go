@@ -29,7 +29,6 @@ import (
 	"strings"
 
 	"k8s.io/apimachinery/pkg/util/validation"
-	cloudprovider "k8s.io/cloud-provider"
 
 	"github.com/ccmkit/ccmkit/admission"
 	"github.com/ccmkit/ccmkit/annotation"
@@ -69,10 +68,16 @@ func parse(args []string, stderr io.Writer) (options, error) {
 		return o, fmt.Errorf("arguments %q: expected flags only", fs.Args())
 	}
 	if o.name == "" {
-		o.name = "ccmkit-" + o.cloudProvider + "-service-load-balancer"
+		o.name = defaultName(o.cloudProvider)
 	}
 	return o, nil
 }
+
+// defaultName is the name of the policy of provider when --name is empty.
+func defaultName(provider string) string { return "ccmkit-" + provider + "-service-load-balancer" }
+
+// toStdout reports whether --out asks for standard output.
+func (o options) toStdout() bool { return o.out == "" || o.out == "-" }
 
 // run parses args and writes the manifest to --out or stdout.
 func run(args []string, stdout, stderr io.Writer) error {
@@ -84,7 +89,7 @@ func run(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	if o.out == "" || o.out == "-" {
+	if o.toStdout() {
 		_, err = stdout.Write(b)
 		return err
 	}
@@ -128,19 +133,9 @@ func generate(o options) ([]byte, error) {
 // as the example CCM's initCloud does, and returns its load balancers'
 // declarations.
 func declarationsOf(name, path string) (declarations, error) {
-	if name == "" || cloudprovider.IsExternal(name) || !cloudprovider.IsCloudProvider(name) {
-		return nil, fmt.Errorf("--cloud-provider=%q: expected the name of a provider registered in this binary, one of %q", name, provider.Registered())
-	}
-	if path != "" {
-		// InitCloudProvider exits with an unreadable message when the file
-		// cannot be opened (k8s.io/cloud-provider plugins.go).
-		if _, err := os.Stat(path); err != nil {
-			return nil, fmt.Errorf("--cloud-config=%q: expected a readable cloud-config file: %w", path, err)
-		}
-	}
-	cloud, err := cloudprovider.InitCloudProvider(name, path)
+	cloud, err := provider.InitCloud(name, path)
 	if err != nil {
-		return nil, fmt.Errorf("cloud provider %q could not be initialized from --cloud-config=%q: %w", name, path, err)
+		return nil, err
 	}
 	lb, ok := cloud.LoadBalancer()
 	if !ok || lb == nil {
@@ -159,10 +154,10 @@ func regenerate(o options) string {
 	if o.cloudConfig != "" {
 		cmd += " --cloud-config=" + shellWord(o.cloudConfig)
 	}
-	if o.name != "ccmkit-"+o.cloudProvider+"-service-load-balancer" {
+	if o.name != defaultName(o.cloudProvider) {
 		cmd += " --name=" + shellWord(o.name)
 	}
-	if o.out != "" && o.out != "-" {
+	if !o.toStdout() {
 		cmd += " --out " + shellWord(o.out)
 	}
 	return cmd

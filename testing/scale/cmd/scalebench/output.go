@@ -242,11 +242,8 @@ func total(s scale.ScenarioReport) int64 {
 	if counts == nil {
 		counts = s.Calls
 	}
-	var n int64
-	for _, c := range counts {
-		n += c.Calls
-	}
-	return n
+	t := scale.Sum(counts)
+	return t.Reads + t.Writes
 }
 
 // chart draws the cloud calls (total) of each scenario against the
