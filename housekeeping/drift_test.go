@@ -2,6 +2,7 @@ package housekeeping
 
 import (
 	"context"
+	"fmt"
 	"net/netip"
 	"testing"
 	"time"
@@ -12,9 +13,11 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/record"
+	"k8s.io/cloud-provider/api"
 	"k8s.io/utils/clock"
 
 	"github.com/ccmkit/ccmkit/fake"
+	"github.com/ccmkit/ccmkit/loadbalancer"
 )
 
 func newDrift(t *testing.T, e *env, rec record.EventRecorder) *DriftRepair {
@@ -270,5 +273,40 @@ func TestDriftRepairPacing(t *testing.T) {
 	// a: the List of the pass (one call); b, c: answered from it.
 	if diff := cmp.Diff([]time.Duration{share, 0, 0}, waits); diff != "" {
 		t.Errorf("waits of a converged pass (-want +got):\n%s", diff)
+	}
+}
+
+// TestDriftRepairThrottled: a repair the cloud throttles (429 with
+// Retry-After) is deferred to the next pass, and the pass waits at least
+// the delay the cloud asked for before its next Service; once the cloud
+// takes writes again, the next pass repairs.
+func TestDriftRepairThrottled(t *testing.T) {
+	e := newEnv(t, 2)
+	svc := e.service("shop", "a", "uid-a")
+	e.service("shop", "b", "uid-b")
+	e.drift(svc, svc.Spec.Ports, e.nodes[:1]) // one backend gone
+	e.cloud.SetInterceptor(fake.Funcs{ApplyLoadBalancer: func(context.Context, loadbalancer.Driver, loadbalancer.Action) (*loadbalancer.LoadBalancer, error) {
+		return nil, fmt.Errorf("cloud: 429 Too Many Requests: %w", api.NewRetryError("slow down", 40*time.Second))
+	}})
+	d := newDrift(t, e, nil)
+	var waits []time.Duration
+	d.sleep = func(_ context.Context, _ clock.Clock, w time.Duration) bool {
+		waits = append(waits, w)
+		return true
+	}
+	r := d.pass(context.Background())
+	if r[driftRetry] != 1 || r[driftConverged] != 1 {
+		t.Errorf("throttled pass report %v: want shop/a deferred (retry), shop/b converged", r)
+	}
+	if len(waits) != 1 || waits[0] < 40*time.Second {
+		t.Errorf("waits %v: want at least the 40s the cloud asked for after the throttled Service", waits)
+	}
+	e.cloud.SetInterceptor(fake.Funcs{})
+	if r := d.pass(context.Background()); r[driftRepaired] != 1 {
+		t.Errorf("pass after the throttling %v: want shop/a repaired", r)
+	}
+	lb, _ := e.cloud.LoadBalancerFor(testCluster, svc)
+	if len(lb.Spec.Backends) != 2 {
+		t.Errorf("%d backends after the repair; want 2", len(lb.Spec.Backends))
 	}
 }
