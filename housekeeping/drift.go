@@ -89,11 +89,13 @@ type Repairer interface {
 // state is the service controller's to apply, never undone here.
 //
 // The pace follows the cloud calls (counted by the blocks' metering): each
-// call that made n cloud calls is followed by a wait of n ×
-// Period/(number of Services), and a throttled one by at least the delay
-// the cloud or the governor asked for. A converged cluster, whose calls are
-// all answered from the one List, is checked at once; a pass that repairs
-// or reads per Service spreads its calls over the period. Its calls are
+// call that made n cloud calls of its own (the pass's List is not one:
+// ownCalls) is followed by a wait of n × Period/(number of Services), and
+// a throttled one by at least the delay the cloud or the governor asked
+// for. A converged cluster, whose calls are all answered from the one
+// List, is checked at once, so a drift there when the pass lists is
+// repaired within the period; a pass that repairs or reads per Service
+// spreads its calls over the period. Its calls are
 // admitted by a governor at background priority (governor.AtPriority),
 // after everything the upstream controllers need, and a throttled call
 // does not touch the back-off the service controller gets for the Service.
@@ -281,7 +283,7 @@ func (d *DriftRepair) check(ctx context.Context, key cache.ObjectName) checked {
 	callCtx, tally := cloudmetrics.StartTally(governor.AtPriority(ctx, governor.Background))
 	current := func() bool { return d.current(key, svc, nodes) }
 	status, err := d.lb.RepairLoadBalancer(callCtx, d.opts.ClusterName, svc.DeepCopy(), nodes, current)
-	c := checked{calls: tally.Total()}
+	c := checked{calls: ownCalls(tally.Calls())}
 	var retry bool
 	switch c.retryAfter, retry = throttle.RetryAfter(err); {
 	case errors.Is(err, loadbalancer.ErrStale), errors.Is(err, cloudprovider.ImplementedElsewhere):
@@ -296,6 +298,20 @@ func (d *DriftRepair) check(ctx context.Context, key cache.ObjectName) checked {
 		c.result = d.repaired(ctx, svc, status, tally)
 	}
 	return c
+}
+
+// ownCalls counts the cloud calls a check made for its Service alone: not
+// the Lists (of load balancers, pools or instances) a cache made during
+// it, which answer the whole pass, so that the Services after the one
+// whose check happened to make them are not held back by them.
+func ownCalls(calls map[string]int) int {
+	n := 0
+	for op, c := range calls {
+		if op != "List" && op != "ListPools" {
+			n += c
+		}
+	}
+	return n
 }
 
 // repaired reports a successful call: its writes (a log line, an event, a
