@@ -36,7 +36,7 @@
 //		...
 //		return provider.New("acme", provider.Options{ClusterID: cfg.ClusterID,
 //			LoadBalancer: lbs, InstancesV2: nodes, Routes: table,
-//		}), nil
+//		})
 //	}
 //
 // Each capability is a small Driver interface of two or three methods that

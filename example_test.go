@@ -89,9 +89,13 @@ func newAcme(cfg *Config, api *acmeAPI) (*acme, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &acme{provider.New("acme", provider.Options{ClusterID: cfg.ClusterID,
+	cloud, err := provider.New("acme", provider.Options{ClusterID: cfg.ClusterID,
 		LoadBalancer: lbs, InstancesV2: nodes, Routes: table,
-	}), cache, lbCache}, nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return &acme{cloud, cache, lbCache}, nil
 }
 
 // lbDriver is loadbalancer.ListDriver over the acme API.

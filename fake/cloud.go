@@ -216,12 +216,14 @@ func compose(cfg Config, st *store, o Options) (*Cloud, error) {
 	if c.routes, err = c.composeRoutes(c.gov.InstanceList(api), throttleWait); err != nil {
 		return nil, err
 	}
-	c.Cloud = provider.New(ProviderName, provider.Options{
+	if c.Cloud, err = provider.New(ProviderName, provider.Options{
 		ClusterID:    cfg.ClusterID,
 		LoadBalancer: lbs,
 		InstancesV2:  nodes,
 		Routes:       checkedRoutes{Table: c.routes, s: st, clusterID: cfg.ClusterID},
-	})
+	}); err != nil {
+		return nil, err
+	}
 	// A change made through the control surface is seen at the next
 	// look-up, not up to a TTL later: a real cloud's provider would learn
 	// of it only when the cache expires. So is a load balancer another

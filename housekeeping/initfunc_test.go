@@ -40,7 +40,10 @@ func TestControllerEntries(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	noLB := provider.New("bare", provider.Options{ClusterID: "c"})
+	noLB, err := provider.New("bare", provider.Options{ClusterID: "c"})
+	if err != nil {
+		t.Fatal(err)
+	}
 	foreign := &upstreamfake.Cloud{}
 	entries := map[string]app.ControllerInitFuncConstructor{
 		DriftRepairName:      NewDriftRepairController(&DriftRepairOptions{}),

@@ -2,8 +2,10 @@ package provider
 
 import (
 	"context"
+	"fmt"
 	"reflect"
 	"slices"
+	"strings"
 	"sync"
 
 	"k8s.io/client-go/informers"
@@ -73,10 +75,34 @@ var (
 
 // New returns a Cloud named name (the value of ProviderName, and the scheme
 // of the provider IDs it writes) offering the capabilities of opts, for the
-// cluster opts.ClusterID. New starts nothing and never fails: any opts is
-// valid.
-func New(name string, opts Options) *Cloud {
-	return &Cloud{name: name, opts: opts}
+// cluster opts.ClusterID. New starts nothing. It returns an error naming the
+// field and its value when name is not a provider-ID scheme (a letter, then
+// letters, digits, '+', '-' or '.'; RFC 3986 section 3.1), which the
+// cloud-controller-manager would otherwise register and every provider ID
+// would then fail to parse, or when opts.ClusterID has leading or trailing
+// white space (ownership tags compare it exactly). Every capability field
+// is optional.
+func New(name string, opts Options) (*Cloud, error) {
+	if !validScheme(name) {
+		return nil, fmt.Errorf("provider.New: name %s: expected a provider-ID scheme (a letter, then letters, digits, '+', '-' or '.')", quote(name))
+	}
+	if strings.TrimSpace(opts.ClusterID) != opts.ClusterID {
+		return nil, fmt.Errorf("provider.New: Options.ClusterID %s: expected no leading or trailing white space", quote(opts.ClusterID))
+	}
+	return &Cloud{name: name, opts: opts}, nil
+}
+
+// validScheme reports whether s is a URI scheme (RFC 3986 section 3.1).
+func validScheme(s string) bool {
+	for i, r := range s {
+		switch {
+		case r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z':
+		case i > 0 && (r >= '0' && r <= '9' || r == '+' || r == '-' || r == '.'):
+		default:
+			return false
+		}
+	}
+	return s != ""
 }
 
 // accessor implements the (impl, true) or (nil, false) rule of

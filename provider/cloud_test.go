@@ -3,6 +3,7 @@ package provider
 import (
 	"context"
 	"runtime"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -51,7 +52,7 @@ func TestAccessorTruthTable(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			c := New("test", tc.opts)
+			c := mustNew(t, "test", tc.opts)
 			expect := func(key string, v any, ok bool) {
 				t.Helper()
 				if ok != tc.want[key] {
@@ -81,10 +82,10 @@ func TestAccessorTruthTable(t *testing.T) {
 }
 
 func TestProviderNameAndClusterID(t *testing.T) {
-	if c := New("acme", Options{}); c.ProviderName() != "acme" || c.HasClusterID() {
+	if c := mustNew(t, "acme", Options{}); c.ProviderName() != "acme" || c.HasClusterID() {
 		t.Errorf("New(acme, Options{}): ProviderName=%q HasClusterID=%v: expected acme false", c.ProviderName(), c.HasClusterID())
 	}
-	if c := New("acme", Options{ClusterID: "prod-1"}); !c.HasClusterID() {
+	if c := mustNew(t, "acme", Options{ClusterID: "prod-1"}); !c.HasClusterID() {
 		t.Errorf("New(acme, Options{ClusterID: prod-1}): HasClusterID=false: expected true")
 	}
 }
@@ -118,7 +119,7 @@ func TestInitializeStopsEverythingOnStop(t *testing.T) {
 	before := runtime.NumGoroutine()
 	w := &worker{stopped: make(chan struct{})}
 	// The same object serves three capabilities: it is initialized once.
-	c := New("test", Options{ClusterID: "id", LoadBalancer: w, InstancesV2: w, Routes: w})
+	c := mustNew(t, "test", Options{ClusterID: "id", LoadBalancer: w, InstancesV2: w, Routes: w})
 	stop := make(chan struct{})
 	cb := builder{}
 	c.Initialize(cb, stop)
@@ -157,7 +158,7 @@ func TestInitializeStopsEverythingOnStop(t *testing.T) {
 }
 
 func TestShutdownWithoutStop(t *testing.T) {
-	c := New("test", Options{})
+	c := mustNew(t, "test", Options{})
 	c.Shutdown() // before Initialize: no-op
 	c.Initialize(builder{}, make(chan struct{}))
 	c.Shutdown()
@@ -169,10 +170,45 @@ func TestShutdownWithoutStop(t *testing.T) {
 
 func TestSetInformersFansOut(t *testing.T) {
 	w := &worker{stopped: make(chan struct{})}
-	c := New("test", Options{LoadBalancer: w, Zones: &fakecloud.Cloud{}})
+	c := mustNew(t, "test", Options{LoadBalancer: w, Zones: &fakecloud.Cloud{}})
 	f := informers.NewSharedInformerFactory(fake.NewClientset(), 0)
 	c.SetInformers(f)
 	if w.informer != f {
 		t.Errorf("InformerUser capability got factory %v, want %v", w.informer, f)
+	}
+}
+
+// mustNew is New, failing t on an error.
+func mustNew(t *testing.T, name string, opts Options) *Cloud {
+	t.Helper()
+	c, err := New(name, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+func TestNewRejectsBadInput(t *testing.T) {
+	for _, tc := range []struct {
+		name, provider, clusterID string
+		reason, want              string
+	}{
+		{name: "empty name", provider: "", reason: "an empty scheme makes every provider ID unparseable", want: `name ""`},
+		{name: "digit first", provider: "1acme", reason: "RFC 3986: a scheme starts with a letter", want: `name "1acme"`},
+		{name: "separator", provider: "acme://", reason: "the separator is not part of the scheme", want: `name "acme://"`},
+		{name: "space", provider: "ac me", reason: "white space is not a scheme character", want: `name "ac me"`},
+		{name: "cluster ID padded", provider: "acme", clusterID: " prod ", reason: "ownership tags compare the cluster ID exactly", want: `Options.ClusterID " prod "`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c, err := New(tc.provider, Options{ClusterID: tc.clusterID})
+			if err == nil || c != nil || !strings.Contains(err.Error(), tc.want) || !strings.Contains(err.Error(), "expected") {
+				t.Errorf("New(%q, ClusterID %q) = %v, %v: expected a nil Cloud and an error naming %s and what was expected (%s)", tc.provider, tc.clusterID, c, err, tc.want, tc.reason)
+			}
+		})
+	}
+	for _, ok := range []string{"a", "acme", "acme-cloud", "x.y+z", "Fake9"} {
+		if _, err := New(ok, Options{}); err != nil {
+			t.Errorf("New(%q): %v: expected no error for a valid scheme", ok, err)
+		}
 	}
 }

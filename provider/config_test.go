@@ -353,7 +353,7 @@ func registerTestProvider(t *testing.T, base string) string {
 	t.Helper()
 	name := uniqueName(base)
 	err := Register(name, func(cfg *testConfig) (cloudprovider.Interface, error) {
-		return New(name, Options{ClusterID: cfg.Region}), nil
+		return New(name, Options{ClusterID: cfg.Region})
 	})
 	if err != nil {
 		t.Fatalf("Register(%q): %v", name, err)
@@ -393,7 +393,7 @@ func TestInitCloudProviderWithoutConfig(t *testing.T) {
 
 	optName := uniqueName("ccmkit-test-optional")
 	if err := Register(optName, func(*optional) (cloudprovider.Interface, error) {
-		return New(optName, Options{}), nil
+		return New(optName, Options{})
 	}); err != nil {
 		t.Fatal(err)
 	}
@@ -404,7 +404,7 @@ func TestInitCloudProviderWithoutConfig(t *testing.T) {
 }
 
 func TestRegisterErrors(t *testing.T) {
-	ok := func(*optional) (cloudprovider.Interface, error) { return New("x", Options{}), nil }
+	ok := func(*optional) (cloudprovider.Interface, error) { return New("x", Options{}) }
 	twice := uniqueName("ccmkit-test-twice")
 	if err := Register(twice, ok); err != nil {
 		t.Fatal(err)

@@ -27,7 +27,11 @@ func (c *Config) Validate() error {
 
 func ExampleNew() {
 	var lb cloudprovider.LoadBalancer // nil: this provider has no load balancers yet
-	cloud := provider.New("acme", provider.Options{ClusterID: "prod-1", LoadBalancer: lb})
+	cloud, err := provider.New("acme", provider.Options{ClusterID: "prod-1", LoadBalancer: lb})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
 
 	_, hasLB := cloud.LoadBalancer()
 	fmt.Println(cloud.ProviderName(), cloud.HasClusterID(), hasLB)
@@ -36,7 +40,7 @@ func ExampleNew() {
 
 func ExampleRegister() {
 	err := provider.Register("acme-example", func(cfg *Config) (cloudprovider.Interface, error) {
-		return provider.New("acme-example", provider.Options{ClusterID: cfg.ClusterID}), nil
+		return provider.New("acme-example", provider.Options{ClusterID: cfg.ClusterID})
 	})
 	fmt.Println("registered:", err == nil)
 
