@@ -355,7 +355,6 @@ func (c *Cloud) composeRoutes(api instances.ListDriver, throttleWait time.Durati
 		EnableNodeAddresses: c.cfg.Routes.EnableNodeAddresses,
 		MaxThrottleWait:     throttleWait,
 		ListTTL:             c.cfg.Routes.ListTTL.Duration,
-		Now:                 c.store.now,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("routes: %w", err)

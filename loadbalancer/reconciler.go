@@ -17,6 +17,7 @@ import (
 	cloudprovider "k8s.io/cloud-provider"
 	"k8s.io/cloud-provider/api"
 	"k8s.io/klog/v2"
+	"k8s.io/utils/clock"
 
 	"github.com/ccmkit/ccmkit/annotation"
 	"github.com/ccmkit/ccmkit/internal/check"
@@ -70,6 +71,10 @@ type Options struct {
 	// every throttled Service back at once. EnsureLoadBalancer never waits:
 	// it returns its RetryError. 0 means 1m; negative means never wait.
 	MaxThrottleWait time.Duration
+	// Clock is the clock the waits for throttled cloud calls run on
+	// (MaxThrottleWait). Nil means the real clock; tests pass a
+	// k8s.io/utils/clock/testing.FakeClock and step it.
+	Clock clock.Clock
 	// Hooks are optional callbacks for events and logs.
 	Hooks Hooks
 	// Instances, if set, supplies the addresses of a Node that has a
@@ -98,6 +103,9 @@ type Options struct {
 func (o Options) withDefaults() Options {
 	o.RetryAfter = cmp.Or(o.RetryAfter, defaultRetryAfter)
 	o.MaxThrottleWait = cmp.Or(o.MaxThrottleWait, defaultMaxThrottleWait)
+	if o.Clock == nil {
+		o.Clock = clock.RealClock{}
+	}
 	return o
 }
 
@@ -1116,7 +1124,7 @@ type throttleBudget struct{}
 // all the cloud calls of the method it is given to: each is retried after a
 // throttle while the waits so far fit in it (call).
 func (r *Reconciler) waitThrottles(ctx context.Context) context.Context {
-	return context.WithValue(ctx, throttleBudget{}, throttle.NewBudget(r.opts.MaxThrottleWait))
+	return context.WithValue(ctx, throttleBudget{}, throttle.NewBudget(r.opts.MaxThrottleWait, r.opts.Clock))
 }
 
 // call makes one cloud call (fn) and, in a method that waits for throttles

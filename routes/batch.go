@@ -162,9 +162,9 @@ func (b *batcher) lead(t *Table, o *op, window bool) error {
 		}
 		b.mu.Unlock()
 		if full != nil {
-			timer := time.NewTimer(t.opts.BatchWindow)
+			timer := t.clock.NewTimer(t.opts.BatchWindow)
 			select {
-			case <-timer.C:
+			case <-timer.C():
 			case <-full:
 			case <-o.ctx.Done():
 			}
@@ -173,9 +173,9 @@ func (b *batcher) lead(t *Table, o *op, window bool) error {
 	}
 	for {
 		b.mu.Lock()
-		wait, throttled := time.Until(b.notBefore), b.throttled
+		wait, throttled := b.notBefore.Sub(t.clock.Now()), b.throttled
 		b.mu.Unlock()
-		if wait > 0 && throttle.Sleep(o.ctx, wait) != nil {
+		if wait > 0 && throttle.Sleep(o.ctx, t.clock, wait) != nil {
 			return b.abandon(o, fmt.Sprintf("while its batch waited %v for the cloud's throttle to end", wait.Round(time.Millisecond)), throttled)
 		}
 		batch, ok := b.take(t, o)
@@ -258,7 +258,7 @@ func (b *batcher) settle(t *Table, batch []*op, res batchResult) {
 	}
 	if len(again) > 0 {
 		b.pending = append(again, b.pending...)
-		b.notBefore, b.throttled = time.Now().Add(res.after), res.throttled
+		b.notBefore, b.throttled = t.clock.Now().Add(res.after), res.throttled
 	}
 }
 

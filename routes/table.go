@@ -14,6 +14,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/types"
 	cloudprovider "k8s.io/cloud-provider"
+	"k8s.io/utils/clock"
 
 	"github.com/ccmkit/ccmkit/internal/check"
 	"github.com/ccmkit/ccmkit/internal/clip"
@@ -105,9 +106,11 @@ type Options struct {
 	// its route Blackhole) is seen up to ListTTL late. 0 means none: every
 	// ListRoutes reads the cloud; negative is an error.
 	ListTTL time.Duration
-	// Now returns the current time for ListTTL; nil means time.Now. Tests
-	// inject a fake clock here. It must be safe for concurrent use.
-	Now func() time.Time
+	// Clock is the Table's clock: ListTTL, BatchWindow and the waits for
+	// throttled driver calls run on it. Nil means the real clock; tests
+	// pass a k8s.io/utils/clock/testing.FakeClock and step it. It must be
+	// safe for concurrent use.
+	Clock clock.Clock
 }
 
 // Stats counts a Table's work since it was made. For a RouteDriver Table
@@ -163,6 +166,7 @@ type Stats struct {
 // back-off, so one read after the cloud's delay converges sooner.
 type Table struct {
 	opts   Options
+	clock  clock.Clock // opts.Clock
 	namer  *Namer
 	routes RouteDriver
 	table  TableDriver
@@ -225,10 +229,8 @@ func newTable(fn string, opts Options) (*Table, error) {
 		return nil, err
 	}
 	t := &Table{opts: opts.withDefaults(), namer: n}
-	t.lists = listCache{ttl: t.opts.ListTTL, now: t.opts.Now}
-	if t.lists.now == nil {
-		t.lists.now = time.Now
-	}
+	t.clock = t.opts.Clock
+	t.lists = listCache{ttl: t.opts.ListTTL, now: t.clock.Now}
 	if t.opts.Instances != nil {
 		t.opts.Instances = meteredChecker{t.opts.Instances}
 	}
@@ -239,6 +241,9 @@ func newTable(fn string, opts Options) (*Table, error) {
 // negative counts and durations (meaning none) set to 0; MaxBatch must not
 // be negative.
 func (o Options) withDefaults() Options {
+	if o.Clock == nil {
+		o.Clock = clock.RealClock{}
+	}
 	if o.MaxBatch == 0 {
 		o.MaxBatch = defaultMaxBatch
 	}

@@ -25,7 +25,7 @@ func (t *Table) retry(ctx context.Context, waited *time.Duration, call func() er
 		if why := throttle.GiveUp(ctx, d, *waited, t.opts.MaxThrottleWait); why != "" {
 			return fmt.Errorf("%s: %w", why, err)
 		}
-		if serr := throttle.Sleep(ctx, d); serr != nil {
+		if serr := throttle.Sleep(ctx, t.clock, d); serr != nil {
 			return fmt.Errorf("%w while it waited %v to retry a throttled driver call: %w", serr, d, err)
 		}
 		*waited += d

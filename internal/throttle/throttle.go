@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"k8s.io/cloud-provider/api"
+	"k8s.io/utils/clock"
 )
 
 // ErrRefused is wrapped, beside an *api.RetryError, by the error of a call
@@ -79,12 +80,17 @@ func GiveUp(ctx context.Context, d, waited, budget time.Duration) string {
 	return ""
 }
 
-// Sleep waits d, or until ctx ends and then returns ctx.Err().
-func Sleep(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
+// Sleep waits d on c (nil: the real clock), or until ctx ends and then
+// returns ctx.Err(). A test's fake clock (k8s.io/utils/clock/testing)
+// ends the wait when it is stepped past d.
+func Sleep(ctx context.Context, c clock.Clock, d time.Duration) error {
+	if c == nil {
+		c = clock.RealClock{}
+	}
+	t := c.NewTimer(d)
 	defer t.Stop()
 	select {
-	case <-t.C:
+	case <-t.C():
 		return nil
 	case <-ctx.Done():
 		return ctx.Err()
@@ -95,12 +101,13 @@ func Sleep(ctx context.Context, d time.Duration) error {
 // every Retry it makes: each wait is charged to it. Safe for concurrent use.
 type Budget struct {
 	max    time.Duration
+	clock  clock.Clock  // the waits run on it
 	waited atomic.Int64 // a time.Duration
 }
 
-// NewBudget returns a Budget of max (its Config.MaxThrottleWait); a max of
-// zero or less never waits.
-func NewBudget(max time.Duration) *Budget { return &Budget{max: max} }
+// NewBudget returns a Budget of max (its Config.MaxThrottleWait) whose
+// waits run on c (nil: the real clock); a max of zero or less never waits.
+func NewBudget(max time.Duration, c clock.Clock) *Budget { return &Budget{max: max, clock: c} }
 
 // Retry calls fn, and calls it again after each throttled error (see
 // RetryAfter) once the delay that error asks for has passed (Sleep), as
@@ -113,7 +120,7 @@ func Retry(ctx context.Context, b *Budget, fn func() error) error {
 	for {
 		err := fn()
 		d, throttled := RetryAfter(err)
-		if !throttled || b == nil || GiveUp(ctx, d, time.Duration(b.waited.Load()), b.max) != "" || Sleep(ctx, d) != nil {
+		if !throttled || b == nil || GiveUp(ctx, d, time.Duration(b.waited.Load()), b.max) != "" || Sleep(ctx, b.clock, d) != nil {
 			return err
 		}
 		b.waited.Add(int64(d))

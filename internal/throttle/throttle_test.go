@@ -90,7 +90,7 @@ func TestRetry(t *testing.T) {
 			}
 			defer cancel()
 			calls := 0
-			err := Retry(ctx, NewBudget(tc.budget), func() error {
+			err := Retry(ctx, NewBudget(tc.budget, nil), func() error {
 				calls++
 				if calls <= len(tc.errs) {
 					return tc.errs[calls-1]
@@ -125,7 +125,7 @@ func TestRetrySharesBudget(t *testing.T) {
 			return nil
 		}
 	}
-	b := NewBudget(5 * time.Millisecond)
+	b := NewBudget(5*time.Millisecond, nil)
 	if err := Retry(context.Background(), b, throttledOnce()); err != nil {
 		t.Fatalf("first Retry = %v; want its 3ms throttle waited out within the 5ms budget", err)
 	}
@@ -173,12 +173,12 @@ func TestGiveUp(t *testing.T) {
 }
 
 func TestSleep(t *testing.T) {
-	if err := Sleep(context.Background(), time.Millisecond); err != nil {
+	if err := Sleep(context.Background(), nil, time.Millisecond); err != nil {
 		t.Errorf("Sleep(1ms) = %v; want nil once the delay has passed", err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	if err := Sleep(ctx, time.Hour); !errors.Is(err, context.Canceled) {
+	if err := Sleep(ctx, nil, time.Hour); !errors.Is(err, context.Canceled) {
 		t.Errorf("Sleep(1h) with an ended ctx = %v; want context.Canceled at once", err)
 	}
 }
