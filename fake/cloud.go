@@ -8,6 +8,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	cloudprovider "k8s.io/cloud-provider"
+	"k8s.io/utils/clock"
 
 	"github.com/ccmkit/ccmkit/governor"
 	"github.com/ccmkit/ccmkit/instances"
@@ -355,6 +356,7 @@ func (c *Cloud) composeRoutes(api instances.ListDriver, throttleWait time.Durati
 		EnableNodeAddresses: c.cfg.Routes.EnableNodeAddresses,
 		MaxThrottleWait:     throttleWait,
 		ListTTL:             c.cfg.Routes.ListTTL.Duration,
+		Clock:               nowClock{now: c.store.now},
 	})
 	if err != nil {
 		return nil, fmt.Errorf("routes: %w", err)
@@ -414,3 +416,18 @@ func (c *Cloud) Shutdown() {
 // its own instances layer (another cache, TTL or wrapper) starts here. Safe
 // for concurrent use.
 func (c *Cloud) InstanceAPI() instances.ListDriver { return c.instanceAPI }
+
+// nowClock is the real clock read through the cloud's Options.Clock: what
+// the route table's ListTTL runs on. Its timers are real, as the Table's
+// were before routes.Options took a clock.Clock; the fake moves to one
+// clock.Clock in issue 24.
+type nowClock struct {
+	clock.RealClock
+	now func() time.Time
+}
+
+// Now returns the cloud's time.
+func (c nowClock) Now() time.Time { return c.now() }
+
+// Since returns the cloud's time elapsed since t.
+func (c nowClock) Since(t time.Time) time.Duration { return c.now().Sub(t) }
