@@ -102,7 +102,7 @@ type AddressPolicy struct {
 // BuildAddresses never modifies addrs. An empty result is nil. Errors wrap
 // ErrInvalidAddress (naming the index, type and value, and saying what was
 // expected), ErrProvidedNodeIP or ErrNoInternalIP; values are quoted cut to
-// maxQuoted bytes. It is safe for concurrent use.
+// clip.MaxQuoted bytes. It is safe for concurrent use.
 func BuildAddresses(addrs []v1.NodeAddress, policy AddressPolicy) ([]v1.NodeAddress, error) {
 	entries := make([]addrEntry, 0, len(addrs))
 	for i, a := range addrs {
@@ -129,7 +129,7 @@ func BuildAddresses(addrs []v1.NodeAddress, policy AddressPolicy) ([]v1.NodeAddr
 		if err != nil {
 			// The helper's error quotes the annotation whole: cut it too.
 			return nil, fmt.Errorf("%w: annotation %s=%q: expected an IP address, or a dual-stack pair \"a,b\", each among the node's addresses: %s",
-				ErrProvidedNodeIP, cloudproviderapi.AnnotationAlphaProvidedIPAddr, cut(policy.ProvidedNodeIP), clip.Value(err.Error(), 4*maxQuoted))
+				ErrProvidedNodeIP, cloudproviderapi.AnnotationAlphaProvidedIPAddr, cut(policy.ProvidedNodeIP), clip.Quoted(err.Error()))
 		}
 		out = filtered
 		if len(out) == 0 {
@@ -171,13 +171,10 @@ func checkInternalIPs(out []v1.NodeAddress, policy AddressPolicy) error {
 	return nil
 }
 
-// maxQuoted bounds the bytes of a value (an address, a type, an
-// annotation) quoted in an error, so that a huge value never makes a huge
-// message.
-const maxQuoted = 64
-
-// cut returns s cut to maxQuoted bytes with its length (clip.Value).
-func cut(s string) string { return clip.Value(s, maxQuoted) }
+// cut returns s (an address, a type, an annotation) cut to clip.MaxQuoted
+// bytes with its length (clip.Quoted): the one bound of every value ccmkit
+// quotes, so that a huge value never makes a huge message.
+func cut(s string) string { return clip.Quoted(s) }
 
 // typeRank gives the canonical position of each address type; 0 means
 // unknown.
@@ -231,7 +228,7 @@ func parseAddress(a v1.NodeAddress, preferIPv6 bool) (addrEntry, error) {
 	if a.Type == v1.NodeInternalIP || a.Type == v1.NodeExternalIP {
 		ip, err := netip.ParseAddr(a.Address)
 		switch {
-		case err != nil && len(a.Address) > maxQuoted:
+		case err != nil && len(a.Address) > clip.MaxQuoted:
 			return addrEntry{}, errors.New("expected an IPv4 or IPv6 address") // netip's error quotes it whole
 		case err != nil:
 			return addrEntry{}, fmt.Errorf("expected an IPv4 or IPv6 address: %v", err)

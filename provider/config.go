@@ -20,6 +20,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/ccmkit/ccmkit/internal/check"
+	"github.com/ccmkit/ccmkit/internal/clip"
 )
 
 // Validator is implemented by configuration types that check themselves.
@@ -225,7 +226,7 @@ func checkFieldCase(v any, t reflect.Type, path string) error {
 			if !ok {
 				for name := range fields {
 					if strings.EqualFold(name, key) {
-						return fmt.Errorf("unknown field %q: field names are case-sensitive: expected %q", path+truncate(key), path+name)
+						return fmt.Errorf("unknown field %q: field names are case-sensitive: expected %q", path+clip.Quoted(key), path+name)
 					}
 				}
 				continue // yaml.UnmarshalStrict has accepted it: an ignored field ("-")
@@ -277,7 +278,7 @@ func pathKey(key string) string {
 			return quote(key)
 		}
 	}
-	return truncate(key)
+	return clip.Quoted(key)
 }
 
 // collectJSONFields records the JSON name and type of each exported field

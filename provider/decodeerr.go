@@ -11,6 +11,8 @@ import (
 	"unicode/utf8"
 
 	yamlv3 "go.yaml.in/yaml/v3"
+
+	"github.com/ccmkit/ccmkit/internal/clip"
 )
 
 // The errors of the YAML and JSON libraries DecodeConfig uses quote the
@@ -25,27 +27,10 @@ import (
 // what is safe — a line number, a field path, a kind, and the names of the
 // user's own keys, cut to a bounded length.
 
-// maxQuoted bounds, in runes, every piece of input an error quotes.
-const maxQuoted = 64
-
-// quote returns s cut to maxQuoted runes (with "…" when cut) and quoted
-// with strconv.Quote, so control characters cannot forge log lines.
-func quote(s string) string { return strconv.Quote(truncate(s)) }
-
-// truncate keeps error messages short for long hostile inputs: s cut to
-// maxQuoted runes, with "…" appended when cut. Invalid UTF-8 counts a byte
-// as a rune.
-func truncate(s string) string {
-	n := 0
-	for i := 0; i < len(s); n++ {
-		if n == maxQuoted {
-			return s[:i] + "…"
-		}
-		_, size := utf8.DecodeRuneInString(s[i:])
-		i += size
-	}
-	return s
-}
+// quote returns s cut to clip.MaxQuoted bytes (clip.Quoted: the one bound
+// of every value ccmkit quotes) and quoted with strconv.Quote, so control
+// characters cannot forge log lines.
+func quote(s string) string { return strconv.Quote(clip.Quoted(s)) }
 
 var (
 	yamlLineRE = regexp.MustCompile(`^line ([0-9]+): `)

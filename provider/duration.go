@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"time"
+
+	"github.com/ccmkit/ccmkit/internal/clip"
 )
 
 // Duration is a time.Duration in a cloud-config, written as a Go duration
@@ -36,7 +38,7 @@ func (d Duration) MarshalJSON() ([]byte, error) { return json.Marshal(d.Duration
 func (d *Duration) UnmarshalJSON(b []byte) error {
 	var s string
 	if err := json.Unmarshal(b, &s); err != nil {
-		return fmt.Errorf("duration %s: expected a string with a unit, such as \"5s\" or \"1m30s\"", truncate(string(b)))
+		return fmt.Errorf("duration %s: expected a string with a unit, such as \"5s\" or \"1m30s\"", clip.Quoted(string(b)))
 	}
 	v, err := time.ParseDuration(s)
 	if err != nil {

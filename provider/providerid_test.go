@@ -9,6 +9,8 @@ import (
 	"unicode"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/ccmkit/ccmkit/internal/clip"
 )
 
 func TestProviderIDRoundTrip(t *testing.T) {
@@ -171,8 +173,8 @@ func TestProviderIDHostile(t *testing.T) {
 			if !strings.Contains(msg, tc.want) || !strings.Contains(msg, "expected") {
 				t.Errorf("Parse(%q) error = %q; want it to contain %q and say what was expected (%s)", in, msg, tc.want, tc.reason)
 			}
-			if !strings.Contains(msg, strconv.Quote(truncate(in))) {
-				t.Errorf("Parse(%q) error = %q; want it to quote the input, cut to %d characters (%s)", in, msg, maxQuoted, tc.reason)
+			if !strings.Contains(msg, strconv.Quote(clip.Quoted(in))) {
+				t.Errorf("Parse(%q) error = %q; want it to quote the input, cut to %d characters (%s)", in, msg, clip.MaxQuoted, tc.reason)
 			}
 			if len(msg) > 600 {
 				t.Errorf("Parse error is %d bytes long; want a bounded message (%s)", len(msg), tc.reason)
@@ -184,7 +186,7 @@ func TestProviderIDHostile(t *testing.T) {
 		})
 	}
 	fe := (&foreignSchemeError{providerID: "x://" + long, scheme: "x", want: "acme"}).Error()
-	if len(fe) > 300 {
+	if len(fe) > clip.MaxQuoted+100 {
 		t.Errorf("foreignSchemeError.Error() is %d bytes; want the provider ID cut short", len(fe))
 	}
 }
