@@ -101,7 +101,7 @@ func TestSnapshotIsACopy(t *testing.T) {
 	if got := c.Snapshot(); got.Instances[0].Name != "node-01" || got.Instances[0].InternalIPs[0] != "10.0.0.1" {
 		t.Errorf("modifying a snapshot changed the cloud: %+v", got.Instances[0])
 	}
-	if s.ClusterID != "demo" || len(s.Pools) != 3 {
+	if s.ClusterID != "demo" || len(s.AddressPools) != 3 {
 		t.Errorf("snapshot = %+v; want clusterID demo and 3 pools", s)
 	}
 }

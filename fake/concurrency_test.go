@@ -149,7 +149,7 @@ func TestConcurrentMix(t *testing.T) {
 	if len(st.LoadBalancers) != 0 || len(st.Routes) != 0 {
 		t.Errorf("left over: %d load balancers, %d routes; want none", len(st.LoadBalancers), len(st.Routes))
 	}
-	for _, p := range st.Pools {
+	for _, p := range st.AddressPools {
 		if p.Purpose == "loadBalancers" && p.Allocated != 0 {
 			t.Errorf("pool %s has %d VIPs allocated after every delete; want 0", p.CIDR, p.Allocated)
 		}

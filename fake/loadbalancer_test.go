@@ -123,7 +123,7 @@ func TestLoadBalancerLifecycle(t *testing.T) {
 }
 
 func lbPoolUse(c *fake.Cloud) int {
-	for _, p := range c.Snapshot().Pools {
+	for _, p := range c.Snapshot().AddressPools {
 		if p.Purpose == "loadBalancers" && p.CIDR == fake.DefaultIPv4Pool {
 			return p.Allocated
 		}

@@ -86,6 +86,6 @@ func (p *pool) take(a netip.Addr) error {
 
 func (p *pool) release(a netip.Addr) { delete(p.used, a) }
 
-func (p *pool) usage(purpose string) Pool {
-	return Pool{Purpose: purpose, CIDR: p.prefix.String(), Allocated: len(p.used)}
+func (p *pool) usage(purpose string) AddressPool {
+	return AddressPool{Purpose: purpose, CIDR: p.prefix.String(), Allocated: len(p.used)}
 }

@@ -212,7 +212,7 @@ func TestSharedStateFile(t *testing.T) {
 	if _, ok, err := lbOf(t, b).GetLoadBalancer(ctx, cluster, svc); ok || err != nil {
 		t.Errorf("GetLoadBalancer through b after a deleted it = %v, %v; want false", ok, err)
 	}
-	for _, p := range b.Snapshot().Pools {
+	for _, p := range b.Snapshot().AddressPools {
 		if p.Purpose == "loadBalancers" && p.Allocated != 0 {
 			t.Errorf("pool %s has %d addresses allocated after the only load balancer was deleted", p.CIDR, p.Allocated)
 		}

@@ -663,10 +663,10 @@ func (st *cloudState) view(out *State, now time.Time) {
 		return cmp.Or(cmp.Compare(a.Cluster, b.Cluster), cmp.Compare(a.DestinationCIDR, b.DestinationCIDR), cmp.Compare(a.Name, b.Name))
 	})
 	for _, p := range st.instPools {
-		out.Pools = append(out.Pools, p.usage("instances"))
+		out.AddressPools = append(out.AddressPools, p.usage("instances"))
 	}
 	for _, is4 := range []bool{true, false} {
-		out.Pools = append(out.Pools, st.lbPools[is4].usage("loadBalancers"))
+		out.AddressPools = append(out.AddressPools, st.lbPools[is4].usage("loadBalancers"))
 	}
 }
 

@@ -208,12 +208,14 @@ type State struct {
 	// BackendPoolsShared); absent when there are none.
 	BackendPools []loadbalancer.Pool `json:"backendPools,omitempty"`
 	Routes       []Route             `json:"routes"`
-	// Pools are the address pools.
-	Pools []Pool `json:"pools"`
+	// AddressPools are the address pools (the JSON key stays "pools").
+	AddressPools []AddressPool `json:"pools"`
 }
 
-// Pool is the use of one address pool.
-type Pool struct {
+// AddressPool is the use of one address pool: the addresses the cloud
+// gives instances or load balancers (Config's pools), not a backend pool
+// of load balancers (loadbalancer.Pool).
+type AddressPool struct {
 	// Purpose is "instances" or "loadBalancers".
 	Purpose   string `json:"purpose"`
 	CIDR      string `json:"cidr"`

@@ -218,7 +218,7 @@ func fakeTargetOf(cloud *fake.Cloud, funcs fake.Funcs) (*conformance.Target, err
 				for _, r := range s.Routes {
 					out = append(out, "route/"+r.Cluster+"/"+r.Name)
 				}
-				for _, p := range s.Pools {
+				for _, p := range s.AddressPools {
 					if p.Purpose == "loadBalancers" {
 						out = append(out, fmt.Sprintf("pool/%s/allocated=%d", p.CIDR, p.Allocated))
 					}

@@ -55,7 +55,7 @@ func (s *scenario) checkVIPsReleased(cloud interface {
 	if err != nil {
 		s.t.Fatal(err)
 	}
-	for _, p := range st.Pools {
+	for _, p := range st.AddressPools {
 		if p.Purpose == "loadBalancers" && p.Allocated != 0 {
 			s.t.Errorf("pool %s still has %d addresses allocated after %s; want none", p.CIDR, p.Allocated, after)
 		}
@@ -382,7 +382,7 @@ func TestRestartMidProvisioning(t *testing.T) {
 		t.Fatal(err)
 	}
 	s.checkUnchanged(st.LoadBalancers, foreign)
-	for _, p := range st.Pools {
+	for _, p := range st.AddressPools {
 		if p.Purpose == "loadBalancers" && strings.Contains(p.CIDR, ".") && p.Allocated != len(foreign.VIPs) {
 			t.Errorf("pool %s has %d addresses allocated; want %d, the other cluster's only", p.CIDR, p.Allocated, len(foreign.VIPs))
 		}
