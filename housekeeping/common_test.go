@@ -46,7 +46,7 @@ func TestInBackends(t *testing.T) {
 // a period after the start of the last.
 func TestEvery(t *testing.T) {
 	c := testingclock.NewFakeClock(time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC))
-	ctx, cancel := context.WithCancel(context.Background())
+	ctx, cancel := context.WithCancel(t.Context())
 	calls := make(chan time.Time, 10)
 	done := make(chan struct{})
 	go func() {

@@ -41,7 +41,7 @@ func TestDriftRepairConverged(t *testing.T) {
 	}
 	d := newDrift(t, e, nil)
 	var r passReport
-	got := e.callsDuring(func() { e.run(func() { r = d.pass(context.Background()) }) })
+	got := e.callsDuring(func() { e.run(func() { r = d.pass(t.Context()) }) })
 	if diff := cmp.Diff(map[fake.Op]int64{fake.OpListLoadBalancers: 1}, got); diff != "" {
 		t.Errorf("cloud calls of a converged pass (-want +got):\n%s", diff)
 	}
@@ -59,7 +59,7 @@ func TestDriftRepairRepairs(t *testing.T) {
 	e := newEnv(t, 3)
 	svc := e.service("shop", "web", "uid-web")
 	svc.Spec.Ports = append(svc.Spec.Ports, v1.ServicePort{Name: "https", Protocol: v1.ProtocolTCP, Port: 443, NodePort: 30443})
-	if _, err := e.lb.EnsureLoadBalancer(context.Background(), testCluster, svc, e.nodes); err != nil {
+	if _, err := e.lb.EnsureLoadBalancer(t.Context(), testCluster, svc, e.nodes); err != nil {
 		t.Fatal(err)
 	}
 	if err := e.factory.Core().V1().Services().Informer().GetIndexer().Update(svc); err != nil {
@@ -74,13 +74,13 @@ func TestDriftRepairRepairs(t *testing.T) {
 	plb, _ := peer.LoadBalancer()
 	drifted := svc.DeepCopy()
 	drifted.Spec.Ports = drifted.Spec.Ports[:1]
-	if _, err := plb.EnsureLoadBalancer(context.Background(), testCluster, drifted, e.nodes[:2]); err != nil {
+	if _, err := plb.EnsureLoadBalancer(t.Context(), testCluster, drifted, e.nodes[:2]); err != nil {
 		t.Fatal(err)
 	}
 	rec := record.NewFakeRecorder(10)
 	d := newDrift(t, e, rec)
 	var r passReport
-	got := e.callsDuring(func() { e.run(func() { r = d.pass(context.Background()) }) })
+	got := e.callsDuring(func() { e.run(func() { r = d.pass(t.Context()) }) })
 	want := map[fake.Op]int64{fake.OpListLoadBalancers: 1, fake.OpApplyLoadBalancer: 2} // AddListener, AddBackends
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("cloud calls of the repairing pass (-want +got):\n%s", diff)
@@ -100,7 +100,7 @@ func TestDriftRepairRepairs(t *testing.T) {
 	default:
 		t.Error("no event recorded for the repair")
 	}
-	got = e.callsDuring(func() { e.run(func() { r = d.pass(context.Background()) }) })
+	got = e.callsDuring(func() { e.run(func() { r = d.pass(t.Context()) }) })
 	if diff := cmp.Diff(map[fake.Op]int64{fake.OpListLoadBalancers: 1}, got); diff != "" {
 		t.Errorf("cloud calls of the pass after the repair (-want +got):\n%s", diff)
 	}
@@ -146,8 +146,8 @@ func TestDriftRepairPatchesStatus(t *testing.T) {
 		t.Fatal(err)
 	}
 	d := newDrift(t, e, nil)
-	e.run(func() { d.pass(context.Background()) })
-	got, err := e.client.CoreV1().Services("shop").Get(context.Background(), "web", metav1.GetOptions{})
+	e.run(func() { d.pass(t.Context()) })
+	got, err := e.client.CoreV1().Services("shop").Get(t.Context(), "web", metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -239,7 +239,7 @@ func TestDriftRepairNeverUndoesNewerWork(t *testing.T) {
 			e.repairer = &racingLB{Repairer: e.repairer, before: func() { tc.change(e, svc) }}
 			d := newDrift(t, e, nil)
 			var r passReport
-			got := e.callsDuring(func() { e.run(func() { r = d.pass(context.Background()) }) })
+			got := e.callsDuring(func() { e.run(func() { r = d.pass(t.Context()) }) })
 			if r[driftSkipped] != 1 {
 				t.Errorf("pass report %v: want the Service skipped (%s)", r, tc.reason)
 			}
@@ -268,7 +268,7 @@ func TestDriftRepairPacing(t *testing.T) {
 		waits = append(waits, w)
 		return true
 	}
-	d.pass(context.Background())
+	d.pass(t.Context())
 	// a: the List of the pass, which serves every Service and holds none
 	// back; b, c: answered from it.
 	if diff := cmp.Diff([]time.Duration{0, 0, 0}, waits); diff != "" {
@@ -281,7 +281,7 @@ func TestDriftRepairPacing(t *testing.T) {
 	}
 	e.drift(a, []v1.ServicePort{{Name: "http", Protocol: v1.ProtocolTCP, Port: 8080, NodePort: 30081}}, e.nodes)
 	waits = nil
-	d.pass(context.Background())
+	d.pass(t.Context())
 	share := time.Minute / 4
 	if diff := cmp.Diff([]time.Duration{share, 0, 0}, waits); diff != "" {
 		t.Errorf("waits of a pass whose first Service is repaired with one write (-want +got):\n%s", diff)
@@ -306,7 +306,7 @@ func TestDriftRepairThrottled(t *testing.T) {
 		waits = append(waits, w)
 		return true
 	}
-	r := d.pass(context.Background())
+	r := d.pass(t.Context())
 	if r[driftRetry] != 1 || r[driftConverged] != 1 {
 		t.Errorf("throttled pass report %v: want shop/a deferred (retry), shop/b converged", r)
 	}
@@ -314,7 +314,7 @@ func TestDriftRepairThrottled(t *testing.T) {
 		t.Errorf("waits %v: want at least the 40s the cloud asked for after the throttled Service", waits)
 	}
 	e.cloud.SetInterceptor(fake.Funcs{})
-	if r := d.pass(context.Background()); r[driftRepaired] != 1 {
+	if r := d.pass(t.Context()); r[driftRepaired] != 1 {
 		t.Errorf("pass after the throttling %v: want shop/a repaired", r)
 	}
 	lb, _ := e.cloud.LoadBalancerFor(testCluster, svc)

@@ -1,7 +1,6 @@
 package housekeeping
 
 import (
-	"context"
 	"fmt"
 	"testing"
 	"time"
@@ -73,7 +72,7 @@ func newEnv(t *testing.T, n int) *env {
 // informer's indexer.
 func (e *env) add(obj any) {
 	e.t.Helper()
-	ctx := context.Background()
+	ctx := e.t.Context()
 	var err error
 	switch o := obj.(type) {
 	case *v1.Service:
@@ -96,7 +95,7 @@ func (e *env) add(obj any) {
 // deletion does (its finalizer removed first).
 func (e *env) forget(svc *v1.Service) {
 	e.t.Helper()
-	if err := e.client.CoreV1().Services(svc.Namespace).Delete(context.Background(), svc.Name, metav1.DeleteOptions{}); err != nil {
+	if err := e.client.CoreV1().Services(svc.Namespace).Delete(e.t.Context(), svc.Name, metav1.DeleteOptions{}); err != nil {
 		e.t.Fatal(err)
 	}
 	if err := e.factory.Core().V1().Services().Informer().GetIndexer().Delete(svc); err != nil {
@@ -115,7 +114,7 @@ func (e *env) service(ns, name string, uid types.UID) *v1.Service {
 		Spec: v1.ServiceSpec{Type: v1.ServiceTypeLoadBalancer,
 			Ports: []v1.ServicePort{{Name: "http", Protocol: v1.ProtocolTCP, Port: 80, NodePort: 30080}}},
 	}
-	status, err := e.lb.EnsureLoadBalancer(context.Background(), testCluster, svc, e.nodes)
+	status, err := e.lb.EnsureLoadBalancer(e.t.Context(), testCluster, svc, e.nodes)
 	if err != nil {
 		e.t.Fatal(err)
 	}
@@ -177,7 +176,7 @@ func (e *env) drift(svc *v1.Service, ports []v1.ServicePort, nodes []*v1.Node) {
 	plb, _ := peer.LoadBalancer()
 	drifted := svc.DeepCopy()
 	drifted.Spec.Ports = ports
-	if _, err := plb.EnsureLoadBalancer(context.Background(), testCluster, drifted, nodes); err != nil {
+	if _, err := plb.EnsureLoadBalancer(e.t.Context(), testCluster, drifted, nodes); err != nil {
 		e.t.Fatal(err)
 	}
 }

@@ -64,7 +64,7 @@ func TestControllerEntries(t *testing.T) {
 			client := k8sfake.NewClientset()
 			cfg := (&config.Config{ClientBuilder: clients{client}, SharedInformers: informers.NewSharedInformerFactory(client, 0)}).Complete()
 			cfg.ComponentConfig.KubeCloudShared.ClusterName = "kubernetes"
-			ctx, cancel := context.WithCancel(context.Background())
+			ctx, cancel := context.WithCancel(t.Context())
 			defer cancel()
 			for name, e := range entries {
 				ctrl, started, err := e.Constructor(e.InitContext, cfg, tc.cloud)(ctx, genericapp.ControllerContext{})

@@ -1,7 +1,6 @@
 package housekeeping
 
 import (
-	"context"
 	"strings"
 	"testing"
 	"time"
@@ -127,7 +126,7 @@ func TestOrphanCollector(t *testing.T) {
 	olb, _ := other.LoadBalancer()
 	twin := gone.DeepCopy()
 	twin.UID = "uid-of-cluster-b"
-	if _, err := olb.EnsureLoadBalancer(context.Background(), testCluster, twin, e.nodes); err != nil {
+	if _, err := olb.EnsureLoadBalancer(t.Context(), testCluster, twin, e.nodes); err != nil {
 		t.Fatal(err)
 	}
 	goneLB, _ := e.cloud.LoadBalancerFor(testCluster, gone)
@@ -136,7 +135,7 @@ func TestOrphanCollector(t *testing.T) {
 	o := newCollector(t, e, OrphanCollectorOptions{GracePeriod: 10 * time.Minute, Recorder: rec})
 	before := e.ids()
 
-	if err := o.pass(context.Background()); err != nil {
+	if err := o.pass(t.Context()); err != nil {
 		t.Fatal(err)
 	}
 	if diff := cmp.Diff(before, e.ids()); diff != "" {
@@ -145,7 +144,7 @@ func TestOrphanCollector(t *testing.T) {
 	wantEvent(t, rec, "Warning OrphanedLoadBalancer Load balancer \""+goneLB.Name+"\" (id \""+goneLB.ID+"\") belongs to a Service UID that no longer exists; it will be deleted after the grace period (10m0s)")
 
 	e.clock.Step(10 * time.Minute)
-	if err := o.pass(context.Background()); err != nil {
+	if err := o.pass(t.Context()); err != nil {
 		t.Fatal(err)
 	}
 	var want []string
@@ -170,7 +169,7 @@ func TestOrphanCollectorDryRun(t *testing.T) {
 	o := newCollector(t, e, OrphanCollectorOptions{GracePeriod: time.Minute, DryRun: true, Recorder: rec})
 	before := e.ids()
 	for range 3 {
-		if err := o.pass(context.Background()); err != nil {
+		if err := o.pass(t.Context()); err != nil {
 			t.Fatal(err)
 		}
 		e.clock.Step(time.Minute)
@@ -196,7 +195,7 @@ func TestOrphanCollectorAsksTheAPIServer(t *testing.T) {
 	}
 	o := newCollector(t, e, OrphanCollectorOptions{GracePeriod: -1})
 	before := e.ids()
-	if err := o.pass(context.Background()); err != nil {
+	if err := o.pass(t.Context()); err != nil {
 		t.Fatal(err)
 	}
 	if diff := cmp.Diff(before, e.ids()); diff != "" {
@@ -218,7 +217,7 @@ func TestOrphanCollectorHeldBySuccessor(t *testing.T) {
 	successor.ResourceVersion = ""
 	e.add(successor)
 	o := newCollector(t, e, OrphanCollectorOptions{GracePeriod: -1})
-	if err := o.pass(context.Background()); err != nil {
+	if err := o.pass(t.Context()); err != nil {
 		t.Fatal(err)
 	}
 	if _, ok := e.cloud.LoadBalancerFor(testCluster, old); !ok {
@@ -226,13 +225,13 @@ func TestOrphanCollectorHeldBySuccessor(t *testing.T) {
 	}
 	provisioned := e.service("shop", "web-2", "unused") // a provisioned shape, for its status
 	successor.Finalizers, successor.Status = provisioned.Finalizers, provisioned.Status
-	if _, err := e.lb.EnsureLoadBalancer(context.Background(), testCluster, successor, e.nodes); err != nil {
+	if _, err := e.lb.EnsureLoadBalancer(t.Context(), testCluster, successor, e.nodes); err != nil {
 		t.Fatal(err)
 	}
 	if err := e.factory.Core().V1().Services().Informer().GetIndexer().Update(successor); err != nil {
 		t.Fatal(err)
 	}
-	if err := o.pass(context.Background()); err != nil {
+	if err := o.pass(t.Context()); err != nil {
 		t.Fatal(err)
 	}
 	if _, ok := e.cloud.LoadBalancerFor(testCluster, old); ok {
@@ -270,7 +269,7 @@ func TestOrphanCollectorClaimed(t *testing.T) {
 	e.add(keeper)
 	o := newCollector(t, e, OrphanCollectorOptions{GracePeriod: -1})
 	for range 2 {
-		if err := o.pass(context.Background()); err != nil {
+		if err := o.pass(t.Context()); err != nil {
 			t.Fatal(err)
 		}
 	}
