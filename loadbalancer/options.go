@@ -1,0 +1,131 @@
+package loadbalancer
+
+import (
+	"cmp"
+	"context"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	cloudprovider "k8s.io/cloud-provider"
+	"k8s.io/utils/clock"
+
+	"github.com/ccmkit/ccmkit/annotation"
+	"github.com/ccmkit/ccmkit/provider"
+)
+
+// The defaults of Options (CONTRIBUTING.md A5: stated in the field docs,
+// not exported).
+const (
+	defaultRetryAfter      = 10 * time.Second
+	defaultMaxThrottleWait = time.Minute
+)
+
+// Options configures a Reconciler. Every field is optional: the zero value
+// of each is a documented default.
+type Options struct {
+	// ClusterID, if set, is the cluster identity used for ownership and
+	// naming instead of the clusterName argument of each call (the CCM's
+	// --cluster-name). See the package doc.
+	ClusterID string
+	// Naming configures load-balancer names. The zero value is the
+	// default: see NamerOptions.
+	Naming NamerOptions
+	// Capabilities are what the provider's load balancers support. The
+	// zero value is single-stack TCP only, see Capabilities.
+	Capabilities Capabilities
+	// Annotations are the provider's declared annotations. nil means none.
+	Annotations *annotation.Set
+	// RequestedIPAnnotation, if set, is a declared annotation.KindIP
+	// annotation requesting an address (see
+	// DesiredInput.RequestedIPAnnotation). It must come from Annotations.
+	RequestedIPAnnotation *annotation.Annotation
+	// IDAnnotation, if set, is a declared annotation.KindString annotation
+	// holding a stored cloud load-balancer ID: the first step of the
+	// lookup order and the way to adopt an existing load balancer (see the
+	// package doc). It must come from Annotations.
+	IDAnnotation *annotation.Annotation
+	// RetryAfter is how long the service controller waits before calling
+	// EnsureLoadBalancer again when the load balancer has no address yet
+	// (an api.RetryError). 0 means 10s; negative is an error.
+	RetryAfter time.Duration
+	// MaxThrottleWait bounds how long GetLoadBalancer, UpdateLoadBalancer
+	// and EnsureLoadBalancerDeleted wait, in all, for the delays of
+	// throttled cloud calls (see Driver) before they call again: the
+	// service controller honours an api.RetryError only from
+	// EnsureLoadBalancer and retries the others after a back-off of its
+	// own, the same for every Service (controllers/service/controller.go:
+	// processServiceDeletion, nodeSyncService), so failing fast would bring
+	// every throttled Service back at once. EnsureLoadBalancer never waits:
+	// it returns its RetryError. 0 means 1m; negative means never wait.
+	MaxThrottleWait time.Duration
+	// Clock is the clock the waits for throttled cloud calls run on
+	// (MaxThrottleWait). Nil means the real clock; tests pass a
+	// k8s.io/utils/clock/testing.FakeClock and step it.
+	Clock clock.Clock
+	// Hooks are optional callbacks for events and logs.
+	Hooks Hooks
+	// Instances, if set, supplies the addresses of a Node that has a
+	// spec.providerID but no InternalIP yet (through InstanceMetadata). The
+	// cloud-node controller sets spec.providerID before it patches the
+	// Node's addresses, and the service controller syncs backends on the
+	// provider-ID change but never on an address change
+	// (controllers/service/controller.go, shouldSyncUpdatedNode): without
+	// Instances such a node is left out of the load balancer until some
+	// other node changes. Pass the provider's InstancesV2 (the instances
+	// package's Adapter, ideally over its Cache: one List serves every
+	// node). nil means such nodes are left out (see BackendKey).
+	Instances cloudprovider.InstancesV2
+	// Codec, when its Scheme is set, checks every Node's spec.providerID:
+	// a Node whose provider ID it rejects (another provider's scheme, or
+	// malformed) cannot be a target of this cloud and is left out of the
+	// backends, reported once through Hooks.NodeSkipped; the other Nodes
+	// are served. Set it to the Codec the provider's instances use; with
+	// Capabilities.BackendKey = BackendKeyProviderID it is what keeps a
+	// foreign Node from failing every Driver.Apply. The zero value checks
+	// nothing.
+	Codec provider.Codec
+}
+
+// withDefaults fills in the zero fields of o (CONTRIBUTING.md A3).
+func (o Options) withDefaults() Options {
+	o.RetryAfter = cmp.Or(o.RetryAfter, defaultRetryAfter)
+	o.MaxThrottleWait = cmp.Or(o.MaxThrottleWait, defaultMaxThrottleWait)
+	if o.Clock == nil {
+		o.Clock = clock.RealClock{}
+	}
+	return o
+}
+
+// Hooks are optional callbacks. They are called synchronously on the
+// goroutine of the LoadBalancer method, while the Service's lock is held;
+// they must not call the Reconciler for the same Service, and must treat
+// svc as read-only. Nil hooks are skipped.
+type Hooks struct {
+	// UserError is called when a method fails because of something the
+	// user can fix on the Service or in the cloud: a malformed annotation
+	// (annotation.ErrInvalid), an invalid field (ErrInvalidService), an
+	// unsupported feature (ErrUnsupported), a load balancer owned by
+	// someone else (ErrNotOwned) or a stored ID that does not exist
+	// (ErrNotFound from EnsureLoadBalancer). op is the method name, e.g.
+	// "EnsureLoadBalancer"; err is the error before the method wraps it
+	// with op and the Service. Nil: once Initialize has run, the
+	// Reconciler records a Warning event on svc with a reason per class
+	// (see the package doc, "Events"); set it to replace that event.
+	UserError func(ctx context.Context, op string, svc *v1.Service, err error)
+	// Action is called after each Driver.Apply, with its error (nil on
+	// success), e.g. to record events or metrics.
+	Action func(ctx context.Context, svc *v1.Service, a Action, err error)
+	// NodeSkipped is called when a Node the service controller passed is
+	// left out of the backends because of something wrong with the Node
+	// itself, never a transient cloud error: its spec.providerID is
+	// another provider's or malformed (see Options.Codec), or it has no
+	// InternalIP and Options.Instances reports its instance gone or its
+	// provider ID invalid. The other Nodes are served and the call does not
+	// fail. It is called once per Node name, provider ID and reason for the
+	// Reconciler's lifetime (again only when one of them changes), from
+	// whichever call saw it first. Nil: the Reconciler logs it once, at
+	// level 0, and, once Initialize has run, records a Warning event
+	// (reason LoadBalancerBackendSkipped) on the Node and one on the
+	// Service of that call (see the package doc, "Events").
+	NodeSkipped func(ctx context.Context, node *v1.Node, reason error)
+}
