@@ -8,16 +8,10 @@ import (
 
 	"k8s.io/apimachinery/pkg/types"
 	cloudprovider "k8s.io/cloud-provider"
+	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/ccmkit/ccmkit/routes"
 )
-
-// fakeClock is a settable clock, safe for the Table's concurrent reads in
-// these single-goroutine tests.
-type fakeClock struct{ t time.Time }
-
-func (c *fakeClock) now() time.Time          { return c.t }
-func (c *fakeClock) advance(d time.Duration) { c.t = c.t.Add(d) }
 
 // TestListTTL: with Options.ListTTL, ListRoutes answers from its last
 // answer until the TTL has passed or the Table has written, for both
@@ -25,9 +19,9 @@ func (c *fakeClock) advance(d time.Duration) { c.t = c.t.Add(d) }
 func TestListTTL(t *testing.T) {
 	for _, kind := range []string{"whole table", "per route"} {
 		t.Run(kind, func(t *testing.T) {
-			clock := &fakeClock{t: time.Unix(0, 0)}
+			clock := clocktesting.NewFakeClock(time.Unix(0, 0))
 			checks := 0
-			opts := routes.Options{ClusterID: "c1", ListTTL: time.Minute, Now: clock.now,
+			opts := routes.Options{ClusterID: "c1", ListTTL: time.Minute, Clock: clock, BatchWindow: -1,
 				Instances: instanceCheckerFunc(func(_ context.Context, _ []types.NodeName) ([]types.NodeName, error) { checks++; return nil, nil })}
 			tbl, reads := listTTLTable(t, kind, opts)
 			create := func(cidr string) {
@@ -59,7 +53,7 @@ func TestListTTL(t *testing.T) {
 				t.Errorf("ListRoutes after the Table wrote: %d routes, want 2: a write drops the remembered answer", len(got))
 			}
 			before = reads()
-			clock.advance(time.Minute)
+			clock.Step(time.Minute)
 			list()
 			if got := reads() - before; got != 1 {
 				t.Errorf("ListRoutes a TTL later: %d reads, want 1", got)
@@ -91,9 +85,9 @@ func listTTLTable(t *testing.T, kind string, opts routes.Options) (*routes.Table
 // TestListTTLFailedWrite: a write that fails still drops the remembered
 // answer: it may have changed the table.
 func TestListTTLFailedWrite(t *testing.T) {
-	clock := &fakeClock{t: time.Unix(0, 0)}
+	clock := clocktesting.NewFakeClock(time.Unix(0, 0))
 	m := &memTable{}
-	tbl, err := routes.NewWholeTable(m, routes.Options{ClusterID: "c1", ListTTL: time.Minute, Now: clock.now, ConflictRetries: -1})
+	tbl, err := routes.NewWholeTable(m, routes.Options{ClusterID: "c1", ListTTL: time.Minute, Clock: clock, BatchWindow: -1, ConflictRetries: -1})
 	if err != nil {
 		t.Fatal(err)
 	}
