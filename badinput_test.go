@@ -28,6 +28,8 @@ import (
 	"unicode"
 	"unicode/utf8"
 
+	"k8s.io/utils/clock"
+
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
 	v1 "k8s.io/api/core/v1"
@@ -451,9 +453,10 @@ func newBadWorld(t *testing.T) *badWorld {
 	seed := []fake.Instance{{Name: "node-1"}, {Name: "node-2"}, {Name: "node-3"}}
 	// The cases' cloud is realistic (load balancers provision, calls are
 	// rate limited, backends are kept by instance ID) on a clock the setup
-	// moves, so no call waits in real time.
-	clock := clocktesting.NewFakeClock(time.Unix(1_700_000_000, 0))
-	w.cloud = newCloud(fake.Config{ClusterID: badCluster, Instances: seed, Realistic: true}, fake.Options{Clock: clock.Now})
+	// moves, and on which every wait (a throttle's, the route table's
+	// batch window) ends at once, so no call waits in real time.
+	clock := instantClock{clocktesting.NewFakeClock(time.Unix(1_700_000_000, 0))}
+	w.cloud = newCloud(fake.Config{ClusterID: badCluster, Instances: seed, Realistic: true}, fake.Options{Clock: clock})
 	w.v4only = newCloud(fake.Config{ClusterID: badCluster, Instances: seed, Routes: fake.RoutesSection{IPv4Only: true}})
 	w.admin = newCloud(fake.Config{Instances: seed})
 	srv := httptest.NewServer(w.admin.AdminHandler())
@@ -1453,13 +1456,7 @@ func lockInputs(w *badWorld) []badInput {
 	}
 	var hold atomic.Pointer[chan struct{}] // set: the holder's clock blocks until it is closed
 	entered := make(chan struct{}, 1)
-	holder, err := fake.New(cfg, fake.Options{Clock: func() time.Time {
-		if ch := hold.Load(); ch != nil {
-			entered <- struct{}{}
-			<-*ch
-		}
-		return time.Now()
-	}})
+	holder, err := fake.New(cfg, fake.Options{Clock: holdingClock{hold: &hold, entered: entered}})
 	if err != nil {
 		panic(err)
 	}
@@ -1556,3 +1553,45 @@ func lockInputs(w *badWorld) []badInput {
 		}),
 	}
 }
+
+// holdingClock is the real clock, except that reading it blocks while hold
+// is set, after saying so on entered: the fake reads its clock with its
+// state-file lock held, so a case can run a call while another process
+// holds the lock.
+type holdingClock struct {
+	clock.RealClock
+	hold    *atomic.Pointer[chan struct{}]
+	entered chan<- struct{}
+}
+
+// Now blocks while c.hold is set, then returns the real time.
+func (c holdingClock) Now() time.Time {
+	if ch := c.hold.Load(); ch != nil {
+		c.entered <- struct{}{}
+		<-*ch
+	}
+	return time.Now()
+}
+
+// instantClock is a fake clock on which a wait ends at once: starting one
+// steps the clock past it. The time it reports still moves only by waits
+// and by Step, so a case's deadlines and Retry-After delays keep their
+// meaning without a call waiting in real time.
+type instantClock struct{ *clocktesting.FakeClock }
+
+// NewTimer returns a timer of d that has fired: the clock is stepped by d.
+func (c instantClock) NewTimer(d time.Duration) clock.Timer {
+	t := c.FakeClock.NewTimer(d)
+	c.Step(d)
+	return t
+}
+
+// After returns a channel that has received: the clock is stepped by d.
+func (c instantClock) After(d time.Duration) <-chan time.Time {
+	ch := c.FakeClock.After(d)
+	c.Step(d)
+	return ch
+}
+
+// Sleep steps the clock by d.
+func (c instantClock) Sleep(d time.Duration) { c.Step(d) }

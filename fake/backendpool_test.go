@@ -7,9 +7,10 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
+
+	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/google/go-cmp/cmp"
 	v1 "k8s.io/api/core/v1"
@@ -239,14 +240,7 @@ func TestBackendPoolCallsGoverned(t *testing.T) {
 	// A clock a second later at every reading: the reads budget (20/s, a
 	// burst of 4) is always full, the writes budget (a write in 1000s)
 	// only what its burst gave.
-	var mu sync.Mutex
-	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	clock := func() time.Time {
-		mu.Lock()
-		defer mu.Unlock()
-		now = now.Add(time.Second)
-		return now
-	}
+	clock := tickingClock{clocktesting.NewFakeClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))}
 	cfg := sharedPools("")
 	cfg.Governor = &fake.GovernorSection{WritesPerSecond: 0.001, Burst: 4}
 	c, nodes := cloudWithNodes(t, cfg, 2, fake.Options{Clock: clock})

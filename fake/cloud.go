@@ -45,6 +45,7 @@ type Cloud struct {
 	*provider.Cloud
 
 	cfg   Config // with defaults
+	clock clock.Clock
 	store *store // shared with peers
 	meter *meter
 	cache *instances.Cache
@@ -88,14 +89,17 @@ type Options struct {
 	InstanceCache *instances.CacheOptions
 	// Clock is the cloud's clock: when a load balancer is provisioned
 	// (LoadBalancerSection.ProvisioningDelay), how the rate limit's buckets
-	// refill (RateLimit), and the instance cache's Now unless InstanceCache
-	// is set. Tests pass a fake clock to step time deterministically. With
-	// it, the load-balancer Reconciler and the route table never wait for
-	// a throttled call in real time (their MaxThrottleWait is negative):
-	// the delay is on the test's clock, so a throttled call fails at once.
-	// It is called concurrently, with the fake's locks held: it must be
-	// safe for concurrent use and must not call the Cloud. Nil: time.Now.
-	Clock func() time.Time
+	// refill (RateLimit), the governor's buckets, the instance cache's
+	// clock unless InstanceCache is set, the load-balancer cache's TTLs,
+	// and the waits of the load-balancer Reconciler and the route table
+	// for a throttled call and for a batch: every time the Cloud reads or
+	// waits for. Tests pass a fake clock (k8s.io/utils/clock/testing) to
+	// step time deterministically; a call waiting for a throttle on it
+	// returns when the test steps the clock past the cloud's Retry-After.
+	// It is used concurrently, with the fake's locks held: it must be
+	// safe for concurrent use and must not call the Cloud. Nil:
+	// clock.RealClock{}.
+	Clock clock.Clock
 }
 
 // PeerOptions are the optional inputs of NewPeer: what a peer, which shares
@@ -127,9 +131,8 @@ func New(cfg Config, opts Options) (*Cloud, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, fmt.Errorf("fake.New: invalid Config: %w", err)
 	}
-	fakeClock := opts.Clock != nil
-	if !fakeClock {
-		opts.Clock = time.Now
+	if opts.Clock == nil {
+		opts.Clock = clock.RealClock{}
 	}
 	cfg = cfg.withDefaults()
 	cfg.Instances = append(slices.Clone(cfg.Instances), opts.Instances...)
@@ -138,11 +141,10 @@ func New(cfg Config, opts Options) (*Cloud, error) {
 			return nil, fmt.Errorf("fake.New: invalid instances (Config.Instances, then Options.Instances): %w", errs.ToAggregate())
 		}
 	}
-	st, err := newStore(cfg, opts.Clock) // its errors say "fake: state file …"
+	st, err := newStore(cfg, opts.Clock.Now) // its errors say "fake: state file …"
 	if err != nil {
 		return nil, err
 	}
-	st.fakeClock = fakeClock
 	c, err := compose(cfg, st, opts)
 	if err != nil {
 		return nil, fmt.Errorf("fake.New: %w", err)
@@ -166,7 +168,7 @@ func New(cfg Config, opts Options) (*Cloud, error) {
 // LoadBalancerSection.Backends. Safe for concurrent use; c and the peer
 // are independent afterwards (shutting one down does not stop the other).
 func NewPeer(c *Cloud, clusterID string, opts PeerOptions) (*Cloud, error) {
-	o := Options{Interceptor: opts.Interceptor, LoadBalancerCapabilities: opts.LoadBalancerCapabilities, InstanceCache: opts.InstanceCache, Clock: c.store.now}
+	o := Options{Interceptor: opts.Interceptor, LoadBalancerCapabilities: opts.LoadBalancerCapabilities, InstanceCache: opts.InstanceCache, Clock: c.clock}
 	if o.LoadBalancerCapabilities == nil {
 		o.LoadBalancerCapabilities = &c.lbCaps
 	}
@@ -192,7 +194,7 @@ func NewPeer(c *Cloud, clusterID string, opts PeerOptions) (*Cloud, error) {
 // instances, load balancers (which look up nodes through the instances
 // adapter), routes.
 func compose(cfg Config, st *store, o Options) (*Cloud, error) {
-	c := &Cloud{cfg: cfg, store: st, meter: newMeter(st.limits, o.Interceptor), cacheOpts: o.InstanceCache}
+	c := &Cloud{cfg: cfg, clock: o.Clock, store: st, meter: newMeter(st.limits, o.Interceptor), cacheOpts: o.InstanceCache}
 	var err error
 	if c.lbCaps, err = lbCapabilities(cfg.LoadBalancers, o.LoadBalancerCapabilities); err != nil {
 		return nil, err
@@ -209,12 +211,11 @@ func compose(cfg Config, st *store, o Options) (*Cloud, error) {
 	if err != nil {
 		return nil, err
 	}
-	throttleWait := maxThrottleWait(st.fakeClock)
-	lbs, err := c.composeLoadBalancers(nodes, throttleWait)
+	lbs, err := c.composeLoadBalancers(nodes)
 	if err != nil {
 		return nil, err
 	}
-	if c.routes, err = c.composeRoutes(c.gov.InstanceList(api), throttleWait); err != nil {
+	if c.routes, err = c.composeRoutes(c.gov.InstanceList(api)); err != nil {
 		return nil, err
 	}
 	if c.Cloud, err = provider.New(ProviderName, provider.Options{
@@ -262,23 +263,11 @@ func lbCapabilities(lbs LoadBalancerSection, narrowed *loadbalancer.Capabilities
 	return caps, nil
 }
 
-// maxThrottleWait is the MaxThrottleWait of the Cloud's load-balancer
-// Reconciler and route table: their defaults (0), or none (-1) on a fake
-// clock.
-func maxThrottleWait(fakeClock bool) time.Duration {
-	if fakeClock {
-		// A throttle's delay is on the test's clock: waiting for it in real
-		// time would only spin until the adapter's budget is spent.
-		return -1
-	}
-	return 0 // the adapters' defaults
-}
-
 // composeInstances sets c.cache, an instances.Cache over api, and returns
 // the InstancesV2 adapter over it. Errors name the instances layer and wrap
 // the constructor's.
 func (c *Cloud) composeInstances(api instances.ListDriver, o Options) (*instances.Adapter, error) {
-	cacheOpts := instances.CacheOptions{TTL: c.cfg.InstanceCacheTTL.Duration, Now: o.Clock, ErrorTTL: c.errorTTL()}
+	cacheOpts := instances.CacheOptions{TTL: c.cfg.InstanceCacheTTL.Duration, Now: o.Clock.Now, ErrorTTL: c.errorTTL()}
 	if o.InstanceCache != nil {
 		cacheOpts = *o.InstanceCache
 	}
@@ -300,7 +289,7 @@ func (c *Cloud) composeInstances(api instances.ListDriver, o Options) (*instance
 // composeLoadBalancers sets c.lbCache, a loadbalancer.Cache over the
 // metered lbDriver, and returns the load-balancer Reconciler over it, with
 // c.lbCaps, looking up nodes with nodes. Errors wrap the constructors'.
-func (c *Cloud) composeLoadBalancers(nodes *instances.Adapter, throttleWait time.Duration) (*loadbalancer.Reconciler, error) {
+func (c *Cloud) composeLoadBalancers(nodes *instances.Adapter) (*loadbalancer.Reconciler, error) {
 	api := lbAPI{c.meter, lbDriver{c.store}}
 	governed := c.gov.LoadBalancerList(api)
 	shared := c.cfg.LoadBalancers.BackendPools == BackendPoolsShared
@@ -311,7 +300,7 @@ func (c *Cloud) composeLoadBalancers(nodes *instances.Adapter, throttleWait time
 	c.lbCache, err = loadbalancer.NewCache(governed, loadbalancer.CacheOptions{
 		TTL:      c.cfg.LoadBalancerCacheTTL.Duration,
 		ErrorTTL: c.errorTTL(),
-		Now:      c.store.now,
+		Now:      c.clock.Now,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("load balancers: %w", err)
@@ -324,11 +313,11 @@ func (c *Cloud) composeLoadBalancers(nodes *instances.Adapter, throttleWait time
 		lookups = fresh
 	}
 	lbCfg := loadbalancer.Options{
-		ClusterID:       c.cfg.ClusterID,
-		Capabilities:    c.lbCaps,
-		Instances:       nodes, // addresses of nodes not yet patched by the CCM
-		RetryAfter:      provisioningRetry(c.cfg.LoadBalancers.ProvisioningDelay.Duration),
-		MaxThrottleWait: throttleWait,
+		ClusterID:    c.cfg.ClusterID,
+		Capabilities: c.lbCaps,
+		Instances:    nodes, // addresses of nodes not yet patched by the CCM
+		RetryAfter:   provisioningRetry(c.cfg.LoadBalancers.ProvisioningDelay.Duration),
+		Clock:        c.clock,
 		// The fake's declared annotations (annotations.go): validated on
 		// every Service, settings copied into Spec.Settings.
 		Annotations:           annotations,
@@ -348,15 +337,14 @@ func (c *Cloud) composeLoadBalancers(nodes *instances.Adapter, throttleWait time
 // composeRoutes returns the whole-table route table over the metered
 // routeDriver, which learns of gone targets through api. Errors wrap the
 // constructor's.
-func (c *Cloud) composeRoutes(api instances.ListDriver, throttleWait time.Duration) (*routes.Table, error) {
+func (c *Cloud) composeRoutes(api instances.ListDriver) (*routes.Table, error) {
 	table, err := routes.NewWholeTable(c.gov.RouteTable(routeAPI{c.meter, routeDriver{c.store}}), routes.Options{
 		ClusterID:           c.cfg.ClusterID,
 		Instances:           goneTargets{api},
 		IPv4Only:            c.cfg.Routes.IPv4Only,
 		EnableNodeAddresses: c.cfg.Routes.EnableNodeAddresses,
-		MaxThrottleWait:     throttleWait,
 		ListTTL:             c.cfg.Routes.ListTTL.Duration,
-		Clock:               nowClock{now: c.store.now},
+		Clock:               c.clock,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("routes: %w", err)
@@ -416,18 +404,3 @@ func (c *Cloud) Shutdown() {
 // its own instances layer (another cache, TTL or wrapper) starts here. Safe
 // for concurrent use.
 func (c *Cloud) InstanceAPI() instances.ListDriver { return c.instanceAPI }
-
-// nowClock is the real clock read through the cloud's Options.Clock: what
-// the route table's ListTTL runs on. Its timers are real, as the Table's
-// were before routes.Options took a clock.Clock; the fake moves to one
-// clock.Clock in issue 24.
-type nowClock struct {
-	clock.RealClock
-	now func() time.Time
-}
-
-// Now returns the cloud's time.
-func (c nowClock) Now() time.Time { return c.now() }
-
-// Since returns the cloud's time elapsed since t.
-func (c nowClock) Since(t time.Time) time.Duration { return c.now().Sub(t) }

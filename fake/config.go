@@ -14,6 +14,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+	"k8s.io/utils/clock"
 	"k8s.io/utils/ptr"
 
 	"github.com/ccmkit/ccmkit/governor"
@@ -268,12 +269,12 @@ type GovernorSection struct {
 	Burst int `json:"burst,omitempty"`
 }
 
-// options are the governor.Options of g on clock now.
-func (g *GovernorSection) options(now func() time.Time) governor.Options {
+// options are the governor.Options of g on clk.
+func (g *GovernorSection) options(clk clock.PassiveClock) governor.Options {
 	return governor.Options{
 		Reads:  governor.Limit{Rate: g.ReadsPerSecond, Burst: g.Burst},
 		Writes: governor.Limit{Rate: g.WritesPerSecond, Burst: g.Burst},
-		Now:    now,
+		Clock:  clk,
 	}
 }
 

@@ -72,8 +72,9 @@
 // their class for the Retry-After.
 //
 // The admin endpoint changes the delay and the rate limit at run time
-// (PUT /provisioning, PUT /ratelimit). Time comes from Options.Clock,
-// time.Now by default.
+// (PUT /provisioning, PUT /ratelimit). Time, and every wait of the
+// Cloud's adapters (throttle back-offs, the route table's batch window),
+// comes from Options.Clock, the real clock by default.
 //
 // # Annotations
 //
@@ -113,12 +114,7 @@
 //   - The rate limit counts calls, not their cost (a List of 5,000
 //     instances takes one token), and has no quota per operation. With
 //     stateFile each process has its own buckets, so N processes may
-//     together make N times the calls. The routes.Table waits out a
-//     throttled call on real timers, not on Options.Clock: with a fake
-//     clock that does not move, a throttled route call retries (in real
-//     time) until the delays it waited add up to routes.Options's
-//     MaxThrottleWait (1 minute). (The instances.Cache's back-off reads
-//     Options.Clock.)
+//     together make N times the calls.
 //   - The route table is one table for the whole cloud; WriteTable fails
 //     with routes.ErrConflict only when the table changed since it was read
 //     (which the routes.Table's serialized calls never cause by themselves).

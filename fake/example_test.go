@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"time"
 
+	clocktesting "k8s.io/utils/clock/testing"
+
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/cloud-provider/api"
@@ -111,10 +113,10 @@ func ExampleCloud_Calls() {
 // are kept by instance ID, here of a Node whose name is not its instance's.
 func ExampleConfig_realistic() {
 	ctx := context.Background()
-	now := time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
+	clk := clocktesting.NewFakeClock(time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC))
 	cloud, _ := fake.New(fake.Config{ClusterID: "demo", Realistic: true},
 		fake.Options{Instances: []fake.Instance{{Name: "vm-a"}},
-			Clock: func() time.Time { return now }}) // a clock the example moves
+			Clock: clk}) // a clock the example moves
 	node, _ := cloud.NodeFor("i-1")
 	node.Name = "worker-1" // kubelet --hostname-override
 	svc := &v1.Service{
@@ -127,7 +129,7 @@ func ExampleConfig_realistic() {
 	var retry *api.RetryError
 	fmt.Println(errors.As(err, &retry), retry.RetryAfter())
 
-	now = now.Add(2 * time.Second) // the realistic provisioning delay
+	clk.Step(2 * time.Second) // the realistic provisioning delay
 	status, err := lbs.EnsureLoadBalancer(ctx, "kubernetes", svc, []*v1.Node{node})
 	fmt.Println(status.Ingress[0].IP, err)
 

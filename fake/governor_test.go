@@ -1,51 +1,57 @@
 package fake_test
 
 import (
-	"errors"
 	"strings"
 	"testing"
+	"testing/synctest"
 	"time"
 
-	"k8s.io/cloud-provider/api"
+	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/ccmkit/ccmkit/fake"
-	"github.com/ccmkit/ccmkit/governor"
 )
 
 // TestGovernor: with Config.Governor, a read over the budget is refused
-// at once with a RetryError wrapping governor.ErrOverBudget and never
-// reaches the cloud API (the fake's counters do not see it), while the
-// calls within the budget do.
+// by the governor and never reaches the cloud API (the fake's counters do
+// not see it), while the calls within the budget do; the route table waits
+// out the refusal's Retry-After on the cloud's clock and then reads.
 func TestGovernor(t *testing.T) {
-	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	clock := func() time.Time { return now }
-	c, _ := cloudWithNodes(t, fake.Config{Governor: &fake.GovernorSection{ReadsPerSecond: 1, Burst: 2}}, 1, fake.Options{Clock: clock})
-	rt := routesOf(t, c)
-	// The first ListRoutes reads the route table (the one route read it
-	// needs: there are no routes, so no instance list for gone targets).
-	if _, err := rt.ListRoutes(t.Context(), cluster); err != nil {
-		t.Fatalf("ListRoutes within the budget: %v", err)
-	}
-	var refused error
-	for range 3 {
-		if _, refused = rt.ListRoutes(t.Context(), cluster); refused != nil {
-			break
+	synctest.Test(t, func(t *testing.T) {
+		clock := clocktesting.NewFakeClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+		c, _ := cloudWithNodes(t, fake.Config{Governor: &fake.GovernorSection{ReadsPerSecond: 1, Burst: 2}}, 1, fake.Options{Clock: clock})
+		rt := routesOf(t, c)
+		// Each ListRoutes reads the route table once (there are no routes,
+		// so no instance list for gone targets): two fit in the burst.
+		for i := range 2 {
+			if _, err := rt.ListRoutes(t.Context(), cluster); err != nil {
+				t.Fatalf("ListRoutes %d within the budget: %v", i+1, err)
+			}
 		}
-	}
-	var retry *api.RetryError
-	if !errors.Is(refused, governor.ErrOverBudget) || !errors.As(refused, &retry) || retry.RetryAfter() <= 0 {
-		t.Fatalf("ListRoutes over the budget: %v, want an error wrapping governor.ErrOverBudget and an api.RetryError with a positive RetryAfter", refused)
-	}
-	if got := c.Calls().ByOp[fake.OpReadRouteTable]; got != 2 {
-		t.Errorf("ReadRouteTable calls: %d, want 2: the burst, and no refused call reaches the cloud", got)
-	}
-	if got := c.Calls().Throttled; got != 0 {
-		t.Errorf("cloud throttled %d calls, want 0: the governor refused them first", got)
-	}
-	now = now.Add(retry.RetryAfter())
-	if _, err := rt.ListRoutes(t.Context(), cluster); err != nil {
-		t.Errorf("ListRoutes after the RetryAfter %v: %v", retry.RetryAfter(), err)
-	}
+		done := make(chan error, 1)
+		go func() {
+			_, err := rt.ListRoutes(t.Context(), cluster)
+			done <- err
+		}()
+		synctest.Wait() // the third waits for the governor's Retry-After
+		select {
+		case err := <-done:
+			t.Fatalf("ListRoutes over the budget returned before its Retry-After: %v", err)
+		default:
+		}
+		if got := c.Calls().ByOp[fake.OpReadRouteTable]; got != 2 {
+			t.Errorf("ReadRouteTable calls: %d, want 2: the burst, and no refused call reaches the cloud", got)
+		}
+		if got := c.Calls().Throttled; got != 0 {
+			t.Errorf("cloud throttled %d calls, want 0: the governor refused them first", got)
+		}
+		clock.Step(time.Second) // a token, at 1 read per second
+		if err := <-done; err != nil {
+			t.Errorf("ListRoutes after the Retry-After: %v", err)
+		}
+		if got := c.Calls().ByOp[fake.OpReadRouteTable]; got != 3 {
+			t.Errorf("ReadRouteTable calls: %d, want 3", got)
+		}
+	})
 }
 
 func TestGovernorConfigInvalid(t *testing.T) {

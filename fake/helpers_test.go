@@ -8,6 +8,9 @@ import (
 	"slices"
 	"sync"
 	"testing"
+	"time"
+
+	clocktesting "k8s.io/utils/clock/testing"
 
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -148,3 +151,16 @@ func checkDistinctIPs(t *testing.T, st fake.State) {
 		}
 	}
 }
+
+// tickingClock is a fake clock that moves a second on every reading, so
+// each call the cloud makes finds a read budget refilled.
+type tickingClock struct{ *clocktesting.FakeClock }
+
+// Now steps the clock a second and returns the time.
+func (c tickingClock) Now() time.Time {
+	c.Step(time.Second)
+	return c.FakeClock.Now()
+}
+
+// Since returns the time since t, after stepping the clock a second.
+func (c tickingClock) Since(t time.Time) time.Duration { return c.Now().Sub(t) }

@@ -28,7 +28,7 @@ var epoch = time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
 // the cloud.
 func newClock() (*clocktesting.FakeClock, fake.Options) {
 	clk := clocktesting.NewFakeClock(epoch)
-	return clk, fake.Options{Clock: clk.Now}
+	return clk, fake.Options{Clock: clk}
 }
 
 // retryAfter returns the delay of the *api.RetryError err wraps, failing

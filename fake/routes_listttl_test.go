@@ -4,6 +4,8 @@ import (
 	"testing"
 	"time"
 
+	"testing/synctest"
+
 	cloudprovider "k8s.io/cloud-provider"
 
 	"github.com/ccmkit/ccmkit/fake"
@@ -14,10 +16,12 @@ import (
 // ListRoutes from its last answer, and what changes the routes outside it
 // (a route added through the control surface, an instance terminated, so
 // its route Blackhole) drops that answer, as the Table's own writes do.
-func TestRoutesListTTL(t *testing.T) {
-	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	c, nodes := cloudWithNodes(t, fake.Config{Routes: fake.RoutesSection{ListTTL: provider.Duration{Duration: time.Minute}}}, 2,
-		fake.Options{Clock: func() time.Time { return now }})
+// It runs in a synctest bubble on the real clock, whose time there is
+// virtual: the Table's batch window and the TTL pass without waiting.
+func TestRoutesListTTL(t *testing.T) { synctest.Test(t, testRoutesListTTL) }
+
+func testRoutesListTTL(t *testing.T) {
+	c, nodes := cloudWithNodes(t, fake.Config{Routes: fake.RoutesSection{ListTTL: provider.Duration{Duration: time.Minute}}}, 2, fake.Options{})
 	rt := routesOf(t, c)
 	if err := rt.CreateRoute(t.Context(), cluster, string(nodes[0].UID), &cloudprovider.Route{TargetNode: "node-01", DestinationCIDR: "10.244.1.0/24"}); err != nil {
 		t.Fatal(err)
@@ -49,6 +53,6 @@ func TestRoutesListTTL(t *testing.T) {
 			t.Errorf("route to the terminated instance's node listed without Blackhole")
 		}
 	}
-	now = now.Add(time.Minute)
+	time.Sleep(time.Minute) // virtual time: the bubble's clock moves on at once
 	list("a TTL later", 1, 2)
 }

@@ -57,9 +57,6 @@ type store struct {
 	// now is the cloud's clock (Options.Clock): provisioning and the rate
 	// limit read it. It never changes.
 	now func() time.Time
-	// fakeClock is set when now is a test's clock (Options.Clock): the
-	// adapters then never wait for a throttle in real time.
-	fakeClock bool
 	// delay is the provisioning delay of load balancers created from now
 	// on, a time.Duration (setProvisioningDelay).
 	delay atomic.Int64

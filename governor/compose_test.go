@@ -100,7 +100,7 @@ func TestTableComposes(t *testing.T) {
 		if d, _ := retryAfter(err); !errors.Is(err, governor.ErrOverBudget) || d != 250*time.Millisecond {
 			t.Fatalf("CreateRoute on a spent write budget = %v, want the refusal with RetryAfter 250ms", err)
 		}
-		clk.Advance(250 * time.Millisecond)
+		clk.Step(250 * time.Millisecond)
 		if err := table.CreateRoute(t.Context(), "c", "hint", route); err != nil {
 			t.Errorf("CreateRoute after the RetryAfter = %v, want nil", err)
 		}
@@ -148,7 +148,7 @@ func TestInstanceCacheComposes(t *testing.T) {
 		{advance: 60 * time.Millisecond, wait: 40 * time.Millisecond, refused: 1}, // remembered, the Governor not asked
 		{advance: 40 * time.Millisecond, refused: 1},                              // the RetryAfter has passed: listed
 	} {
-		clk.Advance(step.advance)
+		clk.Step(step.advance)
 		_, err := cache.GetByID(t.Context(), id)
 		if d, _ := retryAfter(err); d != step.wait || (err == nil) != (step.wait == 0) {
 			t.Errorf("at +%v: GetByID = %v (RetryAfter %v), want RetryAfter %v", step.advance, err, d, step.wait)

@@ -64,7 +64,7 @@ func TestConcurrentWrappers(t *testing.T) {
 					_, err = nodes.GetByID(t.Context(), provider.ProviderID{ID: "i-1"})
 				case 3:
 					g.Observe(governor.Writes, throttled(time.Millisecond))
-					clk.Advance(time.Millisecond)
+					clk.Step(time.Millisecond)
 					err = lbs.Delete(t.Context(), c.lb)
 				}
 				if err != nil {

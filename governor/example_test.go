@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"k8s.io/cloud-provider/api"
+	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/ccmkit/ccmkit/governor"
 	"github.com/ccmkit/ccmkit/instances"
@@ -55,11 +56,11 @@ func (myRouteTable) WriteTable(context.Context, string, []routes.Entry) error {
 // as a RetryError the controllers retry.
 func Example() {
 	ctx := context.Background()
-	now := time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)
+	clk := clocktesting.NewFakePassiveClock(time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC))
 	g, err := governor.New(governor.Options{
 		// 4 writes at once, 1 a second; normal calls leave 1 token, background calls 2.
 		Writes: governor.Limit{Rate: 1, Burst: 4, NormalReserve: 1, BackgroundReserve: 2},
-		Now:    func() time.Time { return now }, // a clock that stands still, for the example
+		Clock:  clk, // a clock that moves only when told, for the example
 	})
 	if err != nil {
 		fmt.Println(err)
@@ -90,7 +91,7 @@ func Example() {
 	_, err = nodes.GetByID(ctx, provider.ProviderID{ID: "i-1"})
 	show("instance read", err)
 
-	now = now.Add(time.Second) // a token later
+	clk.SetTime(clk.Now().Add(time.Second)) // a token later
 	show("route table write", table.WriteTable(ctx, "", nil))
 	show("load balancer delete", lbs.Delete(ctx, &loadbalancer.LoadBalancer{ID: "lb-1"}))
 	// Output:

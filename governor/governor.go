@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"k8s.io/cloud-provider/api"
+	"k8s.io/utils/clock"
 
 	"github.com/ccmkit/ccmkit/internal/cloudmetrics"
 	"github.com/ccmkit/ccmkit/internal/throttle"
@@ -107,7 +108,7 @@ type Limit struct {
 // Options configures a Governor. The zero value is usable: reads at 20
 // per second, writes at 10, bursts of 20, reserves of a quarter and a half
 // of the burst, pauses of at most five minutes, every *api.RetryError a
-// pause, and time.Now.
+// pause, and the real clock.
 type Options struct {
 	// Reads is the budget of read calls; see Limit for its defaults.
 	Reads Limit
@@ -130,11 +131,12 @@ type Options struct {
 	// apart, or every provisioning answer pauses all writes. It is called
 	// concurrently, without the Governor's lock.
 	Throttled func(err error) (retryAfter time.Duration, ok bool)
-	// Now returns the current time; nil means time.Now. Tests inject a
-	// fake clock here. It is called concurrently and with the lock of a
-	// class held, so it must be safe for concurrent use and must not call
-	// the Governor.
-	Now func() time.Time
+	// Clock is the Governor's time; nil means clock.RealClock{}. Tests
+	// inject a fake clock (k8s.io/utils/clock/testing). A Governor never
+	// waits, so it only reads the time: any clock.PassiveClock will do.
+	// It is read concurrently and with the lock of a class held, so it
+	// must be safe for concurrent use and must not call the Governor.
+	Clock clock.PassiveClock
 }
 
 // withDefaults returns o with its zero fields set to their documented
@@ -148,8 +150,8 @@ func (o Options) withDefaults() Options {
 	if o.Throttled == nil {
 		o.Throttled = throttle.RetryAfter
 	}
-	if o.Now == nil {
-		o.Now = time.Now
+	if o.Clock == nil {
+		o.Clock = clock.RealClock{}
 	}
 	return o
 }
@@ -217,7 +219,7 @@ func (l Limit) validate(field string, raw Limit, rate float64) error {
 // governs nothing (it admits every call and its wrappers return the Driver
 // they are given).
 type Governor struct {
-	now       func() time.Time
+	clock     clock.PassiveClock
 	throttled func(error) (time.Duration, bool)
 	maxPause  time.Duration
 	classes   [numClasses]class
@@ -245,7 +247,7 @@ func New(opts Options) (*Governor, error) {
 	if err := full.Writes.validate("Options.Writes", opts.Writes, defaultWriteRate); err != nil {
 		return nil, fmt.Errorf("governor.New: %w", err)
 	}
-	g := &Governor{now: full.Now, throttled: full.Throttled, maxPause: full.MaxPause}
+	g := &Governor{clock: full.Clock, throttled: full.Throttled, maxPause: full.MaxPause}
 	for c, l := range [numClasses]Limit{Reads: full.Reads, Writes: full.Writes} {
 		g.classes[c].bucket = newBucket(l)
 		g.classes[c].series = cloudmetrics.GovernorSeries(classNames[c], priorityNames[:])
@@ -277,7 +279,7 @@ func (g *Governor) Admit(c Class, p Priority) error {
 	}
 	cl := &g.classes[c]
 	cl.mu.Lock()
-	now := g.now()
+	now := g.clock.Now()
 	tat, wait := cl.bucket.take(cl.tat, now, p)
 	cl.tat = tat
 	tokens := cl.bucket.tokens(tat, now)
@@ -310,7 +312,7 @@ func (g *Governor) Observe(c Class, err error) {
 	cl := &g.classes[c]
 	cl.mu.Lock()
 	defer cl.mu.Unlock()
-	now := g.now()
+	now := g.clock.Now()
 	until := now.Add(min(d, g.maxPause))
 	extended := until.Sub(later(cl.pausedUntil, now))
 	cl.pausedUntil = later(cl.pausedUntil, until)

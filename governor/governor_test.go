@@ -112,7 +112,7 @@ func TestRefusal(t *testing.T) {
 	if n, _ := admitted(g, governor.Writes, governor.Urgent, 2); n != 2 {
 		t.Fatalf("admitted %d urgent writes from a full bucket of 2, want 2", n)
 	}
-	clk.Advance(100 * time.Millisecond) // 0.4 tokens
+	clk.Step(100 * time.Millisecond) // 0.4 tokens
 	for _, tc := range []struct {
 		priority governor.Priority
 		wait     time.Duration
@@ -133,7 +133,7 @@ func TestRefusal(t *testing.T) {
 			t.Errorf("%v: message\n got %q\nwant %q", tc.priority, err.Error(), tc.msg)
 		}
 	}
-	clk.Advance(150 * time.Millisecond)
+	clk.Step(150 * time.Millisecond)
 	if err := g.Admit(governor.Writes, governor.Urgent); err != nil {
 		t.Errorf("Admit after the RetryAfter = %v, want the token it promised", err)
 	}
@@ -149,7 +149,7 @@ func TestRefusalRoundsUp(t *testing.T) {
 	if d, _ := retryAfter(err); d != 334*time.Millisecond {
 		t.Fatalf("RetryAfter at 3 per second = %v (%v), want 334ms: 333.333333ms rounded up", d, err)
 	}
-	clk.Advance(334 * time.Millisecond)
+	clk.Step(334 * time.Millisecond)
 	if err := g.Admit(governor.Reads, governor.Urgent); err != nil {
 		t.Errorf("Admit after the RetryAfter = %v, want the token it promised", err)
 	}
@@ -221,7 +221,7 @@ func TestPriorityFlood(t *testing.T) {
 				urgent++
 			}
 		}
-		clk.Advance(tick)
+		clk.Step(tick)
 	}
 	if refusedAbove != 0 || normal != 240 || urgent != 120 {
 		t.Errorf("under a background flood: %d normal and %d urgent admitted, %d refused; want all 240 and 120 at once", normal, urgent, refusedAbove)
@@ -247,7 +247,7 @@ func TestNormalBeforeBackground(t *testing.T) {
 		if g.Admit(governor.Writes, governor.Background) == nil {
 			background++
 		}
-		clk.Advance(10 * time.Millisecond)
+		clk.Step(10 * time.Millisecond)
 	}
 	// While the bucket is full both go, until it is down to 6; from then
 	// on the normal calls keep it below the 6 a background call needs.
@@ -306,13 +306,13 @@ func TestPauseMessage(t *testing.T) {
 	clk := newClock()
 	g := newGovernor(t, clk, governor.Options{})
 	g.Observe(governor.Reads, throttled(30*time.Second))
-	clk.Advance(10 * time.Second)
+	clk.Step(10 * time.Second)
 	g.Observe(governor.Reads, throttled(5*time.Second)) // shorter: changes nothing
 	err := g.Admit(governor.Reads, governor.Urgent)
 	if want := "governor: urgent reads call refused: the cloud's Retry-After pauses reads; retry after 20s"; err == nil || err.Error() != want {
 		t.Errorf("Admit during a pause = %v, want %q", err, want)
 	}
-	clk.Advance(20 * time.Second)
+	clk.Step(20 * time.Second)
 	if err := g.Admit(governor.Reads, governor.Urgent); err != nil {
 		t.Errorf("Admit at the pause's end = %v, want admitted", err)
 	}
@@ -341,7 +341,7 @@ func TestMetrics(t *testing.T) {
 	if got := after["tokens writes"]; got != 0 {
 		t.Errorf("ccmkit_governor_tokens{class=writes} = %v, want 0 while paused", got)
 	}
-	clk.Advance(4 * time.Second)
+	clk.Step(4 * time.Second)
 	g.Admit(governor.Writes, governor.Background) // refused: 1 token
 	if got := readGovernor(t)["tokens writes"]; got != 1 {
 		t.Errorf("ccmkit_governor_tokens{class=writes} = %v, want 1 at the pause's end", got)

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"k8s.io/cloud-provider/api"
+	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/ccmkit/ccmkit/governor"
 	"github.com/ccmkit/ccmkit/instances"
@@ -19,25 +20,12 @@ import (
 	"github.com/ccmkit/ccmkit/routes"
 )
 
-// clock is a fake clock for Options.Now: it moves only when a test
-// advances it. Safe for concurrent use.
-type clock struct {
-	mu sync.Mutex
-	t  time.Time
-}
+// clock is the tests' fake clock (Options.Clock): it moves only when a
+// test steps it.
+type clock = clocktesting.FakeClock
 
-func newClock() *clock { return &clock{t: time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)} }
-
-func (c *clock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.t
-}
-
-func (c *clock) Advance(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.t = c.t.Add(d)
+func newClock() *clock {
+	return clocktesting.NewFakeClock(time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC))
 }
 
 // newGovernor returns a Governor with opts on clk, failing the test on an
@@ -45,7 +33,7 @@ func (c *clock) Advance(d time.Duration) {
 func newGovernor(t testing.TB, clk *clock, opts governor.Options) *governor.Governor {
 	t.Helper()
 	if clk != nil {
-		opts.Now = clk.Now
+		opts.Clock = clk
 	}
 	g, err := governor.New(opts)
 	if err != nil {

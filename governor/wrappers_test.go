@@ -263,7 +263,7 @@ func TestReadsNotStarved(t *testing.T) {
 				func() error { return table.WriteTable(ctx, "", nil) },
 			))
 		}
-		clk.Advance(10 * time.Millisecond)
+		clk.Step(10 * time.Millisecond)
 	}
 	for _, f := range firsts {
 		if f != "" {
