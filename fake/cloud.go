@@ -278,7 +278,7 @@ func maxThrottleWait(fakeClock bool) time.Duration {
 // the InstancesV2 adapter over it. Errors name the instances layer and wrap
 // the constructor's.
 func (c *Cloud) composeInstances(api instances.ListDriver, o Options) (*instances.Adapter, error) {
-	cacheOpts := instances.CacheOptions{TTL: c.cfg.InstanceCacheTTL.Duration, Now: o.Clock, ErrorTTL: c.errorTTL()}
+	cacheOpts := instances.CacheOptions{TTL: c.cfg.InstanceCacheTTL.Duration, Clock: nowClock{now: o.Clock}, ErrorTTL: c.errorTTL()}
 	if o.InstanceCache != nil {
 		cacheOpts = *o.InstanceCache
 	}
@@ -311,7 +311,7 @@ func (c *Cloud) composeLoadBalancers(nodes *instances.Adapter, throttleWait time
 	c.lbCache, err = loadbalancer.NewCache(governed, loadbalancer.CacheOptions{
 		TTL:      c.cfg.LoadBalancerCacheTTL.Duration,
 		ErrorTTL: c.errorTTL(),
-		Now:      c.store.now,
+		Clock:    nowClock{now: c.store.now},
 	})
 	if err != nil {
 		return nil, fmt.Errorf("load balancers: %w", err)

@@ -9,6 +9,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	cloudprovider "k8s.io/cloud-provider"
+	utilclock "k8s.io/utils/clock"
 
 	"github.com/ccmkit/ccmkit/governor"
 	"github.com/ccmkit/ccmkit/instances"
@@ -132,7 +133,7 @@ func TestInstanceCacheComposes(t *testing.T) {
 	c := newCloud()
 	clk := newClock()
 	g := newGovernor(t, clk, governor.Options{Reads: governor.Limit{Rate: 10, Burst: 1}})
-	cache, err := instances.NewCache(g.InstanceList(instanceAPI{c}), instances.CacheOptions{ErrorTTL: -1, Now: clk.Now})
+	cache, err := instances.NewCache(g.InstanceList(instanceAPI{c}), instances.CacheOptions{ErrorTTL: -1, Clock: cacheClock{c: clk}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -166,3 +167,13 @@ func assertCalls(t *testing.T, c *cloud, want []string) {
 		t.Errorf("calls that reached the cloud (-want +got):\n%s", diff)
 	}
 }
+
+// cacheClock is clk as the clock.Clock of an instances.CacheOptions: a
+// Cache reads only Now and Since, never the real timers.
+type cacheClock struct {
+	utilclock.RealClock
+	c *clock
+}
+
+func (k cacheClock) Now() time.Time                  { return k.c.Now() }
+func (k cacheClock) Since(t time.Time) time.Duration { return k.c.Now().Sub(t) }

@@ -7,6 +7,8 @@ import (
 	"sync"
 	"time"
 
+	"k8s.io/utils/clock"
+
 	"github.com/ccmkit/ccmkit/internal/check"
 	"github.com/ccmkit/ccmkit/internal/cloudmetrics"
 	"github.com/ccmkit/ccmkit/internal/throttle"
@@ -21,7 +23,7 @@ const (
 
 // CacheOptions configures a Cache. The zero value is usable: a one-minute
 // TTL, failed List calls remembered for five seconds (longer when the cloud
-// asks for a longer back-off), and time.Now.
+// asks for a longer back-off), and the real clock.
 type CacheOptions struct {
 	// TTL is how long one successful List serves look-ups, measured from
 	// the moment that List call started. 0 means one minute; negative is an
@@ -36,10 +38,12 @@ type CacheOptions struct {
 	// *api.RetryError with a positive RetryAfter D) is remembered for
 	// max(ErrorTTL, D) whatever ErrorTTL is; see Cache.
 	ErrorTTL time.Duration
-	// Now returns the current time; nil means time.Now. Tests inject a
-	// fake clock here. It is called concurrently and with the Cache's lock
-	// held, so it must be safe for concurrent use and must not call the Cache.
-	Now func() time.Time
+	// Clock is the Cache's clock: TTL and ErrorTTL are measured on it.
+	// Nil means the real clock; tests pass a
+	// k8s.io/utils/clock/testing.FakeClock and step it. It is read
+	// concurrently and with the Cache's lock held, so it must be safe for
+	// concurrent use and must not call the Cache.
+	Clock clock.Clock
 }
 
 // Cache is a Driver that answers GetByID and GetByName from the result of
@@ -115,7 +119,7 @@ func NewCache(d ListDriver, opts CacheOptions) (*Cache, error) {
 		return nil, fmt.Errorf("instances.NewCache: CacheOptions.TTL %v: expected 0 (the default, %v) or positive", opts.TTL, defaultCacheTTL)
 	}
 	opts = opts.withDefaults()
-	return &Cache{d: newMeteredList(d), ttl: opts.TTL, errorTTL: opts.ErrorTTL, now: opts.Now}, nil
+	return &Cache{d: newMeteredList(d), ttl: opts.TTL, errorTTL: opts.ErrorTTL, now: opts.Clock.Now}, nil
 }
 
 // withDefaults returns o with its zero fields set to their documented
@@ -127,8 +131,8 @@ func (o CacheOptions) withDefaults() CacheOptions {
 	if o.ErrorTTL == 0 {
 		o.ErrorTTL = defaultCacheErrorTTL
 	}
-	if o.Now == nil {
-		o.Now = time.Now
+	if o.Clock == nil {
+		o.Clock = clock.RealClock{}
 	}
 	return o
 }
