@@ -179,21 +179,17 @@ func NewCache(d ListDriver, opts CacheOptions) (*Cache, error) {
 	}
 	opts = opts.withDefaults()
 	m := meteredList{d}
-	c := &Cache{d: m, lbs: &listCache[*LoadBalancer]{what: "load balancers", metric: cacheName,
-		list: m.List,
-		find: func(ctx context.Context, q query) ([]*LoadBalancer, error) {
+	c := &Cache{d: m, lbs: newListCache("load balancers", cacheName, m.List,
+		func(ctx context.Context, q query) ([]*LoadBalancer, error) {
 			return m.Find(ctx, Query{ID: q.id, Name: q.name, Tags: q.tags})
-		},
-		ttl: opts.TTL, errorTTL: opts.ErrorTTL, now: opts.Clock.Now}}
+		}, opts)}
 	if pd, ok := d.(PoolListDriver); ok {
 		pm := meteredPools{meteredList: m, d: pd}
 		c.pd = pm
-		c.pools = &listCache[*Pool]{what: "backend pools", metric: poolCacheName,
-			list: pm.ListPools,
-			find: func(ctx context.Context, q query) ([]*Pool, error) {
+		c.pools = newListCache("backend pools", poolCacheName, pm.ListPools,
+			func(ctx context.Context, q query) ([]*Pool, error) {
 				return pm.FindPools(ctx, PoolQuery{ID: q.id, Tags: q.tags})
-			},
-			ttl: opts.TTL, errorTTL: opts.ErrorTTL, now: opts.Clock.Now}
+			}, opts)
 	}
 	return c, nil
 }
