@@ -267,7 +267,7 @@ func lbCapabilities(lbs LoadBalancerSection, narrowed *loadbalancer.Capabilities
 // the InstancesV2 adapter over it. Errors name the instances layer and wrap
 // the constructor's.
 func (c *Cloud) composeInstances(api instances.ListDriver, o Options) (*instances.Adapter, error) {
-	cacheOpts := instances.CacheOptions{TTL: c.cfg.InstanceCacheTTL.Duration, Now: o.Clock.Now, ErrorTTL: c.errorTTL()}
+	cacheOpts := instances.CacheOptions{TTL: c.cfg.InstanceCacheTTL.Duration, Clock: o.Clock, ErrorTTL: c.errorTTL()}
 	if o.InstanceCache != nil {
 		cacheOpts = *o.InstanceCache
 	}
@@ -300,7 +300,7 @@ func (c *Cloud) composeLoadBalancers(nodes *instances.Adapter) (*loadbalancer.Re
 	c.lbCache, err = loadbalancer.NewCache(governed, loadbalancer.CacheOptions{
 		TTL:      c.cfg.LoadBalancerCacheTTL.Duration,
 		ErrorTTL: c.errorTTL(),
-		Now:      c.clock.Now,
+		Clock:    c.clock,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("load balancers: %w", err)

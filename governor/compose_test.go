@@ -132,7 +132,7 @@ func TestInstanceCacheComposes(t *testing.T) {
 	c := newCloud()
 	clk := newClock()
 	g := newGovernor(t, clk, governor.Options{Reads: governor.Limit{Rate: 10, Burst: 1}})
-	cache, err := instances.NewCache(g.InstanceList(instanceAPI{c}), instances.CacheOptions{ErrorTTL: -1, Now: clk.Now})
+	cache, err := instances.NewCache(g.InstanceList(instanceAPI{c}), instances.CacheOptions{ErrorTTL: -1, Clock: clk})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -4,12 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync"
 	"time"
+
+	"k8s.io/utils/clock"
 
 	"github.com/ccmkit/ccmkit/internal/check"
 	"github.com/ccmkit/ccmkit/internal/cloudmetrics"
-	"github.com/ccmkit/ccmkit/internal/throttle"
+	"github.com/ccmkit/ccmkit/internal/listcache"
 	"github.com/ccmkit/ccmkit/provider"
 )
 
@@ -21,7 +22,7 @@ const (
 
 // CacheOptions configures a Cache. The zero value is usable: a one-minute
 // TTL, failed List calls remembered for five seconds (longer when the cloud
-// asks for a longer back-off), and time.Now.
+// asks for a longer back-off), and the real clock.
 type CacheOptions struct {
 	// TTL is how long one successful List serves look-ups, measured from
 	// the moment that List call started. 0 means one minute; negative is an
@@ -36,10 +37,12 @@ type CacheOptions struct {
 	// *api.RetryError with a positive RetryAfter D) is remembered for
 	// max(ErrorTTL, D) whatever ErrorTTL is; see Cache.
 	ErrorTTL time.Duration
-	// Now returns the current time; nil means time.Now. Tests inject a
-	// fake clock here. It is called concurrently and with the Cache's lock
-	// held, so it must be safe for concurrent use and must not call the Cache.
-	Now func() time.Time
+	// Clock is the Cache's clock: TTL and ErrorTTL are measured on it.
+	// Nil means the real clock; tests pass a
+	// k8s.io/utils/clock/testing.FakeClock and step it. It is read
+	// concurrently and with the Cache's lock held, so it must be safe for
+	// concurrent use and must not call the Cache.
+	Clock clock.Clock
 }
 
 // Cache is a Driver that answers GetByID and GetByName from the result of
@@ -88,18 +91,8 @@ type CacheOptions struct {
 // it. It is safe for concurrent use if the wrapped ListDriver is. Create it
 // with NewCache; the zero value is not usable.
 type Cache struct {
-	d        ListDriver
-	ttl      time.Duration
-	errorTTL time.Duration
-	now      func() time.Time
-
-	mu        sync.Mutex
-	snap      *snapshot // nil until the first successful List
-	flight    *flight   // the List in progress, or nil
-	gen       uint64    // incremented by Invalidate; a List of an older generation is not kept
-	failErr   error     // the last failed List, remembered until failUntil
-	failUntil time.Time
-	throttled bool // failErr was throttled: look-ups get a RetryError, Invalidate keeps it
+	d     ListDriver
+	lists *listcache.List[*snapshot] // the List results: TTL, single flight, failures
 }
 
 var _ ListDriver = (*Cache)(nil)
@@ -115,7 +108,10 @@ func NewCache(d ListDriver, opts CacheOptions) (*Cache, error) {
 		return nil, fmt.Errorf("instances.NewCache: CacheOptions.TTL %v: expected 0 (the default, %v) or positive", opts.TTL, defaultCacheTTL)
 	}
 	opts = opts.withDefaults()
-	return &Cache{d: newMeteredList(d), ttl: opts.TTL, errorTTL: opts.ErrorTTL, now: opts.Now}, nil
+	c := &Cache{d: newMeteredList(d)}
+	c.lists = listcache.New[*snapshot](listcache.Options{TTL: opts.TTL, ErrorTTL: opts.ErrorTTL, Clock: opts.Clock,
+		Err: listError, Name: "instances cache: List"})
+	return c, nil
 }
 
 // withDefaults returns o with its zero fields set to their documented
@@ -127,8 +123,8 @@ func (o CacheOptions) withDefaults() CacheOptions {
 	if o.ErrorTTL == 0 {
 		o.ErrorTTL = defaultCacheErrorTTL
 	}
-	if o.Now == nil {
-		o.Now = time.Now
+	if o.Clock == nil {
+		o.Clock = clock.RealClock{}
 	}
 	return o
 }
@@ -192,31 +188,20 @@ func (c *Cache) List(ctx context.Context) ([]Instance, error) {
 // prompted it: its result still answers the look-ups that were waiting for
 // it, but it is not kept, and look-ups that start after Invalidate run a new
 // List.
-func (c *Cache) Invalidate() {
-	c.mu.Lock()
-	c.snap = nil
-	if !c.throttled {
-		c.failErr = nil
-	}
-	c.gen++
-	c.flight = nil
-	c.mu.Unlock()
-}
+func (c *Cache) Invalidate() { c.lists.Invalidate() }
 
 // snapshot is one List result with its indexes. It is immutable once built.
 type snapshot struct {
-	expires time.Time
-	items   []Instance
-	byID    map[string]int // index into items; -1 when the ID is listed twice
-	byName  map[string]int // index of the one live instance; -1 when ambiguous
+	items  []Instance
+	byID   map[string]int // index into items; -1 when the ID is listed twice
+	byName map[string]int // index of the one live instance; -1 when ambiguous
 }
 
-func newSnapshot(items []Instance, expires time.Time) *snapshot {
+func newSnapshot(items []Instance) *snapshot {
 	s := &snapshot{
-		expires: expires,
-		items:   items,
-		byID:    make(map[string]int, len(items)),
-		byName:  make(map[string]int, len(items)),
+		items:  items,
+		byID:   make(map[string]int, len(items)),
+		byName: make(map[string]int, len(items)),
 	}
 	for i, inst := range items {
 		if inst.ID != "" {
@@ -237,103 +222,35 @@ func newSnapshot(items []Instance, expires time.Time) *snapshot {
 	return s
 }
 
-// flight is one List call in progress; done is closed when snap or err is
-// set.
-type flight struct {
-	done     chan struct{}
-	snap     *snapshot
-	err      error
-	canceled bool   // the List failed and its caller's context had ended
-	gen      uint64 // Cache.gen when the List started
-}
-
 // snapshot returns a fresh list, running or joining the one List call;
 // cached reports that the list was already in the Cache (no List was
 // run or waited for).
 func (c *Cache) snapshot(ctx context.Context) (s *snapshot, cached bool, err error) {
-	for {
-		c.mu.Lock()
-		now := c.now()
-		if s := c.snap; s != nil && now.Before(s.expires) {
-			c.mu.Unlock()
-			return s, true, nil
-		}
-		if c.failErr != nil && now.Before(c.failUntil) {
-			err := c.failErr
-			if c.throttled {
-				err = throttle.Delay(err, c.failUntil.Sub(now))
-			}
-			c.mu.Unlock()
-			return nil, false, err
-		}
-		if f := c.flight; f != nil {
-			c.mu.Unlock()
-			select {
-			case <-f.done:
-			case <-ctx.Done():
-				return nil, false, ctx.Err()
-			}
-			if f.canceled && ctx.Err() == nil {
-				continue // the caller that listed gave up; list again
-			}
-			return f.snap, false, f.err
-		}
-		f := &flight{done: make(chan struct{}), gen: c.gen}
-		c.flight = f
-		c.mu.Unlock()
-		s, err := c.list(ctx, f, now)
-		return s, false, err
-	}
+	s, from, err := c.lists.Get(ctx, c.run)
+	return s, from == listcache.Cached, err
 }
 
-// list runs List for flight f, started at time start, and publishes the
-// result to f's waiters and the Cache.
-func (c *Cache) list(ctx context.Context, f *flight, start time.Time) (_ *snapshot, err error) {
-	var (
-		s       *snapshot
-		backoff time.Duration // positive when List was throttled
-	)
-	defer func() {
-		if r := recover(); r != nil {
-			err = fmt.Errorf("instances cache: List panicked: %v", r)
-			defer panic(r)
-		}
-		c.mu.Lock()
-		defer c.mu.Unlock()
-		if c.flight == f {
-			c.flight = nil
-		}
-		switch {
-		case backoff > 0:
-			// The cloud asked for no List before backoff has passed: honour
-			// it whatever the generation, ctx or ErrorTTL.
-			c.failErr, c.failUntil, c.throttled = err, c.now().Add(max(c.errorTTL, backoff)), true
-			err = throttle.Delay(err, backoff)
-		case f.gen != c.gen:
-			// Invalidate ran during this List: answer its waiters, keep nothing.
-		case err == nil:
-			c.snap, c.failErr, c.throttled = s, nil, false
-		case ctx.Err() != nil:
-			f.canceled = true
-		case c.errorTTL > 0:
-			c.failErr, c.failUntil, c.throttled = err, c.now().Add(c.errorTTL), false
-		}
-		f.snap, f.err = s, err
-		close(f.done)
-	}()
-	items, lerr := c.d.List(ctx)
-	if lerr != nil {
-		if d, ok := throttle.RetryAfter(lerr); ok && d > 0 {
-			backoff = d
-		}
-		if errors.Is(lerr, ErrNotFound) {
-			// Not-found from List says nothing about one instance: keep the
-			// text, drop the sentinel so that it is never read as "gone"
-			// (throttle.Delay restores a throttle's RetryError).
-			return nil, fmt.Errorf("instances cache: listing instances: %v", lerr)
-		}
-		return nil, fmt.Errorf("instances cache: listing instances: %w", lerr)
+// run is the one List call snapshot starts.
+func (c *Cache) run() listcache.Run[*snapshot] {
+	return listcache.Run[*snapshot]{List: c.listSnapshot}
+}
+
+// listSnapshot is the List of the Cache's list: the wrapped List, indexed.
+func (c *Cache) listSnapshot(ctx context.Context) (*snapshot, error) {
+	items, err := c.d.List(ctx)
+	if err != nil {
+		return nil, err
 	}
-	s = newSnapshot(items, start.Add(c.ttl))
-	return s, nil
+	return newSnapshot(items), nil
+}
+
+// listError wraps the error of a failed List. Not-found from List says
+// nothing about one instance: the text is kept and the sentinel dropped,
+// so that it is never read as "gone" (the list cache restores a
+// throttle's RetryError).
+func listError(err error) error {
+	if errors.Is(err, ErrNotFound) {
+		return fmt.Errorf("instances cache: listing instances: %v", err)
+	}
+	return fmt.Errorf("instances cache: listing instances: %w", err)
 }

@@ -60,7 +60,7 @@ type cacheFixture struct {
 func newCacheFixture(t testing.TB, d instances.ListDriver, cloud *memCloud, opts instances.CacheOptions) *cacheFixture {
 	t.Helper()
 	clock := newFakeClock()
-	opts.Now = clock.Now
+	opts.Clock = clock
 	if d == nil {
 		d = cloud
 	}

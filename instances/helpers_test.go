@@ -10,6 +10,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"k8s.io/utils/clock"
+
 	"github.com/ccmkit/ccmkit/instances"
 	"github.com/ccmkit/ccmkit/provider"
 )
@@ -166,9 +168,12 @@ func (c *memCloud) read() ([]instances.Instance, error) {
 	return out, nil
 }
 
-// fakeClock is a manually advanced clock for CacheOptions.Now; onNow, when
-// set, is called (without the lock) on every reading.
+// fakeClock is a manually advanced clock for CacheOptions.Clock; onNow,
+// when set, is called (without the lock) on every reading. A Cache reads
+// only Now and Since: the timer methods of the embedded nil clock.Clock
+// are never called.
 type fakeClock struct {
+	clock.Clock
 	mu    sync.Mutex
 	t     time.Time
 	onNow func()
@@ -187,6 +192,8 @@ func (c *fakeClock) Now() time.Time {
 	}
 	return t
 }
+
+func (c *fakeClock) Since(t time.Time) time.Duration { return c.Now().Sub(t) }
 
 func (c *fakeClock) Advance(d time.Duration) {
 	c.mu.Lock()

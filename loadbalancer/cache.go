@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"time"
 
+	"k8s.io/utils/clock"
+
 	"github.com/ccmkit/ccmkit/internal/check"
 	"github.com/ccmkit/ccmkit/internal/cloudmetrics"
 )
@@ -26,7 +28,7 @@ const (
 
 // CacheOptions configures a Cache. The zero value is usable: a one-minute
 // TTL, failed List calls remembered for five seconds (longer when the cloud
-// asks for a longer back-off), and time.Now.
+// asks for a longer back-off), and the real clock.
 type CacheOptions struct {
 	// TTL is how long one successful List serves look-ups, measured from
 	// the moment that List call started. 0 means one minute; negative is an
@@ -41,11 +43,12 @@ type CacheOptions struct {
 	// error wraps an *api.RetryError with a positive RetryAfter D) is
 	// remembered for max(ErrorTTL, D) whatever ErrorTTL is; see Cache.
 	ErrorTTL time.Duration
-	// Now returns the current time; nil means time.Now. Tests inject a
-	// fake clock here. It is called concurrently and with the Cache's lock
-	// held, so it must be safe for concurrent use and must not call the
-	// Cache.
-	Now func() time.Time
+	// Clock is the Cache's clock: TTL and ErrorTTL are measured on it.
+	// Nil means the real clock; tests pass a
+	// k8s.io/utils/clock/testing.FakeClock and step it. It is read
+	// concurrently and with the Cache's lock held, so it must be safe for
+	// concurrent use and must not call the Cache.
+	Clock clock.Clock
 }
 
 // withDefaults returns o with its zero fields set to their documented
@@ -53,8 +56,8 @@ type CacheOptions struct {
 func (o CacheOptions) withDefaults() CacheOptions {
 	o.TTL = cmp.Or(o.TTL, defaultCacheTTL)
 	o.ErrorTTL = cmp.Or(o.ErrorTTL, defaultCacheErrorTTL)
-	if o.Now == nil {
-		o.Now = time.Now
+	if o.Clock == nil {
+		o.Clock = clock.RealClock{}
 	}
 	return o
 }
@@ -176,21 +179,17 @@ func NewCache(d ListDriver, opts CacheOptions) (*Cache, error) {
 	}
 	opts = opts.withDefaults()
 	m := meteredList{d}
-	c := &Cache{d: m, lbs: &listCache[*LoadBalancer]{what: "load balancers", metric: cacheName,
-		list: m.List,
-		find: func(ctx context.Context, q query) ([]*LoadBalancer, error) {
+	c := &Cache{d: m, lbs: newListCache("load balancers", cacheName, m.List,
+		func(ctx context.Context, q query) ([]*LoadBalancer, error) {
 			return m.Find(ctx, Query{ID: q.id, Name: q.name, Tags: q.tags})
-		},
-		ttl: opts.TTL, errorTTL: opts.ErrorTTL, now: opts.Now}}
+		}, opts)}
 	if pd, ok := d.(PoolListDriver); ok {
 		pm := meteredPools{meteredList: m, d: pd}
 		c.pd = pm
-		c.pools = &listCache[*Pool]{what: "backend pools", metric: poolCacheName,
-			list: pm.ListPools,
-			find: func(ctx context.Context, q query) ([]*Pool, error) {
+		c.pools = newListCache("backend pools", poolCacheName, pm.ListPools,
+			func(ctx context.Context, q query) ([]*Pool, error) {
 				return pm.FindPools(ctx, PoolQuery{ID: q.id, Tags: q.tags})
-			},
-			ttl: opts.TTL, errorTTL: opts.ErrorTTL, now: opts.Now}
+			}, opts)
 	}
 	return c, nil
 }

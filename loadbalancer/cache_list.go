@@ -7,9 +7,9 @@ import (
 	"fmt"
 	"slices"
 	"sync"
-	"time"
 
 	"github.com/ccmkit/ccmkit/internal/cloudmetrics"
+	"github.com/ccmkit/ccmkit/internal/listcache"
 	"github.com/ccmkit/ccmkit/internal/throttle"
 )
 
@@ -60,22 +60,23 @@ func (q query) oneField() bool {
 // what it promises): one List per TTL, look-ups answered from it when it
 // can vouch for them, kept current from the results of writes.
 type listCache[T cached[T]] struct {
-	what     string // "load balancers", "backend pools": for errors
-	metric   string // the cache label of cloudmetrics.CacheLookup
-	list     func(ctx context.Context) ([]T, error)
-	find     func(ctx context.Context, q query) ([]T, error)
-	ttl      time.Duration
-	errorTTL time.Duration
-	now      func() time.Time
+	metric string // the cache label of cloudmetrics.CacheLookup
+	list   func(ctx context.Context) ([]T, error)
+	find   func(ctx context.Context, q query) ([]T, error)
 
-	mu        sync.Mutex
-	seq       uint64     // orders what the cache observes: List starts, direct Find starts, write ends
-	view      *view[T]   // nil until the first successful List, and after invalidate
-	flight    *flight[T] // the List in progress, or nil
-	gen       uint64     // incremented by invalidate; a List of an older generation is not kept
-	failErr   error      // the last failed List, remembered until failUntil
-	failUntil time.Time
-	throttled bool // failErr was throttled: look-ups get a RetryError, invalidate keeps it
+	mu      sync.Mutex                // guards the fields below, and lists (its Locker)
+	lists   *listcache.List[*view[T]] // the List results: TTL, single flight, failures
+	seq     uint64                    // orders what the cache observes: List starts, direct Find starts, write ends
+	listing *listing[T]               // the List in progress, or nil
+}
+
+// newListCache returns the listCache of what ("load balancers", "backend
+// pools": for errors) over list and find, with opts' TTLs and clock.
+func newListCache[T cached[T]](what, metric string, list func(context.Context) ([]T, error), find func(context.Context, query) ([]T, error), opts CacheOptions) *listCache[T] {
+	c := &listCache[T]{metric: metric, list: list, find: find}
+	c.lists = listcache.New[*view[T]](listcache.Options{TTL: opts.TTL, ErrorTTL: opts.ErrorTTL, Clock: opts.Clock, Locker: &c.mu,
+		Err: func(err error) error { return listError(what, err) }, Name: "load-balancer cache: listing " + what})
+	return c
 }
 
 // lookup is Cache.Find for this kind: from the list when it can vouch for
@@ -93,7 +94,7 @@ func (c *listCache[T]) lookup(ctx context.Context, q query) ([]T, error) {
 	c.mu.Lock()
 	matches := v.match(q)
 	out, trusted := vouch(matches)
-	if len(matches) == 0 && (from == listedNow || missTrusted(ctx)) {
+	if len(matches) == 0 && (from == listcache.Listed || missTrusted(ctx)) {
 		// A List this look-up started answered after it began: its
 		// "none" is the cloud's, as a direct Find's would be.
 		out, trusted = nil, true
@@ -101,7 +102,7 @@ func (c *listCache[T]) lookup(ctx context.Context, q query) ([]T, error) {
 	c.seq++
 	at := c.seq
 	c.mu.Unlock()
-	cloudmetrics.CacheLookup(c.metric, trusted && from == fromCache)
+	cloudmetrics.CacheLookup(c.metric, trusted && from == listcache.Cached)
 	if trusted {
 		return out, nil
 	}
@@ -166,8 +167,12 @@ func (c *listCache[T]) findDirect(ctx context.Context, q query, at uint64) ([]T,
 	switch {
 	case q.id != "" && !seen[q.id]:
 		ps = append(ps, patch[T]{id: q.id, at: at}) // the cloud says it does not exist
-	case c.view != nil && q.id == "":
-		for _, r := range c.view.match(q) {
+	case q.id == "":
+		v, ok := c.lists.Kept()
+		if !ok {
+			break
+		}
+		for _, r := range v.match(q) {
 			if !seen[r.obj.cacheID()] {
 				// Listed as a match, not found now: deleted or changed.
 				ps = append(ps, patch[T]{id: r.obj.cacheID(), obj: r.obj, doubt: true, at: at})
@@ -221,7 +226,7 @@ func (c *listCache[T]) deleted(obj T, err error, inUse bool) {
 // order, listing first when the list is missing or stale.
 func (c *listCache[T]) all(ctx context.Context) ([]T, error) {
 	v, from, err := c.fresh(ctx)
-	cloudmetrics.CacheLookup(c.metric, err == nil && from == fromCache)
+	cloudmetrics.CacheLookup(c.metric, err == nil && from == listcache.Cached)
 	if err != nil {
 		return nil, err
 	}
@@ -242,23 +247,20 @@ func (c *listCache[T]) all(ctx context.Context) ([]T, error) {
 func (c *listCache[T]) invalidate() {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.view = nil
-	if !c.throttled {
-		c.failErr = nil
-	}
-	c.gen++
-	c.flight = nil
+	c.lists.Invalidate()
+	c.listing = nil
 }
 
 // observe applies what the cache learnt to the view and, when a List is
 // running, remembers it to lay over that List's result (c.mu held).
 func (c *listCache[T]) observe(ps ...patch[T]) {
+	v, kept := c.lists.Kept()
 	for _, p := range ps {
-		if c.view != nil {
-			c.view.apply(p)
+		if kept {
+			v.apply(p)
 		}
-		if c.flight != nil {
-			c.flight.patches = append(c.flight.patches, p)
+		if c.listing != nil {
+			c.listing.patches = append(c.listing.patches, p)
 		}
 	}
 }
@@ -267,11 +269,10 @@ func (c *listCache[T]) observe(ps ...patch[T]) {
 // with what the cache observed since laid over it. It is guarded by
 // listCache.mu.
 type view[T cached[T]] struct {
-	listed  uint64 // listCache.seq when its List started
-	expires time.Time
-	objs    map[string]*entry[T] // by ID
-	byName  index                // name → IDs of live entries
-	byTag   index                // tagKey → IDs of live entries
+	listed uint64               // listCache.seq when its List started
+	objs   map[string]*entry[T] // by ID
+	byName index                // name → IDs of live entries
+	byTag  index                // tagKey → IDs of live entries
 }
 
 // entry is what a view holds of one ID.
@@ -310,11 +311,11 @@ func (ix index) remove(key, id string) {
 // tagKey is the byTag key of the tag k=v.
 func tagKey(k, v string) string { return k + "\x00" + v }
 
-// newView indexes items, the result of a List begun at seq listed, which
-// serves until expires. Nil objects and those without an ID are left out:
+// newView indexes items, the result of a List begun at seq listed. Nil
+// objects and those without an ID are left out:
 // a look-up they would match asks the cloud.
-func newView[T cached[T]](items []T, listed uint64, expires time.Time) *view[T] {
-	v := &view[T]{listed: listed, expires: expires, objs: make(map[string]*entry[T], len(items)), byName: index{}, byTag: index{}}
+func newView[T cached[T]](items []T, listed uint64) *view[T] {
+	v := &view[T]{listed: listed, objs: make(map[string]*entry[T], len(items)), byName: index{}, byTag: index{}}
 	var zero T
 	for _, o := range items {
 		if o == zero || o.cacheID() == "" {
@@ -402,134 +403,55 @@ func hasTags(tags, want map[string]string) bool {
 	return true
 }
 
-// flight is one List call in progress; done is closed when view or err
-// is set.
-type flight[T cached[T]] struct {
-	done     chan struct{}
-	view     *view[T]
-	err      error
-	canceled bool       // the List failed and its caller's context had ended
-	gen      uint64     // listCache.gen when the List started
-	at       uint64     // listCache.seq when the List started
-	patches  []patch[T] // what the cache observed while it ran
+// listing is what the cache observed while its List runs, to lay over
+// that List's result.
+type listing[T cached[T]] struct {
+	at      uint64     // listCache.seq when the List started
+	patches []patch[T] // what the cache observed while it ran
 }
-
-// origin is where fresh found its view.
-type origin int
-
-const (
-	fromCache origin = iota // already in the cache: no List was run or waited for
-	joined                  // from a List another look-up had started
-	listedNow               // from a List this call started
-)
 
 // fresh returns a fresh view, running or joining the one List call, and
 // where it came from. The view is read and changed with c.mu held.
-func (c *listCache[T]) fresh(ctx context.Context) (v *view[T], from origin, err error) {
-	for {
-		c.mu.Lock()
-		now := c.now()
-		if v := c.view; v != nil && now.Before(v.expires) {
-			c.mu.Unlock()
-			return v, fromCache, nil
-		}
-		if c.failErr != nil && now.Before(c.failUntil) {
-			err := c.failErr
-			if c.throttled {
-				err = throttle.Delay(err, c.failUntil.Sub(now))
+func (c *listCache[T]) fresh(ctx context.Context) (*view[T], listcache.Origin, error) {
+	return c.lists.Get(ctx, c.begin)
+}
+
+// begin starts a List (c.mu held): the observations from now on are laid
+// over its result, so a List that read the cloud before a write never
+// undoes it in the cache.
+func (c *listCache[T]) begin() listcache.Run[*view[T]] {
+	c.seq++
+	l := &listing[T]{at: c.seq}
+	c.listing = l
+	return listcache.Run[*view[T]]{
+		List: func(ctx context.Context) (*view[T], error) {
+			items, err := c.list(ctx)
+			if err != nil {
+				return nil, err
 			}
-			c.mu.Unlock()
-			return nil, fromCache, err
-		}
-		if f := c.flight; f != nil {
-			c.mu.Unlock()
-			select {
-			case <-f.done:
-			case <-ctx.Done():
-				return nil, joined, ctx.Err()
+			return newView(items, l.at), nil
+		},
+		Done: func(v *view[T], err error) *view[T] {
+			if c.listing == l {
+				c.listing = nil
 			}
-			if f.canceled && ctx.Err() == nil {
-				continue // the caller that listed gave up; list again
+			if err == nil {
+				for _, p := range l.patches {
+					v.apply(p)
+				}
 			}
-			return f.view, joined, f.err
-		}
-		c.seq++
-		f := &flight[T]{done: make(chan struct{}), gen: c.gen, at: c.seq}
-		c.flight = f
-		c.mu.Unlock()
-		v, err := c.listOnce(ctx, f, now)
-		return v, listedNow, err
+			return v
+		},
 	}
 }
 
-// listOnce runs List for flight f, started at time start, and publishes
-// the result, with what the cache observed meanwhile laid over it, to f's
-// waiters and the cache.
-func (c *listCache[T]) listOnce(ctx context.Context, f *flight[T], start time.Time) (v *view[T], err error) {
-	var (
-		items   []T
-		backoff time.Duration // positive when List was throttled
-	)
-	defer func() {
-		if r := recover(); r != nil {
-			err = fmt.Errorf("load-balancer cache: listing %s panicked: %v", c.what, r)
-			defer panic(r)
-		}
-		c.mu.Lock()
-		defer c.mu.Unlock()
-		if c.flight == f {
-			c.flight = nil
-		}
-		if backoff > 0 {
-			err = throttle.Delay(err, backoff)
-		}
-		if err == nil {
-			f.view = newView(items, f.at, start.Add(c.ttl))
-			for _, p := range f.patches {
-				f.view.apply(p)
-			}
-		}
-		c.remember(ctx, f, err, backoff)
-		v, f.err = f.view, err
-		close(f.done)
-	}()
-	items, err = c.list(ctx)
-	if err != nil {
-		if d, ok := throttle.RetryAfter(err); ok && d > 0 {
-			backoff = d
-		}
-		return nil, c.listError(err)
-	}
-	return nil, nil
-}
-
-// listError wraps the error of a failed List. Not-found from List says
-// nothing about one object: the text is kept and the sentinel dropped, so
-// that it is never read as "gone" (throttle.Delay restores a throttle's
-// RetryError).
-func (c *listCache[T]) listError(err error) error {
+// listError wraps the error of a failed List of what. Not-found from List
+// says nothing about one object: the text is kept and the sentinel
+// dropped, so that it is never read as "gone" (the list cache restores a
+// throttle's RetryError).
+func listError(what string, err error) error {
 	if errors.Is(err, ErrNotFound) {
-		return fmt.Errorf("load-balancer cache: listing %s: %v", c.what, err)
+		return fmt.Errorf("load-balancer cache: listing %s: %v", what, err)
 	}
-	return fmt.Errorf("load-balancer cache: listing %s: %w", c.what, err)
-}
-
-// remember records the outcome of flight f's List in the cache (c.mu
-// held): its view, or its failure for ErrorTTL (for the back-off of a
-// throttled List at least).
-func (c *listCache[T]) remember(ctx context.Context, f *flight[T], err error, backoff time.Duration) {
-	switch {
-	case backoff > 0:
-		// The cloud asked for no List before backoff has passed: honour
-		// it whatever the generation, ctx or ErrorTTL.
-		c.failErr, c.failUntil, c.throttled = err, c.now().Add(max(c.errorTTL, backoff)), true
-	case f.gen != c.gen:
-		// invalidate ran during this List: answer its waiters, keep nothing.
-	case err == nil:
-		c.view, c.failErr, c.throttled = f.view, nil, false
-	case ctx.Err() != nil:
-		f.canceled = true
-	case c.errorTTL > 0:
-		c.failErr, c.failUntil, c.throttled = err, c.now().Add(c.errorTTL), false
-	}
+	return fmt.Errorf("load-balancer cache: listing %s: %w", what, err)
 }

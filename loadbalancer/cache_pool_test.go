@@ -74,7 +74,7 @@ func newPooledCache(t *testing.T) (*loadbalancer.Reconciler, *loadbalancer.Cache
 	t.Helper()
 	d := newListingPoolDriver()
 	clock := &fakeClock{t: clockStart}
-	cache, err := loadbalancer.NewCache(d, loadbalancer.CacheOptions{Now: clock.Now})
+	cache, err := loadbalancer.NewCache(d, loadbalancer.CacheOptions{Clock: clock})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -16,6 +16,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/cloud-provider/api"
+	"k8s.io/utils/clock"
 
 	"github.com/ccmkit/ccmkit/internal/throttle"
 	"github.com/ccmkit/ccmkit/loadbalancer"
@@ -113,9 +114,12 @@ func checkLBCalls(t *testing.T, d *listingDriver, want lbCalls, why string) {
 	}
 }
 
-// fakeClock is a manually advanced clock for CacheOptions.Now; onNow, when
-// set, is called (without the lock) on every reading.
+// fakeClock is a manually advanced clock for CacheOptions.Clock; onNow,
+// when set, is called (without the lock) on every reading. A Cache reads
+// only Now and Since: the timer methods of the embedded nil clock.Clock
+// are never called.
 type fakeClock struct {
+	clock.Clock
 	mu    sync.Mutex
 	t     time.Time
 	onNow func()
@@ -132,6 +136,8 @@ func (c *fakeClock) Now() time.Time {
 	}
 	return t
 }
+
+func (c *fakeClock) Since(t time.Time) time.Duration { return c.Now().Sub(t) }
 
 func (c *fakeClock) Advance(d time.Duration) {
 	c.mu.Lock()
@@ -160,7 +166,7 @@ type cacheFixture struct {
 func newCacheFixture(t testing.TB, opts loadbalancer.CacheOptions) *cacheFixture {
 	t.Helper()
 	f := &cacheFixture{d: newListingDriver(), clock: &fakeClock{t: clockStart}}
-	opts.Now = f.clock.Now
+	opts.Clock = f.clock
 	var err error
 	if f.cache, err = loadbalancer.NewCache(f.d, opts); err != nil {
 		t.Fatal(err)
@@ -319,7 +325,7 @@ func TestCacheMissIsConfirmed(t *testing.T) {
 	b := newCacheFixture(t, loadbalancer.CacheOptions{})
 	b.d = &listingDriver{memDriver: a.d.memDriver} // one cloud, two API clients
 	var err error
-	if b.cache, err = loadbalancer.NewCache(b.d, loadbalancer.CacheOptions{Now: b.clock.Now}); err != nil {
+	if b.cache, err = loadbalancer.NewCache(b.d, loadbalancer.CacheOptions{Clock: b.clock}); err != nil {
 		t.Fatal(err)
 	}
 	b.r = newReconcilerOver(t, b.cache, loadbalancer.Options{})
@@ -653,7 +659,7 @@ func TestCacheThrottledDirectFind(t *testing.T) {
 		t.Fatal(err)
 	}
 	thr := &throttledFind{listingDriver: f.d, err: throttled(3 * time.Second)}
-	c, err := loadbalancer.NewCache(thr, loadbalancer.CacheOptions{Now: f.clock.Now})
+	c, err := loadbalancer.NewCache(thr, loadbalancer.CacheOptions{Clock: f.clock})
 	if err != nil {
 		t.Fatal(err)
 	}

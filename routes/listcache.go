@@ -4,31 +4,26 @@ import (
 	"context"
 	"slices"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	cloudprovider "k8s.io/cloud-provider"
+
+	"github.com/ccmkit/ccmkit/internal/listcache"
 )
 
 // listCache remembers ListRoutes answers, per cluster identity, for
-// Options.ListTTL. gen counts the Table's driver writes: it is bumped
-// before and after each, and an answer is remembered and served only while
-// gen is what it was when its read started, so no answer read before or
-// during a write of the Table is served after it. Safe for concurrent use.
+// Options.ListTTL, each in an internal/listcache.List. gen counts the
+// Table's driver writes: it is invalidated before and after each, and an
+// answer is remembered and served only while no write began or ended
+// since its read started, so no answer read before or during a write of
+// the Table is served after it. Safe for concurrent use.
 type listCache struct {
 	ttl time.Duration // 0: nothing is remembered
 	now func() time.Time
-	gen atomic.Uint64
+	gen listcache.Generation // shared by the Lists of listed
 
 	mu     sync.Mutex
-	listed map[string]listed
-}
-
-// listed is one remembered answer.
-type listed struct {
-	at     time.Time // when its read started
-	gen    uint64
-	routes []*cloudprovider.Route
+	listed map[string]*listcache.List[[]*cloudprovider.Route] // by cluster
 }
 
 // get returns a copy of the answer for cluster if one is fresh.
@@ -37,44 +32,56 @@ func (c *listCache) get(cluster string) ([]*cloudprovider.Route, bool) {
 		return nil, false
 	}
 	c.mu.Lock()
-	defer c.mu.Unlock()
-	l, ok := c.listed[cluster]
-	if !ok || l.gen != c.gen.Load() || c.now().Sub(l.at) >= c.ttl {
+	l := c.listed[cluster]
+	c.mu.Unlock()
+	if l == nil {
 		return nil, false
 	}
-	return cloneRoutes(l.routes), true
+	routes, ok := l.Fresh()
+	if !ok {
+		return nil, false
+	}
+	return cloneRoutes(routes), true
 }
 
 // begin returns what put needs of a read that starts now.
-func (c *listCache) begin() listed { return listed{at: c.now(), gen: c.gen.Load()} }
+func (c *listCache) begin() listcache.Stamp { return c.gen.Stamp(c.now()) }
 
-// put remembers a copy of routes, the answer of the read begun as l, unless
+// put remembers a copy of routes, the answer of the read begun at s, unless
 // the Table wrote since it began.
-func (c *listCache) put(cluster string, l listed, routes []*cloudprovider.Route) {
+func (c *listCache) put(cluster string, s listcache.Stamp, routes []*cloudprovider.Route) {
 	if c.ttl <= 0 {
 		return
 	}
 	c.mu.Lock()
-	defer c.mu.Unlock()
-	if l.gen != c.gen.Load() {
-		return
+	l := c.listed[cluster]
+	if l == nil {
+		if c.listed == nil {
+			c.listed = map[string]*listcache.List[[]*cloudprovider.Route]{}
+		}
+		l = listcache.New[[]*cloudprovider.Route](listcache.Options{TTL: c.ttl, Clock: nowFunc(c.now), Generation: &c.gen})
+		c.listed[cluster] = l
 	}
-	if c.listed == nil {
-		c.listed = map[string]listed{}
-	}
-	l.routes = cloneRoutes(routes)
-	c.listed[cluster] = l
+	c.mu.Unlock()
+	l.Put(s, cloneRoutes(routes))
 }
 
 // drop forgets every remembered answer.
-func (c *listCache) drop() { c.gen.Add(1) }
+func (c *listCache) drop() { c.gen.Invalidate() }
 
-// writing runs one driver write, bumping gen before and after it.
+// writing runs one driver write, invalidating gen before and after it.
 func (c *listCache) writing(write func() error) error {
-	c.gen.Add(1)
-	defer c.gen.Add(1)
+	c.gen.Invalidate()
+	defer c.gen.Invalidate()
 	return write()
 }
+
+// nowFunc is a Table's clock reading as the clock.PassiveClock of its
+// Lists.
+type nowFunc func() time.Time
+
+func (f nowFunc) Now() time.Time                  { return f() }
+func (f nowFunc) Since(t time.Time) time.Duration { return f().Sub(t) }
 
 func cloneRoutes(rs []*cloudprovider.Route) []*cloudprovider.Route {
 	out := make([]*cloudprovider.Route, len(rs))
