@@ -29,7 +29,8 @@ import (
 // Recorder is one that records through the CCM's client, as component
 // DriftRepairName. The controller is skipped, with a log line, when the
 // cloud has no LoadBalancer or its LoadBalancer is not a Repairer (a
-// provider not built on loadbalancer.Reconciler).
+// provider not built on loadbalancer.Reconciler). A nil opts is the zero
+// DriftRepairOptions: every default.
 func NewDriftRepairController(opts *DriftRepairOptions) app.ControllerInitFuncConstructor {
 	return constructor(DriftRepairName, func(ctx context.Context, cloud cloudprovider.Interface, lb cloudprovider.LoadBalancer, client kubernetes.Interface, c *config.CompletedConfig) (runner, error) {
 		repairer, ok := lb.(Repairer)
@@ -37,7 +38,10 @@ func NewDriftRepairController(opts *DriftRepairOptions) app.ControllerInitFuncCo
 			klog.FromContext(ctx).Info("Not starting: the cloud's load balancers cannot repair (housekeeping.Repairer)", "controller", DriftRepairName, "type", fmt.Sprintf("%T", lb))
 			return nil, nil
 		}
-		o := *opts
+		var o DriftRepairOptions
+		if opts != nil {
+			o = *opts
+		}
 		o.ClusterName = c.ComponentConfig.KubeCloudShared.ClusterName
 		if o.Recorder == nil {
 			o.Recorder = recorder(ctx, client, DriftRepairName)
@@ -55,7 +59,7 @@ func NewDriftRepairController(opts *DriftRepairOptions) app.ControllerInitFuncCo
 // with --allow-untagged-cloud): the cluster identity would then be
 // --cluster-name, "kubernetes" unless set, which two clusters sharing one
 // cloud account may both have, and each would collect the other's load
-// balancers.
+// balancers. A nil opts is the zero OrphanCollectorOptions.
 func NewOrphanCollectionController(opts *OrphanCollectorOptions) app.ControllerInitFuncConstructor {
 	return constructor(OrphanCollectionName, func(ctx context.Context, cloud cloudprovider.Interface, lb cloudprovider.LoadBalancer, client kubernetes.Interface, c *config.CompletedConfig) (runner, error) {
 		logger := klog.FromContext(ctx)
@@ -68,7 +72,10 @@ func NewOrphanCollectionController(opts *OrphanCollectorOptions) app.ControllerI
 			logger.Info("Not starting: the cloud has no cluster ID, so load balancers of another cluster with the same --cluster-name would look like orphans", "controller", OrphanCollectionName)
 			return nil, nil
 		}
-		o := *opts
+		var o OrphanCollectorOptions
+		if opts != nil {
+			o = *opts
+		}
 		o.ClusterName = c.ComponentConfig.KubeCloudShared.ClusterName
 		if o.Recorder == nil {
 			o.Recorder = recorder(ctx, client, OrphanCollectionName)

@@ -78,3 +78,25 @@ func TestControllerEntries(t *testing.T) {
 		})
 	}
 }
+
+// TestControllerEntriesNilOptions: a nil options pointer is every default,
+// not a panic when the CCM starts the controller.
+func TestControllerEntriesNilOptions(t *testing.T) {
+	cloud, err := fake.New(fake.Config{ClusterID: "c"}, fake.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	entries := map[string]app.ControllerInitFuncConstructor{
+		DriftRepairName:      NewDriftRepairController(nil),
+		OrphanCollectionName: NewOrphanCollectionController(nil),
+	}
+	client := k8sfake.NewClientset()
+	cfg := (&config.Config{ClientBuilder: clients{client}, SharedInformers: informers.NewSharedInformerFactory(client, 0)}).Complete()
+	cfg.ComponentConfig.KubeCloudShared.ClusterName = "kubernetes"
+	for name, e := range entries {
+		ctrl, started, err := e.Constructor(e.InitContext, cfg, cloud)(t.Context(), genericapp.ControllerContext{})
+		if err != nil || !started || ctrl.Name() != name {
+			t.Errorf("%s with nil options: started %v, error %v; want it started with the defaults", name, started, err)
+		}
+	}
+}
