@@ -52,8 +52,9 @@ type Options struct {
 	// an empty ClusterID with an empty clusterName is an ErrInvalidRoute
 	// error at call time.
 	ClusterID string
-	// Names is the route name format (see Namer).
-	Names NamerOptions
+	// Naming is the route name format (see Namer), as
+	// loadbalancer.Options.Naming is the load-balancer name format.
+	Naming NamerOptions
 	// EnableNodeAddresses sets Route.EnableNodeAddresses on every listed
 	// route, so that the route controller compares TargetNodeAddresses with
 	// the node's addresses and replaces the route when they change. The
@@ -181,7 +182,7 @@ var _ cloudprovider.Routes = (*Table)(nil)
 
 // NewTable returns a Table over a per-route driver. It fails, naming the
 // field, its value and what was expected, when d is nil (a typed nil
-// included) or opts is invalid (opts.Names, opts.ClusterID,
+// included) or opts is invalid (opts.Naming, opts.ClusterID,
 // opts.MaxBatch); the error wraps nothing.
 func NewTable(d RouteDriver, opts Options) (*Table, error) {
 	const fn = "routes.NewTable"
@@ -224,7 +225,7 @@ func newTable(fn string, opts Options) (*Table, error) {
 	if opts.MaxBatch < 0 {
 		return nil, fmt.Errorf("%s: Options.MaxBatch %d: expected 0 (the default, %d) or a positive number", fn, opts.MaxBatch, defaultMaxBatch)
 	}
-	n, err := newNamer(fn, "Options.Names", opts.Names)
+	n, err := newNamer(fn, "Options.Naming", opts.Naming)
 	if err != nil {
 		return nil, err
 	}
