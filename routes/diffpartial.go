@@ -67,9 +67,10 @@ func (c *partial) plan(in *DiffInput) Changes {
 }
 
 // results sets results[i] for the calls of batch that fail on their own (a
-// destination another route holds) and reports, per call, whether its
-// success depends on the write: a delete that names a route, a create
-// whose route is new or rewritten, or written by an earlier call.
+// destination another route holds), without their method's prefix
+// (batcher.settle adds it), and reports, per call, whether its success
+// depends on the write: a delete that names a route, a create whose route
+// is new or rewritten, or written by an earlier call.
 func (c *partial) results(batch []*op, results []error) (dependent []bool) {
 	dependent = make([]bool, len(batch))
 	var creates, removes int
@@ -80,7 +81,7 @@ func (c *partial) results(batch []*op, results []error) (dependent []bool) {
 			continue
 		}
 		if clash := c.conflict[creates]; clash != nil {
-			results[i] = fmt.Errorf("routes: CreateRoute: route.DestinationCIDR %q for node %q: route %q of cluster %q -> node %q has the destination %q: expected a destination no other route has (the route controller deletes a stale route of its cluster in the same reconcile): %w",
+			results[i] = fmt.Errorf("route.DestinationCIDR %q for node %q: route %q of cluster %q -> node %q has the destination %q: expected a destination no other route has (the route controller deletes a stale route of its cluster in the same reconcile): %w",
 				cut(o.entry.DestinationCIDR), cut(string(o.entry.TargetNode)), cut(clash.Name), cut(clash.Cluster), cut(string(clash.TargetNode)), cut(clash.DestinationCIDR), ErrCIDRInUse)
 		}
 		dependent[i] = c.written[creates]

@@ -38,10 +38,10 @@ func TestTableErrorsQuoteValuesCut(t *testing.T) {
 			want: []string{`route.DestinationCIDR "10.244.2.0/2400000`, "expected a CIDR"}},
 		{name: "CIDR without target", reason: "the CIDR heads the message of a missing target node",
 			call: func(tbl *routes.Table) error { return tbl.CreateRoute(t.Context(), cluster, uidA, route("", bigCIDR)) },
-			want: []string{`CreateRoute "10.244.2.0/2400000`, "route.TargetNode is empty", "expected a node name"}},
+			want: []string{`routes: CreateRoute: route "10.244.2.0/2400000`, "route.TargetNode is empty", "expected a node name"}},
 		{name: "CIDR without name hint", reason: "the CIDR heads the message of a missing nameHint",
 			call: func(tbl *routes.Table) error { return tbl.CreateRoute(t.Context(), cluster, "", route("n", bigCIDR)) },
-			want: []string{`CreateRoute "10.244.2.0/2400000`, "nameHint is empty", "expected the node UID"}},
+			want: []string{`routes: CreateRoute: route "10.244.2.0/2400000`, "nameHint is empty", "expected the node UID"}},
 		{name: "target node of an IPv6 route", reason: "an IPv4Only Table names the node of the route it refuses",
 			cfg: routes.Options{IPv4Only: true},
 			call: func(tbl *routes.Table) error {
@@ -59,18 +59,18 @@ func TestTableErrorsQuoteValuesCut(t *testing.T) {
 			call: func(tbl *routes.Table) error {
 				return tbl.DeleteRoute(t.Context(), cluster, &cloudprovider.Route{Name: "r" + huge, TargetNode: types.NodeName(bigNode), DestinationCIDR: bigCIDR})
 			},
-			want: []string{`delete route "r0000`, `"10.244.2.0/2400000`, `-> node "n0000`, "cloud quota exceeded"}},
+			want: []string{`routes: DeleteRoute: route "r0000`, `"10.244.2.0/2400000`, `-> node "n0000`, "cloud quota exceeded"}},
 		{name: "route of a failed look-up", reason: "a route without a name is looked up by listing",
 			kinds: []string{"per-route"}, setup: func(d *memRoutes) { d.listErr = failing },
 			call: func(tbl *routes.Table) error {
 				return tbl.DeleteRoute(t.Context(), cluster, &cloudprovider.Route{TargetNode: types.NodeName(bigNode), DestinationCIDR: bigCIDR})
 			},
-			want: []string{`delete route "10.244.2.0/2400000`, `-> node "n0000`, "list routes to find it"}},
+			want: []string{`routes: DeleteRoute: route "10.244.2.0/2400000`, `-> node "n0000`, "list routes to find it"}},
 		{name: "delete without cluster", reason: "the route's name heads the message",
 			call: func(tbl *routes.Table) error {
 				return tbl.DeleteRoute(t.Context(), "", &cloudprovider.Route{Name: "r" + huge, DestinationCIDR: "10.244.1.0/24"})
 			},
-			want: []string{`DeleteRoute "r0000`, "clusterName is empty"}},
+			want: []string{`routes: DeleteRoute: route "r0000`, "clusterName is empty"}},
 	}
 	for _, b := range backends {
 		for _, tc := range cases {

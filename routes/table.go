@@ -341,7 +341,7 @@ func (t *Table) ListRoutes(ctx context.Context, clusterName string) ([]*cloudpro
 		})
 	}
 	if err != nil {
-		return nil, fmt.Errorf("routes: list routes of cluster %q: %w", cut(cluster), err)
+		return nil, fmt.Errorf("routes: ListRoutes: cluster %q: %w", cut(cluster), err)
 	}
 	owned := make([]Entry, 0, len(entries))
 	for _, e := range entries {
@@ -387,7 +387,7 @@ func (t *Table) goneTargets(ctx context.Context, entries []Entry) (map[types.Nod
 	}
 	gone, err := t.opts.Instances.GoneTargets(ctx, targets)
 	if err != nil {
-		return nil, fmt.Errorf("routes: list routes: check %d route targets for instances: %w", len(targets), err)
+		return nil, fmt.Errorf("routes: ListRoutes: check %d route targets for instances: %w", len(targets), err)
 	}
 	for _, n := range gone {
 		if _, asked := seen[n]; asked {
@@ -426,7 +426,7 @@ func (t *Table) CreateRoute(ctx context.Context, clusterName string, nameHint st
 		var waited time.Duration
 		err := t.retry(ctx, &waited, func() error { return t.routes.CreateRoute(ctx, e) })
 		if err != nil && !errors.Is(err, ErrAlreadyExists) {
-			return fmt.Errorf("routes: create route %q %q -> node %q: %w", e.Name, cut(e.DestinationCIDR), cut(string(e.TargetNode)), err)
+			return fmt.Errorf("routes: CreateRoute: route %q %q -> node %q: %w", e.Name, cut(e.DestinationCIDR), cut(string(e.TargetNode)), err)
 		}
 		return nil
 	}
@@ -440,11 +440,11 @@ func (t *Table) newEntry(clusterName, nameHint string, route *cloudprovider.Rout
 	cluster := t.cluster(clusterName)
 	switch {
 	case cluster == "":
-		return Entry{}, fmt.Errorf("routes: CreateRoute %q: %s: %w", cut(route.DestinationCIDR), noCluster, ErrInvalidRoute)
+		return Entry{}, fmt.Errorf("routes: CreateRoute: route %q: %s: %w", cut(route.DestinationCIDR), noCluster, ErrInvalidRoute)
 	case nameHint == "":
-		return Entry{}, fmt.Errorf("routes: CreateRoute %q: nameHint is empty: expected the node UID: %w", cut(route.DestinationCIDR), ErrInvalidRoute)
+		return Entry{}, fmt.Errorf("routes: CreateRoute: route %q: nameHint is empty: expected the node UID: %w", cut(route.DestinationCIDR), ErrInvalidRoute)
 	case route.TargetNode == "":
-		return Entry{}, fmt.Errorf("routes: CreateRoute %q: route.TargetNode is empty: expected a node name: %w", cut(route.DestinationCIDR), ErrInvalidRoute)
+		return Entry{}, fmt.Errorf("routes: CreateRoute: route %q: route.TargetNode is empty: expected a node name: %w", cut(route.DestinationCIDR), ErrInvalidRoute)
 	}
 	p, err := netip.ParsePrefix(route.DestinationCIDR)
 	if err != nil {
@@ -488,7 +488,7 @@ func (t *Table) DeleteRoute(ctx context.Context, clusterName string, route *clou
 	}
 	cluster := t.cluster(clusterName)
 	if cluster == "" {
-		return fmt.Errorf("routes: DeleteRoute %q: %s: %w", cut(route.Name), noCluster, ErrInvalidRoute)
+		return fmt.Errorf("routes: DeleteRoute: route %q: %s: %w", cut(route.Name), noCluster, ErrInvalidRoute)
 	}
 	e := Entry{
 		Name:                route.Name,
@@ -515,7 +515,7 @@ func (t *Table) deleteOne(ctx context.Context, e Entry) error {
 			return err
 		})
 		if err != nil {
-			return fmt.Errorf("routes: delete route %q -> node %q: list routes to find it: %w", cut(e.DestinationCIDR), cut(string(e.TargetNode)), err)
+			return fmt.Errorf("routes: DeleteRoute: route %q -> node %q: list routes to find it: %w", cut(e.DestinationCIDR), cut(string(e.TargetNode)), err)
 		}
 		victims = victims[:0]
 		for _, a := range all {
@@ -527,7 +527,7 @@ func (t *Table) deleteOne(ctx context.Context, e Entry) error {
 	for _, v := range victims {
 		err := t.retry(ctx, &waited, func() error { return t.routes.DeleteRoute(ctx, v) })
 		if err != nil && !errors.Is(err, ErrNotFound) {
-			return fmt.Errorf("routes: delete route %q %q -> node %q: %w", cut(v.Name), cut(v.DestinationCIDR), cut(string(v.TargetNode)), err)
+			return fmt.Errorf("routes: DeleteRoute: route %q %q -> node %q: %w", cut(v.Name), cut(v.DestinationCIDR), cut(string(v.TargetNode)), err)
 		}
 	}
 	return nil
