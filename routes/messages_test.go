@@ -2,6 +2,7 @@ package routes_test
 
 import (
 	"errors"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -9,12 +10,16 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	cloudprovider "k8s.io/cloud-provider"
 
+	"github.com/ccmkit/ccmkit/internal/clip"
 	"github.com/ccmkit/ccmkit/routes"
 )
 
 // maxMessage bounds the errors of TestTableErrorsQuoteValuesCut: values
-// are quoted cut, so a 1 MiB value never makes a message near that size.
-const maxMessage = 1024
+// are quoted cut to clip.MaxQuoted bytes and a length note, so a 1 MiB
+// value never makes a message near that size. An error quotes at most
+// three values (a route's name, CIDR and node), in a sentence of a few
+// words.
+const maxMessage = 3*(clip.MaxQuoted+32) + 256
 
 // TestTableErrorsQuoteValuesCut gives the Table huge values in each place
 // its errors quote one: the error still names the field and shows the
@@ -33,9 +38,9 @@ func TestTableErrorsQuoteValuesCut(t *testing.T) {
 		call  func(tbl *routes.Table) error
 		want  []string
 	}{
-		{name: "CIDR", reason: "an unparsable destination was quoted whole",
+		{name: "CIDR", reason: "an unparsable destination was quoted whole: it is quoted cut to clip.MaxQuoted bytes, as every value ccmkit quotes",
 			call: func(tbl *routes.Table) error { return tbl.CreateRoute(t.Context(), cluster, uidA, route("n", bigCIDR)) },
-			want: []string{`route.DestinationCIDR "10.244.2.0/2400000`, "expected a CIDR"}},
+			want: []string{"route.DestinationCIDR " + strconv.Quote(clip.Quoted(bigCIDR)) + ": expected a CIDR"}},
 		{name: "CIDR without target", reason: "the CIDR heads the message of a missing target node",
 			call: func(tbl *routes.Table) error { return tbl.CreateRoute(t.Context(), cluster, uidA, route("", bigCIDR)) },
 			want: []string{`routes: CreateRoute: route "10.244.2.0/2400000`, "route.TargetNode is empty", "expected a node name"}},

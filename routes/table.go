@@ -292,13 +292,10 @@ func (t *Table) cluster(clusterName string) string {
 	return cmp.Or(t.opts.ClusterID, clusterName)
 }
 
-// maxQuoted bounds a caller's value (a CIDR, a node or route name)
-// quoted in an error.
-const maxQuoted = 64
-
-// cut returns s cut to maxQuoted bytes with its length (clip.Value), so
-// that a huge value makes no huge error.
-func cut(s string) string { return clip.Value(s, maxQuoted) }
+// cut returns a caller's value (a CIDR, a node or route name) cut to
+// clip.MaxQuoted bytes with its length (clip.Quoted): the one bound of
+// every value ccmkit quotes, so that a huge value makes no huge error.
+func cut(s string) string { return clip.Quoted(s) }
 
 // noCluster is the error of a call whose cluster identity is empty.
 const noCluster = "clusterName is empty and Options.ClusterID is not set: expected the cluster's name"
