@@ -210,7 +210,7 @@ func (b *batcher) lead(t *Table, o *op, window bool) error {
 // take takes the next batch, at most MaxBatch live ops of o's cluster from
 // the front of pending, for the leader o; it reports false, taking nothing,
 // when o's ctx has ended. Ops whose ctx has ended are finished with their
-// ctx's error. A batch is one Partial Diff, whose creates belong to one
+// ctx's error. A batch is one Diff, whose creates belong to one
 // cluster: calls of another cluster identity (a Table without
 // Options.ClusterID called with several clusterNames) wait for a later batch.
 func (b *batcher) take(t *Table, o *op) ([]*op, bool) {
@@ -338,7 +338,7 @@ func batchContext(batch []*op) (ctx context.Context, release func()) {
 }
 
 // batchRun is one run of a batch (Table.runBatch), with t.driverMu held:
-// the batch as a Partial Diff, and the results so far.
+// the batch as a DiffInput, and the results so far.
 type batchRun struct {
 	t     *Table
 	batch []*op
@@ -419,11 +419,11 @@ func (r *batchRun) throttled(err error, call string) bool {
 	return ok
 }
 
-// batchInput expresses a batch as a Partial Diff of the table it reads:
+// batchInput expresses a batch as the DiffInput of the table it reads:
 // its creates are Desired (one route each, in call order), its deletes
 // Remove. A batch's calls share one cluster (see batcher.take).
 func batchInput(batch []*op, namer *Namer) DiffInput {
-	in := DiffInput{Partial: true, Cluster: batch[0].cluster, Namer: namer}
+	in := DiffInput{Cluster: batch[0].cluster, Namer: namer}
 	for _, o := range batch {
 		if o.create {
 			in.Desired = append(in.Desired, NodeRoutes{Node: o.entry.TargetNode, NameHint: o.hint,

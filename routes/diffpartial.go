@@ -10,9 +10,9 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 )
 
-// partial is what a Partial Diff decided (DiffInput.Partial): the Changes in
-// the form its applier, the whole-table Table, writes it, and per Remove and
-// per Desired route what became of it.
+// partial is what a Diff decided: the Changes in the form its applier, the
+// whole-table Table, writes it, and per Remove and per Desired route what
+// became of it.
 type partial struct {
 	// removed are the indexes in Actual of the routes Remove named, in
 	// ascending order.
@@ -113,7 +113,7 @@ func (c *partial) table(actual []Entry) []Entry {
 	return next
 }
 
-// wantedRoute is one desired route of a Partial Diff, by the destination it
+// wantedRoute is one desired route of a Diff, by the destination it
 // takes.
 type wantedRoute struct {
 	d     int // index in Desired
@@ -121,11 +121,11 @@ type wantedRoute struct {
 	group int // index of its destination among the distinct ones
 }
 
-// holderRef names a route that holds a destination during a Partial Diff:
+// holderRef names a route that holds a destination during a Diff:
 // j >= 0 is Actual[j], j < 0 the appended route -j-1.
 type holderRef int
 
-// diffPartial computes a Partial Diff in three steps: index the change (the
+// diffPartial computes a Diff in three steps: index the change (the
 // routes Remove names by target and CIDR, the desired routes by destination),
 // read Actual once to find what Remove deletes and which routes hold a
 // desired destination, then settle the desired routes in order.

@@ -142,11 +142,11 @@ type Stats struct {
 // CreateRoute and DeleteRoute calls at once. With a TableDriver those calls
 // are coalesced: the first caller of an idle Table becomes the batch leader,
 // waits Options.BatchWindow for other calls to join, reads the table once,
-// computes the change of every call with Diff (DiffInput.Partial: deletes
-// first, then creates in call order), writes the table once
-// and hands each caller its own result; calls arriving meanwhile form the
-// next batch, led by the first of them. The Table starts no goroutines of its
-// own: batches run on their leaders' goroutines.
+// computes the change of every call with Diff (deletes first, then
+// creates in call order), writes the table once and hands each caller its
+// own result; calls arriving meanwhile form the next batch, led by the
+// first of them. The Table starts no goroutines of its own: batches run on
+// their leaders' goroutines.
 //
 // Create and delete are idempotent. Every error a Table returns wraps the
 // driver's error or one of this package's sentinels with %w.
