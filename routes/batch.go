@@ -26,6 +26,9 @@ type op struct {
 	lead   chan struct{} // closed when designated leader
 	done   chan struct{} // closed when err is final
 	err    error
+	// cause is err without the prefix of its method (see settle), for
+	// ended to wrap: "routes: CreateRoute: " is said once.
+	cause  error
 	waited time.Duration // sum of the throttle delays its batches were retried after
 	// ctxEnded: err is ended's, which already says what o was waiting for
 	// when its ctx ended.
@@ -122,17 +125,22 @@ func (b *batcher) abandon(o *op, queuedWait string, cause error) error {
 // when not nil: the result its batch left it, which often names what held
 // the batch up (a lock, a slow cloud).
 func (o *op) ended(when string, cause error) error {
-	verb := "delete"
-	if o.create {
-		verb = "create"
-	}
-	err := fmt.Errorf("routes: %s route %q %q -> node %q: %w %s", verb, cut(o.entry.Name), cut(o.entry.DestinationCIDR),
+	err := fmt.Errorf("routes: %s: route %q %q -> node %q: %w %s", o.method(), cut(o.entry.Name), cut(o.entry.DestinationCIDR),
 		cut(string(o.entry.TargetNode)), o.ctx.Err(), when)
 	if cause != nil {
 		err = fmt.Errorf("%w: %w", err, cause)
 	}
 	o.ctxEnded = true
 	return err
+}
+
+// method is the cloudprovider.Routes method o serves, which its errors
+// start with.
+func (o *op) method() string {
+	if o.create {
+		return "CreateRoute"
+	}
+	return "DeleteRoute"
 }
 
 // handOff passes the leadership to the first pending op, or ends it.
@@ -194,7 +202,7 @@ func (b *batcher) lead(t *Table, o *op, window bool) error {
 		b.mu.Unlock() // o is queued again, first, and leads the retry
 	}
 	if o.ctx.Err() != nil && !o.ctxEnded {
-		return o.ended(waitBatch, o.err)
+		return o.ended(waitBatch, o.cause)
 	}
 	return o.err
 }
@@ -202,7 +210,7 @@ func (b *batcher) lead(t *Table, o *op, window bool) error {
 // take takes the next batch, at most MaxBatch live ops of o's cluster from
 // the front of pending, for the leader o; it reports false, taking nothing,
 // when o's ctx has ended. Ops whose ctx has ended are finished with their
-// ctx's error. A batch is one Partial Diff, whose creates belong to one
+// ctx's error. A batch is one Diff, whose creates belong to one
 // cluster: calls of another cluster identity (a Table without
 // Options.ClusterID called with several clusterNames) wait for a later batch.
 func (b *batcher) take(t *Table, o *op) ([]*op, bool) {
@@ -219,8 +227,7 @@ func (b *batcher) take(t *Table, o *op) ([]*op, bool) {
 		case len(batch) == t.opts.MaxBatch, p.cluster != o.cluster:
 			keep = append(keep, p)
 		case p.ctx.Err() != nil:
-			p.state, p.err = done, p.ended(waitTaken, nil)
-			close(p.done)
+			p.finish(p.ended(waitTaken, nil), nil)
 		default:
 			p.state = taken
 			batch = append(batch, p)
@@ -231,7 +238,8 @@ func (b *batcher) take(t *Table, o *op) ([]*op, bool) {
 	return batch, true
 }
 
-// settle finishes the ops of a batch with their results, or, for the ops a
+// settle finishes the ops of a batch with their results (res.errs, which
+// settle prefixes with the op's method), or, for the ops a
 // throttled driver call left undone, queues them again at the front of
 // pending, in order, and makes the next batch wait res.after. An op whose
 // ctx has ended, or that throttle.GiveUp says must not wait again, is finished
@@ -239,22 +247,25 @@ func (b *batcher) take(t *Table, o *op) ([]*op, bool) {
 func (b *batcher) settle(t *Table, batch []*op, res batchResult) {
 	var again []*op
 	for i, p := range batch {
-		err := res.errs[i]
-		if res.retry[i] {
-			if p.ctx.Err() != nil {
-				err = p.ended("while its batch was throttled by the cloud ("+res.call+")", res.throttled)
-			} else {
-				why := throttle.GiveUp(p.ctx, res.after, p.waited, t.opts.MaxThrottleWait)
-				if why == "" {
-					p.state, p.waited = queued, p.waited+res.after
-					again = append(again, p)
-					continue
-				}
-				err = fmt.Errorf("routes: %s: %s: %w", res.call, why, res.throttled)
+		cause := res.errs[i]
+		switch {
+		case res.retry[i] && p.ctx.Err() != nil:
+			p.finish(p.ended("while its batch was throttled by the cloud ("+res.call+")", res.throttled), nil)
+			continue
+		case res.retry[i]:
+			why := throttle.GiveUp(p.ctx, res.after, p.waited, t.opts.MaxThrottleWait)
+			if why == "" {
+				p.state, p.waited = queued, p.waited+res.after
+				again = append(again, p)
+				continue
 			}
+			cause = fmt.Errorf("%s: %s: %w", res.call, why, res.throttled)
 		}
-		p.state, p.err = done, err
-		close(p.done)
+		var err error
+		if cause != nil {
+			err = fmt.Errorf("routes: %s: %w", p.method(), cause)
+		}
+		p.finish(err, cause)
 	}
 	if len(again) > 0 {
 		b.pending = append(again, b.pending...)
@@ -262,10 +273,17 @@ func (b *batcher) settle(t *Table, batch []*op, res batchResult) {
 	}
 }
 
+// finish makes err o's final result; cause is err without its method's
+// prefix. Called with batcher.mu held.
+func (o *op) finish(err, cause error) {
+	o.state, o.err, o.cause = done, err, cause
+	close(o.done)
+}
+
 // batchResult is what one run of a batch did: each op's result, and after a
 // throttled driver call, which ops it left undone and the delay it asks for.
 type batchResult struct {
-	errs      []error
+	errs      []error       // without the method's prefix (see settle)
 	retry     []bool        // op i is undone: retry it after the delay
 	throttled error         // the throttled driver error; nil if none
 	call      string        // the driver call it came from
@@ -320,7 +338,7 @@ func batchContext(batch []*op) (ctx context.Context, release func()) {
 }
 
 // batchRun is one run of a batch (Table.runBatch), with t.driverMu held:
-// the batch as a Partial Diff, and the results so far.
+// the batch as a DiffInput, and the results so far.
 type batchRun struct {
 	t     *Table
 	batch []*op
@@ -369,7 +387,7 @@ func (r *batchRun) readFailed(err error) {
 		}
 		return
 	}
-	err = fmt.Errorf("routes: read route table: %w", err)
+	err = fmt.Errorf("read route table: %w", err)
 	for i := range r.res.errs {
 		r.res.errs[i] = err
 	}
@@ -381,7 +399,7 @@ func (r *batchRun) readFailed(err error) {
 func (r *batchRun) writeFailed(err error, dependent []bool) {
 	call := fmt.Sprintf("write route table (%d calls in the batch)", len(r.batch))
 	retry := r.throttled(err, call)
-	err = fmt.Errorf("routes: %s: %w", call, err)
+	err = fmt.Errorf("%s: %w", call, err)
 	for i := range r.res.errs {
 		if r.res.errs[i] == nil && dependent[i] {
 			r.res.errs[i], r.res.retry[i] = err, retry
@@ -401,11 +419,11 @@ func (r *batchRun) throttled(err error, call string) bool {
 	return ok
 }
 
-// batchInput expresses a batch as a Partial Diff of the table it reads:
+// batchInput expresses a batch as the DiffInput of the table it reads:
 // its creates are Desired (one route each, in call order), its deletes
 // Remove. A batch's calls share one cluster (see batcher.take).
 func batchInput(batch []*op, namer *Namer) DiffInput {
-	in := DiffInput{Partial: true, Cluster: batch[0].cluster, Namer: namer}
+	in := DiffInput{Cluster: batch[0].cluster, Namer: namer}
 	for _, o := range batch {
 		if o.create {
 			in.Desired = append(in.Desired, NodeRoutes{Node: o.entry.TargetNode, NameHint: o.hint,
@@ -415,50 +433,4 @@ func batchInput(batch []*op, namer *Namer) DiffInput {
 		}
 	}
 	return in
-}
-
-// results sets results[i] for the calls of batch that fail on their own (a
-// destination another route holds) and reports, per call, whether its
-// success depends on the write: a delete that names a route, a create
-// whose route is new or rewritten, or written by an earlier call.
-func (c *partial) results(batch []*op, results []error) (dependent []bool) {
-	dependent = make([]bool, len(batch))
-	var creates, removes int
-	for i, o := range batch {
-		if !o.create {
-			dependent[i] = c.hit[removes]
-			removes++
-			continue
-		}
-		if clash := c.conflict[creates]; clash != nil {
-			results[i] = fmt.Errorf("routes: CreateRoute: route.DestinationCIDR %q for node %q: route %q of cluster %q -> node %q has the destination %q: expected a destination no other route has (the route controller deletes a stale route of its cluster in the same reconcile): %w",
-				cut(o.entry.DestinationCIDR), cut(string(o.entry.TargetNode)), cut(clash.Name), cut(clash.Cluster), cut(string(clash.TargetNode)), cut(clash.DestinationCIDR), ErrCIDRInUse)
-		}
-		dependent[i] = c.written[creates]
-		creates++
-	}
-	return dependent
-}
-
-// table returns the table to write: actual in its order, without the
-// removed routes and with the rewritten ones in place, then the appended
-// routes. Every entry gets its own TargetNodeAddresses; actual is not
-// modified.
-func (c *partial) table(actual []Entry) []Entry {
-	next := make([]Entry, 0, len(actual)-len(c.removed)+len(c.appended))
-	removed := c.removed
-	for j, e := range actual {
-		if len(removed) > 0 && removed[0] == j {
-			removed = removed[1:]
-			continue
-		}
-		if r, ok := c.rewritten[j]; ok {
-			e = r.Entry
-		}
-		next = append(next, e.clone())
-	}
-	for _, a := range c.appended {
-		next = append(next, a.Entry.clone())
-	}
-	return next
 }

@@ -3,6 +3,7 @@ package routes_test
 import (
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 
@@ -183,15 +184,19 @@ func TestWholeTableDriverErrors(t *testing.T) {
 	if err := tbl.CreateRoute(t.Context(), cluster, uidA, route("node-a", "10.244.1.0/24")); err != nil {
 		t.Errorf("CreateRoute of an existing route while writes fail = %v, want nil: nothing to write", err)
 	}
-	if err := tbl.CreateRoute(t.Context(), cluster, uidB, route("node-b", "10.244.2.0/24")); !errors.Is(err, boom) {
-		t.Errorf("CreateRoute while writes fail = %v, want the write error wrapped", err)
+	// Each error starts with the method's name, as the per-route Table's
+	// do, although a batch's read and write serve both methods.
+	err = tbl.CreateRoute(t.Context(), cluster, uidB, route("node-b", "10.244.2.0/24"))
+	if want := "routes: CreateRoute: write route table (1 calls in the batch): "; !errors.Is(err, boom) || !strings.HasPrefix(fmt.Sprint(err), want) {
+		t.Errorf("CreateRoute while writes fail = %v, want the write error wrapped after %q", err, want)
 	}
 	d.writeErr, d.readErr = nil, boom
-	if err := tbl.DeleteRoute(t.Context(), cluster, route("node-a", "10.244.1.0/24")); !errors.Is(err, boom) {
-		t.Errorf("DeleteRoute while reads fail = %v, want the read error wrapped", err)
+	err = tbl.DeleteRoute(t.Context(), cluster, route("node-a", "10.244.1.0/24"))
+	if want := "routes: DeleteRoute: read route table: "; !errors.Is(err, boom) || !strings.HasPrefix(fmt.Sprint(err), want) {
+		t.Errorf("DeleteRoute while reads fail = %v, want the read error wrapped after %q", err, want)
 	}
-	if _, err := tbl.ListRoutes(t.Context(), cluster); !errors.Is(err, boom) {
-		t.Errorf("ListRoutes while reads fail = %v, want the read error wrapped", err)
+	if _, err := tbl.ListRoutes(t.Context(), cluster); !errors.Is(err, boom) || !strings.HasPrefix(err.Error(), "routes: ListRoutes: ") {
+		t.Errorf("ListRoutes while reads fail = %v, want the read error wrapped after %q", err, "routes: ListRoutes: ")
 	}
 }
 

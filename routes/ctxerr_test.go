@@ -66,7 +66,7 @@ func TestBatchContextErrors(t *testing.T) {
 				cancel()
 				return <-create(newTbl(t, newGateTable(), Options{}), ctx, "10.0.1.0/24")
 			},
-			want: []string{`routes: create route "`, `"10.0.1.0/24" -> node "n": context canceled before it joined a batch`}},
+			want: []string{`routes: CreateRoute: route "`, `"10.0.1.0/24" -> node "n": context canceled before it joined a batch`}},
 		{name: "queued", reason: "a follower waits for a batch to take it while an earlier batch holds the table",
 			run: func(t *testing.T) error {
 				g := newGateTable()

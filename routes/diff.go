@@ -1,14 +1,10 @@
 package routes
 
 import (
-	"hash/maphash"
-	"net/netip"
 	"slices"
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
-
-	"github.com/ccmkit/ccmkit/internal/netaddr"
 )
 
 // NodeRoutes is the desired routing of one node: a route to Node for each of
@@ -22,59 +18,38 @@ type NodeRoutes struct {
 	// CIDRs are node.spec.podCIDRs, spelled exactly as there: one per IP
 	// family on a dual-stack node.
 	CIDRs []string
-	// Addresses are node.status.addresses, compared with listed
-	// TargetNodeAddresses when DiffInput.CompareAddresses is set.
+	// Addresses are node.status.addresses, the TargetNodeAddresses of the
+	// routes created: a route of the same name whose addresses differ (in
+	// order) is replaced.
 	Addresses []v1.NodeAddress
 }
 
-// DiffInput is everything Diff looks at. Diff does not modify it.
+// DiffInput is everything Diff looks at: a change to a route table, as a
+// whole-table Table's batch of CreateRoute and DeleteRoute calls is, and
+// the table it applies to. Diff does not modify it.
 type DiffInput struct {
 	// Cluster is the owning cluster's name; created entries carry it in
 	// Entry.Cluster.
 	Cluster string
-	// ClusterCIDRs are the cluster's pod CIDRs (--cluster-cidr, one per
-	// family). An actual route is in range, as in the route controller's
-	// isResponsibleForRoute, when its first or last address lies in one of
-	// them; routes out of range are never deleted, and desired routes out
-	// of range are not created (they are reported in Changes.Skipped, unless
-	// an owned route already provides them).
-	ClusterCIDRs []netip.Prefix
-	// Desired is the wanted routing; a (node, CIDR) listed twice counts once,
-	// as its first listing: that NodeRoutes' Addresses are compared and its
-	// NameHint and Addresses go into the Create.
+	// Desired are the routes to create (not the whole routing: a route
+	// Desired does not name is kept). They are settled in order, each
+	// against the table the earlier ones left; a later one of the same
+	// name replaces an earlier one.
 	Desired []NodeRoutes
-	// Actual is the routes in the cloud, of every cluster and of none.
+	// Actual is the route table as read, routes of every cluster and of
+	// none.
 	Actual []Entry
 	// Owned reports whether an actual route belongs to this cluster; routes
 	// not owned are never deleted. nil means e.Cluster == Cluster with a
 	// non-empty Cluster.
 	Owned func(Entry) bool
-	// CompareAddresses makes a route whose TargetNodeAddresses differ (as a
-	// set, like the route controller's equalNodeAddrs) from the node's
-	// addresses a changed next hop: deleted and created again. Set it when
-	// the Table lists routes with EnableNodeAddresses.
-	CompareAddresses bool
-	// Namer, when set, names the created entries (Entry.Name); otherwise
-	// their Name is empty and the applier names them.
+	// Namer names the created entries (Entry.Name). Set it: a desired
+	// route is matched with the actual route of its name, and nil leaves
+	// every Name empty.
 	Namer *Namer
-	// Partial makes Desired and Remove a change to Actual instead of the
-	// whole routing, as a whole-table Table's batch of CreateRoute and
-	// DeleteRoute calls is: owned routes that Remove names are deleted,
-	// and each desired route is created unless a route of its name and
-	// cluster already is it; every other route is kept. A desired route
-	// whose destination (its masked prefix) another route holds, of any
-	// cluster or none, is not created and is reported in Changes.Skipped, as
-	// are those with no node or an unparsable CIDR. A route of the same
-	// name and cluster whose target, addresses (in order) or blackhole
-	// state differ is replaced: deleted and created again. Desired routes
-	// are settled in order, each against the table the earlier ones left;
-	// a later one of the same name replaces an earlier one. ClusterCIDRs
-	// and CompareAddresses do not apply (the route controller decided).
-	// Set Namer, so that a desired route's name says which route it is.
-	Partial bool
-	// Remove (Partial only) lists routes to delete as ListRoutes listed
-	// them: every owned actual route with the same DestinationCIDR and
-	// TargetNode, and the same Name unless it is empty, is deleted.
+	// Remove lists routes to delete as ListRoutes listed them: every owned
+	// actual route with the same DestinationCIDR and TargetNode, and the
+	// same Name unless it is empty, is deleted.
 	Remove []Entry
 }
 
@@ -88,145 +63,43 @@ type Create struct {
 	Entry Entry
 }
 
-// Changes is the output of Diff. Apply Delete before Create: a changed next
-// hop is a delete and a create of the same (node, CIDR), and a CIDR that
-// moved to another node must be freed before it is routed again.
+// Changes is the output of Diff. Apply Delete before Create: a replaced
+// route is a delete and a create of the same name, and a destination that
+// Remove frees may be routed again by Create.
 type Changes struct {
-	// Delete lists actual routes to delete, as given in DiffInput.Actual, in
-	// its order: owned, in range, and blackhole, without a target, not
-	// desired, with changed addresses, or a duplicate (same node and CIDR,
-	// another name) of a route that is kept. Partial: the routes Remove
-	// names and those a desired route replaces, in the order of Actual.
+	// Delete lists the actual routes to delete, as given in
+	// DiffInput.Actual, in its order: those Remove names and those a
+	// desired route replaces.
 	Delete []Entry
-	// Create lists desired routes that have no live, owned actual route, in
-	// the order of DiffInput.Desired. Partial: the replacements first, in
-	// the order of the routes they replace, then the new routes.
+	// Create lists the routes to create: the replacements first, in the
+	// order of the routes they replace, then the new routes, in the order
+	// of DiffInput.Desired.
 	Create []Create
-	// Skipped lists desired routes that no owned route provides and that
-	// are not created because their CIDR does not parse or lies outside
-	// every cluster CIDR, or their node name is empty. Partial: those with
-	// no node or an unparsable CIDR, then those whose destination another
+	// Skipped lists desired routes that are not created: those with no
+	// node or an unparsable CIDR, then those whose destination another
 	// route holds.
 	Skipped []Create
 }
 
-// Diff computes the routes to delete and to create so that the owned, in-range
-// routes of the cloud become exactly Desired. It is a pure function, runs in
-// time linear in the number of routes (one hash-index entry per NodeRoutes,
-// no sorting; a node listed k times in Desired costs k-fold on its lookups) and
-// is safe for concurrent use. The Changes is deterministic.
+// Diff computes the change a batch of CreateRoute and DeleteRoute calls
+// makes to a route table: owned routes that Remove names are deleted, and
+// each desired route is created unless a route of its name and cluster
+// already is it; every other route is kept. A desired route whose
+// destination (its masked prefix) another route holds, of any cluster or
+// none, is not created and is reported in Changes.Skipped, as are those
+// with no node or an unparsable CIDR. A route of the same name and cluster
+// whose target, addresses (in order) or blackhole state differ is
+// replaced: deleted and created again. It is what a whole-table Table
+// (NewWholeTable) computes for every batch, against the table it read.
 //
-// Matching follows the route controller: an actual route satisfies a desired
-// one when TargetNode and the DestinationCIDR string are equal (a different
-// spelling of the same prefix does not match, since the controller would not
-// match it either). Applying the Changes and diffing again yields an empty Changes.
-//
-// With Partial set, Diff computes a change instead (see DiffInput.Partial),
-// in time linear in the number of routes: it indexes Remove and Desired,
-// reads Actual once, then settles Desired in order.
+// Diff is a pure function, safe for concurrent use, and its Changes is
+// deterministic. It runs in time linear in the number of routes: it
+// indexes Remove and Desired, reads Actual once, then settles Desired in
+// order. It does not apply the route controller's rules of a whole
+// reconcile (the cluster CIDRs, a changed next hop): the controller has
+// decided each call.
 func Diff(in DiffInput) Changes {
-	if in.Partial {
-		return diffPartial(&in).plan(&in)
-	}
-	x := getDesiredIndex(in.Desired)
-	defer x.put()
-	w := wholeDiff{in: &in, ranges: maskAll(in.ClusterCIDRs), seed: maphash.MakeSeed(), x: x}
-	w.indexDesired()
-	plan := Changes{Delete: w.matchActual()}
-	w.createWanted(&plan)
-	return plan
-}
-
-// wholeDiff is one whole (not Partial) Diff, in three passes: indexDesired
-// over in.Desired, matchActual over in.Actual, createWanted over the index.
-// The Changes it builds and the pooled index's release stay out of it:
-// Go's escape analysis does not tell a struct's fields apart, so appending
-// to a slice field through a pointer to it, or handing x to the pool from
-// it, would move Diff's DiffInput to the heap, an allocation per call.
-// (go build -gcflags=-m ./routes shows no "moved to heap: in".)
-type wholeDiff struct {
-	in     *DiffInput
-	ranges []netip.Prefix // in.ClusterCIDRs, masked
-	seed   maphash.Seed   // of the node-name hashes in x
-	x      *desiredIndex  // in.Desired, with each CIDR's state
-	// churnCap is the capacity of a plan slice's first append: room for
-	// churn of about 1.5% of the table, so a typical churn allocates each
-	// slice once instead of doubling it (garbage that a large live heap
-	// makes costly to collect). A converged table allocates nothing.
-	churnCap int
-}
-
-func (w *wholeDiff) hash(n types.NodeName) uint64 { return maphash.String(w.seed, string(n)) }
-
-// indexDesired is the pass over in.Desired: every CIDR is wanted until an
-// owned live route provides it. Whether it is routable is settled at the
-// end, and only for CIDRs no in-range route matched (a match proves it).
-func (w *wholeDiff) indexDesired() {
-	for di := range w.in.Desired {
-		w.x.add(di, w.hash(w.in.Desired[di].Node))
-	}
-	w.churnCap = max(8, (len(w.in.Actual)+len(w.x.state))/128)
-}
-
-// matchActual is the pass over in.Actual: each owned route either provides
-// a wanted CIDR (its state becomes the route's index) or, in range, is
-// deleted; it returns the routes to delete. Whether a route is in range is
-// only asked of routes that would be deleted: a route that matches a
-// desired one is kept either way.
-func (w *wholeDiff) matchActual() (del []Entry) {
-	in, x := w.in, w.x
-	var lastNode types.NodeName // never "": such routes are deleted above
-	var lastHash uint64
-	for ai := range in.Actual {
-		e := &in.Actual[ai]
-		if !in.owns(e) {
-			continue
-		}
-		if e.Blackhole || e.TargetNode == "" {
-			if inRange(e.DestinationCIDR, w.ranges) {
-				del = appendCap(del, w.churnCap, *e)
-			}
-			continue
-		}
-		// A node's routes are often listed together (a dual-stack pair):
-		// hash the node name once for a run of its routes.
-		if e.TargetNode != lastNode {
-			lastNode = e.TargetNode
-			lastHash = w.hash(e.TargetNode)
-		}
-		i, d := x.find(lastHash, e.TargetNode, e.DestinationCIDR)
-		switch {
-		case i >= 0 && x.state[i] >= 0 && e.Name == in.Actual[x.state[i]].Name:
-			// The kept route listed twice: one route.
-		case i >= 0 && x.state[i] < 0 && (!in.CompareAddresses || equalAddrs(e.TargetNodeAddresses, d.Addresses)):
-			x.state[i] = int32(ai)
-		case inRange(e.DestinationCIDR, w.ranges):
-			// Not desired, a distinct duplicate of a kept route, or a
-			// changed next hop.
-			del = appendCap(del, w.churnCap, *e)
-		}
-	}
-	return del
-}
-
-// createWanted settles the CIDRs no route provides, in plan: created when
-// routable (a node, and in range), skipped otherwise.
-func (w *wholeDiff) createWanted(plan *Changes) {
-	w.x.wanted(w.hash, func(d *NodeRoutes, cidr string) {
-		if d.Node == "" || !inRange(cidr, w.ranges) {
-			plan.Skipped = append(plan.Skipped, w.in.create(d, cidr))
-		} else {
-			plan.Create = appendCap(plan.Create, w.churnCap, w.in.create(d, cidr))
-		}
-	})
-}
-
-// appendCap appends v to s, giving a nil s capacity c first.
-func appendCap[T any](s []T, c int, v T) []T {
-	if s == nil {
-		s = make([]T, 0, c)
-	}
-	return append(s, v)
+	return diffPartial(&in).plan(&in)
 }
 
 // owns applies Owned, or its default.
@@ -248,53 +121,4 @@ func (in *DiffInput) create(d *NodeRoutes, cidr string) Create {
 		c.Entry.Name = in.Namer.Name(d.NameHint, cidr)
 	}
 	return c
-}
-
-func maskAll(ps []netip.Prefix) []netip.Prefix {
-	out := make([]netip.Prefix, 0, len(ps))
-	for _, p := range ps {
-		if p.IsValid() {
-			out = append(out, p.Masked())
-		}
-	}
-	return out
-}
-
-// inRange reports whether cidr parses and its first or last address lies in
-// one of ranges (route_controller.go, isResponsibleForRoute). A CIDR that
-// does not parse is never in range, so it is never touched.
-func inRange(cidr string, ranges []netip.Prefix) bool {
-	p, err := netip.ParsePrefix(cidr)
-	if err != nil {
-		return false
-	}
-	for _, r := range ranges {
-		// r holds p's first address iff it holds p.Addr() (host bits set
-		// or not) when p is no wider than r; a wider p is rare: mask it
-		// and test its last address too.
-		if r.Contains(p.Addr()) {
-			return true
-		}
-		if p.Bits() < r.Bits() {
-			m := p.Masked()
-			if r.Contains(m.Addr()) || r.Contains(netaddr.Last(m)) {
-				return true
-			}
-		}
-	}
-	return false
-}
-
-// equalAddrs compares address lists as sets of equal size, like the route
-// controller's equalNodeAddrs. Lists are a handful of entries long.
-func equalAddrs(a, b []v1.NodeAddress) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for _, x := range a {
-		if !slices.Contains(b, x) {
-			return false
-		}
-	}
-	return true
 }

@@ -17,8 +17,8 @@ import (
 // benchInput builds n dual-stack nodes and their routes; churn nodes are
 // replaced (their routes are stale, new nodes have none). For every 100
 // nodes the table also holds a route of another cluster.
-func benchInput(n, churn int) routes.DiffInput {
-	in := routes.DiffInput{
+func benchInput(n, churn int) routes.WholeInput {
+	in := routes.WholeInput{
 		Cluster:          cluster,
 		ClusterCIDRs:     []netip.Prefix{netip.MustParsePrefix("10.0.0.0/8"), netip.MustParsePrefix("fd00:10:244::/48")},
 		CompareAddresses: true,
@@ -56,16 +56,17 @@ func benchInput(n, churn int) routes.DiffInput {
 }
 
 // coldBytes is how much input a benchmark rotates through: more than the
-// last-level cache, so that every Diff starts with cold caches, as it does in
+// last-level cache, so that every diffWhole starts with cold caches, as it does in
 // a reconcile (which diffs a freshly listed table once per sync), at every
 // size alike.
 const coldBytes = 64 << 20
 
-// BenchmarkDiffer measures Diff on 1k, 5k and 20k dual-stack nodes (2 routes
-// each, one route in 201 another cluster's, TargetNodeAddresses compared),
-// steady state and with 1% of the nodes replaced. Each iteration diffs the
+// BenchmarkDiffer measures diffWhole, the whole form of the differ, on 1k,
+// 5k and 20k dual-stack nodes (2 routes each, one route in 201 another
+// cluster's, TargetNodeAddresses compared), steady state and with 1% of
+// the nodes replaced. Each iteration diffs the
 // next of several identical inputs (about coldBytes in all, ~700 B per node),
-// so no size runs from a warm cache. Diff should scale linearly:
+// so no size runs from a warm cache. diffWhole should scale linearly:
 // hack/diff-linearity.sh measures the 20k/5k time ratio in runs that
 // alternate between the sizes, which a shared machine's drift skews less.
 func BenchmarkDiffer(b *testing.B) {
@@ -75,7 +76,7 @@ func BenchmarkDiffer(b *testing.B) {
 			pct  int
 		}{{"steady", 0}, {"churn1pct", 1}} {
 			b.Run(fmt.Sprintf("nodes=%d/%s", n, churn.name), func(b *testing.B) {
-				inputs := make([]routes.DiffInput, max(1, coldBytes/(n*700)))
+				inputs := make([]routes.WholeInput, max(1, coldBytes/(n*700)))
 				for i := range inputs {
 					inputs[i] = benchInput(n, n*churn.pct/100)
 				}
@@ -84,7 +85,7 @@ func BenchmarkDiffer(b *testing.B) {
 				b.ReportAllocs()
 				b.ResetTimer()
 				for i := 0; b.Loop(); i++ {
-					p := routes.Diff(inputs[i%len(inputs)])
+					p := routes.DiffWhole(inputs[i%len(inputs)])
 					if len(p.Create) != want || len(p.Delete) != want {
 						b.Fatalf("plan: %d creates, %d deletes, want %d each", len(p.Create), len(p.Delete), want)
 					}
@@ -95,12 +96,12 @@ func BenchmarkDiffer(b *testing.B) {
 }
 
 // BenchmarkInputScan is BenchmarkDiffer's baseline: it diffs nothing and
-// only reads the fields Diff reads, of the same inputs, in two orders:
+// only reads the fields diffWhole reads, of the same inputs, in two orders:
 //
 //   - once: every desired route, then every route of the table;
-//   - like-diff: the desired routes' node names (as Diff indexes them), then
+//   - like-diff: the desired routes' node names (as diffWhole indexes them), then
 //     every route of the table, each followed by the desired route it
-//     matches (as Diff confirms the match), so that a desired route's
+//     matches (as diffWhole confirms the match), so that a desired route's
 //     NodeRoutes and name are read twice, the rest once.
 //
 // Its 20k/5k time ratio is how far from linear this machine's memory alone
@@ -109,7 +110,7 @@ func BenchmarkInputScan(b *testing.B) {
 	for _, order := range []string{"once", "like-diff"} {
 		for _, n := range []int{5000, 20000} {
 			b.Run(fmt.Sprintf("order=%s/nodes=%d", order, n), func(b *testing.B) {
-				inputs := make([]routes.DiffInput, max(1, coldBytes/(n*700)))
+				inputs := make([]routes.WholeInput, max(1, coldBytes/(n*700)))
 				for i := range inputs {
 					inputs[i] = benchInput(n, 0)
 				}

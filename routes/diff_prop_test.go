@@ -19,7 +19,7 @@ import (
 
 // world is a random desired state and cloud table.
 type world struct {
-	in routes.DiffInput
+	in routes.WholeInput
 }
 
 var addrPool = addrs("192.168.0.1", "192.168.0.2", "fd00::1", "fd00::2")
@@ -31,7 +31,7 @@ func randAddrs(r *rand.Rand) []v1.NodeAddress {
 }
 
 func randomWorld(r *rand.Rand, namer *routes.Namer) world {
-	in := routes.DiffInput{Cluster: cluster, ClusterCIDRs: clusterCIDRs, CompareAddresses: r.IntN(2) == 0, Namer: namer}
+	in := routes.WholeInput{Cluster: cluster, ClusterCIDRs: clusterCIDRs, CompareAddresses: r.IntN(2) == 0, Namer: namer}
 	nameSeq := 0
 	entry := func(clusterName, node, cidr string, a []v1.NodeAddress) routes.Entry {
 		nameSeq++
@@ -135,9 +135,9 @@ type key struct {
 	cidr string
 }
 
-// Property: applying Diff's plan to the actual table yields the desired
+// Property: applying diffWhole's plan to the actual table yields the desired
 // table within ownership (and leaves everything else alone), and a second
-// Diff is empty.
+// diffWhole is empty.
 func TestDiffProperty(t *testing.T) {
 	namer, err := routes.NewNamer(routes.NamerOptions{})
 	if err != nil {
@@ -151,9 +151,9 @@ func TestDiffProperty(t *testing.T) {
 
 // checkDiffConverges checks the property on in, whose Owned must be nil,
 // Cluster cluster and ClusterCIDRs clusterCIDRs.
-func checkDiffConverges(t *testing.T, label string, in routes.DiffInput) {
+func checkDiffConverges(t *testing.T, label string, in routes.WholeInput) {
 	t.Helper()
-	plan := routes.Diff(in)
+	plan := routes.DiffWhole(in)
 	after := applyPlan(in.Actual, plan)
 	mine := func(e routes.Entry) bool { return e.Cluster == cluster && inClusterRange(e.DestinationCIDR) }
 
@@ -209,8 +209,8 @@ func checkDiffConverges(t *testing.T, label string, in routes.DiffInput) {
 
 	// Converged: a second diff has nothing to do.
 	in.Actual = after
-	if again := routes.Diff(in); !empty(again) {
-		t.Fatalf("%s: second Diff not empty: %+v", label, again)
+	if again := routes.DiffWhole(in); !empty(again) {
+		t.Fatalf("%s: second diffWhole not empty: %+v", label, again)
 	}
 }
 
@@ -232,7 +232,7 @@ func FuzzDiff(f *testing.F) {
 		if len(data) == 0 {
 			return
 		}
-		in := routes.DiffInput{Cluster: cluster, ClusterCIDRs: clusterCIDRs, CompareAddresses: data[0]&1 != 0}
+		in := routes.WholeInput{Cluster: cluster, ClusterCIDRs: clusterCIDRs, CompareAddresses: data[0]&1 != 0}
 		if data[0]&2 != 0 {
 			in.Namer = mustNamer(t, routes.NamerOptions{})
 		}
@@ -286,7 +286,7 @@ func sameAddrSet(a, b []v1.NodeAddress) bool {
 	return true
 }
 
-// Property, end to end: executing Diff's plan through a Table (deletes, then
+// Property, end to end: executing diffWhole's plan through a Table (deletes, then
 // creates, each phase concurrently like the route controller) converges the
 // driver's table, on both kinds of driver.
 func TestDiffThroughTableProperty(t *testing.T) {
@@ -295,7 +295,7 @@ func TestDiffThroughTableProperty(t *testing.T) {
 		for seed := range uint64(60) {
 			w := randomWorld(rand.New(rand.NewPCG(seed, 0x7ab1e)), namer)
 			tbl, stored, _ := b.make(t, routes.Options{EnableNodeAddresses: true}, slices.Clone(w.in.Actual)...)
-			plan := routes.Diff(w.in)
+			plan := routes.DiffWhole(w.in)
 			var wg sync.WaitGroup
 			errs := make([]error, len(plan.Delete)+len(plan.Create))
 			for i, e := range plan.Delete {
@@ -315,14 +315,14 @@ func TestDiffThroughTableProperty(t *testing.T) {
 				t.Fatalf("seed %d: executing the plan: %v", seed, err)
 			}
 			w.in.Actual = stored()
-			if again := routes.Diff(w.in); !empty(again) {
-				t.Fatalf("seed %d: after executing the plan through the Table, Diff is not empty: %+v", seed, again)
+			if again := routes.DiffWhole(w.in); !empty(again) {
+				t.Fatalf("seed %d: after executing the plan through the Table, diffWhole is not empty: %+v", seed, again)
 			}
 		}
 	})
 }
 
-// Diff is safe for concurrent use (it pools its working memory): concurrent
+// diffWhole is safe for concurrent use (it pools its working memory): concurrent
 // calls on different inputs give the sequential results.
 func TestDiffConcurrent(t *testing.T) {
 	namer := mustNamer(t, routes.NamerOptions{})
@@ -330,21 +330,21 @@ func TestDiffConcurrent(t *testing.T) {
 	want := make([]routes.Changes, len(worlds))
 	for i := range worlds {
 		worlds[i] = randomWorld(rand.New(rand.NewPCG(uint64(i), 0xc0c0)), namer)
-		want[i] = routes.Diff(worlds[i].in)
+		want[i] = routes.DiffWhole(worlds[i].in)
 	}
 	got := make([]routes.Changes, len(worlds))
 	var wg sync.WaitGroup
 	for i := range worlds {
 		wg.Go(func() {
 			for range 20 {
-				got[i] = routes.Diff(worlds[i].in)
+				got[i] = routes.DiffWhole(worlds[i].in)
 			}
 		})
 	}
 	wg.Wait()
 	for i := range worlds {
 		if !reflect.DeepEqual(want[i], got[i]) {
-			t.Errorf("world %d: concurrent Diff differs from the sequential one:\nwant %+v\ngot  %+v", i, want[i], got[i])
+			t.Errorf("world %d: concurrent diffWhole differs from the sequential one:\nwant %+v\ngot  %+v", i, want[i], got[i])
 		}
 	}
 }

@@ -9,14 +9,14 @@ import (
 
 // stateWanted marks, in desiredIndex.state, a desired CIDR no actual route
 // was matched to; a matched CIDR's state is the route's index in
-// DiffInput.Actual.
+// wholeInput.Actual.
 const stateWanted = -1
 
-// desiredIndex is Diff's view of DiffInput.Desired: every NodeRoutes in a
-// slot, each desired CIDR with a state, and the slots found by node name
-// through a hash index. Diff computes the hashes (so that a test can give
-// colliding ones); the index compares names, so any hash is correct and a
-// good one is fast.
+// desiredIndex is diffWhole's view of wholeInput.Desired: every NodeRoutes
+// in a slot, each desired CIDR with a state, and the slots found by node
+// name through a hash index. diffWhole computes the hashes (so that a test
+// can give colliding ones); the index compares names, so any hash is
+// correct and a good one is fast.
 //
 // A (node, CIDR) listed more than once counts once, as its first listing:
 // find returns that one, and wanted skips the others. Indexing reads only
@@ -24,7 +24,7 @@ const stateWanted = -1
 // the cloud's table is the first to read them (a second read of the
 // desired routes is what costs most once they outgrow the CPU caches).
 //
-// Pooled: a periodic Diff of a large cluster reuses it rather than
+// Pooled: a periodic diffWhole of a large cluster reuses it rather than
 // allocating (and collecting) it on every call.
 type desiredIndex struct {
 	desired []NodeRoutes
@@ -53,7 +53,7 @@ func getDesiredIndex(desired []NodeRoutes) *desiredIndex {
 }
 
 // resize returns s emptied, with room for n elements; like nodeIndex.reset
-// it lets go of an array much larger than needed, so that one huge Diff
+// it lets go of an array much larger than needed, so that one huge diffWhole
 // does not keep its memory in the pool for every small one after it.
 func resize[T any](s []T, n int) []T {
 	if cap(s) > 4*n+1024 {

@@ -132,7 +132,7 @@ func TestNodeIndexReset(t *testing.T) {
 }
 
 // TestDiffReleasesInput checks that the pooled index does not keep the
-// caller's desired routes alive once Diff has returned. One collection
+// caller's desired routes alive once diffWhole has returned. One collection
 // moves the pool's contents to its victim cache, which is still reachable,
 // so the routes are collected only if the index let go of them.
 func TestDiffReleasesInput(t *testing.T) {
@@ -141,13 +141,13 @@ func TestDiffReleasesInput(t *testing.T) {
 		desired[i] = NodeRoutes{Node: types.NodeName(fmt.Sprint("n", i)), CIDRs: []string{fmt.Sprintf("10.0.%d.0/24", i%250)}}
 	}
 	w := weak.Make(&desired[0])
-	if p := Diff(DiffInput{Cluster: "c", Desired: desired}); len(p.Skipped) != 1000 {
-		t.Fatalf("Diff without cluster CIDRs: %d skipped, want all 1000", len(p.Skipped))
+	if p := diffWhole(wholeInput{Cluster: "c", Desired: desired}); len(p.Skipped) != 1000 {
+		t.Fatalf("diffWhole without cluster CIDRs: %d skipped, want all 1000", len(p.Skipped))
 	}
 	desired = nil
 	runtime.GC()
 	if w.Value() != nil {
-		t.Fatal("the desired routes given to Diff are still reachable after it returned")
+		t.Fatal("the desired routes given to diffWhole are still reachable after it returned")
 	}
 }
 

@@ -1,6 +1,7 @@
 package routes
 
 import (
+	"fmt"
 	"hash/maphash"
 	"maps"
 	"net/netip"
@@ -9,9 +10,9 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 )
 
-// partial is what a Partial Diff decided (DiffInput.Partial): the Changes in
-// the form its applier, the whole-table Table, writes it, and per Remove and
-// per Desired route what became of it.
+// partial is what a Diff decided: the Changes in the form its applier, the
+// whole-table Table, writes it, and per Remove and per Desired route what
+// became of it.
 type partial struct {
 	// removed are the indexes in Actual of the routes Remove named, in
 	// ascending order.
@@ -65,7 +66,54 @@ func (c *partial) plan(in *DiffInput) Changes {
 	return p
 }
 
-// wantedRoute is one desired route of a Partial Diff, by the destination it
+// results sets results[i] for the calls of batch that fail on their own (a
+// destination another route holds), without their method's prefix
+// (batcher.settle adds it), and reports, per call, whether its success
+// depends on the write: a delete that names a route, a create whose route
+// is new or rewritten, or written by an earlier call.
+func (c *partial) results(batch []*op, results []error) (dependent []bool) {
+	dependent = make([]bool, len(batch))
+	var creates, removes int
+	for i, o := range batch {
+		if !o.create {
+			dependent[i] = c.hit[removes]
+			removes++
+			continue
+		}
+		if clash := c.conflict[creates]; clash != nil {
+			results[i] = fmt.Errorf("route.DestinationCIDR %q for node %q: route %q of cluster %q -> node %q has the destination %q: expected a destination no other route has (the route controller deletes a stale route of its cluster in the same reconcile): %w",
+				cut(o.entry.DestinationCIDR), cut(string(o.entry.TargetNode)), cut(clash.Name), cut(clash.Cluster), cut(string(clash.TargetNode)), cut(clash.DestinationCIDR), ErrCIDRInUse)
+		}
+		dependent[i] = c.written[creates]
+		creates++
+	}
+	return dependent
+}
+
+// table returns the table to write: actual in its order, without the
+// removed routes and with the rewritten ones in place, then the appended
+// routes. Every entry gets its own TargetNodeAddresses; actual is not
+// modified.
+func (c *partial) table(actual []Entry) []Entry {
+	next := make([]Entry, 0, len(actual)-len(c.removed)+len(c.appended))
+	removed := c.removed
+	for j, e := range actual {
+		if len(removed) > 0 && removed[0] == j {
+			removed = removed[1:]
+			continue
+		}
+		if r, ok := c.rewritten[j]; ok {
+			e = r.Entry
+		}
+		next = append(next, e.clone())
+	}
+	for _, a := range c.appended {
+		next = append(next, a.Entry.clone())
+	}
+	return next
+}
+
+// wantedRoute is one desired route of a Diff, by the destination it
 // takes.
 type wantedRoute struct {
 	d     int // index in Desired
@@ -73,11 +121,11 @@ type wantedRoute struct {
 	group int // index of its destination among the distinct ones
 }
 
-// holderRef names a route that holds a destination during a Partial Diff:
+// holderRef names a route that holds a destination during a Diff:
 // j >= 0 is Actual[j], j < 0 the appended route -j-1.
 type holderRef int
 
-// diffPartial computes a Partial Diff in three steps: index the change (the
+// diffPartial computes a Diff in three steps: index the change (the
 // routes Remove names by target and CIDR, the desired routes by destination),
 // read Actual once to find what Remove deletes and which routes hold a
 // desired destination, then settle the desired routes in order.

@@ -36,17 +36,18 @@
 // Namer turns (nameHint, CIDR) into a deterministic cloud route name within a
 // configurable length and alphabet, and Parse maps a listed name back.
 //
-// Diff is the route-table differ, a pure function from desired routes
-// (NodeRoutes), actual routes (Entry) and an ownership predicate to the
-// Changes that make the one the other: routes to delete and to create. It
-// has two forms. A whole reconcile (with the cluster CIDRs) follows the
-// same rules as the route controller, for providers that repair drift
-// themselves; it runs in linear time and, converged, allocates nothing per
-// route: about 2.7 ms for 20,000 dual-stack nodes on a 2-core VM
-// (BENCHMARKS.md). A partial one (DiffInput.Partial: routes to create and
-// to delete against the table read) is what a whole-table Table computes
-// for every batch of CreateRoute and DeleteRoute calls, so the one differ
-// is tested and tuned for both.
+// Diff is the route-table differ a whole-table Table (NewWholeTable) runs
+// for every batch of the route controller's CreateRoute and DeleteRoute
+// calls: a pure function from the table as read (Entry), the routes to
+// delete as ListRoutes listed them (DiffInput.Remove), the routes to
+// create (NodeRoutes) and an ownership predicate to the Changes that apply
+// them, with the routes each call could not have (Changes.Skipped). This
+// batch form is the one exported. The differ has a second form, a whole
+// reconcile by the route controller's rules (the cluster CIDRs, changed
+// next hops), which is unexported: nothing calls it, since the route
+// controller reconciles and a Table only executes its calls. It is kept
+// tested and measured (about 2.7 ms for 20,000 dual-stack nodes on a
+// 2-core VM, BENCHMARKS.md) until a caller needs it.
 //
 // Table implements cloudprovider.Routes over a RouteDriver (NewTable) or a
 // TableDriver (NewWholeTable). It is safe for concurrent use.

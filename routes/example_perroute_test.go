@@ -55,7 +55,7 @@ func (c *routeAPI) DeleteRoute(ctx context.Context, e routes.Entry) error {
 // the caller's spelling.
 func ExampleNewTable() {
 	cloud := &routeAPI{byName: map[string]routes.Entry{}}
-	table, err := routes.NewTable(cloud, routes.Options{IPv4Only: true, Names: routes.NamerOptions{Prefix: "k8s-"}})
+	table, err := routes.NewTable(cloud, routes.Options{IPv4Only: true, Naming: routes.NamerOptions{Prefix: "k8s-"}})
 	if err != nil {
 		panic(err)
 	}

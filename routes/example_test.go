@@ -2,7 +2,8 @@ package routes_test
 
 import (
 	"fmt"
-	"net/netip"
+
+	v1 "k8s.io/api/core/v1"
 
 	"github.com/ccmkit/ccmkit/routes"
 )
@@ -29,34 +30,48 @@ func ExampleNamer() {
 	// routes: route name "default-route": expected the prefix "k8s-" and a marker: route name was not made by this namer
 }
 
-// Diff plans the repair of a route table: the blackholed route of node-a is
-// replaced, the route of a deleted node goes, node-b's IPv6 route is added,
-// and routes of another cluster or outside the cluster CIDRs stay.
+// Diff computes what a batch of the route controller's calls changes in a
+// route table read whole, as a whole-table Table does for every batch:
+// node-gone's route goes (as ListRoutes listed it, without a name),
+// node-a's route is rewritten with its new addresses, node-b's is added,
+// and node-c's destination is another cluster's route, so it is not
+// created; the routes of other clusters and the internet route stay.
 func ExampleDiff() {
+	namer, err := routes.NewNamer(routes.NamerOptions{})
+	if err != nil {
+		panic(err)
+	}
+	const uidA = "0d4c5f1e-8f4a-4c49-9a39-2f1b5f8e6a01"
+	addrA := []v1.NodeAddress{{Type: v1.NodeInternalIP, Address: "192.168.0.10"}}
 	plan := routes.Diff(routes.DiffInput{
-		Cluster:      "kubernetes",
-		ClusterCIDRs: []netip.Prefix{netip.MustParsePrefix("10.244.0.0/16"), netip.MustParsePrefix("fd00:10:244::/56")},
-		Desired: []routes.NodeRoutes{
-			{Node: "node-a", NameHint: "uid-a", CIDRs: []string{"10.244.1.0/24"}},
-			{Node: "node-b", NameHint: "uid-b", CIDRs: []string{"10.244.2.0/24", "fd00:10:244:2::/64"}},
-		},
+		Cluster: "kubernetes",
+		Namer:   namer,
 		Actual: []routes.Entry{
-			{Name: "a", Cluster: "kubernetes", TargetNode: "node-a", DestinationCIDR: "10.244.1.0/24", Blackhole: true},
-			{Name: "b", Cluster: "kubernetes", TargetNode: "node-b", DestinationCIDR: "10.244.2.0/24"},
+			{Name: "internet", DestinationCIDR: "0.0.0.0/0"},
+			{Name: namer.Name(uidA, "10.244.1.0/24"), Cluster: "kubernetes", TargetNode: "node-a", DestinationCIDR: "10.244.1.0/24"},
 			{Name: "old", Cluster: "kubernetes", TargetNode: "node-gone", DestinationCIDR: "10.244.9.0/24"},
 			{Name: "theirs", Cluster: "other", TargetNode: "node-x", DestinationCIDR: "10.244.7.0/24"},
-			{Name: "vpn", Cluster: "kubernetes", TargetNode: "gw", DestinationCIDR: "172.16.0.0/12"},
+		},
+		Remove: []routes.Entry{{TargetNode: "node-gone", DestinationCIDR: "10.244.9.0/24"}},
+		Desired: []routes.NodeRoutes{
+			{Node: "node-a", NameHint: uidA, CIDRs: []string{"10.244.1.0/24"}, Addresses: addrA},
+			{Node: "node-b", NameHint: "uid-b", CIDRs: []string{"10.244.2.0/24"}},
+			{Node: "node-c", NameHint: "uid-c", CIDRs: []string{"10.244.7.0/24"}},
 		},
 	})
 	for _, e := range plan.Delete {
-		fmt.Println("delete", e.Name, e.DestinationCIDR)
+		fmt.Println("delete", e.TargetNode, e.DestinationCIDR)
 	}
 	for _, c := range plan.Create {
-		fmt.Println("create", c.Entry.TargetNode, c.Entry.DestinationCIDR, "hint", c.NameHint)
+		fmt.Println("create", c.Entry.TargetNode, c.Entry.DestinationCIDR, "addresses", len(c.Entry.TargetNodeAddresses))
+	}
+	for _, c := range plan.Skipped {
+		fmt.Println("skip", c.Entry.TargetNode, c.Entry.DestinationCIDR)
 	}
 	// Output:
-	// delete a 10.244.1.0/24
-	// delete old 10.244.9.0/24
-	// create node-a 10.244.1.0/24 hint uid-a
-	// create node-b fd00:10:244:2::/64 hint uid-b
+	// delete node-a 10.244.1.0/24
+	// delete node-gone 10.244.9.0/24
+	// create node-a 10.244.1.0/24 addresses 1
+	// create node-b 10.244.2.0/24 addresses 0
+	// skip node-c 10.244.7.0/24
 }

@@ -2,6 +2,7 @@ package routes_test
 
 import (
 	"errors"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -9,12 +10,16 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	cloudprovider "k8s.io/cloud-provider"
 
+	"github.com/ccmkit/ccmkit/internal/clip"
 	"github.com/ccmkit/ccmkit/routes"
 )
 
 // maxMessage bounds the errors of TestTableErrorsQuoteValuesCut: values
-// are quoted cut, so a 1 MiB value never makes a message near that size.
-const maxMessage = 1024
+// are quoted cut to clip.MaxQuoted bytes and a length note, so a 1 MiB
+// value never makes a message near that size. An error quotes at most
+// three values (a route's name, CIDR and node), in a sentence of a few
+// words.
+const maxMessage = 3*(clip.MaxQuoted+32) + 256
 
 // TestTableErrorsQuoteValuesCut gives the Table huge values in each place
 // its errors quote one: the error still names the field and shows the
@@ -33,15 +38,15 @@ func TestTableErrorsQuoteValuesCut(t *testing.T) {
 		call  func(tbl *routes.Table) error
 		want  []string
 	}{
-		{name: "CIDR", reason: "an unparsable destination was quoted whole",
+		{name: "CIDR", reason: "an unparsable destination was quoted whole: it is quoted cut to clip.MaxQuoted bytes, as every value ccmkit quotes",
 			call: func(tbl *routes.Table) error { return tbl.CreateRoute(t.Context(), cluster, uidA, route("n", bigCIDR)) },
-			want: []string{`route.DestinationCIDR "10.244.2.0/2400000`, "expected a CIDR"}},
+			want: []string{"route.DestinationCIDR " + strconv.Quote(clip.Quoted(bigCIDR)) + ": expected a CIDR"}},
 		{name: "CIDR without target", reason: "the CIDR heads the message of a missing target node",
 			call: func(tbl *routes.Table) error { return tbl.CreateRoute(t.Context(), cluster, uidA, route("", bigCIDR)) },
-			want: []string{`CreateRoute "10.244.2.0/2400000`, "route.TargetNode is empty", "expected a node name"}},
+			want: []string{`routes: CreateRoute: route "10.244.2.0/2400000`, "route.TargetNode is empty", "expected a node name"}},
 		{name: "CIDR without name hint", reason: "the CIDR heads the message of a missing nameHint",
 			call: func(tbl *routes.Table) error { return tbl.CreateRoute(t.Context(), cluster, "", route("n", bigCIDR)) },
-			want: []string{`CreateRoute "10.244.2.0/2400000`, "nameHint is empty", "expected the node UID"}},
+			want: []string{`routes: CreateRoute: route "10.244.2.0/2400000`, "nameHint is empty", "expected the node UID"}},
 		{name: "target node of an IPv6 route", reason: "an IPv4Only Table names the node of the route it refuses",
 			cfg: routes.Options{IPv4Only: true},
 			call: func(tbl *routes.Table) error {
@@ -59,18 +64,18 @@ func TestTableErrorsQuoteValuesCut(t *testing.T) {
 			call: func(tbl *routes.Table) error {
 				return tbl.DeleteRoute(t.Context(), cluster, &cloudprovider.Route{Name: "r" + huge, TargetNode: types.NodeName(bigNode), DestinationCIDR: bigCIDR})
 			},
-			want: []string{`delete route "r0000`, `"10.244.2.0/2400000`, `-> node "n0000`, "cloud quota exceeded"}},
+			want: []string{`routes: DeleteRoute: route "r0000`, `"10.244.2.0/2400000`, `-> node "n0000`, "cloud quota exceeded"}},
 		{name: "route of a failed look-up", reason: "a route without a name is looked up by listing",
 			kinds: []string{"per-route"}, setup: func(d *memRoutes) { d.listErr = failing },
 			call: func(tbl *routes.Table) error {
 				return tbl.DeleteRoute(t.Context(), cluster, &cloudprovider.Route{TargetNode: types.NodeName(bigNode), DestinationCIDR: bigCIDR})
 			},
-			want: []string{`delete route "10.244.2.0/2400000`, `-> node "n0000`, "list routes to find it"}},
+			want: []string{`routes: DeleteRoute: route "10.244.2.0/2400000`, `-> node "n0000`, "list routes to find it"}},
 		{name: "delete without cluster", reason: "the route's name heads the message",
 			call: func(tbl *routes.Table) error {
 				return tbl.DeleteRoute(t.Context(), "", &cloudprovider.Route{Name: "r" + huge, DestinationCIDR: "10.244.1.0/24"})
 			},
-			want: []string{`DeleteRoute "r0000`, "clusterName is empty"}},
+			want: []string{`routes: DeleteRoute: route "r0000`, "clusterName is empty"}},
 	}
 	for _, b := range backends {
 		for _, tc := range cases {

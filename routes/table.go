@@ -52,8 +52,9 @@ type Options struct {
 	// an empty ClusterID with an empty clusterName is an ErrInvalidRoute
 	// error at call time.
 	ClusterID string
-	// Names is the route name format (see Namer).
-	Names NamerOptions
+	// Naming is the route name format (see Namer), as
+	// loadbalancer.Options.Naming is the load-balancer name format.
+	Naming NamerOptions
 	// EnableNodeAddresses sets Route.EnableNodeAddresses on every listed
 	// route, so that the route controller compares TargetNodeAddresses with
 	// the node's addresses and replaces the route when they change. The
@@ -141,11 +142,11 @@ type Stats struct {
 // CreateRoute and DeleteRoute calls at once. With a TableDriver those calls
 // are coalesced: the first caller of an idle Table becomes the batch leader,
 // waits Options.BatchWindow for other calls to join, reads the table once,
-// computes the change of every call with Diff (DiffInput.Partial: deletes
-// first, then creates in call order), writes the table once
-// and hands each caller its own result; calls arriving meanwhile form the
-// next batch, led by the first of them. The Table starts no goroutines of its
-// own: batches run on their leaders' goroutines.
+// computes the change of every call with Diff (deletes first, then
+// creates in call order), writes the table once and hands each caller its
+// own result; calls arriving meanwhile form the next batch, led by the
+// first of them. The Table starts no goroutines of its own: batches run on
+// their leaders' goroutines.
 //
 // Create and delete are idempotent. Every error a Table returns wraps the
 // driver's error or one of this package's sentinels with %w.
@@ -181,7 +182,7 @@ var _ cloudprovider.Routes = (*Table)(nil)
 
 // NewTable returns a Table over a per-route driver. It fails, naming the
 // field, its value and what was expected, when d is nil (a typed nil
-// included) or opts is invalid (opts.Names, opts.ClusterID,
+// included) or opts is invalid (opts.Naming, opts.ClusterID,
 // opts.MaxBatch); the error wraps nothing.
 func NewTable(d RouteDriver, opts Options) (*Table, error) {
 	const fn = "routes.NewTable"
@@ -224,7 +225,7 @@ func newTable(fn string, opts Options) (*Table, error) {
 	if opts.MaxBatch < 0 {
 		return nil, fmt.Errorf("%s: Options.MaxBatch %d: expected 0 (the default, %d) or a positive number", fn, opts.MaxBatch, defaultMaxBatch)
 	}
-	n, err := newNamer(fn, "Options.Names", opts.Names)
+	n, err := newNamer(fn, "Options.Naming", opts.Naming)
 	if err != nil {
 		return nil, err
 	}
@@ -291,13 +292,10 @@ func (t *Table) cluster(clusterName string) string {
 	return cmp.Or(t.opts.ClusterID, clusterName)
 }
 
-// maxQuoted bounds a caller's value (a CIDR, a node or route name)
-// quoted in an error.
-const maxQuoted = 64
-
-// cut returns s cut to maxQuoted bytes with its length (clip.Value), so
-// that a huge value makes no huge error.
-func cut(s string) string { return clip.Value(s, maxQuoted) }
+// cut returns a caller's value (a CIDR, a node or route name) cut to
+// clip.MaxQuoted bytes with its length (clip.Quoted): the one bound of
+// every value ccmkit quotes, so that a huge value makes no huge error.
+func cut(s string) string { return clip.Quoted(s) }
 
 // noCluster is the error of a call whose cluster identity is empty.
 const noCluster = "clusterName is empty and Options.ClusterID is not set: expected the cluster's name"
@@ -340,7 +338,7 @@ func (t *Table) ListRoutes(ctx context.Context, clusterName string) ([]*cloudpro
 		})
 	}
 	if err != nil {
-		return nil, fmt.Errorf("routes: list routes of cluster %q: %w", cut(cluster), err)
+		return nil, fmt.Errorf("routes: ListRoutes: cluster %q: %w", cut(cluster), err)
 	}
 	owned := make([]Entry, 0, len(entries))
 	for _, e := range entries {
@@ -386,7 +384,7 @@ func (t *Table) goneTargets(ctx context.Context, entries []Entry) (map[types.Nod
 	}
 	gone, err := t.opts.Instances.GoneTargets(ctx, targets)
 	if err != nil {
-		return nil, fmt.Errorf("routes: list routes: check %d route targets for instances: %w", len(targets), err)
+		return nil, fmt.Errorf("routes: ListRoutes: check %d route targets for instances: %w", len(targets), err)
 	}
 	for _, n := range gone {
 		if _, asked := seen[n]; asked {
@@ -425,7 +423,7 @@ func (t *Table) CreateRoute(ctx context.Context, clusterName string, nameHint st
 		var waited time.Duration
 		err := t.retry(ctx, &waited, func() error { return t.routes.CreateRoute(ctx, e) })
 		if err != nil && !errors.Is(err, ErrAlreadyExists) {
-			return fmt.Errorf("routes: create route %q %q -> node %q: %w", e.Name, cut(e.DestinationCIDR), cut(string(e.TargetNode)), err)
+			return fmt.Errorf("routes: CreateRoute: route %q %q -> node %q: %w", e.Name, cut(e.DestinationCIDR), cut(string(e.TargetNode)), err)
 		}
 		return nil
 	}
@@ -439,11 +437,11 @@ func (t *Table) newEntry(clusterName, nameHint string, route *cloudprovider.Rout
 	cluster := t.cluster(clusterName)
 	switch {
 	case cluster == "":
-		return Entry{}, fmt.Errorf("routes: CreateRoute %q: %s: %w", cut(route.DestinationCIDR), noCluster, ErrInvalidRoute)
+		return Entry{}, fmt.Errorf("routes: CreateRoute: route %q: %s: %w", cut(route.DestinationCIDR), noCluster, ErrInvalidRoute)
 	case nameHint == "":
-		return Entry{}, fmt.Errorf("routes: CreateRoute %q: nameHint is empty: expected the node UID: %w", cut(route.DestinationCIDR), ErrInvalidRoute)
+		return Entry{}, fmt.Errorf("routes: CreateRoute: route %q: nameHint is empty: expected the node UID: %w", cut(route.DestinationCIDR), ErrInvalidRoute)
 	case route.TargetNode == "":
-		return Entry{}, fmt.Errorf("routes: CreateRoute %q: route.TargetNode is empty: expected a node name: %w", cut(route.DestinationCIDR), ErrInvalidRoute)
+		return Entry{}, fmt.Errorf("routes: CreateRoute: route %q: route.TargetNode is empty: expected a node name: %w", cut(route.DestinationCIDR), ErrInvalidRoute)
 	}
 	p, err := netip.ParsePrefix(route.DestinationCIDR)
 	if err != nil {
@@ -487,7 +485,7 @@ func (t *Table) DeleteRoute(ctx context.Context, clusterName string, route *clou
 	}
 	cluster := t.cluster(clusterName)
 	if cluster == "" {
-		return fmt.Errorf("routes: DeleteRoute %q: %s: %w", cut(route.Name), noCluster, ErrInvalidRoute)
+		return fmt.Errorf("routes: DeleteRoute: route %q: %s: %w", cut(route.Name), noCluster, ErrInvalidRoute)
 	}
 	e := Entry{
 		Name:                route.Name,
@@ -514,7 +512,7 @@ func (t *Table) deleteOne(ctx context.Context, e Entry) error {
 			return err
 		})
 		if err != nil {
-			return fmt.Errorf("routes: delete route %q -> node %q: list routes to find it: %w", cut(e.DestinationCIDR), cut(string(e.TargetNode)), err)
+			return fmt.Errorf("routes: DeleteRoute: route %q -> node %q: list routes to find it: %w", cut(e.DestinationCIDR), cut(string(e.TargetNode)), err)
 		}
 		victims = victims[:0]
 		for _, a := range all {
@@ -526,7 +524,7 @@ func (t *Table) deleteOne(ctx context.Context, e Entry) error {
 	for _, v := range victims {
 		err := t.retry(ctx, &waited, func() error { return t.routes.DeleteRoute(ctx, v) })
 		if err != nil && !errors.Is(err, ErrNotFound) {
-			return fmt.Errorf("routes: delete route %q %q -> node %q: %w", cut(v.Name), cut(v.DestinationCIDR), cut(string(v.TargetNode)), err)
+			return fmt.Errorf("routes: DeleteRoute: route %q %q -> node %q: %w", cut(v.Name), cut(v.DestinationCIDR), cut(string(v.TargetNode)), err)
 		}
 	}
 	return nil

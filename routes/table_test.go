@@ -368,8 +368,8 @@ func TestConstructorsValidate(t *testing.T) {
 		{"negative max batch", "a batch needs room: negative is an error, named with the constructor", "routes.NewWholeTable: Options.MaxBatch -1: expected", func() (*routes.Table, error) {
 			return routes.NewWholeTable(&memTable{}, routes.Options{MaxBatch: -1})
 		}},
-		{"name format", "names must fit", "routes.NewTable: Options.Names.MaxLength 10", func() (*routes.Table, error) {
-			return routes.NewTable(&memRoutes{}, routes.Options{Names: routes.NamerOptions{MaxLength: 10}})
+		{"name format", "names must fit", "routes.NewTable: Options.Naming.MaxLength 10", func() (*routes.Table, error) {
+			return routes.NewTable(&memRoutes{}, routes.Options{Naming: routes.NamerOptions{MaxLength: 10}})
 		}},
 	}
 	for _, c := range cases {
