@@ -42,6 +42,8 @@ import (
 
 	"github.com/ccmkit/ccmkit/annotation"
 	"github.com/ccmkit/ccmkit/fake"
+	"github.com/ccmkit/ccmkit/fake/admin"
+	"github.com/ccmkit/ccmkit/fake/register"
 	"github.com/ccmkit/ccmkit/instances"
 	"github.com/ccmkit/ccmkit/loadbalancer"
 	"github.com/ccmkit/ccmkit/provider"
@@ -456,7 +458,7 @@ func newBadWorld(t *testing.T) *badWorld {
 	w.cloud = newCloud(fake.Config{ClusterID: badCluster, Instances: seed, Realistic: true}, fake.Options{Clock: clock.Now})
 	w.v4only = newCloud(fake.Config{ClusterID: badCluster, Instances: seed, Routes: fake.RoutesSection{IPv4Only: true}})
 	w.admin = newCloud(fake.Config{Instances: seed})
-	srv := httptest.NewServer(w.admin.AdminHandler())
+	srv := httptest.NewServer(admin.Handler(w.admin))
 	t.Cleanup(srv.Close)
 	w.adminURL = srv.URL
 
@@ -633,7 +635,7 @@ func configInputs(w *badWorld) []badInput {
 			registered("fake", "clusterID: c\n---\nclusterID: "+s+"\n"), "YAML document 2", "expected a single document"),
 		c("build over the size limit", "provider.Build with the fake's factory and a 1 MiB config",
 			func(context.Context) error {
-				c, err := provider.Build("fake", strings.NewReader(big), fake.Factory)
+				c, err := provider.Build("fake", strings.NewReader(big), register.Factory)
 				if c != nil {
 					return fmt.Errorf("%w: a provider was built", errWrongOutcome)
 				}
@@ -1314,7 +1316,7 @@ func adminViewOf(c *fake.Cloud) func() any {
 	}
 }
 
-// adminInputs: requests to the fake's admin endpoint (AdminHandler behind
+// adminInputs: requests to the fake's admin endpoint (admin.Handler behind
 // an httptest server on loopback) that a web page, a careless script or a
 // hostile body can make. Each is refused with the status it wants and a
 // {"error"} body; the planted secret rides in the Authorization and Cookie
@@ -1504,10 +1506,10 @@ func lockInputs(w *badWorld) []badInput {
 			call: held(call, true), state: func() any { return []any{a.Snapshot(), svc.DeepCopy(), node.DeepCopy()} },
 			field: "state.json.lock", expect: "which another process or Cloud holds"}
 	}
-	// The admin endpoint of a, served as a user serves AdminHandler
+	// The admin endpoint of a, served as a user serves admin.Handler
 	// elsewhere, under a request deadline of lockWait (the endpoint's own
 	// is 20s): a request that cannot take the lock by then is a 503.
-	adminH := a.AdminHandler()
+	adminH := admin.Handler(a)
 	srv := httptest.NewServer(http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
 		ctx, cancel := context.WithTimeout(r.Context(), lockWait)
 		defer cancel()

@@ -355,6 +355,17 @@ type AdminSection struct {
 	AddressFile string `json:"addressFile,omitempty"`
 }
 
+// ListenAddress returns the address the admin endpoint listens on:
+// Address with localhost spelled 127.0.0.1. It returns an error, naming
+// the problem, for an Address that is not a loopback host:port (which
+// Config.Validate refuses), and "" and nil for an empty one.
+func (s AdminSection) ListenAddress() (string, error) {
+	if s.Address == "" {
+		return "", nil
+	}
+	return loopbackAddress(s.Address)
+}
+
 // Validate implements provider.Validator. It returns every problem found,
 // each naming the field path, the value and what was expected (an
 // apimachinery field.ErrorList aggregate), or nil.

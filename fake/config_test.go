@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/ccmkit/ccmkit/fake"
+	"github.com/ccmkit/ccmkit/fake/register"
 	"github.com/ccmkit/ccmkit/instances"
 	"github.com/ccmkit/ccmkit/loadbalancer"
 	"github.com/ccmkit/ccmkit/provider"
@@ -195,7 +196,7 @@ func TestDeploySecretCloudConfig(t *testing.T) {
 	if !ok {
 		t.Fatalf("example/deploy/secret.yaml has no stringData[cloud-config.yaml]")
 	}
-	if _, err := provider.Build(fake.ProviderName, strings.NewReader(cc), fake.Factory); err != nil {
+	if _, err := provider.Build(fake.ProviderName, strings.NewReader(cc), register.Factory); err != nil {
 		t.Errorf("building the fake from example/deploy/secret.yaml: %v", err)
 	}
 }

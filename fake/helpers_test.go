@@ -3,7 +3,10 @@ package fake_test
 import (
 	"flag"
 	"fmt"
+	"io"
 	"math/rand/v2"
+	"net/http"
+	"net/http/httptest"
 	"path/filepath"
 	"slices"
 	"sync"
@@ -15,6 +18,7 @@ import (
 	cloudprovider "k8s.io/cloud-provider"
 
 	"github.com/ccmkit/ccmkit/fake"
+	"github.com/ccmkit/ccmkit/fake/admin"
 )
 
 const cluster = "test-cluster"
@@ -37,6 +41,31 @@ func newCloud(t testing.TB, cfg fake.Config, opts ...fake.Options) *fake.Cloud {
 	}
 	t.Cleanup(c.Shutdown)
 	return c
+}
+
+// startAdmin builds a fake with cfg and opts and serves its admin API
+// (admin.Handler) on a loopback test server, returning its base URL.
+func startAdmin(t *testing.T, cfg fake.Config, opts ...fake.Options) (*fake.Cloud, string) {
+	t.Helper()
+	c := newCloud(t, cfg, opts...)
+	srv := httptest.NewServer(admin.Handler(c))
+	t.Cleanup(srv.Close)
+	return c, srv.URL
+}
+
+// get sends GET url and returns the status and the body.
+func get(t *testing.T, url string) (int, []byte) {
+	t.Helper()
+	resp, err := http.Get(url)
+	if err != nil {
+		t.Fatalf("GET %s: %v", url, err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp.StatusCode, body
 }
 
 // cloudWithNodes builds a fake with n running instances node-01..node-<n> and

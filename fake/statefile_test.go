@@ -76,7 +76,7 @@ func dualStack(names ...string) fake.Config {
 // it returns want without writing (why says why no write is expected).
 func ensureFinds(t *testing.T, c *fake.Cloud, svc *v1.Service, nodes []*v1.Node, want *v1.LoadBalancerStatus, why string) {
 	t.Helper()
-	fake.ResetCalls(c)
+	c.ResetCalls()
 	got, err := lbOf(t, c).EnsureLoadBalancer(t.Context(), cluster, svc, nodes)
 	if err != nil {
 		t.Fatal(err)
@@ -687,7 +687,7 @@ func TestStateFileBrokenWhileRunning(t *testing.T) {
 	if st := c.Snapshot(); len(st.LoadBalancers) != 1 || len(st.Instances) != 1 {
 		t.Errorf("Snapshot = %d load balancers, %d instances; want the state last loaded (1, 1), never an empty cloud", len(st.LoadBalancers), len(st.Instances))
 	}
-	if status, body, _ := do(t, http.MethodGet, base+"/state", "", ""); status != http.StatusInternalServerError || !strings.Contains(string(body), cfg.StateFile) {
+	if status, body := get(t, base+"/state"); status != http.StatusInternalServerError || !strings.Contains(string(body), cfg.StateFile) {
 		t.Errorf("GET /state = %d %s; want 500 naming the state file", status, body)
 	}
 	if got, _ := os.ReadFile(cfg.StateFile); string(got) != string(garbage) {

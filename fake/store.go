@@ -3,40 +3,35 @@ package fake
 import (
 	"cmp"
 	"context"
-	"errors"
 	"fmt"
 	"maps"
 	"net/netip"
 	"reflect"
 	"slices"
 	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
-	"unicode"
-	"unicode/utf8"
 
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/ccmkit/ccmkit/instances"
-	bound "github.com/ccmkit/ccmkit/internal/clip"
 	"github.com/ccmkit/ccmkit/loadbalancer"
 	"github.com/ccmkit/ccmkit/routes"
 )
 
-// Errors of the control surface. They are wrapped with the instance ID;
-// branch with errors.Is.
+// Errors of the control surface, of the kinds in errors.go. They are
+// wrapped with the instance ID.
 var (
 	// errInstanceNotFound: no instance has this ID.
-	errInstanceNotFound = errors.New("fake: instance not found")
+	errInstanceNotFound = kindOf(ErrNotFound, "fake: instance not found")
 	// errInstanceExists: AddInstance with an ID that is taken.
-	errInstanceExists = errors.New("fake: instance ID already exists")
+	errInstanceExists = kindOf(ErrConflict, "fake: instance ID already exists")
 	// errInstanceTerminated: starting or stopping a terminated instance.
-	errInstanceTerminated = errors.New("fake: instance is terminated")
+	errInstanceTerminated = kindOf(ErrConflict, "fake: instance is terminated")
 	// errInvalidInstance: AddInstance with invalid fields (the error
 	// names each field, its value and what was expected).
-	errInvalidInstance = errors.New("fake: invalid instance")
+	errInvalidInstance = kindOf(ErrInvalid, "fake: invalid instance")
 )
 
 // store is the fake cloud's state and the one place that decides how it
@@ -61,7 +56,7 @@ type store struct {
 	// adapters then never wait for a throttle in real time.
 	fakeClock bool
 	// delay is the provisioning delay of load balancers created from now
-	// on, a time.Duration (setProvisioningDelay).
+	// on, a time.Duration (SetProvisioningDelay).
 	delay atomic.Int64
 	// limits is the rate limit of the cloud account, shared by every Cloud
 	// over this store.
@@ -359,64 +354,6 @@ func sameInstances(a, b map[string]*Instance) bool {
 			slices.Equal(x.InternalIPs, y.InternalIPs) && slices.Equal(x.ExternalIPs, y.ExternalIPs) &&
 			maps.Equal(x.Labels, y.Labels)
 	})
-}
-
-// maxInstanceIDLen bounds the length of an instance ID, in bytes.
-const maxInstanceIDLen = 128
-
-// unsafeInstanceID returns why id cannot be an instance ID, or "" when it
-// can: an ID is the last segment of a provider ID and of the admin
-// endpoint's /instances/{id} paths, so it must not be "." or "..", nor
-// hold '/', '\', '%', '?', '#', white space, control or format characters
-// (zero-width, bidirectional overrides) or invalid UTF-8. This holds
-// whatever provider.Codec accepts (Instance.validate applies its rules
-// too).
-func unsafeInstanceID(id string) string {
-	switch {
-	case id == "":
-		return "expected an instance ID"
-	case id == "." || id == "..":
-		return "expected an ID other than . and .. (a path segment)"
-	case len(id) > maxInstanceIDLen:
-		return fmt.Sprintf("expected at most %d bytes, got %d", maxInstanceIDLen, len(id))
-	case !utf8.ValidString(id):
-		return "expected valid UTF-8"
-	}
-	for _, r := range id {
-		if strings.ContainsRune(`/\%?#`, r) || unicode.IsSpace(r) || !unicode.IsGraphic(r) {
-			return fmt.Sprintf("expected no %U %q: no '/', '\\', '%%', '?', '#', white space, control, format or unassigned characters (it is a segment of provider IDs and URL paths)", r, r)
-		}
-	}
-	return ""
-}
-
-// validateInstance is Instance.validate plus unsafeInstanceID for a set
-// ID; path names the instance in errors.
-func validateInstance(path *field.Path, in Instance) field.ErrorList {
-	errs := in.validate(path)
-	idPath := path.Child("id").String()
-	if in.ID == "" || slices.ContainsFunc(errs, func(e *field.Error) bool { return e.Field == idPath }) {
-		return errs
-	}
-	if reason := unsafeInstanceID(in.ID); reason != "" {
-		errs = append(errs, field.Invalid(path.Child("id"), clipValue(in.ID), reason))
-	}
-	return errs
-}
-
-// clipValue cuts a value quoted by a field.Error to a bounded length.
-func clipValue(s string) string { return bound.Value(s, 80) }
-
-// checkValue checks value, found at path, with is (one of apimachinery's
-// validation.Is… functions) and returns the error for what it finds:
-// what was expected, then is's messages, with value cut (clipValue); nil
-// when it finds nothing.
-func checkValue(path *field.Path, value string, is func(string) []string, expected string) field.ErrorList {
-	msgs := is(value)
-	if len(msgs) == 0 {
-		return nil
-	}
-	return field.ErrorList{field.Invalid(path, clipValue(value), expected+": "+strings.Join(msgs, "; "))}
 }
 
 // addInstance validates in, fills in the defaults and stores it (mu held

@@ -17,6 +17,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/ccmkit/ccmkit/fake"
+	"github.com/ccmkit/ccmkit/fake/admin"
 	"github.com/ccmkit/ccmkit/instances"
 	"github.com/ccmkit/ccmkit/loadbalancer"
 	"github.com/ccmkit/ccmkit/provider"
@@ -30,20 +31,24 @@ func startCloud(t *testing.T, cfg fake.Config) (*fake.Cloud, *fakecloud.Admin) {
 	t.Helper()
 	addrFile := filepath.Join(t.TempDir(), "admin.addr")
 	cfg.Admin = fake.AdminSection{Address: "127.0.0.1:0", AddressFile: addrFile}
-	cloud, err := fake.New(cfg, fake.Options{})
+	c, err := fake.New(cfg, fake.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	served, err := admin.New(c, admin.Options{AdminSection: cfg.Admin})
 	if err != nil {
 		t.Fatal(err)
 	}
 	stop := make(chan struct{})
-	cloud.Initialize(nil, stop)
-	t.Cleanup(func() { close(stop); cloud.Shutdown() })
+	served.Initialize(nil, stop)
+	t.Cleanup(func() { close(stop); served.Shutdown() })
 	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
 	defer cancel()
-	admin, err := fakecloud.WaitAdmin(ctx, addrFile, nil)
+	client, err := fakecloud.WaitAdmin(ctx, addrFile, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return cloud, admin
+	return c, client
 }
 
 func TestWriteConfigRoundTrip(t *testing.T) {
