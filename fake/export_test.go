@@ -74,7 +74,6 @@ var (
 // The defaults the field docs state.
 const (
 	StateFormat                = stateFormat
-	StateFormatV1              = stateFormatV1
 	DefaultInstanceCIDR        = defaultInstanceCIDR
 	DefaultIPv4Pool            = defaultIPv4Pool
 	DefaultIPv6Pool            = defaultIPv6Pool

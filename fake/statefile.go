@@ -35,17 +35,10 @@ import (
 // deadline; the control surface, which takes no context, waits.
 var ErrStateFile = errors.New("fake: state file")
 
-// stateFormat is the "format" field of the state files the fake writes.
-// It reads files of this format and of the previous one, stateFormatV1,
-// and rewrites a v1 file in this format at its first change; a file of any
-// other format is rejected (and a fake built before v2 rejects a v2 file).
+// stateFormat is the "format" field of the state files the fake writes
+// and the only one it reads: a file of any other format is rejected. (v1,
+// an earlier draft, was never released.)
 const stateFormat = "ccmkit.io/fake-state/v2"
-
-// stateFormatV1 is the format of state files written before load
-// balancers had a provisioning delay and instance-ID backends: read as
-// load balancers ready at once, with backends kept by Node name
-// (loadBalancers.backends nodeName).
-const stateFormatV1 = "ccmkit.io/fake-state/v1"
 
 // The shared state file (Config.StateFile).
 //
@@ -120,11 +113,6 @@ const stateFormatV1 = "ccmkit.io/fake-state/v1"
 //	  "routes": [{"cluster", "name", "destinationCIDR", "targetNode",
 //	              "targetNodeAddresses": [{"type", "address"}], "blackhole"}]
 //	}
-//
-// A file of the previous format, v1, is read as a cloud whose
-// load balancers are ready and keep backends by Node name, and is
-// rewritten as v2 at its first change; a fake older than v2 rejects a v2
-// file, so upgrade every process sharing a file together.
 //
 // A file is only ever replaced, never written in place; to edit one by hand,
 // stop every process using it, or write a new file and rename it over the
@@ -346,8 +334,8 @@ type stateCloud struct {
 
 // stateLBConfig is the part of LoadBalancerSection that defines the cloud
 // (not the provisioning delay, which each process may change at run time:
-// each load balancer keeps when it is ready). Backends is absent from v1
-// files, where it is nodeName; BackendPools is absent unless shared.
+// each load balancer keeps when it is ready). BackendPools is absent
+// unless shared.
 type stateLBConfig struct {
 	IPv4Pool       string                `json:"ipv4Pool"`
 	IPv6Pool       string                `json:"ipv6Pool"`
@@ -444,8 +432,7 @@ func decodeState(data []byte, cfg Config) (cloudState, uint64, error) {
 }
 
 // parseStateDoc decodes data strictly (an unknown field, or data after
-// the document, is an error) as a document of format v2 or v1, with a v1
-// document's backends mode filled in.
+// the document, is an error) as a document of format stateFormat.
 func parseStateDoc(data []byte) (stateDoc, error) {
 	if len(bytes.TrimSpace(data)) == 0 {
 		return stateDoc{}, errors.New("empty: expected a JSON document written by the fake (format " + stateFormat + ")")
@@ -464,11 +451,8 @@ func parseStateDoc(data []byte) (stateDoc, error) {
 	if dec.More() {
 		return stateDoc{}, errors.New("not a valid state file: data after the JSON document")
 	}
-	if doc.Format != stateFormat && doc.Format != stateFormatV1 {
-		return stateDoc{}, fmt.Errorf("format %q: expected %q (or %q)", doc.Format, stateFormat, stateFormatV1)
-	}
-	if doc.Cloud.LoadBalancers.Backends == "" {
-		doc.Cloud.LoadBalancers.Backends = BackendsNodeName // v1
+	if doc.Format != stateFormat {
+		return stateDoc{}, fmt.Errorf("format %q: expected %q", doc.Format, stateFormat)
 	}
 	return doc, nil
 }
@@ -619,7 +603,7 @@ type stateInstance struct {
 	State string `json:"state"` // hides Instance.State
 }
 
-// stateLB is a load balancer as a state file keeps it (format v1 and v2):
+// stateLB is a load balancer as a state file keeps it (format v2):
 // with the ingress it reports once ready, and addresses and CIDRs as
 // strings.
 type stateLB struct {

@@ -799,36 +799,6 @@ func TestStateFileRealistic(t *testing.T) {
 	}
 }
 
-// TestStateFileV1: a state file of the previous format is read (its load
-// balancers ready, with backends by Node name) and rewritten in the
-// current format at the next change.
-func TestStateFileV1(t *testing.T) {
-	cfg, data := validStateFile(t)
-	v1doc := edit(t, data, func(d map[string]any) {
-		d["format"] = fake.StateFormatV1
-		delete(d["cloud"].(map[string]any)["loadBalancers"].(map[string]any), "backends")
-	})
-	if err := os.WriteFile(cfg.StateFile, v1doc, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	c := newCloud(t, cfg)
-	node := mustNode(t, c, "i-1")
-	before, ok := c.LoadBalancerFor(cluster, service("web"))
-	if !ok || before.Provisioning || len(before.Ingress) != 1 || before.Spec.Backends[0].NodeName != "node-01" {
-		t.Fatalf("load balancer of the v1 file = %+v, %v; want it ready, with node-01 as backend", before, ok)
-	}
-	ensureFinds(t, c, service("web"), []*v1.Node{node}, &v1.LoadBalancerStatus{Ingress: []v1.LoadBalancerIngress{{IP: before.VIPs[0]}}}, "the v1 load balancer is converged")
-	if got := readDoc(t, cfg.StateFile)["format"]; got != fake.StateFormatV1 {
-		t.Errorf("format after reads only = %v; want the file untouched (%s)", got, fake.StateFormatV1)
-	}
-	if _, err := c.AddInstance(fake.Instance{Name: "node-02"}); err != nil {
-		t.Fatal(err)
-	}
-	if got := readDoc(t, cfg.StateFile)["format"]; got != fake.StateFormat {
-		t.Errorf("format after a change = %v; want %s", got, fake.StateFormat)
-	}
-}
-
 // TestStateFileRejectsBadRoutes: a state file whose route table breaks the
 // table's rules (routes[1] below; routes[0] is valid) is not loaded at
 // all: New fails, and a running Cloud that finds it fails its calls and
