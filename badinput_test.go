@@ -44,6 +44,7 @@ import (
 	"github.com/ccmkit/ccmkit/fake"
 	"github.com/ccmkit/ccmkit/fake/admin"
 	"github.com/ccmkit/ccmkit/fake/register"
+	"github.com/ccmkit/ccmkit/fake/statefile"
 	"github.com/ccmkit/ccmkit/instances"
 	"github.com/ccmkit/ccmkit/loadbalancer"
 	"github.com/ccmkit/ccmkit/provider"
@@ -441,7 +442,7 @@ func newBadWorld(t *testing.T) *badWorld {
 		if len(opts) > 0 {
 			o = opts[0]
 		}
-		c, err := fake.New(cfg, o)
+		c, err := openFake(cfg, o)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -1088,7 +1089,7 @@ func fakeConfigInputs(w *badWorld) []badInput {
 		}
 		return badInput{surface: "fakeConfig", name: name, reason: reason,
 			call: func(context.Context) error {
-				c, err := fake.New(cfg, fake.Options{})
+				c, err := openFake(cfg, fake.Options{})
 				if c != nil {
 					c.Shutdown()
 					return fmt.Errorf("%w: a Cloud was built: %v", errWrongOutcome, err)
@@ -1217,7 +1218,7 @@ func stateFileInputs(w *badWorld) []badInput {
 		}
 		return badInput{surface: "stateFile", name: name, reason: reason,
 			call: func(context.Context) error {
-				c, err := fake.New(fake.Config{StateFile: path}, fake.Options{})
+				c, err := openFake(fake.Config{StateFile: path}, fake.Options{})
 				if c != nil {
 					c.Shutdown()
 					return fmt.Errorf("%w: a Cloud was built: %v", errWrongOutcome, err)
@@ -1289,7 +1290,7 @@ func stateFileInputs(w *badWorld) []badInput {
 // validStateFile returns the state file of a cloud of two instances.
 func validStateFile(w *badWorld) []byte {
 	path := filepath.Join(w.dir, "valid.json")
-	c, err := fake.New(fake.Config{StateFile: path}, fake.Options{Instances: []fake.Instance{{Name: "node-1"}, {Name: "node-2"}}})
+	c, err := openFake(fake.Config{StateFile: path}, fake.Options{Instances: []fake.Instance{{Name: "node-1"}, {Name: "node-2"}}})
 	if err != nil {
 		panic(err)
 	}
@@ -1449,13 +1450,13 @@ func lockInputs(w *badWorld) []badInput {
 	}
 	cfg := fake.Config{ClusterID: badCluster, StateFile: filepath.Join(dir, "state.json"),
 		Instances: []fake.Instance{{Name: "node-1"}, {Name: "node-2"}}}
-	a, err := fake.New(cfg, fake.Options{})
+	a, err := openFake(cfg, fake.Options{})
 	if err != nil {
 		panic(err)
 	}
 	var hold atomic.Pointer[chan struct{}] // set: the holder's clock blocks until it is closed
 	entered := make(chan struct{}, 1)
-	holder, err := fake.New(cfg, fake.Options{Clock: func() time.Time {
+	holder, err := openFake(cfg, fake.Options{Clock: func() time.Time {
 		if ch := hold.Load(); ch != nil {
 			entered <- struct{}{}
 			<-*ch
@@ -1557,4 +1558,19 @@ func lockInputs(w *badWorld) []badInput {
 			return err
 		}),
 	}
+}
+
+// openFake is fake.New over the state file cfg.StateFile (statefile.Open)
+// when it is set, as the registered provider builds the fake: after the
+// cloud-config is validated (provider.Register validates it first), so an
+// invalid one creates no lock file.
+func openFake(cfg fake.Config, opts fake.Options) (*fake.Cloud, error) {
+	if cfg.StateFile != "" && opts.Persistence == nil && cfg.Validate() == nil {
+		f, err := statefile.Open(cfg.StateFile)
+		if err != nil {
+			return nil, err
+		}
+		opts.Persistence = f
+	}
+	return fake.New(cfg, opts)
 }

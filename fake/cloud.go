@@ -92,6 +92,11 @@ type Options struct {
 	// It is called concurrently, with the fake's locks held: it must be
 	// safe for concurrent use and must not call the Cloud. Nil: time.Now.
 	Clock func() time.Time
+	// Persistence keeps the cloud's state outside the Cloud, shared with
+	// every Cloud over the same one: package fake/statefile's over the
+	// file of Config.StateFile, which requires it (statefile.New sets it).
+	// Nil: the state lives in the Cloud.
+	Persistence Persistence
 }
 
 // PeerOptions are the optional inputs of NewPeer: what a peer, which shares
@@ -135,7 +140,7 @@ func New(cfg Config, opts Options) (*Cloud, error) {
 			return nil, fmt.Errorf("fake.New: invalid instances (Config.Instances, then Options.Instances): %w", errs.ToAggregate())
 		}
 	}
-	st, err := newStore(cfg, opts.Clock) // its errors say "fake: state file …"
+	st, err := newStore(cfg, opts.Clock, opts.Persistence) // its errors say "fake: state file …"
 	if err != nil {
 		return nil, err
 	}

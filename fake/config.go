@@ -123,8 +123,9 @@ type Config struct {
 	// atomically if it changed anything. InstanceCIDRs and LoadBalancers
 	// (but for ProvisioningDelay) must be the same in every process; the
 	// rate limit and the provisioning delay apply per process. Empty keeps the state in memory,
-	// private to the Cloud. See "Shared state file" in the package
-	// documentation.
+	// private to the Cloud. New needs the file opened as
+	// Options.Persistence (statefile.Open; the registered provider opens
+	// it): package fake/statefile documents the file.
 	StateFile string `json:"stateFile,omitempty"`
 }
 

@@ -157,7 +157,7 @@ func TestNewChecksSeedsTogether(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			path := filepath.Join(t.TempDir(), "cloud.json")
-			c, err := fake.New(fake.Config{Instances: tt.config, StateFile: path}, fake.Options{Instances: tt.with})
+			c, err := openCloud(fake.Config{Instances: tt.config, StateFile: path}, fake.Options{Instances: tt.with})
 			if tt.want == nil {
 				if err != nil {
 					t.Fatalf("New = %v; want a cloud (%s)", err, tt.reason)

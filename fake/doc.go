@@ -19,7 +19,8 @@
 // fake/register registers it): the file is Config, and
 // example/cloud-config.yaml is its annotated sample. NewPeer is another
 // cluster over the same cloud; Config.StateFile shares one cloud between
-// processes; Funcs is the one fault mechanism. The admin endpoint
+// processes, kept by a Persistence (package fake/statefile keeps it in the
+// file); Funcs is the one fault mechanism. The admin endpoint
 // (Config.Admin) lives in package fake/admin, built on the control surface
 // (the Cloud methods, their …Context forms, AddFault, SetRateLimit,
 // SetProvisioningDelay) and the error kinds ErrInvalid, ErrNotFound and

@@ -19,6 +19,7 @@ import (
 
 	"github.com/ccmkit/ccmkit/fake"
 	"github.com/ccmkit/ccmkit/fake/admin"
+	"github.com/ccmkit/ccmkit/fake/statefile"
 )
 
 const cluster = "test-cluster"
@@ -35,7 +36,7 @@ func newCloud(t testing.TB, cfg fake.Config, opts ...fake.Options) *fake.Cloud {
 	if *withStateFile && cfg.StateFile == "" {
 		cfg.StateFile = filepath.Join(t.TempDir(), "cloud.json")
 	}
-	c, err := fake.New(cfg, oneOptions(opts))
+	c, err := openCloud(cfg, oneOptions(opts))
 	if err != nil {
 		t.Fatalf("fake.New: %v", err)
 	}
@@ -66,6 +67,19 @@ func get(t *testing.T, url string) (int, []byte) {
 		t.Fatal(err)
 	}
 	return resp.StatusCode, body
+}
+
+// openCloud is fake.New, over the state file cfg.StateFile (when set), as
+// the registered provider builds it.
+func openCloud(cfg fake.Config, opts fake.Options) (*fake.Cloud, error) {
+	if cfg.StateFile != "" && opts.Persistence == nil {
+		f, err := statefile.Open(cfg.StateFile)
+		if err != nil {
+			return nil, err
+		}
+		opts.Persistence = f
+	}
+	return fake.New(cfg, opts)
 }
 
 // cloudWithNodes builds a fake with n running instances node-01..node-<n> and

@@ -16,6 +16,7 @@ import (
 
 	"github.com/ccmkit/ccmkit/fake"
 	"github.com/ccmkit/ccmkit/fake/admin"
+	"github.com/ccmkit/ccmkit/fake/statefile"
 	"github.com/ccmkit/ccmkit/loadbalancer"
 )
 
@@ -28,6 +29,13 @@ func newCloud(t testing.TB, cfg fake.Config, opts ...fake.Options) *fake.Cloud {
 	var o fake.Options
 	if len(opts) > 0 {
 		o = opts[0]
+	}
+	if cfg.StateFile != "" {
+		f, err := statefile.Open(cfg.StateFile)
+		if err != nil {
+			t.Fatal(err)
+		}
+		o.Persistence = f
 	}
 	c, err := fake.New(cfg, o)
 	if err != nil {

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/ccmkit/ccmkit/fake"
+	"github.com/ccmkit/ccmkit/fake/statefile"
 
 	"github.com/google/go-cmp/cmp"
 )
@@ -47,7 +48,15 @@ func adminCloud(t *testing.T, cfg fake.Config, to timeouts) (*fake.Cloud, string
 		t.Cleanup(func() { testTimeouts.Store(nil) })
 	}
 	cfg.Admin.Address = "127.0.0.1:0"
-	c, err := fake.New(cfg, fake.Options{})
+	var opts fake.Options
+	if cfg.StateFile != "" {
+		f, err := statefile.Open(cfg.StateFile)
+		if err != nil {
+			t.Fatal(err)
+		}
+		opts.Persistence = f
+	}
+	c, err := fake.New(cfg, opts)
 	if err != nil {
 		t.Fatal(err)
 	}

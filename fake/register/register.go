@@ -6,6 +6,7 @@ import (
 
 	"github.com/ccmkit/ccmkit/fake"
 	"github.com/ccmkit/ccmkit/fake/admin"
+	"github.com/ccmkit/ccmkit/fake/statefile"
 	"github.com/ccmkit/ccmkit/provider"
 )
 
@@ -23,14 +24,23 @@ func init() {
 }
 
 // Factory builds the fake from its decoded, validated cloud-config: a
-// fake.Cloud (fake.New), and with admin.address an admin.Cloud serving its
-// admin endpoint from Initialize. It is the factory registered under
+// fake.Cloud (fake.New), over the state file (statefile.Open) with
+// stateFile, and with admin.address an admin.Cloud serving its admin
+// endpoint from Initialize. It is the factory registered under
 // fake.ProviderName (through provider.Register, which decodes
 // --cloud-config strictly and calls Config.Validate); use it with
 // provider.Build to build the fake from a cloud-config outside the
-// registry. Its errors are fake.New's and admin.New's.
+// registry. Its errors are statefile.Open's, fake.New's and admin.New's.
 func Factory(cfg *fake.Config) (cloudprovider.Interface, error) {
-	c, err := fake.New(*cfg, fake.Options{})
+	var opts fake.Options
+	if cfg.StateFile != "" {
+		f, err := statefile.Open(cfg.StateFile)
+		if err != nil {
+			return nil, err
+		}
+		opts.Persistence = f
+	}
+	c, err := fake.New(*cfg, opts)
 	if err != nil {
 		return nil, err
 	}
