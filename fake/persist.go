@@ -80,7 +80,8 @@ type SavedState struct {
 	// BackendPools are the shared backend pools (LoadBalancerSection.
 	// BackendPools shared).
 	BackendPools []loadbalancer.Pool
-	// Routes is the route table (routes.Entry.Extra is not kept).
+	// Routes is the route table. routes.Entry.Extra is the fake's own
+	// index record: a Persistence need not keep it (the fake rebuilds it).
 	Routes []routes.Entry
 }
 
@@ -101,7 +102,7 @@ type SavedPool struct {
 }
 
 // SavedLoadBalancer is a load balancer as a Persistence keeps it: with the
-// ingress it reports once ready (LoadBalancer.Ingress), its VIPs (one per
+// ingress it reports once ready (LoadBalancer, required), its VIPs (one per
 // family, in Spec.IPFamilies order) and when it is ready (zero: since its
 // creation).
 type SavedLoadBalancer struct {
@@ -135,9 +136,6 @@ func (st *cloudState) saved(cfg Config) *SavedState {
 	}
 	for _, p := range st.pools() {
 		out.Pools = append(out.Pools, SavedPool{CIDR: p.prefix.String(), Next: p.next.String()})
-	}
-	for i := range out.Routes {
-		out.Routes[i].Extra = nil
 	}
 	return out
 }
@@ -175,13 +173,14 @@ func restoreState(saved *SavedState, cfg Config) (cloudState, error) {
 		}
 	}
 	for i, p := range saved.BackendPools {
-		if err := st.loadBackendPool(p); err != nil {
-			return cloudState{}, fmt.Errorf("backendPools[%d] (id %q): %w", i, p.ID, err)
+		if p.ID == "" || st.bpools[p.ID] != nil {
+			return cloudState{}, fmt.Errorf("backendPools[%d] (id %q): id %q: expected a backend pool ID, each once", i, p.ID, p.ID)
 		}
+		st.bpools[p.ID] = p.Clone()
 	}
 	for i, v := range saved.LoadBalancers {
 		if err := st.loadLoadBalancer(v); err != nil {
-			return cloudState{}, fmt.Errorf("loadBalancers[%d] (id %q): %w", i, idOf(v.LoadBalancer), err)
+			return cloudState{}, fmt.Errorf("loadBalancers[%d] (id %q): %w", i, v.LoadBalancer.ID, err)
 		}
 	}
 	// The route table's rules, as for every other way into it: a state
@@ -255,8 +254,8 @@ func (st *cloudState) loadInstance(path *field.Path, in Instance) error {
 // loadLoadBalancer adds a saved load balancer, taking its VIPs.
 func (st *cloudState) loadLoadBalancer(v SavedLoadBalancer) error {
 	lb := v.LoadBalancer
-	if lb == nil || lb.ID == "" || st.lbs[lb.ID] != nil {
-		return fmt.Errorf("id %q: expected a load balancer ID, each once", idOf(lb))
+	if lb.ID == "" || st.lbs[lb.ID] != nil {
+		return fmt.Errorf("id %q: expected a load balancer ID, each once", lb.ID)
 	}
 	if lb.Spec.BackendPool != "" && st.bpools[lb.Spec.BackendPool] == nil {
 		return fmt.Errorf("backendPool %q: expected the ID of a backend pool of the file", lb.Spec.BackendPool)
@@ -274,21 +273,4 @@ func (st *cloudState) loadLoadBalancer(v SavedLoadBalancer) error {
 	st.lbs[lb.ID] = rec
 	st.indexLB(rec.lb)
 	return nil
-}
-
-// loadBackendPool adds a saved shared backend pool.
-func (st *cloudState) loadBackendPool(p loadbalancer.Pool) error {
-	if p.ID == "" || st.bpools[p.ID] != nil {
-		return fmt.Errorf("id %q: expected a backend pool ID, each once", p.ID)
-	}
-	st.bpools[p.ID] = p.Clone()
-	return nil
-}
-
-// idOf returns the ID of lb, "" for nil.
-func idOf(lb *loadbalancer.LoadBalancer) string {
-	if lb == nil {
-		return ""
-	}
-	return lb.ID
 }
