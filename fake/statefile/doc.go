@@ -1,8 +1,8 @@
 // Package statefile keeps the fake cloud (package fake) in a file shared
 // by processes: the cloud-config's stateFile (fake.Config.StateFile). File
-// is a fake.Persistence over that file and its lock; New builds the fake
-// over it, and the registered provider "fake" (package fake/register), the
-// e2e suite and the demo use it. The fake keeps the model and decides what
+// is a fake.Persistence over that file and its lock (Open), which
+// fake.New takes as fake.Options.Persistence; the registered provider
+// "fake" (package fake/register), the e2e suite and the demo use it. The fake keeps the model and decides what
 // a state holds and whether it is valid; this package keeps the JSON
 // format, the file and its lock.
 //
@@ -13,7 +13,7 @@
 // built with the same stateFile and the same cloud-config is then one
 // cloud: replicas fail over to the same load balancers, a restarted CCM
 // finds what it created before it died, and a test can look at the cloud
-// from its own process (New with the same cloud-config, then Snapshot).
+// from its own process (fake.New over Open of the same file and cloud-config, then Snapshot).
 //
 // How: File implements fake.Persistence, and the fake runs every
 // operation on the cloud — cloud API calls and the control surface alike —
@@ -25,26 +25,26 @@
 // (SIGKILL) in the middle loses nothing it reported done and never leaves
 // the lock held (the kernel drops it), and no update is lost. The file is
 // not fsynced: it survives any process, not a crash of the machine. flock
-// makes this Unix only (developed and tested on Linux); elsewhere New
+// makes this Unix only (developed and tested on Linux); elsewhere fake.New
 // fails.
 // A cloud API call waits for the lock at most until its context ends, then
-// fails with an error wrapping ErrStateFile and ctx.Err(), having changed
-// nothing; an admin endpoint request waits at most 20s (a 503, see "Admin
-// endpoint"); the control surface, which takes no context, waits without a
-// deadline.
+// fails with an error wrapping fake.ErrStateFile and ctx.Err(), having
+// changed nothing; an admin endpoint request waits at most 20s (a 503, see
+// admin.Handler); the control surface, which takes no context, waits
+// without a deadline.
 // Without stateFile none of this runs, and the in-memory fake costs what it
 // always did.
 //
-// When stateFile does not exist, New creates it from the seeded instances
-// (fake.Config.Instances, fake.Options.Instances); when it exists, New loads it and the
+// When stateFile does not exist, fake.New creates it from the seeded instances
+// (fake.Config.Instances, fake.Options.Instances); when it exists, fake.New loads it and the
 // seeds are ignored, so a second replica or a restarted CCM never adds the
 // instances again. A file that cannot be read — not JSON, another format,
 // an unknown field, an invalid instance or route, a VIP outside its pool,
 // pools other than the cloud-config's, or the file removed after it was
 // loaded —
-// is an error wrapping ErrStateFile that names the file and the problem
+// is an error wrapping fake.ErrStateFile that names the file and the problem
 // (for a route breaking the rules of "Routes": the route and the field):
-// from New, from every cloud API call and control-surface method with an
+// from fake.New, from every cloud API call and control-surface method with an
 // error result, and as a 500 from the admin endpoint; Snapshot,
 // InstanceByID and LoadBalancerFor log it and answer from the state last
 // loaded. The fake never overwrites or recreates a file it cannot read;
