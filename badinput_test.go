@@ -44,6 +44,9 @@ import (
 
 	"github.com/ccmkit/ccmkit/annotation"
 	"github.com/ccmkit/ccmkit/fake"
+	"github.com/ccmkit/ccmkit/fake/admin"
+	"github.com/ccmkit/ccmkit/fake/register"
+	"github.com/ccmkit/ccmkit/fake/statefile"
 	"github.com/ccmkit/ccmkit/instances"
 	"github.com/ccmkit/ccmkit/loadbalancer"
 	"github.com/ccmkit/ccmkit/provider"
@@ -441,7 +444,7 @@ func newBadWorld(t *testing.T) *badWorld {
 		if len(opts) > 0 {
 			o = opts[0]
 		}
-		c, err := fake.New(cfg, o)
+		c, err := openFake(cfg, o)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -459,7 +462,7 @@ func newBadWorld(t *testing.T) *badWorld {
 	w.cloud = newCloud(fake.Config{ClusterID: badCluster, Instances: seed, Realistic: true}, fake.Options{Clock: clock})
 	w.v4only = newCloud(fake.Config{ClusterID: badCluster, Instances: seed, Routes: fake.RoutesSection{IPv4Only: true}})
 	w.admin = newCloud(fake.Config{Instances: seed})
-	srv := httptest.NewServer(w.admin.AdminHandler())
+	srv := httptest.NewServer(admin.Handler(w.admin))
 	t.Cleanup(srv.Close)
 	w.adminURL = srv.URL
 
@@ -636,7 +639,7 @@ func configInputs(w *badWorld) []badInput {
 			registered("fake", "clusterID: c\n---\nclusterID: "+s+"\n"), "YAML document 2", "expected a single document"),
 		c("build over the size limit", "provider.Build with the fake's factory and a 1 MiB config",
 			func(context.Context) error {
-				c, err := provider.Build("fake", strings.NewReader(big), fake.Factory)
+				c, err := provider.Build("fake", strings.NewReader(big), register.Factory)
 				if c != nil {
 					return fmt.Errorf("%w: a provider was built", errWrongOutcome)
 				}
@@ -1089,7 +1092,7 @@ func fakeConfigInputs(w *badWorld) []badInput {
 		}
 		return badInput{surface: "fakeConfig", name: name, reason: reason,
 			call: func(context.Context) error {
-				c, err := fake.New(cfg, fake.Options{})
+				c, err := openFake(cfg, fake.Options{})
 				if c != nil {
 					c.Shutdown()
 					return fmt.Errorf("%w: a Cloud was built: %v", errWrongOutcome, err)
@@ -1218,7 +1221,7 @@ func stateFileInputs(w *badWorld) []badInput {
 		}
 		return badInput{surface: "stateFile", name: name, reason: reason,
 			call: func(context.Context) error {
-				c, err := fake.New(fake.Config{StateFile: path}, fake.Options{})
+				c, err := openFake(fake.Config{StateFile: path}, fake.Options{})
 				if c != nil {
 					c.Shutdown()
 					return fmt.Errorf("%w: a Cloud was built: %v", errWrongOutcome, err)
@@ -1290,7 +1293,7 @@ func stateFileInputs(w *badWorld) []badInput {
 // validStateFile returns the state file of a cloud of two instances.
 func validStateFile(w *badWorld) []byte {
 	path := filepath.Join(w.dir, "valid.json")
-	c, err := fake.New(fake.Config{StateFile: path}, fake.Options{Instances: []fake.Instance{{Name: "node-1"}, {Name: "node-2"}}})
+	c, err := openFake(fake.Config{StateFile: path}, fake.Options{Instances: []fake.Instance{{Name: "node-1"}, {Name: "node-2"}}})
 	if err != nil {
 		panic(err)
 	}
@@ -1317,7 +1320,7 @@ func adminViewOf(c *fake.Cloud) func() any {
 	}
 }
 
-// adminInputs: requests to the fake's admin endpoint (AdminHandler behind
+// adminInputs: requests to the fake's admin endpoint (admin.Handler behind
 // an httptest server on loopback) that a web page, a careless script or a
 // hostile body can make. Each is refused with the status it wants and a
 // {"error"} body; the planted secret rides in the Authorization and Cookie
@@ -1450,13 +1453,13 @@ func lockInputs(w *badWorld) []badInput {
 	}
 	cfg := fake.Config{ClusterID: badCluster, StateFile: filepath.Join(dir, "state.json"),
 		Instances: []fake.Instance{{Name: "node-1"}, {Name: "node-2"}}}
-	a, err := fake.New(cfg, fake.Options{})
+	a, err := openFake(cfg, fake.Options{})
 	if err != nil {
 		panic(err)
 	}
 	var hold atomic.Pointer[chan struct{}] // set: the holder's clock blocks until it is closed
 	entered := make(chan struct{}, 1)
-	holder, err := fake.New(cfg, fake.Options{Clock: holdingClock{hold: &hold, entered: entered}})
+	holder, err := openFake(cfg, fake.Options{Clock: holdingClock{hold: &hold, entered: entered}})
 	if err != nil {
 		panic(err)
 	}
@@ -1501,10 +1504,10 @@ func lockInputs(w *badWorld) []badInput {
 			call: held(call, true), state: func() any { return []any{a.Snapshot(), svc.DeepCopy(), node.DeepCopy()} },
 			field: "state.json.lock", expect: "which another process or Cloud holds"}
 	}
-	// The admin endpoint of a, served as a user serves AdminHandler
+	// The admin endpoint of a, served as a user serves admin.Handler
 	// elsewhere, under a request deadline of lockWait (the endpoint's own
 	// is 20s): a request that cannot take the lock by then is a 503.
-	adminH := a.AdminHandler()
+	adminH := admin.Handler(a)
 	srv := httptest.NewServer(http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
 		ctx, cancel := context.WithTimeout(r.Context(), lockWait)
 		defer cancel()
@@ -1595,3 +1598,18 @@ func (c instantClock) After(d time.Duration) <-chan time.Time {
 
 // Sleep steps the clock by d.
 func (c instantClock) Sleep(d time.Duration) { c.Step(d) }
+
+// openFake is fake.New over the state file cfg.StateFile (statefile.Open)
+// when it is set, as the registered provider builds the fake: after the
+// cloud-config is validated (provider.Register validates it first), so an
+// invalid one creates no lock file.
+func openFake(cfg fake.Config, opts fake.Options) (*fake.Cloud, error) {
+	if cfg.StateFile != "" && opts.Persistence == nil && cfg.Validate() == nil {
+		f, err := statefile.Open(cfg.StateFile)
+		if err != nil {
+			return nil, err
+		}
+		opts.Persistence = f
+	}
+	return fake.New(cfg, opts)
+}

@@ -85,7 +85,10 @@
 //
 // fake: an in-memory, stateful fake cloud composed from the packages above,
 // with fault injection and per-operation call counters. It backs the
-// examples, the tests and the demo, and is the reference composition.
+// examples, the tests and the demo, and is the reference composition. Its
+// process machinery is apart: fake/statefile (one cloud shared by
+// processes through a file), fake/admin (the HTTP admin endpoint) and
+// fake/register (the provider "fake", with both).
 //
 // testing/conformance: the shared conformance suite: rules from the
 // upstream controllers' contracts, checked by direct calls and by running the

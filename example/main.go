@@ -52,7 +52,7 @@ import (
 	_ "k8s.io/component-base/metrics/prometheus/version"  // version metric
 	"k8s.io/klog/v2"
 
-	_ "github.com/ccmkit/ccmkit/fake" // registers provider "fake"
+	_ "github.com/ccmkit/ccmkit/fake/register" // registers provider "fake"
 	"github.com/ccmkit/ccmkit/housekeeping"
 	"github.com/ccmkit/ccmkit/provider"
 )

@@ -227,7 +227,7 @@ func TestBackendPoolsStateFile(t *testing.T) {
 	}
 	perService := cfg
 	perService.LoadBalancers.BackendPools = ""
-	if _, err := fake.New(perService, fake.Options{}); err == nil || !errors.Is(err, fake.ErrStateFile) {
+	if _, err := openCloud(perService, fake.Options{}); err == nil || !errors.Is(err, fake.ErrStateFile) {
 		t.Errorf("a cloud-config without shared pools over the file: %v; want a state-file error", err)
 	}
 }

@@ -3,7 +3,6 @@ package fake
 import (
 	"fmt"
 	"slices"
-	"sync"
 	"time"
 
 	"k8s.io/apimachinery/pkg/util/validation/field"
@@ -37,8 +36,9 @@ var allLoadBalancerCapabilities = loadbalancer.Capabilities{
 // instances.Cache) and Routes (a whole-table routes.Table); Instances, Zones
 // and Clusters are absent. The other methods
 // are the control surface for tests (instances, snapshots, faults, call
-// counters, load balancers changed behind the CCM's back) and the admin
-// endpoint.
+// counters, load balancers changed behind the CCM's back) and for the admin
+// endpoint (package fake/admin). Its Initialize and Shutdown are
+// provider.Cloud's: it starts nothing of its own.
 //
 // Construct it with New. Every method is safe for concurrent use.
 type Cloud struct {
@@ -58,10 +58,6 @@ type Cloud struct {
 	// gov is the client-side budget (Config.Governor) under the caches;
 	// nil (none) governs nothing.
 	gov *governor.Governor
-
-	adminMu sync.Mutex
-	admin   adminState
-	adminWG sync.WaitGroup
 }
 
 var _ cloudprovider.Interface = (*Cloud)(nil)
@@ -100,6 +96,11 @@ type Options struct {
 	// safe for concurrent use and must not call the Cloud. Nil:
 	// clock.RealClock{}.
 	Clock clock.Clock
+	// Persistence keeps the cloud's state outside the Cloud, shared with
+	// every Cloud over the same one: package fake/statefile's over the
+	// file of Config.StateFile, which requires it (statefile.Open returns one).
+	// Nil: the state lives in the Cloud.
+	Persistence Persistence
 }
 
 // PeerOptions are the optional inputs of NewPeer: what a peer, which shares
@@ -117,8 +118,9 @@ type PeerOptions struct {
 	InstanceCache *instances.CacheOptions
 }
 
-// New builds a fake cloud from cfg and opts. It starts nothing: the admin
-// endpoint, if configured, starts with Initialize. It returns an error
+// New builds a fake cloud from cfg and opts. It starts nothing, and serves
+// no admin endpoint whatever cfg.Admin says (package fake/admin serves it).
+// It returns an error
 // (wrapping the field errors of Config.Validate, or naming the instance or
 // the option) for an invalid cfg, a seeded instance that cannot be added
 // (two instances of cfg.Instances and opts.Instances with one ID, one
@@ -141,7 +143,7 @@ func New(cfg Config, opts Options) (*Cloud, error) {
 			return nil, fmt.Errorf("fake.New: invalid instances (Config.Instances, then Options.Instances): %w", errs.ToAggregate())
 		}
 	}
-	st, err := newStore(cfg, opts.Clock.Now) // its errors say "fake: state file …"
+	st, err := newStore(cfg, opts.Clock.Now, opts.Persistence) // its errors say "fake: state file …"
 	if err != nil {
 		return nil, err
 	}
@@ -159,7 +161,7 @@ func New(cfg Config, opts Options) (*Cloud, error) {
 // which owns its load balancers and routes; empty: the --cluster-name of
 // each call, as in New). It has its own call counters, faults, interceptor
 // Funcs and instance cache (they model a provider's API client), and no
-// admin endpoint (AdminHandler serves its API); see PeerOptions for what
+// admin endpoint (admin.Handler serves its API); see PeerOptions for what
 // it takes from c. Use it to run two clusters on one network, for example
 // both with --cluster-name=kubernetes, or a second replica of one cluster
 // (the same clusterID). It returns an error naming the problem for a
@@ -377,24 +379,6 @@ func provisioningRetry(delay time.Duration) time.Duration {
 // lbRetryAfter is the default of loadbalancer.Options.RetryAfter, the
 // longest the service controller waits for a provisioning load balancer.
 const lbRetryAfter = 10 * time.Second
-
-// Initialize implements cloudprovider.Interface: provider.Cloud's
-// Initialize, then the admin endpoint, when Config.Admin.Address is set,
-// which serves until stop is closed or Shutdown is called. Calls after the
-// first do nothing. A failure to listen is logged and reported by
-// the admin endpoint not answering; it does not stop the cloud.
-func (c *Cloud) Initialize(clientBuilder cloudprovider.ControllerClientBuilder, stop <-chan struct{}) {
-	c.Cloud.Initialize(clientBuilder, stop)
-	c.startAdmin(c.Cloud.Context())
-}
-
-// Shutdown stops what Initialize started, as closing its stop channel does,
-// and waits for the admin endpoint's goroutines to end. It is safe to call
-// more than once and before Initialize.
-func (c *Cloud) Shutdown() {
-	c.Cloud.Shutdown()
-	c.adminWG.Wait()
-}
 
 // InstanceAPI returns the fake's instance API as a provider's instances
 // layer calls it: an instances.ListDriver (GetByID, GetByName, List) whose

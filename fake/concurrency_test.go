@@ -110,7 +110,7 @@ func TestConcurrentMix(t *testing.T) {
 					}
 					err = herr
 					if i%3 == 0 {
-						fake.ResetCalls(c)
+						c.ResetCalls()
 					}
 				}
 				if !expected(err) {

@@ -124,8 +124,9 @@ type Config struct {
 	// atomically if it changed anything. InstanceCIDRs and LoadBalancers
 	// (but for ProvisioningDelay) must be the same in every process; the
 	// rate limit and the provisioning delay apply per process. Empty keeps the state in memory,
-	// private to the Cloud. See "Shared state file" in the package
-	// documentation.
+	// private to the Cloud. New needs the file opened as
+	// Options.Persistence (statefile.Open; the registered provider opens
+	// it): package fake/statefile documents the file.
 	StateFile string `json:"stateFile,omitempty"`
 }
 
@@ -354,6 +355,17 @@ type AdminSection struct {
 	// actually listens on to ("host:port", no newline; useful with port
 	// 0), once it listens. It is replaced atomically.
 	AddressFile string `json:"addressFile,omitempty"`
+}
+
+// ListenAddress returns the address the admin endpoint listens on:
+// Address with localhost spelled 127.0.0.1. It returns an error, naming
+// the problem, for an Address that is not a loopback host:port (which
+// Config.Validate refuses), and "" and nil for an empty one.
+func (s AdminSection) ListenAddress() (string, error) {
+	if s.Address == "" {
+		return "", nil
+	}
+	return loopbackAddress(s.Address)
 }
 
 // Validate implements provider.Validator. It returns every problem found,

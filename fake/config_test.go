@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/ccmkit/ccmkit/fake"
+	"github.com/ccmkit/ccmkit/fake/register"
 	"github.com/ccmkit/ccmkit/instances"
 	"github.com/ccmkit/ccmkit/loadbalancer"
 	"github.com/ccmkit/ccmkit/provider"
@@ -156,7 +157,7 @@ func TestNewChecksSeedsTogether(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			path := filepath.Join(t.TempDir(), "cloud.json")
-			c, err := fake.New(fake.Config{Instances: tt.config, StateFile: path}, fake.Options{Instances: tt.with})
+			c, err := openCloud(fake.Config{Instances: tt.config, StateFile: path}, fake.Options{Instances: tt.with})
 			if tt.want == nil {
 				if err != nil {
 					t.Fatalf("New = %v; want a cloud (%s)", err, tt.reason)
@@ -195,7 +196,7 @@ func TestDeploySecretCloudConfig(t *testing.T) {
 	if !ok {
 		t.Fatalf("example/deploy/secret.yaml has no stringData[cloud-config.yaml]")
 	}
-	if _, err := provider.Build(fake.ProviderName, strings.NewReader(cc), fake.Factory); err != nil {
+	if _, err := provider.Build(fake.ProviderName, strings.NewReader(cc), register.Factory); err != nil {
 		t.Errorf("building the fake from example/deploy/secret.yaml: %v", err)
 	}
 }

@@ -20,7 +20,8 @@ import (
 	"github.com/ccmkit/ccmkit/routes"
 )
 
-// The control surface: what a test (or the admin endpoint) does to the cloud
+// The control surface: what a test (or the admin endpoint, package
+// fake/admin) does to the cloud
 // behind the provider's back. These methods are not cloud API calls: they
 // are not counted and never fail with injected faults. The provider sees
 // changes to instances at its next look-up (the control surface drops the
@@ -33,7 +34,30 @@ import (
 // value and what was expected, or naming a taken ID or an exhausted
 // network, or wrapping ErrStateFile.
 func (c *Cloud) AddInstance(in Instance) (Instance, error) {
-	return c.store.createInstance(context.Background(), in)
+	return c.AddInstanceContext(context.Background(), in)
+}
+
+// AddInstanceContext is AddInstance, waiting for a state file's lock at
+// most until ctx ends (its error then wraps ErrStateFile and ctx.Err());
+// AddInstance waits without a deadline. The other …Context methods of the
+// control surface are the same for theirs.
+func (c *Cloud) AddInstanceContext(ctx context.Context, in Instance) (Instance, error) {
+	return c.store.createInstance(ctx, in)
+}
+
+// SetInstanceStateContext moves instance id to state, as StopInstance,
+// StartInstance and TerminateInstance do (with their errors), waiting for
+// a state file's lock at most until ctx ends.
+func (c *Cloud) SetInstanceStateContext(ctx context.Context, id string, state instances.State) (Instance, error) {
+	return c.store.setState(ctx, id, state)
+}
+
+// RemoveInstanceContext forgets instance id and frees its addresses (its
+// look-ups then find nothing), waiting for a state file's lock at most
+// until ctx ends. It returns an error wrapping ErrNotFound for an unknown
+// instance, or one wrapping ErrStateFile.
+func (c *Cloud) RemoveInstanceContext(ctx context.Context, id string) error {
+	return c.store.removeInstance(ctx, id)
 }
 
 // StopInstance shuts instance id down: the provider reports it shut down
@@ -63,13 +87,24 @@ func (c *Cloud) TerminateInstance(id string) (Instance, error) {
 // the file cannot be read it logs the error and answers from the state last
 // loaded (the admin endpoint answers 500 instead).
 func (c *Cloud) InstanceByID(id string) (Instance, bool) {
-	in, ok, err := c.store.instance(context.Background(), id)
+	in, ok, err := c.InstanceByIDContext(context.Background(), id)
 	if err != nil {
 		logStale(err)
 		in, ok = c.store.staleInstance(id)
 	}
 	return in, ok
 }
+
+// InstanceByIDContext is InstanceByID, but for a state file error, which
+// it returns (wrapping ErrStateFile) instead of the state last loaded,
+// waiting for the file's lock at most until ctx ends.
+func (c *Cloud) InstanceByIDContext(ctx context.Context, id string) (Instance, bool, error) {
+	return c.store.instance(ctx, id)
+}
+
+// ResetCalls sets every call counter (Calls) back to zero. Safe for
+// concurrent use.
+func (c *Cloud) ResetCalls() { c.resetCalls() }
 
 // Snapshot returns a copy of the whole cloud (see State for the order).
 // With Config.StateFile it is the shared cloud; when the file cannot be
@@ -82,6 +117,14 @@ func (c *Cloud) Snapshot() State {
 		st = c.store.staleSnapshot(c.cfg.ClusterID)
 	}
 	return st
+}
+
+// SnapshotContext is Snapshot, but for a state file error, which it
+// returns (wrapping ErrStateFile) instead of the state last loaded, and
+// waiting for the file's lock at most until ctx ends (its error then also
+// wraps ctx.Err()).
+func (c *Cloud) SnapshotContext(ctx context.Context) (State, error) {
+	return c.store.snapshot(ctx, c.cfg.ClusterID)
 }
 
 // logStale logs a state file error of a control-surface method that has no

@@ -38,25 +38,25 @@ import (
 // it finds the file changed, as for any change another process makes.
 
 // Errors of the load-balancer edits; the admin endpoint maps them to
-// their statuses (writeLBError). A load balancer that does not exist is
+// their statuses by kind (ErrInvalid, ErrNotFound). A load balancer that does not exist is
 // loadbalancer.ErrNotFound, wrapped.
 var (
 	// errInvalidLoadBalancer: CreateLoadBalancer with invalid fields (the
 	// error names each field, its value and what was expected), or input
 	// the cloud refuses (a requested IP outside its pool or taken, a
 	// backend pool that does not exist).
-	errInvalidLoadBalancer = errors.New("fake: invalid load balancer")
+	errInvalidLoadBalancer = kindOf(ErrInvalid, "fake: invalid load balancer")
 	// errInvalidListener: RemoveListener with a protocol or port no
 	// listener can have.
-	errInvalidListener = errors.New("fake: invalid listener")
+	errInvalidListener = kindOf(ErrInvalid, "fake: invalid listener")
 	// errListenerNotFound: the load balancer has no listener of the
 	// protocol and port.
-	errListenerNotFound = errors.New("fake: listener not found")
+	errListenerNotFound = kindOf(ErrNotFound, "fake: listener not found")
 	// errBackendNotFound: the load balancer (or backend pool) has no
 	// backend of the key.
-	errBackendNotFound = errors.New("fake: backend not found")
+	errBackendNotFound = kindOf(ErrNotFound, "fake: backend not found")
 	// errBackendPoolNotFound: no shared backend pool has the ID.
-	errBackendPoolNotFound = errors.New("fake: backend pool not found")
+	errBackendPoolNotFound = kindOf(ErrNotFound, "fake: backend pool not found")
 )
 
 // CreateLoadBalancer creates a load balancer as a user would in the
@@ -82,7 +82,7 @@ var (
 // It returns an error wrapping the pools' exhaustion when a family has no
 // free VIP, or wrapping ErrStateFile.
 func (c *Cloud) CreateLoadBalancer(lb loadbalancer.LoadBalancer) (LoadBalancer, error) {
-	return c.createLB(context.Background(), lb)
+	return c.CreateLoadBalancerContext(context.Background(), lb)
 }
 
 // RemoveListener removes the listeners of load balancer id with protocol
@@ -94,7 +94,7 @@ func (c *Cloud) CreateLoadBalancer(lb loadbalancer.LoadBalancer) (LoadBalancer, 
 // protocol or port when no listener can have it (not TCP, UDP or SCTP; not
 // 1 to 65535), or one wrapping ErrStateFile.
 func (c *Cloud) RemoveListener(id string, protocol v1.Protocol, port int32) (LoadBalancer, error) {
-	return c.removeListener(context.Background(), id, protocol, port)
+	return c.RemoveListenerContext(context.Background(), id, protocol, port)
 }
 
 // RemoveBackend removes the backends of load balancer id whose key is key
@@ -108,7 +108,7 @@ func (c *Cloud) RemoveListener(id string, protocol v1.Protocol, port int32) (Loa
 // RemoveBackendPoolMember removes), one for an empty key, or one wrapping
 // ErrStateFile.
 func (c *Cloud) RemoveBackend(id, key string) (LoadBalancer, error) {
-	return c.removeBackend(context.Background(), id, key)
+	return c.RemoveBackendContext(context.Background(), id, key)
 }
 
 // RemoveBackendPoolMember removes the members of the shared backend pool
@@ -118,12 +118,13 @@ func (c *Cloud) RemoveBackend(id, key string) (LoadBalancer, error) {
 // loses the backend. It returns an error for an unknown pool or when no
 // member has the key, naming them, or one wrapping ErrStateFile.
 func (c *Cloud) RemoveBackendPoolMember(poolID, key string) (loadbalancer.Pool, error) {
-	return c.removePoolMember(context.Background(), poolID, key)
+	return c.RemoveBackendPoolMemberContext(context.Background(), poolID, key)
 }
 
-// createLB is CreateLoadBalancer, waiting for a state file's lock at most
-// until ctx ends.
-func (c *Cloud) createLB(ctx context.Context, lb loadbalancer.LoadBalancer) (out LoadBalancer, err error) {
+// CreateLoadBalancerContext is CreateLoadBalancer, waiting for a state
+// file's lock at most until ctx ends (its error then wraps ErrStateFile and
+// ctx.Err()); CreateLoadBalancer waits without a deadline.
+func (c *Cloud) CreateLoadBalancerContext(ctx context.Context, lb loadbalancer.LoadBalancer) (out LoadBalancer, err error) {
 	key := c.lbCaps.BackendKey
 	if errs := validateLB(field.NewPath("loadBalancer"), &lb, key); len(errs) > 0 {
 		return LoadBalancer{}, fmt.Errorf("%w: %w", errInvalidLoadBalancer, errs.ToAggregate())
@@ -162,9 +163,9 @@ type invalidLB struct{ error }
 func (e invalidLB) Is(target error) bool { return target == errInvalidLoadBalancer }
 func (e invalidLB) Unwrap() error        { return e.error }
 
-// removeListener is RemoveListener, waiting for a state file's lock at
-// most until ctx ends.
-func (c *Cloud) removeListener(ctx context.Context, id string, protocol v1.Protocol, port int32) (LoadBalancer, error) {
+// RemoveListenerContext is RemoveListener, waiting for a state file's lock
+// at most until ctx ends (see CreateLoadBalancerContext).
+func (c *Cloud) RemoveListenerContext(ctx context.Context, id string, protocol v1.Protocol, port int32) (LoadBalancer, error) {
 	if errs := checkListenerKey(field.NewPath("listener"), protocol, port); len(errs) > 0 {
 		return LoadBalancer{}, fmt.Errorf("%w: %w", errInvalidListener, errs.ToAggregate())
 	}
@@ -183,9 +184,9 @@ func (c *Cloud) removeListener(ctx context.Context, id string, protocol v1.Proto
 	})
 }
 
-// removeBackend is RemoveBackend, waiting for a state file's lock at most
-// until ctx ends.
-func (c *Cloud) removeBackend(ctx context.Context, id, key string) (LoadBalancer, error) {
+// RemoveBackendContext is RemoveBackend, waiting for a state file's lock
+// at most until ctx ends (see CreateLoadBalancerContext).
+func (c *Cloud) RemoveBackendContext(ctx context.Context, id, key string) (LoadBalancer, error) {
 	if key == "" {
 		return LoadBalancer{}, fmt.Errorf("%w: key \"\": expected the key of a backend (its Node name, or its provider ID with loadBalancers.backends instanceID)", errInvalidBackend)
 	}
@@ -203,9 +204,10 @@ func (c *Cloud) removeBackend(ctx context.Context, id, key string) (LoadBalancer
 	})
 }
 
-// removePoolMember is RemoveBackendPoolMember, waiting for a state file's
-// lock at most until ctx ends.
-func (c *Cloud) removePoolMember(ctx context.Context, poolID, key string) (out loadbalancer.Pool, err error) {
+// RemoveBackendPoolMemberContext is RemoveBackendPoolMember, waiting for a
+// state file's lock at most until ctx ends (see
+// CreateLoadBalancerContext).
+func (c *Cloud) RemoveBackendPoolMemberContext(ctx context.Context, poolID, key string) (out loadbalancer.Pool, err error) {
 	err = c.store.writeCtx(ctx, func() (bool, error) {
 		p := c.store.bpools[poolID]
 		if p == nil {

@@ -102,7 +102,7 @@ func TestCreateLoadBalancer(t *testing.T) {
 			_, withClock := newClock()
 			tt.cfg.Instances = []fake.Instance{{Name: "node-01"}}
 			c := newCloud(t, tt.cfg, withClock)
-			if err := fake.SetProvisioningDelay(c, tt.delay); err != nil {
+			if err := c.SetProvisioningDelay(tt.delay); err != nil {
 				t.Fatal(err)
 			}
 			in := consoleLB()
@@ -431,7 +431,7 @@ func TestLoadBalancerEditsAreNotCloudCalls(t *testing.T) {
 	_, withClock := newClock() // the buckets do not refill
 	c, nodes := cloudWithNodes(t, fake.Config{}, 2, withClock)
 	lb := ensured(t, c, service("web"), nodes)
-	if err := fake.SetRateLimit(c, fake.RateLimit{WritesPerSecond: ptr.To(1.0), Burst: 1}); err != nil {
+	if err := c.SetRateLimit(fake.RateLimit{WritesPerSecond: ptr.To(1.0), Burst: 1}); err != nil {
 		t.Fatal(err)
 	}
 	c.SetInterceptor(fake.Failing(func(fake.Op) (error, bool) { return errors.New("outage"), false }))
@@ -470,7 +470,7 @@ func TestReconcilerRepairsDrift(t *testing.T) {
 	}
 	removeBackend := func(c *fake.Cloud, id string) (fake.LoadBalancer, error) { return c.RemoveBackend(id, "node-02") }
 	ttlPasses := func(clk *clocktesting.FakeClock, _ *fake.Cloud) { clk.Step(2 * time.Minute) }
-	dropCache := func(_ *clocktesting.FakeClock, c *fake.Cloud) { fake.ClearFaults(c) }
+	dropCache := func(_ *clocktesting.FakeClock, c *fake.Cloud) { c.ClearFaults() }
 	tests := []struct {
 		name, reason string
 		edit         func(*fake.Cloud, string) (fake.LoadBalancer, error)

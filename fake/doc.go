@@ -15,14 +15,16 @@
 // synchronous and unthrottled.
 //
 // Build it with New (tests), or through the registry with
-// --cloud-provider=fake --cloud-config=<file>: the file is Config, and
+// --cloud-provider=fake --cloud-config=<file> (a blank import of package
+// fake/register registers it): the file is Config, and
 // example/cloud-config.yaml is its annotated sample. NewPeer is another
 // cluster over the same cloud; Config.StateFile shares one cloud between
-// processes; AdminHandler documents the admin endpoint (Config.Admin);
-// Funcs is the one fault mechanism. The package's init registers the
-// provider with provider.Register; a registration error (the name "fake"
-// taken by another package) is logged, and the binary then reports "fake"
-// as not registered.
+// processes, kept by a Persistence (package fake/statefile keeps it in the
+// file); Funcs is the one fault mechanism. The admin endpoint
+// (Config.Admin) lives in package fake/admin, built on the control surface
+// (the Cloud methods, their …Context forms, AddFault, SetRateLimit,
+// SetProvisioningDelay) and the error kinds ErrInvalid, ErrNotFound and
+// ErrConflict; admin.Handler documents its API.
 //
 // # Realistic mode
 //

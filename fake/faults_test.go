@@ -60,7 +60,7 @@ func TestInjectedErrorSurfacesUnchanged(t *testing.T) {
 			if _, err := lbOf(t, c).EnsureLoadBalancer(t.Context(), cluster, service("first"), nodes); err != nil {
 				t.Fatal(err)
 			}
-			if err := fake.InjectFault(c, fake.Fault{Op: tt.op, Times: 1, Err: boom}); err != nil {
+			if err := c.AddFault(fake.Fault{Op: tt.op, Times: 1, Err: boom}); err != nil {
 				t.Fatal(err)
 			}
 			if err := tt.call(t, c, nodes); !errors.Is(err, boom) {
@@ -84,7 +84,7 @@ func TestThrottleIsARetryErrorFromEnsure(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, op := range []fake.Op{fake.OpFindLoadBalancers, fake.OpApplyLoadBalancer} {
-		if err := fake.InjectFault(c, fake.Fault{Op: op, Times: 1, RetryAfter: 42 * time.Second}); err != nil {
+		if err := c.AddFault(fake.Fault{Op: op, Times: 1, RetryAfter: 42 * time.Second}); err != nil {
 			t.Fatal(err)
 		}
 		_, err := lbOf(t, c).EnsureLoadBalancer(t.Context(), cluster, service("web-"+string(op)[:4]), nodes)
@@ -106,7 +106,7 @@ func TestLostResponse(t *testing.T) {
 	lb := lbOf(t, c)
 	svc := service("web")
 	lost := errors.New("connection reset after the request was sent")
-	if err := fake.InjectFault(c, fake.Fault{Op: fake.OpApplyLoadBalancer, Times: 1, Err: lost, LostResponse: true}); err != nil {
+	if err := c.AddFault(fake.Fault{Op: fake.OpApplyLoadBalancer, Times: 1, Err: lost, LostResponse: true}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := lb.EnsureLoadBalancer(t.Context(), cluster, svc, nodes); !errors.Is(err, lost) {
@@ -127,7 +127,7 @@ func TestLostResponse(t *testing.T) {
 	if n := len(c.Snapshot().LoadBalancers); n != 1 || st.Ingress[0].IP != created.VIPs[0] {
 		t.Errorf("after the retry: %d load balancers, ingress %v; want 1, %s", n, st.Ingress, created.VIPs[0])
 	}
-	if err := fake.InjectFault(c, fake.Fault{Op: fake.OpReadRouteTable, Times: 1, LostResponse: true}); err != nil {
+	if err := c.AddFault(fake.Fault{Op: fake.OpReadRouteTable, Times: 1, LostResponse: true}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := routesOf(t, c).ListRoutes(t.Context(), cluster); !errors.Is(err, fake.ErrInjected) {
@@ -139,7 +139,7 @@ func TestScriptedFaults(t *testing.T) {
 	c := newCloud(t, fake.Config{})
 	rt := routesOf(t, c)
 	list := func() error { _, err := rt.ListRoutes(t.Context(), cluster); return err }
-	if err := fake.InjectFault(c, fake.Fault{Op: fake.OpReadRouteTable, Times: 2}); err != nil {
+	if err := c.AddFault(fake.Fault{Op: fake.OpReadRouteTable, Times: 2}); err != nil {
 		t.Fatal(err)
 	}
 	var got []bool
@@ -149,7 +149,7 @@ func TestScriptedFaults(t *testing.T) {
 	if diff := cmp.Diff([]bool{true, true, false, false}, got, fake.CmpModel); diff != "" {
 		t.Errorf("failures of successive calls with Times 2 (-want +got):\n%s", diff)
 	}
-	if err := fake.InjectFault(c, fake.Fault{Times: -1}); err != nil {
+	if err := c.AddFault(fake.Fault{Times: -1}); err != nil {
 		t.Fatal(err)
 	}
 	for range 3 {
@@ -157,12 +157,12 @@ func TestScriptedFaults(t *testing.T) {
 			t.Error("a call during an outage (Times -1) succeeded")
 		}
 	}
-	fake.ClearFaults(c)
+	c.ClearFaults()
 	if err := list(); err != nil {
 		t.Errorf("after ClearFaults: %v", err)
 	}
 	for _, bad := range []fake.Fault{{Op: "Nope", Times: 1}, {Times: 0}, {Times: -2}, {Times: 1, RetryAfter: -time.Second}} {
-		if err := fake.InjectFault(c, bad); err == nil {
+		if err := c.AddFault(bad); err == nil {
 			t.Errorf("InjectFault(%+v) = nil; want an error", bad)
 		}
 	}
@@ -252,7 +252,7 @@ func TestCallCounters(t *testing.T) {
 	if diff := cmp.Diff(want, c.Calls(), fake.CmpModel); diff != "" {
 		t.Errorf("calls of a first Ensure (-want +got):\n%s", diff)
 	}
-	fake.ResetCalls(c)
+	c.ResetCalls()
 	// A converged Ensure and an Update with the same nodes: answered from
 	// the cache's list and the create's result, no call at all.
 	if _, err := lb.EnsureLoadBalancer(t.Context(), cluster, svc, nodes); err != nil {

@@ -3,7 +3,10 @@ package fake_test
 import (
 	"flag"
 	"fmt"
+	"io"
 	"math/rand/v2"
+	"net/http"
+	"net/http/httptest"
 	"path/filepath"
 	"slices"
 	"sync"
@@ -18,6 +21,8 @@ import (
 	cloudprovider "k8s.io/cloud-provider"
 
 	"github.com/ccmkit/ccmkit/fake"
+	"github.com/ccmkit/ccmkit/fake/admin"
+	"github.com/ccmkit/ccmkit/fake/statefile"
 )
 
 const cluster = "test-cluster"
@@ -34,12 +39,50 @@ func newCloud(t testing.TB, cfg fake.Config, opts ...fake.Options) *fake.Cloud {
 	if *withStateFile && cfg.StateFile == "" {
 		cfg.StateFile = filepath.Join(t.TempDir(), "cloud.json")
 	}
-	c, err := fake.New(cfg, oneOptions(opts))
+	c, err := openCloud(cfg, oneOptions(opts))
 	if err != nil {
 		t.Fatalf("fake.New: %v", err)
 	}
 	t.Cleanup(c.Shutdown)
 	return c
+}
+
+// startAdmin builds a fake with cfg and opts and serves its admin API
+// (admin.Handler) on a loopback test server, returning its base URL.
+func startAdmin(t *testing.T, cfg fake.Config, opts ...fake.Options) (*fake.Cloud, string) {
+	t.Helper()
+	c := newCloud(t, cfg, opts...)
+	srv := httptest.NewServer(admin.Handler(c))
+	t.Cleanup(srv.Close)
+	return c, srv.URL
+}
+
+// get sends GET url and returns the status and the body.
+func get(t *testing.T, url string) (int, []byte) {
+	t.Helper()
+	resp, err := http.Get(url)
+	if err != nil {
+		t.Fatalf("GET %s: %v", url, err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp.StatusCode, body
+}
+
+// openCloud is fake.New, over the state file cfg.StateFile (when set), as
+// the registered provider builds it.
+func openCloud(cfg fake.Config, opts fake.Options) (*fake.Cloud, error) {
+	if cfg.StateFile != "" && opts.Persistence == nil {
+		f, err := statefile.Open(cfg.StateFile)
+		if err != nil {
+			return nil, err
+		}
+		opts.Persistence = f
+	}
+	return fake.New(cfg, opts)
 }
 
 // cloudWithNodes builds a fake with n running instances node-01..node-<n> and

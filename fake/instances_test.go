@@ -41,7 +41,7 @@ func TestInstanceStates(t *testing.T) {
 		{"started", "running again", func() error { _, err := c.StartInstance("i-1"); return err }, answer{Exists: true}},
 		{"terminated", "gone: (false, nil) deletes the Node", func() error { _, err := c.TerminateInstance("i-1"); return err },
 			answer{ShutdownErr: cloudprovider.InstanceNotFound, MetadataErr: cloudprovider.InstanceNotFound}},
-		{"removed", "gone from the cloud altogether", func() error { return fake.RemoveInstance(c, "i-1") },
+		{"removed", "gone from the cloud altogether", func() error { return c.RemoveInstanceContext(t.Context(), "i-1") },
 			answer{ShutdownErr: cloudprovider.InstanceNotFound, MetadataErr: cloudprovider.InstanceNotFound}},
 	}
 	for _, tt := range tests {
@@ -76,14 +76,14 @@ func TestInstanceStates(t *testing.T) {
 func TestInstanceExistsInDoubtIsAnError(t *testing.T) {
 	c, nodes := cloudWithNodes(t, fake.Config{}, 1)
 	v2 := instancesOf(t, c)
-	if err := fake.InjectFault(c, fake.Fault{Times: -1}); err != nil { // an outage
+	if err := c.AddFault(fake.Fault{Times: -1}); err != nil { // an outage
 		t.Fatal(err)
 	}
 	exists, err := v2.InstanceExists(t.Context(), nodes[0])
 	if exists || err == nil {
 		t.Errorf("InstanceExists during an outage = %v, %v; want false and an error, never (false, nil)", exists, err)
 	}
-	fake.ClearFaults(c)
+	c.ClearFaults()
 	if exists, err := v2.InstanceExists(t.Context(), nodes[0]); !exists || err != nil {
 		t.Errorf("InstanceExists after the outage = %v, %v; want true, nil", exists, err)
 	}
@@ -185,7 +185,7 @@ func TestAutoAddressesDualStack(t *testing.T) {
 func TestInstanceMetadataScales(t *testing.T) {
 	c, nodes := cloudWithNodes(t, fake.Config{}, 50)
 	v2 := instancesOf(t, c)
-	fake.ResetCalls(c)
+	c.ResetCalls()
 	for _, n := range nodes {
 		if _, err := v2.InstanceMetadata(t.Context(), n); err != nil {
 			t.Fatal(err)
@@ -300,7 +300,7 @@ func TestInstanceAPI(t *testing.T) {
 	if got := cloud.Calls().ByOp; got[fake.OpListInstances] != 3 || got[fake.OpGetInstance] != 1 {
 		t.Errorf("calls by op = %v; want 3 ListInstances and 1 GetInstance: nothing cached", got)
 	}
-	if err := fake.InjectFault(cloud, fake.Fault{Op: fake.OpListInstances, Times: 1}); err != nil {
+	if err := cloud.AddFault(fake.Fault{Op: fake.OpListInstances, Times: 1}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := api.List(t.Context()); !errors.Is(err, fake.ErrInjected) {

@@ -187,7 +187,7 @@ func (s *store) applyLB(a loadbalancer.Action) (*lbRecord, error) {
 // backend whose provider ID does not parse as "fake://<id>", or names an
 // unknown or terminated instance. The error names the provider ID (and the
 // Node, when the backend has its name).
-var errInvalidBackend = errors.New("fake: invalid load-balancer backend")
+var errInvalidBackend = kindOf(ErrInvalid, "fake: invalid load-balancer backend")
 
 // instanceTargets returns a with each backend reduced to what a cloud of
 // instance targets keeps, its provider ID, and a created load balancer

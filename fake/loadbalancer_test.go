@@ -139,7 +139,7 @@ func TestExistsWhileAnyPieceRemains(t *testing.T) {
 		t.Fatal(err)
 	}
 	boom := errors.New("delete failed")
-	if err := fake.InjectFault(c, fake.Fault{Op: fake.OpDeleteLoadBalancer, Times: 1, Err: boom}); err != nil {
+	if err := c.AddFault(fake.Fault{Op: fake.OpDeleteLoadBalancer, Times: 1, Err: boom}); err != nil {
 		t.Fatal(err)
 	}
 	if err := lb.EnsureLoadBalancerDeleted(t.Context(), cluster, svc); !errors.Is(err, boom) {
@@ -535,7 +535,7 @@ func TestLoadBalancerCache(t *testing.T) {
 		{name: "TTL passed", reason: "one List serves the whole sync", do: func() { clk.Step(time.Second); sync(nodes) }, want: map[fake.Op]int64{fake.OpListLoadBalancers: 1}},
 	}
 	for _, step := range steps {
-		fake.ResetCalls(c)
+		c.ResetCalls()
 		step.do()
 		if diff := cmp.Diff(step.want, c.Calls().ByOp); diff != "" {
 			t.Errorf("%s: calls by op (-want +got): %s\n%s", step.name, step.reason, diff)
@@ -547,7 +547,7 @@ func TestLoadBalancerCache(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(peer.Shutdown)
-	fake.ResetCalls(c)
+	c.ResetCalls()
 	if err := lbOf(t, peer).UpdateLoadBalancer(t.Context(), cluster, services[0], nodes); err != nil {
 		t.Fatal(err)
 	}
@@ -576,7 +576,7 @@ func TestLoadBalancerCacheNeverDuplicates(t *testing.T) {
 	if _, err := lbOf(t, a).EnsureLoadBalancer(t.Context(), cluster, svc, nodes); err != nil {
 		t.Fatal(err)
 	}
-	fake.ResetCalls(b)
+	b.ResetCalls()
 	if _, err := lbOf(t, b).EnsureLoadBalancer(t.Context(), cluster, svc, nodes); err != nil {
 		t.Fatal(err)
 	}
@@ -598,11 +598,11 @@ func TestLoadBalancerCacheOutage(t *testing.T) {
 	if _, err := lbOf(t, c).EnsureLoadBalancer(t.Context(), cluster, svc, nodes); err != nil {
 		t.Fatal(err)
 	}
-	if err := fake.InjectFault(c, fake.Fault{Op: fake.OpListLoadBalancers, Times: -1}); err != nil {
+	if err := c.AddFault(fake.Fault{Op: fake.OpListLoadBalancers, Times: -1}); err != nil {
 		t.Fatal(err)
 	}
 	clk.Step(time.Minute) // the list has expired: the next look-up lists
-	fake.ResetCalls(c)
+	c.ResetCalls()
 	for range 2 {
 		if _, exists, err := lbOf(t, c).GetLoadBalancer(t.Context(), cluster, svc); !errors.Is(err, fake.ErrInjected) {
 			t.Errorf("GetLoadBalancer during a List outage = %v, %v; want the injected error", exists, err)
@@ -611,7 +611,7 @@ func TestLoadBalancerCacheOutage(t *testing.T) {
 	if got := c.Calls().ByOp[fake.OpListLoadBalancers]; got != 1 {
 		t.Errorf("%d ListLoadBalancers calls; want 1: the failure is remembered", got)
 	}
-	fake.ClearFaults(c)
+	c.ClearFaults()
 	if _, exists, err := lbOf(t, c).GetLoadBalancer(t.Context(), cluster, svc); !exists || err != nil {
 		t.Errorf("GetLoadBalancer after DELETE /faults = %v, %v; want true at once", exists, err)
 	}

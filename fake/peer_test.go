@@ -168,13 +168,13 @@ func TestPeerSharesTheCloud(t *testing.T) {
 		t.Fatal(err)
 	}
 	limit := fake.RateLimit{ReadsPerSecond: ptr.To(1.0), Burst: 2}
-	if err := fake.SetRateLimit(blue, limit); err != nil {
+	if err := blue.SetRateLimit(limit); err != nil {
 		t.Fatal(err)
 	}
 	if diff := cmp.Diff(limit, green.RateLimit(), fake.CmpModel); diff != "" {
 		t.Errorf("green's rate limit after blue set it (-want +got):\n%s", diff)
 	}
-	if err := fake.SetProvisioningDelay(green, time.Second); err != nil {
+	if err := green.SetProvisioningDelay(time.Second); err != nil {
 		t.Fatal(err)
 	}
 	if got := blue.ProvisioningDelay(); got != time.Second {
@@ -191,7 +191,7 @@ func TestPeerSharesTheCloud(t *testing.T) {
 	}
 	// Blue's look-up is throttled at once (GetLoadBalancer then waits the
 	// throttle out: loadbalancer.Options.MaxThrottleWait).
-	fake.ResetCalls(blue)
+	blue.ResetCalls()
 	if _, _, err := lbOf(t, blue).GetLoadBalancer(t.Context(), kubernetes, service("x")); err != nil {
 		t.Errorf("blue's look-up after green spent the shared bucket: %v; want it to wait the throttle out", err)
 	}

@@ -1,7 +1,6 @@
 package fake
 
 import (
-	"errors"
 	"fmt"
 	"math"
 	"net/netip"
@@ -11,7 +10,7 @@ import (
 
 // errPoolExhausted is wrapped by the error of an operation that needs an
 // address from a pool that has none left.
-var errPoolExhausted = errors.New("fake: address pool exhausted")
+var errPoolExhausted = kindOf(ErrConflict, "fake: address pool exhausted")
 
 // pool allocates addresses of one network. The network address (and, for
 // IPv4, the broadcast address) is never allocated. Allocation is

@@ -117,14 +117,14 @@ func (l *limiter) take(op Op) error {
 	return nil
 }
 
-// setRateLimit replaces the rate limit of the cloud account — this Cloud's
+// SetRateLimit (the admin endpoint's PUT /ratelimit) replaces the rate limit of the cloud account — this Cloud's
 // and its peers' (see NewPeer) — at run time; every bucket starts full. r is
 // taken as it is (Config.Realistic's defaults do not apply): a nil rate is
 // unlimited, and the zero RateLimit removes every limit. It returns an
 // error naming the field, the value and what was expected for a rate that
 // is not positive or a Burst below 1 with a rate (or not 0 without one),
 // and then changes nothing. Safe for concurrent use.
-func (c *Cloud) setRateLimit(r RateLimit) error {
+func (c *Cloud) SetRateLimit(r RateLimit) error {
 	if errs := r.validate(nil); len(errs) > 0 {
 		return fmt.Errorf("fake: invalid RateLimit: %w", errs.ToAggregate())
 	}
@@ -137,14 +137,14 @@ func (c *Cloud) setRateLimit(r RateLimit) error {
 // use.
 func (c *Cloud) RateLimit() RateLimit { return c.store.limits.get() }
 
-// setProvisioningDelay sets how long load balancers created from now on
+// SetProvisioningDelay (the admin endpoint's PUT /provisioning) sets how long load balancers created from now on
 // (by this Cloud and its peers) report no ingress; those already created
 // keep the moment they are ready. It returns an error for a negative
 // delay, and then changes nothing. With Config.StateFile it applies to this
 // process only. It does not change the Reconciler's RetryAfter, which New
 // derived from Config.LoadBalancers.ProvisioningDelay. Safe for concurrent
 // use.
-func (c *Cloud) setProvisioningDelay(d time.Duration) error {
+func (c *Cloud) SetProvisioningDelay(d time.Duration) error {
 	if d < 0 {
 		return fmt.Errorf("fake: provisioning delay %v: expected zero (no delay) or a positive duration", d)
 	}

@@ -103,7 +103,7 @@ func TestProvisioningDelay(t *testing.T) {
 		t.Errorf("EnsureLoadBalancer 1ns before the load balancer is ready succeeded; want an api.RetryError")
 	}
 	clk.Step(time.Nanosecond)
-	fake.ResetCalls(c)
+	c.ResetCalls()
 	st, err = lb.EnsureLoadBalancer(t.Context(), cluster, svc, nodes)
 	if err != nil {
 		t.Fatalf("EnsureLoadBalancer after the delay: %v", err)
@@ -128,7 +128,7 @@ func TestProvisioningDelayChange(t *testing.T) {
 	if _, err := lb.EnsureLoadBalancer(t.Context(), cluster, service("before"), nodes); err != nil {
 		t.Fatalf("EnsureLoadBalancer without a delay: %v", err)
 	}
-	if err := fake.SetProvisioningDelay(c, time.Minute); err != nil {
+	if err := c.SetProvisioningDelay(time.Minute); err != nil {
 		t.Fatal(err)
 	}
 	if got := c.ProvisioningDelay(); got != time.Minute {
@@ -146,7 +146,7 @@ func TestProvisioningDelayChange(t *testing.T) {
 	if _, err := lb.EnsureLoadBalancer(t.Context(), cluster, service("after"), nodes); err != nil {
 		t.Errorf("EnsureLoadBalancer a minute later: %v; want it ready", err)
 	}
-	if err := fake.SetProvisioningDelay(c, -time.Second); err == nil || !strings.Contains(err.Error(), "-1s") {
+	if err := c.SetProvisioningDelay(-time.Second); err == nil || !strings.Contains(err.Error(), "-1s") {
 		t.Errorf("SetProvisioningDelay(-1s) = %v; want an error naming -1s", err)
 	}
 	if got := c.ProvisioningDelay(); got != time.Minute {
@@ -196,13 +196,13 @@ func TestRateLimitReads(t *testing.T) {
 	clk, withClock := newClock()
 	c, _ := cloudWithNodes(t, fake.Config{}, 1, withClock)
 	limit := fake.RateLimit{ReadsPerSecond: ptr.To(4.0), Burst: 3}
-	if err := fake.SetRateLimit(c, limit); err != nil {
+	if err := c.SetRateLimit(limit); err != nil {
 		t.Fatal(err)
 	}
 	if diff := cmp.Diff(limit, c.RateLimit(), fake.CmpModel); diff != "" {
 		t.Errorf("RateLimit() after SetRateLimit (-want +got):\n%s", diff)
 	}
-	fake.ResetCalls(c)
+	c.ResetCalls()
 	read := func() error { // one GetInstance, uncached
 		_, err := c.InstanceAPI().GetByID(t.Context(), provider.ProviderID{Scheme: fake.ProviderName, ID: "i-1"})
 		return err
@@ -246,7 +246,7 @@ func TestRateLimitReads(t *testing.T) {
 	if diff := cmp.Diff(want, c.Calls(), fake.CmpModel); diff != "" {
 		t.Errorf("Calls() (-want +got):\n%s", diff)
 	}
-	if err := fake.SetRateLimit(c, fake.RateLimit{}); err != nil {
+	if err := c.SetRateLimit(fake.RateLimit{}); err != nil {
 		t.Fatal(err)
 	}
 	for i := range 5 {
@@ -381,7 +381,7 @@ func TestInstanceIDBackends(t *testing.T) {
 	if diff := cmp.Diff(ids[:3], targets(t, c), fake.CmpModel); diff != "" {
 		t.Errorf("backends after Ensure (-want +got):\n%s", diff)
 	}
-	fake.ResetCalls(c)
+	c.ResetCalls()
 	if _, err := lb.EnsureLoadBalancer(t.Context(), cluster, svc, nodes[:3]); err != nil {
 		t.Fatalf("second EnsureLoadBalancer: %v", err)
 	}

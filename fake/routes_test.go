@@ -73,7 +73,7 @@ func TestRoutesBlackholeWhenInstanceGone(t *testing.T) {
 	if _, err := c.TerminateInstance("i-1"); err != nil {
 		t.Fatal(err)
 	}
-	if err := fake.RemoveInstance(c, "i-2"); err != nil {
+	if err := c.RemoveInstanceContext(t.Context(), "i-2"); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := c.StopInstance("i-3"); err != nil {
@@ -95,7 +95,7 @@ func TestRoutesBlackholeWhenInstanceGone(t *testing.T) {
 
 	// In doubt (the instance list fails), ListRoutes fails rather than
 	// report live routes as Blackhole.
-	if err := fake.InjectFault(c, fake.Fault{Op: fake.OpListInstances, Times: 1}); err != nil {
+	if err := c.AddFault(fake.Fault{Op: fake.OpListInstances, Times: 1}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := rt.ListRoutes(t.Context(), cluster); !errors.Is(err, fake.ErrInjected) {

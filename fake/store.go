@@ -3,54 +3,53 @@ package fake
 import (
 	"cmp"
 	"context"
-	"errors"
 	"fmt"
 	"maps"
 	"net/netip"
 	"reflect"
 	"slices"
 	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
-	"unicode"
-	"unicode/utf8"
 
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/ccmkit/ccmkit/instances"
-	bound "github.com/ccmkit/ccmkit/internal/clip"
 	"github.com/ccmkit/ccmkit/loadbalancer"
 	"github.com/ccmkit/ccmkit/routes"
 )
 
-// Errors of the control surface. They are wrapped with the instance ID;
-// branch with errors.Is.
+// Errors of the control surface, of the kinds in errors.go. They are
+// wrapped with the instance ID.
 var (
 	// errInstanceNotFound: no instance has this ID.
-	errInstanceNotFound = errors.New("fake: instance not found")
+	errInstanceNotFound = kindOf(ErrNotFound, "fake: instance not found")
 	// errInstanceExists: AddInstance with an ID that is taken.
-	errInstanceExists = errors.New("fake: instance ID already exists")
+	errInstanceExists = kindOf(ErrConflict, "fake: instance ID already exists")
 	// errInstanceTerminated: starting or stopping a terminated instance.
-	errInstanceTerminated = errors.New("fake: instance is terminated")
+	errInstanceTerminated = kindOf(ErrConflict, "fake: instance is terminated")
 	// errInvalidInstance: AddInstance with invalid fields (the error
 	// names each field, its value and what was expected).
-	errInvalidInstance = errors.New("fake: invalid instance")
+	errInvalidInstance = kindOf(ErrInvalid, "fake: invalid instance")
 )
 
 // store is the fake cloud's state and the one place that decides how it
-// is kept: in memory only, or (with Config.StateFile) also in a file shared
-// with other processes. Every access goes through readCtx or writeCtx (read
-// and write wait without a deadline), which take the locks, bring the state
-// up to date with the file and save what changed.
+// is kept: in memory only, or (with Options.Persistence, such as the state
+// file of Config.StateFile) also shared with other processes. Every access
+// goes through readCtx or writeCtx (read and write wait without a
+// deadline), which take the locks, bring the state up to date with the
+// shared one and save what changed.
 type store struct {
 	mu sync.RWMutex
-	// file is the shared state file; nil keeps the state in memory only.
-	file *stateFile
-	// gate (capacity 1) is held for the whole of each transaction on file
-	// (see enter); it guards file. Unused without a file.
-	gate chan struct{}
+	// file keeps the shared state (Options.Persistence); nil keeps the
+	// state in memory only.
+	file Persistence
+	// cfg is the cloud-config (with defaults) a shared state must match.
+	cfg Config
+	// persisted reports whether file held a state or saved one (guarded
+	// by mu): a cloud that exists is not seeded again.
+	persisted bool
 	// lbCfg decides how ingress is reported and what is kept of backends;
 	// it never changes (its ProvisioningDelay is only the initial delay).
 	lbCfg LoadBalancerSection
@@ -58,7 +57,7 @@ type store struct {
 	// limit read it. It never changes.
 	now func() time.Time
 	// delay is the provisioning delay of load balancers created from now
-	// on, a time.Duration (setProvisioningDelay).
+	// on, a time.Duration (SetProvisioningDelay).
 	delay atomic.Int64
 	// limits is the rate limit of the cloud account, shared by every Cloud
 	// over this store.
@@ -170,24 +169,22 @@ func emptyState(cfg Config) (cloudState, error) {
 }
 
 // newStore builds the state of cfg (with defaults applied) on the clock
-// now: pools, then the seeded instances in order. With cfg.StateFile it
-// opens the shared state file instead, seeding it only when it does not
-// exist yet.
-func newStore(cfg Config, now func() time.Time) (*store, error) {
+// now: pools, then the seeded instances in order. With a Persistence p it
+// loads the shared state instead, seeding it only when it does not exist
+// yet. A cfg.StateFile without p is an error: package fake/statefile
+// opens the file.
+func newStore(cfg Config, now func() time.Time, p Persistence) (*store, error) {
+	if cfg.StateFile != "" && p == nil {
+		return nil, fmt.Errorf("fake.New: Config.StateFile %q without Options.Persistence: expected the file opened as it (statefile.Open)", cfg.StateFile)
+	}
 	st, err := emptyState(cfg)
 	if err != nil {
 		return nil, err
 	}
-	s := &store{lbCfg: cfg.LoadBalancers, now: now, limits: newLimiter(now, cfg.RateLimit), cloudState: st}
+	s := &store{lbCfg: cfg.LoadBalancers, now: now, limits: newLimiter(now, cfg.RateLimit), cloudState: st, file: p, cfg: cfg}
 	s.delay.Store(int64(cfg.LoadBalancers.ProvisioningDelay.Duration))
-	if cfg.StateFile != "" {
-		if s.file, err = openStateFile(cfg); err != nil {
-			return nil, err
-		}
-		s.gate = make(chan struct{}, 1)
-	}
 	err = s.write(func() (bool, error) {
-		if s.file != nil && s.file.loaded() {
+		if s.persisted {
 			return false, nil // an existing cloud: already seeded
 		}
 		for i, in := range cfg.Instances {
@@ -257,18 +254,13 @@ func (s *store) writeCtx(ctx context.Context, fn func() (changed bool, err error
 	return s.transact(ctx, fn)
 }
 
-// transact is one operation on a store with a state file: it takes the
-// store's turn (gate) and the file lock, both waiting at most until ctx is
-// done, then mu; brings the state up to date with the file; runs fn; and
-// saves the state when fn reports a change and no error. Waiting is the
-// only part ctx bounds: once fn runs, the transaction completes.
+// transact is one operation on a store with a Persistence: it takes the
+// shared state's lock, waiting at most until ctx is done, then mu; brings
+// the state up to date with the shared one; runs fn; and saves the state
+// when fn reports a change and no error. Waiting is the only part ctx
+// bounds: once fn runs, the transaction completes.
 func (s *store) transact(ctx context.Context, fn func() (changed bool, err error)) error {
-	leave, err := s.enter(ctx)
-	if err != nil {
-		return err
-	}
-	defer leave()
-	unlock, err := s.file.lock(ctx)
+	unlock, err := s.file.Lock(ctx)
 	if err != nil {
 		return err
 	}
@@ -282,55 +274,38 @@ func (s *store) transact(ctx context.Context, fn func() (changed bool, err error
 	if err != nil || !changed {
 		return err
 	}
-	return s.file.save(&s.cloudState)
-}
-
-// enter takes the store's turn on the state file, waiting at most until
-// ctx is done, and returns the function that gives it back. One
-// transaction of the store runs at a time: the file lock belongs to the
-// store's one open lock file, so it cannot serialize the store's own
-// callers, and a caller waiting for it must not hold mu (or a caller with
-// an earlier deadline could not give up). The error wraps ErrStateFile and
-// ctx.Err().
-func (s *store) enter(ctx context.Context) (func(), error) {
-	leave := func() { <-s.gate }
-	select {
-	case s.gate <- struct{}{}:
-		return leave, nil
-	default:
-	}
-	select {
-	case s.gate <- struct{}{}:
-		if ctx.Err() == nil {
-			return leave, nil
-		}
-		leave() // both were ready: ctx wins
-	case <-ctx.Done():
-	}
-	return nil, s.file.errorf("waiting for another operation of this process on the state file: %w", ctx.Err())
-}
-
-// reload brings the state up to date with the file (file lock and mu
-// held), dropping the instance caches when an instance changed, and the
-// load-balancer caches when a load balancer did.
-func (s *store) reload() error {
-	next, changed, err := s.file.reload()
-	if err != nil {
+	if err := s.file.Save(s.cloudState.saved(s.cfg)); err != nil {
 		return err
 	}
-	if changed {
-		old := s.cloudState
-		s.cloudState = next
-		if !sameInstances(old.instances, s.instances) {
-			s.instanceChanged()
-		}
-		if old.routeRev != s.routeRev {
-			s.routeChanged()
-		}
-		if !sameLoadBalancers(old.lbs, s.lbs) || !maps.EqualFunc(old.bpools, s.bpools, samePool) {
-			for _, f := range s.onLBChange {
-				f()
-			}
+	s.persisted = true
+	return nil
+}
+
+// reload brings the state up to date with the shared one (its lock and mu
+// held), dropping the instance caches when an instance changed, the route
+// lists when the route table did, and the load-balancer caches when a
+// load balancer or a backend pool did.
+func (s *store) reload() error {
+	var next cloudState
+	changed, err := s.file.Load(func(saved *SavedState) (err error) {
+		next, err = restoreState(saved, s.cfg)
+		return err
+	})
+	if err != nil || !changed {
+		return err
+	}
+	s.persisted = true
+	old := s.cloudState
+	s.cloudState = next
+	if !sameInstances(old.instances, s.instances) {
+		s.instanceChanged()
+	}
+	if old.routeRev != s.routeRev {
+		s.routeChanged()
+	}
+	if !sameLoadBalancers(old.lbs, s.lbs) || !maps.EqualFunc(old.bpools, s.bpools, samePool) {
+		for _, f := range s.onLBChange {
+			f()
 		}
 	}
 	return nil
@@ -356,64 +331,6 @@ func sameInstances(a, b map[string]*Instance) bool {
 			slices.Equal(x.InternalIPs, y.InternalIPs) && slices.Equal(x.ExternalIPs, y.ExternalIPs) &&
 			maps.Equal(x.Labels, y.Labels)
 	})
-}
-
-// maxInstanceIDLen bounds the length of an instance ID, in bytes.
-const maxInstanceIDLen = 128
-
-// unsafeInstanceID returns why id cannot be an instance ID, or "" when it
-// can: an ID is the last segment of a provider ID and of the admin
-// endpoint's /instances/{id} paths, so it must not be "." or "..", nor
-// hold '/', '\', '%', '?', '#', white space, control or format characters
-// (zero-width, bidirectional overrides) or invalid UTF-8. This holds
-// whatever provider.Codec accepts (Instance.validate applies its rules
-// too).
-func unsafeInstanceID(id string) string {
-	switch {
-	case id == "":
-		return "expected an instance ID"
-	case id == "." || id == "..":
-		return "expected an ID other than . and .. (a path segment)"
-	case len(id) > maxInstanceIDLen:
-		return fmt.Sprintf("expected at most %d bytes, got %d", maxInstanceIDLen, len(id))
-	case !utf8.ValidString(id):
-		return "expected valid UTF-8"
-	}
-	for _, r := range id {
-		if strings.ContainsRune(`/\%?#`, r) || unicode.IsSpace(r) || !unicode.IsGraphic(r) {
-			return fmt.Sprintf("expected no %U %q: no '/', '\\', '%%', '?', '#', white space, control, format or unassigned characters (it is a segment of provider IDs and URL paths)", r, r)
-		}
-	}
-	return ""
-}
-
-// validateInstance is Instance.validate plus unsafeInstanceID for a set
-// ID; path names the instance in errors.
-func validateInstance(path *field.Path, in Instance) field.ErrorList {
-	errs := in.validate(path)
-	idPath := path.Child("id").String()
-	if in.ID == "" || slices.ContainsFunc(errs, func(e *field.Error) bool { return e.Field == idPath }) {
-		return errs
-	}
-	if reason := unsafeInstanceID(in.ID); reason != "" {
-		errs = append(errs, field.Invalid(path.Child("id"), clipValue(in.ID), reason))
-	}
-	return errs
-}
-
-// clipValue cuts a value quoted by a field.Error to a bounded length.
-func clipValue(s string) string { return bound.Value(s, 80) }
-
-// checkValue checks value, found at path, with is (one of apimachinery's
-// validation.Is… functions) and returns the error for what it finds:
-// what was expected, then is's messages, with value cut (clipValue); nil
-// when it finds nothing.
-func checkValue(path *field.Path, value string, is func(string) []string, expected string) field.ErrorList {
-	msgs := is(value)
-	if len(msgs) == 0 {
-		return nil
-	}
-	return field.ErrorList{field.Invalid(path, clipValue(value), expected+": "+strings.Join(msgs, "; "))}
 }
 
 // addInstance validates in, fills in the defaults and stores it (mu held

@@ -1,14 +1,22 @@
 package fake
 
 import (
+	"errors"
+	"fmt"
 	"maps"
 	"net/netip"
+	"slices"
+	"strconv"
+	"strings"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/ccmkit/ccmkit/instances"
+	bound "github.com/ccmkit/ccmkit/internal/clip"
 	"github.com/ccmkit/ccmkit/internal/nodelabel"
 	"github.com/ccmkit/ccmkit/loadbalancer"
 )
@@ -220,4 +228,77 @@ type AddressPool struct {
 	Purpose   string `json:"purpose"`
 	CIDR      string `json:"cidr"`
 	Allocated int    `json:"allocated"`
+}
+
+// maxInstanceIDLen bounds the length of an instance ID, in bytes.
+const maxInstanceIDLen = 128
+
+// unsafeInstanceID returns why id cannot be an instance ID, or "" when it
+// can: an ID is the last segment of a provider ID and of the admin
+// endpoint's /instances/{id} paths, so it must not be "." or "..", nor
+// hold '/', '\', '%', '?', '#', white space, control or format characters
+// (zero-width, bidirectional overrides) or invalid UTF-8. This holds
+// whatever provider.Codec accepts (Instance.validate applies its rules
+// too).
+func unsafeInstanceID(id string) string {
+	switch {
+	case id == "":
+		return "expected an instance ID"
+	case id == "." || id == "..":
+		return "expected an ID other than . and .. (a path segment)"
+	case len(id) > maxInstanceIDLen:
+		return fmt.Sprintf("expected at most %d bytes, got %d", maxInstanceIDLen, len(id))
+	case !utf8.ValidString(id):
+		return "expected valid UTF-8"
+	}
+	for _, r := range id {
+		if strings.ContainsRune(`/\%?#`, r) || unicode.IsSpace(r) || !unicode.IsGraphic(r) {
+			return fmt.Sprintf("expected no %U %q: no '/', '\\', '%%', '?', '#', white space, control, format or unassigned characters (it is a segment of provider IDs and URL paths)", r, r)
+		}
+	}
+	return ""
+}
+
+// CheckInstanceID returns an error saying why id cannot be an instance ID
+// (it is empty, "." or "..", longer than 128 bytes, or holds a character
+// a path segment cannot: see Instance.ID), or nil when it can. The admin
+// endpoint (package fake/admin) checks the {id} of its paths with it.
+func CheckInstanceID(id string) error {
+	if reason := unsafeInstanceID(id); reason != "" {
+		return errors.New(reason)
+	}
+	return nil
+}
+
+// validateInstance is Instance.validate plus unsafeInstanceID for a set
+// ID; path names the instance in errors.
+func validateInstance(path *field.Path, in Instance) field.ErrorList {
+	errs := in.validate(path)
+	idPath := path.Child("id").String()
+	if in.ID == "" || slices.ContainsFunc(errs, func(e *field.Error) bool { return e.Field == idPath }) {
+		return errs
+	}
+	if reason := unsafeInstanceID(in.ID); reason != "" {
+		errs = append(errs, field.Invalid(path.Child("id"), clipValue(in.ID), reason))
+	}
+	return errs
+}
+
+// clipValue cuts a value quoted by a field.Error to a bounded length.
+func clipValue(s string) string { return bound.Value(s, 80) }
+
+// clip quotes s for an error message, cut to a bounded length (see
+// clipValue).
+func clip(s string) string { return strconv.Quote(clipValue(s)) }
+
+// checkValue checks value, found at path, with is (one of apimachinery's
+// validation.Is… functions) and returns the error for what it finds:
+// what was expected, then is's messages, with value cut (clipValue); nil
+// when it finds nothing.
+func checkValue(path *field.Path, value string, is func(string) []string, expected string) field.ErrorList {
+	msgs := is(value)
+	if len(msgs) == 0 {
+		return nil
+	}
+	return field.ErrorList{field.Invalid(path, clipValue(value), expected+": "+strings.Join(msgs, "; "))}
 }

@@ -23,6 +23,7 @@ import (
 	servicehelpers "k8s.io/cloud-provider/service/helpers"
 
 	"github.com/ccmkit/ccmkit/fake"
+	"github.com/ccmkit/ccmkit/fake/register"
 	"github.com/ccmkit/ccmkit/provider"
 	"github.com/ccmkit/ccmkit/testing/conformance"
 )
@@ -389,7 +390,7 @@ const (
 // its registered factory does, without the registry (whose lock the
 // calling factory holds), calling itself name.
 func providerFakeNamed(name string, config io.Reader) (cloudprovider.Interface, error) {
-	c, err := provider.Build(fake.ProviderName, config, fake.Factory)
+	c, err := provider.Build(fake.ProviderName, config, register.Factory)
 	if err != nil {
 		return nil, err
 	}

@@ -32,7 +32,7 @@ import (
 
 	"github.com/ccmkit/ccmkit/admission"
 	"github.com/ccmkit/ccmkit/annotation"
-	_ "github.com/ccmkit/ccmkit/fake" // registers provider "fake"
+	_ "github.com/ccmkit/ccmkit/fake/register" // registers provider "fake"
 	"github.com/ccmkit/ccmkit/loadbalancer"
 	"github.com/ccmkit/ccmkit/provider"
 )

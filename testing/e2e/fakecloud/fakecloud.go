@@ -18,6 +18,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/ccmkit/ccmkit/fake"
+	"github.com/ccmkit/ccmkit/fake/statefile"
 	"github.com/ccmkit/ccmkit/loadbalancer"
 )
 
@@ -356,7 +357,11 @@ func OpenShared(cfg fake.Config) (*Shared, error) {
 		return nil, errors.New("fakecloud: OpenShared: cloud-config without stateFile; expected the path of the shared state file")
 	}
 	cfg.Admin = fake.AdminSection{}
-	c, err := fake.New(cfg, fake.Options{})
+	f, err := statefile.Open(cfg.StateFile)
+	if err != nil {
+		return nil, fmt.Errorf("fakecloud: %w", err)
+	}
+	c, err := fake.New(cfg, fake.Options{Persistence: f})
 	if err != nil {
 		return nil, fmt.Errorf("fakecloud: %w", err)
 	}

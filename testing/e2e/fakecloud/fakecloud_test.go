@@ -17,6 +17,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/ccmkit/ccmkit/fake"
+	"github.com/ccmkit/ccmkit/fake/admin"
+	"github.com/ccmkit/ccmkit/fake/statefile"
 	"github.com/ccmkit/ccmkit/instances"
 	"github.com/ccmkit/ccmkit/loadbalancer"
 	"github.com/ccmkit/ccmkit/provider"
@@ -24,26 +26,39 @@ import (
 )
 
 // startCloud runs a fake cloud in this process with its admin endpoint on
-// a free loopback port, as the CCM would after Initialize, and returns it
+// a free loopback port (and over its state file, if any), as the CCM
+// would after Initialize, and returns it
 // with a client from WaitAdmin.
 func startCloud(t *testing.T, cfg fake.Config) (*fake.Cloud, *fakecloud.Admin) {
 	t.Helper()
 	addrFile := filepath.Join(t.TempDir(), "admin.addr")
 	cfg.Admin = fake.AdminSection{Address: "127.0.0.1:0", AddressFile: addrFile}
-	cloud, err := fake.New(cfg, fake.Options{})
+	var opts fake.Options
+	if cfg.StateFile != "" {
+		f, err := statefile.Open(cfg.StateFile)
+		if err != nil {
+			t.Fatal(err)
+		}
+		opts.Persistence = f
+	}
+	c, err := fake.New(cfg, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	served, err := admin.New(c, admin.Options{AdminSection: cfg.Admin})
 	if err != nil {
 		t.Fatal(err)
 	}
 	stop := make(chan struct{})
-	cloud.Initialize(nil, stop)
-	t.Cleanup(func() { close(stop); cloud.Shutdown() })
+	served.Initialize(nil, stop)
+	t.Cleanup(func() { close(stop); served.Shutdown() })
 	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
 	defer cancel()
-	admin, err := fakecloud.WaitAdmin(ctx, addrFile, nil)
+	client, err := fakecloud.WaitAdmin(ctx, addrFile, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return cloud, admin
+	return c, client
 }
 
 func TestWriteConfigRoundTrip(t *testing.T) {

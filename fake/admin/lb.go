@@ -1,7 +1,6 @@
-package fake
+package admin
 
 import (
-	"errors"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -12,47 +11,47 @@ import (
 	"github.com/ccmkit/ccmkit/loadbalancer"
 )
 
-// The admin endpoint's load-balancer edits (see AdminHandler): the
+// The admin endpoint's load-balancer edits (see Handler): the
 // control surface's CreateLoadBalancer, RemoveListener, RemoveBackend and
 // RemoveBackendPoolMember over HTTP.
 
 // postLoadBalancer serves POST /loadbalancers: CreateLoadBalancer.
-func (c *Cloud) postLoadBalancer(w http.ResponseWriter, r *http.Request) {
+func (a api) postLoadBalancer(w http.ResponseWriter, r *http.Request) {
 	var lb loadbalancer.LoadBalancer
 	if decodeBody(w, r, &lb) {
-		out, err := c.createLB(r.Context(), lb)
+		out, err := a.c.CreateLoadBalancerContext(r.Context(), lb)
 		answerLB(w, http.StatusCreated, out, err)
 	}
 }
 
 // deleteListener serves DELETE
 // /loadbalancers/{id}/listeners/{protocol}/{port}: RemoveListener.
-func (c *Cloud) deleteListener(w http.ResponseWriter, r *http.Request) {
+func (a api) deleteListener(w http.ResponseWriter, r *http.Request) {
 	port, err := strconv.ParseInt(r.PathValue("port"), 10, 32)
 	if err != nil {
 		writeError(w, http.StatusBadRequest, fmt.Sprintf("port %s: expected a number from 1 to 65535", clip(r.PathValue("port"))))
 		return
 	}
 	if emptyBody(w, r) {
-		out, err := c.removeListener(r.Context(), r.PathValue("id"), v1.Protocol(r.PathValue("protocol")), int32(port))
+		out, err := a.c.RemoveListenerContext(r.Context(), r.PathValue("id"), v1.Protocol(r.PathValue("protocol")), int32(port))
 		answerLB(w, http.StatusOK, out, err)
 	}
 }
 
 // deleteBackend serves DELETE /loadbalancers/{id}/backends/{key}:
 // RemoveBackend.
-func (c *Cloud) deleteBackend(w http.ResponseWriter, r *http.Request) {
+func (a api) deleteBackend(w http.ResponseWriter, r *http.Request) {
 	if key, ok := pathKey(w, r); ok && emptyBody(w, r) {
-		out, err := c.removeBackend(r.Context(), r.PathValue("id"), key)
+		out, err := a.c.RemoveBackendContext(r.Context(), r.PathValue("id"), key)
 		answerLB(w, http.StatusOK, out, err)
 	}
 }
 
 // deletePoolMember serves DELETE /backendpools/{id}/backends/{key}:
 // RemoveBackendPoolMember.
-func (c *Cloud) deletePoolMember(w http.ResponseWriter, r *http.Request) {
+func (a api) deletePoolMember(w http.ResponseWriter, r *http.Request) {
 	if key, ok := pathKey(w, r); ok && emptyBody(w, r) {
-		out, err := c.removePoolMember(r.Context(), r.PathValue("id"), key)
+		out, err := a.c.RemoveBackendPoolMemberContext(r.Context(), r.PathValue("id"), key)
 		answerLB(w, http.StatusOK, out, err)
 	}
 }
@@ -73,27 +72,11 @@ func pathKey(w http.ResponseWriter, r *http.Request) (string, bool) {
 }
 
 // answerLB writes out with status, or the error response for err
-// (writeLBError).
+// (writeControlError).
 func answerLB(w http.ResponseWriter, status int, out any, err error) {
 	if err != nil {
-		writeLBError(w, err)
+		writeControlError(w, err)
 		return
 	}
 	writeJSON(w, status, out)
-}
-
-// writeLBError is writeControlError for the load-balancer edits: 400 for
-// input they refuse, 404 for a load balancer, listener, backend or backend
-// pool that does not exist, and writeControlError's statuses otherwise
-// (409 for a VIP pool without a free address, 503 for a state file lock
-// not free in time).
-func writeLBError(w http.ResponseWriter, err error) {
-	switch {
-	case errors.Is(err, errInvalidLoadBalancer), errors.Is(err, errInvalidListener), errors.Is(err, errInvalidBackend):
-		writeError(w, http.StatusBadRequest, err.Error())
-	case errors.Is(err, loadbalancer.ErrNotFound), errors.Is(err, errListenerNotFound), errors.Is(err, errBackendNotFound), errors.Is(err, errBackendPoolNotFound):
-		writeError(w, http.StatusNotFound, err.Error())
-	default:
-		writeControlError(w, err)
-	}
 }

@@ -10,23 +10,25 @@ import (
 	"k8s.io/cloud-provider/api"
 )
 
-// errInjected is wrapped by the error of a fault injected through the
-// admin endpoint, with the operation and the request's "error" text.
-var errInjected = errors.New("fake: injected fault")
+// ErrInjected is wrapped by the error of a fault added with AddFault (the
+// admin endpoint's POST /faults) that has no Err of its own, with the
+// operation.
+var ErrInjected = errors.New("fake: injected fault")
 
-// fault is one fault of the admin endpoint's script (POST /faults): the
-// next Times calls of Op fail.
-type fault struct {
+// Fault is one fault of a Cloud's fault script (AddFault; the admin
+// endpoint's POST /faults): the next Times calls of Op fail.
+type Fault struct {
 	// Op is the operation to fail; "" means every operation.
 	Op Op
 	// Times is how many matching calls fail: a positive number, or -1 for
-	// every call until DELETE /faults (an outage).
+	// every call until ClearFaults (an outage). Required.
 	Times int
 	// Err is returned, unchanged, by each failing call; nil means an error
-	// wrapping errInjected. Ignored when RetryAfter is set.
+	// wrapping ErrInjected. Ignored when RetryAfter is set.
 	Err error
 	// RetryAfter, when positive, makes the fault a throttle: each failing
-	// call returns an *api.RetryError with this delay.
+	// call returns an *api.RetryError with this delay. 0 means none;
+	// negative is an error.
 	RetryAfter time.Duration
 	// LostResponse makes a failing write take effect before it fails, as
 	// when the cloud did the work but its answer never reached the caller.
@@ -34,18 +36,32 @@ type fault struct {
 	LostResponse bool
 }
 
-// faultScript is the admin endpoint's list of faults, matched in the order
-// they were added; each failing call consumes one use of the first
-// matching fault. It is safe for concurrent use.
-type faultScript struct {
-	mu     sync.Mutex
-	faults []*fault // Times > 0 or -1
+// AddFault appends f to the Cloud's fault script, matched in the order the
+// faults were added: each failing call consumes one use of the first
+// matching fault. The script runs in front of the interceptor Funcs, and
+// its failures are counted in Calls.Faults. It returns an error naming the
+// field for an unknown Op, a Times that is neither positive nor -1, or a
+// negative RetryAfter, and then adds nothing. Safe for concurrent use.
+func (c *Cloud) AddFault(f Fault) error { return c.meter.script.add(f) }
+
+// ClearFaults removes every fault of the script and drops the instance and
+// load-balancer caches, with their memory of a failed list, so that the
+// provider sees the end of an outage at its next look-up. Safe for
+// concurrent use.
+func (c *Cloud) ClearFaults() {
+	c.meter.script.clear()
+	c.dropCaches()
 }
 
-// add appends f after checking it: an error names the field for an
-// unknown Op, a Times that is neither positive nor -1, or a negative
-// RetryAfter.
-func (s *faultScript) add(f fault) error {
+// faultScript is a Cloud's list of faults (AddFault). It is safe for
+// concurrent use.
+type faultScript struct {
+	mu     sync.Mutex
+	faults []*Fault // Times > 0 or -1
+}
+
+// add appends f after checking it (see AddFault).
+func (s *faultScript) add(f Fault) error {
 	switch {
 	case f.Op != "" && !f.Op.valid():
 		return fmt.Errorf("fake: op %q: expected \"\" or one of %v", f.Op, ops)
@@ -87,32 +103,8 @@ func (s *faultScript) take(op Op) (error, bool) {
 		case f.Err != nil:
 			return f.Err, f.LostResponse
 		default:
-			return fmt.Errorf("%w: %s", errInjected, op), f.LostResponse
+			return fmt.Errorf("%w: %s", ErrInjected, op), f.LostResponse
 		}
 	}
 	return nil, false
-}
-
-// faultRequest is the body of POST /faults.
-type faultRequest struct {
-	Op           Op     `json:"op"`
-	Times        int    `json:"times"`
-	Error        string `json:"error"`
-	RetryAfter   string `json:"retryAfter"`
-	LostResponse bool   `json:"lostResponse"`
-}
-
-func (req faultRequest) fault() (fault, error) {
-	f := fault{Op: req.Op, Times: req.Times, LostResponse: req.LostResponse}
-	if req.Error != "" {
-		f.Err = fmt.Errorf("%w: %s", errInjected, req.Error)
-	}
-	if req.RetryAfter != "" {
-		d, err := time.ParseDuration(req.RetryAfter)
-		if err != nil || d <= 0 {
-			return fault{}, fmt.Errorf("retryAfter %q: expected a positive Go duration such as \"5s\"", req.RetryAfter)
-		}
-		f.RetryAfter = d
-	}
-	return f, nil
 }

@@ -1,4 +1,4 @@
-package fake_test
+package admin_test
 
 import (
 	"encoding/json"
@@ -18,19 +18,9 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/ccmkit/ccmkit/fake"
+	"github.com/ccmkit/ccmkit/fake/admin"
 	"github.com/ccmkit/ccmkit/instances"
 )
-
-// startAdmin builds a fake with the admin endpoint on a free loopback port,
-// initializes it as the CCM does, and returns its base URL.
-func startAdmin(t *testing.T, cfg fake.Config, opts ...fake.Options) (*fake.Cloud, string) {
-	t.Helper()
-	if cfg.Admin.Address == "" {
-		cfg.Admin.Address = "127.0.0.1:0"
-	}
-	c := newCloud(t, cfg, opts...)
-	return c, "http://" + fake.InitializeAdmin(t, c)
-}
 
 // noContentType is the contentType of do that sends no Content-Type.
 const noContentType = "-"
@@ -72,11 +62,11 @@ func decode[T any](t *testing.T, data []byte) T {
 }
 
 func TestAdminOffByDefault(t *testing.T) {
-	c := newCloud(t, fake.Config{})
+	c := newAdmin(t, fake.Config{})
 	stop := make(chan struct{})
 	defer close(stop)
 	c.Initialize(nil, stop)
-	if addr, err := fake.AdminAddr(c); addr != "" || err != nil {
+	if addr, err := admin.AdminAddr(c); addr != "" || err != nil {
 		t.Errorf("AdminAddr() without admin.address = %q, %v; want \"\", nil", addr, err)
 	}
 }
@@ -87,18 +77,22 @@ func TestAdminRefusesNonLoopback(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), "admin.address") {
 			t.Errorf("New with admin.address %q = %v; want an error naming admin.address", addr, err)
 		}
+		_, err = admin.New(newCloud(t, fake.Config{}), admin.Options{AdminSection: fake.AdminSection{Address: addr}})
+		if err == nil || !strings.Contains(err.Error(), "Options.Address") {
+			t.Errorf("admin.New with Address %q = %v; want an error naming Options.Address", addr, err)
+		}
 	}
 }
 
 func TestAdminLifecycle(t *testing.T) {
 	file := filepath.Join(t.TempDir(), "admin-addr")
-	c := newCloud(t, fake.Config{Admin: fake.AdminSection{Address: "localhost:0", AddressFile: file}})
-	if addr, _ := fake.AdminAddr(c); addr != "" {
+	c := newAdmin(t, fake.Config{Admin: fake.AdminSection{Address: "localhost:0", AddressFile: file}})
+	if addr, _ := admin.AdminAddr(c); addr != "" {
 		t.Fatalf("AdminAddr() before Initialize = %q; New must start nothing", addr)
 	}
 	stop := make(chan struct{})
 	c.Initialize(nil, stop)
-	addr, err := fake.AdminAddr(c)
+	addr, err := admin.AdminAddr(c)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -126,11 +120,11 @@ func TestAdminListenFailureIsReported(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer ln.Close()
-	c := newCloud(t, fake.Config{Admin: fake.AdminSection{Address: ln.Addr().String()}})
+	c := newAdmin(t, fake.Config{Admin: fake.AdminSection{Address: ln.Addr().String()}})
 	stop := make(chan struct{})
 	defer close(stop)
 	c.Initialize(nil, stop)
-	if addr, err := fake.AdminAddr(c); addr != "" || err == nil {
+	if addr, err := admin.AdminAddr(c); addr != "" || err == nil {
 		t.Errorf("AdminAddr() with the port taken = %q, %v; want an error", addr, err)
 	}
 	if _, ok := c.LoadBalancer(); !ok {
@@ -215,7 +209,7 @@ func TestAdminAPI(t *testing.T) {
 
 	_, body, _ = do(t, "GET", base+"/state", "", "")
 	st := decode[fake.State](t, body)
-	if diff := cmp.Diff(c.Snapshot(), st, fake.CmpModel); diff != "" {
+	if diff := cmp.Diff(c.Snapshot(), st, admin.CmpModel); diff != "" {
 		t.Errorf("GET /state differs from Snapshot (-Snapshot +GET):\n%s", diff)
 	}
 
@@ -331,8 +325,8 @@ func TestAdminRateLimitAndProvisioning(t *testing.T) {
 	cfg := fake.Config{Realistic: true, Instances: []fake.Instance{{Name: "node-a"}}}
 	c, base := startAdmin(t, cfg, withClock)
 	code, body, _ := do(t, "GET", base+"/ratelimit", "", "")
-	want := fake.RateLimit{ReadsPerSecond: ptr.To(fake.RealisticReadsPerSecond), WritesPerSecond: ptr.To(fake.RealisticWritesPerSecond), Burst: fake.RealisticBurst}
-	if diff := cmp.Diff(want, decode[fake.RateLimit](t, body), fake.CmpModel); code != http.StatusOK || diff != "" {
+	want := fake.RateLimit{ReadsPerSecond: ptr.To(20.0), WritesPerSecond: ptr.To(10.0), Burst: 20} // realistic mode (fake.Config.Realistic)
+	if diff := cmp.Diff(want, decode[fake.RateLimit](t, body), admin.CmpModel); code != http.StatusOK || diff != "" {
 		t.Errorf("GET /ratelimit = %d (-want +got):\n%s", code, diff)
 	}
 	code, body, _ = do(t, "GET", base+"/provisioning", "", "")
@@ -362,16 +356,16 @@ func TestAdminRateLimitAndProvisioning(t *testing.T) {
 
 	code, body, _ = do(t, "PUT", base+"/ratelimit", "application/json", `{"writesPerSecond": 0.5, "burst": 1}`)
 	limit := fake.RateLimit{WritesPerSecond: ptr.To(0.5), Burst: 1}
-	if diff := cmp.Diff(limit, decode[fake.RateLimit](t, body), fake.CmpModel); code != http.StatusOK || diff != "" {
+	if diff := cmp.Diff(limit, decode[fake.RateLimit](t, body), admin.CmpModel); code != http.StatusOK || diff != "" {
 		t.Errorf("PUT /ratelimit = %d (-want +got):\n%s", code, diff)
 	}
-	if diff := cmp.Diff(limit, c.RateLimit(), fake.CmpModel); diff != "" {
+	if diff := cmp.Diff(limit, c.RateLimit(), admin.CmpModel); diff != "" {
 		t.Errorf("RateLimit() after PUT /ratelimit (-want +got):\n%s", diff)
 	}
 	do(t, "POST", base+"/calls/reset", "", "")
 	for _, name := range []string{"one", "two"} {
 		_, err := lbOf(t, c).EnsureLoadBalancer(t.Context(), cluster, service(name), nodes)
-		if name == "two" && !errors.Is(err, fake.ErrThrottled) {
+		if name == "two" && !isRetry(err) {
 			t.Errorf("second create after PUT /ratelimit with a burst of 1 = %v; want throttled", err)
 		}
 	}

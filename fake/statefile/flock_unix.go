@@ -1,6 +1,6 @@
 //go:build unix
 
-package fake
+package statefile
 
 import (
 	"errors"

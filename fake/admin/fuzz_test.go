@@ -1,4 +1,4 @@
-package fake
+package admin
 
 import (
 	"bufio"
@@ -11,6 +11,8 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
+
+	"github.com/ccmkit/ccmkit/fake"
 
 	"github.com/google/go-cmp/cmp"
 )
@@ -55,11 +57,11 @@ func FuzzAdminHandler(f *testing.F) {
 	} {
 		f.Add(s.method, s.path, s.host, s.origin, s.ct, []byte(s.body))
 	}
-	c, err := New(Config{Instances: []Instance{{Name: "node-1"}, {Name: "node-2"}}}, Options{})
+	c, err := fake.New(fake.Config{Instances: []fake.Instance{{Name: "node-1"}, {Name: "node-2"}}}, fake.Options{})
 	if err != nil {
 		f.Fatal(err)
 	}
-	h := c.AdminHandler()
+	h := Handler(c)
 	local := &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1), Port: 8089}
 	f.Fuzz(func(t *testing.T, method uint8, target, host, origin, ct string, body []byte) {
 		for _, in := range []string{target, host, origin, ct, string(body)} {

@@ -1,4 +1,4 @@
-package fake_test
+package admin_test
 
 import (
 	"context"
@@ -13,6 +13,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 
 	"github.com/ccmkit/ccmkit/fake"
+	"github.com/ccmkit/ccmkit/fake/admin"
 	"github.com/ccmkit/ccmkit/loadbalancer"
 )
 
@@ -63,7 +64,7 @@ func TestAdminLoadBalancerEdits(t *testing.T) {
 		},
 		VIPs: []string{"198.18.0.1"},
 	}
-	if diff := cmp.Diff(want, foreign, fake.CmpModel); diff != "" {
+	if diff := cmp.Diff(want, foreign, admin.CmpModel); diff != "" {
 		t.Errorf("POST /loadbalancers answered (-want +got):\n%s", diff)
 	}
 
@@ -91,11 +92,11 @@ func TestAdminLoadBalancerEdits(t *testing.T) {
 		code, body, _ := do(t, "DELETE", base+s.path, "", "")
 		wantAnswer(t, "DELETE "+s.path, code, body, http.StatusOK, "")
 		s.want(&drifted)
-		if diff := cmp.Diff(drifted, decode[fake.LoadBalancer](t, body), fake.CmpModel); diff != "" {
+		if diff := cmp.Diff(drifted, decode[fake.LoadBalancer](t, body), admin.CmpModel); diff != "" {
 			t.Errorf("DELETE %s answered (-want +got), %s:\n%s", s.path, s.reason, diff)
 		}
 	}
-	if diff := cmp.Diff([]fake.LoadBalancer{foreign, drifted}, c.Snapshot().LoadBalancers, fake.CmpModel, cmpopts.EquateEmpty()); diff != "" {
+	if diff := cmp.Diff([]fake.LoadBalancer{foreign, drifted}, c.Snapshot().LoadBalancers, admin.CmpModel, cmpopts.EquateEmpty()); diff != "" {
 		t.Errorf("the cloud after the edits (-answered +snapshot):\n%s", diff)
 	}
 	_, body, _ = do(t, "GET", base+"/calls", "", "")
@@ -105,7 +106,7 @@ func TestAdminLoadBalancerEdits(t *testing.T) {
 	if code, body, _ := do(t, "DELETE", base+"/faults", "", ""); code != http.StatusNoContent {
 		t.Fatalf("DELETE /faults = %d %s", code, body)
 	}
-	if diff := cmp.Diff(before, ensured(t, c, svc, nodes), fake.CmpModel); diff != "" {
+	if diff := cmp.Diff(before, ensured(t, c, svc, nodes), admin.CmpModel); diff != "" {
 		t.Errorf("EnsureLoadBalancer after DELETE /faults did not repair the drift (-want +got):\n%s", diff)
 	}
 }
@@ -156,7 +157,7 @@ func TestAdminLoadBalancerEditRefusals(t *testing.T) {
 		code, body, _ := do(t, tt.method, base+tt.path, "", tt.body)
 		wantAnswer(t, tt.name+": "+tt.method+" "+tt.path+" ("+tt.reason+")", code, body, tt.status, tt.message)
 	}
-	if diff := cmp.Diff(before, c.Snapshot(), fake.CmpModel); diff != "" {
+	if diff := cmp.Diff(before, c.Snapshot(), admin.CmpModel); diff != "" {
 		t.Errorf("refused edits changed the cloud (-before +after):\n%s", diff)
 	}
 	if diff := cmp.Diff(calls, c.Calls()); diff != "" {
@@ -180,8 +181,8 @@ func TestAdminLoadBalancerEditsWaitForLock(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	h := c.AdminHandler()
-	fake.HoldStateLock(t, path)
+	h := admin.Handler(c)
+	admin.HoldStateLock(t, path)
 	gone, cancel := context.WithCancel(t.Context())
 	cancel()
 	for _, r := range []struct{ method, path, body string }{

@@ -1,4 +1,4 @@
-package fake
+package admin
 
 import (
 	"bufio"
@@ -11,45 +11,60 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ccmkit/ccmkit/fake"
+	"github.com/ccmkit/ccmkit/fake/statefile"
+
 	"github.com/google/go-cmp/cmp"
 )
 
 // adminView is everything a request to the admin endpoint can change: a
 // refused request must leave all of it as it was.
 type adminView struct {
-	State     State
-	Calls     Calls
-	RateLimit RateLimit
+	State     fake.State
+	Calls     fake.Calls
+	RateLimit fake.RateLimit
 	Delay     time.Duration
 }
 
-func viewOf(c *Cloud) adminView {
+func viewOf(c *fake.Cloud) adminView {
 	return adminView{State: c.Snapshot(), Calls: c.Calls(), RateLimit: c.RateLimit(), Delay: c.ProvisioningDelay()}
 }
 
 // hostileCloud starts a fake with two running instances (i-1, i-2) and
 // its admin endpoint on a free loopback port, with the server timeouts
 // to (zero: the defaults), and returns it with the endpoint's address.
-func hostileCloud(t *testing.T, to adminTimeouts) (*Cloud, string) {
+func hostileCloud(t *testing.T, to timeouts) (*fake.Cloud, string) {
 	t.Helper()
-	return adminCloud(t, Config{Instances: []Instance{{Name: "node-1"}, {Name: "node-2"}}}, to)
+	return adminCloud(t, fake.Config{Instances: []fake.Instance{{Name: "node-1"}, {Name: "node-2"}}}, to)
 }
 
 // adminCloud starts a fake of cfg with its admin endpoint on a free
 // loopback port and the timeouts to (zero: the defaults), and returns it
 // with the endpoint's address.
-func adminCloud(t *testing.T, cfg Config, to adminTimeouts) (*Cloud, string) {
+func adminCloud(t *testing.T, cfg fake.Config, to timeouts) (*fake.Cloud, string) {
 	t.Helper()
-	if to != (adminTimeouts{}) {
-		testAdminTimeouts.Store(&to)
-		t.Cleanup(func() { testAdminTimeouts.Store(nil) })
+	if to != (timeouts{}) {
+		testTimeouts.Store(&to)
+		t.Cleanup(func() { testTimeouts.Store(nil) })
 	}
 	cfg.Admin.Address = "127.0.0.1:0"
-	c, err := New(cfg, Options{})
+	var opts fake.Options
+	if cfg.StateFile != "" {
+		f, err := statefile.Open(cfg.StateFile)
+		if err != nil {
+			t.Fatal(err)
+		}
+		opts.Persistence = f
+	}
+	c, err := fake.New(cfg, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return c, InitializeAdmin(t, c)
+	a, err := New(c, Options{AdminSection: cfg.Admin})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c, InitializeAdmin(t, a)
 }
 
 // TestAdminRefusesWebPages sends the admin endpoint the requests a web page
@@ -60,7 +75,7 @@ func adminCloud(t *testing.T, cfg Config, to adminTimeouts) (*Cloud, string) {
 // nothing. The last cases are accepted: the checks do not refuse a local
 // client.
 func TestAdminRefusesWebPages(t *testing.T) {
-	c, addr := hostileCloud(t, adminTimeouts{})
+	c, addr := hostileCloud(t, timeouts{})
 	_, port, _ := net.SplitHostPort(addr)
 	jsonCT := map[string]string{"Content-Type": "application/json"}
 	with := func(h map[string]string, kv ...string) map[string]string {
@@ -215,7 +230,7 @@ func TestAdminRefusesWebPages(t *testing.T) {
 // headers or its body too slowly, or keeps an idle connection, is cut off
 // instead of holding a connection open, and its request changes nothing.
 func TestAdminTimesOutSlowClients(t *testing.T) {
-	c, addr := hostileCloud(t, adminTimeouts{readHeader: 100 * time.Millisecond, read: 200 * time.Millisecond, write: 5 * time.Second, idle: 100 * time.Millisecond})
+	c, addr := hostileCloud(t, timeouts{readHeader: 100 * time.Millisecond, read: 200 * time.Millisecond, write: 5 * time.Second, idle: 100 * time.Millisecond})
 	tests := []struct {
 		name, reason string
 		send         string
@@ -282,11 +297,11 @@ func TestAdminTimesOutSlowClients(t *testing.T) {
 // TestAdminTimeoutsDocumented: the endpoint's timeouts are set, and are
 // the values the package documentation states.
 func TestAdminTimeoutsDocumented(t *testing.T) {
-	want := adminTimeouts{readHeader: 5 * time.Second, read: 10 * time.Second, write: 30 * time.Second, idle: time.Minute, handler: 20 * time.Second}
-	if diff := cmp.Diff(want, defaultAdminTimeouts, cmp.AllowUnexported(adminTimeouts{}), CmpModel); diff != "" {
-		t.Errorf("defaultAdminTimeouts differ from the documented ones (-doc +code):\n%s", diff)
+	want := timeouts{readHeader: 5 * time.Second, read: 10 * time.Second, write: 30 * time.Second, idle: time.Minute, handler: 20 * time.Second}
+	if diff := cmp.Diff(want, defaultTimeouts, cmp.AllowUnexported(timeouts{}), CmpModel); diff != "" {
+		t.Errorf("defaultTimeouts differ from the documented ones (-doc +code):\n%s", diff)
 	}
-	if got := adminTimeoutsOf(); got != defaultAdminTimeouts {
-		t.Errorf("adminTimeoutsOf() = %+v without the test knob; want the defaults %+v", got, defaultAdminTimeouts)
+	if got := timeoutsOf(); got != defaultTimeouts {
+		t.Errorf("timeoutsOf() = %+v without the test knob; want the defaults %+v", got, defaultTimeouts)
 	}
 }

@@ -1,4 +1,4 @@
-package fake_test
+package statefile_test
 
 import (
 	"context"
@@ -22,6 +22,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/ccmkit/ccmkit/fake"
+	"github.com/ccmkit/ccmkit/fake/statefile"
 	"github.com/ccmkit/ccmkit/loadbalancer"
 )
 
@@ -76,12 +77,12 @@ func dualStack(names ...string) fake.Config {
 // it returns want without writing (why says why no write is expected).
 func ensureFinds(t *testing.T, c *fake.Cloud, svc *v1.Service, nodes []*v1.Node, want *v1.LoadBalancerStatus, why string) {
 	t.Helper()
-	fake.ResetCalls(c)
+	c.ResetCalls()
 	got, err := lbOf(t, c).EnsureLoadBalancer(t.Context(), cluster, svc, nodes)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if diff := cmp.Diff(want, got, fake.CmpModel); diff != "" {
+	if diff := cmp.Diff(want, got, cmpModel); diff != "" {
 		t.Errorf("EnsureLoadBalancer through the other Cloud returned another status (-want +got):\n%s", diff)
 	}
 	if calls := c.Calls(); calls.Writes != 0 {
@@ -105,11 +106,11 @@ func TestSharedStateFile(t *testing.T) {
 	if got := b.Snapshot().Instances; len(got) != 2 {
 		t.Fatalf("the second Cloud on the file has %d instances; want the 2 seeded by the first, not seeded again", len(got))
 	}
-	if diff := cmp.Diff(a.Snapshot(), b.Snapshot(), fake.CmpModel); diff != "" {
+	if diff := cmp.Diff(a.Snapshot(), b.Snapshot(), cmpModel); diff != "" {
 		t.Fatalf("the Clouds disagree (-a +b):\n%s", diff)
 	}
-	if f := readDoc(t, path)["format"]; f != fake.StateFormat {
-		t.Errorf("state file format %v; want %q", f, fake.StateFormat)
+	if f := readDoc(t, path)["format"]; f != statefile.StateFormat {
+		t.Errorf("state file format %v; want %q", f, statefile.StateFormat)
 	}
 	nodes := []*v1.Node{mustNode(t, a, "i-1"), mustNode(t, a, "i-2")}
 
@@ -160,7 +161,7 @@ func TestSharedStateFile(t *testing.T) {
 	if len(listedA) != 2 {
 		t.Errorf("a lists %d routes; want the 2 created through b", len(listedA))
 	}
-	if diff := cmp.Diff(listedB, listedA, byCIDR, fake.CmpModel); diff != "" {
+	if diff := cmp.Diff(listedB, listedA, byCIDR, cmpModel); diff != "" {
 		t.Errorf("routes listed through a differ from b's (-b +a):\n%s", diff)
 	}
 
@@ -201,7 +202,7 @@ func TestSharedStateFile(t *testing.T) {
 	// A Cloud started later sees everything, seeds nothing.
 	cfg.StateFile = path
 	late := newCloud(t, cfg)
-	if diff := cmp.Diff(a.Snapshot(), late.Snapshot(), fake.CmpModel); diff != "" {
+	if diff := cmp.Diff(a.Snapshot(), late.Snapshot(), cmpModel); diff != "" {
 		t.Errorf("a Cloud started later sees another cloud (-a +late):\n%s", diff)
 	}
 
@@ -243,7 +244,7 @@ func TestStateFileReloadIsLossless(t *testing.T) {
 		t.Fatal(err)
 	}
 	ensureFinds(t, b, svc, nodes, stA, "the load balancer read back from the file must equal the one written")
-	if diff := cmp.Diff(a.Snapshot(), b.Snapshot(), fake.CmpModel); diff != "" {
+	if diff := cmp.Diff(a.Snapshot(), b.Snapshot(), cmpModel); diff != "" {
 		t.Errorf("snapshots (-a +b):\n%s", diff)
 	}
 
@@ -275,7 +276,7 @@ func TestStateFileReloadIsLossless(t *testing.T) {
 			*run.out = append(*run.out, st.Ingress[0].IP)
 		}
 	}
-	if diff := cmp.Diff(single, shared, fake.CmpModel); diff != "" {
+	if diff := cmp.Diff(single, shared, cmpModel); diff != "" {
 		t.Errorf("VIPs allocated alternately through two Clouds on one file differ from one in-memory cloud's (-memory +shared):\n%s", diff)
 	}
 }
@@ -337,7 +338,7 @@ func TestStateFileConcurrent(t *testing.T) {
 	third := newCloud(t, cfg)
 	st := cs[0].Snapshot()
 	for i, c := range []*fake.Cloud{cs[1], third} {
-		if diff := cmp.Diff(st, c.Snapshot(), fake.CmpModel); diff != "" {
+		if diff := cmp.Diff(st, c.Snapshot(), cmpModel); diff != "" {
 			t.Errorf("Cloud %d sees another state than Cloud 0 (-0 +%d):\n%s", i+1, i+1, diff)
 		}
 	}
@@ -468,7 +469,7 @@ func TestStateFileLockHonoursContext(t *testing.T) {
 			}, context.Canceled},
 		} {
 			t.Run(tt.name+"/"+cause.name, func(t *testing.T) {
-				release := fake.HoldStateLock(t, path)
+				release := statefile.HoldStateLock(t, path)
 				ctx, cancel := cause.ctx()
 				defer cancel()
 				err := withinBound(t, tt.name, func() error { return tt.call(ctx) })
@@ -476,10 +477,10 @@ func TestStateFileLockHonoursContext(t *testing.T) {
 					t.Errorf("%s with the lock held = %v; want an error wrapping %v and fake.ErrStateFile (%s)", tt.name, err, cause.want, tt.reason)
 				}
 				release()
-				if !fake.StateLockIsFree(t, path) {
+				if !statefile.StateLockIsFree(t, path) {
 					t.Errorf("after %s gave up, someone still holds %s.lock; want nobody", tt.name, path)
 				}
-				if diff := cmp.Diff(before, c.Snapshot(), fake.CmpModel); diff != "" {
+				if diff := cmp.Diff(before, c.Snapshot(), cmpModel); diff != "" {
 					t.Errorf("%s that gave up changed the cloud (-before +after):\n%s", tt.name, diff)
 				}
 			})
@@ -498,7 +499,7 @@ func TestStateFileLockQueuedCaller(t *testing.T) {
 	cs, path := sharedClouds(t, fake.Config{Instances: []fake.Instance{{Name: "node-01"}}}, 2)
 	c, other := cs[0], cs[1]
 	node := mustNode(t, c, "i-1")
-	release := fake.HoldStateLock(t, path)
+	release := statefile.HoldStateLock(t, path)
 	added := make(chan error, 1)
 	go func() {
 		_, err := c.AddInstance(fake.Instance{Name: "node-02"}) // waits for the lock, no deadline
@@ -633,7 +634,7 @@ func TestStateFileCorrupt(t *testing.T) {
 			if err := os.WriteFile(cfg.StateFile, data, 0o600); err != nil {
 				t.Fatal(err)
 			}
-			_, err := fake.New(cfg, fake.Options{})
+			_, err := openCloud(cfg, fake.Options{})
 			if !errors.Is(err, fake.ErrStateFile) {
 				t.Fatalf("New = %v; want an error wrapping ErrStateFile (%s)", err, tt.reason)
 			}
@@ -661,7 +662,7 @@ func TestStateFileBrokenWhileRunning(t *testing.T) {
 	if _, err := lbOf(t, c).EnsureLoadBalancer(ctx, cluster, service("web"), nodes); err != nil {
 		t.Fatal(err)
 	}
-	garbage := []byte(`{"format": "` + fake.StateFormat + `", "generation": `)
+	garbage := []byte(`{"format": "` + statefile.StateFormat + `", "generation": `)
 	tmp := cfg.StateFile + ".new"
 	if err := os.WriteFile(tmp, garbage, 0o600); err != nil {
 		t.Fatal(err)
@@ -687,7 +688,7 @@ func TestStateFileBrokenWhileRunning(t *testing.T) {
 	if st := c.Snapshot(); len(st.LoadBalancers) != 1 || len(st.Instances) != 1 {
 		t.Errorf("Snapshot = %d load balancers, %d instances; want the state last loaded (1, 1), never an empty cloud", len(st.LoadBalancers), len(st.Instances))
 	}
-	if status, body, _ := do(t, http.MethodGet, base+"/state", "", ""); status != http.StatusInternalServerError || !strings.Contains(string(body), cfg.StateFile) {
+	if status, body := get(t, base+"/state"); status != http.StatusInternalServerError || !strings.Contains(string(body), cfg.StateFile) {
 		t.Errorf("GET /state = %d %s; want 500 naming the state file", status, body)
 	}
 	if got, _ := os.ReadFile(cfg.StateFile); string(got) != string(garbage) {
@@ -769,8 +770,8 @@ func TestStateFileRealistic(t *testing.T) {
 	nodes[0].Name = "renamed" // not its instance's name
 	svc := service("web")
 	_, err := lbOf(t, a).EnsureLoadBalancer(t.Context(), cluster, svc, nodes)
-	if got := retryAfter(t, "EnsureLoadBalancer through a", err); got != fake.RealisticProvisioningDelay {
-		t.Errorf("RetryAfter = %v; want %v", got, fake.RealisticProvisioningDelay)
+	if got := retryAfter(t, "EnsureLoadBalancer through a", err); got != realisticProvisioningDelay {
+		t.Errorf("RetryAfter = %v; want %v", got, realisticProvisioningDelay)
 	}
 	if st, exists, err := lbOf(t, b).GetLoadBalancer(t.Context(), cluster, svc); err != nil || !exists || len(st.Ingress) != 0 {
 		t.Errorf("GetLoadBalancer through b while provisioning = %+v, %v, %v; want exists without ingress", st, exists, err)
@@ -779,53 +780,23 @@ func TestStateFileRealistic(t *testing.T) {
 	lbDoc := item(doc, "loadBalancers", 0)
 	got := map[string]any{"format": doc["format"], "backends": doc["cloud"].(map[string]any)["loadBalancers"].(map[string]any)["backends"],
 		"readyAt": lbDoc["readyAt"], "backendKey": lbDoc["backendKey"], "backend": item(lbDoc, "backends", 0), "ingress": len(lbDoc["ingress"].([]any))}
-	want := map[string]any{"format": fake.StateFormat, "backends": "instanceID", "readyAt": "2026-12-01T10:00:02Z", "backendKey": "ProviderID",
+	want := map[string]any{"format": statefile.StateFormat, "backends": "instanceID", "readyAt": "2026-12-01T10:00:02Z", "backendKey": "ProviderID",
 		"backend": map[string]any{"providerID": "fake://i-1"}, "ingress": 1}
-	if diff := cmp.Diff(want, got, fake.CmpModel); diff != "" {
+	if diff := cmp.Diff(want, got, cmpModel); diff != "" {
 		t.Errorf("state file (-want +got):\n%s", diff)
 	}
-	clk.Step(fake.RealisticProvisioningDelay)
+	clk.Step(realisticProvisioningDelay)
 	st, _, err := lbOf(t, b).GetLoadBalancer(t.Context(), cluster, svc)
 	if err != nil || len(st.Ingress) != 1 {
 		t.Fatalf("GetLoadBalancer through b after the delay = %+v, %v; want the address", st, err)
 	}
 	ensureFinds(t, b, svc, nodes, st, "both processes agree it is ready")
 	later := newCloud(t, fake.Config{Realistic: true, Instances: cfg.Instances, StateFile: path}, withClock)
-	if diff := cmp.Diff(a.Snapshot(), later.Snapshot(), fake.CmpModel); diff != "" {
+	if diff := cmp.Diff(a.Snapshot(), later.Snapshot(), cmpModel); diff != "" {
 		t.Errorf("a process started later reads another cloud (-a +later):\n%s", diff)
 	}
-	if diff := cmp.Diff([]loadbalancer.Backend{{ProviderID: "fake://i-1"}, {ProviderID: "fake://i-2"}}, later.Snapshot().LoadBalancers[0].Spec.Backends, fake.CmpModel); diff != "" {
+	if diff := cmp.Diff([]loadbalancer.Backend{{ProviderID: "fake://i-1"}, {ProviderID: "fake://i-2"}}, later.Snapshot().LoadBalancers[0].Spec.Backends, cmpModel); diff != "" {
 		t.Errorf("backends read back (-want +got):\n%s", diff)
-	}
-}
-
-// TestStateFileV1: a state file of the previous format is read (its load
-// balancers ready, with backends by Node name) and rewritten in the
-// current format at the next change.
-func TestStateFileV1(t *testing.T) {
-	cfg, data := validStateFile(t)
-	v1doc := edit(t, data, func(d map[string]any) {
-		d["format"] = fake.StateFormatV1
-		delete(d["cloud"].(map[string]any)["loadBalancers"].(map[string]any), "backends")
-	})
-	if err := os.WriteFile(cfg.StateFile, v1doc, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	c := newCloud(t, cfg)
-	node := mustNode(t, c, "i-1")
-	before, ok := c.LoadBalancerFor(cluster, service("web"))
-	if !ok || before.Provisioning || len(before.Ingress) != 1 || before.Spec.Backends[0].NodeName != "node-01" {
-		t.Fatalf("load balancer of the v1 file = %+v, %v; want it ready, with node-01 as backend", before, ok)
-	}
-	ensureFinds(t, c, service("web"), []*v1.Node{node}, &v1.LoadBalancerStatus{Ingress: []v1.LoadBalancerIngress{{IP: before.VIPs[0]}}}, "the v1 load balancer is converged")
-	if got := readDoc(t, cfg.StateFile)["format"]; got != fake.StateFormatV1 {
-		t.Errorf("format after reads only = %v; want the file untouched (%s)", got, fake.StateFormatV1)
-	}
-	if _, err := c.AddInstance(fake.Instance{Name: "node-02"}); err != nil {
-		t.Fatal(err)
-	}
-	if got := readDoc(t, cfg.StateFile)["format"]; got != fake.StateFormat {
-		t.Errorf("format after a change = %v; want %s", got, fake.StateFormat)
 	}
 }
 
@@ -885,7 +856,7 @@ func TestStateFileRejectsBadRoutes(t *testing.T) {
 			if err := os.WriteFile(cfg.StateFile, broken, 0o600); err != nil {
 				t.Fatal(err)
 			}
-			_, err := fake.New(cfg, fake.Options{})
+			_, err := openCloud(cfg, fake.Options{})
 			check("New", err)
 
 			// A running Cloud, then another process leaves the bad file.
@@ -900,7 +871,7 @@ func TestStateFileRejectsBadRoutes(t *testing.T) {
 			replaceFile(t, cfg.StateFile, broken)
 			_, err = routesOf(t, c).ListRoutes(t.Context(), cluster)
 			check("ListRoutes", err)
-			if diff := cmp.Diff(before, c.Snapshot(), fake.CmpModel); diff != "" {
+			if diff := cmp.Diff(before, c.Snapshot(), cmpModel); diff != "" {
 				t.Errorf("Snapshot after the bad file (-before +after): want the state last loaded, nothing of the bad file\n%s", diff)
 			}
 			if got, _ := os.ReadFile(cfg.StateFile); string(got) != string(broken) {

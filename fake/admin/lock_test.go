@@ -1,4 +1,4 @@
-package fake
+package admin
 
 import (
 	"encoding/json"
@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ccmkit/ccmkit/fake"
+
 	"github.com/google/go-cmp/cmp"
 )
 
@@ -20,10 +22,10 @@ import (
 // touch the cloud are answered as usual. Once the lock is free, the same
 // requests succeed.
 func TestAdminLockDeadline(t *testing.T) {
-	to := defaultAdminTimeouts
+	to := defaultTimeouts
 	to.handler = 100 * time.Millisecond
 	path := filepath.Join(t.TempDir(), "cloud.json")
-	c, addr := adminCloud(t, Config{Instances: []Instance{{Name: "node-1"}}, StateFile: path}, to)
+	c, addr := adminCloud(t, fake.Config{Instances: []fake.Instance{{Name: "node-1"}}, StateFile: path}, to)
 	// A bound far above the deadline: the assertion is that a request
 	// returns at all while the lock is held, not how fast.
 	client := &http.Client{Timeout: 30 * time.Second}

@@ -1,4 +1,4 @@
-package fake
+package admin
 
 import (
 	"bytes"
@@ -13,141 +13,27 @@ import (
 	"net/http"
 	"net/netip"
 	"net/url"
-	"os"
 	"path"
-	"path/filepath"
 	"reflect"
 	"slices"
 	"strconv"
 	"strings"
-	"sync/atomic"
 	"time"
 
-	"k8s.io/klog/v2"
+	"github.com/ccmkit/ccmkit/fake"
+	bound "github.com/ccmkit/ccmkit/internal/clip"
+	"github.com/ccmkit/ccmkit/loadbalancer"
 )
 
-// maxBody bounds admin request bodies, maxHeaderBytes their headers.
-const (
-	maxBody        = 1 << 20
-	maxHeaderBytes = 64 << 10
-)
+// maxBody bounds admin request bodies.
+const maxBody = 1 << 20
 
-// adminTimeouts are the admin endpoint's timeouts: the server's
-// (http.Server: a client that sends its headers, its body or reads the
-// response more slowly, or keeps an idle connection open longer, is cut
-// off), and handler, the deadline of each request's work on the cloud
-// (waiting for the shared state file's lock included), shorter than
-// write so that the refusal still reaches the client.
-type adminTimeouts struct{ readHeader, read, write, idle, handler time.Duration }
-
-// defaultAdminTimeouts are the timeouts AdminHandler documents.
-var defaultAdminTimeouts = adminTimeouts{readHeader: 5 * time.Second, read: 10 * time.Second, write: 30 * time.Second, idle: time.Minute, handler: 20 * time.Second}
-
-// testAdminTimeouts, when set, replaces defaultAdminTimeouts for the
-// endpoints started afterwards: the tests' knob for slow clients without
-// long sleeps.
-var testAdminTimeouts atomic.Pointer[adminTimeouts]
-
-func adminTimeoutsOf() adminTimeouts {
-	if t := testAdminTimeouts.Load(); t != nil {
-		return *t
-	}
-	return defaultAdminTimeouts
-}
-
-// adminState is the admin endpoint's lifecycle, guarded by Cloud.adminMu.
-type adminState struct {
-	started bool
-	addr    string
-	err     error
-}
-
-// adminAddr returns the address the admin endpoint listens on, "" when it
-// is not configured or not started yet, and the error that kept it from
-// listening, if any.
-func (c *Cloud) adminAddr() (string, error) {
-	c.adminMu.Lock()
-	defer c.adminMu.Unlock()
-	return c.admin.addr, c.admin.err
-}
-
-// startAdmin listens on the configured loopback address and serves the
-// admin API until ctx is done. The goroutines it starts are tracked by
-// adminWG and end with ctx.
-func (c *Cloud) startAdmin(ctx context.Context) {
-	c.adminMu.Lock()
-	defer c.adminMu.Unlock()
-	if c.admin.started || c.cfg.Admin.Address == "" || ctx == nil {
-		return
-	}
-	c.admin.started = true
-	fail := func(err error) {
-		c.admin.err = fmt.Errorf("fake: admin endpoint: %w", err)
-		klog.ErrorS(err, "Fake cloud admin endpoint not started", "address", c.cfg.Admin.Address)
-	}
-	addr, err := loopbackAddress(c.cfg.Admin.Address)
-	if err != nil {
-		fail(err) // Validate already refused it; kept as a second guard
-		return
-	}
-	ln, err := net.Listen("tcp", addr)
-	if err != nil {
-		fail(err)
-		return
-	}
-	if f := c.cfg.Admin.AddressFile; f != "" {
-		if err := writeFileAtomic(f, ln.Addr().String()); err != nil {
-			ln.Close()
-			fail(err)
-			return
-		}
-	}
-	c.admin.addr = ln.Addr().String()
-	to := adminTimeoutsOf()
-	srv := &http.Server{
-		Handler:           c.AdminHandler(),
-		ReadHeaderTimeout: to.readHeader,
-		ReadTimeout:       to.read,
-		WriteTimeout:      to.write,
-		IdleTimeout:       to.idle,
-		MaxHeaderBytes:    maxHeaderBytes,
-		BaseContext:       func(net.Listener) context.Context { return ctx },
-	}
-	c.adminWG.Go(func() {
-		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
-			klog.ErrorS(err, "Fake cloud admin endpoint stopped", "address", ln.Addr())
-		}
-	})
-	c.adminWG.Go(func() {
-		<-ctx.Done()
-		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		_ = srv.Shutdown(sctx)
-	})
-	klog.InfoS("Fake cloud admin endpoint listening", "address", c.admin.addr)
-}
-
-// writeFileAtomic writes data to path through a temporary file and a
-// rename, so a reader never sees a partial address.
-func writeFileAtomic(path, data string) error {
-	tmp, err := os.CreateTemp(filepath.Dir(path), ".fake-admin-*")
-	if err != nil {
-		return err
-	}
-	_, werr := tmp.WriteString(data)
-	cerr := tmp.Close()
-	if err := errors.Join(werr, cerr); err != nil {
-		os.Remove(tmp.Name())
-		return err
-	}
-	return os.Rename(tmp.Name(), path)
-}
-
-// AdminHandler returns the admin API as an http.Handler, to serve it
-// elsewhere than on Config.Admin.Address. It is safe for concurrent use.
-// Served elsewhere, it must be reached through a loopback name (a port
-// forward, an SSH tunnel), and it sets no server timeouts (the
-// http.Server serving it does).
+// Handler returns the admin API of c as an http.Handler, to serve it
+// elsewhere than on Config.Admin.Address (Cloud serves it there). It is
+// safe for concurrent use. Served elsewhere, it must be reached through a
+// loopback name (a port forward, an SSH tunnel), and it sets no server
+// timeouts (the http.Server serving it does). Every call it makes on c
+// is bound by its request's context.
 //
 // With admin.address set, the fake serves a small HTTP API on that loopback
 // address, from the moment the cloud-controller-manager calls Initialize
@@ -280,8 +166,8 @@ func writeFileAtomic(path, data string) error {
 //
 // With loadBalancers.backends instanceID a backend has only "providerID";
 // a provisioning load balancer has no "ingress".
-func (c *Cloud) AdminHandler() http.Handler {
-	return adminGuard{next: c.adminMux(), deadline: adminTimeoutsOf().handler}
+func Handler(c *fake.Cloud) http.Handler {
+	return adminGuard{next: api{c}.mux(), deadline: timeoutsOf().handler}
 }
 
 // adminGuard refuses the requests a web page could make to the admin API
@@ -382,16 +268,16 @@ func isJSONMediaType(ct string) bool {
 	return true
 }
 
-// clip quotes s for an error message, cut to a bounded length (see
-// clipValue).
-func clip(s string) string { return strconv.Quote(clipValue(s)) }
+// clip quotes s for an error message, cut to a bounded length (80 bytes,
+// as the fake's own messages).
+func clip(s string) string { return strconv.Quote(bound.Value(s, 80)) }
 
 // pathID returns the {id} of r's path, or writes 400 and returns false
 // when it is not a safe instance ID.
 func pathID(w http.ResponseWriter, r *http.Request) (string, bool) {
 	id := r.PathValue("id")
-	if reason := unsafeInstanceID(id); reason != "" {
-		writeError(w, http.StatusBadRequest, fmt.Sprintf("instance ID %s: %s", clip(id), reason))
+	if err := fake.CheckInstanceID(id); err != nil {
+		writeError(w, http.StatusBadRequest, fmt.Sprintf("instance ID %s: %v", clip(id), err))
 		return "", false
 	}
 	return id, true
@@ -442,20 +328,24 @@ func decode(w http.ResponseWriter, r *http.Request, v any, emptyOK bool) bool {
 	return true
 }
 
-// writeControlError maps a control-surface error to its status: a wait
-// for the state file's lock that outlived the request's deadline (or its
-// client) is 503 with Retry-After, any other state file error 500.
+// writeControlError maps a control-surface error to its status, by its
+// kind: a wait for the state file's lock that outlived the request's
+// deadline (or its client) is 503 with Retry-After; invalid input 400; an
+// instance, load balancer, listener, backend or backend pool that does not
+// exist 404 (the message lists those there are); an ID taken, a terminated
+// instance, an exhausted address pool 409; any other error (a state file
+// that cannot be read) 500.
 func writeControlError(w http.ResponseWriter, err error) {
 	status := http.StatusInternalServerError
 	switch {
 	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled):
 		status = http.StatusServiceUnavailable
 		w.Header().Set("Retry-After", "1")
-	case errors.Is(err, errInvalidInstance):
+	case errors.Is(err, fake.ErrInvalid):
 		status = http.StatusBadRequest
-	case errors.Is(err, errInstanceNotFound):
+	case errors.Is(err, fake.ErrNotFound), errors.Is(err, loadbalancer.ErrNotFound):
 		status = http.StatusNotFound
-	case errors.Is(err, errInstanceExists), errors.Is(err, errInstanceTerminated), errors.Is(err, errPoolExhausted):
+	case errors.Is(err, fake.ErrConflict):
 		status = http.StatusConflict
 	}
 	writeError(w, status, err.Error())
