@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Measures how routes.Diff scales: its time on 20,000 dual-stack nodes over
+# Measures how routes diffWhole (the whole-reconcile differ) scales: its time on 20,000 dual-stack nodes over
 # its time on 5,000 (4.0 is exactly linear), steady state and with 1% churn.
 #
 # `go test -bench Differ -count N` runs every repetition of one size before
@@ -55,7 +55,7 @@ run() { # binary nodes level -> ns/op
 	awk '/^BenchmarkDiffer/ { print $3 }' "$tmp/out"
 }
 
-echo "routes.Diff, 20000 vs 5000 dual-stack nodes: $rounds alternating rounds of $benchtime per size, $(getconf _NPROCESSORS_ONLN) CPUs"
+echo "routes diffWhole (the whole-reconcile differ), 20000 vs 5000 dual-stack nodes: $rounds alternating rounds of $benchtime per size, $(getconf _NPROCESSORS_ONLN) CPUs"
 for i in "${!bins[@]}"; do
 	v=$(go version "${bins[i]}" 2>/dev/null | awk '{ print $2 }') || true
 	echo "  build $((i + 1)): ${bins[i]} (${v:-Go version unknown})"
