@@ -3,6 +3,7 @@ package housekeeping
 import (
 	"context"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
@@ -43,8 +44,11 @@ func TestInBackends(t *testing.T) {
 }
 
 // TestEvery: the first call comes within the first period, each next one
-// a period after the start of the last.
-func TestEvery(t *testing.T) {
+// a period after the start of the last. It runs in a synctest bubble, so
+// synctest.Wait tells when the loop is blocked on its timer.
+func TestEvery(t *testing.T) { synctest.Test(t, testEvery) }
+
+func testEvery(t *testing.T) {
 	c := testingclock.NewFakeClock(time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC))
 	ctx, cancel := context.WithCancel(t.Context())
 	calls := make(chan time.Time, 10)
@@ -56,15 +60,12 @@ func TestEvery(t *testing.T) {
 	start := c.Now()
 	var at []time.Time
 	for len(at) < 3 {
+		synctest.Wait() // the loop has made its call or waits on its timer
 		select {
 		case t := <-calls:
 			at = append(at, t)
 		default:
-			if c.HasWaiters() {
-				c.Step(time.Second)
-			} else {
-				time.Sleep(time.Millisecond) // the goroutine has not reached its timer yet
-			}
+			c.Step(time.Second)
 		}
 	}
 	cancel()

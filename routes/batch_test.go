@@ -5,6 +5,7 @@ import (
 	"errors"
 	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
@@ -60,11 +61,13 @@ func (t *Table) pendingLen() int {
 	return len(t.batch.pending)
 }
 
-// waitPending polls until n calls are queued; the test's own timeout bounds it.
+// waitPending waits, in a synctest bubble, until every goroutine of the
+// test is blocked, and then requires n calls queued.
 func waitPending(t *testing.T, tbl *Table, n int) {
 	t.Helper()
-	for tbl.pendingLen() != n {
-		time.Sleep(100 * time.Microsecond)
+	synctest.Wait()
+	if got := tbl.pendingLen(); got != n {
+		t.Fatalf("%d calls queued once every caller is blocked, want %d", got, n)
 	}
 }
 
@@ -78,7 +81,9 @@ func create(tbl *Table, ctx context.Context, cidr string) <-chan error {
 
 var sorted = cmpopts.SortSlices(func(a, b string) bool { return a < b })
 
-func TestBatchQueuedCallerCancelled(t *testing.T) {
+func TestBatchQueuedCallerCancelled(t *testing.T) { synctest.Test(t, testBatchQueuedCallerCancelled) }
+
+func testBatchQueuedCallerCancelled(t *testing.T) {
 	g := newGateTable()
 	tbl, err := NewWholeTable(g, Options{BatchWindow: -1})
 	if err != nil {
@@ -106,6 +111,10 @@ func TestBatchQueuedCallerCancelled(t *testing.T) {
 }
 
 func TestBatchLeaderCancelledInWindow(t *testing.T) {
+	synctest.Test(t, testBatchLeaderCancelledInWindow)
+}
+
+func testBatchLeaderCancelledInWindow(t *testing.T) {
 	g := newGateTable()
 	close(g.gate)
 	tbl, err := NewWholeTable(g, Options{BatchWindow: time.Hour})
@@ -131,7 +140,9 @@ func TestBatchLeaderCancelledInWindow(t *testing.T) {
 	}
 }
 
-func TestBatchTakenCallerCancelled(t *testing.T) {
+func TestBatchTakenCallerCancelled(t *testing.T) { synctest.Test(t, testBatchTakenCallerCancelled) }
+
+func testBatchTakenCallerCancelled(t *testing.T) {
 	g := newGateTable()
 	tbl, err := NewWholeTable(g, Options{BatchWindow: time.Hour, MaxBatch: 2})
 	if err != nil {
@@ -159,6 +170,10 @@ func TestBatchTakenCallerCancelled(t *testing.T) {
 }
 
 func TestBatchDriverContextEndsWhenAllCallersLeave(t *testing.T) {
+	synctest.Test(t, testBatchDriverContextEndsWhenAllCallersLeave)
+}
+
+func testBatchDriverContextEndsWhenAllCallersLeave(t *testing.T) {
 	g := newGateTable()
 	tbl, err := NewWholeTable(g, Options{BatchWindow: time.Hour, MaxBatch: 2})
 	if err != nil {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"k8s.io/cloud-provider/api"
@@ -136,7 +137,8 @@ func TestBatchContextErrors(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			err := tc.run(t)
+			var err error
+			synctest.Test(t, func(t *testing.T) { err = tc.run(t) })
 			if !errors.Is(err, context.Canceled) {
 				t.Fatalf("%s: %v; want an error wrapping context.Canceled", tc.reason, err)
 			}
