@@ -11,6 +11,7 @@ import (
 
 	"github.com/ccmkit/ccmkit/governor"
 	"github.com/ccmkit/ccmkit/instances"
+	"github.com/ccmkit/ccmkit/internal/cloudmetrics"
 	"github.com/ccmkit/ccmkit/loadbalancer"
 	"github.com/ccmkit/ccmkit/provider"
 	"github.com/ccmkit/ccmkit/routes"
@@ -207,7 +208,7 @@ func compose(cfg Config, st *store, o Options) (*Cloud, error) {
 			return nil, fmt.Errorf("governor: %w", err)
 		}
 	}
-	api := instanceAPI{c.meter, instanceDriver{st}}
+	api := instanceAPI{m: c.meter, s: st}
 	c.instanceAPI = api
 	nodes, err := c.composeInstances(c.gov.InstanceList(api), o)
 	if err != nil {
@@ -279,7 +280,12 @@ func (c *Cloud) composeInstances(api instances.ListDriver, o Options) (*instance
 	}
 	var lookups instances.Driver = c.cache
 	if c.store.file != nil {
-		lookups = freshLookups{c.store, c.cache} // sees other processes' changes too
+		// sees other processes' changes too; makes no cloud call, so the
+		// Cache below meters (cloudmetrics.SelfMetered)
+		lookups = struct {
+			freshLookups
+			cloudmetrics.SelfMetered
+		}{freshLookups: freshLookups{c.store, c.cache}}
 	}
 	nodes, err := instances.NewAdapter(lookups, codec, instances.Options{})
 	if err != nil {
@@ -292,11 +298,12 @@ func (c *Cloud) composeInstances(api instances.ListDriver, o Options) (*instance
 // metered lbDriver, and returns the load-balancer Reconciler over it, with
 // c.lbCaps, looking up nodes with nodes. Errors wrap the constructors'.
 func (c *Cloud) composeLoadBalancers(nodes *instances.Adapter) (*loadbalancer.Reconciler, error) {
-	api := lbAPI{c.meter, lbDriver{c.store}}
-	governed := c.gov.LoadBalancerList(api)
+	a := cloudAPI{m: c.meter, s: c.store}
+	// Without shared pools, the Cache must not see pool methods.
+	governed := c.gov.LoadBalancerList(struct{ loadbalancer.ListDriver }{a})
 	shared := c.cfg.LoadBalancers.BackendPools == BackendPoolsShared
 	if shared {
-		governed = c.gov.LoadBalancerPools(poolAPI{api})
+		governed = c.gov.LoadBalancerPools(a)
 	}
 	var err error
 	c.lbCache, err = loadbalancer.NewCache(governed, loadbalancer.CacheOptions{
@@ -308,11 +315,19 @@ func (c *Cloud) composeLoadBalancers(nodes *instances.Adapter) (*loadbalancer.Re
 		return nil, fmt.Errorf("load balancers: %w", err)
 	}
 	var lookups loadbalancer.Driver = c.lbCache
+	// fresh sees other processes' changes too; it makes no cloud call,
+	// so the Cache below meters (cloudmetrics.SelfMetered).
 	switch fresh := (freshLoadBalancers{c.store, c.lbCache}); {
 	case c.store.file != nil && shared:
-		lookups = freshPools{fresh, c.lbCache} // sees other processes' changes too
+		lookups = struct {
+			freshPools
+			cloudmetrics.SelfMetered
+		}{freshPools: freshPools{fresh, c.lbCache}}
 	case c.store.file != nil:
-		lookups = fresh
+		lookups = struct {
+			freshLoadBalancers
+			cloudmetrics.SelfMetered
+		}{freshLoadBalancers: fresh}
 	}
 	lbCfg := loadbalancer.Options{
 		ClusterID:    c.cfg.ClusterID,
@@ -340,7 +355,7 @@ func (c *Cloud) composeLoadBalancers(nodes *instances.Adapter) (*loadbalancer.Re
 // routeDriver, which learns of gone targets through api. Errors wrap the
 // constructor's.
 func (c *Cloud) composeRoutes(api instances.ListDriver) (*routes.Table, error) {
-	table, err := routes.NewWholeTable(c.gov.RouteTable(routeAPI{c.meter, routeDriver{c.store}}), routes.Options{
+	table, err := routes.NewWholeTable(c.gov.RouteTable(cloudAPI{m: c.meter, s: c.store}), routes.Options{
 		ClusterID:           c.cfg.ClusterID,
 		Instances:           goneTargets{api},
 		IPv4Only:            c.cfg.Routes.IPv4Only,

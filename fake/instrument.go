@@ -146,163 +146,230 @@ func (c *Cloud) resetCalls() {
 	c.meter.calls = Calls{ByOp: map[Op]int64{}}
 }
 
-// The fake's cloud API: each driver wrapped so that every call is counted
-// and rate limited, then goes through the admin endpoint's faults and the
-// interceptor Funcs. This is where a real provider has its cloud client.
-
-type lbAPI struct {
-	m    *meter
-	next lbDriver
+// cloudAPI is the fake's cloud API over the store: a
+// loadbalancer.PoolListDriver and a routes.TableDriver, and, as
+// instanceAPI, an instances.ListDriver (both have a List). Every method
+// goes through gate,
+// the one path of a call: counted and rate limited (meter.enter), then
+// the admin endpoint's faults (meter.faults), then the user's Funcs, then
+// the store. This is where a real provider has its cloud client. It is
+// safe for concurrent use.
+type cloudAPI struct {
+	m     *meter
+	s     *store
+	user  *Funcs // the user's Funcs of the call, once past the gate
+	stage stage  // where the call is on its path
 }
 
-func (d lbAPI) driver(ctx context.Context, op Op) (loadbalancer.ListDriver, error) {
-	funcs, err := d.m.enter(ctx, op)
-	if err != nil {
-		return nil, err
+// stage is where a call of cloudAPI is on its path.
+type stage uint8
+
+const (
+	atGate  stage = iota // not counted yet: meter.enter, then the faults
+	atUser               // the user's Funcs next
+	atStore              // the store next
+)
+
+var (
+	_ loadbalancer.PoolListDriver = cloudAPI{}
+	_ routes.TableDriver          = cloudAPI{}
+	_ instances.ListDriver        = instanceAPI{}
+)
+
+// gate takes one call of op one stage on: at the gate it counts the call
+// and applies the rate limit (a refusal ends it, before any fault is
+// consumed), then runs step with the admin endpoint's fault Funcs; then
+// step with the user's Funcs; then step with nil, for the store. step
+// calls its Funcs' hook for the call with next, the API a stage on
+// (next is not counted again), or next's method when the hook is nil.
+func gate[T any](ctx context.Context, a cloudAPI, op Op, step func(f *Funcs, next cloudAPI) (T, error)) (T, error) {
+	switch a.stage {
+	case atGate:
+		user, err := a.m.enter(ctx, op)
+		if err != nil {
+			var zero T
+			return zero, err
+		}
+		a.user, a.stage = user, atUser
+		return step(a.m.faults, a)
+	case atUser:
+		next := a
+		next.stage = atStore
+		return step(a.user, next)
 	}
-	return lbFuncs{d.m.faults, lbFuncs{funcs, d.next}}, nil
+	return step(nil, a)
 }
 
-func (d lbAPI) Find(ctx context.Context, q loadbalancer.Query) ([]*loadbalancer.LoadBalancer, error) {
-	next, err := d.driver(ctx, OpFindLoadBalancers)
-	if err != nil {
-		return nil, err
-	}
-	return next.Find(ctx, q)
+func (a cloudAPI) Find(ctx context.Context, q loadbalancer.Query) ([]*loadbalancer.LoadBalancer, error) {
+	return gate(ctx, a, OpFindLoadBalancers, func(f *Funcs, next cloudAPI) ([]*loadbalancer.LoadBalancer, error) {
+		switch {
+		case f == nil:
+			return lbDriver{a.s}.Find(ctx, q)
+		case f.FindLoadBalancers != nil:
+			return f.FindLoadBalancers(ctx, next, q)
+		}
+		return next.Find(ctx, q)
+	})
 }
 
-func (d lbAPI) List(ctx context.Context) ([]*loadbalancer.LoadBalancer, error) {
-	next, err := d.driver(ctx, OpListLoadBalancers)
-	if err != nil {
-		return nil, err
-	}
-	return next.List(ctx)
+func (a cloudAPI) List(ctx context.Context) ([]*loadbalancer.LoadBalancer, error) {
+	return gate(ctx, a, OpListLoadBalancers, func(f *Funcs, next cloudAPI) ([]*loadbalancer.LoadBalancer, error) {
+		switch {
+		case f == nil:
+			return lbDriver{a.s}.List(ctx)
+		case f.ListLoadBalancers != nil:
+			return f.ListLoadBalancers(ctx, next)
+		}
+		return next.List(ctx)
+	})
 }
 
-func (d lbAPI) Apply(ctx context.Context, a loadbalancer.Action) (*loadbalancer.LoadBalancer, error) {
-	next, err := d.driver(ctx, OpApplyLoadBalancer)
-	if err != nil {
-		return nil, err
-	}
-	return next.Apply(ctx, a)
+func (a cloudAPI) Apply(ctx context.Context, act loadbalancer.Action) (*loadbalancer.LoadBalancer, error) {
+	return gate(ctx, a, OpApplyLoadBalancer, func(f *Funcs, next cloudAPI) (*loadbalancer.LoadBalancer, error) {
+		switch {
+		case f == nil:
+			return lbDriver{a.s}.Apply(ctx, act)
+		case f.ApplyLoadBalancer != nil:
+			return f.ApplyLoadBalancer(ctx, next, act)
+		}
+		return next.Apply(ctx, act)
+	})
 }
 
-func (d lbAPI) Delete(ctx context.Context, lb *loadbalancer.LoadBalancer) error {
-	next, err := d.driver(ctx, OpDeleteLoadBalancer)
-	if err != nil {
-		return err
-	}
-	return next.Delete(ctx, lb)
+func (a cloudAPI) Delete(ctx context.Context, lb *loadbalancer.LoadBalancer) error {
+	_, err := gate(ctx, a, OpDeleteLoadBalancer, func(f *Funcs, next cloudAPI) (struct{}, error) {
+		switch {
+		case f == nil:
+			return struct{}{}, lbDriver{a.s}.Delete(ctx, lb)
+		case f.DeleteLoadBalancer != nil:
+			return struct{}{}, f.DeleteLoadBalancer(ctx, next, lb)
+		}
+		return struct{}{}, next.Delete(ctx, lb)
+	})
+	return err
 }
 
-// poolAPI is lbAPI with the backend pool operations: the cloud API of a
-// cloud with shared backend pools (BackendPoolsShared).
-type poolAPI struct{ lbAPI }
-
-var _ loadbalancer.PoolListDriver = poolAPI{}
-
-func (d poolAPI) poolDriver(ctx context.Context, op Op) (loadbalancer.PoolListDriver, error) {
-	funcs, err := d.m.enter(ctx, op)
-	if err != nil {
-		return nil, err
-	}
-	return newPoolFuncs(d.m.faults, newPoolFuncs(funcs, d.next)), nil
+func (a cloudAPI) FindPools(ctx context.Context, q loadbalancer.PoolQuery) ([]*loadbalancer.Pool, error) {
+	return gate(ctx, a, OpFindBackendPools, func(f *Funcs, next cloudAPI) ([]*loadbalancer.Pool, error) {
+		switch {
+		case f == nil:
+			return lbDriver{a.s}.FindPools(ctx, q)
+		case f.FindBackendPools != nil:
+			return f.FindBackendPools(ctx, next, q)
+		}
+		return next.FindPools(ctx, q)
+	})
 }
 
-func (d poolAPI) FindPools(ctx context.Context, q loadbalancer.PoolQuery) ([]*loadbalancer.Pool, error) {
-	next, err := d.poolDriver(ctx, OpFindBackendPools)
-	if err != nil {
-		return nil, err
-	}
-	return next.FindPools(ctx, q)
+func (a cloudAPI) ListPools(ctx context.Context) ([]*loadbalancer.Pool, error) {
+	return gate(ctx, a, OpListBackendPools, func(f *Funcs, next cloudAPI) ([]*loadbalancer.Pool, error) {
+		switch {
+		case f == nil:
+			return lbDriver{a.s}.ListPools(ctx)
+		case f.ListBackendPools != nil:
+			return f.ListBackendPools(ctx, next)
+		}
+		return next.ListPools(ctx)
+	})
 }
 
-func (d poolAPI) ListPools(ctx context.Context) ([]*loadbalancer.Pool, error) {
-	next, err := d.poolDriver(ctx, OpListBackendPools)
-	if err != nil {
-		return nil, err
-	}
-	return next.ListPools(ctx)
+func (a cloudAPI) ApplyPool(ctx context.Context, act loadbalancer.PoolAction) (*loadbalancer.Pool, error) {
+	return gate(ctx, a, OpApplyBackendPool, func(f *Funcs, next cloudAPI) (*loadbalancer.Pool, error) {
+		switch {
+		case f == nil:
+			return lbDriver{a.s}.ApplyPool(ctx, act)
+		case f.ApplyBackendPool != nil:
+			return f.ApplyBackendPool(ctx, next, act)
+		}
+		return next.ApplyPool(ctx, act)
+	})
 }
 
-func (d poolAPI) ApplyPool(ctx context.Context, a loadbalancer.PoolAction) (*loadbalancer.Pool, error) {
-	next, err := d.poolDriver(ctx, OpApplyBackendPool)
-	if err != nil {
-		return nil, err
-	}
-	return next.ApplyPool(ctx, a)
+func (a cloudAPI) DeletePool(ctx context.Context, p *loadbalancer.Pool) error {
+	_, err := gate(ctx, a, OpDeleteBackendPool, func(f *Funcs, next cloudAPI) (struct{}, error) {
+		switch {
+		case f == nil:
+			return struct{}{}, lbDriver{a.s}.DeletePool(ctx, p)
+		case f.DeleteBackendPool != nil:
+			return struct{}{}, f.DeleteBackendPool(ctx, next, p)
+		}
+		return struct{}{}, next.DeletePool(ctx, p)
+	})
+	return err
 }
 
-func (d poolAPI) DeletePool(ctx context.Context, p *loadbalancer.Pool) error {
-	next, err := d.poolDriver(ctx, OpDeleteBackendPool)
-	if err != nil {
-		return err
-	}
-	return next.DeletePool(ctx, p)
+// table is a route table read: its entries and revision, one value for
+// gate.
+type table struct {
+	entries  []routes.Entry
+	revision string
 }
 
-type routeAPI struct {
-	m    *meter
-	next routeDriver
+func (a cloudAPI) ReadTable(ctx context.Context) ([]routes.Entry, string, error) {
+	t, err := gate(ctx, a, OpReadRouteTable, func(f *Funcs, next cloudAPI) (t table, err error) {
+		switch {
+		case f == nil:
+			t.entries, t.revision, err = routeDriver{a.s}.ReadTable(ctx)
+		case f.ReadRouteTable != nil:
+			t.entries, t.revision, err = f.ReadRouteTable(ctx, next)
+		default:
+			t.entries, t.revision, err = next.ReadTable(ctx)
+		}
+		return t, err
+	})
+	return t.entries, t.revision, err
 }
 
-func (d routeAPI) driver(ctx context.Context, op Op) (routes.TableDriver, error) {
-	funcs, err := d.m.enter(ctx, op)
-	if err != nil {
-		return nil, err
-	}
-	return routeFuncs{d.m.faults, routeFuncs{funcs, d.next}}, nil
+func (a cloudAPI) WriteTable(ctx context.Context, revision string, entries []routes.Entry) error {
+	_, err := gate(ctx, a, OpWriteRouteTable, func(f *Funcs, next cloudAPI) (struct{}, error) {
+		switch {
+		case f == nil:
+			return struct{}{}, routeDriver{a.s}.WriteTable(ctx, revision, entries)
+		case f.WriteRouteTable != nil:
+			return struct{}{}, f.WriteRouteTable(ctx, next, revision, entries)
+		}
+		return struct{}{}, next.WriteTable(ctx, revision, entries)
+	})
+	return err
 }
 
-func (d routeAPI) ReadTable(ctx context.Context) ([]routes.Entry, string, error) {
-	next, err := d.driver(ctx, OpReadRouteTable)
-	if err != nil {
-		return nil, "", err
-	}
-	return next.ReadTable(ctx)
+// instanceAPI is cloudAPI as an instances.ListDriver: its List is the
+// instances', where cloudAPI's is the load balancers'. Its calls go through
+// the same gate.
+type instanceAPI cloudAPI
+
+func (a instanceAPI) GetByID(ctx context.Context, id provider.ProviderID) (instances.Instance, error) {
+	return gate(ctx, cloudAPI(a), OpGetInstance, func(f *Funcs, next cloudAPI) (instances.Instance, error) {
+		switch {
+		case f == nil:
+			return instanceDriver{a.s}.GetByID(ctx, id)
+		case f.GetInstance != nil:
+			return f.GetInstance(ctx, instanceAPI(next), id)
+		}
+		return instanceAPI(next).GetByID(ctx, id)
+	})
 }
 
-func (d routeAPI) WriteTable(ctx context.Context, revision string, entries []routes.Entry) error {
-	next, err := d.driver(ctx, OpWriteRouteTable)
-	if err != nil {
-		return err
-	}
-	return next.WriteTable(ctx, revision, entries)
+func (a instanceAPI) GetByName(ctx context.Context, name string) (instances.Instance, error) {
+	return gate(ctx, cloudAPI(a), OpGetInstanceByName, func(f *Funcs, next cloudAPI) (instances.Instance, error) {
+		switch {
+		case f == nil:
+			return instanceDriver{a.s}.GetByName(ctx, name)
+		case f.GetInstanceByName != nil:
+			return f.GetInstanceByName(ctx, instanceAPI(next), name)
+		}
+		return instanceAPI(next).GetByName(ctx, name)
+	})
 }
 
-type instanceAPI struct {
-	m    *meter
-	next instanceDriver
-}
-
-func (d instanceAPI) driver(ctx context.Context, op Op) (instances.ListDriver, error) {
-	funcs, err := d.m.enter(ctx, op)
-	if err != nil {
-		return nil, err
-	}
-	return instanceFuncs{d.m.faults, instanceFuncs{funcs, d.next}}, nil
-}
-
-func (d instanceAPI) GetByID(ctx context.Context, id provider.ProviderID) (instances.Instance, error) {
-	next, err := d.driver(ctx, OpGetInstance)
-	if err != nil {
-		return instances.Instance{}, err
-	}
-	return next.GetByID(ctx, id)
-}
-
-func (d instanceAPI) GetByName(ctx context.Context, name string) (instances.Instance, error) {
-	next, err := d.driver(ctx, OpGetInstanceByName)
-	if err != nil {
-		return instances.Instance{}, err
-	}
-	return next.GetByName(ctx, name)
-}
-
-func (d instanceAPI) List(ctx context.Context) ([]instances.Instance, error) {
-	next, err := d.driver(ctx, OpListInstances)
-	if err != nil {
-		return nil, err
-	}
-	return next.List(ctx)
+func (a instanceAPI) List(ctx context.Context) ([]instances.Instance, error) {
+	return gate(ctx, cloudAPI(a), OpListInstances, func(f *Funcs, next cloudAPI) ([]instances.Instance, error) {
+		switch {
+		case f == nil:
+			return instanceDriver{a.s}.List(ctx)
+		case f.ListInstances != nil:
+			return f.ListInstances(ctx, instanceAPI(next))
+		}
+		return instanceAPI(next).List(ctx)
+	})
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 
 	"github.com/ccmkit/ccmkit/internal/check"
-	"github.com/ccmkit/ccmkit/internal/cloudmetrics"
 	"github.com/ccmkit/ccmkit/loadbalancer"
 )
 
@@ -66,14 +65,13 @@ func poolApplyKind(k loadbalancer.PoolActionKind) kind {
 // govern makes one governed call: f, if g admits a call of kind k (its
 // priority lowered to the cap of ctx, AtPriority), and
 // then tells g its result. A refused call is not made: its refusal is
-// returned, and the metered call of the block above it (ctx) is told that
-// no cloud call was made (cloudmetrics.MarkAnswered), since the Governor
-// counts refusals in metrics of its own. f's results are returned
-// unchanged.
+// returned, and it wraps cloudmetrics.ErrNotCalled (refusal.Unwrap), so
+// the meter of the block above does not record it as a cloud call: the
+// Governor counts refusals in metrics of its own. f's results are
+// returned unchanged.
 func govern[T any](ctx context.Context, g *Governor, k kind, f func() (T, error)) (T, error) {
 	k = capped(ctx, k)
 	if err := g.Admit(k.class, k.priority); err != nil {
-		cloudmetrics.MarkAnswered(ctx)
 		var zero T
 		return zero, err
 	}

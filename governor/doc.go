@@ -87,7 +87,10 @@
 //
 // Every ccmkit block reads it as any throttled answer (rule E5 of
 // CONTRIBUTING.md, internal/throttle) and the refused call is not recorded
-// in ccmkit_cloud_requests_total: no cloud call was made.
+// in ccmkit_cloud_requests_total: no cloud call was made. The refusal
+// itself says so (it wraps an internal mark the blocks' one meter reads),
+// so this holds wherever the Governor sits, with nothing carried in the
+// call's context.
 //
 // # Wrappers
 //

@@ -329,12 +329,17 @@ func later(a, b time.Time) time.Time {
 }
 
 // refusal is the error of a call the Governor refused: an *api.RetryError
-// (held by value, one allocation for both) and ErrOverBudget.
+// (held by value, one allocation for both) and ErrOverBudget. It also
+// wraps throttle.ErrRefused (the call changed nothing) and
+// cloudmetrics.ErrNotCalled (no cloud call was made: the blocks' meters
+// do not record it).
 type refusal struct{ retry api.RetryError }
 
 func (r *refusal) Error() string { return r.retry.Error() }
 
-func (r *refusal) Unwrap() []error { return []error{&r.retry, ErrOverBudget, throttle.ErrRefused} }
+func (r *refusal) Unwrap() []error {
+	return []error{&r.retry, ErrOverBudget, throttle.ErrRefused, cloudmetrics.ErrNotCalled}
+}
 
 // refuse returns the refusal of a call of class c and priority p that may
 // come back after wait; paused says the class is paused by the cloud.

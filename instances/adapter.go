@@ -97,7 +97,7 @@ func NewAdapter(d Driver, codec provider.Codec, opts Options) (*Adapter, error) 
 		return nil, fmt.Errorf("instances.NewAdapter: Options.Addresses.ProvidedNodeIP %q: expected empty, it is read from each Node's %s annotation",
 			opts.Addresses.ProvidedNodeIP, cloudproviderapi.AnnotationAlphaProvidedIPAddr)
 	}
-	return &Adapter{driver: metered{d}, codec: codec, opts: opts}, nil
+	return &Adapter{driver: meteredDriver(d), codec: codec, opts: opts}, nil
 }
 
 // InstanceExists implements cloudprovider.InstancesV2; see Adapter for the

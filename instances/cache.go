@@ -91,8 +91,9 @@ type CacheOptions struct {
 // it. It is safe for concurrent use if the wrapped ListDriver is. Create it
 // with NewCache; the zero value is not usable.
 type Cache struct {
-	d     ListDriver
-	lists *listcache.List[*snapshot] // the List results: TTL, single flight, failures
+	selfMetered                            // it records its calls to d; see meteredDriver
+	d           ListDriver                 // the wrapped ListDriver, metered
+	lists       *listcache.List[*snapshot] // the List results: TTL, single flight, failures
 }
 
 var _ ListDriver = (*Cache)(nil)
@@ -108,7 +109,7 @@ func NewCache(d ListDriver, opts CacheOptions) (*Cache, error) {
 		return nil, fmt.Errorf("instances.NewCache: CacheOptions.TTL %v: expected 0 (the default, %v) or positive", opts.TTL, defaultCacheTTL)
 	}
 	opts = opts.withDefaults()
-	c := &Cache{d: newMeteredList(d)}
+	c := &Cache{d: metered{d}}
 	c.lists = listcache.New[*snapshot](listcache.Options{TTL: opts.TTL, ErrorTTL: opts.ErrorTTL, Clock: opts.Clock,
 		Err: listError, Name: "instances cache: List"})
 	return c, nil
@@ -133,7 +134,6 @@ func (o CacheOptions) withDefaults() CacheOptions {
 // and not terminated; otherwise it returns the wrapped Driver's GetByID
 // answer unchanged. A failed List is returned as an error; see Cache.
 func (c *Cache) GetByID(ctx context.Context, id provider.ProviderID) (Instance, error) {
-	cloudmetrics.MarkAnswered(ctx)
 	s, fresh, err := c.snapshot(ctx)
 	if err != nil {
 		cloudmetrics.CacheLookup(cacheName, false)
@@ -153,7 +153,6 @@ func (c *Cache) GetByID(ctx context.Context, id provider.ProviderID) (Instance, 
 // GetByName answer unchanged. A failed List is returned as an error; see
 // Cache.
 func (c *Cache) GetByName(ctx context.Context, name string) (Instance, error) {
-	cloudmetrics.MarkAnswered(ctx)
 	s, fresh, err := c.snapshot(ctx)
 	if err != nil {
 		cloudmetrics.CacheLookup(cacheName, false)
@@ -172,7 +171,6 @@ func (c *Cache) GetByName(ctx context.Context, name string) (Instance, error) {
 // or older than TTL. The Instances share their slices and maps with the
 // wrapped List result; do not modify them.
 func (c *Cache) List(ctx context.Context) ([]Instance, error) {
-	cloudmetrics.MarkAnswered(ctx)
 	s, fresh, err := c.snapshot(ctx)
 	cloudmetrics.CacheLookup(cacheName, err == nil && fresh)
 	if err != nil {

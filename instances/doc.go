@@ -51,10 +51,20 @@
 //
 // operation is the Driver method called (GetByID, GetByName, List);
 // result is "ok", "throttled" (an error wrapping an *api.RetryError),
-// "not-found" (an error wrapping ErrNotFound) or "error". A look-up that
-// a Cache answers is not a cloud call: only the Cache's own calls to the
-// Driver it wraps are recorded, also when the Adapter reaches the Cache
-// through a Driver of the provider's that forwards the look-up's context.
+// "not-found" (an error wrapping ErrNotFound) or "error". Each call is
+// metered in one place: where ccmkit hands it to a Driver that is not its
+// own Cache. The Adapter meters the calls it makes to its Driver unless
+// that Driver is a Cache; a Cache meters the calls it makes to the Driver
+// it wraps, so a look-up the Cache answers is not a cloud call and no
+// call is recorded twice. A call the governor refuses (package governor)
+// is not recorded: no cloud call was made. A provider's Driver in front
+// of a Cache is seen as the Cache only when it embeds the *Cache
+// (struct{ *instances.Cache }, overriding the methods it changes). One
+// that holds the Cache in a field hides it: the Adapter then records
+// every look-up it makes through that Driver and the Cache its own calls
+// below, so a call that reached the cloud is recorded twice and a look-up
+// the Cache answered is recorded as a cloud call. Put such a wrapper
+// below the Cache, or embed the Cache.
 // Each look-up of a Cache (GetByID, GetByName, List) is also recorded as
 // a cache "hit" when the list already in the Cache answered it, and a
 // "miss" otherwise: it listed or waited for a List, needed a direct

@@ -14,46 +14,36 @@ const (
 	cacheName  = "instances"
 )
 
-// meter runs f, one call of operation on a Driver, through
-// cloudmetrics.Meter: recorded unless a Cache below received it (a Cache
-// records its own calls; see cloudmetrics.MarkAnswered).
-func meter(ctx context.Context, operation string, f func(ctx context.Context) error) error {
-	return cloudmetrics.Meter(ctx, capability, operation, f, ErrNotFound)
+// selfMetered marks the Cache as recording its own cloud calls, so that
+// an Adapter over it (or over a provider's Driver embedding it) does not
+// meter them again (meteredDriver). The alias keeps the embedded field
+// unexported.
+type selfMetered = cloudmetrics.SelfMetered
+
+// meteredDriver returns the Driver an Adapter calls for d: d itself when
+// it records its own calls (a Cache, see selfMetered), else d metered.
+func meteredDriver(d Driver) Driver {
+	if cloudmetrics.MetersItself(d) {
+		return d
+	}
+	return metered{d}
 }
 
-// metered is the Driver an Adapter calls: d, with each cloud call
-// recorded under its method's name.
+// metered is d with each cloud call recorded under its method's name
+// through cloudmetrics.Metered, ErrNotFound read as not-found: the
+// Driver an Adapter calls (over a Driver that is no Cache) and, with
+// List, the ListDriver a Cache calls.
 type metered struct{ d Driver }
 
-func (m metered) GetByID(ctx context.Context, id provider.ProviderID) (inst Instance, err error) {
-	err = meter(ctx, "GetByID", func(ctx context.Context) error {
-		inst, err = m.d.GetByID(ctx, id)
-		return err
-	})
-	return inst, err
+func (m metered) GetByID(ctx context.Context, id provider.ProviderID) (Instance, error) {
+	return cloudmetrics.Metered(ctx, capability, "GetByID", func(ctx context.Context) (Instance, error) { return m.d.GetByID(ctx, id) }, ErrNotFound)
 }
 
-func (m metered) GetByName(ctx context.Context, name string) (inst Instance, err error) {
-	err = meter(ctx, "GetByName", func(ctx context.Context) error {
-		inst, err = m.d.GetByName(ctx, name)
-		return err
-	})
-	return inst, err
+func (m metered) GetByName(ctx context.Context, name string) (Instance, error) {
+	return cloudmetrics.Metered(ctx, capability, "GetByName", func(ctx context.Context) (Instance, error) { return m.d.GetByName(ctx, name) }, ErrNotFound)
 }
 
-// meteredList is the ListDriver a Cache calls: d, with each cloud call
-// recorded under its method's name.
-type meteredList struct {
-	metered
-	l ListDriver
-}
-
-func newMeteredList(d ListDriver) meteredList { return meteredList{metered{d}, d} }
-
-func (m meteredList) List(ctx context.Context) (items []Instance, err error) {
-	err = meter(ctx, "List", func(ctx context.Context) error {
-		items, err = m.l.List(ctx)
-		return err
-	})
-	return items, err
+// List is called only when d is a ListDriver (a Cache's).
+func (m metered) List(ctx context.Context) ([]Instance, error) {
+	return cloudmetrics.Metered(ctx, capability, "List", func(ctx context.Context) ([]Instance, error) { return m.d.(ListDriver).List(ctx) }, ErrNotFound)
 }

@@ -42,15 +42,18 @@ func recordedSince(t *testing.T, before map[string]float64) map[string]float64 {
 }
 
 // forwarding is a provider's Driver in front of a Cache (as the fake's
-// is with a state file): it forwards every look-up and its ctx.
-type forwarding struct{ next instances.Driver }
+// is with a state file): it forwards every look-up. It embeds the *Cache,
+// which is how a wrapper tells the Adapter that the Cache below records
+// the cloud calls (a wrapper holding the Cache in a field is metered too:
+// see the package doc, Metrics).
+type forwarding struct{ *instances.Cache }
 
 func (f forwarding) GetByID(ctx context.Context, id provider.ProviderID) (instances.Instance, error) {
-	return f.next.GetByID(ctx, id)
+	return f.Cache.GetByID(ctx, id)
 }
 
 func (f forwarding) GetByName(ctx context.Context, name string) (instances.Instance, error) {
-	return f.next.GetByName(ctx, name)
+	return f.Cache.GetByName(ctx, name)
 }
 
 // TestMetricsCountEveryDriverCall looks nodes up through an Adapter over

@@ -10,7 +10,6 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/ccmkit/ccmkit/internal/check"
-	"github.com/ccmkit/ccmkit/internal/cloudmetrics"
 )
 
 // The defaults of CacheOptions, stated in its field docs.
@@ -159,10 +158,11 @@ func (o CacheOptions) withDefaults() CacheOptions {
 // the look-up that needed it. It is safe for concurrent use if the wrapped
 // ListDriver is. Create it with NewCache; the zero value is not usable.
 type Cache struct {
-	d     ListDriver     // the wrapped ListDriver, metered
-	pd    PoolListDriver // the same, when it lists pools (metered); else nil
-	lbs   *listCache[*LoadBalancer]
-	pools *listCache[*Pool] // nil with pd
+	selfMetered                // it records its calls to d; see meteredDriver
+	d           ListDriver     // the wrapped ListDriver, metered
+	pd          PoolListDriver // the same, when it lists pools (metered); else nil
+	lbs         *listCache[*LoadBalancer]
+	pools       *listCache[*Pool] // nil with pd
 }
 
 var _ PoolListDriver = (*Cache)(nil)
@@ -178,17 +178,16 @@ func NewCache(d ListDriver, opts CacheOptions) (*Cache, error) {
 		return nil, fmt.Errorf("loadbalancer.NewCache: CacheOptions.TTL %v: expected 0 (the default, %v) or positive", opts.TTL, defaultCacheTTL)
 	}
 	opts = opts.withDefaults()
-	m := meteredList{d}
+	m := metered{d}
 	c := &Cache{d: m, lbs: newListCache("load balancers", cacheName, m.List,
 		func(ctx context.Context, q query) ([]*LoadBalancer, error) {
 			return m.Find(ctx, Query{ID: q.id, Name: q.name, Tags: q.tags})
 		}, opts)}
-	if pd, ok := d.(PoolListDriver); ok {
-		pm := meteredPools{meteredList: m, d: pd}
-		c.pd = pm
-		c.pools = newListCache("backend pools", poolCacheName, pm.ListPools,
+	if _, ok := d.(PoolListDriver); ok {
+		c.pd = m
+		c.pools = newListCache("backend pools", poolCacheName, m.ListPools,
 			func(ctx context.Context, q query) ([]*Pool, error) {
-				return pm.FindPools(ctx, PoolQuery{ID: q.id, Tags: q.tags})
+				return m.FindPools(ctx, PoolQuery{ID: q.id, Tags: q.tags})
 			}, opts)
 	}
 	return c, nil
@@ -199,14 +198,12 @@ func NewCache(d ListDriver, opts CacheOptions) (*Cache, error) {
 // unchanged (see Cache). A Query with no field or more than one set goes
 // to the wrapped Find as it is. A failed List is returned as an error.
 func (c *Cache) Find(ctx context.Context, q Query) ([]*LoadBalancer, error) {
-	cloudmetrics.MarkAnswered(ctx)
 	return c.lbs.lookup(ctx, query{id: q.ID, name: q.Name, tags: q.Tags})
 }
 
 // Apply performs a with the wrapped Driver and returns its answer
 // unchanged, keeping the Cache current (see Cache).
 func (c *Cache) Apply(ctx context.Context, a Action) (*LoadBalancer, error) {
-	cloudmetrics.MarkAnswered(ctx)
 	lb, err := c.d.Apply(ctx, a)
 	target := a.LoadBalancerID
 	if a.Kind == ActionCreate {
@@ -219,7 +216,6 @@ func (c *Cache) Apply(ctx context.Context, a Action) (*LoadBalancer, error) {
 // Delete deletes lb with the wrapped Driver and returns its error
 // unchanged, keeping the Cache current (see Cache).
 func (c *Cache) Delete(ctx context.Context, lb *LoadBalancer) error {
-	cloudmetrics.MarkAnswered(ctx)
 	err := c.d.Delete(ctx, lb)
 	c.lbs.deleted(lb, err, false)
 	return err
@@ -229,7 +225,6 @@ func (c *Cache) Delete(ctx context.Context, lb *LoadBalancer) error {
 // listing first when the list is missing or older than TTL. A failed List
 // is returned as an error.
 func (c *Cache) List(ctx context.Context) ([]*LoadBalancer, error) {
-	cloudmetrics.MarkAnswered(ctx)
 	return c.lbs.all(ctx)
 }
 
@@ -248,7 +243,6 @@ func (c *Cache) errNoPools() error {
 // wrapped Driver is not a PoolListDriver) it returns an error wrapping
 // ErrUnsupported.
 func (c *Cache) FindPools(ctx context.Context, q PoolQuery) ([]*Pool, error) {
-	cloudmetrics.MarkAnswered(ctx)
 	if c.pools == nil {
 		return nil, c.errNoPools()
 	}
@@ -258,7 +252,6 @@ func (c *Cache) FindPools(ctx context.Context, q PoolQuery) ([]*Pool, error) {
 // ApplyPool is Apply for pools: the wrapped ApplyPool's answer, unchanged,
 // kept in the pool list.
 func (c *Cache) ApplyPool(ctx context.Context, a PoolAction) (*Pool, error) {
-	cloudmetrics.MarkAnswered(ctx)
 	if c.pools == nil {
 		return nil, c.errNoPools()
 	}
@@ -275,7 +268,6 @@ func (c *Cache) ApplyPool(ctx context.Context, a PoolAction) (*Pool, error) {
 // unchanged. A pool the cloud refused to delete because it is in use
 // (ErrPoolInUse) is as it was: the Cache keeps vouching for it.
 func (c *Cache) DeletePool(ctx context.Context, p *Pool) error {
-	cloudmetrics.MarkAnswered(ctx)
 	if c.pools == nil {
 		return c.errNoPools()
 	}
@@ -286,7 +278,6 @@ func (c *Cache) DeletePool(ctx context.Context, p *Pool) error {
 
 // ListPools is List for pools.
 func (c *Cache) ListPools(ctx context.Context) ([]*Pool, error) {
-	cloudmetrics.MarkAnswered(ctx)
 	if c.pools == nil {
 		return nil, c.errNoPools()
 	}
@@ -306,47 +297,4 @@ func (c *Cache) Invalidate() {
 	if c.pools != nil {
 		c.pools.invalidate()
 	}
-}
-
-// meteredList is the ListDriver a Cache calls: d, with each cloud call
-// recorded under its method's name (see metered).
-type meteredList struct{ d ListDriver }
-
-func (m meteredList) Find(ctx context.Context, q Query) ([]*LoadBalancer, error) {
-	return metered(ctx, "Find", func(ctx context.Context) ([]*LoadBalancer, error) { return m.d.Find(ctx, q) })
-}
-
-func (m meteredList) Apply(ctx context.Context, a Action) (*LoadBalancer, error) {
-	return metered(ctx, "Apply", func(ctx context.Context) (*LoadBalancer, error) { return m.d.Apply(ctx, a) })
-}
-
-func (m meteredList) Delete(ctx context.Context, lb *LoadBalancer) error {
-	return cloudmetrics.Meter(ctx, capability, "Delete", func(ctx context.Context) error { return m.d.Delete(ctx, lb) })
-}
-
-func (m meteredList) List(ctx context.Context) ([]*LoadBalancer, error) {
-	return metered(ctx, "List", func(ctx context.Context) ([]*LoadBalancer, error) { return m.d.List(ctx) })
-}
-
-// meteredPools is the PoolListDriver a Cache calls for pools: d, metered
-// as meteredList is.
-type meteredPools struct {
-	meteredList
-	d PoolListDriver
-}
-
-func (m meteredPools) FindPools(ctx context.Context, q PoolQuery) ([]*Pool, error) {
-	return metered(ctx, "FindPools", func(ctx context.Context) ([]*Pool, error) { return m.d.FindPools(ctx, q) })
-}
-
-func (m meteredPools) ApplyPool(ctx context.Context, a PoolAction) (*Pool, error) {
-	return metered(ctx, "ApplyPool", func(ctx context.Context) (*Pool, error) { return m.d.ApplyPool(ctx, a) })
-}
-
-func (m meteredPools) DeletePool(ctx context.Context, p *Pool) error {
-	return cloudmetrics.Meter(ctx, capability, "DeletePool", func(ctx context.Context) error { return m.d.DeletePool(ctx, p) })
-}
-
-func (m meteredPools) ListPools(ctx context.Context) ([]*Pool, error) {
-	return metered(ctx, "ListPools", func(ctx context.Context) ([]*Pool, error) { return m.d.ListPools(ctx) })
 }

@@ -229,7 +229,7 @@
 //
 // # Metrics
 //
-// Every Driver call the Reconciler makes is recorded in the CCM's /metrics
+// Every cloud call the Reconciler makes is recorded in the CCM's /metrics
 // (k8s.io/component-base's legacyregistry) with no code from the provider:
 // ccmkit_cloud_requests_total and ccmkit_cloud_request_duration_seconds
 // with capability "loadbalancer" and operation "Find", "Apply" or
@@ -242,11 +242,21 @@
 // not occur. A Find that returns a nil load balancer is counted "ok": the
 // call succeeded, the Reconciler rejects its result.
 //
-// With a Cache, only the Cache's own calls to the Driver it wraps are
-// recorded (operations "List" and "ListPools" too): a look-up the Cache
-// answers from its list is not a cloud call, also when the Reconciler
-// reaches the Cache through a Driver of the provider's that forwards the
-// call's context. Each Find and List of a Cache is also recorded as
+// Each call is metered in one place: where ccmkit hands it to a Driver
+// that is not its own Cache. The Reconciler meters the calls it makes to
+// its Driver unless that Driver is a Cache; a Cache meters the calls it
+// makes to the Driver it wraps (operations "List" and "ListPools" too),
+// so a look-up the Cache answers from its list is not a cloud call, and
+// no call is recorded twice. A call the governor refuses (package
+// governor) is not recorded: no cloud call was made. A provider's Driver
+// in front of a Cache is seen as the Cache only when it embeds the
+// *Cache (struct{ *loadbalancer.Cache }, overriding the methods it
+// changes). One that holds the Cache in a field hides it: the Reconciler
+// then records every call it makes to that Driver and the Cache the calls
+// it makes below, so a call that reached the cloud is recorded twice and
+// a look-up the Cache answered is recorded as a cloud call. Put such a
+// wrapper below the Cache (between it and the cloud), or embed the Cache.
+// Each Find and List of a Cache is also recorded as
 // ccmkit_cache_lookups_total{cache="loadbalancers"}, and each FindPools and
 // ListPools as cache="backendpools": "hit" when the list already in the
 // Cache answered it, and "miss" otherwise: it listed or waited for a List,

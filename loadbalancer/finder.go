@@ -162,7 +162,7 @@ func sortedByID(lbs []*LoadBalancer) []*LoadBalancer {
 // result (a Driver bug that would otherwise panic the caller).
 func (r *Reconciler) findDriver(ctx context.Context, q Query) ([]*LoadBalancer, error) {
 	lbs, err := callFor(ctx, r, func() ([]*LoadBalancer, error) {
-		return metered(ctx, "Find", func(ctx context.Context) ([]*LoadBalancer, error) { return r.driver.Find(ctx, q) })
+		return r.calls.Find(ctx, q)
 	})
 	if err != nil {
 		return nil, err

@@ -110,19 +110,22 @@ func TestDriverCallMetrics(t *testing.T) {
 }
 
 // forwarding is a provider's Driver in front of a Cache: it forwards every
-// call and its ctx, as a provider's own wrapper would.
-type forwarding struct{ next loadbalancer.Driver }
+// call, as a provider's own wrapper would. It embeds the *Cache, which is
+// how a wrapper tells the Reconciler that the Cache below records the
+// cloud calls (a wrapper holding the Cache in a field is metered too: see
+// the package doc, Metrics).
+type forwarding struct{ *loadbalancer.Cache }
 
 func (f forwarding) Find(ctx context.Context, q loadbalancer.Query) ([]*loadbalancer.LoadBalancer, error) {
-	return f.next.Find(ctx, q)
+	return f.Cache.Find(ctx, q)
 }
 
 func (f forwarding) Apply(ctx context.Context, a loadbalancer.Action) (*loadbalancer.LoadBalancer, error) {
-	return f.next.Apply(ctx, a)
+	return f.Cache.Apply(ctx, a)
 }
 
 func (f forwarding) Delete(ctx context.Context, lb *loadbalancer.LoadBalancer) error {
-	return f.next.Delete(ctx, lb)
+	return f.Cache.Delete(ctx, lb)
 }
 
 // cacheRecorded returns what legacyregistry holds for the loadbalancer
@@ -145,7 +148,7 @@ func cacheRecorded(t *testing.T) map[string]float64 {
 
 // TestCacheMetrics checks what a Reconciler over a Cache records, with
 // the Cache given to it directly and behind a provider's Driver that
-// forwards the context: a look-up the Cache answers from its list is a
+// embeds it: a look-up the Cache answers from its list is a
 // cache hit and no cloud call; a miss is a cache miss and exactly one
 // direct Find; a List is one cloud call; and the cloud calls recorded by
 // operation are the Driver's own counts (none is counted twice). The test

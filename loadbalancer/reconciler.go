@@ -20,7 +20,6 @@ import (
 
 	"github.com/ccmkit/ccmkit/annotation"
 	"github.com/ccmkit/ccmkit/internal/check"
-	"github.com/ccmkit/ccmkit/internal/cloudmetrics"
 	"github.com/ccmkit/ccmkit/internal/throttle"
 	"github.com/ccmkit/ccmkit/provider"
 )
@@ -55,8 +54,9 @@ import (
 // A Reconciler is safe for concurrent use. It starts no goroutines, but
 // for the event recorder of Initialize, which stop with its context.
 type Reconciler struct {
-	driver Driver
-	pools  PoolDriver // driver, when it can serve pools (poolDriverOf); else nil
+	driver Driver     // as given: a Cache, a provider's Driver
+	calls  Driver     // driver as the Reconciler calls it: metered unless a Cache (meteredDriver)
+	pools  PoolDriver // calls, when driver can serve pools (poolDriverOf); else nil
 	opts   Options    // with defaults
 	namer  *Namer
 
@@ -120,11 +120,11 @@ func NewReconciler(d Driver, opts Options) (*Reconciler, error) {
 	if err := opts.Capabilities.BackendKey.check(fn + ": Options.Capabilities.BackendKey"); err != nil {
 		return nil, err
 	}
-	pools := poolDriverOf(d)
+	calls, pools := meteredDriver(d)
 	if opts.Capabilities.SharedBackendPools && pools == nil {
 		return nil, fmt.Errorf("%s: Options.Capabilities.SharedBackendPools is true, but the driver (%T) cannot serve pools: expected a loadbalancer.PoolDriver, or a loadbalancer.Cache over a loadbalancer.PoolListDriver", fn, d)
 	}
-	return &Reconciler{driver: d, pools: pools, opts: opts.withDefaults(), namer: namer,
+	return &Reconciler{driver: d, calls: calls, pools: pools, opts: opts.withDefaults(), namer: namer,
 		locks: map[string]*serviceLock{}, skipped: map[string]string{}, throttles: map[string]int{}, updateMisses: map[types.UID]bool{}}, nil
 }
 
@@ -509,9 +509,7 @@ func (r *Reconciler) EnsureLoadBalancerDeleted(ctx context.Context, clusterName 
 	var errs []error
 	for _, lb := range res.owned {
 		klog.FromContext(ctx).V(2).Info("Deleting load balancer", "service", klog.KObj(svc), "id", lb.ID, "name", lb.Name)
-		del := func() error {
-			return cloudmetrics.Meter(ctx, capability, "Delete", func(ctx context.Context) error { return r.driver.Delete(ctx, lb) })
-		}
+		del := func() error { return r.calls.Delete(ctx, lb) }
 		if err := r.call(ctx, del); err != nil {
 			errs = append(errs, fmt.Errorf("delete load balancer %q (id %q): %w", lb.Name, lb.ID, err))
 		}
@@ -574,7 +572,7 @@ func (r *Reconciler) owner(clusterName string, svc *v1.Service) (Owner, error) {
 func (r *Reconciler) apply(ctx context.Context, svc *v1.Service, a Action) (*LoadBalancer, error) {
 	klog.FromContext(ctx).V(2).Info("Applying load balancer action", "service", klog.KObj(svc), "action", a.Kind, "id", a.LoadBalancerID, "reason", a.Reason)
 	lb, err := callFor(ctx, r, func() (*LoadBalancer, error) {
-		return metered(ctx, "Apply", func(ctx context.Context) (*LoadBalancer, error) { return r.driver.Apply(ctx, a) })
+		return r.calls.Apply(ctx, a)
 	})
 	if err == nil && lb == nil {
 		err = fmt.Errorf("driver returned no load balancer")

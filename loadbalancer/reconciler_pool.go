@@ -10,8 +10,6 @@ import (
 	v1 "k8s.io/api/core/v1"
 	servicehelpers "k8s.io/cloud-provider/service/helpers"
 	"k8s.io/klog/v2"
-
-	"github.com/ccmkit/ccmkit/internal/cloudmetrics"
 )
 
 // poolDriverOf returns d as a PoolDriver, or nil when it cannot serve
@@ -106,7 +104,7 @@ func (r *Reconciler) findPool(ctx context.Context, tags map[string]string) (*Poo
 // result (a Driver bug that would otherwise panic the caller).
 func (r *Reconciler) findPools(ctx context.Context, q PoolQuery) ([]*Pool, error) {
 	pools, err := callFor(ctx, r, func() ([]*Pool, error) {
-		return metered(ctx, "FindPools", func(ctx context.Context) ([]*Pool, error) { return r.pools.FindPools(ctx, q) })
+		return r.pools.FindPools(ctx, q)
 	})
 	if err != nil {
 		return nil, err
@@ -139,7 +137,7 @@ func (r *Reconciler) checkPoolTargets(ctx context.Context, svc *v1.Service, acti
 func (r *Reconciler) applyPool(ctx context.Context, svc *v1.Service, a PoolAction) (*Pool, error) {
 	klog.FromContext(ctx).V(2).Info("Applying backend pool action", "service", klog.KObj(svc), "action", a.Kind, "id", a.PoolID, "reason", a.Reason)
 	p, err := callFor(ctx, r, func() (*Pool, error) {
-		return metered(ctx, "ApplyPool", func(ctx context.Context) (*Pool, error) { return r.pools.ApplyPool(ctx, a) })
+		return r.pools.ApplyPool(ctx, a)
 	})
 	switch {
 	case err != nil:
@@ -157,9 +155,7 @@ func (r *Reconciler) applyPool(ctx context.Context, svc *v1.Service, a PoolActio
 // deletePool deletes p through the PoolDriver. A pool still referenced
 // (ErrPoolInUse) is not an error: another load balancer uses it.
 func (r *Reconciler) deletePool(ctx context.Context, p *Pool) error {
-	del := func() error {
-		return cloudmetrics.Meter(ctx, capability, "DeletePool", func(ctx context.Context) error { return r.pools.DeletePool(ctx, p) })
-	}
+	del := func() error { return r.pools.DeletePool(ctx, p) }
 	err := r.call(ctx, del)
 	if errors.Is(err, ErrPoolInUse) {
 		return nil

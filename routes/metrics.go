@@ -15,7 +15,8 @@ const capability = "routes"
 // meteredRoutes is the RouteDriver the Table calls: d, with each call
 // recorded under its method's name, ErrNotFound read as not-found, through
 // cloudmetrics.Meter, so a call a layer below answered without the cloud
-// (a governor's refusal: cloudmetrics.MarkAnswered) is not recorded.
+// (a governor's refusal, wrapping cloudmetrics.ErrNotCalled) is not
+// recorded.
 type meteredRoutes struct{ d RouteDriver }
 
 func (m meteredRoutes) ListRoutes(ctx context.Context, cluster string) (entries []Entry, err error) {

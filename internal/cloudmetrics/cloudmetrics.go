@@ -13,6 +13,9 @@
 // capability is "loadbalancer", "routes" or "instances"; operation the
 // Driver method ("Find", "Apply", "ReadTable", "GetByID", …); result one
 // of the Result values; a cache look-up's result is "hit" or "miss".
+// Each Driver call is metered once, by Meter or Metered, where a block
+// hands it to a Driver that is not one of ccmkit's caches (see
+// SelfMetered); a call answered without the cloud wraps ErrNotCalled.
 // Everything here is safe for concurrent use.
 package cloudmetrics
 

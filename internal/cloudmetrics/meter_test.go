@@ -14,14 +14,14 @@ import (
 	"github.com/ccmkit/ccmkit/internal/cloudmetrics"
 )
 
-// TestMeter checks that Meter records a Driver call unless the call
-// reached a cache (MarkAnswered on the ctx Meter gave it), that a mark
-// reaches Meter through a forwarding context, that nested Meters each
-// count their own call, and that f's error is returned unchanged and
-// classified. The test does not run in parallel: the registry is
-// process-wide.
+// TestMeter checks that Meter records every call once, nested Meters each
+// their own call (a cache's call below the call it received is the
+// cache's), that a call whose error wraps ErrNotCalled is not recorded,
+// and that f's error is returned unchanged and classified. The test does
+// not run in parallel: the registry is process-wide.
 func TestMeter(t *testing.T) {
 	notFound := errors.New("no such thing")
+	refused := fmt.Errorf("governor: refused: %w", cloudmetrics.ErrNotCalled)
 	tests := []struct {
 		name   string
 		reason string
@@ -29,7 +29,7 @@ func TestMeter(t *testing.T) {
 		want   map[string]float64
 	}{
 		{
-			name: "plain driver", reason: "a call no cache received is recorded",
+			name: "plain driver", reason: "a call is recorded",
 			call: meter("Outer", func(context.Context) error { return nil }),
 			want: map[string]float64{"Outer ok": 1},
 		},
@@ -39,34 +39,16 @@ func TestMeter(t *testing.T) {
 			want: map[string]float64{"Outer not-found": 1},
 		},
 		{
-			name: "cache answered", reason: "a cache records its own calls: the call it answered is not recorded",
-			call: meter("Outer", func(ctx context.Context) error { cloudmetrics.MarkAnswered(ctx); return nil }),
+			name: "not called", reason: "a call answered without the cloud (a governor's refusal) is not recorded",
+			call: meter("Outer", func(context.Context) error { return refused }),
 			want: map[string]float64{},
 		},
 		{
-			name: "forwarded ctx", reason: "the mark passes through a context derived from Meter's",
+			name: "nested", reason: "each Meter records its own call",
 			call: meter("Outer", func(ctx context.Context) error {
-				ctx, cancel := context.WithCancel(context.WithValue(ctx, struct{}{}, 1))
-				defer cancel()
-				cloudmetrics.MarkAnswered(ctx)
-				return nil
-			}),
-			want: map[string]float64{},
-		},
-		{
-			name: "cache and its driver", reason: "the cache's own call below it is recorded once; the call it answered is not",
-			call: meter("Outer", func(ctx context.Context) error {
-				cloudmetrics.MarkAnswered(ctx)
 				return meter("Inner", func(context.Context) error { return errors.New("boom") })(ctx)
 			}),
-			want: map[string]float64{"Inner error": 1},
-		},
-		{
-			name: "inner mark", reason: "a mark reaches the innermost Meter only",
-			call: meter("Outer", func(ctx context.Context) error {
-				return meter("Inner", func(ctx context.Context) error { cloudmetrics.MarkAnswered(ctx); return nil })(ctx)
-			}),
-			want: map[string]float64{"Outer ok": 1},
+			want: map[string]float64{"Outer error": 1, "Inner error": 1},
 		},
 	}
 	for _, tt := range tests {
@@ -83,7 +65,31 @@ func TestMeter(t *testing.T) {
 	if err := meter("Outer", func(context.Context) error { return boom })(t.Context()); err != boom {
 		t.Errorf("Meter returned %v, want f's error unchanged", err)
 	}
-	cloudmetrics.MarkAnswered(t.Context()) // a ctx no Meter made: nothing to mark, no panic
+	if v, err := cloudmetrics.Metered(t.Context(), "metertest", "Value", func(context.Context) (int, error) { return 7, nil }); v != 7 || err != nil {
+		t.Errorf("Metered = %v, %v; want f's 7, nil", v, err)
+	}
+}
+
+// TestMetersItself: a Driver embedding SelfMetered, directly or through
+// an embedded Driver, meters itself; any other value does not.
+func TestMetersItself(t *testing.T) {
+	type cache struct{ cloudmetrics.SelfMetered }
+	type wrapper struct{ *cache }
+	type holder struct{ next *cache }
+	for _, tc := range []struct {
+		name string
+		d    any
+		want bool
+	}{
+		{name: "cache", d: &cache{}, want: true},
+		{name: "embedding wrapper", d: wrapper{&cache{}}, want: true},
+		{name: "holding wrapper", d: holder{&cache{}}, want: false},
+		{name: "nil", d: nil, want: false},
+	} {
+		if got := cloudmetrics.MetersItself(tc.d); got != tc.want {
+			t.Errorf("MetersItself(%s) = %v, want %v", tc.name, got, tc.want)
+		}
+	}
 }
 
 // meter returns a call of operation on the "metertest" capability through
