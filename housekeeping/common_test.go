@@ -9,7 +9,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	servicecontroller "k8s.io/cloud-provider/controllers/service"
-	testingclock "k8s.io/utils/clock/testing"
+	"k8s.io/utils/clock"
 )
 
 // TestInBackends: the Nodes the service controller passes to
@@ -44,29 +44,24 @@ func TestInBackends(t *testing.T) {
 }
 
 // TestEvery: the first call comes within the first period, each next one
-// a period after the start of the last. It runs in a synctest bubble, so
-// synctest.Wait tells when the loop is blocked on its timer.
+// a period after the start of the last. It runs in a synctest bubble on
+// the real clock, whose time there is virtual: each timer fires at its
+// exact deadline, at once.
 func TestEvery(t *testing.T) { synctest.Test(t, testEvery) }
 
 func testEvery(t *testing.T) {
-	c := testingclock.NewFakeClock(time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC))
+	c := clock.RealClock{}
 	ctx, cancel := context.WithCancel(t.Context())
 	calls := make(chan time.Time, 10)
 	done := make(chan struct{})
+	start := c.Now()
 	go func() {
 		defer close(done)
 		every(ctx, c, time.Minute, func() { calls <- c.Now() })
 	}()
-	start := c.Now()
 	var at []time.Time
 	for len(at) < 3 {
-		synctest.Wait() // the loop has made its call or waits on its timer
-		select {
-		case t := <-calls:
-			at = append(at, t)
-		default:
-			c.Step(time.Second)
-		}
+		at = append(at, <-calls)
 	}
 	cancel()
 	<-done
