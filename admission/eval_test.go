@@ -1,6 +1,7 @@
 package admission_test
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 
@@ -93,17 +94,18 @@ func (c *compiled) evaluate(t testing.TB, svc, old *v1.Service) verdict {
 // is the slow part of these tests.
 type policies struct {
 	set      *annotation.Set
-	compiled map[loadbalancer.Capabilities]*compiled
+	compiled map[string]*compiled // by fmt.Sprintf("%#v") of the Capabilities, which are not comparable
 }
 
 func newPolicies(set *annotation.Set) *policies {
-	return &policies{set: set, compiled: map[loadbalancer.Capabilities]*compiled{}}
+	return &policies{set: set, compiled: map[string]*compiled{}}
 }
 
 // of returns the compiled policy for caps.
 func (ps *policies) of(t testing.TB, caps loadbalancer.Capabilities) *compiled {
 	t.Helper()
-	if c, ok := ps.compiled[caps]; ok {
+	key := fmt.Sprintf("%#v", caps)
+	if c, ok := ps.compiled[key]; ok {
 		return c
 	}
 	p, _, err := admission.Policy(admission.PolicyInput{Name: "p", Annotations: ps.set, Capabilities: caps})
@@ -111,7 +113,7 @@ func (ps *policies) of(t testing.TB, caps loadbalancer.Capabilities) *compiled {
 		t.Fatalf("Policy: %v", err)
 	}
 	c := &compiled{v: compile(t, p, minVersion)}
-	ps.compiled[caps] = c
+	ps.compiled[key] = c
 	return c
 }
 

@@ -25,7 +25,10 @@ const (
 	// ActionUpdateSettings sets the provider settings in Action.Settings,
 	// leaving other settings as they are.
 	ActionUpdateSettings ActionKind = "UpdateSettings"
-	// ActionUpdateHealthCheck sets Action.HealthCheck.
+	// ActionUpdateHealthCheck sets Action.HealthCheck. With
+	// Action.Listener set (Capabilities.ListenerPools) it sets the health
+	// monitor of that listener's pool, creating it when
+	// Action.Listener.Pool.HealthCheck is nil.
 	ActionUpdateHealthCheck ActionKind = "UpdateHealthCheck"
 	// ActionUpdateSourceRanges sets Action.SourceRanges (the full list).
 	ActionUpdateSourceRanges ActionKind = "UpdateSourceRanges"
@@ -40,12 +43,28 @@ const (
 	// listener of the same family and protocol, changed, or the cloud held
 	// several listeners with one key.
 	ActionUpdateListener ActionKind = "UpdateListener"
-	// ActionAddListener adds Action.Listener.
+	// ActionAddListener adds Action.Listener. Under
+	// Capabilities.ListenerPools it is the listener alone (its Pool is
+	// nil): its pool, members and health check follow as actions of their
+	// own, one cloud object each.
 	ActionAddListener ActionKind = "AddListener"
+	// ActionAddListenerPool creates the pool of the listener
+	// Action.Listener (as the Driver reported it, without a pool), empty:
+	// no members, no health check (Capabilities.ListenerPools only). A
+	// Driver whose cloud cannot make an empty pool may create it with
+	// Action.Pool's members and health check, and report them.
+	ActionAddListenerPool ActionKind = "AddListenerPool"
+	// ActionRemoveListenerPool deletes the pool of the listener
+	// Action.Listener, with its members and health check, leaving the
+	// listener (Capabilities.ListenerPools only). Plan emits it before the
+	// ActionRemoveListener of a listener that has a pool.
+	ActionRemoveListenerPool ActionKind = "RemoveListenerPool"
 	// ActionAddBackends adds Action.Backends, the desired backends (every
 	// field set, whatever the BackendKey); a backend whose key (see
 	// BackendKey) is already present is replaced: under the default key,
-	// its address or provider ID changed.
+	// its address or provider ID changed. With Action.Listener set
+	// (Capabilities.ListenerPools) it adds them to that listener's pool
+	// only; the members' port is Action.Listener.NodePort.
 	ActionAddBackends ActionKind = "AddBackends"
 	// ActionUpdateBackendPool makes the load balancer send traffic to the
 	// shared backend pool whose ID is Action.BackendPool (see Pool), or to
@@ -53,7 +72,9 @@ const (
 	// pool exists: the Reconciler ensures it first.
 	ActionUpdateBackendPool ActionKind = "UpdateBackendPool"
 	// ActionRemoveBackends removes Action.Backends, as the Driver reported
-	// them, by key (see BackendKey).
+	// them, by key (see BackendKey). With Action.Listener set
+	// (Capabilities.ListenerPools) it removes them from that listener's
+	// pool only.
 	ActionRemoveBackends ActionKind = "RemoveBackends"
 )
 
@@ -84,7 +105,12 @@ type Action struct {
 	// SessionAffinity is the new affinity (ActionUpdateSessionAffinity).
 	SessionAffinity *SessionAffinity
 	// Listener is the listener to add or remove, or the new value
-	// (ActionAddListener, ActionRemoveListener, ActionUpdateListener).
+	// (ActionAddListener, ActionRemoveListener, ActionUpdateListener); the
+	// listener whose pool the action targets, as the Driver reported it
+	// (ActionAddListenerPool, ActionRemoveListenerPool, and
+	// ActionAddBackends, ActionRemoveBackends and ActionUpdateHealthCheck
+	// under Capabilities.ListenerPools); nil for a load-balancer-wide
+	// backend or health-check action.
 	Listener *Listener
 	// OldListener is the listener being replaced (ActionUpdateListener).
 	OldListener *Listener
@@ -94,6 +120,19 @@ type Action struct {
 	// BackendPool is the ID of the pool to reference, empty for none
 	// (ActionUpdateBackendPool).
 	BackendPool string
+	// Pool is the pool the listener should end with: its desired members
+	// and health check (ActionAddListenerPool). Plan's next actions add
+	// them; see ActionAddListenerPool.
+	Pool *ListenerPool
+
+	// Current is the load balancer as the Reconciler knows it just before
+	// this action: what Find reported, with the earlier actions of the
+	// call applied. The Reconciler sets it for every kind but
+	// ActionCreate; Plan leaves it nil. It is read-only and shared: a
+	// Driver that must report what it created (a new listener's or pool's
+	// cloud ID) returns a copy, e.g. loadbalancer.Apply(a.Current, a) with
+	// the IDs set.
+	Current *LoadBalancer
 }
 
 // String returns the kind, target and reason, for logs.

@@ -54,6 +54,24 @@ type Capabilities struct {
 	// "Shared backend pools"). It is not a feature a Service asks for:
 	// Desired ignores it, and the Reconciler acts on it.
 	SharedBackendPools bool
+	// ListenerPools: the cloud keeps backends and a health check per
+	// listener, each listener with a pool of its own (OpenStack Octavia
+	// pools, AWS target groups, OCI backend sets). Desired then gives every
+	// listener its Pool (the Service's backends and health check), and Plan
+	// compares and repairs each pool on its own, one cloud object per
+	// action (see ListenerPool and the ActionKind docs). It is not a
+	// feature a Service asks for, and it excludes SharedBackendPools.
+	ListenerPools bool
+	// AppProtocols are the application protocols the load balancer can
+	// serve on a listener (Listener.AppProtocol), as Services write them
+	// in spec.ports[].appProtocol: IANA service names such as "http" and
+	// "https", or domain-prefixed names such as "kubernetes.io/h2c";
+	// compared exactly. Empty (the default): the provider builds every
+	// port as its Protocol, and appProtocol stays what Kubernetes calls
+	// it, a hint, ignored (Listener.AppProtocol is ""). Otherwise a port
+	// whose appProtocol is not listed is refused (ErrUnsupported), never
+	// silently built as plain TCP.
+	AppProtocols []string
 }
 
 // DesiredInput is the input of Desired besides the Service and its Nodes.
@@ -145,7 +163,14 @@ func Desired(svc *v1.Service, nodes []*v1.Node, in DesiredInput) (*LoadBalancer,
 		return nil, errors.Join(b.errs...)
 	}
 	lb.Spec.BackendKey = in.Capabilities.BackendKey
-	lb.Spec.Backends = in.Capabilities.BackendKey.backends(nodes, families)
+	if in.Capabilities.ListenerPools {
+		lb.Spec.ListenerPools = true
+		hc := lb.Spec.HealthCheck
+		for i := range lb.Spec.Listeners {
+			lb.Spec.Listeners[i].Pool = &ListenerPool{HealthCheck: &hc}
+		}
+	}
+	lb.Spec.setBackends(in.Capabilities.BackendKey.backends(nodes, families))
 	return lb, nil
 }
 
@@ -245,8 +270,9 @@ func (b *specBuilder) listeners() {
 		if p.NodePort < 0 || p.NodePort > 65535 || (p.NodePort == 0 && !nodePortless) {
 			b.invalid("spec.ports[%d].nodePort %d: expected an allocated node port (1-65535)", i, p.NodePort)
 		}
+		app := b.appProtocol(i, p)
 		for _, f := range families {
-			listeners = append(listeners, Listener{ListenerKey: ListenerKey{Family: f, Protocol: proto, Port: p.Port}, NodePort: p.NodePort})
+			listeners = append(listeners, Listener{ListenerKey: ListenerKey{Family: f, Protocol: proto, Port: p.Port}, NodePort: p.NodePort, AppProtocol: app})
 		}
 	}
 	if len(protocols) > 1 && !b.caps.MixedProtocols {
@@ -259,6 +285,21 @@ func (b *specBuilder) listeners() {
 		}
 	}
 	b.spec.Listeners = listeners
+}
+
+// appProtocol returns the application protocol of spec.ports[i] (p), as
+// Capabilities.AppProtocols says: "" when the provider declares none (the
+// field is a hint), else p's appProtocol, which must be one of them.
+func (b *specBuilder) appProtocol(i int, p v1.ServicePort) string {
+	if len(b.caps.AppProtocols) == 0 || p.AppProtocol == nil || *p.AppProtocol == "" {
+		return ""
+	}
+	app := *p.AppProtocol
+	if !slices.Contains(b.caps.AppProtocols, app) {
+		b.unsupported("AppProtocols", "spec.ports[%d].appProtocol %q (expected one of %q)", i, cut(app), b.caps.AppProtocols)
+		return ""
+	}
+	return app
 }
 
 // protocol checks the protocol of spec.ports[i] against the Capabilities.

@@ -58,7 +58,10 @@ type Spec struct {
 	Listeners []Listener `json:"listeners,omitempty"`
 	// Backends are the nodes traffic is sent to, sorted by their key (see
 	// BackendKey). Empty when the load balancer sends traffic to a shared
-	// pool (BackendPool) only.
+	// pool (BackendPool) only. Under Capabilities.ListenerPools, Desired
+	// sets it to the backends every listener's pool should hold, and Plan
+	// compares the pools (Listener.Pool) instead: a Driver may then report
+	// it empty.
 	Backends []Backend `json:"backends,omitempty"`
 	// BackendPool is the ID of the shared backend pool (see Pool) the load
 	// balancer also sends traffic to; empty: none. A load balancer of a
@@ -72,7 +75,15 @@ type Spec struct {
 	// Apply from the load balancer it changes, so a Driver need not report
 	// it.
 	BackendKey BackendKey `json:"backendKey,omitempty"`
-	// HealthCheck is how the load balancer probes backends.
+	// ListenerPools says the cloud keeps backends and a health check per
+	// listener (see Capabilities.ListenerPools). Desired copies it from
+	// the Capabilities and sets every listener's Pool; Plan reads it from
+	// the desired model only, so a Driver need not report it.
+	ListenerPools bool `json:"listenerPools,omitempty"`
+	// HealthCheck is how the load balancer probes backends. Under
+	// Capabilities.ListenerPools it is each pool's health check
+	// (ListenerPool.HealthCheck) in a desired load balancer, and Plan
+	// compares the pools' instead: a Driver may then report it zero.
 	HealthCheck HealthCheck `json:"healthCheck"`
 	// SourceRanges are the client CIDRs allowed to connect, masked and
 	// sorted (IPv4 before IPv6). Allow-all is 0.0.0.0/0 and/or ::/0, one
@@ -110,13 +121,92 @@ func (k ListenerKey) compare(o ListenerKey) int {
 }
 
 // Listener is one front-end listener of a load balancer.
+//
+// Plan matches listeners by ListenerKey and compares NodePort, AppProtocol
+// and, of Settings, the keys present in the desired listener; it never
+// compares ID. Under Capabilities.ListenerPools it compares Pool too (see
+// ListenerPool).
 type Listener struct {
 	ListenerKey
 	// NodePort is the Service node port traffic is sent to on every
 	// backend; 0 when the Service does not allocate node ports
 	// (spec.allocateLoadBalancerNodePorts=false), in which case the Driver
 	// routes to endpoints by its own means (Capabilities.NodePortless).
+	// Under Capabilities.ListenerPools a cloud may keep the node port only
+	// on the pool's members: a Driver then reports 0 for a listener whose
+	// pool has no members, and Plan takes 0 there as unknown, not as a
+	// difference (the members added later carry the desired port).
 	NodePort int32 `json:"nodePort,omitempty"`
+	// AppProtocol is the application protocol the listener serves, from
+	// spec.ports[].appProtocol or Options.AppProtocolAnnotation: one of
+	// Capabilities.AppProtocols, or "" for a plain Protocol listener (L4).
+	// A Driver reports the value it was given.
+	AppProtocol string `json:"appProtocol,omitempty"`
+	// Settings are the per-port provider settings: the declared per-port
+	// annotations (annotation.Annotation.PerPort) with Setting set,
+	// annotation name → canonical value for this listener's port ("" when
+	// the port is not listed and the annotation has no default). Plan
+	// compares only the keys present in the desired listener, so a Driver
+	// must report every key it was given (a certificate reference, PROXY
+	// protocol, a redirect).
+	Settings map[string]string `json:"settings,omitempty"`
+	// Pool is the listener's own backend pool under
+	// Capabilities.ListenerPools (nil otherwise). In an actual load
+	// balancer, nil means the listener has no pool (yet).
+	Pool *ListenerPool `json:"pool,omitempty"`
+	// ID is the cloud's identifier of the listener, for a Driver that
+	// needs it in later actions: Plan passes the listener as the Driver
+	// reported it in every action that targets it. Plan never compares it.
+	ID string `json:"id,omitempty"`
+}
+
+// ListenerPool is the backend pool of one listener, on a cloud that keeps
+// backends and a health check per listener (Capabilities.ListenerPools:
+// OpenStack Octavia pools, AWS target groups, OCI backend sets). Each is
+// compared on its own, so a Driver reports exactly what each pool holds
+// and Plan repairs exactly what one lacks (a member missing from one pool,
+// a pool without its health monitor).
+type ListenerPool struct {
+	// ID is the cloud's identifier of the pool; Plan never compares it.
+	ID string `json:"id,omitempty"`
+	// Backends are the pool's members, sorted by the BackendKey, as
+	// Spec.Backends are.
+	Backends []Backend `json:"backends,omitempty"`
+	// HealthCheck is the pool's health monitor; nil when it has none.
+	HealthCheck *HealthCheck `json:"healthCheck,omitempty"`
+}
+
+// clone returns a deep copy of p (nil for nil).
+func (p *ListenerPool) clone() *ListenerPool {
+	if p == nil {
+		return nil
+	}
+	c := *p
+	c.Backends = slices.Clone(p.Backends)
+	if p.HealthCheck != nil {
+		hc := *p.HealthCheck
+		c.HealthCheck = &hc
+	}
+	return &c
+}
+
+// clone returns a deep copy of l.
+func (l Listener) clone() Listener {
+	l.Settings = maps.Clone(l.Settings)
+	l.Pool = l.Pool.clone()
+	return l
+}
+
+// attrsEqual reports whether have matches want in what Plan compares of a
+// listener itself (not its pool): key, node port (0 in have counts as
+// unknown while have's pool has no members, see Listener.NodePort),
+// application protocol and the settings want names.
+func (want Listener) attrsEqual(have Listener) bool {
+	nodePortKnown := have.NodePort != 0 || have.Pool == nil || len(have.Pool.Backends) > 0
+	return want.ListenerKey == have.ListenerKey &&
+		(want.NodePort == have.NodePort || !nodePortKnown) &&
+		want.AppProtocol == have.AppProtocol &&
+		len(changedKeys(want.Settings, have.Settings)) == 0
 }
 
 // BackendKey says what a cloud keeps of a load-balancer backend, and so
@@ -229,10 +319,32 @@ func (s Spec) clone() Spec {
 	c.IPFamilies = slices.Clone(s.IPFamilies)
 	c.RequestedIPs = slices.Clone(s.RequestedIPs)
 	c.Listeners = slices.Clone(s.Listeners)
+	for i := range c.Listeners {
+		c.Listeners[i] = c.Listeners[i].clone()
+	}
 	c.Backends = slices.Clone(s.Backends)
 	c.SourceRanges = slices.Clone(s.SourceRanges)
 	c.Settings = maps.Clone(s.Settings)
 	return c
+}
+
+// setBackends sets the backends of s to bs: Spec.Backends and, under
+// ListenerPools, the members of every listener's pool that exists. The
+// listeners are copied, not changed in place (s may share them with the
+// load balancer it was copied from), and bs is shared.
+func (s *Spec) setBackends(bs []Backend) {
+	s.Backends = bs
+	if !s.ListenerPools {
+		return
+	}
+	s.Listeners = slices.Clone(s.Listeners)
+	for i := range s.Listeners {
+		if p := s.Listeners[i].Pool; p != nil {
+			c := *p
+			c.Backends = bs
+			s.Listeners[i].Pool = &c
+		}
+	}
 }
 
 // canonicalize puts s in canonical form in place: RequestedIPs sorted and
@@ -243,6 +355,11 @@ func (s *Spec) canonicalize() {
 	s.RequestedIPs = slices.Compact(s.RequestedIPs)
 	slices.SortStableFunc(s.Listeners, compareListener)
 	slices.SortStableFunc(s.Backends, s.BackendKey.compareFunc())
+	for _, l := range s.Listeners {
+		if l.Pool != nil {
+			slices.SortStableFunc(l.Pool.Backends, s.BackendKey.compareFunc())
+		}
+	}
 	for i, p := range s.SourceRanges {
 		s.SourceRanges[i] = p.Masked()
 	}

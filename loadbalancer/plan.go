@@ -79,7 +79,8 @@ func Plan(desired, actual *LoadBalancer) ([]Action, error) {
 			"front end is families %v, requested IPs %v; want families %v, requested IPs %v", a.IPFamilies, a.RequestedIPs, d.IPFamilies, d.RequestedIPs)
 	}
 	p.settings(d.Settings, a.Settings)
-	if d.HealthCheck != a.HealthCheck {
+	pools := desired.Spec.ListenerPools
+	if !pools && d.HealthCheck != a.HealthCheck {
 		hc := d.HealthCheck
 		p.add(Action{Kind: ActionUpdateHealthCheck, HealthCheck: &hc}, "health check is %s; want %s", formatHC(a.HealthCheck), formatHC(d.HealthCheck))
 	}
@@ -91,8 +92,12 @@ func Plan(desired, actual *LoadBalancer) ([]Action, error) {
 		sa := d.SessionAffinity
 		p.add(Action{Kind: ActionUpdateSessionAffinity, SessionAffinity: &sa}, "session affinity is %s; want %s", formatSA(a.SessionAffinity), formatSA(d.SessionAffinity))
 	}
+	if pools {
+		p.listenerPools(d.Listeners, a.Listeners, key)
+		return p.actions, nil
+	}
 	p.listeners(d.Listeners, a.Listeners)
-	p.backends(d.Backends, a.Backends, key)
+	p.backends(nil, d.Backends, a.Backends, key)
 	p.backendPool(d.BackendPool, a.BackendPool)
 	return p.actions, nil
 }
@@ -250,6 +255,7 @@ type listenerDiff struct {
 	removed [][]Listener
 	updates []listenerUpdate
 	added   []Listener
+	kept    []listenerUpdate // matched and equal (as listeners: their pools may differ)
 }
 
 // diffListeners matches want and have (both sorted by key) by key.
@@ -274,8 +280,10 @@ func diffListeners(want, have []Listener) listenerDiff {
 		}
 		w := want[i]
 		i++
-		if slices.ContainsFunc(run, func(h Listener) bool { return h != w }) {
+		if slices.ContainsFunc(run, func(h Listener) bool { return !w.attrsEqual(h) }) {
 			d.updates = append(d.updates, listenerUpdate{run, w})
+		} else {
+			d.kept = append(d.kept, listenerUpdate{run, w})
 		}
 	}
 	d.added = append(d.added, want[i:]...)
@@ -340,8 +348,29 @@ func (p *planner) updateListener(u listenerUpdate) {
 		}
 		p.add(Action{Kind: ActionUpdateListener, OldListener: &o, Listener: &n}, "listener %s is listed %d times (node ports %s); want one, with node port %d", n.ListenerKey.text(), len(u.old), strings.Join(ports, ", "), n.NodePort)
 	default:
-		p.add(Action{Kind: ActionUpdateListener, OldListener: &o, Listener: &n}, "listener %s node port is %d; want %d", n.ListenerKey.text(), o.NodePort, n.NodePort)
+		if n.ID == "" {
+			n.ID = o.ID // the same listener, changed in place
+		}
+		p.add(Action{Kind: ActionUpdateListener, OldListener: &o, Listener: &n}, "listener %s %s", n.ListenerKey.text(), listenerChanges(o, n))
 	}
+}
+
+// listenerChanges says what differs between listener o, as reported, and
+// n, as wanted, in what Plan compares (Listener.attrsEqual): "node port is
+// 30080; want 30081", "app protocol is "" ; want "https"", "settings a, b
+// changed", joined by "; ".
+func listenerChanges(o, n Listener) string {
+	var parts []string
+	if !(Listener{ListenerKey: n.ListenerKey, NodePort: n.NodePort}).attrsEqual(Listener{ListenerKey: o.ListenerKey, NodePort: o.NodePort, Pool: o.Pool}) {
+		parts = append(parts, fmt.Sprintf("node port is %d; want %d", o.NodePort, n.NodePort))
+	}
+	if o.AppProtocol != n.AppProtocol {
+		parts = append(parts, fmt.Sprintf("app protocol is %q; want %q", o.AppProtocol, n.AppProtocol))
+	}
+	if keys := changedKeys(n.Settings, o.Settings); len(keys) > 0 {
+		parts = append(parts, fmt.Sprintf("settings %s changed", strings.Join(keys, ", ")))
+	}
+	return strings.Join(parts, "; ")
 }
 
 // backends plans the backend actions: want and have are sorted by key and
@@ -354,7 +383,7 @@ func (p *planner) updateListener(u listenerUpdate) {
 // (RemoveBackends removes every entry of the key); a wanted backend that
 // differs from any copy is added once (AddBackends replaces every entry of
 // the key); a wanted backend is never removed.
-func (p *planner) backends(want, have []Backend, key BackendKey) {
+func (p *planner) backends(l *Listener, want, have []Backend, key BackendKey) {
 	var add, remove []Backend
 	compare := key.compareFunc()
 	same := func(a, b Backend) bool { return compare(a, b) == 0 }
@@ -366,11 +395,15 @@ func (p *planner) backends(want, have []Backend, key BackendKey) {
 				add = append(add, w)
 			}
 		})
+	where := ""
+	if l != nil {
+		where = " of listener " + l.ListenerKey.text()
+	}
 	if len(add) > 0 {
-		p.add(Action{Kind: ActionAddBackends, Backends: add}, "new or changed backends: %s", nodeList(add))
+		p.add(Action{Kind: ActionAddBackends, Listener: l, Backends: add}, "new or changed backends%s: %s", where, nodeList(add))
 	}
 	if len(remove) > 0 {
-		p.add(Action{Kind: ActionRemoveBackends, Backends: remove}, "no longer backends: %s", nodeList(remove))
+		p.add(Action{Kind: ActionRemoveBackends, Listener: l, Backends: remove}, "no longer backends%s: %s", where, nodeList(remove))
 	}
 }
 
@@ -471,6 +504,9 @@ func Apply(lb *LoadBalancer, a Action) (*LoadBalancer, error) {
 // load balancer that Apply owns, leaving it to Apply to canonicalize.
 func applyTo(out *LoadBalancer, a Action) error {
 	s := &out.Spec
+	if a.Listener != nil && poolKinds[a.Kind] {
+		return applyToPool(s, a)
+	}
 	switch a.Kind {
 	case ActionUpdateTags:
 		if out.Tags == nil {
@@ -505,6 +541,58 @@ func applyTo(out *LoadBalancer, a Action) error {
 		s.BackendPool = a.BackendPool
 	default:
 		return fmt.Errorf("unknown action kind %q", a.Kind)
+	}
+	return nil
+}
+
+// poolKinds are the kinds that target a listener's pool when
+// Action.Listener is set (Capabilities.ListenerPools).
+var poolKinds = map[ActionKind]bool{
+	ActionAddListenerPool: true, ActionRemoveListenerPool: true,
+	ActionAddBackends: true, ActionRemoveBackends: true, ActionUpdateHealthCheck: true,
+}
+
+// applyToPool applies a pool action (poolKinds) to the pool of every
+// listener of s with a.Listener's key (a Driver may have reported
+// several): creating it empty, deleting it, adding or removing members
+// (an addition also sets the listener's node port, the members' port), or
+// setting its health monitor.
+func applyToPool(s *Spec, a Action) error {
+	key := a.Listener.ListenerKey
+	found := false
+	for i := range s.Listeners {
+		l := &s.Listeners[i]
+		if l.ListenerKey != key {
+			continue
+		}
+		found = true
+		switch {
+		case a.Kind == ActionAddListenerPool && l.Pool != nil:
+			return fmt.Errorf("listener %s already has a pool", key.text())
+		case a.Kind == ActionAddListenerPool:
+			l.Pool = &ListenerPool{}
+			continue
+		case l.Pool == nil:
+			return fmt.Errorf("listener %s has no pool", key.text())
+		}
+		switch a.Kind {
+		case ActionRemoveListenerPool:
+			l.Pool = nil
+		case ActionUpdateHealthCheck:
+			if a.HealthCheck == nil {
+				return missingPayload(a.Kind, "HealthCheck")
+			}
+			hc := *a.HealthCheck
+			l.Pool.HealthCheck = &hc
+		default:
+			l.Pool.Backends = changeBackends(l.Pool.Backends, s.BackendKey, a)
+			if a.Kind == ActionAddBackends {
+				l.NodePort = a.Listener.NodePort
+			}
+		}
+	}
+	if !found {
+		return fmt.Errorf("listener %s does not exist", key.text())
 	}
 	return nil
 }
@@ -550,13 +638,19 @@ func applyListener(s *Spec, a Action) error {
 // BackendKey: it removes every entry with the key of a given backend (a
 // Driver may have reported one twice), then, to add, appends.
 func applyBackends(s *Spec, a Action) {
-	key := s.BackendKey
+	s.Backends = changeBackends(s.Backends, s.BackendKey, a)
+}
+
+// changeBackends returns bs with a's backends removed by key, then, to
+// add, appended; bs is a copy the caller owns.
+func changeBackends(bs []Backend, key BackendKey, a Action) []Backend {
 	given := make(map[string]bool, len(a.Backends))
 	for _, b := range a.Backends {
 		given[key.id(b)] = true
 	}
-	s.Backends = slices.DeleteFunc(s.Backends, func(b Backend) bool { return given[key.id(b)] })
+	bs = slices.DeleteFunc(bs, func(b Backend) bool { return given[key.id(b)] })
 	if a.Kind == ActionAddBackends {
-		s.Backends = append(s.Backends, a.Backends...)
+		bs = append(bs, a.Backends...)
 	}
+	return bs
 }

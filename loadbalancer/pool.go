@@ -230,7 +230,7 @@ func planPool(desired, actual *Pool) ([]PoolAction, error) {
 		return nil, err
 	}
 	p := planner{id: actual.ID}
-	p.backends(sortedBackends(desired.Spec.Backends, key), sortedBackends(actual.Spec.Backends, key), key)
+	p.backends(nil, sortedBackends(desired.Spec.Backends, key), sortedBackends(actual.Spec.Backends, key), key)
 	var out []PoolAction
 	for _, a := range p.actions {
 		kind := PoolActionAddBackends

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"reflect"
 	"slices"
 	"strings"
 	"sync"
@@ -31,7 +32,7 @@ func newReconciler(t *testing.T, opts loadbalancer.Options) (*loadbalancer.Recon
 // newReconcilerOver is newReconciler over d.
 func newReconcilerOver(t *testing.T, d loadbalancer.Driver, opts loadbalancer.Options) *loadbalancer.Reconciler {
 	t.Helper()
-	if opts.Capabilities == (loadbalancer.Capabilities{}) {
+	if reflect.DeepEqual(opts.Capabilities, loadbalancer.Capabilities{}) {
 		opts.Capabilities = allCaps
 	}
 	r, err := loadbalancer.NewReconciler(d, opts)
