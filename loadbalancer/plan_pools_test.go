@@ -65,7 +65,9 @@ func TestPlanListenerPools(t *testing.T) {
 				lb.Spec.Backends, lb.Spec.HealthCheck = nil, loadbalancer.HealthCheck{}
 			}), nil},
 		{"member missing from one pool", "one write, for that pool only",
-			poolsBase(), mod(func(lb *loadbalancer.LoadBalancer) { lb.Spec.Listeners[1].Pool.Backends = []loadbalancer.Backend{poolN1} }),
+			poolsBase(), mod(func(lb *loadbalancer.LoadBalancer) {
+				lb.Spec.Listeners[1].Pool.Backends = []loadbalancer.Backend{poolN1}
+			}),
 			[]planned{{loadbalancer.ActionAddBackends, "new or changed backends of listener IPv4/TCP/443: node n2"}}},
 		{"member missing from one pool by provider ID", "the same under BackendKeyProviderID: the Driver reports provider IDs only",
 			mod(func(lb *loadbalancer.LoadBalancer) { lb.Spec.BackendKey = loadbalancer.BackendKeyProviderID }),
@@ -100,7 +102,9 @@ func TestPlanListenerPools(t *testing.T) {
 			mod(func(lb *loadbalancer.LoadBalancer) { lb.Spec.Listeners[1].Pool = nil }),
 			[]planned{{loadbalancer.ActionRemoveListener, "listener IPv4/TCP/443 is not a port of the service"}}},
 		{"port changed", "six writes on a cloud whose listener ports are immutable: a new listener, pool, members, monitor; the old pool, the old listener",
-			mod(func(lb *loadbalancer.LoadBalancer) { lb.Spec.Listeners[0] = pooled(tcp(v4, 8080, 30080), &poolHC, poolAll...) }), poolsBase(),
+			mod(func(lb *loadbalancer.LoadBalancer) {
+				lb.Spec.Listeners[0] = pooled(tcp(v4, 8080, 30080), &poolHC, poolAll...)
+			}), poolsBase(),
 			[]planned{
 				{loadbalancer.ActionRemoveListenerPool, "listener IPv4/TCP/80 is not a port of the service: its pool goes first"},
 				{loadbalancer.ActionRemoveListener, "listener IPv4/TCP/80 is not a port of the service"},
