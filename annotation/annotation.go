@@ -49,7 +49,9 @@ const (
 // zero value) and set is false, so "not set" is distinguishable from "set to
 // the default". A malformed value is an *Error
 // (errors.Is(err, ErrInvalid)); it never falls back to the
-// default. Calling a getter of another kind is an error, not a panic.
+// default. Calling a getter of another kind is an error, not a panic. A
+// PerPort annotation is read with Ports (and Canonical); its typed getters
+// return that error too.
 type Annotation struct {
 	// Name is the annotation key, a qualified name such as
 	// "lb.example.com/algorithm".
@@ -57,7 +59,9 @@ type Annotation struct {
 	// Kind is the value type.
 	Kind Kind
 	// Default is the value used when the annotation is absent, written as
-	// a user would write it; "" means no default. It must parse.
+	// a user would write it; "" means no default. It must parse. For a
+	// PerPort annotation it is one value of Kind (not a list of entries):
+	// the value of every port the annotation does not list.
 	Default string
 	// Doc describes the annotation for the Markdown reference (required).
 	Doc string
@@ -70,6 +74,20 @@ type Annotation struct {
 	// value into loadbalancer.Spec.Settings, so that loadbalancer.Plan
 	// keeps the cloud in sync with it.
 	Setting bool
+	// PerPort makes the value not one value but one per Service port: a
+	// comma-separated list of PORT=VALUE entries such as
+	// "443=true,https=false". PORT names a Service port by its number
+	// (1 to 65535, base 10, without sign or leading zeros) or its name (a
+	// DNS-1123 label, as a Service port name is, so that "0443" is a
+	// name); each PORT is listed once. Each VALUE is parsed as the value
+	// of an annotation of Kind that is not per port. White space around
+	// entries, ports and values is ignored. The canonical form lists the
+	// entries sorted (port numbers ascending, then names in byte order)
+	// as PORT=VALUE with VALUE canonical, joined by "," without spaces.
+	// Read it with Ports; Default is the value of every port not listed.
+	// KindCIDRList cannot be per port (its values contain commas), nor
+	// can an enum with a comma in one of its Values.
+	PerPort bool
 }
 
 // ErrInvalid marks a malformed annotation value, input the user can fix on
@@ -116,8 +134,10 @@ type Set struct {
 // Declare validates a and adds it to the set, returning the declared
 // annotation. Errors start "annotation.Set.Declare: " and name the field
 // and the value: an invalid Name, an unknown Kind, a duplicate Name, a
-// missing Doc, Values on a non-enum or an empty enum, Min > Max, or a
-// Default that does not parse (that parse error is wrapped).
+// missing Doc, Values on a non-enum or an empty enum, Min > Max, PerPort
+// with KindCIDRList or with an enum value holding a comma, or a Default
+// that does not parse (that parse error is wrapped; a PerPort
+// annotation's Default is one value of Kind).
 func (s *Set) Declare(a Annotation) (*Annotation, error) {
 	p, err := s.declare(a)
 	if err != nil {
@@ -160,9 +180,12 @@ func (s *Set) declare(a Annotation) (*Annotation, error) {
 	if a.Min > a.Max {
 		return nil, fmt.Errorf("annotation %q: Min %d > Max %d: expected Min <= Max", a.Name, a.Min, a.Max)
 	}
+	if err := a.checkPerPort(); err != nil {
+		return nil, err
+	}
 	a.Values = slices.Clone(a.Values)
 	if a.Default != "" {
-		c, err := a.canonical(a.Default)
+		c, err := a.canonicalPlain(a.Default)
 		if err != nil {
 			return nil, fmt.Errorf("annotation %q: Default: %w", a.Name, err)
 		}
@@ -176,6 +199,23 @@ func (s *Set) declare(a Annotation) (*Annotation, error) {
 	i, _ := slices.BinarySearchFunc(s.list, a.Name, func(x *Annotation, n string) int { return strings.Compare(x.Name, n) })
 	s.list = slices.Insert(s.list, i, p)
 	return p, nil
+}
+
+// checkPerPort refuses what cannot be per port: a value holding a comma,
+// which separates the entries of a PerPort value.
+func (a *Annotation) checkPerPort() error {
+	if !a.PerPort {
+		return nil
+	}
+	if a.Kind == KindCIDRList {
+		return fmt.Errorf("annotation %q: PerPort with Kind %s: expected a kind whose values hold no comma (commas separate the entries of a per-port value)", a.Name, a.Kind)
+	}
+	for i, v := range a.Values {
+		if strings.Contains(v, ",") {
+			return fmt.Errorf("annotation %q: Values[%d] %q: expected no comma in the values of a PerPort enum (commas separate its entries)", a.Name, i, v)
+		}
+	}
+	return nil
 }
 
 // MustDeclare is Declare that panics on error. It is meant for
@@ -229,7 +269,9 @@ func (s *Set) Validate(annotations map[string]string) error {
 // Canonical returns the annotation's value in canonical form (the form used
 // in loadbalancer.Spec.Settings: "true", "42", "1m30s", "10.0.0.0/8,2001:db8::/32", ...)
 // and whether it is set; when absent it returns the canonical Default ("" if
-// none) and false. Works for every kind.
+// none) and false. Works for every kind, and for a PerPort annotation,
+// whose canonical form is its sorted list of entries ("443=true,https=false")
+// when present and its Default, one value, when absent.
 func (a *Annotation) Canonical(annotations map[string]string) (string, bool, error) {
 	raw, ok := annotations[a.Name]
 	if !ok {
@@ -297,21 +339,43 @@ func (a *Annotation) CIDRs(annotations map[string]string) ([]netip.Prefix, bool,
 	return ps, set, nil
 }
 
-// get returns the canonical value of an annotation of kind k.
+// get returns the canonical value of an annotation of kind k that is not
+// per port.
 func (a *Annotation) get(annotations map[string]string, k Kind) (string, bool, error) {
-	if a.Kind != k {
-		return "", false, fmt.Errorf("annotation %q is declared as %s, not %s", a.Name, a.Kind, k)
+	if a.Kind != k || a.PerPort {
+		return "", false, fmt.Errorf("annotation %q is declared as %s, not %s", a.Name, a.kindName(), k)
 	}
 	return a.Canonical(annotations)
 }
 
+// kindName is the kind, and "per port" after it for a PerPort
+// annotation: "bool per port".
+func (a *Annotation) kindName() string {
+	if a.PerPort {
+		return string(a.Kind) + " per port"
+	}
+	return string(a.Kind)
+}
+
 // Expected words what the annotation accepts, as the end of a sentence
 // "expected …": `"true" or "false"`, "an integer from 1 to 100", `one of
-// "round-robin", "least-connections"`. It is the Expected of the *Error a
-// malformed value makes, and the "Accepted values" of the Markdown
-// reference; package admission builds its messages from it so that they
-// say what the Reconciler's do. Safe for concurrent use.
+// "round-robin", "least-connections"`; for a PerPort annotation, the
+// syntax of its entries with an example and what each VALUE must be
+// (`comma-separated PORT=VALUE entries such as "443=true,https=false",
+// each PORT …, and each VALUE "true" or "false"`). It is the Expected of
+// the *Error a malformed value makes (which, for a PerPort annotation,
+// adds the entry at fault after ": "), and the "Accepted values" of the
+// Markdown reference; package admission builds its messages from it so
+// that they say what the Reconciler's do. Safe for concurrent use.
 func (a *Annotation) Expected() string {
+	if a.PerPort {
+		return fmt.Sprintf("comma-separated PORT=VALUE entries such as %q, each PORT a port number or name (a DNS-1123 label) listed once, and each VALUE %s", a.example(), a.kindExpected())
+	}
+	return a.kindExpected()
+}
+
+// kindExpected is Expected of one value of the kind.
+func (a *Annotation) kindExpected() string {
 	switch a.Kind {
 	case KindBool:
 		return `"true" or "false"`
@@ -332,61 +396,68 @@ func (a *Annotation) Expected() string {
 	return "a non-empty string"
 }
 
-// canonical parses raw per the kind and returns its canonical form.
+// canonical parses raw, the annotation's value on an object, and returns
+// its canonical form.
 func (a *Annotation) canonical(raw string) (string, error) {
-	v := strings.TrimSpace(raw)
-	fail := func(err error) (string, error) {
-		return "", &Error{Name: a.Name, Value: raw, Expected: a.Expected(), Err: err}
+	if a.PerPort {
+		entries, err := a.parsePorts(raw)
+		if err != nil {
+			return "", err
+		}
+		return joinPorts(entries), nil
 	}
+	return a.canonicalPlain(raw)
+}
+
+// canonicalPlain parses raw as one value of the kind (a Default, or the
+// value of an annotation that is not per port).
+func (a *Annotation) canonicalPlain(raw string) (string, error) {
+	c, ok, err := a.plain(raw)
+	if !ok {
+		return "", &Error{Name: a.Name, Value: raw, Expected: a.kindExpected(), Err: err}
+	}
+	return c, nil
+}
+
+// plain parses raw, one value of the kind, without its surrounding white
+// space, and returns its canonical form; ok is false when it is
+// malformed, and err is then the parser's error, if any.
+func (a *Annotation) plain(raw string) (c string, ok bool, err error) {
+	v := strings.TrimSpace(raw)
 	switch a.Kind {
 	case KindBool:
-		if v != "true" && v != "false" {
-			return fail(nil)
-		}
-		return v, nil
+		return v, v == "true" || v == "false", nil
 	case KindInt:
 		n, err := strconv.ParseInt(v, 10, 64)
 		if err != nil {
-			return fail(err)
+			return "", false, err
 		}
 		if (a.Min != 0 || a.Max != 0) && (n < a.Min || n > a.Max) {
-			return fail(nil)
+			return "", false, nil
 		}
-		return strconv.FormatInt(n, 10), nil
+		return strconv.FormatInt(n, 10), true, nil
 	case KindDuration:
 		d, err := time.ParseDuration(v)
 		if err != nil {
-			return fail(err)
+			return "", false, err
 		}
-		if d < 0 {
-			return fail(nil)
-		}
-		return d.String(), nil
+		return d.String(), d >= 0, nil
 	case KindEnum:
-		if !slices.Contains(a.Values, v) {
-			return fail(nil)
-		}
-		return v, nil
+		return v, slices.Contains(a.Values, v), nil
 	case KindIP:
 		ip, err := netip.ParseAddr(v)
 		if err != nil {
-			return fail(err)
+			return "", false, err
 		}
-		if ip.Zone() != "" {
-			return fail(nil)
-		}
-		return ip.String(), nil
+		return ip.String(), ip.Zone() == "", nil
 	case KindCIDRList:
 		ps, err := parseCIDRList(v)
 		if err != nil {
-			return fail(err)
+			return "", false, err
 		}
-		return cidr.Join(ps), nil
+		return cidr.Join(ps), true, nil
 	}
-	if v == "" {
-		return fail(nil)
-	}
-	return v, nil
+	return v, v != "", nil
 }
 
 // parseCIDRList parses a comma-separated list into masked, sorted, unique

@@ -240,28 +240,60 @@ func TestMustDeclarePanics(t *testing.T) {
 	set.MustDeclare(annotation.Annotation{Name: "bad name"})
 }
 
+// TestValidateJoinsAll: Validate reports every malformed declared
+// annotation, PerPort ones included, and ignores the others.
 func TestValidateJoinsAll(t *testing.T) {
-	set, _ := testAnnotations(t)
-	err := set.Validate(map[string]string{
-		"lb.example.com/proxy-protocol": "maybe",
-		"lb.example.com/ip":             "1.2.3",
-		"lb.example.com/algorithm":      "round-robin",
-		"other.io/x":                    "not declared: ignored",
-	})
+	plain, _ := testAnnotations(t)
+	perPort, _ := perPortAnnotations(t)
+	for _, tc := range []struct {
+		name, reason string
+		set          *annotation.Set
+		bad, good    map[string]string
+		want         []string
+	}{
+		{name: "plain", reason: "each malformed one, by name", set: plain,
+			bad: map[string]string{
+				"lb.example.com/proxy-protocol": "maybe",
+				"lb.example.com/ip":             "1.2.3",
+				"lb.example.com/algorithm":      "round-robin",
+				"other.io/x":                    "not declared: ignored",
+			},
+			good: map[string]string{"lb.example.com/algorithm": "least-connections"},
+			want: []string{"lb.example.com/ip=1.2.3", "lb.example.com/proxy-protocol=maybe"}},
+		{name: "per port", reason: "PerPort values are parsed as such", set: perPort,
+			bad: map[string]string{
+				"lb.example.com/proxy-protocol-ports":  "80=true,80=false",
+				"lb.example.com/ip-ports":              "80=10.0.0.1",
+				"lb.example.com/max-connections-ports": "true",
+			},
+			good: map[string]string{"lb.example.com/ip-ports": "80=10.0.0.1, https=::1"},
+			want: []string{"lb.example.com/max-connections-ports=true", "lb.example.com/proxy-protocol-ports=80=true,80=false"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if diff := cmp.Diff(tc.want, invalid(tc.set.Validate(tc.bad))); diff != "" {
+				t.Errorf("%s: Validate reported (-want +got):\n%s", tc.reason, diff)
+			}
+			if err := tc.set.Validate(tc.good); err != nil {
+				t.Errorf("%s: Validate(valid) = %v; want nil", tc.reason, err)
+			}
+		})
+	}
+}
+
+// invalid returns "name=value" of each *Error that err, from Validate,
+// joins, in order.
+func invalid(err error) []string {
+	joined, ok := err.(interface{ Unwrap() []error })
+	if !ok {
+		return nil
+	}
 	var got []string
-	for _, e := range err.(interface{ Unwrap() []error }).Unwrap() {
-		var ae *annotation.Error
-		if errors.As(e, &ae) {
+	for _, e := range joined.Unwrap() {
+		if ae, ok := errors.AsType[*annotation.Error](e); ok {
 			got = append(got, ae.Name+"="+ae.Value)
 		}
 	}
-	want := []string{"lb.example.com/ip=1.2.3", "lb.example.com/proxy-protocol=maybe"}
-	if diff := cmp.Diff(want, got); diff != "" {
-		t.Errorf("Validate reported (-want +got):\n%s", diff)
-	}
-	if err := set.Validate(map[string]string{"lb.example.com/algorithm": "least-connections"}); err != nil {
-		t.Errorf("Validate(valid) = %v; want nil", err)
-	}
+	return got
 }
 
 func TestCanonical(t *testing.T) {
@@ -329,23 +361,29 @@ func FuzzAnnotationParse(f *testing.F) {
 		f.Add(s)
 	}
 	set, _ := testAnnotations(f)
-	f.Fuzz(func(t *testing.T, v string) {
-		for _, a := range set.All() {
-			c, isSet, err := a.Canonical(map[string]string{a.Name: v})
-			if !isSet {
-				t.Fatalf("%s: present value reported as not set", a.Name)
-			}
-			if err != nil {
-				var ae *annotation.Error
-				if !errors.As(err, &ae) || ae.Name != a.Name || ae.Value != v || !errors.Is(err, annotation.ErrInvalid) {
-					t.Fatalf("%s: value %q: error %#v does not name the annotation and value", a.Name, v, err)
-				}
-				continue
-			}
-			c2, _, err := a.Canonical(map[string]string{a.Name: c})
-			if err != nil || c2 != c {
-				t.Fatalf("%s: value %q: canonical %q re-parses to %q, %v", a.Name, v, c, c2, err)
-			}
+	f.Fuzz(func(t *testing.T, v string) { checkParse(t, set, v) })
+}
+
+// checkParse fails t unless, for every annotation of set, value v is
+// reported set, and is either refused with an *Error naming the
+// annotation and v or has a canonical form that parses to itself.
+func checkParse(t *testing.T, set *annotation.Set, v string) {
+	t.Helper()
+	for _, a := range set.All() {
+		c, isSet, err := a.Canonical(map[string]string{a.Name: v})
+		if !isSet {
+			t.Fatalf("%s: present value reported as not set", a.Name)
 		}
-	})
+		if err != nil {
+			var ae *annotation.Error
+			if !errors.As(err, &ae) || ae.Name != a.Name || ae.Value != v || !errors.Is(err, annotation.ErrInvalid) {
+				t.Fatalf("%s: value %q: error %#v does not name the annotation and value", a.Name, v, err)
+			}
+			continue
+		}
+		c2, _, err := a.Canonical(map[string]string{a.Name: c})
+		if err != nil || c2 != c {
+			t.Fatalf("%s: value %q: canonical %q re-parses to %q, %v", a.Name, v, c, c2, err)
+		}
+	}
 }

@@ -5,6 +5,11 @@
 // a Markdown reference (Set.WriteMarkdown) so that the documentation is
 // generated from the declarations.
 //
+// An annotation may be per port (Annotation.PerPort): its value is then a
+// list of PORT=VALUE entries ("443=true,https=false"), one value of its
+// kind for each Service port it names, read with Annotation.Ports; its
+// Default is the value of every port it does not list.
+//
 // A provider declares its annotations in a Set, usually in package-level
 // variables with MustDeclare, and hands the Set to loadbalancer.Options:
 // the load-balancer Reconciler validates every declared annotation present

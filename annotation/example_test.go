@@ -62,3 +62,39 @@ func ExampleSet() {
 	//
 	// Time between two health probes.
 }
+
+// ExampleAnnotation_Ports declares an annotation with a value per Service
+// port and reads it: the ports it lists by number or name, and the
+// Default for every other port.
+func ExampleAnnotation_Ports() {
+	var set annotation.Set
+	proxy := set.MustDeclare(annotation.Annotation{
+		Name:    "lb.example.com/proxy-protocol-ports",
+		Kind:    annotation.KindBool,
+		PerPort: true,
+		Default: "false",
+		Doc:     "Send the PROXY protocol header to the backends of these ports.",
+	})
+
+	svc := map[string]string{"lb.example.com/proxy-protocol-ports": "https=true, 8443 = true"}
+	ports, set1, err := proxy.Ports(svc)
+	fmt.Println(ports["https"], ports["8443"], set1, err)
+	for _, port := range []string{"https", "http"} {
+		v, ok := ports[port]
+		if !ok {
+			v = proxy.Default // not listed
+		}
+		fmt.Printf("%s: %s\n", port, v)
+	}
+	c, _, _ := proxy.Canonical(svc)
+	fmt.Println(c)
+
+	_, _, err = proxy.Ports(map[string]string{"lb.example.com/proxy-protocol-ports": "https=true,https=false"})
+	fmt.Println(err)
+	// Output:
+	// true true true <nil>
+	// https: true
+	// http: false
+	// 8443=true,https=true
+	// annotation "lb.example.com/proxy-protocol-ports": invalid value "https=true,https=false": expected comma-separated PORT=VALUE entries such as "443=true,https=false", each PORT a port number or name (a DNS-1123 label) listed once, and each VALUE "true" or "false": entries 1 and 2 have PORT "https"
+}

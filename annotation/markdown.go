@@ -10,8 +10,11 @@ import (
 // WriteMarkdown writes a Markdown reference of the declared annotations to
 // w: a level-1 heading with title, a summary table, and a section per
 // annotation (name, type, accepted values, default, whether it is a
-// provider setting, and the Doc text). The output is deterministic (sorted
-// by name). It returns the first write error, unwrapped.
+// provider setting, and the Doc text). A PerPort annotation's type says
+// "per port", its section shows the syntax with an example of its kind
+// ("443=true,https=false"), and its default is that of every port not
+// listed. The output is deterministic (sorted by name). It returns the
+// first write error, unwrapped.
 func (s *Set) WriteMarkdown(w io.Writer, title string) error {
 	bw := bufio.NewWriter(w)
 	fmt.Fprintf(bw, "# %s\n\n", title)
@@ -21,13 +24,16 @@ func (s *Set) WriteMarkdown(w io.Writer, title string) error {
 	}
 	fmt.Fprintf(bw, "| Annotation | Type | Default |\n|---|---|---|\n")
 	for _, a := range s.list {
-		fmt.Fprintf(bw, "| [`%s`](#%s) | %s | %s |\n", a.Name, anchor(a.Name), a.Kind, mdDefault(a.Default))
+		fmt.Fprintf(bw, "| [`%s`](#%s) | %s | %s |\n", a.Name, anchor(a.Name), a.kindName(), mdDefault(a))
 	}
 	for _, a := range s.list {
 		fmt.Fprintf(bw, "\n## `%s`\n\n", a.Name)
-		fmt.Fprintf(bw, "- Type: %s\n", a.Kind)
+		fmt.Fprintf(bw, "- Type: %s\n", a.kindName())
+		if a.PerPort {
+			fmt.Fprintf(bw, "- Syntax: `PORT=VALUE,PORT=VALUE,…` (PORT a Service port's number or name), for example `%s`\n", a.example())
+		}
 		fmt.Fprintf(bw, "- Accepted values: %s\n", a.Expected())
-		fmt.Fprintf(bw, "- Default: %s\n", mdDefault(a.Default))
+		fmt.Fprintf(bw, "- Default: %s\n", mdDefault(a))
 		if a.Setting {
 			fmt.Fprintf(bw, "- Provider setting: changing it updates the load balancer\n")
 		}
@@ -36,11 +42,17 @@ func (s *Set) WriteMarkdown(w io.Writer, title string) error {
 	return bw.Flush()
 }
 
-func mdDefault(d string) string {
-	if d == "" {
-		return "none"
+// mdDefault is a's default for the reference: that of every port not
+// listed, for a PerPort annotation.
+func mdDefault(a *Annotation) string {
+	d := "none"
+	if a.Default != "" {
+		d = "`" + a.Default + "`"
 	}
-	return "`" + d + "`"
+	if a.PerPort {
+		d += " for every port not listed"
+	}
+	return d
 }
 
 // anchor is the GitHub-style heading anchor of "`name`".
