@@ -93,6 +93,13 @@ type DesiredInput struct {
 	// alternative to the deprecated spec.loadBalancerIP. When both are set
 	// they must agree.
 	RequestedIPAnnotation *annotation.Annotation
+	// AppProtocolAnnotation, if set, is a declared per-port annotation
+	// (annotation.Annotation.PerPort, of kind enum or string) whose value
+	// for a port is its application protocol, as an alternative to
+	// spec.ports[].appProtocol (for users whose tooling cannot set that
+	// field). Each value must be one of Capabilities.AppProtocols. When a
+	// port has both they must agree.
+	AppProtocolAnnotation *annotation.Annotation
 }
 
 // maxClientIPAffinitySeconds is the longest ClientIP affinity timeout the
@@ -155,6 +162,7 @@ func Desired(svc *v1.Service, nodes []*v1.Node, in DesiredInput) (*LoadBalancer,
 	b.families(families)
 	b.settings(in.Annotations) // first: a malformed annotation is reported even if the spec is also wrong
 	b.listeners()
+	b.perPort(in.Annotations, in.AppProtocolAnnotation)
 	b.healthCheck()
 	b.sourceRanges()
 	b.sessionAffinity()
@@ -189,6 +197,12 @@ func checkDesired(svc *v1.Service, in DesiredInput) error {
 	}
 	if in.Cluster == "" {
 		return errors.New("loadbalancer.Desired: DesiredInput.Cluster is empty: expected the cluster identity")
+	}
+	if err := checkAppProtocolAnnotation("loadbalancer.Desired: DesiredInput.AppProtocolAnnotation", in.AppProtocolAnnotation, in.Capabilities); err != nil {
+		return err
+	}
+	if in.Capabilities.ListenerPools && in.Capabilities.SharedBackendPools {
+		return errors.New("loadbalancer.Desired: DesiredInput.Capabilities: ListenerPools and SharedBackendPools are both true: expected at most one (a listener's pool is its own)")
 	}
 	return in.Capabilities.BackendKey.check("loadbalancer.Desired: DesiredInput.Capabilities.BackendKey")
 }
@@ -235,7 +249,7 @@ func (b *specBuilder) settings(set *annotation.Set) {
 		b.fail(err)
 	}
 	for _, a := range set.All() {
-		if !a.Setting {
+		if !a.Setting || a.PerPort { // per-port settings go to each listener (perPort)
 			continue
 		}
 		if v, _, err := a.Canonical(b.svc.Annotations); err == nil {
