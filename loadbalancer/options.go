@@ -74,6 +74,22 @@ type Options struct {
 	// other node changes. Pass the provider's InstancesV2 (the instances
 	// package's Adapter, ideally over its Cache: one List serves every
 	// node). nil means such nodes are left out (see BackendKey).
+	//
+	// With Instances set, the Reconciler also checks, under every
+	// BackendKey, that the instance of each backend it is about to add
+	// (ActionCreate's and ActionAddBackends', and a shared pool's) still
+	// exists (InstanceExists, by the Node's spec.providerID, which every
+	// desired backend carries): a Node whose instance is gone is left out
+	// and reported once (Hooks.NodeSkipped). Its Node object lingers, with
+	// its last addresses, until the cloud-node-lifecycle controller sees it
+	// NotReady and deletes it (k8s.io/cloud-provider@v0.37.2
+	// controllers/nodelifecycle/node_lifecycle_controller.go,
+	// MonitorNodes): a cloud keyed by instance refuses the unknown target, failing the
+	// whole action and so every other new backend, and one keyed by
+	// address or Node name would send traffic to an address that no longer
+	// answers, or that another machine now holds. Backends already in the
+	// load balancer are not checked, so a converged load balancer costs no
+	// look-up; with an instances.Cache a check is no cloud call.
 	Instances cloudprovider.InstancesV2
 	// Codec, when its Scheme is set, checks every Node's spec.providerID:
 	// a Node whose provider ID it rejects (another provider's scheme, or

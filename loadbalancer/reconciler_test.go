@@ -701,6 +701,14 @@ func (a *addressBook) InstanceMetadata(_ context.Context, n *v1.Node) (*cloudpro
 	return &cloudprovider.InstanceMetadata{ProviderID: n.Spec.ProviderID, NodeAddresses: addrs}, nil
 }
 
+// InstanceExists is true for the nodes whose addresses a knows, and for
+// the nodes with an InternalIP of their own (threeNodes()): the book
+// lists only the addresses the nodes lack.
+func (a *addressBook) InstanceExists(_ context.Context, n *v1.Node) (bool, error) {
+	_, ok := a.addrs[n.Spec.ProviderID]
+	return ok || len(n.Status.Addresses) > 0, nil
+}
+
 // TestBackendsOfNodesWithoutAddressesYet covers the node the cloud-node
 // controller has given a provider ID but not yet its addresses: the
 // service controller syncs backends then and never again for the address
@@ -857,5 +865,54 @@ func TestSeveralOwnedLowestIDWins(t *testing.T) {
 		if err != nil || !ok || len(st.Ingress) != 1 || st.Ingress[0].IP != "192.0.2.1" {
 			t.Fatalf("GetLoadBalancer = %v, %v, %v; want lb-1's ingress 192.0.2.1 every time", st, ok, err)
 		}
+	}
+}
+
+// TestDeadTargetsUnderEveryKey: with Options.Instances, a Node whose
+// instance is gone (InstanceExists false) is never sent as a new backend,
+// in a creation or an AddBackends, whatever the BackendKey: its Node
+// object lingers with the InternalIP of its last life until the
+// cloud-node-lifecycle controller deletes it, and an address-keyed or
+// name-keyed cloud would send traffic there. The Nodes alive are served.
+func TestDeadTargetsUnderEveryKey(t *testing.T) {
+	for _, key := range []loadbalancer.BackendKey{loadbalancer.BackendKeyNodeName, loadbalancer.BackendKeyProviderID, loadbalancer.BackendKeyAddress} {
+		t.Run(fmt.Sprintf("key=%q", key), func(t *testing.T) {
+			alive := append(threeNodes(), node("n4", "10.0.0.4"))
+			book := &instanceBook{addrs: map[string][]v1.NodeAddress{}}
+			for _, n := range alive {
+				book.addrs[n.Spec.ProviderID] = n.Status.Addresses
+			}
+			gone, gone2 := node("gone", "10.0.0.9"), node("gone2", "10.0.0.8") // InternalIPs, no instance
+			var log skipLog
+			r, d := newReconciler(t, loadbalancer.Options{Instances: book, Capabilities: withKey(key), Hooks: loadbalancer.Hooks{NodeSkipped: log.hook}})
+			var sent []string // the Nodes of the backends each Create and AddBackends sent
+			d.onApply = func(a loadbalancer.Action) error {
+				bs := a.Backends
+				if a.Kind == loadbalancer.ActionCreate {
+					bs = a.Create.Spec.Backends
+				}
+				for _, b := range bs {
+					sent = append(sent, b.NodeName)
+				}
+				return nil
+			}
+			mustEnsure(t, r, "c1", lbService(), append(threeNodes(), gone))
+			if err := r.UpdateLoadBalancer(t.Context(), "c1", lbService(), append(slices.Clone(alive), gone, gone2)); err != nil {
+				t.Fatalf("UpdateLoadBalancer: %v", err)
+			}
+			if diff := cmp.Diff([]string{"n1", "n2", "n3", "n4"}, sent); diff != "" {
+				t.Errorf("backends sent (-want +got):\n%s\n(gone and gone2 have no instance)", diff)
+			}
+			var names []string
+			for _, b := range onlyLB(t, d).Spec.Backends {
+				names = append(names, b.NodeName)
+			}
+			if diff := cmp.Diff([]string{"n1", "n2", "n3", "n4"}, names); diff != "" {
+				t.Errorf("backends (-want +got):\n%s", diff)
+			}
+			if diff := cmp.Diff([]string{"gone", "gone2"}, log.take()); diff != "" {
+				t.Errorf("reported (-want +got):\n%s", diff)
+			}
+		})
 	}
 }
