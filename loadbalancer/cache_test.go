@@ -378,13 +378,19 @@ func TestCacheKeptCurrentByWrites(t *testing.T) {
 // Delete the next look-up of that load balancer asks the cloud, which may
 // have changed, instead of answering from the Cache; and that after a
 // write refused before it changed anything (throttle.ErrRefused: the
-// governor's refusal, the fake's rate limit) it does not, while a plain
-// throttled error (a cloud's 429, which may come half-way) still asks.
+// governor's refusal, the fake's rate limit; loadbalancer.ErrRefused, the
+// same value, from a provider's Driver) it does not, while a plain
+// throttled error (a cloud's 429, which may come half-way) or a 409 the
+// Driver does not mark still asks.
 func TestCacheWriteErrorAsksTheCloud(t *testing.T) {
 	refused := func() error {
 		return fmt.Errorf("governor: refused: %w%w", throttle.ErrRefused, api.NewRetryError("", time.Second))
 	}
 	throttled := func() error { return api.NewRetryError("HTTP 429", time.Second) }
+	driverRefused := func() error {
+		return fmt.Errorf("HTTP 409 Conflict: the listener is immutable: %w", loadbalancer.ErrRefused)
+	}
+	conflict := func() error { return errors.New("HTTP 409 Conflict: the listener is immutable") }
 	tests := []struct {
 		name      string
 		reason    string
@@ -398,6 +404,9 @@ func TestCacheWriteErrorAsksTheCloud(t *testing.T) {
 		{name: "refused apply", reason: "nothing changed, and the error says so: the list still vouches for it", fail: refused, trusted: true, wantWrite: kinds(loadbalancer.ActionAddBackends), exists: true},
 		{name: "refused delete", reason: "it still exists, and the error says nothing changed", del: true, fail: refused, trusted: true, exists: true},
 		{name: "throttled apply", reason: "a 429 may come after part of the change: ask", fail: throttled, wantWrite: kinds(loadbalancer.ActionAddBackends), exists: true},
+		{name: "driver's refused apply", reason: "a provider's Driver wraps loadbalancer.ErrRefused in its 409: the list still vouches for it", fail: driverRefused, trusted: true, wantWrite: kinds(loadbalancer.ActionAddBackends), exists: true},
+		{name: "driver's refused delete", reason: "a 409 with loadbalancer.ErrRefused: it still exists, unchanged", del: true, fail: driverRefused, trusted: true, exists: true},
+		{name: "unmarked 409", reason: "the Driver does not say nothing changed: ask", fail: conflict, wantWrite: kinds(loadbalancer.ActionAddBackends), exists: true},
 		{name: "failed apply", reason: "nothing changed: the next Ensure writes again", wantWrite: kinds(loadbalancer.ActionAddBackends), exists: true},
 		{name: "lost apply answer", reason: "it changed: the next Ensure sees the change and writes nothing", lost: true, exists: true},
 		{name: "failed delete", reason: "it still exists: the cloud says so", del: true, exists: true},
