@@ -18,6 +18,7 @@ import (
 const (
 	defaultRetryAfter      = 10 * time.Second
 	defaultMaxThrottleWait = time.Minute
+	defaultMaxBusyWait     = 2 * time.Second
 )
 
 // Options configures a Reconciler. Every field is optional: the zero value
@@ -58,9 +59,25 @@ type Options struct {
 	// every throttled Service back at once. EnsureLoadBalancer never waits:
 	// it returns its RetryError. 0 means 1m; negative means never wait.
 	MaxThrottleWait time.Duration
-	// Clock is the clock the waits for throttled cloud calls run on
-	// (MaxThrottleWait). Nil means the real clock; tests pass a
-	// k8s.io/utils/clock/testing.FakeClock and step it.
+	// MaxBusyWait bounds how long one call of EnsureLoadBalancer,
+	// UpdateLoadBalancer or EnsureLoadBalancerDeleted waits, in all, for
+	// a busy cloud (a *BusyError, see Driver) before its next write. A
+	// call whose next wait would not fit stops, keeping what it wrote:
+	// EnsureLoadBalancer returns a RetryError of exactly the cloud's delay,
+	// the others the busy error (see each method). The wait holds one of
+	// the service controller's workers, and by default it has one
+	// (--concurrent-service-syncs, 1 in k8s.io/cloud-provider@v0.37.2
+	// controllers/service/config/v1alpha1/defaults.go,
+	// RecommendedDefaultServiceControllerConfiguration): while one Service
+	// waits, every other Service waits too. The default lets a call ride
+	// out one or two busy answers of a second or so (OpenStack Octavia's
+	// PENDING_UPDATE) and hands the worker back after that, where a
+	// requeue after the exact delay costs one look-up. 0 means 2s;
+	// negative means never wait.
+	MaxBusyWait time.Duration
+	// Clock is the clock the waits for throttled cloud calls and for a
+	// busy cloud run on (MaxThrottleWait, MaxBusyWait). Nil means the real
+	// clock; tests pass a k8s.io/utils/clock/testing.FakeClock and step it.
 	Clock clock.Clock
 	// Hooks are optional callbacks for events and logs.
 	Hooks Hooks
@@ -106,6 +123,7 @@ type Options struct {
 func (o Options) withDefaults() Options {
 	o.RetryAfter = cmp.Or(o.RetryAfter, defaultRetryAfter)
 	o.MaxThrottleWait = cmp.Or(o.MaxThrottleWait, defaultMaxThrottleWait)
+	o.MaxBusyWait = cmp.Or(o.MaxBusyWait, defaultMaxBusyWait)
 	if o.Clock == nil {
 		o.Clock = clock.RealClock{}
 	}
@@ -129,7 +147,10 @@ type Hooks struct {
 	// (see the package doc, "Events"); set it to replace that event.
 	UserError func(ctx context.Context, op string, svc *v1.Service, err error)
 	// Action is called after each Driver.Apply, with its error (nil on
-	// success), e.g. to record events or metrics.
+	// success), e.g. to record events or metrics. A *BusyError not wrapping
+	// ErrRefused means the action was applied and the cloud is busy (see
+	// Driver); an answer without a load balancer that the Reconciler
+	// cannot derive (a creation's, see Driver.Apply) is an error.
 	Action func(ctx context.Context, svc *v1.Service, a Action, err error)
 	// NodeSkipped is called when a Node the service controller passed is
 	// left out of the backends because of something wrong with the Node

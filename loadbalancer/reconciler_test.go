@@ -868,6 +868,96 @@ func TestSeveralOwnedLowestIDWins(t *testing.T) {
 	}
 }
 
+// TestDerivedResults: a Driver may answer an Apply other than a creation
+// without a load balancer ("exactly the action was applied"); the
+// Reconciler derives the result with loadbalancer.Apply, so a plan of k
+// actions costs one Find and no other read, and ends where a Driver that
+// answers with the load balancer ends.
+func TestDerivedResults(t *testing.T) {
+	base := newMemDriver()
+	r := newReconcilerOver(t, nilResults{base}, loadbalancer.Options{})
+	mustEnsure(t, r, "c1", lbService(), threeNodes())
+	base.writes()
+	svc, nodes := sixSteps()
+	finds := base.findCalls()
+	st := mustEnsure(t, r, "c1", svc, nodes)
+	if got := base.findCalls() - finds; got != 1 {
+		t.Errorf("a plan of six actions answered without load balancers cost %d Finds; want 1, the look-up", got)
+	}
+	if diff := cmp.Diff(sixStepKinds, base.takeApplied()); diff != "" {
+		t.Errorf("writes (-want +got):\n%s", diff)
+	}
+	if len(st.Ingress) != 1 || st.Ingress[0].IP != "203.0.113.1" {
+		t.Errorf("status %+v; want the address of the load balancer, kept by the derived results", st)
+	}
+	calm, cd := newReconciler(t, loadbalancer.Options{})
+	mustEnsure(t, calm, "c1", lbService(), threeNodes())
+	mustEnsure(t, calm, "c1", svc, nodes)
+	if diff := cmp.Diff(cd.stored(), base.stored(), cmpOpts); diff != "" {
+		t.Errorf("load balancers (-Driver answering with them +Driver answering nil):\n%s", diff)
+	}
+	mustEnsure(t, r, "c1", svc, nodes)
+	if applied := base.takeApplied(); len(applied) != 0 {
+		t.Errorf("a second Ensure wrote %v; want nothing", applied)
+	}
+	finds = base.findCalls()
+	if err := r.UpdateLoadBalancer(t.Context(), "c1", svc, threeNodes()); err != nil {
+		t.Fatalf("UpdateLoadBalancer: %v", err)
+	}
+	if got := base.findCalls() - finds; got != 1 {
+		t.Errorf("UpdateLoadBalancer of two actions answered without load balancers cost %d Finds; want 1", got)
+	}
+}
+
+// nilCreate is memDriver answering a creation without the load balancer.
+type nilCreate struct{ *memDriver }
+
+func (d nilCreate) Apply(ctx context.Context, a loadbalancer.Action) (*loadbalancer.LoadBalancer, error) {
+	lb, err := d.memDriver.Apply(ctx, a)
+	if a.Kind == loadbalancer.ActionCreate {
+		return nil, err
+	}
+	return lb, err
+}
+
+// TestUnderivableResults: an answer without a load balancer the
+// Reconciler cannot derive is an error naming what was expected: a
+// creation's (its new ID is the Driver's), and one whose action does not
+// apply to the load balancer it was planned on.
+func TestUnderivableResults(t *testing.T) {
+	r := newReconcilerOver(t, nilCreate{newMemDriver()}, loadbalancer.Options{})
+	_, err := r.EnsureLoadBalancer(t.Context(), "c1", lbService(), threeNodes())
+	if want := "CreateLoadBalancer on load balancer \"\": driver returned no load balancer: expected the one created, with its new ID"; err == nil || !strings.Contains(err.Error(), want) {
+		t.Errorf("Ensure over a Driver answering a creation with nil: %v; want an error containing %q", err, want)
+	}
+
+	// An answer that drops the listeners (the cloud did something else),
+	// then one without a load balancer to an update of a listener: the
+	// update does not apply to what the Reconciler has.
+	base := newMemDriver()
+	r = newReconcilerOver(t, &dropListeners{nilResults{base}}, loadbalancer.Options{})
+	mustEnsure(t, r, "c1", lbService(), threeNodes())
+	svc, nodes := sixSteps()
+	_, err = r.EnsureLoadBalancer(t.Context(), "c1", svc, nodes)
+	if want := "UpdateListener on load balancer \"lb-1\": driver returned no load balancer, and the action does not apply to the one it was planned on (listener "; err == nil || !strings.Contains(err.Error(), want) {
+		t.Errorf("Ensure: %v; want an error containing %q", err, want)
+	}
+}
+
+// dropListeners is nilResults answering UpdateSourceRanges with the load
+// balancer without its listeners.
+type dropListeners struct{ nilResults }
+
+func (d *dropListeners) Apply(ctx context.Context, a loadbalancer.Action) (*loadbalancer.LoadBalancer, error) {
+	lb, err := d.nilResults.Apply(ctx, a)
+	if err != nil || a.Kind != loadbalancer.ActionUpdateSourceRanges {
+		return lb, err
+	}
+	out := d.stored()[a.LoadBalancerID]
+	out.Spec.Listeners = nil
+	return out, nil
+}
+
 // TestDeadTargetsUnderEveryKey: with Options.Instances, a Node whose
 // instance is gone (InstanceExists false) is never sent as a new backend,
 // in a creation or an AddBackends, whatever the BackendKey: its Node
