@@ -56,8 +56,9 @@ func TestInjectedErrorSurfacesUnchanged(t *testing.T) {
 			c, nodes := cloudWithNodes(t, fake.Config{}, 1, fake.Options{InstanceCache: &instances.CacheOptions{ErrorTTL: -1}})
 			// A first Service gives the load-balancer cache its list, so
 			// the next Service's miss is confirmed by a Find (the List a
-			// look-up makes itself answers its miss).
-			if _, err := lbOf(t, c).EnsureLoadBalancer(t.Context(), cluster, service("first"), nodes); err != nil {
+			// look-up makes itself answers its miss). It has no backends,
+			// so it does not fill the instance cache (no instance to check).
+			if _, err := lbOf(t, c).EnsureLoadBalancer(t.Context(), cluster, service("first"), nil); err != nil {
 				t.Fatal(err)
 			}
 			if err := c.AddFault(fake.Fault{Op: tt.op, Times: 1, Err: boom}); err != nil {
@@ -247,8 +248,10 @@ func TestCallCounters(t *testing.T) {
 	}
 	// A first Ensure: the load-balancer cache lists, and that List, made
 	// by the look-up by tags, answers its miss as the cloud (the name step
-	// trusts it too); then one create.
-	want := fake.Calls{Reads: 1, Writes: 1, ByOp: map[fake.Op]int64{fake.OpListLoadBalancers: 1, fake.OpApplyLoadBalancer: 1}}
+	// trusts it too); the instance cache lists once, to check that the new
+	// backends' instances exist (loadbalancer.Options.Instances); then one
+	// create.
+	want := fake.Calls{Reads: 2, Writes: 1, ByOp: map[fake.Op]int64{fake.OpListLoadBalancers: 1, fake.OpListInstances: 1, fake.OpApplyLoadBalancer: 1}}
 	if diff := cmp.Diff(want, c.Calls(), fake.CmpModel); diff != "" {
 		t.Errorf("calls of a first Ensure (-want +got):\n%s", diff)
 	}

@@ -113,15 +113,22 @@ func (o CacheOptions) withDefaults() CacheOptions {
 // (errors.As) has RetryAfter equal to the time left in the window. The
 // errors of a direct Find, Apply and Delete are the Driver's, unchanged.
 //
-// Apply and Delete call the wrapped Driver. On success the Cache keeps the
-// result: the load balancer Apply returned replaces the one with its ID (a
-// created one is added), a deleted one is removed. On an error the load
-// balancer the call named is marked in doubt, so the next look-up that
-// would answer with it asks the cloud, unless the error says the call was
-// refused before it changed anything (a refusal of package governor, or
-// of the fake cloud's rate limit): then the Cache keeps vouching for it. A result that comes in while a List
-// is running is laid over that List's result, so a List that read the
-// cloud before a write never undoes it in the Cache.
+// Apply and Delete call the wrapped Driver. When the call took effect (no
+// error, or a *BusyError without ErrRefused: see Driver) the Cache keeps
+// the result: the load balancer Apply returned replaces the one with its
+// ID (a created one is added); an Apply answered without a load balancer
+// (the Driver contract allows it for every kind but ActionCreate) is laid
+// over the Cache's own copy of its target with the package's Apply, or,
+// when the Cache holds none, marks the target in doubt; a deleted one is
+// removed (a Delete answered busy is still in progress: in doubt). On an
+// error the load balancer the call named is marked in doubt, so the next
+// look-up that would answer with it asks the cloud, unless the error
+// wraps ErrRefused, saying the call was refused before it changed
+// anything (a provider's Driver on a 409 or 429 that changed nothing, a
+// refusal of package governor, or of the fake cloud's rate limit): then
+// the Cache keeps vouching for it. A result that comes in while a List is
+// running is laid over that List's result, so a List that read the cloud
+// before a write never undoes it in the Cache.
 //
 // Staleness: a change made other than through this Cache (a second
 // replica's writes, the cloud's console, the cloud itself moving an
@@ -202,14 +209,20 @@ func (c *Cache) Find(ctx context.Context, q Query) ([]*LoadBalancer, error) {
 }
 
 // Apply performs a with the wrapped Driver and returns its answer
-// unchanged, keeping the Cache current (see Cache).
+// unchanged, keeping the Cache current (see Cache): an answer without a
+// load balancer to an action that took effect is derived from the
+// Cache's own copy.
 func (c *Cache) Apply(ctx context.Context, a Action) (*LoadBalancer, error) {
 	lb, err := c.d.Apply(ctx, a)
 	target := a.LoadBalancerID
 	if a.Kind == ActionCreate {
 		target = ""
 	}
-	c.lbs.written(target, lb, err)
+	if lb == nil && target != "" && (err == nil || appliedBusy(err)) {
+		c.lbs.derivedWrite(target, func(old *LoadBalancer) (*LoadBalancer, error) { return Apply(old, a) })
+	} else {
+		c.lbs.written(target, lb, err)
+	}
 	return lb, err
 }
 

@@ -184,23 +184,46 @@ func (c *listCache[T]) findDirect(ctx context.Context, q query, at uint64) ([]T,
 }
 
 // written keeps the cache current after a write to target (empty for a
-// creation) that answered obj and err: obj replaces the one with its ID;
-// on an error, or an answer about another object, target is in doubt,
-// unless the error is a refusal that changed nothing (throttle.Refused).
+// creation) that answered obj and err: when the write took effect (no
+// error, or a busy answer that was not refused: appliedBusy), obj replaces
+// the one with its ID; on an error, no obj, or an answer about another
+// object, target is in doubt, unless the error is a refusal that changed
+// nothing (throttle.Refused, which ErrRefused is).
 func (c *listCache[T]) written(target string, obj T, err error) {
 	unchanged := throttle.Refused(err)
+	took := err == nil || appliedBusy(err)
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.seq++
 	var zero T
 	var ps []patch[T]
-	if err == nil && obj != zero && obj.cacheID() != "" {
+	if took && obj != zero && obj.cacheID() != "" {
 		ps = append(ps, patch[T]{id: obj.cacheID(), obj: obj.Clone(), at: c.seq})
 	}
-	if target != "" && !unchanged && (err != nil || obj == zero || obj.cacheID() != target) {
+	if target != "" && !unchanged && (!took || obj == zero || obj.cacheID() != target) {
 		ps = append(ps, patch[T]{id: target, doubt: true, at: c.seq})
 	}
 	c.observe(ps...)
+}
+
+// derivedWrite keeps the cache current after a write to target that took
+// effect and answered no object: the cache's copy of target, with the
+// write laid over it by derive, replaces it (as much in doubt as the copy
+// was); when the cache holds no copy, or derive fails, target is in doubt.
+func (c *listCache[T]) derivedWrite(target string, derive func(old T) (T, error)) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.seq++
+	p := patch[T]{id: target, doubt: true, at: c.seq}
+	var zero T
+	if v, ok := c.lists.Kept(); ok {
+		if r := v.objs[target]; r != nil && r.obj != zero {
+			if obj, err := derive(r.obj); err == nil && obj != zero && obj.cacheID() == target {
+				p.obj, p.doubt = obj, r.doubt
+			}
+		}
+	}
+	c.observe(p)
 }
 
 // deleted keeps the cache current after a delete of obj that returned

@@ -32,6 +32,13 @@ type listingDriver struct {
 	// loseAnswers makes each Apply and Delete take effect and then fail,
 	// as when the cloud's answer is lost.
 	loseAnswers atomic.Bool
+	// nilAnswers makes each Apply but a creation answer without a load
+	// balancer, as the Driver contract allows ("exactly the action was
+	// applied").
+	nilAnswers atomic.Bool
+	// busyAnswers makes each Apply that took effect answer
+	// loadbalancer.Busy too: the cloud is busy with the load balancer.
+	busyAnswers atomic.Bool
 
 	hookMu    sync.Mutex
 	listErr   error
@@ -68,6 +75,12 @@ func (d *listingDriver) Apply(ctx context.Context, a loadbalancer.Action) (*load
 	lb, err := d.memDriver.Apply(ctx, a)
 	if err == nil && d.loseAnswers.Load() {
 		return nil, errLost
+	}
+	if err == nil && d.nilAnswers.Load() && a.Kind != loadbalancer.ActionCreate {
+		lb = nil
+	}
+	if err == nil && d.busyAnswers.Load() {
+		err = loadbalancer.Busy(time.Second, "PENDING_UPDATE")
 	}
 	return lb, err
 }
@@ -378,13 +391,23 @@ func TestCacheKeptCurrentByWrites(t *testing.T) {
 // Delete the next look-up of that load balancer asks the cloud, which may
 // have changed, instead of answering from the Cache; and that after a
 // write refused before it changed anything (throttle.ErrRefused: the
-// governor's refusal, the fake's rate limit) it does not, while a plain
-// throttled error (a cloud's 429, which may come half-way) still asks.
+// governor's refusal, the fake's rate limit; loadbalancer.ErrRefused, the
+// same value, from a provider's Driver) it does not, while a plain
+// throttled error (a cloud's 429, which may come half-way) or a 409 the
+// Driver does not mark still asks.
 func TestCacheWriteErrorAsksTheCloud(t *testing.T) {
 	refused := func() error {
 		return fmt.Errorf("governor: refused: %w%w", throttle.ErrRefused, api.NewRetryError("", time.Second))
 	}
 	throttled := func() error { return api.NewRetryError("HTTP 429", time.Second) }
+	driverRefused := func() error {
+		return fmt.Errorf("HTTP 409 Conflict: the listener is immutable: %w", loadbalancer.ErrRefused)
+	}
+	busyRefused := func() error {
+		// A minute: more than Options.MaxBusyWait, so the call stops at once.
+		return errors.Join(errors.New("HTTP 409 Conflict"), loadbalancer.Busy(time.Minute, "PENDING_UPDATE"), loadbalancer.ErrRefused)
+	}
+	conflict := func() error { return errors.New("HTTP 409 Conflict: the listener is immutable") }
 	tests := []struct {
 		name      string
 		reason    string
@@ -398,6 +421,10 @@ func TestCacheWriteErrorAsksTheCloud(t *testing.T) {
 		{name: "refused apply", reason: "nothing changed, and the error says so: the list still vouches for it", fail: refused, trusted: true, wantWrite: kinds(loadbalancer.ActionAddBackends), exists: true},
 		{name: "refused delete", reason: "it still exists, and the error says nothing changed", del: true, fail: refused, trusted: true, exists: true},
 		{name: "throttled apply", reason: "a 429 may come after part of the change: ask", fail: throttled, wantWrite: kinds(loadbalancer.ActionAddBackends), exists: true},
+		{name: "driver's refused apply", reason: "a provider's Driver wraps loadbalancer.ErrRefused in its 409: the list still vouches for it", fail: driverRefused, trusted: true, wantWrite: kinds(loadbalancer.ActionAddBackends), exists: true},
+		{name: "driver's busy refusal", reason: "a 409 while busy, with loadbalancer.ErrRefused: nothing changed", fail: busyRefused, trusted: true, wantWrite: kinds(loadbalancer.ActionAddBackends), exists: true},
+		{name: "driver's refused delete", reason: "a 409 with loadbalancer.ErrRefused: it still exists, unchanged", del: true, fail: driverRefused, trusted: true, exists: true},
+		{name: "unmarked 409", reason: "the Driver does not say nothing changed: ask", fail: conflict, wantWrite: kinds(loadbalancer.ActionAddBackends), exists: true},
 		{name: "failed apply", reason: "nothing changed: the next Ensure writes again", wantWrite: kinds(loadbalancer.ActionAddBackends), exists: true},
 		{name: "lost apply answer", reason: "it changed: the next Ensure sees the change and writes nothing", lost: true, exists: true},
 		{name: "failed delete", reason: "it still exists: the cloud says so", del: true, exists: true},
@@ -1003,5 +1030,61 @@ func TestCacheGetAfterUpdateMiss(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestCacheDerivesNilAnswers: an Apply the Driver answers without a load
+// balancer took effect exactly as the action says; the Cache lays it over
+// its own copy, so the look-ups after it are answered from the list (no
+// Find), and a converged Ensure then reads and writes nothing. A busy
+// answer that took effect (a BusyError without ErrRefused) is kept the
+// same way.
+func TestCacheDerivesNilAnswers(t *testing.T) {
+	for _, tc := range []struct {
+		name, reason string
+		full, busy   bool
+	}{
+		{name: "nil", reason: "answered (nil, nil): derived"},
+		{name: "nil and busy", reason: "answered (nil, Busy): applied, the cloud busy; derived", busy: true},
+		{name: "busy with the load balancer", reason: "answered (lb, Busy): applied, the cloud busy; lb kept", full: true, busy: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f, svc, _ := withLoadBalancer(t, loadbalancer.CacheOptions{})
+			f.d.nilAnswers.Store(!tc.full)
+			f.d.busyAnswers.Store(tc.busy)
+			four := append(threeNodes(), node("n4", "10.0.0.4"))
+			before := f.d.calls()
+			if err := f.r.UpdateLoadBalancer(t.Context(), "c1", svc, four); err != nil {
+				t.Fatalf("UpdateLoadBalancer: %v", err)
+			}
+			if _, exists, err := f.r.GetLoadBalancer(t.Context(), "c1", svc); !exists || err != nil {
+				t.Fatalf("GetLoadBalancer = %v, %v; want true, nil", exists, err)
+			}
+			mustEnsure(t, f.r, "c1", svc, four)
+			want := before
+			want.Apply++
+			checkLBCalls(t, f.d, want, "one write; the Get and the Ensure answered from the derived copy: "+tc.reason)
+			if n := len(onlyLB(t, f.d.memDriver).Spec.Backends); n != 4 {
+				t.Errorf("%d backends in the cloud; want 4", n)
+			}
+		})
+	}
+
+	// A load balancer the list does not hold: nothing to derive from, in
+	// doubt, and the look-up asks the cloud.
+	f, _, lb := withLoadBalancer(t, loadbalancer.CacheOptions{})
+	other := lb.Clone()
+	other.ID, other.Name = "lb-behind", "behind"
+	f.d.put(other)
+	f.d.nilAnswers.Store(true)
+	if _, err := f.cache.Apply(t.Context(), loadbalancer.Action{Kind: loadbalancer.ActionUpdateSourceRanges, LoadBalancerID: other.ID}); err != nil {
+		t.Fatalf("Apply: %v", err)
+	}
+	finds := f.d.calls().Find
+	if got, err := f.cache.Find(t.Context(), loadbalancer.Query{ID: other.ID}); err != nil || len(got) != 1 {
+		t.Fatalf("Find = %v, %v; want the load balancer", got, err)
+	}
+	if got := f.d.calls().Find - finds; got != 1 {
+		t.Errorf("the look-up of a load balancer written without an answer, unknown to the list, made %d Finds; want 1", got)
 	}
 }

@@ -67,8 +67,30 @@ func meteredDriver(d Driver) (Driver, PoolDriver) {
 // Cache calls. Its List and pool methods are called only when d has
 // them. The Driver contract has no not-found error (Find reports none as
 // an empty slice, Delete a gone load balancer as nil), so no error counts
-// as not-found.
+// as not-found. An Apply or Delete answered busy and not refused (see
+// Driver) took effect: it counts as "ok" (meterWrite). One refused because
+// the load balancer was busy counts as "error", as the cloud answered it
+// (a 409), and never as "throttled", the result of a RetryError, which
+// stays the count of the cloud's rate limit.
 type metered struct{ d Driver }
+
+// meterWrite is cloudmetrics.Metered for a write (Apply, Delete) of
+// metered: its busy answer that took effect (appliedBusy) is recorded as a
+// success, and returned as it is.
+func meterWrite[T any](ctx context.Context, operation string, f func(ctx context.Context) (T, error)) (T, error) {
+	var busy error
+	v, err := cloudmetrics.Metered(ctx, capability, operation, func(ctx context.Context) (T, error) {
+		v, err := f(ctx)
+		if appliedBusy(err) {
+			busy, err = err, nil
+		}
+		return v, err
+	})
+	if busy != nil {
+		return v, busy
+	}
+	return v, err
+}
 
 var _ PoolListDriver = metered{}
 
@@ -77,11 +99,12 @@ func (m metered) Find(ctx context.Context, q Query) ([]*LoadBalancer, error) {
 }
 
 func (m metered) Apply(ctx context.Context, a Action) (*LoadBalancer, error) {
-	return cloudmetrics.Metered(ctx, capability, "Apply", func(ctx context.Context) (*LoadBalancer, error) { return m.d.Apply(ctx, a) })
+	return meterWrite(ctx, "Apply", func(ctx context.Context) (*LoadBalancer, error) { return m.d.Apply(ctx, a) })
 }
 
 func (m metered) Delete(ctx context.Context, lb *LoadBalancer) error {
-	return cloudmetrics.Meter(ctx, capability, "Delete", func(ctx context.Context) error { return m.d.Delete(ctx, lb) })
+	_, err := meterWrite(ctx, "Delete", func(ctx context.Context) (struct{}, error) { return struct{}{}, m.d.Delete(ctx, lb) })
+	return err
 }
 
 func (m metered) List(ctx context.Context) ([]*LoadBalancer, error) {

@@ -11,15 +11,43 @@ import "context"
 // Reconciler treats it as read-only, and the Driver must not change it
 // afterwards.
 //
-// Throttling and provisioning: a Driver says "not now, retry after D" by
-// returning an error wrapping an *api.RetryError (k8s.io/cloud-provider/api,
-// api.NewRetryError(msg, D)) from any method: when its cloud answers 429
-// with a Retry-After, or a load balancer is still provisioning. This is
-// ccmkit's one convention for throttling in every block (the instances and
-// routes Drivers use it too). Every Reconciler method returns it wrapped,
-// findable with errors.As; from EnsureLoadBalancer the service controller
-// requeues the Service after D (controllers/service/controller.go,
-// processServiceCreateOrUpdate). It is never reported as a user error.
+// What an error means: the Reconciler and the Cache read a Driver's
+// answer by what its error wraps (errors.As, errors.Is), so a Driver
+// wraps its cloud's error with one of these, or returns one alone:
+//
+//   - nil: done. Apply applied the action (see Apply for its result).
+//   - A *BusyError (Busy(D, msg)), not wrapping ErrRefused: done, and the
+//     cloud is now busy with this load balancer, refusing writes to it for
+//     about D (OpenStack Octavia after a write to a listener, pool or
+//     member: PENDING_UPDATE). From Apply, the action was applied; from
+//     Delete, a step of it was made (a cascade delete in steps), and
+//     Delete is called again. The Reconciler waits D before its next write
+//     to the load balancer, within Options.MaxBusyWait, and else asks to
+//     be called back after exactly D; it is neither throttling nor a
+//     failure (metrics count it "ok").
+//   - A *BusyError and ErrRefused: the cloud refused the call because the
+//     load balancer was busy (409 while PENDING_UPDATE), and nothing
+//     changed. The Reconciler makes the same call after D, as above.
+//   - An *api.RetryError (k8s.io/cloud-provider/api, api.NewRetryError(msg,
+//     D)): throttled, "not now, retry after D" (the cloud answered 429 with
+//     a Retry-After), possibly after part of the call. This is ccmkit's
+//     one convention for throttling in every block (the instances and
+//     routes Drivers use it too). Every Reconciler method returns it
+//     wrapped, findable with errors.As; from EnsureLoadBalancer the service
+//     controller requeues the Service after D
+//     (controllers/service/controller.go, processNextServiceItem), doubled
+//     for each consecutive throttled call (see
+//     Reconciler.EnsureLoadBalancer). It is never reported as a user error.
+//     An error that wraps both an *api.RetryError and a *BusyError is
+//     throttled, as every block reads it: do not wrap both.
+//   - An *api.RetryError and ErrRefused: throttled before anything changed
+//     (a 429 for the first and only cloud call). As above, and a Cache
+//     keeps vouching for the load balancer without a confirming Find.
+//   - Anything else: failed, possibly half-way. The Reconciler returns it
+//     wrapped, and the service controller retries with its own back-off; a
+//     Cache asks the cloud about the load balancer at its next look-up,
+//     unless the error wraps ErrRefused (refused before any change, such
+//     as a 409 "immutable" before any write).
 //
 // Backends: declare in Capabilities.BackendKey what the cloud keeps of a
 // backend (the Node name, the instance's provider ID, or an address) and
@@ -46,11 +74,24 @@ type Driver interface {
 
 	// Apply performs one Action (see ActionKind for the meaning of each,
 	// and Apply for a reference implementation on the model) and returns
-	// the load balancer as it is afterwards. For ActionCreate it creates
-	// the load balancer with a.Create's Name, Tags and Spec and returns it
-	// with its new ID; a Driver that creates in steps may fail half-way,
-	// the next EnsureLoadBalancer finds the partial load balancer by its
-	// tags and plans the rest. Every other kind targets a.LoadBalancerID.
+	// the load balancer as it is afterwards, or nil (see below). For
+	// ActionCreate it creates the load balancer with a.Create's Name, Tags
+	// and Spec and returns it with its new ID; a Driver that creates in
+	// steps may fail half-way, the next EnsureLoadBalancer finds the
+	// partial load balancer by its tags and plans the rest. Every other
+	// kind targets a.LoadBalancerID.
+	//
+	// A nil load balancer with a nil error, or with a *BusyError not
+	// wrapping ErrRefused, means "exactly the action was applied": the
+	// Reconciler derives the result from the load balancer it planned the
+	// action on with the package's Apply, and a Cache from its own copy, so
+	// a cloud whose load balancer is a tree of objects (a listener, its
+	// pool, its members) need not read the whole tree after each write.
+	// Return the load balancer instead when the cloud may have done
+	// something else (a partial change, defaults it filled in); after a
+	// busy answer the Reconciler then plans again from it. ActionCreate
+	// must return the load balancer: only the Driver knows its new ID, and
+	// a nil result is an error.
 	//
 	// Apply must change only what the action names: never tags other than
 	// the ones given, never listeners or backends other than the ones
@@ -59,7 +100,11 @@ type Driver interface {
 
 	// Delete deletes lb (as returned by Find) and every cloud object that
 	// belongs to it. It returns nil when nothing is left, including when lb
-	// was already gone; it is called again after any error.
+	// was already gone; it is called again after any error. A Delete that
+	// deletes in steps on a busy cloud (children first, each write leaving
+	// the load balancer busy) may return a *BusyError after each step: the
+	// Reconciler calls it again after the delay, within
+	// Options.MaxBusyWait.
 	Delete(ctx context.Context, lb *LoadBalancer) error
 }
 

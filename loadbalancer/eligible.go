@@ -85,12 +85,12 @@ func (r *Reconciler) eligible(ctx context.Context, svc *v1.Service, nodes []*v1.
 
 // checkTargets drops from the backends that actions add (ActionCreate's and
 // ActionAddBackends') those whose instance Options.Instances reports gone,
-// under BackendKeyProviderID only: a cloud whose targets are instances
-// rejects an unknown one, which would fail the whole action and so every
-// other new backend. Only backends being added are checked, so a converged
-// load balancer costs no look-up; with an instances.Cache a check is no
-// cloud call. Each dropped Node is reported once (skip); a look-up error is
-// returned. nodes are the Nodes the backends were built from.
+// under every BackendKey (see Options.Instances for why): a desired backend
+// always carries its Node's provider ID, whatever the key. Only backends
+// being added are checked, so a converged load balancer costs no look-up;
+// with an instances.Cache a check is no cloud call. Each dropped Node is
+// reported once (skip); a look-up error is returned. nodes are the Nodes
+// the backends were built from.
 func (r *Reconciler) checkTargets(ctx context.Context, svc *v1.Service, actions []Action, nodes []*v1.Node) ([]Action, error) {
 	return liveActions(ctx, r, svc, actions, nodes, func(a *Action) (*[]Backend, bool) {
 		switch a.Kind {
@@ -130,9 +130,9 @@ func liveActions[A any](ctx context.Context, r *Reconciler, svc *v1.Service, act
 }
 
 // targetNodes returns nodes by provider ID when checkTargets checks the
-// backends it adds (BackendKeyProviderID and Options.Instances), else nil.
+// backends it adds (Options.Instances is set), else nil.
 func (r *Reconciler) targetNodes(nodes []*v1.Node) map[string]*v1.Node {
-	if r.key() != BackendKeyProviderID || r.opts.Instances == nil {
+	if r.opts.Instances == nil {
 		return nil
 	}
 	byID := map[string]*v1.Node{}
@@ -146,10 +146,12 @@ func (r *Reconciler) targetNodes(nodes []*v1.Node) map[string]*v1.Node {
 
 // liveTargets returns bs without the backends whose Node (byID, see
 // targetNodes) has no instance, each reported once (skip); a backend not
-// built from byID's Nodes is kept. bs itself is returned when nothing is
-// dropped.
+// built from byID's Nodes is kept. Each Node is looked up once, though it
+// may be two backends (one per family, under BackendKeyAddress). bs itself
+// is returned when nothing is dropped.
 func (r *Reconciler) liveTargets(ctx context.Context, svc *v1.Service, bs []Backend, byID map[string]*v1.Node) ([]Backend, error) {
 	var out []Backend
+	live := map[string]bool{} // provider ID → its instance exists, once looked up
 	for i, b := range bs {
 		n := byID[b.ProviderID]
 		if n == nil {
@@ -158,18 +160,26 @@ func (r *Reconciler) liveTargets(ctx context.Context, svc *v1.Service, bs []Back
 			}
 			continue // not built from nodes: keep
 		}
-		ok, err := callFor(ctx, r, func() (bool, error) { return r.opts.Instances.InstanceExists(ctx, n) })
-		if err != nil {
-			return nil, fmt.Errorf("node %q (providerID %q): checking that its instance exists before adding it as a backend: %w", cut(n.Name), cut(n.Spec.ProviderID), err)
+		ok, known := live[b.ProviderID]
+		if !known {
+			var err error
+			ok, err = callFor(ctx, r, func() (bool, error) { return r.opts.Instances.InstanceExists(ctx, n) })
+			if err != nil {
+				return nil, fmt.Errorf("node %q (providerID %q): checking that its instance exists before adding it as a backend: %w", cut(n.Name), cut(n.Spec.ProviderID), err)
+			}
+			live[b.ProviderID] = ok
+			if ok {
+				r.unskip(stageTarget, n)
+			} else {
+				r.skip(ctx, stageTarget, svc, n, errors.New("its instance does not exist"))
+			}
 		}
 		if !ok {
-			r.skip(ctx, stageTarget, svc, n, errors.New("its instance does not exist"))
 			if out == nil {
 				out = slices.Clone(bs[:i])
 			}
 			continue
 		}
-		r.unskip(stageTarget, n)
 		if out != nil {
 			out = append(out, b)
 		}

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/ccmkit/ccmkit/internal/clip"
+	"github.com/ccmkit/ccmkit/internal/throttle"
 )
 
 var (
@@ -34,6 +35,22 @@ var (
 	// test with errors.Is.
 	ErrNotFound = errors.New("load balancer not found")
 )
+
+// ErrRefused is wrapped by the error of a Driver call that the cloud
+// refused before it changed anything: a 409 "busy" or "immutable"
+// answered before any write, a 429. A Driver wraps it
+// (fmt.Errorf("...: %w", loadbalancer.ErrRefused), or errors.Join) beside
+// the error that says why (an *api.RetryError for a 429, a *BusyError for a
+// busy load balancer, see Driver), and only when it is sure: a Driver that
+// makes several cloud calls for one Action and is refused after the first
+// must not wrap it. A Cache then keeps vouching for the load balancer the
+// call named, so the refusal costs no confirming Find; without it the
+// Cache asks the cloud at the next look-up (see Cache).
+//
+// It is the same value as the refusals of package governor and of the fake
+// cloud's rate limit wrap, so errors.Is(err, ErrRefused) holds for those
+// too.
+var ErrRefused = throttle.ErrRefused
 
 // UnsupportedError reports a Service feature the provider cannot build.
 // errors.Is(err, ErrUnsupported) is true.

@@ -64,3 +64,11 @@ const (
 	EventReasonNotOwned          = eventReasonNotOwned
 	EventReasonNotFound          = eventReasonNotFound
 )
+
+// The bounds of the Reconciler's writes on a busy cloud: the writes
+// converge allows beyond twice its first plan's actions, and the Delete
+// calls for one load balancer.
+const (
+	ConvergeSpare  = convergeSpare
+	MaxDeleteCalls = maxDeleteCalls
+)

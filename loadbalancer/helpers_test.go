@@ -7,12 +7,14 @@ import (
 	"runtime"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	k8sruntime "k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/cloud-provider/api"
 
 	"github.com/ccmkit/ccmkit/internal/annotationtest"
 	"github.com/ccmkit/ccmkit/loadbalancer"
@@ -185,6 +187,13 @@ func (d *memDriver) writes() (applied []loadbalancer.ActionKind, deleted []strin
 	return applied, deleted
 }
 
+// findCalls returns the number of Find calls so far.
+func (d *memDriver) findCalls() int {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.finds
+}
+
 // takeApplied returns and resets the applied action kinds (writes).
 func (d *memDriver) takeApplied() []loadbalancer.ActionKind {
 	a, _ := d.writes()
@@ -343,4 +352,79 @@ func (d *poolMemDriver) storedPools() map[string]*loadbalancer.Pool {
 		out[id] = p.Clone()
 	}
 	return out
+}
+
+// busyCloud is memDriver as a hierarchical cloud that is busy with a load
+// balancer for busy after each write to it (OpenStack Octavia's
+// PENDING_UPDATE): a write within that time is refused, and changes
+// nothing, with a 409 (a *loadbalancer.BusyError for the time left,
+// wrapping loadbalancer.ErrRefused), and each write it takes is answered
+// with loadbalancer.Busy(busy) and no load balancer (the Reconciler
+// derives it), or, with full, the load balancer as Find would return it.
+// A creation is always answered with the load balancer (it has a new ID).
+// With throttle, the cloud says the same as a rate limit instead: it
+// answers a write it takes plainly, and refuses one within busy with a
+// 429 (an *api.RetryError for the time left, wrapping ErrRefused). Time
+// is the clock of the test's synctest bubble (time.Now).
+type busyCloud struct {
+	*memDriver
+	busy     time.Duration
+	full     bool
+	throttle bool
+
+	last    map[string]time.Time // by load balancer ID: when its last write ended; guarded by memDriver.mu
+	refused int                  // writes refused; guarded by memDriver.mu
+}
+
+func newBusyCloud(busy time.Duration) *busyCloud {
+	return &busyCloud{memDriver: newMemDriver(), busy: busy, last: map[string]time.Time{}}
+}
+
+func (c *busyCloud) Apply(ctx context.Context, a loadbalancer.Action) (*loadbalancer.LoadBalancer, error) {
+	c.mu.Lock()
+	last, written := c.last[a.LoadBalancerID]
+	if left := c.busy - time.Since(last); written && left > 0 {
+		c.refused++
+		c.mu.Unlock()
+		if c.throttle {
+			return nil, fmt.Errorf("HTTP 429 Too Many Requests: %w%w", api.NewRetryError("load balancer busy", left), loadbalancer.ErrRefused)
+		}
+		return nil, fmt.Errorf("HTTP 409 Conflict: %w%w", loadbalancer.Busy(left, "load balancer is PENDING_UPDATE"), loadbalancer.ErrRefused)
+	}
+	c.mu.Unlock()
+	lb, err := c.memDriver.Apply(ctx, a)
+	if err != nil {
+		return nil, err
+	}
+	c.mu.Lock()
+	c.last[lb.ID] = time.Now()
+	c.mu.Unlock()
+	switch {
+	case c.throttle:
+		return lb, nil
+	case c.full || a.Kind == loadbalancer.ActionCreate:
+		return lb, loadbalancer.Busy(c.busy, "PENDING_UPDATE")
+	}
+	return nil, loadbalancer.Busy(c.busy, "PENDING_UPDATE")
+}
+
+// refusals returns the number of writes refused so far.
+func (c *busyCloud) refusals() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.refused
+}
+
+// nilResults is memDriver as a Driver that answers every Apply but a
+// creation without a load balancer ("exactly the action was applied"),
+// as one over a cloud whose load balancer is a tree of objects, which
+// would otherwise read the whole tree after each write.
+type nilResults struct{ *memDriver }
+
+func (d nilResults) Apply(ctx context.Context, a loadbalancer.Action) (*loadbalancer.LoadBalancer, error) {
+	lb, err := d.memDriver.Apply(ctx, a)
+	if err != nil || a.Kind == loadbalancer.ActionCreate {
+		return lb, err
+	}
+	return nil, nil
 }

@@ -18,6 +18,7 @@ import (
 const (
 	defaultRetryAfter      = 10 * time.Second
 	defaultMaxThrottleWait = time.Minute
+	defaultMaxBusyWait     = 2 * time.Second
 )
 
 // Options configures a Reconciler. Every field is optional: the zero value
@@ -58,9 +59,25 @@ type Options struct {
 	// every throttled Service back at once. EnsureLoadBalancer never waits:
 	// it returns its RetryError. 0 means 1m; negative means never wait.
 	MaxThrottleWait time.Duration
-	// Clock is the clock the waits for throttled cloud calls run on
-	// (MaxThrottleWait). Nil means the real clock; tests pass a
-	// k8s.io/utils/clock/testing.FakeClock and step it.
+	// MaxBusyWait bounds how long one call of EnsureLoadBalancer,
+	// UpdateLoadBalancer or EnsureLoadBalancerDeleted waits, in all, for
+	// a busy cloud (a *BusyError, see Driver) before its next write. A
+	// call whose next wait would not fit stops, keeping what it wrote:
+	// EnsureLoadBalancer returns a RetryError of exactly the cloud's delay,
+	// the others the busy error (see each method). The wait holds one of
+	// the service controller's workers, and by default it has one
+	// (--concurrent-service-syncs, 1 in k8s.io/cloud-provider@v0.37.2
+	// controllers/service/config/v1alpha1/defaults.go,
+	// RecommendedDefaultServiceControllerConfiguration): while one Service
+	// waits, every other Service waits too. The default lets a call ride
+	// out one or two busy answers of a second or so (OpenStack Octavia's
+	// PENDING_UPDATE) and hands the worker back after that, where a
+	// requeue after the exact delay costs one look-up. 0 means 2s;
+	// negative means never wait.
+	MaxBusyWait time.Duration
+	// Clock is the clock the waits for throttled cloud calls and for a
+	// busy cloud run on (MaxThrottleWait, MaxBusyWait). Nil means the real
+	// clock; tests pass a k8s.io/utils/clock/testing.FakeClock and step it.
 	Clock clock.Clock
 	// Hooks are optional callbacks for events and logs.
 	Hooks Hooks
@@ -74,6 +91,22 @@ type Options struct {
 	// other node changes. Pass the provider's InstancesV2 (the instances
 	// package's Adapter, ideally over its Cache: one List serves every
 	// node). nil means such nodes are left out (see BackendKey).
+	//
+	// With Instances set, the Reconciler also checks, under every
+	// BackendKey, that the instance of each backend it is about to add
+	// (ActionCreate's and ActionAddBackends', and a shared pool's) still
+	// exists (InstanceExists, by the Node's spec.providerID, which every
+	// desired backend carries): a Node whose instance is gone is left out
+	// and reported once (Hooks.NodeSkipped). Its Node object lingers, with
+	// its last addresses, until the cloud-node-lifecycle controller sees it
+	// NotReady and deletes it (k8s.io/cloud-provider@v0.37.2
+	// controllers/nodelifecycle/node_lifecycle_controller.go,
+	// MonitorNodes): a cloud keyed by instance refuses the unknown target, failing the
+	// whole action and so every other new backend, and one keyed by
+	// address or Node name would send traffic to an address that no longer
+	// answers, or that another machine now holds. Backends already in the
+	// load balancer are not checked, so a converged load balancer costs no
+	// look-up; with an instances.Cache a check is no cloud call.
 	Instances cloudprovider.InstancesV2
 	// Codec, when its Scheme is set, checks every Node's spec.providerID:
 	// a Node whose provider ID it rejects (another provider's scheme, or
@@ -90,6 +123,7 @@ type Options struct {
 func (o Options) withDefaults() Options {
 	o.RetryAfter = cmp.Or(o.RetryAfter, defaultRetryAfter)
 	o.MaxThrottleWait = cmp.Or(o.MaxThrottleWait, defaultMaxThrottleWait)
+	o.MaxBusyWait = cmp.Or(o.MaxBusyWait, defaultMaxBusyWait)
 	if o.Clock == nil {
 		o.Clock = clock.RealClock{}
 	}
@@ -113,7 +147,10 @@ type Hooks struct {
 	// (see the package doc, "Events"); set it to replace that event.
 	UserError func(ctx context.Context, op string, svc *v1.Service, err error)
 	// Action is called after each Driver.Apply, with its error (nil on
-	// success), e.g. to record events or metrics.
+	// success), e.g. to record events or metrics. A *BusyError not wrapping
+	// ErrRefused means the action was applied and the cloud is busy (see
+	// Driver); an answer without a load balancer that the Reconciler
+	// cannot derive (a creation's, see Driver.Apply) is an error.
 	Action func(ctx context.Context, svc *v1.Service, a Action, err error)
 	// NodeSkipped is called when a Node the service controller passed is
 	// left out of the backends because of something wrong with the Node

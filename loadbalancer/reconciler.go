@@ -15,7 +15,6 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/record"
 	cloudprovider "k8s.io/cloud-provider"
-	"k8s.io/cloud-provider/api"
 	"k8s.io/klog/v2"
 
 	"github.com/ccmkit/ccmkit/annotation"
@@ -45,6 +44,9 @@ import (
 //   - cloudprovider.ImplementedElsewhere is returned unwrapped (Services
 //     with spec.loadBalancerClass); an api.RetryError from the Driver is
 //     returned wrapped by EnsureLoadBalancer, so errors.As finds it.
+//   - A busy cloud (a *BusyError from the Driver) is waited out within
+//     Options.MaxBusyWait, and past it EnsureLoadBalancer asks to be
+//     called again after exactly the cloud's delay: it is not throttling.
 //   - Service and Node arguments are never modified.
 //   - A load balancer owned by another cluster or Service is never
 //     changed or deleted, nor a shared pool of another cluster; a pool is
@@ -241,9 +243,18 @@ func (r *Reconciler) GetLoadBalancer(ctx context.Context, clusterName string, sv
 // processNextServiceItem), so without the spread every throttled Service
 // would come back at the same moment, each taking one token of the
 // cloud's budget and none getting the several reads a creation needs.
+//
+// A busy cloud is not throttled (see Driver and BusyError): after a busy
+// answer the next write waits for the cloud's delay D when that fits in
+// what is left of Options.MaxBusyWait. When it does not, EnsureLoadBalancer
+// stops, keeping what it wrote, and returns a RetryError of exactly D,
+// neither doubled nor spread, nor counted as a throttled call, with the
+// Driver's *BusyError wrapped behind it (errors.As finds both): the
+// service controller comes back after D, when the cloud takes writes
+// again, and that call plans what is left.
 func (r *Reconciler) EnsureLoadBalancer(ctx context.Context, clusterName string, svc *v1.Service, nodes []*v1.Node) (*v1.LoadBalancerStatus, error) {
-	st, err := r.ensure(ctx, clusterName, svc, nodes)
-	return st, r.spread(svc, err)
+	st, err := r.ensure(r.waitBusy(ctx), clusterName, svc, nodes)
+	return st, r.spread(svc, comeBackAfter(err))
 }
 
 // maxThrottleDelay bounds the back-off EnsureLoadBalancer asks of the
@@ -257,15 +268,17 @@ const minThrottleDelay = time.Second
 
 // spread returns err with the back-off of a throttled call (see
 // EnsureLoadBalancer), and counts consecutive throttled calls per Service:
-// any other outcome resets the count.
+// any other outcome resets the count. A RetryError of the Reconciler's own
+// (comeBack: no address yet, a busy cloud) is no throttle: it is returned
+// as it is.
 func (r *Reconciler) spread(svc *v1.Service, err error) error {
 	if svc == nil {
 		return err
 	}
 	key := svc.Namespace + "/" + svc.Name
 	d, throttled := throttle.RetryAfter(err)
-	var nr *notReady
-	if !throttled || errors.As(err, &nr) {
+	var own *comeBack
+	if !throttled || errors.As(err, &own) {
 		if r.hasThrottles.Load() {
 			r.mu.Lock()
 			delete(r.throttles, key)
@@ -293,14 +306,6 @@ func backoff(d time.Duration, n int) time.Duration {
 	d = min(d, maxThrottleDelay)
 	return d + rand.N(d)
 }
-
-// notReady is the RetryError of a load balancer without an address yet:
-// the load balancer is provisioning, nothing was throttled.
-type notReady struct{ retry *api.RetryError }
-
-func (e *notReady) Error() string { return e.retry.Error() }
-
-func (e *notReady) Unwrap() error { return e.retry }
 
 // ensure is EnsureLoadBalancer before the throttle back-off (spread): it
 // builds the desired load balancer, converges the one the lookup found
@@ -332,7 +337,7 @@ func (r *Reconciler) ensure(ctx context.Context, clusterName string, svc *v1.Ser
 	if err := r.usePool(ctx, svc, res.owner.Cluster, &desired.Spec, desired.Spec.IPFamilies, eligible); err != nil {
 		return nil, r.fail(ctx, op, svc, err)
 	}
-	lb, err := r.converge(ctx, svc, desired, res.target(), eligible)
+	lb, err := r.converge(ctx, svc, func(*LoadBalancer) *LoadBalancer { return desired }, res.target(), eligible)
 	if err != nil {
 		return nil, r.fail(ctx, op, svc, err)
 	}
@@ -359,13 +364,32 @@ func (r *Reconciler) desired(ctx context.Context, clusterName string, svc *v1.Se
 	return desired, eligible, nil
 }
 
+// convergeSpare is what converge allows beyond twice the actions of the
+// first plan (see converge).
+const convergeSpare = 2
+
 // converge plans and applies the actions that bring lb (nil: none yet) to
-// desired and returns the load balancer as the Driver last reported it. A
-// creation may be partial (see Driver.Apply), so after one it plans once
-// more.
-func (r *Reconciler) converge(ctx context.Context, svc *v1.Service, desired, lb *LoadBalancer, eligible []*v1.Node) (*LoadBalancer, error) {
-	for round := 0; round < 2; round++ {
-		actions, err := Plan(desired, lb)
+// desiredOf(lb), and returns the load balancer as the last write left it
+// (the Driver's answer, or derived: see apply). It applies a plan's
+// actions in order, each on the result of the one before, and plans again
+// from the latest result only after a creation and after a busy answer
+// that came with a load balancer: either may be partial (Driver.Apply).
+// Before each write it waits out the cloud's busy answer to the write
+// before (awaitBusy); a write the cloud refused because it was busy is
+// made again after the wait. A converged plan ends it: what is still busy
+// after the last write is not waited for.
+//
+// It makes at most 2·len(P)+convergeSpare writes that the cloud took, P
+// being the first plan of an existing load balancer (for a new one, the
+// plan after its creation, the creation not counted): each action once,
+// once more after a partial result, and two to spare. A Driver whose
+// results never show its writes gets an error naming the bound, rather
+// than a loop; a refused write is not counted, each one waits for the
+// cloud within Options.MaxBusyWait.
+func (r *Reconciler) converge(ctx context.Context, svc *v1.Service, desiredOf func(*LoadBalancer) *LoadBalancer, lb *LoadBalancer, eligible []*v1.Node) (*LoadBalancer, error) {
+	var w writes
+	for {
+		actions, err := Plan(desiredOf(lb), lb)
 		if err == nil {
 			actions, err = r.checkTargets(ctx, svc, actions, eligible)
 		}
@@ -373,18 +397,147 @@ func (r *Reconciler) converge(ctx context.Context, svc *v1.Service, desired, lb 
 			return nil, err
 		}
 		if len(actions) == 0 {
-			break
+			return lb, nil
 		}
-		for _, a := range actions {
-			if lb, err = r.apply(ctx, svc, a); err != nil {
-				return nil, err
-			}
+		if !w.bounded {
+			w.limit = w.took + 2*len(actions) + convergeSpare
+			w.bounded = actions[0].Kind != ActionCreate
 		}
-		if actions[0].Kind != ActionCreate {
-			break
+		var again bool
+		if lb, again, err = r.applyPlan(ctx, svc, lb, actions, &w); err != nil || !again {
+			return lb, err
 		}
 	}
+}
+
+// writes is what one converge has written: the writes the cloud took, their
+// bound, and the busy answer of the last write, to wait out before the
+// next one.
+type writes struct {
+	took, limit int
+	bounded     bool          // limit is set from a plan of an existing load balancer
+	busy        error         // the last write's busy answer (busyOf), or nil
+	delay       time.Duration // how long the cloud is busy after it
+}
+
+// applyPlan applies actions in order from lb (see converge) and returns
+// the last result, and whether to plan again from it.
+func (r *Reconciler) applyPlan(ctx context.Context, svc *v1.Service, lb *LoadBalancer, actions []Action, w *writes) (*LoadBalancer, bool, error) {
+	for i := 0; i < len(actions); {
+		if w.busy != nil {
+			if err := r.awaitBusy(ctx, w.busy, w.delay); err != nil {
+				return nil, false, err
+			}
+			w.busy = nil
+		}
+		if w.took >= w.limit {
+			return nil, false, fmt.Errorf("load balancer %q (id %q) not converged after %d writes, the most one call makes (twice the %d actions of its first plan, and %d): expected Driver results that show each write (see Driver.Apply)",
+				lb.Name, lb.ID, w.took, (w.limit-convergeSpare)/2, convergeSpare)
+		}
+		s, err := r.apply(ctx, svc, lb, actions[i])
+		if err != nil {
+			return nil, false, err
+		}
+		w.busy, w.delay = s.busy, s.delay
+		if s.refused {
+			continue // nothing changed: the same action, once the cloud is free
+		}
+		w.took++
+		lb = s.lb
+		if s.replan {
+			return lb, true, nil
+		}
+		i++
+	}
+	return lb, false, nil
+}
+
+// step is the outcome of one Driver.Apply (apply).
+type step struct {
+	lb      *LoadBalancer // the load balancer after the action: the Driver's, or derived; nil when refused
+	refused bool          // the cloud refused the action because it was busy: nothing changed
+	replan  bool          // plan again from lb: a creation, or a busy answer with the Driver's load balancer
+	busy    error         // the Driver's busy answer, wrapped with the action, or nil
+	delay   time.Duration // how long the cloud is busy (busyOf)
+}
+
+// apply performs a through the Driver on prev, the load balancer a was
+// planned on (nil for a creation), and reads the answer as Driver
+// documents: applied (nil, or a busy answer without ErrRefused), refused
+// because busy (a busy answer with ErrRefused), or failed (any other
+// error, which it returns wrapped with the action and the load balancer).
+// An applied action the Driver answered without a load balancer is
+// derived: prev with a applied (Apply), except a creation, whose new ID
+// only the Driver knows.
+func (r *Reconciler) apply(ctx context.Context, svc *v1.Service, prev *LoadBalancer, a Action) (step, error) {
+	klog.FromContext(ctx).V(2).Info("Applying load balancer action", "service", klog.KObj(svc), "action", a.Kind, "id", a.LoadBalancerID, "reason", a.Reason)
+	lb, err := callFor(ctx, r, func() (*LoadBalancer, error) {
+		return r.calls.Apply(ctx, a)
+	})
+	b, delay := busyOf(err)
+	s := step{lb: lb, delay: delay, refused: b != nil && throttle.Refused(err)}
+	switch {
+	case s.refused:
+		s.lb = nil
+	case err == nil || b != nil:
+		s.replan = a.Kind == ActionCreate || (b != nil && lb != nil)
+		if lb == nil {
+			var derr error
+			if s.lb, derr = derived(prev, a); derr != nil {
+				err, b = derr, nil // applied, but the answer is unusable: a failure
+			}
+		}
+	}
+	if r.opts.Hooks.Action != nil {
+		r.opts.Hooks.Action(ctx, svc, a, err)
+	}
+	if err != nil {
+		err = fmt.Errorf("%s on load balancer %q: %w", a.Kind, a.LoadBalancerID, err)
+	}
+	if b == nil {
+		return s, err
+	}
+	s.busy = err
+	return s, nil
+}
+
+// derived is the result of an Apply that the Driver answered without a
+// load balancer: prev, the load balancer a was planned on, with a applied
+// by the package's reference implementation (Apply). A creation must be
+// answered with the load balancer created: only the Driver knows its ID.
+func derived(prev *LoadBalancer, a Action) (*LoadBalancer, error) {
+	if a.Kind == ActionCreate {
+		return nil, errors.New("driver returned no load balancer: expected the one created, with its new ID")
+	}
+	lb, err := Apply(prev, a)
+	if err != nil {
+		return nil, fmt.Errorf("driver returned no load balancer, and the action does not apply to the one it was planned on (%w): expected the load balancer as it is now", err)
+	}
 	return lb, nil
+}
+
+// maxDeleteCalls bounds the Delete calls for one load balancer in one
+// EnsureLoadBalancerDeleted: a cascade delete answered busy (see
+// Driver.Delete) takes one call per step.
+const maxDeleteCalls = 16
+
+// delete deletes lb, calling Driver.Delete again after each busy answer
+// once the cloud's delay has passed (awaitBusy), at most maxDeleteCalls
+// times.
+func (r *Reconciler) delete(ctx context.Context, lb *LoadBalancer) error {
+	for calls := 1; ; calls++ {
+		err := r.call(ctx, func() error { return r.calls.Delete(ctx, lb) })
+		b, d := busyOf(err)
+		switch {
+		case b == nil:
+			return err
+		case calls == maxDeleteCalls:
+			return &stillBusy{err: err, after: d, why: fmt.Sprintf("busy after %d Delete calls, the most one call makes", calls)}
+		}
+		if err := r.awaitBusy(ctx, err, d); err != nil {
+			return err
+		}
+	}
 }
 
 // noteUpdateMiss records whether UpdateLoadBalancer found no load balancer
@@ -417,7 +570,7 @@ func (r *Reconciler) takeUpdateMiss(svc *v1.Service) bool {
 // Options.RetryAfter while it has no address, else its validated ingress.
 func (r *Reconciler) status(lb *LoadBalancer, owner Owner) (*v1.LoadBalancerStatus, error) {
 	if len(lb.Ingress) == 0 {
-		return nil, &notReady{api.NewRetryError(fmt.Sprintf("load balancer %q (id %q) of service %s has no address yet", lb.Name, lb.ID, owner.namespacedName()), r.opts.RetryAfter)}
+		return nil, notReady(fmt.Sprintf("load balancer %q (id %q) of service %s has no address yet", lb.Name, lb.ID, owner.namespacedName()), r.opts.RetryAfter)
 	}
 	st, err := buildStatus(lb.Ingress)
 	if err != nil {
@@ -434,12 +587,21 @@ func (r *Reconciler) status(lb *LoadBalancer, owner Owner) (*v1.LoadBalancerStat
 // cloudprovider.ImplementedElsewhere, unwrapped, for a Service with
 // spec.loadBalancerClass, ErrNotFound (wrapped) when the Service has no
 // load balancer, and Driver errors wrapped.
+//
+// A busy cloud (see Driver) is waited out within Options.MaxBusyWait; past
+// it UpdateLoadBalancer stops, keeping what it wrote, and returns the
+// Driver's busy answer wrapped (errors.As finds the *BusyError), not a
+// RetryError: the service controller does not honour a delay from it, it
+// sends a Service whose node sync failed to its service queue
+// (k8s.io/cloud-provider@v0.37.2 controllers/service/controller.go,
+// nodeSyncService and processNextNodeItem), whose EnsureLoadBalancer then
+// finishes the change.
 func (r *Reconciler) UpdateLoadBalancer(ctx context.Context, clusterName string, svc *v1.Service, nodes []*v1.Node) error {
 	const op = "UpdateLoadBalancer"
 	if svc != nil && svc.Spec.LoadBalancerClass != nil {
 		return cloudprovider.ImplementedElsewhere
 	}
-	ctx = r.waitThrottles(ctx)
+	ctx = r.waitBusy(r.waitThrottles(ctx))
 	// A load balancer the Cache's list does not hold is "none" here without
 	// asking the cloud: Update creates nothing, and after its ErrNotFound
 	// the service controller only asks GetLoadBalancer whether the failure
@@ -465,28 +627,27 @@ func (r *Reconciler) UpdateLoadBalancer(ctx context.Context, clusterName string,
 	if err != nil {
 		return r.fail(ctx, op, svc, err)
 	}
-	desired := *lb
-	desired.Spec.BackendKey = r.key()
-	desired.Spec.Backends = r.key().backends(nodes, families)
-	err = r.usePool(ctx, svc, res.owner.Cluster, &desired.Spec, families, nodes)
-	var actions []Action
-	if err == nil {
-		actions, err = Plan(&desired, lb)
+	want := Spec{BackendKey: r.key(), Backends: r.key().backends(nodes, families)}
+	if err := r.usePool(ctx, svc, res.owner.Cluster, &want, families, nodes); err != nil {
+		return r.fail(ctx, op, svc, err)
 	}
-	if err == nil {
-		actions, err = r.checkTargets(ctx, svc, actions, nodes)
-	}
+	after, err := r.converge(ctx, svc, withBackends(want), lb, nodes)
 	if err != nil {
 		return r.fail(ctx, op, svc, err)
 	}
-	after := lb
-	for _, a := range actions {
-		if after, err = r.apply(ctx, svc, a); err != nil {
-			return r.fail(ctx, op, svc, err)
-		}
-	}
 	r.releasedPool(ctx, svc, res.owner.Cluster, lb, after)
 	return nil
+}
+
+// withBackends returns UpdateLoadBalancer's desired load balancer for a
+// load balancer lb: lb with the backends of want (its BackendKey, Backends
+// and BackendPool), and nothing else changed.
+func withBackends(want Spec) func(lb *LoadBalancer) *LoadBalancer {
+	return func(lb *LoadBalancer) *LoadBalancer {
+		d := *lb
+		d.Spec.BackendKey, d.Spec.Backends, d.Spec.BackendPool = want.BackendKey, want.Backends, want.BackendPool
+		return &d
+	}
 }
 
 // EnsureLoadBalancerDeleted deletes every load balancer the Service owns
@@ -497,9 +658,18 @@ func (r *Reconciler) UpdateLoadBalancer(ctx context.Context, clusterName string,
 // that no load balancer references any more: the Service's, when it was the
 // last user, and any left behind by an earlier failure. Driver errors are
 // wrapped and joined.
+//
+// A Delete answered busy (a cascade delete in steps, see Driver.Delete) is
+// called again once the cloud's delay has passed, within
+// Options.MaxBusyWait and at most maxDeleteCalls (16) times per load
+// balancer; past either, the busy answer is returned wrapped, not as a
+// RetryError: the service controller retries a failed delete after its
+// own exponential back-off (controllers/service/controller.go,
+// syncLoadBalancerIfNeeded, which formats the error with %v, and
+// processNextServiceItem's AddRateLimited).
 func (r *Reconciler) EnsureLoadBalancerDeleted(ctx context.Context, clusterName string, svc *v1.Service) error {
 	const op = "EnsureLoadBalancerDeleted"
-	ctx = r.waitThrottles(ctx)
+	ctx = r.waitBusy(r.waitThrottles(ctx))
 	r.takeUpdateMiss(svc) // forget it: a Service going away asks no more
 	res, err := r.begin(ctx, op, clusterName, svc)
 	if err != nil {
@@ -509,8 +679,7 @@ func (r *Reconciler) EnsureLoadBalancerDeleted(ctx context.Context, clusterName 
 	var errs []error
 	for _, lb := range res.owned {
 		klog.FromContext(ctx).V(2).Info("Deleting load balancer", "service", klog.KObj(svc), "id", lb.ID, "name", lb.Name)
-		del := func() error { return r.calls.Delete(ctx, lb) }
-		if err := r.call(ctx, del); err != nil {
+		if err := r.delete(ctx, lb); err != nil {
 			errs = append(errs, fmt.Errorf("delete load balancer %q (id %q): %w", lb.Name, lb.ID, err))
 		}
 	}
@@ -567,23 +736,6 @@ func (r *Reconciler) owner(clusterName string, svc *v1.Service) (Owner, error) {
 		return Owner{}, invalidService("service %s/%s: metadata.uid is empty: expected the Service's UID", svc.Namespace, svc.Name)
 	}
 	return OwnerOf(cluster, svc), nil
-}
-
-func (r *Reconciler) apply(ctx context.Context, svc *v1.Service, a Action) (*LoadBalancer, error) {
-	klog.FromContext(ctx).V(2).Info("Applying load balancer action", "service", klog.KObj(svc), "action", a.Kind, "id", a.LoadBalancerID, "reason", a.Reason)
-	lb, err := callFor(ctx, r, func() (*LoadBalancer, error) {
-		return r.calls.Apply(ctx, a)
-	})
-	if err == nil && lb == nil {
-		err = fmt.Errorf("driver returned no load balancer")
-	}
-	if r.opts.Hooks.Action != nil {
-		r.opts.Hooks.Action(ctx, svc, a, err)
-	}
-	if err != nil {
-		return nil, fmt.Errorf("%s on load balancer %q: %w", a.Kind, a.LoadBalancerID, err)
-	}
-	return lb, nil
 }
 
 // fail wraps err with the Service, reports user-facing errors

@@ -702,6 +702,14 @@ func (a *addressBook) InstanceMetadata(_ context.Context, n *v1.Node) (*cloudpro
 	return &cloudprovider.InstanceMetadata{ProviderID: n.Spec.ProviderID, NodeAddresses: addrs}, nil
 }
 
+// InstanceExists is true for the nodes whose addresses a knows, and for
+// the nodes with an InternalIP of their own (threeNodes()): the book
+// lists only the addresses the nodes lack.
+func (a *addressBook) InstanceExists(_ context.Context, n *v1.Node) (bool, error) {
+	_, ok := a.addrs[n.Spec.ProviderID]
+	return ok || len(n.Status.Addresses) > 0, nil
+}
+
 // TestBackendsOfNodesWithoutAddressesYet covers the node the cloud-node
 // controller has given a provider ID but not yet its addresses: the
 // service controller syncs backends then and never again for the address
@@ -858,5 +866,144 @@ func TestSeveralOwnedLowestIDWins(t *testing.T) {
 		if err != nil || !ok || len(st.Ingress) != 1 || st.Ingress[0].IP != "192.0.2.1" {
 			t.Fatalf("GetLoadBalancer = %v, %v, %v; want lb-1's ingress 192.0.2.1 every time", st, ok, err)
 		}
+	}
+}
+
+// TestDerivedResults: a Driver may answer an Apply other than a creation
+// without a load balancer ("exactly the action was applied"); the
+// Reconciler derives the result with loadbalancer.Apply, so a plan of k
+// actions costs one Find and no other read, and ends where a Driver that
+// answers with the load balancer ends.
+func TestDerivedResults(t *testing.T) {
+	base := newMemDriver()
+	r := newReconcilerOver(t, nilResults{base}, loadbalancer.Options{})
+	mustEnsure(t, r, "c1", lbService(), threeNodes())
+	base.writes()
+	svc, nodes := sixSteps()
+	finds := base.findCalls()
+	st := mustEnsure(t, r, "c1", svc, nodes)
+	if got := base.findCalls() - finds; got != 1 {
+		t.Errorf("a plan of six actions answered without load balancers cost %d Finds; want 1, the look-up", got)
+	}
+	if diff := cmp.Diff(sixStepKinds, base.takeApplied()); diff != "" {
+		t.Errorf("writes (-want +got):\n%s", diff)
+	}
+	if len(st.Ingress) != 1 || st.Ingress[0].IP != "203.0.113.1" {
+		t.Errorf("status %+v; want the address of the load balancer, kept by the derived results", st)
+	}
+	calm, cd := newReconciler(t, loadbalancer.Options{})
+	mustEnsure(t, calm, "c1", lbService(), threeNodes())
+	mustEnsure(t, calm, "c1", svc, nodes)
+	if diff := cmp.Diff(cd.stored(), base.stored(), cmpOpts); diff != "" {
+		t.Errorf("load balancers (-Driver answering with them +Driver answering nil):\n%s", diff)
+	}
+	mustEnsure(t, r, "c1", svc, nodes)
+	if applied := base.takeApplied(); len(applied) != 0 {
+		t.Errorf("a second Ensure wrote %v; want nothing", applied)
+	}
+	finds = base.findCalls()
+	if err := r.UpdateLoadBalancer(t.Context(), "c1", svc, threeNodes()); err != nil {
+		t.Fatalf("UpdateLoadBalancer: %v", err)
+	}
+	if got := base.findCalls() - finds; got != 1 {
+		t.Errorf("UpdateLoadBalancer of two actions answered without load balancers cost %d Finds; want 1", got)
+	}
+}
+
+// nilCreate is memDriver answering a creation without the load balancer.
+type nilCreate struct{ *memDriver }
+
+func (d nilCreate) Apply(ctx context.Context, a loadbalancer.Action) (*loadbalancer.LoadBalancer, error) {
+	lb, err := d.memDriver.Apply(ctx, a)
+	if a.Kind == loadbalancer.ActionCreate {
+		return nil, err
+	}
+	return lb, err
+}
+
+// TestUnderivableResults: an answer without a load balancer the
+// Reconciler cannot derive is an error naming what was expected: a
+// creation's (its new ID is the Driver's), and one whose action does not
+// apply to the load balancer it was planned on.
+func TestUnderivableResults(t *testing.T) {
+	r := newReconcilerOver(t, nilCreate{newMemDriver()}, loadbalancer.Options{})
+	_, err := r.EnsureLoadBalancer(t.Context(), "c1", lbService(), threeNodes())
+	if want := "CreateLoadBalancer on load balancer \"\": driver returned no load balancer: expected the one created, with its new ID"; err == nil || !strings.Contains(err.Error(), want) {
+		t.Errorf("Ensure over a Driver answering a creation with nil: %v; want an error containing %q", err, want)
+	}
+
+	// An answer that drops the listeners (the cloud did something else),
+	// then one without a load balancer to an update of a listener: the
+	// update does not apply to what the Reconciler has.
+	base := newMemDriver()
+	r = newReconcilerOver(t, &dropListeners{nilResults{base}}, loadbalancer.Options{})
+	mustEnsure(t, r, "c1", lbService(), threeNodes())
+	svc, nodes := sixSteps()
+	_, err = r.EnsureLoadBalancer(t.Context(), "c1", svc, nodes)
+	if want := "UpdateListener on load balancer \"lb-1\": driver returned no load balancer, and the action does not apply to the one it was planned on (listener "; err == nil || !strings.Contains(err.Error(), want) {
+		t.Errorf("Ensure: %v; want an error containing %q", err, want)
+	}
+}
+
+// dropListeners is nilResults answering UpdateSourceRanges with the load
+// balancer without its listeners.
+type dropListeners struct{ nilResults }
+
+func (d *dropListeners) Apply(ctx context.Context, a loadbalancer.Action) (*loadbalancer.LoadBalancer, error) {
+	lb, err := d.nilResults.Apply(ctx, a)
+	if err != nil || a.Kind != loadbalancer.ActionUpdateSourceRanges {
+		return lb, err
+	}
+	out := d.stored()[a.LoadBalancerID]
+	out.Spec.Listeners = nil
+	return out, nil
+}
+
+// TestDeadTargetsUnderEveryKey: with Options.Instances, a Node whose
+// instance is gone (InstanceExists false) is never sent as a new backend,
+// in a creation or an AddBackends, whatever the BackendKey: its Node
+// object lingers with the InternalIP of its last life until the
+// cloud-node-lifecycle controller deletes it, and an address-keyed or
+// name-keyed cloud would send traffic there. The Nodes alive are served.
+func TestDeadTargetsUnderEveryKey(t *testing.T) {
+	for _, key := range []loadbalancer.BackendKey{loadbalancer.BackendKeyNodeName, loadbalancer.BackendKeyProviderID, loadbalancer.BackendKeyAddress} {
+		t.Run(fmt.Sprintf("key=%q", key), func(t *testing.T) {
+			alive := append(threeNodes(), node("n4", "10.0.0.4"))
+			book := &instanceBook{addrs: map[string][]v1.NodeAddress{}}
+			for _, n := range alive {
+				book.addrs[n.Spec.ProviderID] = n.Status.Addresses
+			}
+			gone, gone2 := node("gone", "10.0.0.9"), node("gone2", "10.0.0.8") // InternalIPs, no instance
+			var log skipLog
+			r, d := newReconciler(t, loadbalancer.Options{Instances: book, Capabilities: withKey(key), Hooks: loadbalancer.Hooks{NodeSkipped: log.hook}})
+			var sent []string // the Nodes of the backends each Create and AddBackends sent
+			d.onApply = func(a loadbalancer.Action) error {
+				bs := a.Backends
+				if a.Kind == loadbalancer.ActionCreate {
+					bs = a.Create.Spec.Backends
+				}
+				for _, b := range bs {
+					sent = append(sent, b.NodeName)
+				}
+				return nil
+			}
+			mustEnsure(t, r, "c1", lbService(), append(threeNodes(), gone))
+			if err := r.UpdateLoadBalancer(t.Context(), "c1", lbService(), append(slices.Clone(alive), gone, gone2)); err != nil {
+				t.Fatalf("UpdateLoadBalancer: %v", err)
+			}
+			if diff := cmp.Diff([]string{"n1", "n2", "n3", "n4"}, sent); diff != "" {
+				t.Errorf("backends sent (-want +got):\n%s\n(gone and gone2 have no instance)", diff)
+			}
+			var names []string
+			for _, b := range onlyLB(t, d).Spec.Backends {
+				names = append(names, b.NodeName)
+			}
+			if diff := cmp.Diff([]string{"n1", "n2", "n3", "n4"}, names); diff != "" {
+				t.Errorf("backends (-want +got):\n%s", diff)
+			}
+			if diff := cmp.Diff([]string{"gone", "gone2"}, log.take()); diff != "" {
+				t.Errorf("reported (-want +got):\n%s", diff)
+			}
+		})
 	}
 }

@@ -17,14 +17,18 @@ import (
 	"k8s.io/utils/clock"
 )
 
-// ErrRefused is wrapped, beside an *api.RetryError, by the error of a call
-// that was turned away before it could change anything: the governor's
-// refusal of a call over its budget, the fake cloud's rate limit. A cache
-// that marks what a failed write named as "in doubt" (it may have changed
-// half-way) leaves it trusted after such an error instead, so a throttled
-// write costs no extra read. A throttled error without it (a Driver's
-// 429, which may come half-way through several cloud calls) is taken as a
+// ErrRefused is wrapped by the error of a call that was turned away before
+// it could change anything: beside an *api.RetryError, the governor's
+// refusal of a call over its budget and the fake cloud's rate limit. A
+// cache that marks what a failed write named as "in doubt" (it may have
+// changed half-way) leaves it trusted after such an error instead, so a
+// refused write costs no extra read. An error without it (a Driver's 429,
+// which may come half-way through several cloud calls) is taken as a
 // failure that may have changed something.
+//
+// Users see it as loadbalancer.ErrRefused, the same value, which is the
+// one a provider's Driver wraps (it cannot import this package); package
+// loadbalancer documents when.
 var ErrRefused = errors.New("refused before any change")
 
 // Refused reports whether err wraps ErrRefused: the call changed nothing.
