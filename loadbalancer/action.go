@@ -49,7 +49,9 @@ const (
 	// own, one cloud object each.
 	ActionAddListener ActionKind = "AddListener"
 	// ActionAddListenerPool creates the pool of the listener
-	// Action.Listener (as the Driver reported it, without a pool), empty:
+	// Action.Listener (as the Driver reported it, without a pool; for a
+	// listener the same call just added, the Driver finds the cloud ID it
+	// reported in Action.Current), empty:
 	// no members, no health check (Capabilities.ListenerPools only). A
 	// Driver whose cloud cannot make an empty pool may create it with
 	// Action.Pool's members and health check, and report them.

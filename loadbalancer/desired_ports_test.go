@@ -96,7 +96,7 @@ func TestDesiredPerPortErrors(t *testing.T) {
 			isErr: loadbalancer.ErrInvalidService},
 		{name: "not served", anns: map[string]string{appProtoAnn.Name: "80=https"},
 			in:    func(in *loadbalancer.DesiredInput) { in.Capabilities.AppProtocols = []string{"http", "h2"} },
-			want:  `service shop/web: annotation "lb.example.com/protocol": port 80/TCP: application protocol "https" (expected one of ["http" "h2"]): AppProtocols is not supported by this provider (Capabilities.AppProtocols is false)`,
+			want:  `service shop/web: annotation "lb.example.com/protocol": port 80/TCP: application protocol "https" (expected one of ["http" "h2"]): not among the application protocols of this provider (Capabilities.AppProtocols)`,
 			isErr: loadbalancer.ErrUnsupported},
 		{name: "annotation without AppProtocols", in: func(in *loadbalancer.DesiredInput) { in.Capabilities.AppProtocols = nil },
 			want: `loadbalancer.Desired: DesiredInput.AppProtocolAnnotation "lb.example.com/protocol" is set, but Capabilities.AppProtocols is empty: expected the application protocols the load balancer serves`},

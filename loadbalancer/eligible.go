@@ -92,7 +92,7 @@ func (r *Reconciler) eligible(ctx context.Context, svc *v1.Service, nodes []*v1.
 // reported once (skip); a look-up error is returned. nodes are the Nodes
 // the backends were built from.
 func (r *Reconciler) checkTargets(ctx context.Context, svc *v1.Service, actions []Action, nodes []*v1.Node) ([]Action, error) {
-	return liveActions(ctx, r, svc, actions, nodes, func(a *Action) (*[]Backend, bool) {
+	actions, err := liveActions(ctx, r, svc, actions, nodes, func(a *Action) (*[]Backend, bool) {
 		switch a.Kind {
 		case ActionCreate:
 			a.Create = a.Create.Clone()
@@ -102,6 +102,15 @@ func (r *Reconciler) checkTargets(ctx context.Context, svc *v1.Service, actions 
 		}
 		return nil, false
 	})
+	if err != nil {
+		return nil, err
+	}
+	for _, a := range actions {
+		if a.Kind == ActionCreate && a.Create.Spec.ListenerPools {
+			a.Create.Spec.setBackends(a.Create.Spec.Backends) // the pools hold the live backends too
+		}
+	}
+	return actions, nil
 }
 
 // liveActions is checkTargets for actions of any type A: adds returns a

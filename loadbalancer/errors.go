@@ -55,7 +55,8 @@ var ErrRefused = throttle.ErrRefused
 // UnsupportedError reports a Service feature the provider cannot build.
 // errors.Is(err, ErrUnsupported) is true.
 type UnsupportedError struct {
-	// Feature is the Capabilities field that is false, e.g. "UDP".
+	// Feature is the Capabilities field that is false, e.g. "UDP", or
+	// "AppProtocols" for an application protocol it does not list.
 	Feature string
 	// Detail names the Service field and value that asked for it.
 	Detail string
@@ -63,6 +64,9 @@ type UnsupportedError struct {
 
 // Error names the Service field, the feature and the Capabilities field.
 func (e *UnsupportedError) Error() string {
+	if e.Feature == "AppProtocols" { // a list, not a flag: Detail names what it holds
+		return fmt.Sprintf("%s: not among the application protocols of this provider (Capabilities.AppProtocols)", e.Detail)
+	}
 	return fmt.Sprintf("%s: %s is not supported by this provider (Capabilities.%s is false)", e.Detail, e.Feature, e.Feature)
 }
 

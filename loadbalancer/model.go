@@ -212,7 +212,11 @@ func (want Listener) attrsEqual(have Listener) bool {
 // BackendKey says what a cloud keeps of a load-balancer backend, and so
 // what identifies one: Plan matches desired and actual backends by it and
 // compares nothing else, and Apply adds and removes backends by it. A
-// Driver reports, for each backend, at least the fields of its key.
+// Driver reports, for each backend, at least the fields of its key. Under
+// every key a desired backend carries its Node's ProviderID, and with
+// Options.Instances set a backend about to be added (in ActionCreate,
+// ActionAddBackends or a shared pool's members) whose instance
+// InstanceExists reports gone is left out and reported.
 type BackendKey string
 
 // The backend keys.

@@ -40,6 +40,12 @@ type Options struct {
 	// annotation requesting an address (see
 	// DesiredInput.RequestedIPAnnotation). It must come from Annotations.
 	RequestedIPAnnotation *annotation.Annotation
+	// AppProtocolAnnotation, if set, is a declared per-port annotation
+	// (annotation.Annotation.PerPort, of kind enum or string) giving a
+	// port's application protocol (see
+	// DesiredInput.AppProtocolAnnotation). It must come from Annotations,
+	// and Capabilities.AppProtocols must not be empty.
+	AppProtocolAnnotation *annotation.Annotation
 	// IDAnnotation, if set, is a declared annotation.KindString annotation
 	// holding a stored cloud load-balancer ID: the first step of the
 	// lookup order and the way to adopt an existing load balancer (see the

@@ -116,6 +116,17 @@ func NewReconciler(d Driver, opts Options) (*Reconciler, error) {
 			return nil, fmt.Errorf("%s: Options.%s %q is not declared in Options.Annotations: expected an annotation returned by its Declare", fn, c.field, c.a.Name)
 		}
 	}
+	if err := checkAppProtocolAnnotation(fn+": Options.AppProtocolAnnotation", opts.AppProtocolAnnotation, opts.Capabilities); err != nil {
+		return nil, err
+	}
+	if a := opts.AppProtocolAnnotation; a != nil {
+		if d, ok := opts.Annotations.Lookup(a.Name); !ok || d != a {
+			return nil, fmt.Errorf("%s: Options.AppProtocolAnnotation %q is not declared in Options.Annotations: expected an annotation returned by its Declare", fn, a.Name)
+		}
+	}
+	if opts.Capabilities.ListenerPools && opts.Capabilities.SharedBackendPools {
+		return nil, fmt.Errorf("%s: Options.Capabilities: ListenerPools and SharedBackendPools are both true: expected at most one (a listener's pool is its own)", fn)
+	}
 	if opts.RetryAfter < 0 {
 		return nil, fmt.Errorf("%s: Options.RetryAfter %v: expected 0 (the default, %v) or more", fn, opts.RetryAfter, defaultRetryAfter)
 	}
@@ -138,6 +149,7 @@ func (r *Reconciler) desiredInput(clusterName string) DesiredInput {
 		Capabilities:          r.opts.Capabilities,
 		Annotations:           r.opts.Annotations,
 		RequestedIPAnnotation: r.opts.RequestedIPAnnotation,
+		AppProtocolAnnotation: r.opts.AppProtocolAnnotation,
 	}
 }
 
@@ -359,7 +371,7 @@ func (r *Reconciler) desired(ctx context.Context, clusterName string, svc *v1.Se
 		return nil, nil, err
 	}
 	if !slices.Equal(eligible, nodes) {
-		desired.Spec.Backends = r.key().backends(eligible, desired.Spec.IPFamilies)
+		desired.Spec.setBackends(r.key().backends(eligible, desired.Spec.IPFamilies))
 	}
 	return desired, eligible, nil
 }
@@ -471,6 +483,9 @@ type step struct {
 // only the Driver knows.
 func (r *Reconciler) apply(ctx context.Context, svc *v1.Service, prev *LoadBalancer, a Action) (step, error) {
 	klog.FromContext(ctx).V(2).Info("Applying load balancer action", "service", klog.KObj(svc), "action", a.Kind, "id", a.LoadBalancerID, "reason", a.Reason)
+	if a.Kind != ActionCreate {
+		a.Current = prev // see Action.Current
+	}
 	lb, err := callFor(ctx, r, func() (*LoadBalancer, error) {
 		return r.calls.Apply(ctx, a)
 	})
@@ -627,7 +642,7 @@ func (r *Reconciler) UpdateLoadBalancer(ctx context.Context, clusterName string,
 	if err != nil {
 		return r.fail(ctx, op, svc, err)
 	}
-	want := Spec{BackendKey: r.key(), Backends: r.key().backends(nodes, families)}
+	want := Spec{BackendKey: r.key(), Backends: r.key().backends(nodes, families), ListenerPools: r.opts.Capabilities.ListenerPools}
 	if err := r.usePool(ctx, svc, res.owner.Cluster, &want, families, nodes); err != nil {
 		return r.fail(ctx, op, svc, err)
 	}
@@ -641,11 +656,14 @@ func (r *Reconciler) UpdateLoadBalancer(ctx context.Context, clusterName string,
 
 // withBackends returns UpdateLoadBalancer's desired load balancer for a
 // load balancer lb: lb with the backends of want (its BackendKey, Backends
-// and BackendPool), and nothing else changed.
+// and BackendPool; under ListenerPools, the members of every pool lb
+// has), and nothing else changed. A listener without a pool keeps none:
+// UpdateLoadBalancer creates nothing, the next EnsureLoadBalancer does.
 func withBackends(want Spec) func(lb *LoadBalancer) *LoadBalancer {
 	return func(lb *LoadBalancer) *LoadBalancer {
 		d := *lb
-		d.Spec.BackendKey, d.Spec.Backends, d.Spec.BackendPool = want.BackendKey, want.Backends, want.BackendPool
+		d.Spec.BackendKey, d.Spec.BackendPool, d.Spec.ListenerPools = want.BackendKey, want.BackendPool, want.ListenerPools
+		d.Spec.setBackends(want.Backends)
 		return &d
 	}
 }
