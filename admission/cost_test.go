@@ -19,7 +19,7 @@ const hugeValue = 200 << 10
 // cost the apiserver allows a policy (per expression and per binding):
 // never an evaluation error, always the Reconciler's verdict.
 func TestCost(t *testing.T) {
-	set, byName := declarations(t)
+	set, byName := perPortDeclarations(t)
 	ps := newPolicies(set)
 	pad := strings.Repeat(" ", hugeValue)
 	// list is the size of the longest lists: under the race detector,
@@ -46,6 +46,16 @@ func TestCost(t *testing.T) {
 		{name: "CIDR list, malformed", reason: "an empty entry at the end", key: "CIDR list", value: strings.Repeat("1.0.0.0/8,", list/10)},
 		{name: "string", reason: "any", key: "string", value: strings.Repeat("é", hugeValue/2)},
 		{name: "string blank", reason: "only space", key: "string", value: pad},
+		{name: "per port padded", reason: "entries, ports and values trimmed", key: "bool per port", value: pad + "80" + pad + "=" + pad + "true" + pad},
+		{name: "per port VALUE", reason: "a huge malformed value", key: "bool per port", value: "80=" + strings.Repeat("y", hugeValue)},
+		{name: "per port PORT", reason: "a huge malformed port", key: "bool per port", value: strings.Repeat("a", hugeValue) + "=true"},
+		{name: "per port entry", reason: "a huge entry without =", key: "bool per port", value: "80=true," + strings.Repeat("y", hugeValue)},
+		{name: "per port duration", reason: "the most components the policy sums", key: "duration per port", value: "80=" + strings.Repeat("1s", 64) + pad},
+		{name: "per port duration, malformed", reason: "the last component is not one", key: "duration per port", value: "80=" + strings.Repeat("1s", hugeValue/2) + "1x"},
+		{name: "per port, many entries", reason: "the first is malformed", key: "int per port", value: "x," + strings.Repeat("80=1,", list/5)},
+		{name: "per port, many empty entries", reason: "the first 64 are looked at", key: "IP per port", value: strings.Repeat(",", hugeValue)},
+		{name: "per port, 64 long names", reason: "the most entries compared, not ports of the Service", key: "string per port",
+			value: strings.Join(manyEntries(64, strings.Repeat("é", 100)), ",") + strings.Repeat("a", 60) + "=x"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			p := ps.of(t, allCaps)
@@ -85,6 +95,41 @@ func TestCost(t *testing.T) {
 		want := reconciler(svc, set, caps)[:1]
 		if diff := cmp.Diff(verdict{Denied: want}, p.evaluate(t, svc, nil)); diff != "" {
 			t.Errorf("on CREATE (-want +got):\n%s", diff)
+		}
+	})
+
+	// A PerPort value compares its entries with each other and with
+	// spec.ports, 64 at the most (the policy's bound): of names of 63
+	// characters, with 1000 ports, the message lists them cut
+	// (cutPortList, TestKnownDifferences).
+	t.Run("many ports, per port", func(t *testing.T) {
+		p := ps.of(t, allCaps)
+		n := 1000
+		if raceEnabled {
+			n /= 10
+		}
+		long := func(i int) string { return fmt.Sprintf("%061d%02d", 0, i)[1:] + "x" } // 63 characters
+		pp := make([]v1.ServicePort, n)
+		for i := range pp {
+			pp[i] = port(fmt.Sprintf("%s%d", strings.Repeat("p", 50), i), v1.ProtocolTCP, int32(1000+i))
+		}
+		var known, unknown []string
+		for i := range 64 {
+			known = append(known, pp[n-1-i].Name+"=true")
+			unknown = append(unknown, long(i)+"=true")
+		}
+		for _, tc := range []struct{ name, value string }{
+			{name: "the last 64 by name", value: strings.Join(known, ",")},
+			{name: "63 of them and one that is none", value: strings.Join(known[:63], ",") + ",x=true"},
+			{name: "64 that are none", value: strings.Join(unknown, ",")},
+			{name: "64, the last twice", value: strings.Join(known[:63], ",") + "," + known[62]},
+		} {
+			t.Run(tc.name, func(t *testing.T) {
+				svc := lbService(ports(pp...), annotated(byName["bool per port"].Name, tc.value))
+				if diff := cmp.Diff(verdict{Denied: cutPortList(reconciler(svc, set, allCaps))}, p.evaluate(t, svc, nil)); diff != "" {
+					t.Errorf("(-Reconciler +policy):\n%s", diff)
+				}
+			})
 		}
 	})
 

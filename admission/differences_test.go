@@ -2,19 +2,21 @@ package admission_test
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 
 	v1 "k8s.io/api/core/v1"
 
 	"github.com/ccmkit/ccmkit/annotation"
+	"github.com/ccmkit/ccmkit/internal/clip"
 	"github.com/ccmkit/ccmkit/loadbalancer"
 )
 
 // TestKnownDifferences pins where the policy and the Reconciler part, as
 // the package doc lists them: each row says what each of them does.
 func TestKnownDifferences(t *testing.T) {
-	set, byName := declarations(t)
+	set, byName := perPortDeclarations(t)
 	ps := newPolicies(set)
 	ipAnn := byName["IP"]
 	duration := byName["duration"].Name
@@ -24,6 +26,21 @@ func TestKnownDifferences(t *testing.T) {
 	var many []string // in the Reconciler's order
 	for i := range 65 {
 		many = append(many, fmt.Sprintf("10.%d.0.0/16", i))
+	}
+	perPort := byName["bool per port"].Name
+	entries64 := strings.Join(manyEntries(64, "true"), ",")
+	portList := func(n int) string {
+		var l []string
+		for i := range n {
+			l = append(l, fmt.Sprintf("p%d/%d", i+1, 1000+i))
+		}
+		return strings.Join(l, ", ")
+	}
+	unknownMsg := func(port, list string) string {
+		return `annotation "lb.example.com/proxy-protocol-ports": port "` + port + `" is not a port of the service: expected a port name or number of spec.ports (` + list + `)`
+	}
+	invalidMsg := func(value, detail string) string {
+		return fmt.Sprintf(`annotation "lb.example.com/proxy-protocol-ports": invalid value %q: expected %s: %s`, clip.Quoted(value), byName["bool per port"].Expected(), detail)
 	}
 	for _, tc := range []struct {
 		name, reason string
@@ -53,11 +70,40 @@ func TestKnownDifferences(t *testing.T) {
 		{name: "requested-IP annotation", reason: "PolicyInput does not say which annotation requests an address: its family is not checked",
 			caps: allCaps, mods: []func(*v1.Service){annotated(ipAnn.Name, "2001:db8::5")}, requestedIP: ipAnn,
 			reconc: []string{"invalid service: service shop/web: requested IP 2001:db8::5 is IPv6: expected a family of spec.ipFamilies [IPv4]"}},
+		{name: "per port, 65 entries, a PORT twice", reason: "entries are compared with each other only in a value of at most 64",
+			caps: allCaps, mods: []func(*v1.Service){namedPorts(64), annotated(perPort, entries64+",p1=false")},
+			reconc: []string{invalidMsg(entries64+",p1=false", `entries 1 and 65 have PORT "p1"`)}},
+		{name: "per port, 65 entries, one not a port", reason: "and with spec.ports",
+			caps: allCaps, mods: []func(*v1.Service){namedPorts(64), annotated(perPort, entries64+",x=true")},
+			reconc: []string{unknownMsg("x", portList(64))}},
+		{name: "per port, 65 entries, the last malformed", reason: "only the first 64 entries are parsed",
+			caps: allCaps, mods: []func(*v1.Service){namedPorts(64), annotated(perPort, entries64+",p65=maybe")},
+			reconc: []string{invalidMsg(entries64+",p65=maybe", `entry 65 has VALUE "maybe"`)}},
+		{name: "per port, a long list of ports", reason: "the apiserver drops a message of more than 5 KiB: the list is cut at 4 KiB",
+			caps: allCaps, mods: []func(*v1.Service){namedPorts(600), annotated(perPort, "x=true")},
+			policy: []string{unknownMsg("x", clip.Value(portList(600), 4<<10))},
+			reconc: []string{unknownMsg("x", portList(600))}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			svc := lbService(tc.mods...)
 			_, err := loadbalancer.Desired(svc, nil, loadbalancer.DesiredInput{Cluster: "c1", Capabilities: tc.caps, Annotations: set, RequestedIPAnnotation: tc.requestedIP})
-			checkCreate(t, tc.reason, ps.of(t, tc.caps), svc, tc.policy, tc.reconc, lines(err))
+			checkCreate(t, tc.reason, ps.of(t, tc.caps), svc, tc.policy, tc.reconc, withUnknownPorts(lines(err), svc, set))
 		})
 	}
+}
+
+// cutPortList returns the Reconciler's messages as the policy words them
+// when they are too long for the apiserver (TestKnownDifferences): the
+// list of the Service's ports in an unknown port's message cut at 4 KiB,
+// as internal/clip.Value cuts.
+func cutPortList(msgs []string) []string {
+	const max, marker = 4 << 10, "is not a port of the service: expected a port name or number of spec.ports ("
+	out := slices.Clone(msgs)
+	for i, m := range out {
+		if head, list, ok := strings.Cut(m, marker); ok {
+			list = strings.TrimSuffix(list, ")")
+			out[i] = head + marker + clip.Value(list, max) + ")"
+		}
+	}
+	return out
 }

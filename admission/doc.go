@@ -40,6 +40,21 @@
 //     non-empty list of prefixes (netip.ParsePrefix; host bits allowed);
 //     string not blank. The message is annotation.Error's, the value
 //     quoted as it quotes it (cut to 256 bytes, Go's %q).
+//   - A PerPort annotation (annotation.Annotation.PerPort) present: its
+//     value split at commas into entries, each trimmed, none empty, each
+//     PORT=VALUE cut at the first "=", PORT (trimmed) a port number or a
+//     DNS-1123 label (every number is one), VALUE (trimmed) valid for the
+//     kind as above, every entry in order, then no PORT listed twice; the
+//     message is annotation.Error's, naming the entry at fault. Then,
+//     once every annotation has parsed, each PORT of such a value must
+//     name a port of the Service: one of spec.ports has it as its name,
+//     or its port written in base 10 is it. The message is
+//     loadbalancer.Desired's, `annotation "<name>": port "<PORT>" is not
+//     a port of the service: expected a port name or number of
+//     spec.ports (<list>)`, the list being the Service's ports in order,
+//     each "name/port", or "port" when unnamed, joined by ", "; of
+//     several PORTs that name none, it names the first in canonical
+//     order (port numbers ascending, then names in byte order).
 //   - The features of loadbalancer.Desired a Service asks for, when
 //     Capabilities lacks them: two IP families (DualStack),
 //     allocateLoadBalancerNodePorts=false (NodePortless), a UDP or SCTP
@@ -59,7 +74,8 @@
 // event for the same Service.
 //
 // On UPDATE only what changes is checked: an annotation whose value is the
-// old Service's, a feature the old Service already asked for (the same
+// old Service's (for a PerPort one's PORTs, with the same spec.ports
+// names and numbers), a feature the old Service already asked for (the same
 // IP families, UDP port, protocols, source ranges, affinity, address) is
 // let through when the old Service was already a LoadBalancer Service
 // without a class. A Service made before the policy with a value the
@@ -111,6 +127,16 @@
 //     without StrictIPCIDRValidation takes (leading zeros, IPv4-mapped) is
 //     listed as written, after the others, where the Reconciler writes it
 //     canonical.
+//   - Of a PerPort value of more than 64 entries, the first 64 are
+//     parsed and nothing else is checked: a later malformed entry, a
+//     PORT listed twice, a PORT that names no port of the Service are
+//     let through, to the Reconciler. Comparing PORTs with each other
+//     and with spec.ports costs the product of their numbers, which CEL
+//     in Kubernetes 1.30 (no sets, no sort) cannot do in linear time.
+//   - The list of the Service's ports in the message of a PORT that
+//     names none is cut at 4 KiB ("… (N bytes)", as a quoted value is
+//     cut): the apiserver drops a message of more than 5 KiB for the
+//     validation's static one. The Reconciler lists every port.
 //
 // # Requirements and cost
 //
@@ -119,6 +145,6 @@
 // evaluate it with the apiserver's own validator. A CEL runtime error is
 // never the user's message: parsing functions (int, duration, ip, cidr)
 // run only on values checked first. Every expression is linear in the
-// Service, within the apiserver's cost budgets for the largest Service it
+// Service (a PerPort value's comparisons bounded as above), within the apiserver's cost budgets for the largest Service it
 // stores (256 KiB of annotations; TestCost).
 package admission

@@ -159,18 +159,18 @@ func checkCreate(t *testing.T, reason string, p *compiled, svc *v1.Service, want
 // Reconciler's order, so that the one the apiserver shows (the first) is
 // the first of the Reconciler's Warning event.
 func TestEverythingAtOnce(t *testing.T) {
-	set, _ := declarations(t)
+	set, _ := perPortDeclarations(t)
 	ps := newPolicies(set)
 	p := ps.of(t, loadbalancer.Capabilities{})
-	svc := lbService(dualStack, annotated("lb.example.com/proxy-protocol", "yes", "lb.example.com/algorithm", "random"),
+	svc := lbService(dualStack, annotated("lb.example.com/proxy-protocol", "yes", "lb.example.com/algorithm", "random", "lb.example.com/idle-timeout-ports", "x=1s"),
 		func(s *v1.Service) {
 			s.Spec.AllocateLoadBalancerNodePorts = ptr.To(false)
 			s.Spec.SessionAffinity = v1.ServiceAffinityClientIP
 		},
 		ports(port("http", v1.ProtocolTCP, 80), port("dns", v1.ProtocolUDP, 53)), sourceRanges("10.0.0.0/8"), loadBalancerIP("10.0.0.5"))
 	want := reconciler(svc, set, loadbalancer.Capabilities{})
-	if len(want) != 9 {
-		t.Fatalf("the Reconciler reports %d problems, want 9: %q", len(want), want)
+	if len(want) != 10 {
+		t.Fatalf("the Reconciler reports %d problems, want 10: %q", len(want), want)
 	}
 	if diff := cmp.Diff(verdict{Denied: want}, p.evaluate(t, svc, nil)); diff != "" {
 		t.Errorf("(-Reconciler +policy):\n%s", diff)

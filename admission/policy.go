@@ -49,7 +49,8 @@ type PolicyInput struct {
 // the binding that enforces it (validationActions Deny) in every
 // namespace. Both are new objects, the caller's to change (a binding's
 // matchResources, say). The output depends on in alone: validations come
-// in a fixed order, the annotations' by name. Policy only reads in (the
+// in a fixed order, the annotations' by name, then those of the PORTs of
+// the PerPort ones. Policy only reads in (the
 // Set included) and is safe for concurrent use.
 //
 // Errors start "admission.Policy: " and name the field and the value: an
@@ -112,12 +113,26 @@ func policy(in PolicyInput) *admissionregistrationv1.ValidatingAdmissionPolicy {
 	}
 	add(before)
 	names := make([]string, len(declared))
+	var portVars []admissionregistrationv1.Variable
+	var portChecks []admissionregistrationv1.Validation
 	for i, a := range declared {
 		names[i] = a.Name
-		spec.Validations = append(spec.Validations, annotationValidation(a, i))
+		if !a.PerPort {
+			spec.Validations = append(spec.Validations, annotationValidation(a, i))
+			continue
+		}
+		spec.Validations = append(spec.Validations, perPortValidation(a, i))
+		portVars = append(portVars, perPortVariables(a, i)...)
+		portChecks = append(portChecks, unknownPortValidation(a, i))
 	}
+	// The Service's ports are checked once every annotation parses, as
+	// Desired checks them with each one's parsed value.
+	spec.Validations = append(spec.Validations, portChecks...)
 	add(after)
 	spec.Variables = append(spec.Variables, escapesVariable(), quotedVariable(names))
+	if len(portVars) > 0 {
+		spec.Variables = append(append(spec.Variables, portVariables()...), portVars...)
+	}
 	return &admissionregistrationv1.ValidatingAdmissionPolicy{
 		TypeMeta:   metav1.TypeMeta{APIVersion: admissionregistrationv1.SchemeGroupVersion.String(), Kind: "ValidatingAdmissionPolicy"},
 		ObjectMeta: metav1.ObjectMeta{Name: in.Name},
