@@ -2,7 +2,6 @@ package admission_test
 
 import (
 	"fmt"
-	"slices"
 	"strings"
 	"testing"
 
@@ -79,31 +78,15 @@ func TestKnownDifferences(t *testing.T) {
 		{name: "per port, 65 entries, the last malformed", reason: "only the first 64 entries are parsed",
 			caps: allCaps, mods: []func(*v1.Service){namedPorts(64), annotated(perPort, entries64+",p65=maybe")},
 			reconc: []string{invalidMsg(entries64+",p65=maybe", `entry 65 has VALUE "maybe"`)}},
-		{name: "per port, a long list of ports", reason: "the apiserver drops a message of more than 5 KiB: the list is cut at 4 KiB",
-			caps: allCaps, mods: []func(*v1.Service){namedPorts(600), annotated(perPort, "x=true")},
-			policy: []string{unknownMsg("x", clip.Value(portList(600), 4<<10))},
-			reconc: []string{unknownMsg("x", portList(600))}},
+		{name: "per port, one port by number and by name", reason: "PORTs are resolved to spec.ports only by the Reconciler, which refuses one port listed twice",
+			caps: allCaps, mods: []func(*v1.Service){namedPorts(2), annotated(perPort, "1000=true,p1=false")},
+			reconc: []string{`annotation "` + perPort + `": port "p1" is the port "1000" names too: expected each port of spec.ports listed once (` + portList(2) + `)`}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			svc := lbService(tc.mods...)
 			_, err := loadbalancer.Desired(svc, nil, loadbalancer.DesiredInput{Cluster: "c1", Capabilities: tc.caps, Annotations: set, RequestedIPAnnotation: tc.requestedIP})
-			checkCreate(t, tc.reason, ps.of(t, tc.caps), svc, tc.policy, tc.reconc, withUnknownPorts(lines(err), svc, set))
+			checkCreate(t, tc.reason, ps.of(t, tc.caps), svc, tc.policy, tc.reconc, lines(err))
 		})
 	}
 }
 
-// cutPortList returns the Reconciler's messages as the policy words them
-// when they are too long for the apiserver (TestKnownDifferences): the
-// list of the Service's ports in an unknown port's message cut at 4 KiB,
-// as internal/clip.Value cuts.
-func cutPortList(msgs []string) []string {
-	const max, marker = 4 << 10, "is not a port of the service: expected a port name or number of spec.ports ("
-	out := slices.Clone(msgs)
-	for i, m := range out {
-		if head, list, ok := strings.Cut(m, marker); ok {
-			list = strings.TrimSuffix(list, ")")
-			out[i] = head + marker + clip.Value(list, max) + ")"
-		}
-	}
-	return out
-}

@@ -133,10 +133,11 @@
 //     let through, to the Reconciler. Comparing PORTs with each other
 //     and with spec.ports costs the product of their numbers, which CEL
 //     in Kubernetes 1.30 (no sets, no sort) cannot do in linear time.
-//   - The list of the Service's ports in the message of a PORT that
-//     names none is cut at 4 KiB ("… (N bytes)", as a quoted value is
-//     cut): the apiserver drops a message of more than 5 KiB for the
-//     validation's static one. The Reconciler lists every port.
+//   - One port named by two PORTs of one value, its number and its name
+//     ("443=a,https=b"), is let through: the policy matches each PORT
+//     with spec.ports, but does not resolve them to compare, and the
+//     Reconciler refuses it ("port "https" is the port "443" names
+//     too").
 //
 // # Requirements and cost
 //

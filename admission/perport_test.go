@@ -63,7 +63,14 @@ func TestPerPortAgree(t *testing.T) {
 			for _, v := range values {
 				for _, mod := range []func(*v1.Service){withPorts, unnamed} {
 					svc := lbService(mod, annotated(a.Name, v))
-					if diff := cmp.Diff(verdict{Denied: reconciler(svc, set, allCaps)}, p.evaluate(t, svc, nil)); diff != "" {
+					want := reconciler(svc, set, allCaps)
+					if len(want) > 0 && strings.Contains(want[0], " names too: ") {
+						want = want[1:] // a known difference: one port named by number and by name (TestKnownDifferences)
+						if len(want) == 0 {
+							want = nil
+						}
+					}
+					if diff := cmp.Diff(verdict{Denied: want}, p.evaluate(t, svc, nil)); diff != "" {
 						t.Errorf("%s %q on ports %v: the policy and the Reconciler disagree (-Reconciler +policy):\n%s", a.Name, v, svc.Spec.Ports, diff)
 					}
 				}

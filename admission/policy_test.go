@@ -5,8 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"slices"
-	"strconv"
 	"strings"
 	"testing"
 
@@ -101,57 +99,10 @@ func perPortDeclarations(t testing.TB) (*annotation.Set, map[string]*annotation.
 
 // reconciler returns what the Reconciler says of svc: the messages of
 // loadbalancer.Desired's error (the text of its Warning event), one a
-// problem, with those of unknownPorts after the annotations'.
+// problem.
 func reconciler(svc *v1.Service, set *annotation.Set, caps loadbalancer.Capabilities) []string {
 	_, err := loadbalancer.Desired(svc, nil, loadbalancer.DesiredInput{Cluster: "c1", Capabilities: caps, Annotations: set})
-	return withUnknownPorts(lines(err), svc, set)
-}
-
-// withUnknownPorts returns the messages got of Desired for svc with those
-// of unknownPorts after the DualStack message and the annotation.Errors,
-// which come first.
-func withUnknownPorts(got []string, svc *v1.Service, set *annotation.Set) []string {
-	at := 0
-	for at < len(got) && (strings.HasPrefix(got[at], "annotation ") || strings.Contains(got[at], ": spec.ipFamilies [")) {
-		at++
-	}
-	return slices.Insert(got, at, unknownPorts(svc, set)...)
-}
-
-// unknownPorts is a test oracle that repeats, on purpose, the check of
-// issue 25 that loadbalancer.Desired is to make of a PerPort annotation
-// that parses (annotation.Annotation.Ports): that each PORT names a port
-// of the Service (its name, or its number in base 10). Each annotation,
-// by name, gets one message, naming the first such PORT in canonical
-// order (numbers ascending, then names), in the words both agree on.
-func unknownPorts(svc *v1.Service, set *annotation.Set) []string {
-	var list []string
-	known := map[string]bool{}
-	for _, p := range svc.Spec.Ports {
-		n := strconv.Itoa(int(p.Port))
-		known[n], known[p.Name] = true, true
-		if p.Name != "" {
-			n = p.Name + "/" + n
-		}
-		list = append(list, n)
-	}
-	var msgs []string
-	for _, a := range set.All() {
-		if !a.PerPort {
-			continue
-		}
-		c, set, err := a.Canonical(svc.Annotations)
-		if !set || err != nil {
-			continue
-		}
-		for _, e := range strings.Split(c, ",") {
-			if port, _, _ := strings.Cut(e, "="); !known[port] {
-				msgs = append(msgs, fmt.Sprintf("annotation %q: port %q is not a port of the service: expected a port name or number of spec.ports (%s)", a.Name, port, strings.Join(list, ", ")))
-				break
-			}
-		}
-	}
-	return msgs
+	return lines(err)
 }
 
 // valueCorpus are values of each kind, to be read as the Reconciler reads

@@ -161,8 +161,9 @@ func Desired(svc *v1.Service, nodes []*v1.Node, in DesiredInput) (*LoadBalancer,
 	b := specBuilder{svc: svc, key: svc.Namespace + "/" + svc.Name, caps: in.Capabilities, spec: &lb.Spec}
 	b.families(families)
 	b.settings(in.Annotations) // first: a malformed annotation is reported even if the spec is also wrong
+	annotationErrs := len(b.errs)
 	b.listeners()
-	b.perPort(in.Annotations, in.AppProtocolAnnotation)
+	b.perPort(in.Annotations, in.AppProtocolAnnotation, annotationErrs)
 	b.healthCheck()
 	b.sourceRanges()
 	b.sessionAffinity()

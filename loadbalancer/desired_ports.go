@@ -10,6 +10,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 
 	"github.com/ccmkit/ccmkit/annotation"
+	"github.com/ccmkit/ccmkit/internal/clip"
 )
 
 // maxPortList bounds the list of a Service's ports quoted in the error
@@ -32,17 +33,27 @@ func checkAppProtocolAnnotation(field string, a *annotation.Annotation, caps Cap
 	return nil
 }
 
-// perPort applies the declared per-port annotations to the listeners
-// built from spec.ports: the values of the settings (annotation.PerPort
-// with Setting) to each listener's Settings, and the application protocol
-// of appAnn. A PORT naming no port of the Service, or one port listed
+// perPort checks the PORTs of every declared per-port annotation present
+// against spec.ports, and applies them to the listeners built from it:
+// the values of the settings (annotation.PerPort with Setting) to each
+// listener's Settings, and the application protocol of appAnn. A PORT naming no port of the Service, or one port listed
 // both by number and by name, is an error naming the annotation. A
 // malformed value was already reported (settings validates every declared
 // annotation).
-func (b *specBuilder) perPort(set *annotation.Set, appAnn *annotation.Annotation) {
+//
+// Its errors go where the settings' end (at), before those of the
+// listeners: the admission policy checks the PORTs right after the
+// annotations' values, and shows the first problem, as the first line of
+// the Reconciler's Warning event does.
+func (b *specBuilder) perPort(set *annotation.Set, appAnn *annotation.Annotation, at int) {
+	n := len(b.errs)
+	defer func() {
+		mine := slices.Clone(b.errs[n:])
+		b.errs = slices.Insert(b.errs[:n], at, mine...)
+	}()
 	var anns []*annotation.Annotation
 	for _, a := range set.All() {
-		if a.PerPort && (a.Setting || a == appAnn) {
+		if a.PerPort { // every one's PORTs are checked; a setting's or appAnn's values applied
 			anns = append(anns, a)
 		}
 	}
@@ -64,7 +75,7 @@ func (b *specBuilder) perPort(set *annotation.Set, appAnn *annotation.Annotation
 			switch {
 			case a == appAnn:
 				b.listenerAppProtocol(a, l, v, listed)
-			case a.Setting:
+			case a.Setting && a.PerPort:
 				if !listed {
 					v = a.Default
 				}
@@ -84,20 +95,23 @@ func (b *specBuilder) portValues(a *annotation.Annotation, values map[string]str
 	out := make(map[ListenerKey]string, len(values))
 	by := map[ListenerKey]string{} // which PORT named each port
 	for _, ref := range sortedPortRefs(values) {
-		i := slices.IndexFunc(b.svc.Spec.Ports, func(p v1.ServicePort) bool {
-			return (p.Name != "" && p.Name == ref) || strconv.Itoa(int(p.Port)) == ref
-		})
-		if i < 0 {
+		found := false
+		for _, p := range b.svc.Spec.Ports { // a number names every port with it (TCP and UDP 53), a name one
+			if (p.Name == "" || p.Name != ref) && strconv.Itoa(int(p.Port)) != ref {
+				continue
+			}
+			found = true
+			k := ListenerKey{Protocol: cmp.Or(p.Protocol, v1.ProtocolTCP), Port: p.Port}
+			if prev, dup := by[k]; dup {
+				b.fail(&portRefError{name: a.Name, port: ref, twice: prev, ports: portList(b.svc.Spec.Ports)})
+				return nil, false
+			}
+			by[k], out[k] = ref, values[ref]
+		}
+		if !found {
 			b.fail(&portRefError{name: a.Name, port: ref, ports: portList(b.svc.Spec.Ports)})
 			return nil, false
 		}
-		p := b.svc.Spec.Ports[i]
-		k := ListenerKey{Protocol: cmp.Or(p.Protocol, v1.ProtocolTCP), Port: p.Port}
-		if prev, dup := by[k]; dup {
-			b.fail(&portRefError{name: a.Name, port: ref, twice: prev, ports: portList(b.svc.Spec.Ports)})
-			return nil, false
-		}
-		by[k], out[k] = ref, values[ref]
 	}
 	return out, true
 }
@@ -158,11 +172,7 @@ func portList(ports []v1.ServicePort) string {
 			parts[i] = p.Name + "/" + parts[i]
 		}
 	}
-	l := strings.Join(parts, ", ")
-	if len(l) > maxPortList {
-		l = fmt.Sprintf("%s… (%d bytes)", l[:maxPortList], len(l))
-	}
-	return l
+	return clip.Value(strings.Join(parts, ", "), maxPortList)
 }
 
 // portRefError is a per-port annotation naming a port the Service does
