@@ -89,4 +89,3 @@ func TestKnownDifferences(t *testing.T) {
 		})
 	}
 }
-
