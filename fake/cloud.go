@@ -1,6 +1,7 @@
 package fake
 
 import (
+	"errors"
 	"fmt"
 	"slices"
 	"time"
@@ -76,7 +77,9 @@ type Options struct {
 	// LoadBalancerCapabilities narrows what the load balancers support; a
 	// Service asking for more is rejected with a loadbalancer.ErrUnsupported
 	// error. Its BackendKey must be the zero value or the one
-	// LoadBalancerSection.Backends implies, which the fake sets. Nil:
+	// LoadBalancerSection.Backends implies, which the fake sets, and so
+	// it sets SharedBackendPools (LoadBalancerSection.BackendPools) and
+	// ListenerPools (LoadBalancerSection.Hierarchical). Nil:
 	// every feature (UDP, SCTP, mixed protocols, dual stack, node-portless,
 	// source ranges, client-IP affinity, requested IPs).
 	LoadBalancerCapabilities *loadbalancer.Capabilities
@@ -242,10 +245,12 @@ func compose(cfg Config, st *store, o Options) (*Cloud, error) {
 
 // lbCapabilities returns the load-balancer capabilities of a Cloud whose
 // loadBalancers section (with defaults) is lbs: narrowed (nil: every
-// feature), with the BackendKey that lbs.Backends implies and
-// SharedBackendPools as lbs.BackendPools says. A narrowed BackendKey other
-// than that one or the zero value is an error naming both, and so is a
-// narrowed SharedBackendPools without shared pools.
+// feature), with the BackendKey that lbs.Backends implies,
+// SharedBackendPools as lbs.BackendPools says and ListenerPools as
+// lbs.Hierarchical says. A narrowed BackendKey other than that one or the
+// zero value is an error naming both, and so is a narrowed
+// SharedBackendPools without shared pools or ListenerPools on a cloud
+// that is not hierarchical.
 func lbCapabilities(lbs LoadBalancerSection, narrowed *loadbalancer.Capabilities) (loadbalancer.Capabilities, error) {
 	caps := allLoadBalancerCapabilities
 	if narrowed != nil {
@@ -262,7 +267,10 @@ func lbCapabilities(lbs LoadBalancerSection, narrowed *loadbalancer.Capabilities
 	if caps.SharedBackendPools && !shared {
 		return loadbalancer.Capabilities{}, fmt.Errorf("Options.LoadBalancerCapabilities: SharedBackendPools true, but loadBalancers.backendPools is %q: expected false, or backendPools %q", lbs.BackendPools, BackendPoolsShared)
 	}
-	caps.BackendKey, caps.SharedBackendPools = key, shared
+	if caps.ListenerPools && !lbs.Hierarchical {
+		return loadbalancer.Capabilities{}, errors.New("Options.LoadBalancerCapabilities: ListenerPools true, but loadBalancers.hierarchical is false: expected false, or hierarchical true")
+	}
+	caps.BackendKey, caps.SharedBackendPools, caps.ListenerPools = key, shared, lbs.Hierarchical
 	return caps, nil
 }
 

@@ -48,12 +48,18 @@ const (
 	realisticBackends          = BackendsInstanceID
 )
 
+// hierarchicalBusyAfterWrite is the default of
+// LoadBalancerSection.BusyAfterWrite on a hierarchical cloud: about how
+// long Octavia keeps a load balancer PENDING_UPDATE after a small change.
+const hierarchicalBusyAfterWrite = time.Second
+
 // Config is the fake's configuration and the format of its --cloud-config
 // file (YAML or JSON, decoded strictly by provider.DecodeConfig: an unknown
 // or repeated field is an error). Every field is optional; the zero value is
 // a cloud without instances, without a cluster ID (HasClusterID is false),
 // with the default address pools, synchronous, unthrottled, keeping load
-// balancer backends by Node name, and without the admin endpoint. See the
+// balancer backends by Node name, each load balancer one object that is
+// never busy, and without the admin endpoint. See the
 // annotated example/cloud-config.yaml at the repository root.
 //
 // A Config is a plain value; New copies what it needs.
@@ -97,8 +103,8 @@ type Config struct {
 	// another process made (StateFile) at the next look-up. A Go duration
 	// string, such as "90s"; anything else is an error naming the field.
 	LoadBalancerCacheTTL provider.Duration `json:"loadBalancerCacheTTL,omitempty"`
-	// LoadBalancers configures load-balancer addresses, provisioning and
-	// backends.
+	// LoadBalancers configures load-balancer addresses, provisioning,
+	// backends and how the cloud keeps a load balancer (Hierarchical).
 	LoadBalancers LoadBalancerSection `json:"loadBalancers,omitempty"`
 	// Routes configures the route table.
 	Routes RoutesSection `json:"routes,omitempty"`
@@ -122,8 +128,9 @@ type Config struct {
 	// ignored. Every operation locks <StateFile>.lock (flock, so Unix
 	// only), reloads the file if another process changed it and saves it
 	// atomically if it changed anything. InstanceCIDRs and LoadBalancers
-	// (but for ProvisioningDelay) must be the same in every process; the
-	// rate limit and the provisioning delay apply per process. Empty keeps the state in memory,
+	// (but for ProvisioningDelay and BusyAfterWrite) must be the same in
+	// every process; the rate limit, the provisioning delay and
+	// BusyAfterWrite apply per process. Empty keeps the state in memory,
 	// private to the Cloud. New needs the file opened as
 	// Options.Persistence (statefile.Open; the registered provider opens
 	// it): package fake/statefile documents the file.
@@ -132,7 +139,8 @@ type Config struct {
 
 // LoadBalancerSection is the loadBalancers section of Config (checked by
 // Config.Validate): how load balancers are addressed, how long they take
-// to provision and what they keep of their backends.
+// to provision, what they keep of their backends, and whether the cloud
+// keeps each as one object or as a tree of objects (Hierarchical).
 type LoadBalancerSection struct {
 	// IPv4Pool and IPv6Pool are the networks VIPs are allocated from, one
 	// per IP family of the Service; an address is released when its load
@@ -177,6 +185,31 @@ type LoadBalancerSection struct {
 	// the realistic mode stay those of a provider with backends per
 	// Service.
 	BackendPools BackendPoolMode `json:"backendPools,omitempty"`
+	// Hierarchical makes the cloud keep each load balancer as separate
+	// objects, as OpenStack Octavia does: the load balancer, its listeners,
+	// a pool per listener, the pool's members and a health monitor per
+	// pool, each created, changed and deleted by a write of its own (one
+	// Apply), and the fake's provider declares
+	// loadbalancer.Capabilities.ListenerPools. Creating a load balancer
+	// creates it alone (no listeners: the Reconciler adds them, their
+	// pools, members and monitors as actions of their own); each new
+	// listener and pool gets a cloud ID ("lis-<n>", "pool-<n>"); a
+	// listener's port and protocol are immutable; deleting a load balancer
+	// deletes its children with it; and every write leaves the load
+	// balancer busy for BusyAfterWrite. It combines with Realistic (delays,
+	// rate limits, instance-ID members), not with BackendPools shared.
+	// False (the default, Realistic too): each load balancer is one
+	// object, written whole.
+	Hierarchical bool `json:"hierarchical,omitempty"`
+	// BusyAfterWrite is how long a load balancer stays busy after each
+	// successful write to it, as Octavia's PENDING_UPDATE: the write
+	// returns its result with an error saying the cloud is busy for about
+	// that long, and a write (Apply or Delete) to it before then is refused
+	// with a 409 that changes nothing (Calls.Busy counts them). Each load
+	// balancer keeps the moment it is busy until (in the state file too),
+	// so each process may have its own value. Nil (unset): 1s with
+	// Hierarchical, else 0; "0s": never busy; negative is an error.
+	BusyAfterWrite *provider.Duration `json:"busyAfterWrite,omitempty"`
 }
 
 // BackendPoolMode is how the fake's load balancers hold their backends
@@ -455,6 +488,20 @@ func (s LoadBalancerSection) validate(path *field.Path) field.ErrorList {
 	default:
 		errs = append(errs, field.NotSupported(path.Child("backendPools"), clipValue(string(s.BackendPools)), []string{string(BackendPoolsPerService), string(BackendPoolsShared)}))
 	}
+	return append(errs, s.validateHierarchy(path)...)
+}
+
+// validateHierarchy checks the fields of a hierarchical cloud
+// (Hierarchical, BusyAfterWrite); path names the section in errors.
+func (s LoadBalancerSection) validateHierarchy(path *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	if d := s.BusyAfterWrite; d != nil && d.Duration < 0 {
+		errs = append(errs, field.Invalid(path.Child("busyAfterWrite"), d.String(), "expected zero (never busy) or a positive duration"))
+	}
+	if s.Hierarchical && s.BackendPools == BackendPoolsShared {
+		errs = append(errs, field.Invalid(path.Child("backendPools"), string(s.BackendPools), fmt.Sprintf(
+			"expected %s (or unset) with %s true: a hierarchical cloud keeps a pool per listener, not backend pools shared by load balancers", BackendPoolsPerService, path.Child("hierarchical"))))
+	}
 	return errs
 }
 
@@ -559,8 +606,21 @@ func (c Config) withDefaults() Config {
 	if c.LoadBalancers.BackendPools == "" {
 		c.LoadBalancers.BackendPools = BackendPoolsPerService
 	}
+	c.LoadBalancers.BusyAfterWrite = busyAfterWrite(c.LoadBalancers)
 	c.RateLimit = c.rateLimit()
 	return c
+}
+
+// busyAfterWrite returns lbs.BusyAfterWrite as it applies, as a copy:
+// when unset, hierarchicalBusyAfterWrite with Hierarchical, else 0.
+func busyAfterWrite(lbs LoadBalancerSection) *provider.Duration {
+	if d := lbs.BusyAfterWrite; d != nil {
+		return ptr.To(*d)
+	}
+	if lbs.Hierarchical {
+		return &provider.Duration{Duration: hierarchicalBusyAfterWrite}
+	}
+	return &provider.Duration{}
 }
 
 // rateLimit returns the rate limit that applies: RateLimit with the

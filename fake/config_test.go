@@ -111,6 +111,13 @@ func TestConfigValidate(t *testing.T) {
 			want: []string{"rateLimit.burst", "-1", "at least 1"}},
 		{name: "burst without rate", reason: "a burst alone limits nothing", config: "rateLimit: {burst: 5}",
 			want: []string{"rateLimit.burst", "5", "readsPerSecond or writesPerSecond"}},
+		{name: "hierarchical", reason: "a switch", config: "loadBalancers: {hierarchical: true}"},
+		{name: "hierarchical realistic", reason: "delays, rate limits and instance members combine with it", config: "{realistic: true, loadBalancers: {hierarchical: true, busyAfterWrite: 500ms}}"},
+		{name: "never busy", reason: "0s: none", config: "loadBalancers: {hierarchical: true, busyAfterWrite: 0s}"},
+		{name: "negative busy", reason: "time does not run backwards", config: "loadBalancers: {busyAfterWrite: -1s}",
+			want: []string{"loadBalancers.busyAfterWrite", `"-1s"`, "expected zero (never busy) or a positive duration"}},
+		{name: "hierarchical shared pools", reason: "a pool per listener, not pools shared by load balancers", config: "loadBalancers: {hierarchical: true, backendPools: shared}",
+			want: []string{"loadBalancers.backendPools", `"shared"`, "loadBalancers.hierarchical true", "expected perService"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -214,7 +221,8 @@ func TestConfigYAMLRoundTrip(t *testing.T) {
 		InstanceCacheTTL:     provider.Duration{Duration: 90 * time.Second},
 		LoadBalancerCacheTTL: provider.Duration{Duration: 45 * time.Second},
 		LoadBalancers: fake.LoadBalancerSection{IPv4Pool: "192.0.2.0/24", IPMode: v1.LoadBalancerIPModeProxy,
-			ProvisioningDelay: &provider.Duration{Duration: 1500 * time.Millisecond}, Backends: fake.BackendsInstanceID},
+			ProvisioningDelay: &provider.Duration{Duration: 1500 * time.Millisecond}, Backends: fake.BackendsInstanceID,
+			Hierarchical: true, BusyAfterWrite: &provider.Duration{Duration: 250 * time.Millisecond}},
 		Routes:    fake.RoutesSection{EnableNodeAddresses: true},
 		Realistic: true,
 		RateLimit: fake.RateLimit{ReadsPerSecond: ptr.To(2.5), WritesPerSecond: ptr.To(0.5), Burst: 3},

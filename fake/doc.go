@@ -67,6 +67,58 @@
 // /backendpools; their calls are operations of their own, counted, rate
 // limited, intercepted (Funcs) and governed like the others.
 //
+// # Hierarchical mode
+//
+// With loadBalancers.hierarchical (LoadBalancerSection.Hierarchical, off
+// in every mode, realistic too; it combines with realistic, not with
+// shared backend pools) the cloud keeps each load balancer as OpenStack
+// Octavia does: a tree of objects, the load balancer, its listeners, a
+// pool per listener, the pool's members and a health monitor per pool,
+// and the provider declares loadbalancer.Capabilities.ListenerPools, so
+// that Plan makes one write per object. Each Apply is one write of one
+// object:
+//
+//   - ActionCreate creates the load balancer alone, with its tags, front
+//     end, settings, source ranges and session affinity, and returns it
+//     with its ID and no listeners: the listeners, pools, members and
+//     monitors follow as writes of their own (a load balancer of N
+//     listeners is 1+4N writes, 1+3N without Nodes). A load balancer
+//     created through the control surface is made alone too.
+//   - ActionAddListener adds the listener alone ("lis-<n>");
+//     ActionAddListenerPool gives it an empty pool ("pool-<n>");
+//     ActionAddBackends and ActionRemoveBackends change one pool's
+//     members in one batch (Action.Listener names the listener; without
+//     it they are refused: the load balancer has no backends of its own),
+//     and so does ActionUpdateHealthCheck its monitor;
+//     ActionRemoveListenerPool deletes a pool with its members and monitor.
+//   - A listener's port and protocol are immutable: an ActionUpdateListener
+//     that changes them is refused, naming the listener (a changed Service
+//     port is six writes: the old pool and listener go, a new listener,
+//     pool, members and monitor come). One that changes only the node port
+//     rewrites the pool's members in one write; the listener keeps its ID
+//     and pool.
+//   - Delete removes the load balancer and every child in one call.
+//   - After each write the load balancer is busy for
+//     loadBalancers.busyAfterWrite (1s by default here, 0 elsewhere; it
+//     can be set in any mode) on the cloud's clock, as Octavia's
+//     PENDING_UPDATE: the write returns the load balancer as it is now
+//     with an error saying the cloud is busy for about that long, and any
+//     write (Apply or Delete) to it until then is refused with a 409,
+//     changing nothing (it wraps throttle's ErrRefused), counted in
+//     Calls.Busy and BusyByOp. LoadBalancer.BusyUntil shows it. The
+//     refusals of the rules above change nothing either.
+//
+// Find and List report the tree exactly as it is: a listener without a
+// pool has Pool nil, a pool its members (as loadBalancers.backends keeps
+// them: provider IDs only with instanceID) and its monitor, and the load
+// balancer's own Spec.Backends and Spec.HealthCheck are empty. The cloud
+// keeps a listener's node port on its pool's members, so a listener whose
+// pool has no members reports node port 0 (loadbalancer.Listener.NodePort);
+// one without a pool reports the node port it was created with. Until the
+// Reconciler knows the busy error it takes it for a failure: each
+// EnsureLoadBalancer then makes one write, and the service controller's
+// retries build the tree.
+//
 // A client-side budget (governor: Config.Governor, off by default in
 // every mode) puts a governor.Governor below the fake's caches, as a
 // provider over a real cloud would: calls over its budget are refused
@@ -111,8 +163,13 @@
 //   - Operations are atomic. A provisioning delay only withholds a new
 //     load balancer's ingress: its VIPs, listeners and backends are there
 //     at once, later changes take effect at once, and there is no partially
-//     built load balancer and no eventual consistency, unless a test
+//     built load balancer (but in hierarchical mode, where each write
+//     builds one object) and no eventual consistency, unless a test
 //     injects them with interceptor Funcs.
+//   - In hierarchical mode the control surface's RemoveBackend (and DELETE
+//     /loadbalancers/{id}/backends/{key}) finds no backends: members are
+//     per pool, and it does not reach them. Control-surface edits are
+//     neither refused nor made busy by busyAfterWrite.
 //   - The rate limit counts calls, not their cost (a List of 5,000
 //     instances takes one token), and has no quota per operation. With
 //     stateFile each process has its own buckets, so N processes may

@@ -69,6 +69,12 @@ type Calls struct {
 	// ThrottledByOp counts the throttled calls per operation; operations
 	// never throttled are absent (nil when none was).
 	ThrottledByOp map[Op]int64 `json:"throttledByOp,omitempty"`
+	// Busy counts the writes the cloud refused because their load
+	// balancer was busy (LoadBalancerSection.BusyAfterWrite), changing
+	// nothing; they are in Writes and ByOp too. BusyByOp counts them per
+	// operation (nil when none was).
+	Busy     int64        `json:"busy,omitempty"`
+	BusyByOp map[Op]int64 `json:"busyByOp,omitempty"`
 }
 
 // meter is the fake's cloud API gate: it counts calls, applies the rate
@@ -119,6 +125,18 @@ func (m *meter) enter(ctx context.Context, op Op) (*Funcs, error) {
 	return &funcs, nil
 }
 
+// countBusy counts a call of op the cloud refused because its load
+// balancer was busy.
+func (m *meter) countBusy(op Op) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.calls.Busy++
+	if m.calls.BusyByOp == nil {
+		m.calls.BusyByOp = map[Op]int64{}
+	}
+	m.calls.BusyByOp[op]++
+}
+
 // scripted takes the admin endpoint's next fault for op, counting it.
 func (m *meter) scripted(op Op) (error, bool) {
 	err, late := m.script.take(op)
@@ -135,7 +153,7 @@ func (c *Cloud) Calls() Calls {
 	c.meter.mu.Lock()
 	defer c.meter.mu.Unlock()
 	out := c.meter.calls
-	out.ByOp, out.ThrottledByOp = maps.Clone(out.ByOp), maps.Clone(out.ThrottledByOp)
+	out.ByOp, out.ThrottledByOp, out.BusyByOp = maps.Clone(out.ByOp), maps.Clone(out.ThrottledByOp), maps.Clone(out.BusyByOp)
 	return out
 }
 
@@ -178,7 +196,8 @@ var (
 
 // gate takes one call of op one stage on: at the gate it counts the call
 // and applies the rate limit (a refusal ends it, before any fault is
-// consumed), then runs step with the admin endpoint's fault Funcs; then
+// consumed), then runs step with the admin endpoint's fault Funcs,
+// counting a refusal of a busy load balancer (Calls.Busy); then
 // step with the user's Funcs; then step with nil, for the store. step
 // calls its Funcs' hook for the call with next, the API a stage on
 // (next is not counted again), or next's method when the hook is nil.
@@ -191,7 +210,11 @@ func gate[T any](ctx context.Context, a cloudAPI, op Op, step func(f *Funcs, nex
 			return zero, err
 		}
 		a.user, a.stage = user, atUser
-		return step(a.m.faults, a)
+		out, err := step(a.m.faults, a)
+		if err != nil && refusedBusy(err) {
+			a.m.countBusy(op)
+		}
+		return out, err
 	case atUser:
 		next := a
 		next.stage = atStore

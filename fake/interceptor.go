@@ -84,6 +84,9 @@ func failing(take func(op Op) (err error, late bool)) Funcs {
 		},
 		ApplyLoadBalancer: func(ctx context.Context, next loadbalancer.Driver, a loadbalancer.Action) (out *loadbalancer.LoadBalancer, err error) {
 			err = run(OpApplyLoadBalancer, func() (err error) { out, err = next.Apply(ctx, a); return err })
+			if appliedBusy(err) {
+				return out, err // applied: the result stands
+			}
 			return nilOnError(out, err)
 		},
 		DeleteLoadBalancer: func(ctx context.Context, next loadbalancer.Driver, lb *loadbalancer.LoadBalancer) error {

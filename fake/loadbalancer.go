@@ -19,9 +19,12 @@ import (
 
 // lbDriver is the fake's loadbalancer.Driver: load balancers are stored as
 // the loadbalancer model, changed with loadbalancer.Apply (the reference
-// semantics of each action), plus VIPs from the pools and the moment each
-// is provisioned. With LoadBalancerSection.Backends instanceID it keeps only
-// the provider ID of each backend, as a cloud whose targets are instances.
+// semantics of each action), plus VIPs from the pools, the moment each is
+// provisioned and the moment each stops being busy. With
+// LoadBalancerSection.Backends instanceID it keeps only the provider ID of
+// each backend, as a cloud whose targets are instances; with
+// LoadBalancerSection.Hierarchical it keeps each as a tree of objects and
+// enforces that cloud's rules (hierarchical.go).
 type lbDriver struct{ s *store }
 
 var _ loadbalancer.ListDriver = lbDriver{}
@@ -109,25 +112,44 @@ func hasTags(tags, want map[string]string) bool {
 }
 
 // Apply performs one action atomically and returns the load balancer as
-// reported now: on error nothing changes.
+// reported now: on error nothing changes, but for errBusy's, which comes
+// with the result of a write that left the load balancer busy
+// (LoadBalancerSection.BusyAfterWrite). A write to a busy load balancer,
+// or one the cloud's rules refuse (store.admit), fails with an error
+// wrapping throttle.ErrRefused.
 func (d lbDriver) Apply(ctx context.Context, a loadbalancer.Action) (out *loadbalancer.LoadBalancer, err error) {
+	var busy time.Duration
 	err = d.s.writeCtx(ctx, func() (bool, error) {
+		now := d.s.now()
+		a, err := d.s.admit(a, now)
+		if err != nil {
+			return false, err
+		}
 		next, err := d.s.applyLB(a)
 		if err != nil {
 			return false, err
 		}
-		out = next.reported(d.s.now())
+		busy = d.s.markBusy(next, now)
+		out = next.reported(now)
 		return true, nil
 	})
 	if err != nil {
 		return nil, err
 	}
+	if busy > 0 {
+		return out, errBusy(out.ID, busy)
+	}
 	return out, nil
 }
 
 // applyLB performs a on the stored load balancers (mu held for writing)
-// and returns the stored result. On error nothing changes.
+// and returns the stored result; on a hierarchical cloud an ActionCreate
+// makes the load balancer alone (createAlone) and new listeners and pools
+// get their IDs (assignIDs). On error nothing changes.
 func (s *store) applyLB(a loadbalancer.Action) (*lbRecord, error) {
+	if s.lbCfg.Hierarchical {
+		a = createAlone(a)
+	}
 	if s.lbCfg.Backends == BackendsInstanceID {
 		var err error
 		if a, err = s.instanceTargets(a); err != nil {
@@ -170,7 +192,10 @@ func (s *store) applyLB(a loadbalancer.Action) (*lbRecord, error) {
 		rec.vips = cur.vips
 	}
 	if cur != nil {
-		rec.readyAt = cur.readyAt
+		rec.readyAt, rec.busyUntil = cur.readyAt, cur.busyUntil
+	}
+	if s.lbCfg.Hierarchical {
+		s.assignIDs(next)
 	}
 	next.Ingress = s.ingress(next.Name, rec.vips)
 	if cur != nil {
@@ -246,7 +271,9 @@ func (s *store) checkTarget(b loadbalancer.Backend) error {
 	return nil
 }
 
-// Delete removes lb and releases its VIPs; a missing one is not an error.
+// Delete removes lb, with its listeners, pools, members and monitors on a
+// hierarchical cloud, and releases its VIPs; a missing one is not an
+// error. A busy one is refused (errRefusedBusy), changing nothing.
 func (d lbDriver) Delete(ctx context.Context, lb *loadbalancer.LoadBalancer) error {
 	if lb == nil {
 		return nil
@@ -255,6 +282,9 @@ func (d lbDriver) Delete(ctx context.Context, lb *loadbalancer.LoadBalancer) err
 		r := d.s.lbs[lb.ID]
 		if r == nil {
 			return false, nil
+		}
+		if err := r.checkIdle(d.s.now()); err != nil {
+			return false, err
 		}
 		for _, ip := range r.vips {
 			d.s.lbPools[ip.Is4()].release(ip)

@@ -70,6 +70,9 @@ type SavedState struct {
 	// counters; RouteRevision counts the route table's changes.
 	NextInstance, NextLoadBalancer, NextBackendPool int
 	RouteRevision                                   uint64
+	// NextListener and NextListenerPool are the ID counters of a
+	// hierarchical cloud's listeners and pools (zero on a flat one).
+	NextListener, NextListenerPool int
 	// Pools are the address pools' cursors: the next address each tries.
 	Pools []SavedPool
 	// Instances are the instances, with their State.
@@ -88,8 +91,9 @@ type SavedState struct {
 // SavedCloud is the part of a cloud-config that defines the cloud:
 // InstanceCIDRs, and LoadBalancers (with defaults) but for
 // ProvisioningDelay, which each process may change at run time (each load
-// balancer keeps when it is ready), and with BackendPools empty unless
-// shared.
+// balancer keeps when it is ready), and BusyAfterWrite, which each process
+// may have its own of (each load balancer keeps until when it is busy),
+// and with BackendPools empty unless shared.
 type SavedCloud struct {
 	InstanceCIDRs []string
 	LoadBalancers LoadBalancerSection
@@ -102,20 +106,23 @@ type SavedPool struct {
 }
 
 // SavedLoadBalancer is a load balancer as a Persistence keeps it: with the
-// ingress it reports once ready (LoadBalancer, required), its VIPs (one per
-// family, in Spec.IPFamilies order) and when it is ready (zero: since its
-// creation).
+// ingress it reports once ready (LoadBalancer, required; on a hierarchical
+// cloud with its listeners' IDs, pools, members and monitors, and each
+// listener's node port as it was set), its VIPs (one per family, in
+// Spec.IPFamilies order), when it is ready (zero: since its creation) and
+// until when it is busy (zero: never was).
 type SavedLoadBalancer struct {
 	LoadBalancer *loadbalancer.LoadBalancer
 	VIPs         []netip.Addr
 	ReadyAt      time.Time
+	BusyUntil    time.Time
 }
 
 // savedCloud returns the part of cfg (with defaults) that defines the
 // cloud.
 func savedCloud(cfg Config) SavedCloud {
 	lb := cfg.LoadBalancers
-	lb.ProvisioningDelay = nil
+	lb.ProvisioningDelay, lb.BusyAfterWrite = nil, nil
 	if lb.BackendPools != BackendPoolsShared {
 		lb.BackendPools = "" // absent otherwise, as in files written before it
 	}
@@ -127,12 +134,13 @@ func (st *cloudState) saved(cfg Config) *SavedState {
 	out := &SavedState{
 		Cloud: savedCloud(cfg), NextInstance: st.nextInstance, NextLoadBalancer: st.nextLB, NextBackendPool: st.nextBPool,
 		RouteRevision: st.routeRev, Instances: st.appendInstances(nil), Routes: slices.Clone(st.routes),
+		NextListener: st.nextListener, NextListenerPool: st.nextListenerPool,
 	}
 	for _, p := range st.sortedBackendPools() {
 		out.BackendPools = append(out.BackendPools, *p.Clone())
 	}
 	for _, r := range st.sortedLoadBalancers() {
-		out.LoadBalancers = append(out.LoadBalancers, SavedLoadBalancer{LoadBalancer: r.lb.Clone(), VIPs: slices.Clone(r.vips), ReadyAt: r.readyAt})
+		out.LoadBalancers = append(out.LoadBalancers, SavedLoadBalancer{LoadBalancer: r.lb.Clone(), VIPs: slices.Clone(r.vips), ReadyAt: r.readyAt, BusyUntil: r.busyUntil})
 	}
 	for _, p := range st.pools() {
 		out.Pools = append(out.Pools, SavedPool{CIDR: p.prefix.String(), Next: p.next.String()})
@@ -158,10 +166,12 @@ func restoreState(saved *SavedState, cfg Config) (cloudState, error) {
 	if err != nil {
 		return cloudState{}, err
 	}
-	if saved.NextInstance < 0 || saved.NextLoadBalancer < 0 || saved.NextBackendPool < 0 {
-		return cloudState{}, fmt.Errorf("nextInstance %d, nextLoadBalancer %d, nextBackendPool %d: expected counters of zero or more", saved.NextInstance, saved.NextLoadBalancer, saved.NextBackendPool)
+	if saved.NextInstance < 0 || saved.NextLoadBalancer < 0 || saved.NextBackendPool < 0 || saved.NextListener < 0 || saved.NextListenerPool < 0 {
+		return cloudState{}, fmt.Errorf("nextInstance %d, nextLoadBalancer %d, nextBackendPool %d, nextListener %d, nextListenerPool %d: expected counters of zero or more",
+			saved.NextInstance, saved.NextLoadBalancer, saved.NextBackendPool, saved.NextListener, saved.NextListenerPool)
 	}
 	st.nextInstance, st.nextLB, st.nextBPool = saved.NextInstance, saved.NextLoadBalancer, saved.NextBackendPool
+	st.nextListener, st.nextListenerPool = saved.NextListener, saved.NextListenerPool
 	for i, sp := range saved.Pools {
 		if err := st.setPoolNext(sp); err != nil {
 			return cloudState{}, fmt.Errorf("pools[%d]: %w", i, err)
@@ -269,7 +279,7 @@ func (st *cloudState) loadLoadBalancer(v SavedLoadBalancer) error {
 			return fmt.Errorf("vips[%d]: %w: expected each VIP once", j, err)
 		}
 	}
-	rec := &lbRecord{lb: lb.Clone(), vips: slices.Clone(v.VIPs), readyAt: v.ReadyAt}
+	rec := &lbRecord{lb: lb.Clone(), vips: slices.Clone(v.VIPs), readyAt: v.ReadyAt, busyUntil: v.BusyUntil}
 	st.lbs[lb.ID] = rec
 	st.indexLB(rec.lb)
 	return nil

@@ -59,6 +59,10 @@ type store struct {
 	// delay is the provisioning delay of load balancers created from now
 	// on, a time.Duration (SetProvisioningDelay).
 	delay atomic.Int64
+	// busyAfter is how long a load balancer stays busy after each write
+	// of the cloud API (LoadBalancerSection.BusyAfterWrite, with its
+	// default); 0: never. It never changes.
+	busyAfter time.Duration
 	// limits is the rate limit of the cloud account, shared by every Cloud
 	// over this store.
 	limits *limiter
@@ -95,6 +99,9 @@ type cloudState struct {
 	lbUIDs  index                // loadbalancer.TagServiceUID value → IDs
 	lbPools map[bool]*pool       // by Is4
 	nextLB  int
+	// nextListener and nextListenerPool count the listener and pool IDs
+	// of a hierarchical cloud ("lis-<n>", "pool-<n>").
+	nextListener, nextListenerPool int
 
 	bpools    map[string]*loadbalancer.Pool // shared backend pools by ID; values are replaced, never mutated
 	nextBPool int
@@ -104,12 +111,14 @@ type cloudState struct {
 	routeIdx *routeIndex // of routes; changed only with them (setRoutes)
 }
 
-// lbRecord is a stored load balancer: the model, its VIPs and when it is
-// provisioned. lb.Ingress is what it reports once ready.
+// lbRecord is a stored load balancer: the model, its VIPs, when it is
+// provisioned and until when it is busy. lb.Ingress is what it reports
+// once ready.
 type lbRecord struct {
-	lb      *loadbalancer.LoadBalancer
-	vips    []netip.Addr // one per family, in lb.Spec.IPFamilies order
-	readyAt time.Time    // zero: ready since its creation
+	lb        *loadbalancer.LoadBalancer
+	vips      []netip.Addr // one per family, in lb.Spec.IPFamilies order
+	readyAt   time.Time    // zero: ready since its creation
+	busyUntil time.Time    // zero: never busy (LoadBalancerSection.BusyAfterWrite)
 }
 
 // provisioning reports whether r is still being provisioned at now: it
@@ -117,12 +126,14 @@ type lbRecord struct {
 func (r *lbRecord) provisioning(now time.Time) bool { return now.Before(r.readyAt) }
 
 // reported returns a copy of the load balancer as the cloud reports it at
-// now: without ingress while it is provisioning.
+// now: without ingress while it is provisioning, and a hierarchical one's
+// listeners as reportTree says.
 func (r *lbRecord) reported(now time.Time) *loadbalancer.LoadBalancer {
 	out := r.lb.Clone()
 	if r.provisioning(now) {
 		out.Ingress = nil
 	}
+	reportTree(&out.Spec)
 	return out
 }
 
@@ -183,6 +194,7 @@ func newStore(cfg Config, now func() time.Time, p Persistence) (*store, error) {
 	}
 	s := &store{lbCfg: cfg.LoadBalancers, now: now, limits: newLimiter(now, cfg.RateLimit), cloudState: st, file: p, cfg: cfg}
 	s.delay.Store(int64(cfg.LoadBalancers.ProvisioningDelay.Duration))
+	s.busyAfter = cfg.LoadBalancers.BusyAfterWrite.Duration
 	err = s.write(func() (bool, error) {
 		if s.persisted {
 			return false, nil // an existing cloud: already seeded
@@ -316,7 +328,7 @@ func (s *store) reload() error {
 // reload that cannot tell only drops the caches once more).
 func sameLoadBalancers(a, b map[string]*lbRecord) bool {
 	return maps.EqualFunc(a, b, func(x, y *lbRecord) bool {
-		return reflect.DeepEqual(x.lb, y.lb) && slices.Equal(x.vips, y.vips) && x.readyAt.Equal(y.readyAt)
+		return reflect.DeepEqual(x.lb, y.lb) && slices.Equal(x.vips, y.vips) && x.readyAt.Equal(y.readyAt) && x.busyUntil.Equal(y.busyUntil)
 	})
 }
 
@@ -620,7 +632,7 @@ func viewRoute(e routes.Entry) Route {
 // (Snapshot, GET /loadbalancers): without ingress while it is
 // provisioning.
 func viewLoadBalancer(r *lbRecord, now time.Time) LoadBalancer {
-	out := LoadBalancer{LoadBalancer: *r.reported(now), VIPs: make([]string, 0, len(r.vips)), ReadyAt: r.readyAt, Provisioning: r.provisioning(now)}
+	out := LoadBalancer{LoadBalancer: *r.reported(now), VIPs: make([]string, 0, len(r.vips)), ReadyAt: r.readyAt, Provisioning: r.provisioning(now), BusyUntil: r.busyUntil}
 	for _, ip := range r.vips {
 		out.VIPs = append(out.VIPs, ip.String())
 	}

@@ -152,6 +152,10 @@ type LoadBalancer struct {
 	// ReadyAt is when a load balancer created with a provisioning delay
 	// reports its ingress; zero (absent) for one ready at once.
 	ReadyAt time.Time `json:"readyAt,omitzero"`
+	// BusyUntil is when the load balancer stops being busy after its last
+	// write (LoadBalancerSection.BusyAfterWrite): a write before then is
+	// refused. Zero (absent) for one never busy.
+	BusyUntil time.Time `json:"busyUntil,omitzero"`
 }
 
 // Route is one entry of the fake's route table.

@@ -150,7 +150,10 @@ const maxBody = 1 << 20
 //	              "hostname", "labels": {}, "state": "running|stopped|terminated"}
 //	LoadBalancer {"id", "name", "tags": {}, "spec": {...}, "ingress": [...]: loadbalancer.LoadBalancer,
 //	              "vips": [], "provisioning": true (only while provisioning),
-//	              "readyAt": RFC 3339 (only with a delay)}
+//	              "readyAt": RFC 3339 (only with a delay),
+//	              "busyUntil": RFC 3339 (only once a write made it busy, loadBalancers.busyAfterWrite)};
+//	             on a hierarchical cloud its spec has "listenerPools": true and each listener
+//	             its "id" and "pool": {"id", "backends": [], "healthCheck"} (absent: no pool yet)
 //	loadbalancer.LoadBalancer (POST /loadbalancers)
 //	             {"name", "tags": {}, "spec": {"ipFamilies": ["IPv4"], "requestedIPs": [],
 //	              "listeners": [{"family", "protocol", "port", "nodePort"}],
@@ -161,7 +164,8 @@ const maxBody = 1 << 20
 //	State        {"clusterID", "instances": [], "loadBalancers": [], "routes": [],
 //	              "pools": [{"purpose", "cidr", "allocated"}]}
 //	Calls        {"reads", "writes", "faults", "throttled", "byOp": {"<Op>": n},
-//	              "throttledByOp": {"<Op>": n} (only once a call was throttled)}
+//	              "throttledByOp": {"<Op>": n} (only once a call was throttled),
+//	              "busy", "busyByOp": {"<Op>": n} (only once a write was refused as busy)}
 //	RateLimit    {"readsPerSecond", "writesPerSecond", "burst"} (an absent rate: unlimited)
 //
 // With loadBalancers.backends instanceID a backend has only "providerID";

@@ -131,7 +131,7 @@ func TestAdminLoadBalancerEditRefusals(t *testing.T) {
 		{"no free VIP", "a /30 pool has two addresses", "POST", "/loadbalancers", with("other-web", "third"), 409, "address pool exhausted"},
 		{"empty body", "the load balancer is the body", "POST", "/loadbalancers", "", 400, "empty body"},
 		{"unknown field", "strict decoding", "POST", "/loadbalancers", `{"name": "x", "flavor": "big"}`, 400, `unknown field "flavor" in the body`},
-		{"listener key in another case", "the fields of the embedded ListenerKey are checked where the JSON has them", "POST", "/loadbalancers", with(`"family"`, `"Family"`), 400, `unknown field "Family" in the body.spec.listeners[0]: expected one of family, nodePort, port, protocol`},
+		{"listener key in another case", "the fields of the embedded ListenerKey are checked where the JSON has them", "POST", "/loadbalancers", with(`"family"`, `"Family"`), 400, `unknown field "Family" in the body.spec.listeners[0]: expected one of appProtocol, family, id, nodePort, pool, port, protocol, settings`},
 		{"unknown listener field", "strict decoding at depth", "POST", "/loadbalancers", with(`"port": 443`, `"port": 443, "tls": true`), 400, `unknown field "tls" in the body.spec.listeners[0]`},
 		{"repeated key", "one value per key", "POST", "/loadbalancers", with(`"name": "other-web"`, `"name": "a", "name": "b"`), 400, `key "name" repeated in the body`},
 		{"ID in the body", "the cloud assigns IDs", "POST", "/loadbalancers", with(`"name"`, `"id": "lb-7", "name"`), 400, `loadBalancer.id: Invalid value: "lb-7": expected none`},

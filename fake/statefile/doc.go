@@ -50,12 +50,16 @@
 // loaded. The fake never overwrites or recreates a file it cannot read;
 // delete it to start over.
 //
+// A file written before hierarchical load balancers has none of their
+// fields, and is read as the flat cloud it is.
+//
 // Each process's admin endpoint shows the shared state. Faults, interceptor
 // Funcs, call counters and the instance cache stay per process: they model
-// the provider's cloud API client, not the cloud. So do the rate limit and
-// the provisioning delay of new load balancers (each process enforces its
-// own, from its cloud-config or admin endpoint); but each load balancer
-// keeps in the file when it is ready, so every process agrees on that. A change another process
+// the provider's cloud API client, not the cloud. So do the rate limit,
+// the provisioning delay of new load balancers and busyAfterWrite (each
+// process enforces its own, from its cloud-config or admin endpoint); but
+// each load balancer keeps in the file when it is ready and until when it
+// is busy, so every process agrees on those. A change another process
 // made to an instance drops this process's instance cache at its next
 // look-up, as a change made through its own control surface does.
 //
@@ -66,13 +70,21 @@
 //	  "generation": 12,                        // +1 per saved change
 //	  "cloud": {"instanceCIDRs": [...],        // must match the cloud-config (defaults applied):
 //	            "loadBalancers": {"ipv4Pool", "ipv6Pool", "hostnameSuffix", "ipMode", "backends",
-//	                              "backendPools"}},  // backendPools only when shared
+//	                              "backendPools",    // only when shared
+//	                              "hierarchical"}},  // only when true
 //	  "nextInstance": 2, "nextLoadBalancer": 5, "routeRevision": 3, // ID counters, route table revision
 //	  "nextBackendPool": 1,                    // only with shared backend pools
+//	  "nextListener": 4, "nextListenerPool": 3, // only on a hierarchical cloud
 //	  "pools": [{"cidr": "198.18.0.0/15", "next": "198.18.0.6"}], // where each pool allocates next
 //	  "instances": [Instance],                 // as in GET /instances
 //	  "loadBalancers": [LoadBalancer],         // as in GET /loadbalancers, but with the ingress
-//	                                           // it reports once ready, and no "provisioning"
+//	                                           // it reports once ready, no "provisioning", and
+//	                                           // each listener's nodePort as set (a hierarchical
+//	                                           // cloud reports 0 for a pool without members);
+//	                                           // "busyUntil", "listenerPools" and a listener's
+//	                                           // "appProtocol", "settings", "id" and
+//	                                           // "pool": {"id", "backends", "healthCheck"}
+//	                                           // only when set
 //	  "backendPools": [{"id", "name", "tags", "ipFamilies", "backends", "backendKey"}],
 //	                                           // only with shared backend pools
 //	  "routes": [{"cluster", "name", "destinationCIDR", "targetNode",

@@ -35,6 +35,8 @@ type stateDoc struct {
 	NextInstance     int                `json:"nextInstance"`
 	NextLoadBalancer int                `json:"nextLoadBalancer"`
 	NextBackendPool  int                `json:"nextBackendPool,omitempty"`
+	NextListener     int                `json:"nextListener,omitempty"`
+	NextListenerPool int                `json:"nextListenerPool,omitempty"`
 	RouteRevision    uint64             `json:"routeRevision"`
 	Pools            []statePool        `json:"pools"`
 	Instances        []stateInstance    `json:"instances"`
@@ -63,8 +65,9 @@ type stateCloud struct {
 
 // stateLBConfig is the part of LoadBalancerSection that defines the cloud
 // (not the provisioning delay, which each process may change at run time:
-// each load balancer keeps when it is ready). BackendPools is absent
-// unless shared.
+// each load balancer keeps when it is ready; nor busyAfterWrite: each
+// keeps until when it is busy). BackendPools is absent unless shared,
+// Hierarchical unless true (a file written before it is flat).
 type stateLBConfig struct {
 	IPv4Pool       string                `json:"ipv4Pool"`
 	IPv6Pool       string                `json:"ipv6Pool"`
@@ -72,6 +75,7 @@ type stateLBConfig struct {
 	IPMode         v1.LoadBalancerIPMode `json:"ipMode,omitempty"`
 	Backends       fake.BackendMode      `json:"backends,omitempty"`
 	BackendPools   fake.BackendPoolMode  `json:"backendPools,omitempty"`
+	Hierarchical   bool                  `json:"hierarchical,omitempty"`
 }
 
 // statePool is an address pool's allocation cursor: the next address it
@@ -98,6 +102,7 @@ func cloudOf(c fake.SavedCloud) stateCloud {
 	lb := c.LoadBalancers
 	return stateCloud{InstanceCIDRs: slices.Clone(c.InstanceCIDRs), LoadBalancers: stateLBConfig{
 		IPv4Pool: lb.IPv4Pool, IPv6Pool: lb.IPv6Pool, HostnameSuffix: lb.HostnameSuffix, IPMode: lb.IPMode, Backends: lb.Backends, BackendPools: lb.BackendPools,
+		Hierarchical: lb.Hierarchical,
 	}}
 }
 
@@ -106,6 +111,7 @@ func (c stateCloud) saved() fake.SavedCloud {
 	lb := c.LoadBalancers
 	return fake.SavedCloud{InstanceCIDRs: c.InstanceCIDRs, LoadBalancers: fake.LoadBalancerSection{
 		IPv4Pool: lb.IPv4Pool, IPv6Pool: lb.IPv6Pool, HostnameSuffix: lb.HostnameSuffix, IPMode: lb.IPMode, Backends: lb.Backends, BackendPools: lb.BackendPools,
+		Hierarchical: lb.Hierarchical,
 	}}
 }
 
@@ -114,6 +120,7 @@ func encodeState(st *fake.SavedState, gen uint64) *stateDoc {
 	doc := &stateDoc{
 		Format: stateFormat, Generation: gen, Cloud: cloudOf(st.Cloud),
 		NextInstance: st.NextInstance, NextLoadBalancer: st.NextLoadBalancer, NextBackendPool: st.NextBackendPool, RouteRevision: st.RouteRevision,
+		NextListener: st.NextListener, NextListenerPool: st.NextListenerPool,
 		Instances: []stateInstance{}, LoadBalancers: []stateLB{}, Routes: []stateRoute{},
 	}
 	for i := range st.BackendPools {
@@ -186,6 +193,7 @@ func (doc *stateDoc) savedState() (*fake.SavedState, error) {
 	st := &fake.SavedState{
 		Cloud: doc.Cloud.saved(), NextInstance: doc.NextInstance, NextLoadBalancer: doc.NextLoadBalancer,
 		NextBackendPool: doc.NextBackendPool, RouteRevision: doc.RouteRevision,
+		NextListener: doc.NextListener, NextListenerPool: doc.NextListenerPool,
 	}
 	for _, p := range doc.Pools {
 		st.Pools = append(st.Pools, fake.SavedPool{CIDR: p.CIDR, Next: p.Next})
@@ -261,18 +269,35 @@ type stateLB struct {
 	Settings        map[string]string `json:"settings,omitempty"`
 	BackendKey      string            `json:"backendKey,omitempty"`
 	BackendPool     string            `json:"backendPool,omitempty"`
+	ListenerPools   bool              `json:"listenerPools,omitempty"`
 	VIPs            []string          `json:"vips"`
 	Ingress         []stateIngress    `json:"ingress"`
 	// Provisioning is always false in a state file, where ReadyAt decides.
 	Provisioning bool      `json:"provisioning,omitempty"`
 	ReadyAt      time.Time `json:"readyAt,omitzero"`
+	BusyUntil    time.Time `json:"busyUntil,omitzero"`
 }
 
+// stateListener is a listener as a state file keeps it: with its node
+// port as it was set (not as reported: a hierarchical cloud reports 0 for
+// a pool without members) and, on a hierarchical cloud, its ID and pool.
 type stateListener struct {
-	Family   string `json:"family"`
-	Protocol string `json:"protocol"`
-	Port     int32  `json:"port"`
-	NodePort int32  `json:"nodePort"`
+	Family      string             `json:"family"`
+	Protocol    string             `json:"protocol"`
+	Port        int32              `json:"port"`
+	NodePort    int32              `json:"nodePort"`
+	AppProtocol string             `json:"appProtocol,omitempty"`
+	Settings    map[string]string  `json:"settings,omitempty"`
+	ID          string             `json:"id,omitempty"`
+	Pool        *stateListenerPool `json:"pool,omitempty"`
+}
+
+// stateListenerPool is a listener's pool (loadbalancer.ListenerPool): its
+// ID, members and health monitor (absent: none).
+type stateListenerPool struct {
+	ID          string            `json:"id,omitempty"`
+	Backends    []stateBackend    `json:"backends"`
+	HealthCheck *stateHealthCheck `json:"healthCheck,omitempty"`
 }
 
 type stateBackend struct {
@@ -304,9 +329,10 @@ func storedLoadBalancer(r fake.SavedLoadBalancer) stateLB {
 	lb, spec := r.LoadBalancer, r.LoadBalancer.Spec
 	out := stateLB{
 		ID: lb.ID, Name: lb.Name, Tags: map[string]string{}, BackendKey: string(spec.BackendKey), BackendPool: spec.BackendPool, ReadyAt: r.ReadyAt,
+		ListenerPools: spec.ListenerPools, BusyUntil: r.BusyUntil,
 		IPFamilies: []string{}, Listeners: []stateListener{}, Backends: []stateBackend{}, SourceRanges: []string{},
 		VIPs: []string{}, Ingress: []stateIngress{},
-		HealthCheck:     stateHealthCheck{Protocol: string(spec.HealthCheck.Protocol), Port: spec.HealthCheck.Port, Path: spec.HealthCheck.Path},
+		HealthCheck:     storedHealthCheck(spec.HealthCheck),
 		SessionAffinity: stateAffinity{ClientIP: spec.SessionAffinity.ClientIP, TimeoutSeconds: spec.SessionAffinity.TimeoutSeconds},
 	}
 	maps.Copy(out.Tags, lb.Tags)
@@ -317,7 +343,7 @@ func storedLoadBalancer(r fake.SavedLoadBalancer) stateLB {
 		out.RequestedIPs = append(out.RequestedIPs, ip.String())
 	}
 	for _, l := range spec.Listeners {
-		out.Listeners = append(out.Listeners, stateListener{Family: string(l.Family), Protocol: string(l.Protocol), Port: l.Port, NodePort: l.NodePort})
+		out.Listeners = append(out.Listeners, storedListener(l))
 	}
 	out.Backends = storedBackends(spec.Backends)
 	for _, p := range spec.SourceRanges {
@@ -357,7 +383,7 @@ func (v stateLB) record() (fake.SavedLoadBalancer, error) {
 		lb.Ingress = append(lb.Ingress, loadbalancer.Ingress{IP: in.IP, Hostname: in.Hostname, IPMode: v1.LoadBalancerIPMode(in.IPMode)})
 	}
 	lb.Spec.BackendKey = d.backendKey(v.BackendKey)
-	rec.ReadyAt = v.ReadyAt
+	rec.ReadyAt, rec.BusyUntil = v.ReadyAt, v.BusyUntil
 	if v.Provisioning {
 		d.errs = append(d.errs, errors.New("provisioning true: expected it absent in a state file, where readyAt says when the load balancer is ready"))
 	}
@@ -378,14 +404,12 @@ func (v stateLB) decodeSpec(d *lbDecoder, s *loadbalancer.Spec) {
 		s.RequestedIPs = append(s.RequestedIPs, d.addr("requestedIPs", i, str))
 	}
 	for _, l := range v.Listeners {
-		s.Listeners = append(s.Listeners, loadbalancer.Listener{
-			ListenerKey: loadbalancer.ListenerKey{Family: v1.IPFamily(l.Family), Protocol: v1.Protocol(l.Protocol), Port: l.Port},
-			NodePort:    l.NodePort,
-		})
+		s.Listeners = append(s.Listeners, d.listener(l))
 	}
 	s.Backends = d.backends(v.Backends)
 	s.BackendPool = v.BackendPool
-	s.HealthCheck = loadbalancer.HealthCheck{Protocol: loadbalancer.HealthCheckProtocol(v.HealthCheck.Protocol), Port: v.HealthCheck.Port, Path: v.HealthCheck.Path}
+	s.ListenerPools = v.ListenerPools
+	s.HealthCheck = v.HealthCheck.healthCheck()
 	for i, str := range v.SourceRanges {
 		p, err := netip.ParsePrefix(str)
 		if err != nil {
@@ -431,6 +455,47 @@ func (d *lbDecoder) backendKey(str string) loadbalancer.BackendKey {
 	}
 	d.errs = append(d.errs, fmt.Errorf("backendKey %q: expected \"\", %q or %q", str, loadbalancer.BackendKeyProviderID, loadbalancer.BackendKeyAddress))
 	return ""
+}
+
+// storedHealthCheck returns hc in its state-file form.
+func storedHealthCheck(hc loadbalancer.HealthCheck) stateHealthCheck {
+	return stateHealthCheck{Protocol: string(hc.Protocol), Port: hc.Port, Path: hc.Path}
+}
+
+// healthCheck parses a health check of a state file (storedHealthCheck).
+func (hc stateHealthCheck) healthCheck() loadbalancer.HealthCheck {
+	return loadbalancer.HealthCheck{Protocol: loadbalancer.HealthCheckProtocol(hc.Protocol), Port: hc.Port, Path: hc.Path}
+}
+
+// storedListener returns l in its state-file form, with its pool.
+func storedListener(l loadbalancer.Listener) stateListener {
+	out := stateListener{Family: string(l.Family), Protocol: string(l.Protocol), Port: l.Port, NodePort: l.NodePort,
+		AppProtocol: l.AppProtocol, Settings: maps.Clone(l.Settings), ID: l.ID}
+	if p := l.Pool; p != nil {
+		out.Pool = &stateListenerPool{ID: p.ID, Backends: storedBackends(p.Backends)}
+		if p.HealthCheck != nil {
+			hc := storedHealthCheck(*p.HealthCheck)
+			out.Pool.HealthCheck = &hc
+		}
+	}
+	return out
+}
+
+// listener parses a listener of a state file (storedListener), noting
+// problems of its pool's members in d.
+func (d *lbDecoder) listener(l stateListener) loadbalancer.Listener {
+	out := loadbalancer.Listener{
+		ListenerKey: loadbalancer.ListenerKey{Family: v1.IPFamily(l.Family), Protocol: v1.Protocol(l.Protocol), Port: l.Port},
+		NodePort:    l.NodePort, AppProtocol: l.AppProtocol, Settings: maps.Clone(l.Settings), ID: l.ID,
+	}
+	if p := l.Pool; p != nil {
+		out.Pool = &loadbalancer.ListenerPool{ID: p.ID, Backends: d.backends(p.Backends)}
+		if p.HealthCheck != nil {
+			hc := p.HealthCheck.healthCheck()
+			out.Pool.HealthCheck = &hc
+		}
+	}
+	return out
 }
 
 // storedBackends returns bs in their state-file form (an empty list for
