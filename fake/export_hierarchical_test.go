@@ -24,8 +24,8 @@ func LoadBalancerCapabilities(c *Cloud) loadbalancer.Capabilities { return c.lbC
 
 // BusyOf reports whether err says the cloud is busy with a load balancer,
 // for about how long, and whether the write was refused (nothing changed)
-// or applied. It reads the fake's stand-in busy error, which
-// loadbalancer.Busy replaces.
+// or applied (a *loadbalancer.BusyError, with or without
+// loadbalancer.ErrRefused).
 func BusyOf(err error) (after time.Duration, refused, busy bool) {
 	b, refused := busyOf(err)
 	if b == nil {

@@ -23,41 +23,29 @@ import (
 // assigns (assignIDs), how long it stays busy (markBusy) and what it
 // reports (reportTree).
 
-// busyError is the fake's stand-in for the busy error of package
-// loadbalancer (a *loadbalancer.BusyError{After, Msg}): the cloud is busy
-// with a load balancer for about After. Replaced by loadbalancer.Busy when
-// it lands, with errBusy, errRefusedBusy and busyOf.
-type busyError struct {
-	After time.Duration
-	Msg   string
-}
-
-func (e *busyError) Error() string { return e.Msg }
-
 // errBusy is the error of a write that was applied and left load balancer
-// lb busy for about d: the write's result comes with it. Replaced by
-// loadbalancer.Busy when it lands.
+// lb busy for about d: the write's result comes with it
+// (loadbalancer.Busy).
 func errBusy(lb string, d time.Duration) error {
-	return &busyError{After: d, Msg: fmt.Sprintf("fake: load balancer %s is busy (PENDING_UPDATE) for about %v after this write, which was applied", lb, d)}
+	return loadbalancer.Busy(d, fmt.Sprintf("fake: load balancer %s is busy (PENDING_UPDATE) for about %v after this write, which was applied", lb, d))
 }
 
 // errRefusedBusy is the error of a write refused, before it changed
 // anything, because load balancer lb is busy for d more (HTTP 409): it
-// wraps throttle.ErrRefused (so ccmkit's caches keep trusting what they
-// know of lb) and the busy error with the delay. Replaced by
-// loadbalancer.Busy, wrapped with loadbalancer.ErrRefused, when it lands.
+// wraps loadbalancer.ErrRefused (so ccmkit's caches keep trusting what
+// they know of lb) and the busy error with the delay.
 func errRefusedBusy(lb string, d time.Duration) error {
-	busy := &busyError{After: d, Msg: fmt.Sprintf("load balancer %s is busy (PENDING_UPDATE) for %v more: expected no write to it until then", lb, d)}
-	return fmt.Errorf("fake: 409 conflict: %w: %w", busy, throttle.ErrRefused)
+	busy := loadbalancer.Busy(d, fmt.Sprintf("load balancer %s is busy (PENDING_UPDATE) for %v more: expected no write to it until then", lb, d))
+	return fmt.Errorf("fake: 409 conflict: %w: %w", busy, loadbalancer.ErrRefused)
 }
 
 // busyOf returns the busy error err wraps (errBusy's or errRefusedBusy's)
 // and whether the write was refused, or nil.
-func busyOf(err error) (busy *busyError, refused bool) {
+func busyOf(err error) (busy *loadbalancer.BusyError, refused bool) {
 	if !errors.As(err, &busy) {
 		return nil, false
 	}
-	return busy, throttle.Refused(err)
+	return busy, errors.Is(err, loadbalancer.ErrRefused)
 }
 
 // refusedBusy reports whether err is a write refused because its load

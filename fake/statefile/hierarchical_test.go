@@ -1,6 +1,7 @@
 package statefile_test
 
 import (
+	"context"
 	"net/netip"
 	"path/filepath"
 	"testing"
@@ -80,25 +81,27 @@ func TestStateFileKeepsListenerTrees(t *testing.T) {
 // file. A flat cloud's file has none of these fields, as files written
 // before them.
 //
-// The Reconciler takes the cloud's busy error for a failure, so each
-// EnsureLoadBalancer makes one write; the clock is stepped past the busy
-// window between them.
+// Each EnsureLoadBalancer runs with a deadline shorter than the busy
+// window, so the Reconciler does not wait for the cloud (it would wait on
+// the fake clock, which only the test steps): it makes one write and
+// returns the busy answer; the clock is stepped past the window between
+// calls.
 func TestStateFileHierarchical(t *testing.T) {
 	clk, withClock := newClock()
 	cfg := fake.Config{LoadBalancers: fake.LoadBalancerSection{Hierarchical: true}, Instances: []fake.Instance{{Name: "node-01"}}}
 	clouds, path := sharedClouds(t, cfg, 2, withClock)
 	a, b := clouds[0], clouds[1]
 	nodes := []*v1.Node{mustNode(t, a, "i-1")}
-	if _, err := lbOf(t, a).EnsureLoadBalancer(t.Context(), cluster, service("web"), nodes); err == nil {
+	if _, err := lbOf(t, a).EnsureLoadBalancer(noWait(t), cluster, service("web"), nodes); err == nil {
 		t.Fatal("EnsureLoadBalancer on a hierarchical cloud = nil after one write; want the busy error")
 	}
-	if _, err := lbOf(t, b).EnsureLoadBalancer(t.Context(), cluster, service("web"), nodes); err == nil || b.Calls().Busy != 1 {
+	if _, err := lbOf(t, b).EnsureLoadBalancer(noWait(t), cluster, service("web"), nodes); err == nil || b.Calls().Busy != 1 {
 		t.Errorf("EnsureLoadBalancer through the other process while busy = %v, calls %+v; want the write refused as busy", err, b.Calls())
 	}
 	var err error
 	for range 10 {
 		clk.Step(time.Second)
-		if _, err = lbOf(t, a).EnsureLoadBalancer(t.Context(), cluster, service("web"), nodes); err == nil {
+		if _, err = lbOf(t, a).EnsureLoadBalancer(noWait(t), cluster, service("web"), nodes); err == nil {
 			break
 		}
 	}
@@ -121,7 +124,7 @@ func TestStateFileHierarchical(t *testing.T) {
 	svc.Spec.Ports = append(svc.Spec.Ports, v1.ServicePort{Name: "https", Protocol: v1.ProtocolTCP, Port: 443, NodePort: 30443})
 	for range 5 {
 		clk.Step(time.Second)
-		_, _ = lbOf(t, b).EnsureLoadBalancer(t.Context(), cluster, svc, nodes)
+		_, _ = lbOf(t, b).EnsureLoadBalancer(noWait(t), cluster, svc, nodes)
 	}
 	got := a.Snapshot().LoadBalancers[0].Spec.Listeners
 	if len(got) != 2 || got[1].ID != "lis-2" || got[1].Pool == nil || got[1].Pool.ID != "pool-2" {
@@ -142,4 +145,13 @@ func TestStateFileHierarchical(t *testing.T) {
 			t.Errorf("flat state file has %s %v; want it absent, as in files written before it", what, v)
 		}
 	}
+}
+
+// noWait returns a context whose deadline comes before any busy window
+// ends, so that the Reconciler returns a busy answer instead of waiting
+// it out (see loadbalancer.Options.MaxBusyWait).
+func noWait(t *testing.T) context.Context {
+	ctx, cancel := context.WithTimeout(t.Context(), 500*time.Millisecond)
+	t.Cleanup(cancel)
+	return ctx
 }
