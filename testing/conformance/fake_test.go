@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net/netip"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -232,8 +233,12 @@ func fakeTargetOf(cloud *fake.Cloud, funcs fake.Funcs) (*conformance.Target, err
 			},
 			Backends: func(_ context.Context, cluster string, svc *v1.Service) ([]string, error) {
 				lb, err := lbFor(cluster, svc)
+				members, perr := listenerPoolMembers(lb)
+				if perr != nil {
+					return nil, perr
+				}
 				var out []string
-				for _, b := range append(lb.Spec.Backends, poolMembers(cloud, lb.Spec.BackendPool)...) {
+				for _, b := range append(append(lb.Spec.Backends, members...), poolMembers(cloud, lb.Spec.BackendPool)...) {
 					name := b.NodeName
 					if name == "" { // the cloud keeps instance IDs only
 						in, ok := cloud.InstanceByID(strings.TrimPrefix(b.ProviderID, "fake://"))
@@ -265,10 +270,68 @@ func fakeTargetOf(cloud *fake.Cloud, funcs fake.Funcs) (*conformance.Target, err
 			},
 			HealthCheck: func(_ context.Context, cluster string, svc *v1.Service) (conformance.HealthCheck, error) {
 				lb, err := lbFor(cluster, svc)
-				return conformance.HealthCheck{Port: lb.Spec.HealthCheck.Port, Path: lb.Spec.HealthCheck.Path}, err
+				hc, herr := listenerPoolsHealthCheck(lb)
+				if herr != nil {
+					return conformance.HealthCheck{}, herr
+				}
+				return conformance.HealthCheck{Port: hc.Port, Path: hc.Path}, err
 			},
 		},
 	}, nil
+}
+
+// listenerPoolMembers returns the members of lb's listener pools, on a
+// hierarchical cloud (loadbalancer.Spec.ListenerPools), where each
+// listener has its own: every pool must hold the same members, else the
+// load balancer is not converged and the hook says so. None for a flat
+// load balancer.
+func listenerPoolMembers(lb fake.LoadBalancer) ([]loadbalancer.Backend, error) {
+	if !lb.Spec.ListenerPools {
+		return nil, nil
+	}
+	var first []loadbalancer.Backend
+	for i, l := range lb.Spec.Listeners {
+		if l.Pool == nil {
+			return nil, fmt.Errorf("load balancer %s: listener %s/%d has no pool", lb.ID, l.Protocol, l.Port)
+		}
+		ids := func(bs []loadbalancer.Backend) []string {
+			var out []string
+			for _, b := range bs {
+				out = append(out, b.ProviderID+b.NodeName+b.IPv4.String()+b.IPv6.String())
+			}
+			slices.Sort(out)
+			return out
+		}
+		if i == 0 {
+			first = l.Pool.Backends
+		} else if !slices.Equal(ids(first), ids(l.Pool.Backends)) {
+			return nil, fmt.Errorf("load balancer %s: the pools of its listeners hold different members: %v and %v", lb.ID, ids(first), ids(l.Pool.Backends))
+		}
+	}
+	return first, nil
+}
+
+// listenerPoolsHealthCheck returns lb's health check: its own on a flat
+// load balancer, the one every listener pool has on a hierarchical one
+// (an error when they differ or one has none).
+func listenerPoolsHealthCheck(lb fake.LoadBalancer) (loadbalancer.HealthCheck, error) {
+	if !lb.Spec.ListenerPools {
+		return lb.Spec.HealthCheck, nil
+	}
+	var hc *loadbalancer.HealthCheck
+	for _, l := range lb.Spec.Listeners {
+		switch {
+		case l.Pool == nil || l.Pool.HealthCheck == nil:
+			return loadbalancer.HealthCheck{}, fmt.Errorf("load balancer %s: listener %s/%d has no health monitor", lb.ID, l.Protocol, l.Port)
+		case hc != nil && *hc != *l.Pool.HealthCheck:
+			return loadbalancer.HealthCheck{}, fmt.Errorf("load balancer %s: its listeners' health monitors differ: %+v and %+v", lb.ID, *hc, *l.Pool.HealthCheck)
+		}
+		hc = l.Pool.HealthCheck
+	}
+	if hc == nil {
+		return loadbalancer.HealthCheck{}, nil
+	}
+	return *hc, nil
 }
 
 // poolMembers returns the members of cloud's backend pool id (none for
@@ -336,6 +399,27 @@ func TestFakeVariants(t *testing.T) {
 			reason: "load balancers whose backends are the same nodes share one backend pool: a node joining is one write however many Services, a pool is never deleted while referenced nor leaked",
 			claims: func() conformance.Claims { c := fakeClaims; c.SharedBackendPools = true; return c }(),
 			cfg:    sharedPoolsConfig(),
+		},
+		{
+			name:   "hierarchical",
+			reason: "load balancers built from separate listener, pool, member and monitor objects, busy after each write and refusing writes meanwhile (409), listener ports immutable",
+			claims: fakeClaims,
+			// 200ms busy after each write, where Octavia's is about a second:
+			// the suite builds hundreds of load balancers, each of nine or
+			// more writes. TestHierarchicalThroughReconciler (package fake)
+			// and LB-MULTI-STEP cover a busy time of 1s.
+			cfg: fake.Config{ClusterID: "conformance", InstanceCIDRs: []string{"10.0.0.0/16", "fd00:10::/64"},
+				LoadBalancers: fake.LoadBalancerSection{Hierarchical: true, BusyAfterWrite: &provider.Duration{Duration: 200 * time.Millisecond}}},
+		},
+		{
+			name:   "hierarchical-realistic",
+			reason: "the hierarchical mode with the realistic one: provisioning, rate limits, instance-ID members",
+			claims: fakeClaims,
+			cfg: fake.Config{ClusterID: "conformance", InstanceCIDRs: []string{"10.0.0.0/16", "fd00:10::/64"}, Realistic: true,
+				LoadBalancers: fake.LoadBalancerSection{Hierarchical: true, BusyAfterWrite: &provider.Duration{Duration: 200 * time.Millisecond},
+					ProvisioningDelay: &provider.Duration{Duration: 100 * time.Millisecond}},
+				RateLimit: fake.RateLimit{ReadsPerSecond: ptr.To(200.0), WritesPerSecond: ptr.To(100.0), Burst: 5}},
+			throttles: true,
 		},
 		{
 			name:   "node-addresses-in-routes",
