@@ -32,6 +32,15 @@ var (
 	})
 )
 
+// appProtocolAnnotation gives a port's application protocol
+// (loadbalancer.Options.AppProtocolAnnotation), as
+// spec.ports[].appProtocol does, for tools that cannot set that field.
+var appProtocolAnnotation = annotations.MustDeclare(annotation.Annotation{
+	Name: "fake.ccmkit.io/protocol", Kind: annotation.KindEnum, PerPort: true, Values: []string{"http", "https", "kubernetes.io/h2c"},
+	Doc: "The application protocol of each listed port, as spec.ports[].appProtocol gives it (they must agree when both are set); " +
+		"a port not listed is its Protocol, or its appProtocol.",
+})
+
 // The provider settings: Setting annotations, copied into Spec.Settings.
 // The fake has no behaviour behind them; they are kept, reported and
 // planned like a real cloud's load-balancer options.
@@ -47,6 +56,11 @@ func init() {
 			Doc: "The most connections the load balancer accepts at once, per listener."},
 		{Name: "fake.ccmkit.io/health-check-source-ranges", Kind: annotation.KindCIDRList, Setting: true,
 			Doc: "The networks the load balancer's health checks come from, for the backends' firewalls."},
+		// Per port: copied into each listener's Settings.
+		{Name: "fake.ccmkit.io/certificate", Kind: annotation.KindString, PerPort: true, Setting: true,
+			Doc: "A reference to the TLS certificate a listed port presents (an https port terminates TLS with it)."},
+		{Name: "fake.ccmkit.io/proxy-protocol-ports", Kind: annotation.KindBool, PerPort: true, Setting: true,
+			Doc: "Whether each listed port's listener sends the PROXY protocol header to backends."},
 	} {
 		annotations.MustDeclare(a)
 	}

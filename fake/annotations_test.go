@@ -44,11 +44,14 @@ func TestDeclaredAnnotations(t *testing.T) {
 	}
 	want := []decl{
 		{Name: "fake.ccmkit.io/algorithm", Kind: annotation.KindEnum, Setting: true},
+		{Name: "fake.ccmkit.io/certificate", Kind: annotation.KindString, Setting: true},
 		{Name: "fake.ccmkit.io/connection-limit", Kind: annotation.KindInt, Setting: true},
 		{Name: "fake.ccmkit.io/health-check-source-ranges", Kind: annotation.KindCIDRList, Setting: true},
 		{Name: "fake.ccmkit.io/idle-timeout", Kind: annotation.KindDuration, Setting: true},
 		{Name: "fake.ccmkit.io/load-balancer-id", Kind: annotation.KindString},
+		{Name: "fake.ccmkit.io/protocol", Kind: annotation.KindEnum},
 		{Name: "fake.ccmkit.io/proxy-protocol", Kind: annotation.KindBool, Setting: true},
+		{Name: "fake.ccmkit.io/proxy-protocol-ports", Kind: annotation.KindBool, Setting: true},
 		{Name: "fake.ccmkit.io/requested-ip", Kind: annotation.KindIP},
 	}
 	if diff := cmp.Diff(want, got); diff != "" {

@@ -30,6 +30,7 @@ var codec = provider.Codec{Scheme: ProviderName}
 var allLoadBalancerCapabilities = loadbalancer.Capabilities{
 	UDP: true, SCTP: true, MixedProtocols: true, DualStack: true, NodePortless: true,
 	SourceRanges: true, ClientIPAffinity: true, RequestedIP: true,
+	AppProtocols: []string{"http", "https", "kubernetes.io/h2c"},
 }
 
 // Cloud is the fake cloud and its cloudprovider.Interface: the embedded
@@ -348,6 +349,9 @@ func (c *Cloud) composeLoadBalancers(nodes *instances.Adapter) (*loadbalancer.Re
 		Annotations:           annotations,
 		IDAnnotation:          idAnnotation,
 		RequestedIPAnnotation: requestedIPAnnotation,
+	}
+	if len(c.lbCaps.AppProtocols) > 0 {
+		lbCfg.AppProtocolAnnotation = appProtocolAnnotation
 	}
 	if c.lbCaps.BackendKey == loadbalancer.BackendKeyProviderID {
 		lbCfg.Codec = codec // a foreign Node is left out, not sent to the cloud
