@@ -214,6 +214,56 @@ func TestConfigValidate(t *testing.T) {
 	}
 }
 
+func TestCloudCostsValidate(t *testing.T) {
+	tests := []struct {
+		name   string
+		costs  scale.CloudCosts
+		want   string
+		reason string
+	}{
+		{name: "negative create writes", costs: scale.CloudCosts{CreateWrites: -1}, want: "CloudCosts.CreateWrites -1: expected 0 (the default, 1) or more", reason: "a create is at least one write"},
+		{name: "negative create writes per port", costs: scale.CloudCosts{CreateWritesPerPort: -4}, want: "CloudCosts.CreateWritesPerPort -4: expected 0 (the default, none) or more", reason: "a count"},
+		{name: "negative node writes", costs: scale.CloudCosts{NodeWrites: -1}, want: "CloudCosts.NodeWrites -1: expected 0 (the default, 1) or more", reason: "a count"},
+		{name: "negative delete writes", costs: scale.CloudCosts{DeleteWrites: -2}, want: "CloudCosts.DeleteWrites -2: expected 0 (the default, 1) or more", reason: "a delete is at least one write"},
+		{name: "negative delete writes per port", costs: scale.CloudCosts{DeleteWritesPerPort: -3}, want: "CloudCosts.DeleteWritesPerPort -3: expected 0 (the default, none) or more", reason: "a count"},
+		{name: "unknown backend pools", costs: scale.CloudCosts{BackendPools: "perNode"}, want: `CloudCosts.BackendPools "perNode": expected "" (the default, shared), "shared", "perService" or "perPort"`, reason: "one of the modes"},
+		{name: "zero value", costs: scale.CloudCosts{}, want: "<nil>", reason: "a flat cloud with shared pools"},
+		{name: "hierarchical", costs: scale.CloudCosts{CreateWrites: 1, CreateWritesPerPort: 4, BackendPools: scale.BackendPoolsPerPort, NodeWrites: 1, DeleteWrites: 1}, want: "<nil>", reason: "OpenStack Octavia"},
+		{name: "shared spelt out", costs: scale.CloudCosts{BackendPools: scale.BackendPoolsShared}, want: "<nil>", reason: "the default named"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			if diff := cmp.Diff(tc.want, fmt.Sprint(tc.costs.Validate())); diff != "" {
+				t.Errorf("%s (-want +got):\n%s", tc.reason, diff)
+			}
+		})
+	}
+}
+
+// TestCloudCostsString: a report names the costs its minimums used.
+func TestCloudCostsString(t *testing.T) {
+	tests := []struct {
+		name   string
+		costs  scale.CloudCosts
+		want   string
+		reason string
+	}{
+		{name: "zero value", costs: scale.CloudCosts{}, reason: "the defaults filled in",
+			want: "a load balancer of P ports created in 1 write, deleted in 1 write; one backend pool shared by every load balancer, 1 write to each per Node change"},
+		{name: "per Service", costs: scale.CloudCosts{BackendPools: scale.BackendPoolsPerService, NodeWrites: 2}, reason: "a pool per load balancer",
+			want: "a load balancer of P ports created in 1 write, deleted in 1 write; a backend pool per load balancer, 2 writes to each per Node change"},
+		{name: "hierarchical", costs: scale.CloudCosts{CreateWritesPerPort: 4, DeleteWritesPerPort: 3, BackendPools: scale.BackendPoolsPerPort}, reason: "per-port costs as formulas of P",
+			want: "a load balancer of P ports created in 1 + 4×P writes, deleted in 1 + 3×P writes; a backend pool per port of each load balancer, 1 write to each per Node change"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			if diff := cmp.Diff(tc.want, tc.costs.String()); diff != "" {
+				t.Errorf("%s (-want +got):\n%s", tc.reason, diff)
+			}
+		})
+	}
+}
+
 func TestRunRejects(t *testing.T) {
 	c, err := fake.New(fake.Config{}, fake.Options{})
 	if err != nil {
@@ -221,6 +271,8 @@ func TestRunRejects(t *testing.T) {
 	}
 	noAdd := scale.FakeTarget(c, "")
 	noAdd.AddInstance = nil
+	badCosts := scale.FakeTarget(c, "")
+	badCosts.CloudCosts.NodeWrites = -1
 	tests := []struct {
 		name   string
 		target *scale.Target
@@ -230,6 +282,7 @@ func TestRunRejects(t *testing.T) {
 	}{
 		{name: "nil target", target: nil, cfg: scale.Config{Nodes: 1}, want: "scale.Run: Target.Cloud is nil: expected a cloudprovider.Interface", reason: "nothing to run against"},
 		{name: "no AddInstance", target: noAdd, cfg: scale.Config{Nodes: 1}, want: "scale.Run: Target.AddInstance is nil: expected a function that creates an instance", reason: "Nodes need instances"},
+		{name: "invalid costs", target: badCosts, cfg: scale.Config{Nodes: 1}, want: "scale.Run: Target.CloudCosts.NodeWrites -1: expected 0 (the default, 1) or more", reason: "the minimums need valid costs"},
 		{name: "too many nodes", target: scale.FakeTarget(c, ""), cfg: scale.Config{Nodes: 9000}, want: "scale.Run: Config.Nodes 9000: expected at most 8192", reason: "one /24 pod CIDR per Node in a /10, churn included"},
 		{name: "invalid config", target: scale.FakeTarget(c, ""), cfg: scale.Config{}, want: "scale.Run: Config.Nodes 0: expected at least 1", reason: "Validate runs first"},
 	}
