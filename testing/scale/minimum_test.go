@@ -4,6 +4,8 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/ccmkit/ccmkit/fake"
 )
 
 // The cost descriptions of the tests: the zero value (a flat cloud with
@@ -192,5 +194,27 @@ func TestRestartCloudMinimum(t *testing.T) {
 func TestServicePorts(t *testing.T) {
 	if got := servicePorts(); got != 1 || got != int64(len(newService(7).Spec.Ports)) {
 		t.Errorf("servicePorts() = %d; want 1, the ports of every newService", got)
+	}
+}
+
+// TestFakeCosts: FakeTarget states the fake's own costs, by its
+// loadBalancers.backendPools.
+func TestFakeCosts(t *testing.T) {
+	tests := []struct {
+		name   string
+		lbs    fake.LoadBalancerSection
+		want   CloudCosts
+		reason string
+	}{
+		{name: "default", lbs: fake.LoadBalancerSection{}, want: perService, reason: "the fake's default is backends per Service"},
+		{name: "per Service", lbs: fake.LoadBalancerSection{BackendPools: fake.BackendPoolsPerService}, want: perService, reason: "a backend write per load balancer per Node change"},
+		{name: "shared", lbs: fake.LoadBalancerSection{BackendPools: fake.BackendPoolsShared}, want: flatShared, reason: "one pool for every load balancer: the zero value"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			if diff := cmp.Diff(tc.want, fakeCosts(tc.lbs)); diff != "" {
+				t.Errorf("%s (-want +got):\n%s", tc.reason, diff)
+			}
+		})
 	}
 }
