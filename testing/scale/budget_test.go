@@ -36,12 +36,23 @@ func TestFakeSharedPools(t *testing.T) {
 		t.Fatal(err)
 	}
 	steady := 20 * time.Minute
-	r, err := scale.Run(t.Context(), scale.FakeTarget(c, "scale"), scale.Config{Nodes: 10, Services: 5, Spread: 100 * time.Millisecond,
+	r, err := scale.Run(t.Context(), scale.FakeTarget(c, cfg), scale.Config{Nodes: 10, Services: 5, Spread: 100 * time.Millisecond,
 		Compression: compression, Steady: steady, NodesFirst: raceBuild, Skip: raceSkips})
 	if err != nil {
 		t.Fatalf("Run: %v", err)
 	}
 	checkScenarios(t, r)
+	// Shared pools: the zero CloudCosts, the figures as before they could
+	// be stated. 5 creates, the pool's creation, a pool write per Node
+	// joining after the first Service (9 when interleaved, none with
+	// NodesFirst) and 10 routes; churn: 2 pool writes + 2 routes; 5
+	// deletes and the pool.
+	bringUp := int64(25)
+	if raceBuild {
+		bringUp = 16
+	}
+	checkCloudMinimum(t, r, scale.CloudCosts{CreateWrites: 1, NodeWrites: 1, DeleteWrites: 1, BackendPools: scale.BackendPoolsShared},
+		map[string]int64{scale.BringUp: bringUp, scale.Churn: 4, scale.Deletion: 6})
 	// Writes only: at this size the reads are mostly the caches' periodic
 	// lists, as many as the scenario lasts TTLs, and a loaded machine
 	// stretches a scenario (BENCHMARKS.md has the totals at 1,000 Nodes).
@@ -79,11 +90,12 @@ func TestFakeSharedPools(t *testing.T) {
 // balancer per Service (a duplicate here) fails the run with an error
 // wrapping ErrLoadBalancerCount that names the scenario and both counts.
 func TestLoadBalancerCount(t *testing.T) {
-	c, err := fake.New(fake.Config{ClusterID: "scale"}, fake.Options{})
+	cfg := fake.Config{ClusterID: "scale"}
+	c, err := fake.New(cfg, fake.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	target := scale.FakeTarget(c, "scale")
+	target := scale.FakeTarget(c, cfg)
 	count := target.LoadBalancers
 	target.LoadBalancers = func(ctx context.Context) (int, error) {
 		n, err := count(ctx)
@@ -119,12 +131,13 @@ func TestByCapability(t *testing.T) {
 // times, as in TestFakeRealistic, to keep the controllers' periodic reads
 // within the realistic read budget.
 func TestFakeRealisticSharedPools(t *testing.T) {
-	c, err := fake.New(fake.Config{ClusterID: "scale", Realistic: true, LoadBalancers: fake.LoadBalancerSection{BackendPools: fake.BackendPoolsShared}}, fake.Options{})
+	cfg := fake.Config{ClusterID: "scale", Realistic: true, LoadBalancers: fake.LoadBalancerSection{BackendPools: fake.BackendPoolsShared}}
+	c, err := fake.New(cfg, fake.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	var st fake.State
-	target := scale.FakeTarget(c, "scale")
+	target := scale.FakeTarget(c, cfg)
 	count := target.LoadBalancers
 	target.LoadBalancers = func(ctx context.Context) (int, error) {
 		if s := c.Snapshot(); len(s.LoadBalancers) > 0 {
@@ -179,12 +192,13 @@ func TestFakeRealisticSharedPools(t *testing.T) {
 // write. Periods are compressed 20 times, as in
 // TestFakeRealisticSharedPools.
 func TestFakeDriftRepair(t *testing.T) {
-	c, err := fake.New(fake.Config{ClusterID: "scale", Realistic: true, LoadBalancers: fake.LoadBalancerSection{BackendPools: fake.BackendPoolsShared}}, fake.Options{})
+	cfg := fake.Config{ClusterID: "scale", Realistic: true, LoadBalancers: fake.LoadBalancerSection{BackendPools: fake.BackendPoolsShared}}
+	c, err := fake.New(cfg, fake.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	steady, period := 5*time.Minute, time.Minute
-	r, err := scale.Run(t.Context(), scale.FakeTarget(c, "scale"), scale.Config{Nodes: 10, Services: 5, Spread: 100 * time.Millisecond,
+	r, err := scale.Run(t.Context(), scale.FakeTarget(c, cfg), scale.Config{Nodes: 10, Services: 5, Spread: 100 * time.Millisecond,
 		Compression: 20, Steady: steady, DriftRepairPeriod: period, NodesFirst: true,
 		Skip: []string{scale.Churn, scale.Restart, scale.Deletion}})
 	if err != nil {

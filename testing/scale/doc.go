@@ -14,7 +14,25 @@
 // is derived, so that a report reads as "what the upstream controllers
 // and this provider cost" against "what the work needs"; and the fewest
 // cloud API calls (CloudMinimum), to compare with the Driver-boundary
-// counts (Sum, ByCapability). A Target that can count the load balancers
+// counts (Sum, ByCapability).
+//
+// What the work needs in cloud calls depends on the cloud, which the
+// provider describes in Target.CloudCosts: the writes that create one
+// load balancer for a Service with P ports (a base and a cost per port),
+// the writes that delete one, and what one Node joining or leaving
+// writes, to one backend pool shared by every load balancer, to each
+// load balancer's own, or to each port's. The zero value is a flat cloud
+// with shared pools: one write creates a load balancer, and a Node
+// change is one write however many Services there are. A cloud without
+// shared pools (DigitalOcean, Linode, OCI: a write per load balancer per
+// Node change) or a hierarchical one (OpenStack Octavia: 1 + 4×P writes
+// to create, a write per pool per Node change) states its costs, or its
+// minimum is one it cannot reach. Each CloudMinimum's Why says which
+// costs it used ("a confirming read and 1 + 4×1 writes per Service
+// (Target.CloudCosts)"), and Report.CloudCosts holds them. FakeTarget
+// states the fake's, from its cloud-config.
+//
+// A Target that can count the load balancers
 // its cloud holds (Target.LoadBalancers) has that count checked after
 // each scenario: one per Service, none after the deletion.
 //

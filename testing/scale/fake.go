@@ -10,11 +10,15 @@ import (
 	"github.com/ccmkit/ccmkit/loadbalancer"
 )
 
-// FakeTarget returns a Target over c, a cloud of ccmkit's fake: instances
-// are added through its control surface, DriverCalls reports c.Calls by
-// fake.Op, LoadBalancers counts the load balancers tagged for clusterID
-// (all of them when it is empty), and Restart builds a peer of the same cluster (fake.NewPeer
-// with c's Config.ClusterID, which counts its own calls). Every second
+// FakeTarget returns a Target over c, a cloud of ccmkit's fake built from
+// cfg (fake.New's Config): instances are added through its control
+// surface, DriverCalls reports c.Calls by fake.Op, LoadBalancers counts
+// the load balancers tagged for cfg.ClusterID (all of them when it is
+// empty), Restart builds a peer of the same cluster (fake.NewPeer with
+// cfg.ClusterID, which counts its own calls), and CloudCosts are the
+// fake's as cfg.LoadBalancers composes it: with backend pools per
+// Service (the default), a backend write per load balancer for each Node
+// change; with shared pools, the zero CloudCosts. Every second
 // instance is named unlike its Node ("vm-" and the Node's name, as a VM
 // whose kubelet runs with --hostname-override) and its Node registers
 // with the provider ID "fake://<id>", so the simulation covers both ways
@@ -22,14 +26,36 @@ import (
 // its provider ID. c should have no instances named as the simulator's
 // Nodes ("node-00000", …); AddInstance returns the fake's error for one.
 // The Target's functions are safe for concurrent use.
-func FakeTarget(c *fake.Cloud, clusterID string) *Target {
+func FakeTarget(c *fake.Cloud, cfg fake.Config) *Target {
 	ids := &instanceIDs{byName: map[string]string{}}
-	return fakeTarget(c, clusterID, ids)
+	return fakeTarget(c, cfg.ClusterID, fakeCosts(cfg.LoadBalancers), ids)
 }
 
-func fakeTarget(c *fake.Cloud, clusterID string, ids *instanceIDs) *Target {
+// fakeCosts is what each unit of work costs on the fake's cloud as lbs
+// composes it: every load balancer is one ApplyLoadBalancer to create
+// and one DeleteLoadBalancer to delete, whatever its ports; with shared
+// pools (fake.BackendPoolsShared) they reference one pool, one
+// ApplyBackendPool per Node change, the zero CloudCosts; otherwise each
+// holds its backends, one ApplyLoadBalancer per load balancer per Node
+// change (loadbalancer.Plan's one ActionAddBackends or
+// ActionRemoveBackends).
+func fakeCosts(lbs fake.LoadBalancerSection) CloudCosts {
+	switch {
+	// The fake's hierarchical mode (LoadBalancerSection.Hierarchical: a
+	// create is one write, then four per port; a Node change one write
+	// per pool, a pool per port) goes here, before the shared case:
+	// CloudCosts{CreateWritesPerPort: 4, BackendPools: BackendPoolsPerPort}.
+	case lbs.BackendPools == fake.BackendPoolsShared:
+		return CloudCosts{}
+	default: // "" or fake.BackendPoolsPerService
+		return CloudCosts{BackendPools: BackendPoolsPerService}
+	}
+}
+
+func fakeTarget(c *fake.Cloud, clusterID string, costs CloudCosts, ids *instanceIDs) *Target {
 	return &Target{
-		Cloud: c,
+		Cloud:      c,
+		CloudCosts: costs,
 		AddInstance: func(_ context.Context, name string) (string, error) {
 			renamed := ids.len()%2 == 1
 			in := fake.Instance{Name: name}
@@ -69,7 +95,7 @@ func fakeTarget(c *fake.Cloud, clusterID string, ids *instanceIDs) *Target {
 			if err != nil {
 				return nil, err
 			}
-			return fakeTarget(peer, clusterID, ids), nil
+			return fakeTarget(peer, clusterID, costs, ids), nil
 		},
 	}
 }

@@ -47,6 +47,10 @@ func newService(j int) *v1.Service {
 	}
 }
 
+// servicePorts is the ports of each Service newService returns, which
+// the cloud minimums charge a hierarchical cloud's costs for.
+func servicePorts() int64 { return int64(len(newService(0).Spec.Ports)) }
+
 // initialized reports whether the cloud node controller has initialized
 // n, and, when routes is true, whether the route controller has routed
 // its pod CIDR (NetworkUnavailable False: route_controller.go

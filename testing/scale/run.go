@@ -27,6 +27,9 @@ type sim struct {
 	meter  *meter
 	ccm    *ccm
 	report *Report
+	// costs are the first Target's CloudCosts, defaults filled in: those
+	// of the cloud every scenario runs on.
+	costs CloudCosts
 
 	next int             // index of the next Node to create
 	live map[string]bool // names of the Nodes that should exist
@@ -46,7 +49,13 @@ type sim struct {
 // goal the simulator waits until no write has been made for three
 // compressed route periods, and counts those calls too.
 //
-// It returns an error for an invalid cfg or target, one wrapping
+// Each scenario's CloudMinimum is computed from Target.CloudCosts (see
+// CloudCosts), the Target's that Run was given: a Target that
+// Target.Restart returns is over the same cloud, and its CloudCosts are
+// not read.
+//
+// It returns an error for an invalid cfg or target (Target.CloudCosts
+// included), one wrapping
 // ErrNotConverged naming the scenario and what was missing, or the
 // error of a Target hook, wrapped. The Report holds the scenarios that
 // ran until then. It starts and stops every goroutine it uses.
@@ -55,8 +64,9 @@ func Run(ctx context.Context, target *Target, cfg Config) (*Report, error) {
 		return nil, err
 	}
 	cfg = cfg.withDefaults()
-	s := &sim{cfg: cfg, kube: fake.NewClientset(), target: target, live: map[string]bool{},
-		report: &Report{Nodes: cfg.Nodes, Services: cfg.Services}}
+	costs := target.CloudCosts.withDefaults()
+	s := &sim{cfg: cfg, kube: fake.NewClientset(), target: target, live: map[string]bool{}, costs: costs,
+		report: &Report{Nodes: cfg.Nodes, Services: cfg.Services, CloudCosts: costs}}
 	if err := s.start(ctx, target); err != nil {
 		return nil, err
 	}
@@ -86,6 +96,9 @@ func validate(target *Target, cfg Config) error {
 	}
 	if target == nil || target.Cloud == nil {
 		return errors.New("scale.Run: Target.Cloud is nil: expected a cloudprovider.Interface")
+	}
+	if err := target.CloudCosts.Validate(); err != nil {
+		return fmt.Errorf("scale.Run: Target.%w", err)
 	}
 	if target.AddInstance == nil {
 		return errors.New("scale.Run: Target.AddInstance is nil: expected a function that creates an instance")

@@ -49,6 +49,15 @@ type Target struct {
 	// that there is none (none leaked); otherwise Run returns an error
 	// wrapping ErrLoadBalancerCount. Nil: not checked.
 	LoadBalancers func(ctx context.Context) (int, error)
+	// CloudCosts is what each unit of work costs on the provider's
+	// cloud: the writes that create and delete one load balancer, and
+	// those of one Node joining or leaving. Every scenario's CloudMinimum
+	// is computed from it, and says which costs it used. The zero value
+	// is a flat cloud whose load balancers share one backend pool; a
+	// cloud without shared pools, or a hierarchical one, states its own,
+	// or the minimum is not one the provider can reach. Run returns an
+	// error for an invalid one (CloudCosts.Validate).
+	CloudCosts CloudCosts
 }
 
 // Config describes one simulation. The zero value of each field but the
@@ -187,6 +196,9 @@ func (c Config) periods() periods {
 type Report struct {
 	// Nodes and Services are Config.Nodes and Config.Services.
 	Nodes, Services int
+	// CloudCosts are the costs every scenario's CloudMinimum was computed
+	// with: Target.CloudCosts, its defaults filled in.
+	CloudCosts CloudCosts
 	// Scenarios are the scenarios that ran or were skipped.
 	Scenarios []ScenarioReport
 }
@@ -239,16 +251,22 @@ type ScenarioReport struct {
 // CloudMinimum is the fewest cloud API calls a scenario needs, counted as
 // Sum counts them: of a provider that makes one call per cloud object it
 // must create, change, delete or learn of, as each change comes (it
-// cannot know another is about to follow), and whose load balancers share
-// one backend pool, so that one Node joining or leaving is one backend
-// write however many Services there are. Without shared pools a Node
-// change is one backend write per load balancer, and the figure is not a
-// floor that provider can reach. A provider can go below it only by
-// holding changes back to batch them (ccmkit's whole-table routes.Table
-// does, one table write per batch).
+// cannot know another is about to follow), each write costing what
+// Target.CloudCosts says it costs on the provider's cloud. With the zero
+// CloudCosts the load balancers share one backend pool, so that one Node
+// joining or leaving is one backend write however many Services there
+// are; a cloud without shared pools pays one backend write per load
+// balancer (per pool, on a hierarchical cloud) for the same change, and
+// must say so for the figure to be a floor that provider can reach. A
+// provider can go below it only by holding changes back to batch them
+// (ccmkit's whole-table routes.Table does, one table write per batch),
+// as the upstream service controller in effect does: each node sync
+// brings every load balancer to the Nodes as they are then, however many
+// changed since the last (controllers/service/controller.go syncNodes).
 type CloudMinimum struct {
 	Reads, Writes int64
-	// Why says how the figures are derived.
+	// Why says how the figures are derived, and which of
+	// Target.CloudCosts they used where those are not the zero value's.
 	Why string
 }
 

@@ -21,11 +21,12 @@ import (
 // runFake runs every scenario against a new fake cloud at a small size.
 func runFake(t *testing.T) *scale.Report {
 	t.Helper()
-	c, err := fake.New(fake.Config{ClusterID: "scale"}, fake.Options{})
+	cfg := fake.Config{ClusterID: "scale"}
+	c, err := fake.New(cfg, fake.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	r, err := scale.Run(t.Context(), scale.FakeTarget(c, "scale"), scale.Config{Nodes: 10, Services: 5, Spread: 100 * time.Millisecond, Compression: 300, NodesFirst: raceBuild, Skip: raceSkips})
+	r, err := scale.Run(t.Context(), scale.FakeTarget(c, cfg), scale.Config{Nodes: 10, Services: 5, Spread: 100 * time.Millisecond, Compression: 300, NodesFirst: raceBuild, Skip: raceSkips})
 	if err != nil {
 		t.Fatalf("Run: %v", err)
 	}
@@ -44,6 +45,41 @@ func TestFake(t *testing.T) {
 	r := runFake(t)
 	t.Run("scenarios", func(t *testing.T) { checkScenarios(t, r) })
 	t.Run("figures", func(t *testing.T) { checkFakeFigures(t, r) })
+	t.Run("cloud minimum", func(t *testing.T) {
+		// Backends per Service (the fake's default): 5 creates, a write
+		// to each load balancer existing as a Node joins (35 when
+		// interleaved, none with NodesFirst) and 10 routes; churn, one
+		// Node replaced: 2 changes × 5 load balancers + 2 routes; 5
+		// deletes and no pool.
+		bringUp := int64(50)
+		if raceBuild {
+			bringUp = 15
+		}
+		checkCloudMinimum(t, r, scale.CloudCosts{CreateWrites: 1, NodeWrites: 1, DeleteWrites: 1, BackendPools: scale.BackendPoolsPerService},
+			map[string]int64{scale.BringUp: bringUp, scale.Churn: 12, scale.Deletion: 5})
+		// The floor the fake reaches: one Delete per load balancer. The
+		// shared-pool figure it had before, 6, counted a pool this
+		// composition does not have.
+		s, _ := r.Scenario(scale.Deletion)
+		if got := scale.Sum(s.Driver); got.Writes < s.CloudMinimum.Writes {
+			t.Errorf("deletion: %d cloud writes, below the cloud minimum %d (%s)", got.Writes, s.CloudMinimum.Writes, s.CloudMinimum.Why)
+		}
+	})
+}
+
+// checkCloudMinimum checks that r was computed with costs (FakeTarget's,
+// defaults filled in) and that each scenario of writes has its cloud
+// minimum's writes.
+func checkCloudMinimum(t *testing.T, r *scale.Report, costs scale.CloudCosts, writes map[string]int64) {
+	t.Helper()
+	if diff := cmp.Diff(costs, r.CloudCosts); diff != "" {
+		t.Errorf("Report.CloudCosts (-want +got):\n%s", diff)
+	}
+	for name, want := range writes {
+		if s, _ := r.Scenario(name); s.CloudMinimum.Writes != want {
+			t.Errorf("%s: cloud minimum of %d writes (%s); want %d", name, s.CloudMinimum.Writes, s.CloudMinimum.Why, want)
+		}
+	}
 }
 
 // TestFakeRealistic runs the scenarios but the deletion against the fake
@@ -56,11 +92,12 @@ func TestFake(t *testing.T) {
 // the instance list that decides Blackhole), and at 300 times that alone
 // is 60 reads a second, three times the realistic budget of 20.
 func TestFakeRealistic(t *testing.T) {
-	c, err := fake.New(fake.Config{ClusterID: "scale", Realistic: true}, fake.Options{})
+	cfg := fake.Config{ClusterID: "scale", Realistic: true}
+	c, err := fake.New(cfg, fake.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	r, err := scale.Run(t.Context(), scale.FakeTarget(c, "scale"), scale.Config{Nodes: 10, Services: 5, Spread: 100 * time.Millisecond,
+	r, err := scale.Run(t.Context(), scale.FakeTarget(c, cfg), scale.Config{Nodes: 10, Services: 5, Spread: 100 * time.Millisecond,
 		Compression: 20, Steady: 5 * time.Minute, NodesFirst: raceBuild, Skip: append([]string{scale.Deletion}, raceSkips...)})
 	if err != nil {
 		t.Fatalf("Run: %v", err)
@@ -214,13 +251,66 @@ func TestConfigValidate(t *testing.T) {
 	}
 }
 
+func TestCloudCostsValidate(t *testing.T) {
+	tests := []struct {
+		name   string
+		costs  scale.CloudCosts
+		want   string
+		reason string
+	}{
+		{name: "negative create writes", costs: scale.CloudCosts{CreateWrites: -1}, want: "CloudCosts.CreateWrites -1: expected 0 (the default, 1) or more", reason: "a create is at least one write"},
+		{name: "negative create writes per port", costs: scale.CloudCosts{CreateWritesPerPort: -4}, want: "CloudCosts.CreateWritesPerPort -4: expected 0 (the default, none) or more", reason: "a count"},
+		{name: "negative node writes", costs: scale.CloudCosts{NodeWrites: -1}, want: "CloudCosts.NodeWrites -1: expected 0 (the default, 1) or more", reason: "a count"},
+		{name: "negative delete writes", costs: scale.CloudCosts{DeleteWrites: -2}, want: "CloudCosts.DeleteWrites -2: expected 0 (the default, 1) or more", reason: "a delete is at least one write"},
+		{name: "negative delete writes per port", costs: scale.CloudCosts{DeleteWritesPerPort: -3}, want: "CloudCosts.DeleteWritesPerPort -3: expected 0 (the default, none) or more", reason: "a count"},
+		{name: "unknown backend pools", costs: scale.CloudCosts{BackendPools: "perNode"}, want: `CloudCosts.BackendPools "perNode": expected "" (the default, shared), "shared", "perService" or "perPort"`, reason: "one of the modes"},
+		{name: "zero value", costs: scale.CloudCosts{}, want: "<nil>", reason: "a flat cloud with shared pools"},
+		{name: "hierarchical", costs: scale.CloudCosts{CreateWrites: 1, CreateWritesPerPort: 4, BackendPools: scale.BackendPoolsPerPort, NodeWrites: 1, DeleteWrites: 1}, want: "<nil>", reason: "OpenStack Octavia"},
+		{name: "shared spelt out", costs: scale.CloudCosts{BackendPools: scale.BackendPoolsShared}, want: "<nil>", reason: "the default named"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			if diff := cmp.Diff(tc.want, fmt.Sprint(tc.costs.Validate())); diff != "" {
+				t.Errorf("%s (-want +got):\n%s", tc.reason, diff)
+			}
+		})
+	}
+}
+
+// TestCloudCostsString: a report names the costs its minimums used.
+func TestCloudCostsString(t *testing.T) {
+	tests := []struct {
+		name   string
+		costs  scale.CloudCosts
+		want   string
+		reason string
+	}{
+		{name: "zero value", costs: scale.CloudCosts{}, reason: "the defaults filled in",
+			want: "a load balancer of P ports created in 1 write, deleted in 1 write; one backend pool shared by every load balancer, 1 write to each per Node change"},
+		{name: "per Service", costs: scale.CloudCosts{BackendPools: scale.BackendPoolsPerService, NodeWrites: 2}, reason: "a pool per load balancer",
+			want: "a load balancer of P ports created in 1 write, deleted in 1 write; a backend pool per load balancer, 2 writes to each per Node change"},
+		{name: "hierarchical", costs: scale.CloudCosts{CreateWritesPerPort: 4, DeleteWritesPerPort: 3, BackendPools: scale.BackendPoolsPerPort}, reason: "per-port costs as formulas of P",
+			want: "a load balancer of P ports created in 1 + 4×P writes, deleted in 1 + 3×P writes; a backend pool per port of each load balancer, 1 write to each per Node change"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			if diff := cmp.Diff(tc.want, tc.costs.String()); diff != "" {
+				t.Errorf("%s (-want +got):\n%s", tc.reason, diff)
+			}
+		})
+	}
+}
+
 func TestRunRejects(t *testing.T) {
-	c, err := fake.New(fake.Config{}, fake.Options{})
+	cfg := fake.Config{}
+	c, err := fake.New(cfg, fake.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	noAdd := scale.FakeTarget(c, "")
+	noAdd := scale.FakeTarget(c, cfg)
 	noAdd.AddInstance = nil
+	badCosts := scale.FakeTarget(c, cfg)
+	badCosts.CloudCosts.NodeWrites = -1
 	tests := []struct {
 		name   string
 		target *scale.Target
@@ -230,8 +320,9 @@ func TestRunRejects(t *testing.T) {
 	}{
 		{name: "nil target", target: nil, cfg: scale.Config{Nodes: 1}, want: "scale.Run: Target.Cloud is nil: expected a cloudprovider.Interface", reason: "nothing to run against"},
 		{name: "no AddInstance", target: noAdd, cfg: scale.Config{Nodes: 1}, want: "scale.Run: Target.AddInstance is nil: expected a function that creates an instance", reason: "Nodes need instances"},
-		{name: "too many nodes", target: scale.FakeTarget(c, ""), cfg: scale.Config{Nodes: 9000}, want: "scale.Run: Config.Nodes 9000: expected at most 8192", reason: "one /24 pod CIDR per Node in a /10, churn included"},
-		{name: "invalid config", target: scale.FakeTarget(c, ""), cfg: scale.Config{}, want: "scale.Run: Config.Nodes 0: expected at least 1", reason: "Validate runs first"},
+		{name: "invalid costs", target: badCosts, cfg: scale.Config{Nodes: 1}, want: "scale.Run: Target.CloudCosts.NodeWrites -1: expected 0 (the default, 1) or more", reason: "the minimums need valid costs"},
+		{name: "too many nodes", target: scale.FakeTarget(c, cfg), cfg: scale.Config{Nodes: 9000}, want: "scale.Run: Config.Nodes 9000: expected at most 8192", reason: "one /24 pod CIDR per Node in a /10, churn included"},
+		{name: "invalid config", target: scale.FakeTarget(c, cfg), cfg: scale.Config{}, want: "scale.Run: Config.Nodes 0: expected at least 1", reason: "Validate runs first"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -246,11 +337,12 @@ func TestRunRejects(t *testing.T) {
 // TestNotConverged: a scenario that cannot reach its goal in time is an
 // error wrapping ErrNotConverged that names it.
 func TestNotConverged(t *testing.T) {
-	c, err := fake.New(fake.Config{}, fake.Options{})
+	cfg := fake.Config{}
+	c, err := fake.New(cfg, fake.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	r, err := scale.Run(t.Context(), scale.FakeTarget(c, ""), scale.Config{Nodes: 1, Spread: -1, Timeout: time.Nanosecond})
+	r, err := scale.Run(t.Context(), scale.FakeTarget(c, cfg), scale.Config{Nodes: 1, Spread: -1, Timeout: time.Nanosecond})
 	if !errors.Is(err, scale.ErrNotConverged) || !strings.Contains(fmt.Sprint(err), "scale.Run: bring-up: not converged") {
 		t.Errorf("Run: %v, want an error wrapping scale.ErrNotConverged for the bring-up", err)
 	}

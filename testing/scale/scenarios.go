@@ -31,7 +31,7 @@ func (s *sim) bringUp(ctx context.Context) error {
 		},
 		goal:    s.all(s.nodesDone, s.servicesReady),
 		minimum: s.bringUpMinimum(),
-		cloud:   s.bringUpCloudMinimum(),
+		cloud:   bringUpCloudMinimum(s.shape(), s.costs),
 		settle:  true,
 		lbs:     m,
 	})
@@ -82,33 +82,89 @@ func (s *sim) bringUpMinimum() []Minimum {
 	return mins
 }
 
+// shape is what one simulation's scenarios do to the cloud, as their
+// cloud minimums count it.
+type shape struct {
+	nodes, services int64
+	// ports is the ports of each Service (newService).
+	ports      int64
+	nodesFirst bool
+	// lb and routes report whether the provider offers LoadBalancer and
+	// Routes.
+	lb, routes bool
+}
+
+// shape returns the shape of s's scenarios.
+func (s *sim) shape() shape {
+	return shape{nodes: int64(s.cfg.Nodes), services: int64(s.cfg.Services), ports: servicePorts(),
+		nodesFirst: s.cfg.NodesFirst, lb: s.hasLB(), routes: s.hasRoutes()}
+}
+
 // bringUpCloudMinimum: each new Node's instance is read once, and each
 // new Service's "no load balancer yet" is confirmed once before its
 // create (a list read earlier cannot vouch for it); the route table is
-// read once. Each Service's load balancer is created, each Node routed,
-// the shared backend pool created once and written once for each Node
-// that joins after it exists (after the first Service).
-func (s *sim) bringUpCloudMinimum() CloudMinimum {
-	n, m := int64(s.cfg.Nodes), int64(s.cfg.Services)
-	var c CloudMinimum
-	c.add(n, 0, "a read per new Node")
-	if s.hasLB() && m > 0 {
-		c.add(m, m, "a confirming read and a create per Service")
-		c.add(0, 1+s.joinsAfterFirstService(), "the shared backend pool created, then written per Node joining after it")
+// read once. Each Service's load balancer is created (c's writes for its
+// ports), each Node routed, and each Node joining after a load balancer
+// exists written to the backends (bringUpBackendWrites).
+func bringUpCloudMinimum(w shape, c CloudCosts) CloudMinimum {
+	n, m := w.nodes, w.services
+	var cm CloudMinimum
+	cm.add(n, 0, "a read per new Node")
+	if w.lb && m > 0 {
+		cm.add(m, m*c.createWrites(w.ports), createWhy(c, w.ports))
+		cm.add(0, bringUpBackendWrites(w, c), bringUpBackendWhy(c, w.ports))
 	}
-	if s.hasRoutes() {
-		c.add(1, n, "a route-table read, a route per Node")
+	if w.routes {
+		cm.add(1, n, "a route-table read, a route per Node")
 	}
-	return c
+	return cm
 }
 
-// joinsAfterFirstService counts the Nodes bring-up adds after the first
-// Service: all but the first when interleaved, none with NodesFirst.
-func (s *sim) joinsAfterFirstService() int64 {
-	if s.cfg.NodesFirst || s.cfg.Services == 0 {
+// createWhy says what creating each Service's load balancer costs.
+func createWhy(c CloudCosts, ports int64) string {
+	if c.flatCreate() {
+		return "a confirming read and a create per Service"
+	}
+	return fmt.Sprintf("a confirming read and %s per Service (Target.CloudCosts)", writesFormula(c.CreateWrites, c.CreateWritesPerPort, fmt.Sprint(ports)))
+}
+
+// bringUpBackendWrites is the backend writes of the Nodes joining at
+// bring-up: each Node changes the backends of the load balancers of the
+// Services created before it (lbsAtJoin), at c's cost; with shared pools,
+// plus the pool's creation with the first load balancer. Each join is
+// charged as it comes; a coalesced minimum would charge the joins
+// between two creates once per pool instead.
+func bringUpBackendWrites(w shape, c CloudCosts) int64 {
+	var writes int64
+	if c.shared() {
+		writes = 1
+	}
+	for i := range w.nodes {
+		writes += c.nodeWrites(lbsAtJoin(w, i), w.ports)
+	}
+	return writes
+}
+
+// lbsAtJoin is how many load balancers exist when bring-up adds Node i:
+// bringUpSteps creates Node i, then Service i, at step i, so Services 0
+// to i-1 come before it when interleaved; none with NodesFirst.
+func lbsAtJoin(w shape, i int64) int64 {
+	if w.nodesFirst {
 		return 0
 	}
-	return int64(s.cfg.Nodes - 1)
+	return min(i, w.services)
+}
+
+// bringUpBackendWhy says what the Nodes joining at bring-up write.
+func bringUpBackendWhy(c CloudCosts, ports int64) string {
+	switch {
+	case c.flatNodes():
+		return "the shared backend pool created, then written per Node joining after it"
+	case c.shared():
+		return fmt.Sprintf("the shared backend pool created, then %s to it per Node joining after it (Target.CloudCosts)", plural(int64(c.NodeWrites), "write"))
+	}
+	writes, costs := c.perLoadBalancerWhy(ports)
+	return fmt.Sprintf("per Node joining, %s created before it %s", writes, costs)
 }
 
 // add adds reads and writes to c, with why.
@@ -159,7 +215,7 @@ func (s *sim) churn(ctx context.Context) error {
 		act:     func(ctx context.Context) error { return s.replace(ctx, r) },
 		goal:    s.nodesDone,
 		minimum: s.churnMinimum(int64(r)),
-		cloud:   s.churnCloudMinimum(int64(r)),
+		cloud:   churnCloudMinimum(s.shape(), s.costs, int64(r)),
 		settle:  true,
 		lbs:     s.cfg.Services,
 	})
@@ -212,18 +268,30 @@ func (s *sim) churnMinimum(r int64) []Minimum {
 
 // churnCloudMinimum: each gone instance is confirmed gone and each new
 // one read, once each; each gone Node leaves and each new one joins the
-// shared backend pool, one write each; each new Node's route is created
-// and each gone one's deleted.
-func (s *sim) churnCloudMinimum(r int64) CloudMinimum {
-	var c CloudMinimum
-	c.add(2*r, 0, "a read per gone and per new instance")
-	if s.hasLB() && s.cfg.Services > 0 {
-		c.add(0, 2*r, "a backend-pool write per Node leaving or joining")
+// backends of every load balancer, at c's cost; each new Node's route is
+// created and each gone one's deleted.
+func churnCloudMinimum(w shape, c CloudCosts, r int64) CloudMinimum {
+	var cm CloudMinimum
+	cm.add(2*r, 0, "a read per gone and per new instance")
+	if w.lb && w.services > 0 {
+		cm.add(0, 2*r*c.nodeWrites(w.services, w.ports), churnBackendWhy(c, w.ports))
 	}
-	if s.hasRoutes() {
-		c.add(0, 2*r, "a route created per new Node, deleted per gone one")
+	if w.routes {
+		cm.add(0, 2*r, "a route created per new Node, deleted per gone one")
 	}
-	return c
+	return cm
+}
+
+// churnBackendWhy says what each Node leaving or joining writes.
+func churnBackendWhy(c CloudCosts, ports int64) string {
+	switch {
+	case c.flatNodes():
+		return "a backend-pool write per Node leaving or joining"
+	case c.shared():
+		return fmt.Sprintf("%s to the shared backend pool per Node leaving or joining (Target.CloudCosts)", plural(int64(c.NodeWrites), "write"))
+	}
+	writes, costs := c.perLoadBalancerWhy(ports)
+	return fmt.Sprintf("per Node leaving or joining, %s %s", writes, costs)
 }
 
 // restart: the controllers stop and new ones start, over a new provider
@@ -245,7 +313,7 @@ func (s *sim) restart(ctx context.Context) error {
 		},
 		goal:    s.all(s.nodesDone, s.servicesReady, s.restartSynced),
 		minimum: s.restartMinimum(),
-		cloud:   s.restartCloudMinimum(),
+		cloud:   restartCloudMinimum(s.shape()),
 		settle:  true,
 		lbs:     s.cfg.Services,
 	})
@@ -253,17 +321,17 @@ func (s *sim) restart(ctx context.Context) error {
 
 // restartCloudMinimum: a new provider knows nothing, so it reads the state
 // of each capability it has once (its instances, its load balancers, its
-// route table), and writes nothing.
-func (s *sim) restartCloudMinimum() CloudMinimum {
-	var c CloudMinimum
-	c.add(1, 0, "a read of the instances")
-	if s.hasLB() && s.cfg.Services > 0 {
-		c.add(1, 0, "a read of the load balancers")
+// route table), and writes nothing, whatever the cloud's costs.
+func restartCloudMinimum(w shape) CloudMinimum {
+	var cm CloudMinimum
+	cm.add(1, 0, "a read of the instances")
+	if w.lb && w.services > 0 {
+		cm.add(1, 0, "a read of the load balancers")
 	}
-	if s.hasRoutes() {
-		c.add(1, 0, "a read of the route table")
+	if w.routes {
+		cm.add(1, 0, "a read of the route table")
 	}
-	return c
+	return cm
 }
 
 // restartSynced reports whether the new service controller has ensured
@@ -295,10 +363,8 @@ func (s *sim) restartMinimum() []Minimum {
 func (s *sim) deletion(ctx context.Context) error {
 	m := int64(s.cfg.Services)
 	var mins []Minimum
-	var cloud CloudMinimum
 	if s.hasLB() && m > 0 {
 		mins = []Minimum{{capLoadBalancer, "EnsureLoadBalancerDeleted", m, "one per deleted Service"}}
-		cloud.add(1, m+1, "a read of the load balancers, a delete per Service and of the shared backend pool")
 	}
 	return s.run(ctx, scenario{
 		name: Deletion,
@@ -312,9 +378,41 @@ func (s *sim) deletion(ctx context.Context) error {
 		},
 		goal:    s.deleted,
 		minimum: mins,
-		cloud:   cloud,
+		cloud:   deletionCloudMinimum(s.shape(), s.costs),
 		settle:  true,
 	})
+}
+
+// deletionCloudMinimum: the load balancers are read once, each is
+// deleted at c's cost, and with shared pools the pool after the last.
+func deletionCloudMinimum(w shape, c CloudCosts) CloudMinimum {
+	var cm CloudMinimum
+	if !w.lb || w.services == 0 {
+		return cm
+	}
+	writes := w.services * c.deleteWrites(w.ports)
+	if c.shared() {
+		writes++
+	}
+	cm.add(1, writes, deletionWhy(c, w.ports))
+	return cm
+}
+
+// deletionWhy says what deleting every Service's load balancer costs.
+func deletionWhy(c CloudCosts, ports int64) string {
+	const read = "a read of the load balancers, "
+	del := writesFormula(c.DeleteWrites, c.DeleteWritesPerPort, fmt.Sprint(ports)) + " to delete each Service's load balancer"
+	switch {
+	case c.flatDelete() && c.shared():
+		return read + "a delete per Service and of the shared backend pool"
+	case c.shared():
+		return read + del + " and a delete of the shared backend pool (Target.CloudCosts)"
+	}
+	if c.flatDelete() {
+		del = "a delete per Service"
+	}
+	_, costs := c.perLoadBalancerWhy(ports)
+	return read + del + " " + costs
 }
 
 // deleted reports whether the service controller has finished with every

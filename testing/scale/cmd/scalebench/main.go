@@ -10,7 +10,11 @@
 //	go run ./testing/scale/cmd/scalebench -sizes 10x5,100x50,1000x500 -svg testing/scale/calls.svg
 //
 // Each size is Nodes x Services. The upstream fake keeps no per-instance
-// state, so its churn scenario is skipped.
+// state, so its churn scenario is skipped. Each Driver-boundary table
+// (ccmkit's fake) names the cloud costs its cloud minimums were computed
+// with (scale.Target.CloudCosts, which scale.FakeTarget states from the
+// fake's cloud-config): with backend pools per Service a Node change is a
+// write to every load balancer, with shared pools one pool write.
 package main
 
 import (

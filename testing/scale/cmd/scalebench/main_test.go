@@ -63,8 +63,9 @@ func TestOutput(t *testing.T) {
 }
 
 // TestDriverTablePerProvider checks that each provider reporting
-// Driver-boundary calls gets a table of its own, and that the chart draws
-// each provider in its own line style.
+// Driver-boundary calls gets a table of its own, after the cloud costs of
+// its minimums, and that the chart draws each provider in its own line
+// style.
 func TestDriverTablePerProvider(t *testing.T) {
 	rep := func(nodes int, applies int64) *scale.Report {
 		return &scale.Report{Nodes: nodes, Services: nodes / 2, Scenarios: []scale.ScenarioReport{{
@@ -73,7 +74,9 @@ func TestDriverTablePerProvider(t *testing.T) {
 			Driver: []scale.OpCount{{Operation: "ApplyLoadBalancer", Write: true, Calls: applies}},
 		}}}
 	}
-	results := []result{{"ccmkit fake", rep(10, 70), nil}, {"ccmkit fake, shared pools", rep(10, 7), nil}, {"upstream fake", &scale.Report{Nodes: 10, Services: 5}, nil}}
+	perService := rep(10, 70)
+	perService.CloudCosts = scale.CloudCosts{BackendPools: scale.BackendPoolsPerService}
+	results := []result{{"ccmkit fake", perService, nil}, {"ccmkit fake, shared pools", rep(10, 7), nil}, {"upstream fake", &scale.Report{Nodes: 10, Services: 5}, nil}}
 	var b strings.Builder
 	writeMarkdown(&b, results)
 	for _, want := range []string{
@@ -81,6 +84,8 @@ func TestDriverTablePerProvider(t *testing.T) {
 		"#### ccmkit fake, shared pools: calls at the Driver boundary",
 		"| bring-up | ApplyLoadBalancer | 70 |",
 		"| bring-up | ApplyLoadBalancer | 7 |",
+		"Cloud minimum from the costs (scale.Target.CloudCosts): a load balancer of P ports created in 1 write, deleted in 1 write; a backend pool per load balancer, 1 write to each per Node change.",
+		"Cloud minimum from the costs (scale.Target.CloudCosts): a load balancer of P ports created in 1 write, deleted in 1 write; one backend pool shared by every load balancer, 1 write to each per Node change.",
 	} {
 		if !strings.Contains(b.String(), want) {
 			t.Errorf("output lacks %q:\n%s", want, b.String())

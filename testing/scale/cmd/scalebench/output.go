@@ -114,8 +114,9 @@ func cell(s scale.ScenarioReport, op string) string {
 }
 
 // writeDriverTable writes the Driver-boundary calls of results, those of
-// one provider, by scenario and operation, one column per size; nothing
-// when the provider reports none.
+// one provider, by scenario and operation, one column per size, after the
+// cloud costs its cloud minimums were computed with; nothing when the
+// provider reports none.
 func writeDriverTable(w io.Writer, results []result) {
 	var with []result
 	for _, r := range results {
@@ -126,7 +127,8 @@ func writeDriverTable(w io.Writer, results []result) {
 	if len(with) == 0 {
 		return
 	}
-	fmt.Fprintf(w, "\n#### %s: calls at the Driver boundary (fake.Cloud.Calls by fake.Op)\n\n| scenario | operation |", with[0].provider)
+	fmt.Fprintf(w, "\n#### %s: calls at the Driver boundary (fake.Cloud.Calls by fake.Op)\n\n", with[0].provider)
+	fmt.Fprintf(w, "Cloud minimum from the costs (scale.Target.CloudCosts): %s.\n\n| scenario | operation |", with[0].report.CloudCosts)
 	for _, r := range with {
 		fmt.Fprintf(w, " %d nodes |", r.report.Nodes)
 	}

@@ -151,7 +151,7 @@ func fakeWith(cfg fake.Config, ttl time.Duration) (*scale.Target, error) {
 	if err != nil {
 		return nil, err
 	}
-	return scale.FakeTarget(c, cfg.ClusterID), nil
+	return scale.FakeTarget(c, cfg), nil
 }
 
 // upstreamFake is k8s.io/cloud-provider/fake as upstream's own controller
