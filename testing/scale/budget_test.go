@@ -13,6 +13,7 @@ import (
 
 	"github.com/ccmkit/ccmkit/fake"
 	"github.com/ccmkit/ccmkit/instances"
+	"github.com/ccmkit/ccmkit/provider"
 	"github.com/ccmkit/ccmkit/testing/scale"
 )
 
@@ -218,4 +219,37 @@ func TestFakeDriftRepair(t *testing.T) {
 	if got := scale.Sum(s.Driver); got.Writes != 0 {
 		t.Errorf("steady with drift repair: %d writes %v; want none", got.Writes, s.Driver)
 	}
+}
+
+// TestFakeHierarchical runs bring-up and deletion against the fake's
+// hierarchical mode (issue 25: a load balancer, then per port a listener,
+// a pool, its members and a monitor, each its own write, the load balancer
+// busy after each write and refusing writes meanwhile) and checks that
+// both stay within twice the cloud minimum the fake states for such a
+// cloud (Target.CloudCosts), reads and writes each, with no load balancer
+// duplicated or left over. Busy is 50ms after each write, a twentieth of
+// Octavia's, as the simulator compresses time.
+func TestFakeHierarchical(t *testing.T) {
+	const compression = 300
+	ttl := time.Hour / compression // longer than the scenarios: the reads are the work's, not the caches' periodic lists
+	cfg := fake.Config{ClusterID: "scale", LoadBalancers: fake.LoadBalancerSection{Hierarchical: true, BusyAfterWrite: &provider.Duration{Duration: 50 * time.Millisecond}}}
+	cfg.InstanceCacheTTL.Duration, cfg.LoadBalancerCacheTTL.Duration, cfg.Routes.ListTTL.Duration = ttl, ttl, ttl
+	c, err := fake.New(cfg, fake.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := scale.Run(t.Context(), scale.FakeTarget(c, cfg), scale.Config{Nodes: 10, Services: 5, Spread: 100 * time.Millisecond,
+		Compression: compression, NodesFirst: raceBuild, Skip: []string{scale.Steady, scale.Churn, scale.Restart}})
+	if err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	for _, name := range []string{scale.BringUp, scale.Deletion} {
+		s, _ := r.Scenario(name)
+		got, min := scale.Sum(s.Driver), s.CloudMinimum
+		t.Logf("%s: %d reads, %d writes; minimum %d reads, %d writes (%s)", name, got.Reads, got.Writes, min.Reads, min.Writes, min.Why)
+		if got.Writes > 2*min.Writes || got.Reads > 2*min.Reads {
+			t.Errorf("%s: %d reads, %d writes; want each within twice the cloud minimum's %d reads, %d writes (%s)", name, got.Reads, got.Writes, min.Reads, min.Writes, min.Why)
+		}
+	}
+	t.Logf("writes refused as busy, in all: %d", c.Calls().Busy)
 }

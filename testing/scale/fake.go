@@ -41,10 +41,8 @@ func FakeTarget(c *fake.Cloud, cfg fake.Config) *Target {
 // ActionRemoveBackends).
 func fakeCosts(lbs fake.LoadBalancerSection) CloudCosts {
 	switch {
-	// The fake's hierarchical mode (LoadBalancerSection.Hierarchical: a
-	// create is one write, then four per port; a Node change one write
-	// per pool, a pool per port) goes here, before the shared case:
-	// CloudCosts{CreateWritesPerPort: 4, BackendPools: BackendPoolsPerPort}.
+	case lbs.Hierarchical: // a create is one write, then four per port (listener, pool, members, monitor); a Node change one write per pool, a pool per port
+		return CloudCosts{CreateWritesPerPort: 4, BackendPools: BackendPoolsPerPort}
 	case lbs.BackendPools == fake.BackendPoolsShared:
 		return CloudCosts{}
 	default: // "" or fake.BackendPoolsPerService
