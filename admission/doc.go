@@ -89,6 +89,12 @@
 //     load balancer owned by another cluster or Service
 //     (loadbalancer.ErrNotOwned), a stored ID that names no load balancer
 //     (loadbalancer.ErrNotFound), the cloud's own refusals, throttling.
+//   - Application protocols (loadbalancer.Capabilities.AppProtocols): a
+//     port whose spec.ports[].appProtocol the provider does not list, and
+//     the application-protocol annotation's cross-checks
+//     (loadbalancer.Options.AppProtocolAnnotation: its agreement with
+//     spec.ports[].appProtocol), are refused by the Reconciler only. The
+//     annotation's value is checked as every declared per-port enum's is.
 //   - The requested-IP annotation's cross-checks
 //     (loadbalancer.Options.RequestedIPAnnotation: its family, its
 //     agreement with spec.loadBalancerIP, RequestedIP): PolicyInput does

@@ -99,6 +99,31 @@
 //     EnsureLoadBalancer returns an api.RetryError and the service
 //     controller comes back after its delay (see Driver).
 //
+// # Hierarchical clouds: listener pools, busy load balancers, per-port features
+//
+// Many clouds build a load balancer from separate objects (OpenStack
+// Octavia: listeners, a pool per listener, members, a health monitor),
+// and leave it busy for a moment after each write, refusing writes
+// meanwhile. Declare Capabilities.ListenerPools: Desired then gives each
+// listener its Pool, a Driver reports each pool as it is (a listener
+// without its pool, a member missing from one pool), and Plan emits one
+// action per cloud object, repairing exactly what is missing; a port
+// change is a new listener and a removal, six writes. A Driver answers a
+// write with Busy(d) ("applied, busy for d"), or with Busy joined with
+// ErrRefused ("refused, busy"): the Reconciler waits the window out before
+// its next write within Options.MaxBusyWait, and otherwise returns a
+// RetryError of exactly d, never doubled as a throttle's is. Apply may
+// return nil (the Reconciler derives the result from Action.Current), so a
+// Driver need not read the whole tree after each write.
+//
+// Per-port features: Capabilities.AppProtocols lists the application
+// protocols the load balancer serves (spec.ports[].appProtocol, or
+// Options.AppProtocolAnnotation) into Listener.AppProtocol; annotations
+// declared PerPort with Setting go into each Listener.Settings (a
+// certificate reference, PROXY protocol), so a change on one port is one
+// UpdateListener of that listener. A PORT naming no port of the Service
+// is an error listing the ports.
+//
 // # Shared backend pools
 //
 // With the upstream service controller every Node change calls
