@@ -163,7 +163,7 @@ func Desired(svc *v1.Service, nodes []*v1.Node, in DesiredInput) (*LoadBalancer,
 	b.settings(in.Annotations) // first: a malformed annotation is reported even if the spec is also wrong
 	annotationErrs := len(b.errs)
 	b.listeners()
-	b.perPort(in.Annotations, in.AppProtocolAnnotation, annotationErrs)
+	b.perPort(in.AppProtocolAnnotation, annotationErrs)
 	b.healthCheck()
 	b.sourceRanges()
 	b.sessionAffinity()
@@ -212,11 +212,12 @@ func checkDesired(svc *v1.Service, in DesiredInput) error {
 // the Service, collecting every error so that the user sees all of them
 // at once.
 type specBuilder struct {
-	svc  *v1.Service
-	key  string // namespace/name, for messages
-	caps Capabilities
-	spec *Spec
-	errs []error
+	perPortAnns []*annotation.Annotation // the declared per-port annotations (settings)
+	svc         *v1.Service
+	key         string // namespace/name, for messages
+	caps        Capabilities
+	spec        *Spec
+	errs        []error
 }
 
 func (b *specBuilder) fail(err error) { b.errs = append(b.errs, err) }
@@ -250,7 +251,11 @@ func (b *specBuilder) settings(set *annotation.Set) {
 		b.fail(err)
 	}
 	for _, a := range set.All() {
-		if !a.Setting || a.PerPort { // per-port settings go to each listener (perPort)
+		if a.PerPort { // checked and applied to each listener (perPort)
+			b.perPortAnns = append(b.perPortAnns, a)
+			continue
+		}
+		if !a.Setting {
 			continue
 		}
 		if v, _, err := a.Canonical(b.svc.Annotations); err == nil {

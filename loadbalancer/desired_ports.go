@@ -34,6 +34,7 @@ func checkAppProtocolAnnotation(field string, a *annotation.Annotation, caps Cap
 }
 
 // perPort checks the PORTs of every declared per-port annotation present
+// (perPortAnns, which settings collects)
 // against spec.ports, and applies them to the listeners built from it:
 // the values of the settings (annotation.PerPort with Setting) to each
 // listener's Settings, and the application protocol of appAnn. A PORT naming no port of the Service, or one port listed
@@ -45,22 +46,16 @@ func checkAppProtocolAnnotation(field string, a *annotation.Annotation, caps Cap
 // listeners: the admission policy checks the PORTs right after the
 // annotations' values, and shows the first problem, as the first line of
 // the Reconciler's Warning event does.
-func (b *specBuilder) perPort(set *annotation.Set, appAnn *annotation.Annotation, at int) {
+func (b *specBuilder) perPort(appAnn *annotation.Annotation, at int) {
+	if len(b.perPortAnns) == 0 {
+		return
+	}
 	n := len(b.errs)
 	defer func() {
 		mine := slices.Clone(b.errs[n:])
 		b.errs = slices.Insert(b.errs[:n], at, mine...)
 	}()
-	var anns []*annotation.Annotation
-	for _, a := range set.All() {
-		if a.PerPort { // every one's PORTs are checked; a setting's or appAnn's values applied
-			anns = append(anns, a)
-		}
-	}
-	if len(anns) == 0 {
-		return
-	}
-	for _, a := range anns {
+	for _, a := range b.perPortAnns { // every one's PORTs are checked; a setting's or appAnn's values applied
 		values, _, err := a.Ports(b.svc.Annotations)
 		if err != nil {
 			continue // reported by settings

@@ -258,14 +258,15 @@ type listenerDiff struct {
 	kept    []listenerUpdate // matched and equal (as listeners: their pools may differ)
 }
 
-// diffListeners matches want and have (both sorted by key) by key.
+// diffListeners matches want and have (both sorted by key) by key; with
+// keep, it also lists the matched listeners that need no update (kept).
 //
 // A Driver may report several listeners with one key; they follow each
 // other (have is sorted by key, stably). RemoveListener and UpdateListener
 // act on every listener of a key (see Apply), so one action per key
 // converges, and a key the Service keeps is only ever replaced by its
 // wanted listener, never removed.
-func diffListeners(want, have []Listener) listenerDiff {
+func diffListeners(want, have []Listener, keep bool) listenerDiff {
 	var d listenerDiff
 	i := 0
 	for _, run := range runs(have, sameListenerKey) {
@@ -282,7 +283,7 @@ func diffListeners(want, have []Listener) listenerDiff {
 		i++
 		if slices.ContainsFunc(run, func(h Listener) bool { return !w.attrsEqual(h) }) {
 			d.updates = append(d.updates, listenerUpdate{run, w})
-		} else {
+		} else if keep {
 			d.kept = append(d.kept, listenerUpdate{run, w})
 		}
 	}
@@ -315,7 +316,7 @@ func (d *listenerDiff) pairPortChanges() {
 
 // listeners plans the listener actions: removals, updates, additions.
 func (p *planner) listeners(want, have []Listener) {
-	d := diffListeners(want, have)
+	d := diffListeners(want, have, false)
 	d.pairPortChanges()
 	for _, r := range d.removed {
 		l := r[0]

@@ -18,7 +18,7 @@ import "slices"
 // a new listener and a removal: such clouds keep a listener's port
 // immutable, and its pool belongs to it.
 func (p *planner) listenerPools(want, have []Listener, key BackendKey) {
-	d := diffListeners(want, have)
+	d := diffListeners(want, have, true)
 	for _, run := range d.removed {
 		l := run[0]
 		if pooled := firstPool(run); pooled != nil {
