@@ -133,9 +133,10 @@ type Listener struct {
 	// (spec.allocateLoadBalancerNodePorts=false), in which case the Driver
 	// routes to endpoints by its own means (Capabilities.NodePortless).
 	// Under Capabilities.ListenerPools a cloud may keep the node port only
-	// on the pool's members: a Driver then reports 0 for a listener whose
-	// pool has no members, and Plan takes 0 there as unknown, not as a
-	// difference (the members added later carry the desired port).
+	// on the pool's members: a Driver then reports 0 for a listener without
+	// a pool or whose pool has no members, and Plan takes 0 there as
+	// unknown, not as a difference (the members added later carry the
+	// desired port).
 	NodePort int32 `json:"nodePort,omitempty"`
 	// AppProtocol is the application protocol the listener serves, from
 	// spec.ports[].appProtocol or Options.AppProtocolAnnotation: one of
@@ -198,11 +199,12 @@ func (l Listener) clone() Listener {
 }
 
 // attrsEqual reports whether have matches want in what Plan compares of a
-// listener itself (not its pool): key, node port (0 in have counts as
-// unknown while have's pool has no members, see Listener.NodePort),
-// application protocol and the settings want names.
+// listener itself (not its pool): key, node port (under ListenerPools,
+// when want has a pool, 0 in have counts as unknown while have has no
+// pool or an empty one, see Listener.NodePort), application protocol and
+// the settings want names.
 func (want Listener) attrsEqual(have Listener) bool {
-	nodePortKnown := have.NodePort != 0 || have.Pool == nil || len(have.Pool.Backends) > 0
+	nodePortKnown := have.NodePort != 0 || want.Pool == nil || (have.Pool != nil && len(have.Pool.Backends) > 0)
 	return want.ListenerKey == have.ListenerKey &&
 		(want.NodePort == have.NodePort || !nodePortKnown) &&
 		want.AppProtocol == have.AppProtocol &&

@@ -123,6 +123,16 @@ func TestPlanListenerPools(t *testing.T) {
 				lb.Spec.Listeners[1].Settings = map[string]string{"x.io/certificate": "cert-1", "cloud.io/other": "z"}
 			}),
 			[]planned{{loadbalancer.ActionUpdateListener, "listener IPv4/TCP/443 settings x.io/certificate changed"}}},
+		{"node port unknown without a pool", "a listener just created, its pool not yet: 0 is unknown, not a difference",
+			poolsBase(), mod(func(lb *loadbalancer.LoadBalancer) {
+				lb.Spec.Listeners[1].NodePort = 0
+				lb.Spec.Listeners[1].Pool = nil
+			}),
+			[]planned{
+				{loadbalancer.ActionAddListenerPool, "listener IPv4/TCP/443 has no pool"},
+				{loadbalancer.ActionAddBackends, "new or changed backends of listener IPv4/TCP/443: nodes n1, n2"},
+				{loadbalancer.ActionUpdateHealthCheck, "health check of listener IPv4/TCP/443 is none; want HTTP :10256/healthz"},
+			}},
 		{"node port unknown on an empty pool", "a cloud keeping the node port on members reports 0: the members carry the desired port",
 			poolsBase(), mod(func(lb *loadbalancer.LoadBalancer) {
 				lb.Spec.Listeners[1].NodePort = 0
@@ -237,7 +247,7 @@ func minimalPoolWrites(desired, actual *loadbalancer.LoadBalancer) int {
 			}
 			continue
 		}
-		if h.NodePort != w.NodePort && (h.NodePort != 0 || h.Pool == nil || len(h.Pool.Backends) > 0) {
+		if h.NodePort != w.NodePort && (h.NodePort != 0 || (h.Pool != nil && len(h.Pool.Backends) > 0)) {
 			n++
 		}
 		if h.Pool == nil {
