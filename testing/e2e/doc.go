@@ -29,7 +29,15 @@
 // the cluster name, keeps them apart. TestRealisticCloudAtScale runs the
 // fake as real clouds behave — load balancers provisioned asynchronously, a
 // throttled API, backends kept by instance ID — with 100 Nodes named unlike
-// their instances and 50 LoadBalancer Services.
+// their instances and 50 LoadBalancer Services. TestHierarchicalCloudAtScale
+// runs it keeping each load balancer as a tree of objects, as OpenStack
+// Octavia does (fake.LoadBalancerSection.Hierarchical: per port a listener,
+// a pool, its members and a health monitor, each one write, the load
+// balancer busy after each write): 50 Services of an http and an https
+// port with a certificate reference, a port change and a certificate
+// change on 10 of them at once and on one alone, each timed per Service,
+// and the cloud's writes counted by operation against the fewest each
+// change needs.
 //
 // Linux only (process groups and PR_SET_PDEATHSIG make sure no child
 // outlives the test binary).

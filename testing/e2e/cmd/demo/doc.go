@@ -5,7 +5,9 @@
 // instance ID), registers a few Nodes the way kubelets with
 // --cloud-provider=external do and creates LoadBalancer Services, prints
 // what the CCM does as it happens — for each load balancer, its
-// provisioning and the moment its Service gets the address — then a
+// provisioning and the moment its Service gets the address, and the
+// first Service's HTTPS listener (port 443, appProtocol https) with its
+// certificate reference (the fake's fake.ccmkit.io/certificate) — then a
 // summary table. Then two steps show ccmkit's housekeeping controllers:
 // drift (a listener and a backend removed in the cloud behind the CCM's
 // back, repaired by drift-repair) and an orphan (a load balancer tagged

@@ -66,11 +66,13 @@ func (d *demo) showDrift(ctx context.Context, timeout time.Duration) error {
 	}
 	start := time.Now()
 	d.logf("drift: removed listener %s/%d%s from load balancer %s in the cloud, behind the CCM's back", l.Protocol, l.Port, removed, lb.Name)
+	var repaired fake.LoadBalancer
 	err = workload.Poll(ctx, timeout, "the drift repaired", func(ctx context.Context) (bool, string) {
 		now, err := d.lbOf(ctx, string(svc.UID))
 		if err != nil {
 			return false, err.Error()
 		}
+		repaired = now
 		return len(now.Spec.Listeners) == listeners && len(now.Spec.Backends) == backends,
 			fmt.Sprintf("%d/%d listeners, %d/%d backends", len(now.Spec.Listeners), listeners, len(now.Spec.Backends), backends)
 	})
@@ -78,6 +80,11 @@ func (d *demo) showDrift(ctx context.Context, timeout time.Duration) error {
 		return err
 	}
 	d.logf("drift repaired by the drift-repair controller after %.1fs (period %s): %d listeners, %d backends again", time.Since(start).Seconds(), driftPeriod, listeners, backends)
+	// The removed listener may be the HTTPS one: it is back with its
+	// application protocol and certificate.
+	for _, line := range listenerLines(namespace+"/"+svc.Name, repaired) {
+		d.logf("%s", line)
+	}
 	return nil
 }
 

@@ -41,6 +41,11 @@ func (p *lbProgress) readyCount() int { return len(p.ready) }
 //
 //	service ns/web: load balancer lb-1 ready after 3.2s, ingress 198.18.0.1
 //
+// followed, for each listener of its load balancer that serves an
+// application protocol or presents a certificate, by
+//
+//	service ns/web: listener 443/TCP serves https with certificate cert-web
+//
 // where the time runs from the load balancer's creation (its ReadyAt minus
 // the delay) to now, when the Service has the address: the cloud's
 // provisioning plus the service controller's retry. Without a ReadyAt (a
@@ -62,6 +67,9 @@ func (p *lbProgress) update(now time.Time, lbs []fake.LoadBalancer, svcs []corev
 		case len(ingress) > 0:
 			p.ready[key] = true
 			lines = append(lines, p.readyLine(now, key, lb, found, ingress))
+			if found {
+				lines = append(lines, listenerLines(key, lb)...)
+			}
 		case found && lb.Provisioning && !p.provisioning[lb.ID]:
 			p.provisioning[lb.ID] = true
 			lines = append(lines, fmt.Sprintf("service %s: load balancer %s provisioning, no address yet…", key, lb.ID))
@@ -80,4 +88,33 @@ func (p *lbProgress) readyLine(now time.Time, key string, lb fake.LoadBalancer, 
 		}
 	}
 	return fmt.Sprintf("service %s: %s, ingress %s", key, what, strings.Join(ingress, ", "))
+}
+
+// certificateAnnotation is the fake's per-port certificate reference,
+// which each listener keeps in its Settings (fake/annotations.go).
+const certificateAnnotation = "fake.ccmkit.io/certificate"
+
+// listenerLines returns a line for each listener of lb that serves an
+// application protocol or presents a certificate, once per port and
+// protocol (a dual-stack load balancer has one listener per IP family).
+func listenerLines(key string, lb fake.LoadBalancer) []string {
+	var lines []string
+	seen := map[loadbalancer.ListenerKey]bool{}
+	for _, l := range lb.Spec.Listeners {
+		cert := l.Settings[certificateAnnotation]
+		k := loadbalancer.ListenerKey{Protocol: l.Protocol, Port: l.Port}
+		if l.AppProtocol == "" && cert == "" || seen[k] {
+			continue
+		}
+		seen[k] = true
+		line := fmt.Sprintf("service %s: listener %d/%s", key, l.Port, l.Protocol)
+		if l.AppProtocol != "" {
+			line += " serves " + l.AppProtocol
+		}
+		if cert != "" {
+			line += " with certificate " + cert
+		}
+		lines = append(lines, line)
+	}
+	return lines
 }

@@ -26,6 +26,17 @@ func TestLBProgress(t *testing.T) {
 	lb := func(id, svcName string, provisioning bool, readyAt time.Time) fake.LoadBalancer {
 		return fake.LoadBalancer{LoadBalancer: loadbalancer.LoadBalancer{ID: id, Tags: map[string]string{loadbalancer.TagServiceUID: "uid-" + svcName}}, Provisioning: provisioning, ReadyAt: readyAt}
 	}
+	listener := func(family corev1.IPFamily, port int32, appProtocol, cert string) loadbalancer.Listener {
+		l := loadbalancer.Listener{ListenerKey: loadbalancer.ListenerKey{Family: family, Protocol: corev1.ProtocolTCP, Port: port}, AppProtocol: appProtocol}
+		if cert != "" {
+			l.Settings = map[string]string{certificateAnnotation: cert}
+		}
+		return l
+	}
+	withListeners := func(lb fake.LoadBalancer, ls ...loadbalancer.Listener) fake.LoadBalancer {
+		lb.Spec.Listeners = ls
+		return lb
+	}
 	type poll struct {
 		now  time.Time
 		lbs  []fake.LoadBalancer
@@ -65,6 +76,26 @@ func TestLBProgress(t *testing.T) {
 					}},
 			},
 			wantReady: 3,
+		},
+		{
+			name:   "https listener",
+			reason: "with the ready line, one line per listener that serves an application protocol or presents a certificate, once per port of a dual-stack load balancer; a plain listener gets none",
+			polls: []poll{
+				{now: t0, lbs: []fake.LoadBalancer{withListeners(lb("lb-1", "web", false, time.Time{}),
+					listener(corev1.IPv4Protocol, 80, "", ""), listener(corev1.IPv4Protocol, 443, "https", "cert-web"),
+					listener(corev1.IPv6Protocol, 80, "", ""), listener(corev1.IPv6Protocol, 443, "https", "cert-web"),
+					listener(corev1.IPv4Protocol, 8443, "", "cert-api"), listener(corev1.IPv4Protocol, 8080, "kubernetes.io/h2c", ""))},
+					svcs: []corev1.Service{svc("web", "198.18.0.1", "2001:db8:1b::1")},
+					want: []string{
+						"service demo/web: load balancer lb-1 ready, ingress 198.18.0.1, 2001:db8:1b::1",
+						"service demo/web: listener 443/TCP serves https with certificate cert-web",
+						"service demo/web: listener 8443/TCP with certificate cert-api",
+						"service demo/web: listener 8080/TCP serves kubernetes.io/h2c",
+					}},
+				{now: t0.Add(time.Second), lbs: []fake.LoadBalancer{withListeners(lb("lb-1", "web", false, time.Time{}), listener(corev1.IPv4Protocol, 443, "https", "cert-web"))},
+					svcs: []corev1.Service{svc("web", "198.18.0.1", "2001:db8:1b::1")}},
+			},
+			wantReady: 1,
 		},
 	}
 	for _, tt := range tests {

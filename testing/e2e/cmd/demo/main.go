@@ -15,6 +15,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 
 	"github.com/ccmkit/ccmkit/fake"
 	"github.com/ccmkit/ccmkit/loadbalancer"
@@ -203,16 +204,34 @@ func (d *demo) createServices(ctx context.Context) error {
 	}
 	var names []string
 	for i := range d.services {
-		svc := workload.LoadBalancerService(namespace, d.serviceName(i), 80, 443)
+		svc := d.service(i)
 		if _, err := c.CoreV1().Services(namespace).Create(ctx, svc, metav1.CreateOptions{}); err != nil {
 			return fmt.Errorf("creating service %s: %w", svc.Name, err)
 		}
 		names = append(names, namespace+"/"+svc.Name)
 	}
 	if len(names) > 0 {
-		d.logf("created LoadBalancer services %s", strings.Join(names, ", "))
+		d.logf("created LoadBalancer services %s; %s terminates TLS on port 443 (appProtocol https, %s: 443=%s)",
+			strings.Join(names, ", "), names[0], certificateAnnotation, webCertificate)
 	}
 	return nil
+}
+
+// webCertificate is the certificate reference of the first Service's
+// HTTPS port.
+const webCertificate = "cert-web"
+
+// service returns the i-th LoadBalancer Service, with ports 80 and 443.
+// The first one's port 443 serves https with the certificate
+// webCertificate (the fake's per-port annotation certificateAnnotation),
+// which its load balancer's listener reports.
+func (d *demo) service(i int) *corev1.Service {
+	svc := workload.LoadBalancerService(namespace, d.serviceName(i), 80, 443)
+	if i == 0 {
+		svc.Spec.Ports[1].AppProtocol = ptr.To("https")
+		svc.Annotations = map[string]string{certificateAnnotation: "443=" + webCertificate}
+	}
+	return svc
 }
 
 // watch polls until every node is initialized and has its route (and,
@@ -305,7 +324,11 @@ func (d *demo) summary(ctx context.Context) error {
 	for _, s := range svcs.Items {
 		var ports []string
 		for _, p := range s.Spec.Ports {
-			ports = append(ports, fmt.Sprintf("%d:%d/%s", p.Port, p.NodePort, p.Protocol))
+			port := fmt.Sprintf("%d:%d/%s", p.Port, p.NodePort, p.Protocol)
+			if p.AppProtocol != nil {
+				port += "/" + *p.AppProtocol
+			}
+			ports = append(ports, port)
 		}
 		lb := lbByUID[string(s.UID)]
 		fmt.Fprintf(tw, "%s/%s\t%s\t%s\t%s\t%d\n", s.Namespace, s.Name, strings.Join(ports, ","),
