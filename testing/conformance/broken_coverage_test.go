@@ -15,7 +15,7 @@ import (
 func brokenClauses(t *testing.T) map[string][]string {
 	t.Helper()
 	all := map[string][]string{}
-	for _, area := range []map[string][]string{clausesProvider(), clausesLB(), clausesLBShared(), clausesLBFeatures(), clausesInstances(), clausesRoutes()} {
+	for _, area := range []map[string][]string{clausesProvider(), clausesLB(), clausesLBShared(), clausesLBFeatures(), clausesLBSteps(), clausesInstances(), clausesRoutes()} {
 		for id, cls := range area {
 			if _, dup := all[id]; dup {
 				t.Errorf("the clauses of %s are declared twice", id)

@@ -41,6 +41,28 @@ func TestConfigErrors(t *testing.T) {
 		{name: "skip-case-of-caseless-rule", reason: "a rule without cases has no RULE/case key",
 			change: func(c *conformance.Config) { c.Skip = map[string]string{"LB-DELETE/any": "x"} },
 			want:   []string{"Config.Skip", `"any"`, "LB-DELETE", "expected one of"}},
+		{name: "negative-busy", reason: "a negative BusyAfterWrite has no meaning",
+			change: func(c *conformance.Config) { c.BusyAfterWrite = -time.Second },
+			want:   []string{"Config.BusyAfterWrite", "-1s", "expected"}},
+		{name: "empty-app-protocol", reason: "an application protocol is a name",
+			change: func(c *conformance.Config) { c.Claims.AppProtocols = []string{"http", ""} },
+			want:   []string{"Config.Claims.AppProtocols[1]", `""`, "expected"}},
+		{name: "repeated-app-protocol", reason: "an application protocol is claimed once",
+			change: func(c *conformance.Config) { c.Claims.AppProtocols = []string{"http", "http"} },
+			want:   []string{"Config.Claims.AppProtocols[1]", `"http"`, "expected"}},
+		{name: "port-setting-no-annotation", reason: "a port setting is set by an annotation",
+			change: func(c *conformance.Config) { c.PortSetting = &conformance.PortSetting{Values: [2]string{"a", "b"}} },
+			want:   []string{"Config.PortSetting.Annotation", "expected"}},
+		{name: "port-setting-equal-values", reason: "changing a setting needs two values",
+			change: func(c *conformance.Config) {
+				c.PortSetting = &conformance.PortSetting{Annotation: "lb.example.com/certificate", Values: [2]string{"a", "a"}}
+			},
+			want: []string{"Config.PortSetting.Values", `"a"`, "expected"}},
+		{name: "port-setting-comma", reason: "a comma separates the entries of a per-port value",
+			change: func(c *conformance.Config) {
+				c.PortSetting = &conformance.PortSetting{Annotation: "lb.example.com/certificate", Values: [2]string{"a", "b,c"}}
+			},
+			want: []string{"Config.PortSetting.Values[1]", `"b,c"`, "expected"}},
 		{name: "one-cluster-name", reason: "the clusterName-only isolation rules need two names",
 			change: func(c *conformance.Config) { c.ClusterName, c.CrossClusterName = "kubernetes", "kubernetes" },
 			want:   []string{"Config.CrossClusterName", `"kubernetes"`, "expected"}},

@@ -70,9 +70,30 @@ type Config struct {
 	// Timeout. Default 0: a provider with caches either drops them in
 	// Hooks.CloudChanged, or declares its TTL here; otherwise the rules
 	// that wait for such a change (INST-TERMINATED, INST-STOPPED,
-	// INST-NEW-INSTANCE, CTRL-NODE-TERMINATED, CTRL-NODE-SHUTDOWN) fail when
-	// its TTL is longer than Timeout. Negative is an error.
+	// INST-NEW-INSTANCE, CTRL-NODE-TERMINATED, CTRL-NODE-SHUTDOWN, and
+	// LB-PARTIAL-REPAIR after Hooks.Damage) fail when its TTL is longer
+	// than Timeout. Negative is an error.
 	MaxStaleness time.Duration
+
+	// BusyAfterWrite is how long the provider's cloud stays busy with a
+	// load balancer after a write to it, refusing the next write to it
+	// meanwhile (OpenStack Octavia leaves a load balancer PENDING_UPDATE
+	// for a second or so after each write to one of its objects).
+	// LB-MULTI-STEP gives a change of N cloud writes N × (BusyAfterWrite
+	// + 1s) to converge, and accepts no api.RetryError asking for more
+	// than 2 × max(BusyAfterWrite, 1s), nor a call lasting more than that
+	// and 1s; the rules that count the writes of one change
+	// (LB-MULTI-STEP, LB-PER-PORT, LB-PARTIAL-REPAIR) wait it out before
+	// they make it, so that no write of theirs meets a busy cloud.
+	// Default 0: the cloud is never busy. Negative is an error.
+	BusyAfterWrite time.Duration
+
+	// PortSetting is a provider setting that a per-port annotation sets
+	// for one port at a time, such as a certificate reference: with it
+	// (and Claims.AppProtocols), LB-PER-PORT checks that changing the
+	// setting of one port is one cloud write that leaves the other
+	// listener as it was. Nil skips that check.
+	PortSetting *PortSetting
 
 	// UpstreamOnly skips every ccmkit recommendation (Rule.Recommendation):
 	// only the upstream contracts run. Default false: recommendations run
@@ -136,6 +157,30 @@ type Claims struct {
 	// annotation when the spec field is empty. Unclaimed, a Service with a
 	// valid restricting annotation must be rejected (LB-SOURCE-RANGES).
 	SourceRangesAnnotation bool
+	// AppProtocols are the application protocols the load balancers serve
+	// on a port, as spec.ports[].appProtocol names them (such as "http",
+	// "https" or "kubernetes.io/h2c"), compared exactly: LB-PER-PORT
+	// checks that ports carrying them get listeners that report them
+	// (Listener.AppProtocol), that a port of any other application
+	// protocol is rejected with an error, and Config.PortSetting; with
+	// them, LB-MULTI-STEP's change adds a port of the first. Empty
+	// (the default) skips LB-PER-PORT: appProtocol is then a hint the
+	// provider may ignore.
+	AppProtocols []string
+}
+
+// PortSetting is a provider setting given per port by an annotation
+// (Config.PortSetting), such as a certificate reference for a TLS port.
+type PortSetting struct {
+	// Annotation is the annotation's name, such as
+	// "lb.example.com/certificate". The suite writes its value as
+	// "PORT=VALUE", PORT being the number of one of the Service's ports,
+	// and expects the other ports to keep the provider's default.
+	Annotation string
+	// Values are two values the provider accepts for one port, such as
+	// two certificate references: different, not empty, and without a
+	// comma (which separates the entries of a per-port value).
+	Values [2]string
 }
 
 // Target is one fresh provider under test, its fixtures and its hooks.
@@ -214,10 +259,11 @@ type Hooks struct {
 	// follows it.
 	TerminateInstance func(ctx context.Context, node *v1.Node) error
 
-	// CloudChanged, if set, is called right after a hook above changed the
-	// cloud behind the provider's back, before the suite looks for the
-	// change through the provider. A provider that answers from caches
-	// drops them here (instances.Cache.Invalidate), as it would when its
+	// CloudChanged, if set, is called right after a hook above, or
+	// Damage, changed the cloud behind the provider's back, before the
+	// suite looks for the change through the provider. A provider that
+	// answers from caches drops them here (instances.Cache.Invalidate,
+	// loadbalancer.Cache.Invalidate), as it would when its
 	// cloud told it of the change (an event, a webhook); one that cannot
 	// declares its cache TTL in Config.MaxStaleness instead. It is never
 	// called concurrently with itself.
@@ -246,6 +292,16 @@ type Hooks struct {
 	SourceRanges func(ctx context.Context, clusterName string, svc *v1.Service) ([]string, error)
 	// HealthCheck returns the health check of svc's load balancer's backends.
 	HealthCheck func(ctx context.Context, clusterName string, svc *v1.Service) (HealthCheck, error)
+
+	// Damage removes part of svc's converged load balancer in clusterName
+	// behind the provider's back, as a user in the cloud's console or a
+	// failed cloud operation would: one backend, or on a cloud whose
+	// listeners have pools of their own one member of one pool, or a
+	// listener's pool. It returns how many cloud objects it removed, at
+	// least 1 (a pool with its members and its health monitor is that
+	// many): LB-PARTIAL-REPAIR allows the repair as many cloud writes.
+	// CloudChanged follows it.
+	Damage func(ctx context.Context, clusterName string, svc *v1.Service) (objects int, err error)
 }
 
 // Listener is one front-end port of a load balancer, forwarding to NodePort
@@ -254,6 +310,13 @@ type Listener struct {
 	Protocol v1.Protocol
 	Port     int32
 	NodePort int32
+	// AppProtocol is the application protocol the listener serves, as
+	// spec.ports[].appProtocol names it, or "" for a plain Protocol
+	// listener. Only LB-PER-PORT compares it with the Service's ports,
+	// and only with Claims.AppProtocols: there a Hooks.Listeners that
+	// leaves it empty makes the rule fail, not skip. The other rules
+	// leave it out of their comparisons.
+	AppProtocol string
 }
 
 // HealthCheck is how a load balancer checks its backends: an HTTP GET of Path
@@ -440,9 +503,11 @@ func Evaluate(ctx context.Context, cfg Config) ([]Outcome, error) {
 }
 
 // Validate reports the first thing wrong with cfg, naming the field, the
-// value and what was expected: a nil NewTarget, a negative Timeout or
-// MaxStaleness, inconsistent Claims, a malformed or repeated ClusterCIDRs
-// entry, or a Skip key that names no rule or case. Run and Check call it
+// value and what was expected: a nil NewTarget, a negative Timeout,
+// MaxStaleness or BusyAfterWrite, inconsistent Claims, an empty or
+// repeated Claims.AppProtocols entry, a PortSetting without an annotation
+// or two usable values, a malformed or repeated ClusterCIDRs entry, or a
+// Skip key that names no rule or case. Run and Check call it
 // first; call it yourself to check a Config built outside a test.
 func (cfg Config) Validate() error {
 	_, err := cfg.normalize()
@@ -472,6 +537,15 @@ func (cfg Config) normalize() (*Config, error) {
 	}
 	if c.MaxStaleness < 0 {
 		return nil, fmt.Errorf("Config.MaxStaleness %v: expected the provider's longest cache TTL, or 0", c.MaxStaleness)
+	}
+	if c.BusyAfterWrite < 0 {
+		return nil, fmt.Errorf("Config.BusyAfterWrite %v: expected how long the cloud stays busy after a write, or 0 for never", c.BusyAfterWrite)
+	}
+	if err := checkAppProtocols(c.Claims.AppProtocols); err != nil {
+		return nil, err
+	}
+	if err := c.PortSetting.check(); err != nil {
+		return nil, err
 	}
 	if c.Claims.MixedProtocols && !c.Claims.UDP {
 		// LB-CLAIMED-FEATURES would build a TCP+UDP Service while
@@ -513,6 +587,39 @@ func checkClusterCIDRs(cidrs []string) error {
 			return fmt.Errorf("Config.ClusterCIDRs[%d] %q repeats an IP family: expected at most one CIDR per family", i, s)
 		}
 		fams = append(fams, p.Addr().Is6())
+	}
+	return nil
+}
+
+// checkAppProtocols checks Config.Claims.AppProtocols: each entry a
+// name, none repeated.
+func checkAppProtocols(apps []string) error {
+	for i, a := range apps {
+		switch {
+		case strings.TrimSpace(a) == "":
+			return fmt.Errorf("Config.Claims.AppProtocols[%d] %q is empty: expected an application protocol as spec.ports[].appProtocol names it, such as \"http\"", i, a)
+		case slices.Contains(apps[:i], a):
+			return fmt.Errorf("Config.Claims.AppProtocols[%d] %q repeats an earlier entry: expected each application protocol once", i, a)
+		}
+	}
+	return nil
+}
+
+// check checks a Config.PortSetting (nil: none): an annotation name, and
+// two different values that can stand in a per-port list.
+func (ps *PortSetting) check() error {
+	switch {
+	case ps == nil:
+		return nil
+	case strings.TrimSpace(ps.Annotation) == "":
+		return fmt.Errorf("Config.PortSetting.Annotation %q is empty: expected the name of the per-port annotation, such as \"lb.example.com/certificate\"", ps.Annotation)
+	case ps.Values[0] == ps.Values[1]:
+		return fmt.Errorf("Config.PortSetting.Values %q are equal: expected two different values the provider accepts for one port", ps.Values)
+	}
+	for i, v := range ps.Values {
+		if strings.TrimSpace(v) == "" || strings.ContainsAny(v, ",=") {
+			return fmt.Errorf("Config.PortSetting.Values[%d] %q: expected a value that is not empty and has no comma or equals sign (the suite writes \"PORT=VALUE\")", i, v)
+		}
 	}
 	return nil
 }

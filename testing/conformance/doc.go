@@ -58,9 +58,12 @@
 //
 // Hooks arrange and inspect cloud state that the cloudprovider interfaces
 // cannot: stop, start, terminate or create an instance, list what the
-// provider owns (to find leaks), count cloud writes, simulate an outage, and
+// provider owns (to find leaks), count cloud writes, simulate an outage,
 // read a load balancer's backends, listeners, source ranges and health
-// check. The richer the hooks, the more rules run.
+// check, and remove part of a load balancer (Hooks.Damage). The richer the
+// hooks, the more rules run. Claims.AppProtocols and Config.PortSetting
+// select the checks of what a listener serves and holds per port
+// (LB-PER-PORT).
 //
 // # A realistic cloud: retries, caches, two clusters
 //
@@ -83,16 +86,30 @@
 // rules and CTX-CANCELLED take a single answer, where an api.RetryError is
 // an error as asked.
 //
-// Caches. Hooks.StopInstance, StartInstance, TerminateInstance and
-// CreateInstance change the cloud behind the provider's back; the suite
-// calls Hooks.CloudChanged right after each, and a provider that answers
-// from caches drops them there (instances.Cache.Invalidate). A provider
-// that cannot declares its longest cache TTL in Config.MaxStaleness, and
-// every wait for such a change (INST-TERMINATED, INST-STOPPED,
-// INST-NEW-INSTANCE, CTRL-NODE-TERMINATED, CTRL-NODE-SHUTDOWN) lasts
+// Caches. Hooks.StopInstance, StartInstance, TerminateInstance,
+// CreateInstance and Damage change the cloud behind the provider's back;
+// the suite calls Hooks.CloudChanged right after each, and a provider that
+// answers from caches drops them there (instances.Cache.Invalidate,
+// loadbalancer.Cache.Invalidate). A provider that cannot declares its
+// longest cache TTL in Config.MaxStaleness, and every wait for such a
+// change (INST-TERMINATED, INST-STOPPED, INST-NEW-INSTANCE,
+// CTRL-NODE-TERMINATED, CTRL-NODE-SHUTDOWN, LB-PARTIAL-REPAIR) lasts
 // Config.Timeout+MaxStaleness. With neither, a cache whose TTL is longer
 // than Config.Timeout (instances.Cache's default is one minute, the
 // suite's Timeout 30s) fails those rules.
+//
+// Busy clouds. A cloud that stays busy with a load balancer for a while
+// after each write, refusing the next one meanwhile (OpenStack Octavia's
+// PENDING_UPDATE), is declared by Config.BusyAfterWrite. A change of
+// several writes then takes several calls: LB-MULTI-STEP drives one as
+// the service controller does, calling again after exactly each
+// api.RetryError's delay, and expects it to converge within a busy period
+// and a second per write, with delays that do not double (a busy cloud is
+// not a throttled one) and calls that do not wait the cloud out; the rules
+// that count the writes of a change (LB-MULTI-STEP, LB-PER-PORT,
+// LB-PARTIAL-REPAIR) wait BusyAfterWrite before they make it. The rule
+// assumes the cloud does not throttle the few calls of one change: a
+// throttled call's back-off doubles, as it should.
 //
 // Two clusters. A provider that owns load balancers and routes by a cluster
 // ID of its own (loadbalancer.Options.ClusterID, routes.Options.ClusterID)

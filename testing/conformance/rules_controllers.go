@@ -347,7 +347,7 @@ func ruleCtrlServicePort(r *rt) {
 			if err != nil {
 				return false, err.Error()
 			}
-			d := cmp.Diff(want, sortListeners(got), cmpOpts)
+			d := cmp.Diff(want, sortListeners(got), cmpOpts, ignoreAppProtocol)
 			return d == "", "(-want +got):\n" + d
 		})
 		return

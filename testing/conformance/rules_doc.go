@@ -2,7 +2,7 @@
 
 // # Rules
 //
-// The suite has 64 rules: 54 upstream contracts and 10 ccmkit recommendations.
+// The suite has 67 rules: 54 upstream contracts and 13 ccmkit recommendations.
 // An upstream contract checks what the upstream code cited as its source needs, and
 // nothing stricter. A recommendation, marked (recommendation) below and
 // "[recommendation]" in its failures, is a ccmkit policy stricter than upstream,
@@ -73,6 +73,12 @@
 //     Source: controllers/service/controller.go processLoadBalancerDelete, nodeSyncService (a deletion syncs no other Service: their backends stay as it left them until a node changes).
 //   - LB-SHARED-POOL-WRITES (recommendation): With Claims.SharedBackendPools, a node joining several Services costs one cloud write, however many Services there are.
 //     Source: controllers/service/controller.go updateLoadBalancerHosts (upstream needs only success, but a write per Service makes every node sync cost nodes × Services writes, which clouds answer with throttling).
+//   - LB-MULTI-STEP (recommendation): A change of several cloud writes (every port of a Service changed, and a port of the first of Claims.AppProtocols added) converges as the service controller drives it, within writes × (Config.BusyAfterWrite + 1s), with no api.RetryError of more than 2 × max(BusyAfterWrite, 1s) and no call longer than that plus 1s.
+//     Source: controllers/service/controller.go processNextServiceItem, Run (upstream requeues a Service after exactly an api.RetryError's delay and needs only eventual success, but a delay doubled on a cloud that is busy, not throttled, makes a change of several writes take minutes, and a call that waits the cloud out holds one of the --concurrent-service-syncs workers, 1 by default in controllers/service/config/v1alpha1/defaults.go, from every other Service).
+//   - LB-PER-PORT (recommendation): With Claims.AppProtocols, ports of a claimed appProtocol get listeners that report it, a port of an unclaimed one is rejected with an error instead of built as plain TCP, and with Config.PortSetting a change of one port's setting is one cloud write that leaves the other listener as it was.
+//     Source: controllers/service/controller.go portEqualForLB, needsUpdate (upstream calls EnsureLoadBalancer again when a port's appProtocol or an annotation changes and needs no more, but appProtocol is how a user asks for an L7 listener, which a load balancer built as plain TCP silently denies, and a cloud that rewrites every listener for one port's setting disturbs the other ports and spends writes on them).
+//   - LB-PARTIAL-REPAIR (recommendation): After Hooks.Damage removes part of a converged load balancer behind the provider's back, EnsureLoadBalancer (after Hooks.CloudChanged, within Config.Timeout+MaxStaleness) restores exactly its backends and listeners, with at most as many cloud writes as objects removed, and the next Ensure makes none.
+//     Source: controllers/service/controller.go processServiceCreateOrUpdate, nodeSyncService (upstream calls EnsureLoadBalancer on every Service add, such as each CCM restart, and UpdateLoadBalancer on node changes, and needs only success, but a provider that trusts a stale view of its load balancer never repairs it, and one that rebuilds it whole drops its traffic and spends a write on every object).
 //   - LB-OUTAGE: When the cloud API fails, GetLoadBalancer returns an error, never exists=false.
 //     Source: controllers/service/controller.go syncLoadBalancerIfNeeded (exists=false drops the finalizer).
 //

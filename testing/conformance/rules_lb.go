@@ -7,8 +7,10 @@ import (
 	"strings"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 	v1 "k8s.io/api/core/v1"
 	cloudprovider "k8s.io/cloud-provider"
+	"k8s.io/utils/ptr"
 )
 
 // mustEnsure is EnsureLoadBalancer as a precondition: when it does not
@@ -355,14 +357,20 @@ func sortListeners(ls []Listener) []Listener {
 	return ls
 }
 
-// wantListeners are the listeners svc asks for.
+// wantListeners are the listeners svc asks for, each with the
+// appProtocol of its port.
 func wantListeners(svc *v1.Service) []Listener {
 	var out []Listener
 	for _, p := range svc.Spec.Ports {
-		out = append(out, Listener{Protocol: p.Protocol, Port: p.Port, NodePort: p.NodePort})
+		out = append(out, Listener{Protocol: p.Protocol, Port: p.Port, NodePort: p.NodePort, AppProtocol: ptr.Deref(p.AppProtocol, "")})
 	}
 	return sortListeners(out)
 }
+
+// ignoreAppProtocol leaves Listener.AppProtocol out of a comparison: only
+// LB-PER-PORT compares it, so that a Hooks.Listeners that does not report
+// it passes every other rule.
+var ignoreAppProtocol = cmpopts.IgnoreFields(Listener{}, "AppProtocol")
 
 func ruleLBPorts(r *rt) {
 	lb := r.lb()
@@ -372,7 +380,7 @@ func ruleLBPorts(r *rt) {
 	svc := service("ports")
 	r.mustEnsure(lb, c, svc, nodes)
 	check := func(what string) {
-		if d := cmp.Diff(wantListeners(svc), r.listeners(svc), cmpOpts); d != "" {
+		if d := cmp.Diff(wantListeners(svc), r.listeners(svc), cmpOpts, ignoreAppProtocol); d != "" {
 			r.Errorf("%s, the listeners of %s differ from its ports (-want +got):\n%s", what, svcKey(svc), d)
 		}
 	}
