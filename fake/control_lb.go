@@ -100,7 +100,9 @@ func (c *Cloud) RemoveListener(id string, protocol v1.Protocol, port int32) (Loa
 // RemoveBackend removes the backends of load balancer id whose key is key
 // — the Node name, or with LoadBalancerSection.Backends instanceID the
 // provider ID ("fake://<instance ID>"): what the cloud keeps of a backend
-// — as a user deregistering a target in the cloud's console, and returns
+// — as a user deregistering a target in the cloud's console (on a
+// hierarchical cloud, from the first listener pool that has it: one pool
+// only), and returns
 // the load balancer as Snapshot reports it. It returns an error wrapping
 // loadbalancer.ErrNotFound for an unknown id, one naming the load
 // balancer's backends when none has the key (and, for a load balancer
@@ -194,6 +196,14 @@ func (c *Cloud) RemoveBackendContext(ctx context.Context, id, key string) (LoadB
 		k := lb.Spec.BackendKey
 		if matched := withKey(k, lb.Spec.Backends, key); len(matched) > 0 {
 			return []loadbalancer.Action{{Kind: loadbalancer.ActionRemoveBackends, LoadBalancerID: id, Backends: matched}}, nil
+		}
+		for _, l := range lb.Spec.Listeners { // hierarchical: the member of the first pool that has it, one pool only
+			if l.Pool == nil {
+				continue
+			}
+			if matched := withKey(k, l.Pool.Backends, key); len(matched) > 0 {
+				return []loadbalancer.Action{{Kind: loadbalancer.ActionRemoveBackends, LoadBalancerID: id, Listener: &l, Backends: matched}}, nil
+			}
 		}
 		where := fmt.Sprintf("load balancer %s backend %s (by %s)", clip(id), clip(key), keyNames[k])
 		if pool := lb.Spec.BackendPool; pool != "" {

@@ -167,9 +167,9 @@
 //     builds one object) and no eventual consistency, unless a test
 //     injects them with interceptor Funcs.
 //   - In hierarchical mode the control surface's RemoveBackend (and DELETE
-//     /loadbalancers/{id}/backends/{key}) finds no backends: members are
-//     per pool, and it does not reach them. Control-surface edits are
-//     neither refused nor made busy by busyAfterWrite.
+//     /loadbalancers/{id}/backends/{key}) removes the member from the
+//     first listener pool that has it, one pool only. Control-surface
+//     edits are neither refused nor made busy by busyAfterWrite.
 //   - The rate limit counts calls, not their cost (a List of 5,000
 //     instances takes one token), and has no quota per operation. With
 //     stateFile each process has its own buckets, so N processes may

@@ -50,6 +50,14 @@ func (c *Cloud) SetInterceptor(f Funcs) {
 	c.dropCaches()
 }
 
+// DropCaches drops the provider's instance and load-balancer caches, as a
+// provider does when its cloud reports a change: the next look-up asks
+// the cloud. A test that changed the cloud behind the provider's back
+// through the control surface (RemoveBackend, RemoveListener, …: changes
+// a real cloud's console would make, which the caches see only within
+// their TTL) calls it as its conformance Hooks.CloudChanged.
+func (c *Cloud) DropCaches() { c.dropCaches() }
+
 // dropCaches drops the instance and load-balancer caches, and their memory
 // of a failed list.
 func (c *Cloud) dropCaches() {

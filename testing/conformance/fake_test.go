@@ -31,6 +31,14 @@ var fakeClaims = conformance.Claims{
 	UDP: true, SCTP: true, MixedProtocols: true, DualStackLoadBalancers: true, IPv6Routes: true, DualStackNodeAddresses: true, NodePortless: true, SourceRanges: true, SourceRangesAnnotation: true,
 }
 
+// fakeAppProtocols are the application protocols the fake serves
+// (fake/cloud.go), claimed by the runs of the whole fake (withEverything).
+var fakeAppProtocols = []string{"http", "https", "kubernetes.io/h2c"}
+
+// fakePortSetting is the fake's per-port certificate reference
+// (fake/annotations.go), for LB-PER-PORT.
+var fakePortSetting = &conformance.PortSetting{Annotation: "fake.ccmkit.io/certificate", Values: [2]string{"cert-1", "cert-2"}}
+
 // fakeConfig is the suite's configuration for ccmkit's fake, registered as
 // "fake" by its package's init.
 func fakeConfig() conformance.Config {
@@ -226,7 +234,7 @@ func fakeTargetOf(cloud *fake.Cloud, funcs fake.Funcs) (*conformance.Target, err
 				}
 				return out, nil
 			},
-			Writes: func() int64 { return cloud.Calls().Writes },
+			Writes: func() int64 { c := cloud.Calls(); return c.Writes - c.Busy }, // a write refused as busy changed nothing
 			Outage: func() func() {
 				cloud.SetInterceptor(outage(errors.New("fake: injected outage")))
 				return func() { cloud.SetInterceptor(funcs) }
@@ -256,7 +264,7 @@ func fakeTargetOf(cloud *fake.Cloud, funcs fake.Funcs) (*conformance.Target, err
 				seen := map[conformance.Listener]bool{}
 				var out []conformance.Listener
 				for _, l := range lb.Spec.Listeners { // one per IP family
-					c := conformance.Listener{Protocol: v1.Protocol(l.Protocol), Port: l.Port, NodePort: l.NodePort}
+					c := conformance.Listener{Protocol: v1.Protocol(l.Protocol), Port: l.Port, NodePort: l.NodePort, AppProtocol: l.AppProtocol}
 					if !seen[c] {
 						seen[c] = true
 						out = append(out, c)
@@ -279,6 +287,73 @@ func fakeTargetOf(cloud *fake.Cloud, funcs fake.Funcs) (*conformance.Target, err
 		},
 	}, nil
 }
+
+// withEverything is cfg, for a run of the whole fake (TestFake and its
+// variants), with what the fake offers beyond the base target the broken
+// providers are built on: its application protocols and per-port
+// certificate (LB-PER-PORT), and Hooks.CloudChanged dropping its caches
+// with Hooks.Damage removing one backend behind its back
+// (LB-PARTIAL-REPAIR). The broken providers keep the base: several of
+// them would fail those rules too, for the cause of the rule they break.
+//
+// apps says whether the fake serves its application protocols (not when a
+// variant narrows its capabilities).
+func withEverything(cfg conformance.Config, apps bool) conformance.Config {
+	if apps {
+		cfg.Claims.AppProtocols = fakeAppProtocols
+		cfg.PortSetting = fakePortSetting
+	}
+	newTarget := cfg.NewTarget
+	cfg.NewTarget = func(ctx context.Context) (*conformance.Target, error) {
+		tgt, err := newTarget(ctx)
+		if err != nil {
+			return nil, err
+		}
+		cloud := tgt.Cloud.(*fake.Cloud)
+		lbFor := func(cluster string, svc *v1.Service) (fake.LoadBalancer, error) {
+			lb, ok := cloud.LoadBalancerFor(cluster, svc)
+			if !ok {
+				return lb, fmt.Errorf("no load balancer for %s/%s in cluster %q", svc.Namespace, svc.Name, cluster)
+			}
+			return lb, nil
+		}
+		tgt.Hooks.CloudChanged = func(context.Context) error {
+			cloud.DropCaches()
+			return nil
+		}
+		tgt.Hooks.Damage = func(_ context.Context, cluster string, svc *v1.Service) (int, error) {
+			lb, err := lbFor(cluster, svc)
+			if err != nil {
+				return 0, err
+			}
+			if lb.Spec.BackendPool != "" { // a shared pool: one of its members
+				members := poolMembers(cloud, lb.Spec.BackendPool)
+				if len(members) == 0 {
+					return 0, fmt.Errorf("load balancer %s: its pool %s has no member to remove", lb.ID, lb.Spec.BackendPool)
+				}
+				_, err := cloud.RemoveBackendPoolMember(lb.Spec.BackendPool, backendKey(members[0]))
+				return 1, err
+			}
+			bs := lb.Spec.Backends
+			for _, l := range lb.Spec.Listeners { // hierarchical: a member of the first pool
+				if len(bs) == 0 && l.Pool != nil {
+					bs = l.Pool.Backends
+				}
+			}
+			if len(bs) == 0 {
+				return 0, fmt.Errorf("load balancer %s has no backend to remove", lb.ID)
+			}
+			_, err = cloud.RemoveBackend(lb.ID, backendKey(bs[0]))
+			return 1, err
+		}
+		return tgt, nil
+	}
+	return cfg
+}
+
+// backendKey is the key the fake's control surface removes b by: its Node
+// name, or, on a cloud keeping instance IDs, its provider ID.
+func backendKey(b loadbalancer.Backend) string { return cmp.Or(b.NodeName, b.ProviderID) }
 
 // listenerPoolMembers returns the members of lb's listener pools, on a
 // hierarchical cloud (loadbalancer.Spec.ListenerPools), where each
@@ -351,7 +426,7 @@ func poolMembers(cloud *fake.Cloud, id string) []loadbalancer.Backend {
 
 // TestFake runs the whole suite against ccmkit's fake: every rule passes.
 func TestFake(t *testing.T) {
-	checkREADMERun(t, "ccmkit's fake", conformance.Run(t, fakeConfig()))
+	checkREADMERun(t, "ccmkit's fake", conformance.Run(t, withEverything(fakeConfig(), true)))
 }
 
 // TestFakeVariants runs the suite against the fake configured to offer
@@ -446,7 +521,7 @@ func TestFakeVariants(t *testing.T) {
 				}
 				return tgt, nil
 			}
-			if err := conformance.Check(t.Context(), cfg); err != nil {
+			if err := conformance.Check(t.Context(), withEverything(cfg, tc.opts.LoadBalancerCapabilities == nil)); err != nil {
 				t.Errorf("%s (%s): the fake fails:\n%v", tc.name, tc.reason, err)
 			}
 			if n := throttled.Load(); tc.throttles != (n > 0) {
