@@ -204,11 +204,17 @@ func (l Listener) clone() Listener {
 // pool or an empty one, see Listener.NodePort), application protocol and
 // the settings want names.
 func (want Listener) attrsEqual(have Listener) bool {
-	nodePortKnown := have.NodePort != 0 || want.Pool == nil || (have.Pool != nil && len(have.Pool.Backends) > 0)
-	return want.ListenerKey == have.ListenerKey &&
-		(want.NodePort == have.NodePort || !nodePortKnown) &&
+	return want.ListenerKey == have.ListenerKey && want.nodePortMatches(have) &&
 		want.AppProtocol == have.AppProtocol &&
 		len(changedKeys(want.Settings, have.Settings)) == 0
+}
+
+// nodePortMatches reports whether have's node port is want's, or unknown:
+// 0, under ListenerPools (want has a pool), while have has no pool or an
+// empty one (see Listener.NodePort).
+func (want Listener) nodePortMatches(have Listener) bool {
+	unknown := have.NodePort == 0 && want.Pool != nil && (have.Pool == nil || len(have.Pool.Backends) == 0)
+	return want.NodePort == have.NodePort || unknown
 }
 
 // BackendKey says what a cloud keeps of a load-balancer backend, and so

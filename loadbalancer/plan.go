@@ -362,7 +362,7 @@ func (p *planner) updateListener(u listenerUpdate) {
 // changed", joined by "; ".
 func listenerChanges(o, n Listener) string {
 	var parts []string
-	if !(Listener{ListenerKey: n.ListenerKey, NodePort: n.NodePort, Pool: n.Pool}).attrsEqual(Listener{ListenerKey: o.ListenerKey, NodePort: o.NodePort, Pool: o.Pool}) {
+	if !n.nodePortMatches(o) {
 		parts = append(parts, fmt.Sprintf("node port is %d; want %d", o.NodePort, n.NodePort))
 	}
 	if o.AppProtocol != n.AppProtocol {
