@@ -166,16 +166,16 @@ func (r *rt) caps() caps {
 	cloud := r.target().Cloud
 	cl := r.cfg.Claims
 	if v, ok := cloud.LoadBalancer(); cl.LoadBalancer && ok && !check.IsNil(v) {
-		c.lb = retryLB{r, v}
+		c.lb = retryLB{r, guarded(r, v)}
 	}
 	if v, ok := cloud.InstancesV2(); cl.InstancesV2 && ok && !check.IsNil(v) {
-		c.inst = retryInst{r, v}
+		c.inst = retryInst{r, guarded(r, v)}
 	}
 	if v, ok := cloud.Routes(); cl.Routes && ok && !check.IsNil(v) {
-		c.rs = retryRoutes{r, v}
+		c.rs = retryRoutes{r, guarded(r, v)}
 	}
 	if v, ok := cloud.Zones(); cl.Zones && ok && !check.IsNil(v) {
-		c.zones = retryZones{r, v}
+		c.zones = retryZones{r, guarded(r, v)}
 	}
 	if c.lb == nil && c.inst == nil && c.rs == nil && c.zones == nil {
 		r.Skipf("no claimed capability with a working accessor")

@@ -70,6 +70,11 @@ type rt struct {
 	tgt  *Target
 	inf  informers.SharedInformerFactory
 	stop chan struct{}
+
+	// unimpl and directUnimpl record cloudprovider.NotImplemented answers
+	// of methods other rules own (see noteAnswer); guarded by mu.
+	unimpl       *unimplemented
+	directUnimpl int
 }
 
 // execute runs one rule in its own goroutine and returns what it reported.
@@ -109,7 +114,7 @@ func execute(parent context.Context, cfg *Config, rl *rule) result {
 	if len(res.errs) > 0 {
 		res.skip = ""
 	}
-	return res
+	return r.ownedElsewhere(res)
 }
 
 // recoverPanic turns a panic of the rule goroutine (typically in the
@@ -343,11 +348,13 @@ func capability[T any](r *rt, name string, claimed bool, accessor func() (T, boo
 	if !ok || check.IsNil(v) {
 		r.Skipf("%s() returned (%v, %v): see PROVIDER-ACCESSORS", name, describe(v), ok)
 	}
-	return v
+	return guarded(r, v)
 }
 
 // lb, inst, routes and zones return the claimed capability of Target.Cloud,
 // retrying each call that fails with an api.RetryError (see retrying).
+// Every call, retried or single, goes through a direct guard, which notes
+// a cloudprovider.NotImplemented answer (see noteAnswer).
 func (r *rt) lb() retryLB {
 	return retryLB{r, capability(r, "LoadBalancer", r.cfg.Claims.LoadBalancer, func() (cloudprovider.LoadBalancer, bool) { return r.target().Cloud.LoadBalancer() })}
 }
@@ -364,6 +371,29 @@ func (r *rt) zones() retryZones {
 	return retryZones{r, capability(r, "Zones", r.cfg.Claims.Zones, func() (cloudprovider.Zones, bool) { return r.target().Cloud.Zones() })}
 }
 
+// guarded returns v, a capability of Target.Cloud or OtherCluster, behind
+// the guard of the rule's own calls: one that records nothing, lets a
+// panic through to the rule (recoverPanic) and notes NotImplemented
+// answers as direct (noteAnswer). Every capability the rules call is
+// guarded.
+func guarded[T any](r *rt, v T) T {
+	g := &guard{r: r, direct: true}
+	var w any
+	switch c := any(v).(type) {
+	case cloudprovider.LoadBalancer:
+		w = guardLB{g, c}
+	case cloudprovider.InstancesV2:
+		w = guardInst{g, c}
+	case cloudprovider.Routes:
+		w = guardRoutes{g, c}
+	case cloudprovider.Zones:
+		w = guardZones{g, c}
+	default:
+		return v
+	}
+	return w.(T)
+}
+
 // anyInst returns Target.Cloud's InstancesV2, retrying as inst does, when
 // its accessor offers one, claimed or not: rules of other capabilities use
 // it to learn what the node controller would have written to a Node.
@@ -372,7 +402,7 @@ func (r *rt) anyInst() (retryInst, bool) {
 	if !ok || check.IsNil(v) {
 		return retryInst{}, false
 	}
-	return retryInst{r, v}, true
+	return retryInst{r, guarded(r, v)}, true
 }
 
 // other returns Target.OtherCluster's capability through accessor (named
@@ -388,7 +418,7 @@ func other[T any](r *rt, name string, accessor func(cloudprovider.Interface) (T,
 	if !ok || check.IsNil(v) {
 		r.Fatalf("Target.OtherCluster.%s() returned (%s, %v), expected the capability Target.Cloud offers: OtherCluster is the same provider, configured as another cluster", name, describe(v), ok)
 	}
-	return v, true
+	return guarded(r, v), true
 }
 
 func (r *rt) needFeature(name string, claimed bool) {

@@ -203,9 +203,15 @@ func (r *rt) poll(budget time.Duration, cond func() (bool, string)) (bool, strin
 	deadline := time.Now().Add(budget)
 	delay := 5 * time.Millisecond
 	for {
+		before := r.directUnimplemented()
 		ok, last := cond()
 		if ok || time.Now().After(deadline) {
 			return ok, last
+		}
+		if r.directUnimplemented() > before {
+			// cond's own call answered NotImplemented from a method
+			// another rule owns: it will not change its mind.
+			return false, last
 		}
 		select {
 		case <-r.ctx.Done():
