@@ -38,22 +38,34 @@ func brokenLB() []brokenCase {
 			}),
 		},
 		{
-			name: "ensure-rejects-no-backends", want: "LB-ENSURE-STATUS", clause: "with and without nodes",
+			name: "ensure-rejects-no-backends", want: "LB-NO-NODES", clause: "EnsureLoadBalancer of a Service with no nodes succeeds",
+			reason: "EnsureLoadBalancer without nodes fails with \"no backends\", as GCE's provider does: upstream retries it (a recommendation fails, and every upstream contract passes: the controller scenarios start the Service with its Node ready, as a kubelet-first cluster does, and CTRL-SERVICE-BEFORE-NODES waits for the retry)",
+			b:      rejectNoNodes(lbEnsure),
+		},
+		{
+			name: "update-rejects-no-nodes", want: "LB-NO-NODES", clause: "UpdateLoadBalancer with no nodes succeeds",
+			reason: "UpdateLoadBalancer with no nodes fails with \"no backends\": upstream retries it, and every upstream contract passes",
+			b:      rejectNoNodes(lbUpdate),
+		},
+		{
+			name: "ensure-nil-status-on-create", want: "LB-ENSURE-STATUS", clause: "with a non-nil status",
 			also:    []string{"CTRL-SERVICE-LB"},
-			reason:  "EnsureLoadBalancer without nodes fails with \"no backends\"; CTRL-SERVICE-LB fails too: the service controller creates the load balancer before any node is ready, with no nodes",
+			reason:  "the EnsureLoadBalancer that creates a load balancer returns a nil status and no error; CTRL-SERVICE-LB fails too: the service controller fails with \"service status returned by EnsureLoadBalancer is nil\" and retries only after 5s",
 			timeout: brokenTimeout,
-			b: lbShortCircuit(lbEnsure, func(_ context.Context, s *v1.Service, n []*v1.Node) (bool, error) {
-				if len(n) > 0 {
-					return false, nil
+			b: lbWrap(func(b *wrappedLB) {
+				var calls counter
+				b.ensure = func(next cloudprovider.LoadBalancer, ctx context.Context, c string, s *v1.Service, n []*v1.Node) (*v1.LoadBalancerStatus, error) {
+					st, err := next.EnsureLoadBalancer(ctx, c, s, n)
+					if err == nil && calls.add(lbKey(c, s)) == 1 {
+						return nil, nil
+					}
+					return st, err
 				}
-				return true, fmt.Errorf("load balancer of %s/%s: no backends", s.Namespace, s.Name)
 			}),
 		},
 		{
-			name: "ensure-nil-status-without-backends", want: "LB-ENSURE-STATUS", clause: "with a non-nil status",
-			also:    []string{"CTRL-SERVICE-LB"},
-			reason:  "EnsureLoadBalancer without nodes builds the load balancer but returns a nil status and no error; CTRL-SERVICE-LB fails too: the service controller's first Ensure has no nodes, and fails with \"service status returned by EnsureLoadBalancer is nil\"",
-			timeout: brokenTimeout,
+			name: "ensure-nil-status-without-backends", want: "LB-NO-NODES", clause: "with an ingress",
+			reason: "EnsureLoadBalancer without nodes builds the load balancer but returns a nil status and no error: the service controller fails with \"service status returned by EnsureLoadBalancer is nil\" and retries",
 			b: lbWrap(func(b *wrappedLB) {
 				b.ensure = func(next cloudprovider.LoadBalancer, ctx context.Context, c string, s *v1.Service, n []*v1.Node) (*v1.LoadBalancerStatus, error) {
 					st, err := next.EnsureLoadBalancer(ctx, c, s, n)
@@ -81,10 +93,19 @@ func brokenLB() []brokenCase {
 			}),
 		},
 		{
-			name: "ensure-never-ready-without-backends", want: "LB-ENSURE-STATUS", clause: "once it stops returning api.RetryError",
+			name: "ensure-never-ready", want: "LB-ENSURE-STATUS", clause: "once it stops returning api.RetryError",
 			also:    []string{"CTRL-SERVICE-LB"},
-			reason:  "a load balancer without backends never gets an address: EnsureLoadBalancer answers an api.RetryError forever; CTRL-SERVICE-LB fails too: the service controller's first Ensure has no nodes",
+			reason:  "a load balancer never gets an address: EnsureLoadBalancer answers an api.RetryError forever; CTRL-SERVICE-LB fails too",
 			timeout: brokenTimeout,
+			b: lbWrap(func(b *wrappedLB) {
+				b.ensure = func(_ cloudprovider.LoadBalancer, _ context.Context, _ string, s *v1.Service, _ []*v1.Node) (*v1.LoadBalancerStatus, error) {
+					return nil, fmt.Errorf("load balancer of %s/%s: %w", s.Namespace, s.Name, api.NewRetryError("no address yet", 100*time.Millisecond))
+				}
+			}),
+		},
+		{
+			name: "ensure-never-ready-without-backends", want: "LB-NO-NODES", clause: "EnsureLoadBalancer of a Service with no nodes succeeds",
+			reason: "a load balancer without backends never gets an address: EnsureLoadBalancer answers an api.RetryError forever until one is attached",
 			b: lbWrap(func(b *wrappedLB) {
 				b.ensure = func(next cloudprovider.LoadBalancer, ctx context.Context, c string, s *v1.Service, n []*v1.Node) (*v1.LoadBalancerStatus, error) {
 					st, err := next.EnsureLoadBalancer(ctx, c, s, n)
@@ -273,8 +294,8 @@ func brokenLB() []brokenCase {
 		},
 		{
 			name: "delete-leaves-firewall", want: "LB-DELETE", clause: "nothing the provider created remains",
-			also:   []string{"LB-DELETE-STALE", "LB-DELETE-SHARED"},
-			reason: "EnsureLoadBalancer with nodes opens a firewall for them (here a second cloud load balancer), which UpdateLoadBalancer closes when the last node goes, but EnsureLoadBalancerDeleted forgets; LB-DELETE-STALE and LB-DELETE-SHARED fail too: they delete load balancers with nodes and check what remains",
+			also:   []string{"LB-DELETE-STALE", "LB-DELETE-SHARED", "LB-CLUSTER-ISOLATION", "CTRL-SERVICE-DELETE"},
+			reason: "EnsureLoadBalancer with nodes opens a firewall for them (here a second cloud load balancer), which UpdateLoadBalancer closes when the last node goes, but EnsureLoadBalancerDeleted forgets; LB-DELETE-STALE, LB-DELETE-SHARED, LB-CLUSTER-ISOLATION and CTRL-SERVICE-DELETE fail too: they delete load balancers with nodes, as a cluster does, and check what remains",
 			b: lbWrap(func(b *wrappedLB) {
 				b.ensure = func(next cloudprovider.LoadBalancer, ctx context.Context, c string, s *v1.Service, n []*v1.Node) (*v1.LoadBalancerStatus, error) {
 					if len(n) > 0 {
@@ -560,7 +581,8 @@ func brokenLB() []brokenCase {
 // file, each quoted from its statement (see TestBrokenCoverage).
 func clausesLB() map[string][]string {
 	return map[string][]string{
-		"LB-ENSURE-STATUS":     {"succeeds for a plain TCP Service", "with and without nodes", "with a non-nil status", "holding at least one ingress", "once it stops returning api.RetryError"},
+		"LB-ENSURE-STATUS":     {"succeeds for a plain TCP Service", "with a non-nil status", "holding at least one ingress", "once it stops returning api.RetryError"},
+		"LB-NO-NODES":          {"EnsureLoadBalancer of a Service with no nodes succeeds", "with an ingress", "UpdateLoadBalancer with no nodes succeeds"},
 		"LB-GET-EXISTS":        {"exists=false before the first Ensure", "true after it", "also with no backends"},
 		"LB-IDEMPOTENT":        {"succeeds", "the same nodes in any order", "returns the same ingress", "creates nothing"},
 		"LB-CONVERGED":         {"EnsureLoadBalancer", "UpdateLoadBalancer on a converged load balancer"},
@@ -885,5 +907,16 @@ func lbOtherClusterSharing(get, update, del bool) func(context.Context) (*confor
 			return b
 		}}
 		return nil
+	})
+}
+
+// rejectNoNodes breaks call (lbEnsure or lbUpdate) by failing it with
+// "no backends" whenever it is given no nodes, as GCE's provider does.
+func rejectNoNodes(call lbCall) wrapped {
+	return lbShortCircuit(call, func(_ context.Context, s *v1.Service, n []*v1.Node) (bool, error) {
+		if len(n) > 0 {
+			return false, nil
+		}
+		return true, fmt.Errorf("load balancer of %s/%s: no backends", s.Namespace, s.Name)
 	})
 }

@@ -256,7 +256,7 @@ func providerControllers() []brokenCase {
 		},
 		{
 			name: "ingress-from-finalized-service", want: "CTRL-SERVICE-LB", clause: "and an ingress",
-			reason: "asynchronous (an api.RetryError while a load balancer created without backends provisions, as the service controller's first EnsureLoadBalancer of a new Service creates it), and it answers EnsureLoadBalancer of a Service with the cleanup finalizer from the Service's own status, taking the finalizer for \"already published\": the controller's retries pass the Service with the finalizer it added, and get a status without an ingress",
+			reason: "asynchronous (an api.RetryError while a new load balancer provisions), and it answers EnsureLoadBalancer of a Service with the cleanup finalizer from the Service's own status, taking the finalizer for \"already published\": the controller's retries pass the Service with the finalizer it added, and get a status without an ingress",
 			claims: lbOnly, timeout: brokenTimeout,
 			target: wrappedTarget(func(*conformance.Target, *fake.Cloud) wrapped {
 				var mu sync.Mutex
@@ -265,7 +265,7 @@ func providerControllers() []brokenCase {
 					mu.Lock()
 					defer mu.Unlock()
 					t, ok := since[s.UID]
-					if !ok && len(nodes) == 0 {
+					if !ok {
 						t, ok = time.Now(), true
 						since[s.UID] = t
 					}
@@ -282,6 +282,40 @@ func providerControllers() []brokenCase {
 						return next.EnsureLoadBalancer(ctx, c, s, n)
 					}
 				})
+			}),
+		},
+		{
+			name: "stuck-after-no-nodes-refusal", want: "CTRL-SERVICE-BEFORE-NODES", clause: "once a Node is ready an ingress",
+			reason: "EnsureLoadBalancer without nodes fails, and leaves the load balancer in an error state that every later Ensure of that Service reports: a Service created before its cluster's Nodes never gets an address (upstream contracts only: refusing no nodes is LB-NO-NODES')",
+			config: func(c *conformance.Config) { c.UpstreamOnly = true },
+			b: lbWrap(func(b *wrappedLB) {
+				var failed counter
+				b.ensure = func(next cloudprovider.LoadBalancer, ctx context.Context, c string, s *v1.Service, n []*v1.Node) (*v1.LoadBalancerStatus, error) {
+					if _, ok := failed.get(lbKey(c, s)); ok || len(n) == 0 {
+						failed.set(lbKey(c, s), 1)
+						return nil, fmt.Errorf("load balancer of %s/%s is in state ERROR", s.Namespace, s.Name)
+					}
+					return next.EnsureLoadBalancer(ctx, c, s, n)
+				}
+			}),
+		},
+		{
+			name: "no-nodes-never-updated", want: "CTRL-SERVICE-BEFORE-NODES", clause: "that Node behind its load balancer",
+			reason: "UpdateLoadBalancer of a load balancer created with no nodes does nothing and succeeds, taking it for one still provisioning: a Service created before its cluster's Nodes never gets them",
+			b: lbWrap(func(b *wrappedLB) {
+				var empty counter
+				b.ensure = func(next cloudprovider.LoadBalancer, ctx context.Context, c string, s *v1.Service, n []*v1.Node) (*v1.LoadBalancerStatus, error) {
+					if _, ok := empty.get(lbKey(c, s)); !ok && len(n) == 0 {
+						empty.set(lbKey(c, s), 1)
+					}
+					return next.EnsureLoadBalancer(ctx, c, s, n)
+				}
+				b.update = func(next cloudprovider.LoadBalancer, ctx context.Context, c string, s *v1.Service, n []*v1.Node) error {
+					if _, ok := empty.get(lbKey(c, s)); ok {
+						return nil
+					}
+					return next.UpdateLoadBalancer(ctx, c, s, n)
+				}
 			}),
 		},
 		{
@@ -701,22 +735,23 @@ func providerNodeMapTarget(set func(known func(types.NodeName) bool, b *wrappedR
 // file, each quoted from its statement (see TestBrokenCoverage).
 func clausesProvider() map[string][]string {
 	return map[string][]string{
-		"PROVIDER-ACCESSORS":    {"never (nil, true)", "nor a typed nil", "every claimed capability is offered"},
-		"PROVIDER-NAME":         {"a constant", "bare name", "equal to Config.ProviderName when that is set"},
-		"PROVIDER-CLUSTER-ID":   {"HasClusterID reports true"},
-		"PROVIDER-REGISTRATION": {"The provider is registered under Config.ProviderName", "its factory builds it from a nil reader", "or Config.CloudConfig", "panic", "re-registering"},
-		"PROVIDER-BAD-CONFIG":   {"rejects Config.BadCloudConfig with an error", "never a panic"},
-		"SENTINELS-UNWRAPPED":   {"ImplementedElsewhere from EnsureLoadBalancer", "UpdateLoadBalancer", "EnsureLoadBalancerDeleted"},
-		"ARGS-NOT-MUTATED":      {"No call modifies its Service", "Node", "Route arguments"},
-		"CTX-CANCELLED":         {"no call returns a wrong answer"},
-		"CTX-CANCELLED-PROMPT":  {"every call returns within Config.Timeout"},
-		"CTRL-NODE-INIT":        {"gets its provider ID", "addresses", "topology labels", "loses the taint"},
-		"CTRL-NODE-TERMINATED":  {"the Node of a terminated instance is deleted within Config.Timeout+MaxStaleness after Hooks.CloudChanged", "the Nodes of running instances are kept"},
-		"CTRL-NODE-SHUTDOWN":    {"the Node of a stopped instance gets the shutdown taint within Config.Timeout+MaxStaleness after Hooks.CloudChanged", "and is kept"},
-		"CTRL-SERVICE-LB":       {"and an ingress"},
-		"CTRL-SERVICE-PORT":     {"a changed Service port reaches the cloud"},
-		"CTRL-SERVICE-DELETE":   {"a deleted Service releases its load balancer", "then its finalizer"},
-		"CTRL-SERVICE-CLASS":    {"a Service with spec.loadBalancerClass is left alone"},
-		"CTRL-ROUTES":           {"routes appear for the nodes' pod CIDRs", "stay put while nothing changes", "go away with their nodes"},
+		"PROVIDER-ACCESSORS":        {"never (nil, true)", "nor a typed nil", "every claimed capability is offered"},
+		"PROVIDER-NAME":             {"a constant", "bare name", "equal to Config.ProviderName when that is set"},
+		"PROVIDER-CLUSTER-ID":       {"HasClusterID reports true"},
+		"PROVIDER-REGISTRATION":     {"The provider is registered under Config.ProviderName", "its factory builds it from a nil reader", "or Config.CloudConfig", "panic", "re-registering"},
+		"PROVIDER-BAD-CONFIG":       {"rejects Config.BadCloudConfig with an error", "never a panic"},
+		"SENTINELS-UNWRAPPED":       {"ImplementedElsewhere from EnsureLoadBalancer", "UpdateLoadBalancer", "EnsureLoadBalancerDeleted"},
+		"ARGS-NOT-MUTATED":          {"No call modifies its Service", "Node", "Route arguments"},
+		"CTX-CANCELLED":             {"no call returns a wrong answer"},
+		"CTX-CANCELLED-PROMPT":      {"every call returns within Config.Timeout"},
+		"CTRL-NODE-INIT":            {"gets its provider ID", "addresses", "topology labels", "loses the taint"},
+		"CTRL-NODE-TERMINATED":      {"the Node of a terminated instance is deleted within Config.Timeout+MaxStaleness after Hooks.CloudChanged", "the Nodes of running instances are kept"},
+		"CTRL-NODE-SHUTDOWN":        {"the Node of a stopped instance gets the shutdown taint within Config.Timeout+MaxStaleness after Hooks.CloudChanged", "and is kept"},
+		"CTRL-SERVICE-LB":           {"and an ingress"},
+		"CTRL-SERVICE-BEFORE-NODES": {"once a Node is ready an ingress", "that Node behind its load balancer"},
+		"CTRL-SERVICE-PORT":         {"a changed Service port reaches the cloud"},
+		"CTRL-SERVICE-DELETE":       {"a deleted Service releases its load balancer", "then its finalizer"},
+		"CTRL-SERVICE-CLASS":        {"a Service with spec.loadBalancerClass is left alone"},
+		"CTRL-ROUTES":               {"routes appear for the nodes' pod CIDRs", "stay put while nothing changes", "go away with their nodes"},
 	}
 }

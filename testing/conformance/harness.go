@@ -11,7 +11,9 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	utilfeature "k8s.io/apiserver/pkg/util/feature"
+	coreinformers "k8s.io/client-go/informers/core/v1"
 	"k8s.io/client-go/kubernetes/fake"
+	"k8s.io/client-go/tools/cache"
 	cloudprovider "k8s.io/cloud-provider"
 	nodecontroller "k8s.io/cloud-provider/controllers/node"
 	nodelifecyclecontroller "k8s.io/cloud-provider/controllers/nodelifecycle"
@@ -82,8 +84,15 @@ func (h *harness) goRun(f func()) {
 // call.
 func (h *harness) startInformers() { h.r.inf.Start(h.r.stop) }
 
-func (h *harness) startServiceController() {
-	sc, err := servicecontroller.New(h.g, h.kube, h.r.inf.Core().V1().Services(), h.r.inf.Core().V1().Nodes(), h.r.cfg.ClusterName, utilfeature.DefaultFeatureGate)
+// startServiceController starts the service controller. Its node
+// informer does not hand it the Add events of the Nodes in past (see
+// pastNodes).
+func (h *harness) startServiceController(past ...*v1.Node) {
+	nodes := pastNodes{NodeInformer: h.r.inf.Core().V1().Nodes(), past: map[string]bool{}}
+	for _, n := range past {
+		nodes.past[n.Name] = true
+	}
+	sc, err := servicecontroller.New(h.g, h.kube, h.r.inf.Core().V1().Services(), nodes, h.r.cfg.ClusterName, utilfeature.DefaultFeatureGate)
 	if err != nil {
 		h.r.Fatalf("service controller: New: %v", err)
 	}
@@ -390,4 +399,48 @@ func (z guardZones) GetZoneByNodeName(ctx context.Context, name types.NodeName) 
 		return zone.FailureDomain, err
 	})
 	return zone, err
+}
+
+// pastNodes is the Node informer of a service controller started in a
+// cluster whose Nodes in past joined before it had any Service: their Add
+// events reach its handlers as if handled then, that is not at all (a node
+// sync of no Services calls nothing: controllers/service/controller.go
+// syncNodes, updateLoadBalancerHosts), while its lister holds them as
+// usual. Handling them now, concurrently with the first Service, would
+// run into a data race of k8s.io/cloud-provider@v0.37.2: the Service
+// worker's processServiceCreateOrUpdate writes cachedService.state outside
+// the cache lock while the node worker's serviceCache.allServices reads
+// it, and -race would report it against the provider.
+type pastNodes struct {
+	coreinformers.NodeInformer
+	past map[string]bool
+}
+
+func (p pastNodes) Informer() cache.SharedIndexInformer {
+	return pastInformer{p.NodeInformer.Informer(), p.past}
+}
+
+type pastInformer struct {
+	cache.SharedIndexInformer
+	past map[string]bool
+}
+
+func (p pastInformer) AddEventHandler(h cache.ResourceEventHandler) (cache.ResourceEventHandlerRegistration, error) {
+	return p.SharedIndexInformer.AddEventHandler(pastHandler{h, p.past})
+}
+
+func (p pastInformer) AddEventHandlerWithResyncPeriod(h cache.ResourceEventHandler, resync time.Duration) (cache.ResourceEventHandlerRegistration, error) {
+	return p.SharedIndexInformer.AddEventHandlerWithResyncPeriod(pastHandler{h, p.past}, resync)
+}
+
+type pastHandler struct {
+	cache.ResourceEventHandler
+	past map[string]bool
+}
+
+func (p pastHandler) OnAdd(obj any, initial bool) {
+	if n, ok := obj.(*v1.Node); ok && p.past[n.Name] {
+		return
+	}
+	p.ResourceEventHandler.OnAdd(obj, initial)
 }

@@ -249,42 +249,123 @@ func ruleCtrlNodeShutdown(r *rt) {
 	}
 }
 
-// serviceScenario starts the service controller, creates svc and waits
-// until it has the finalizer and an ingress; then it creates one Node
-// (Ready, initialized) and waits until the controller has put it behind the
-// load balancer with UpdateLoadBalancer. It returns svc as stored. When
-// the finalizer and ingress, or that update, do not come, the rule fails if
-// it is CTRL-SERVICE-LB (owner) and is skipped, pointing at that rule,
-// otherwise.
+// serviceScenario follows a cluster's order, kubelets first: a Node
+// (Ready, initialized) is there when the service controller starts; svc is
+// created and must get the finalizer and an ingress; then a second Node
+// joins, and the controller must put it behind the load balancer with
+// UpdateLoadBalancer. It returns svc as stored. When the finalizer and
+// ingress, or that update, do not come, the rule fails if it is
+// CTRL-SERVICE-LB (owner) and is skipped, pointing at that rule,
+// otherwise. A Service created before any Node is
+// CTRL-SERVICE-BEFORE-NODES' scenario.
 //
 // The order avoids a data race of k8s.io/cloud-provider@v0.37.2
 // controllers/service/controller.go, so that -race reports only the
-// provider's races: processServiceCreateOrUpdate writes cachedService.state
-// outside the cache lock while the node worker (syncNodes,
-// serviceCache.allServices) reads it. Each Node event is handled once, after
+// provider's races (see pastNodes): the first Node joined before the
+// controller had any Service, and the second one's event is handled after
 // the Service has been synced and observed; the Service changes again only
 // after that handling has been observed, so every access is ordered.
 func (h *harness) serviceScenario(svc *v1.Service, owner bool) *v1.Service {
-	h.startServiceController()
-	svc.ResourceVersion = ""
-	if _, err := h.kube.CoreV1().Services(namespace).Create(h.r.ctx, svc, metav1.CreateOptions{}); err != nil {
-		h.r.Fatalf("creating Service %s: %v", svcKey(svc), err)
+	nodes := h.r.initializedNodes(2)
+	for _, n := range nodes[:2] {
+		setCondition(n, v1.NodeReady, v1.ConditionTrue)
 	}
-	h.awaitScenario(owner, fmt.Sprintf("Service %s to get the finalizer %s and an ingress", svcKey(svc), servicehelpers.LoadBalancerCleanupFinalizer), func() (bool, string) {
-		got := h.service(svc.Name)
-		return servicehelpers.HasLBFinalizer(got) && len(got.Status.LoadBalancer.Ingress) > 0,
-			fmt.Sprintf("finalizers %v, ingress %v, provider calls %v", got.Finalizers, got.Status.LoadBalancer.Ingress, h.g.summary(svcKey(svc)))
+	first, joining := nodes[0], nodes[1]
+	h.createNode(first)
+	lister := h.r.inf.Core().V1().Nodes().Lister() // asks for the informer
+	h.startInformers()
+	h.r.eventually(fmt.Sprintf("Node %s in the informer cache", first.Name), func() (bool, string) {
+		_, err := lister.Get(first.Name)
+		return err == nil, fmt.Sprint(err)
 	})
-	n := h.r.initializedNodes(1)[0]
-	setCondition(n, v1.NodeReady, v1.ConditionTrue)
-	h.createNode(n)
-	h.awaitScenario(owner, fmt.Sprintf("UpdateLoadBalancer(%s) to put new Node %s behind the load balancer", svcKey(svc), n.Name), func() (bool, string) {
+	h.startServiceController(first)
+	h.createService(svc)
+	h.awaitScenario(owner, fmt.Sprintf("Service %s (created with Node %s ready) to get the finalizer %s and an ingress", svcKey(svc), first.Name, servicehelpers.LoadBalancerCleanupFinalizer), func() (bool, string) {
+		return h.provisioned(svc)
+	})
+	h.createNode(joining)
+	h.awaitScenario(owner, fmt.Sprintf("UpdateLoadBalancer(%s) to put new Node %s behind the load balancer", svcKey(svc), joining.Name), func() (bool, string) {
 		c := h.g.count(func(c call) bool {
-			return c.method == "UpdateLoadBalancer" && c.key == svcKey(svc) && c.err == nil && c.nodes == 1
+			return c.method == "UpdateLoadBalancer" && c.key == svcKey(svc) && c.err == nil && c.nodes == 2
 		})
 		return c > 0, fmt.Sprintf("provider calls %v", h.g.summary(svcKey(svc)))
 	})
 	return h.service(svc.Name)
+}
+
+// createService creates svc through the clientset.
+func (h *harness) createService(svc *v1.Service) {
+	svc.ResourceVersion = ""
+	if _, err := h.kube.CoreV1().Services(namespace).Create(h.r.ctx, svc, metav1.CreateOptions{}); err != nil {
+		h.r.Fatalf("creating Service %s: %v", svcKey(svc), err)
+	}
+}
+
+// provisioned reports whether svc, as stored, has the cleanup finalizer
+// and an ingress, and describes it.
+func (h *harness) provisioned(svc *v1.Service) (bool, string) {
+	got := h.service(svc.Name)
+	return servicehelpers.HasLBFinalizer(got) && len(got.Status.LoadBalancer.Ingress) > 0,
+		fmt.Sprintf("finalizers %v, ingress %v, provider calls %v", got.Finalizers, got.Status.LoadBalancer.Ingress, h.g.summary(svcKey(svc)))
+}
+
+// serviceRetryDelay is the service controller's first delay before it
+// syncs a Service again after an error (controllers/service/controller.go
+// minRetryDelay).
+const serviceRetryDelay = 5 * time.Second
+
+// ruleCtrlServiceBeforeNodes creates a Service before any Node, as a
+// cluster whose kubelets are not up yet does, waits for the controller's
+// first EnsureLoadBalancer (with no nodes: it may fail, upstream retries
+// it), and then lets a Node join. The Node is created only after that
+// call was observed, so that the controller's node sync reads the Service
+// after its sync wrote it (see serviceScenario).
+func ruleCtrlServiceBeforeNodes(r *rt) {
+	h := r.harness()
+	r.lb()
+	nodes := r.initializedNodes(1)
+	n := nodes[0]
+	setCondition(n, v1.NodeReady, v1.ConditionTrue)
+	svc := service("ctrl-before-nodes")
+	h.startServiceController()
+	h.createService(svc)
+	r.eventually(fmt.Sprintf("the service controller's first EnsureLoadBalancer(%s), with no nodes", svcKey(svc)), func() (bool, string) {
+		c := h.g.count(func(c call) bool { return c.method == "EnsureLoadBalancer" && c.key == svcKey(svc) })
+		return c > 0, fmt.Sprintf("provider calls %v", h.g.summary(svcKey(svc)))
+	})
+	h.createNode(n)
+	r.eventually(fmt.Sprintf("the service controller's node sync to call UpdateLoadBalancer(%s) with Node %s", svcKey(svc), n.Name), func() (bool, string) {
+		c := h.g.count(func(c call) bool { return c.method == "UpdateLoadBalancer" && c.key == svcKey(svc) && c.nodes == 1 })
+		return c > 0, fmt.Sprintf("provider calls %v", h.g.summary(svcKey(svc)))
+	})
+	// A Service created now, with the Node ready, is CTRL-SERVICE-LB's
+	// scenario: when it fails too, the order is not the problem. It is
+	// created after the node sync was observed (see serviceScenario).
+	after := service("ctrl-after-nodes")
+	h.createService(after)
+	why := r.awaited(r.cfg.Timeout+serviceRetryDelay, fmt.Sprintf("Config.Timeout %v + the service controller's first retry delay %v", r.cfg.Timeout, serviceRetryDelay),
+		fmt.Sprintf("Service %s, created before any Node, to get the finalizer %s and an ingress once Node %s is ready", svcKey(svc), servicehelpers.LoadBalancerCleanupFinalizer, n.Name), func() (bool, string) {
+			return h.provisioned(svc)
+		})
+	if why != "" {
+		if ok, desc := h.provisioned(after); !ok {
+			r.Skipf("precondition failed: Service %s, created with Node %s ready, has no ingress either (%s): see CTRL-SERVICE-LB", svcKey(after), n.Name, desc)
+		}
+		r.Fatalf("%s", why)
+	}
+	if r.target().Hooks.Backends == nil {
+		r.Logf("Hooks.Backends is nil: the backends were not checked")
+		return
+	}
+	want := []string{n.Name}
+	r.eventually(fmt.Sprintf("Node %s behind the load balancer of %s", n.Name, svcKey(svc)), func() (bool, string) {
+		got, err := r.target().Hooks.Backends(r.ctx, r.cfg.ClusterName, svc)
+		if err != nil {
+			return false, fmt.Sprintf("Hooks.Backends: %v", err)
+		}
+		slices.Sort(got)
+		return slices.Equal(want, got), fmt.Sprintf("backends %v, provider calls %v", got, h.g.summary(svcKey(svc)))
+	})
 }
 
 // awaitScenario polls cond for Config.Timeout; when it does not come, it

@@ -2,7 +2,7 @@
 
 // # Rules
 //
-// The suite has 67 rules: 54 upstream contracts and 13 ccmkit recommendations.
+// The suite has 69 rules: 55 upstream contracts and 14 ccmkit recommendations.
 // An upstream contract checks what the upstream code cited as its source needs, and
 // nothing stricter. A recommendation, marked (recommendation) below and
 // "[recommendation]" in its failures, is a ccmkit policy stricter than upstream,
@@ -24,11 +24,13 @@
 //
 // # Rules: LoadBalancer
 //
-//   - LB-ENSURE-STATUS: EnsureLoadBalancer succeeds for a plain TCP Service, with and without nodes, with a non-nil status holding at least one ingress, once it stops returning api.RetryError (made again after each RetryAfter within Config.Timeout, as the service controller requeues it).
+//   - LB-ENSURE-STATUS: EnsureLoadBalancer succeeds for a plain TCP Service with nodes, with a non-nil status holding at least one ingress, once it stops returning api.RetryError (made again after each RetryAfter within Config.Timeout, as the service controller requeues it).
 //     Source: controllers/service/controller.go processNextServiceItem, syncLoadBalancerIfNeeded, ensureLoadBalancer.
+//   - LB-NO-NODES (recommendation): EnsureLoadBalancer of a Service with no nodes succeeds with an ingress, and UpdateLoadBalancer with no nodes succeeds.
+//     Source: controllers/service/controller.go ensureLoadBalancer, lockedUpdateLoadBalancerHosts (upstream records an UnAvailableLoadBalancer Warning event and makes the call with no nodes anyway, and takes a refusal as any error: the Service is retried with backoff from minRetryDelay 5s to maxRetryDelay 300s, so refusing is allowed, but the Service then has no address until a Node is ready, and a cluster scaled to zero, or whose nodes are all excluded, retries for as long).
 //   - LB-INGRESS-VALID: Every ingress has a valid IP or a DNS hostname that is not an IP (a hostname alone only with Claims.HostnameIngress), and ipMode only with an IP.
 //     Source: controllers/service/controller.go patchStatus (k8s.io/kubernetes pkg/apis/core/validation ValidateLoadBalancerStatus).
-//   - LB-GET-EXISTS: GetLoadBalancer reports exists=false before the first Ensure and true after it, also with no backends.
+//   - LB-GET-EXISTS: GetLoadBalancer reports exists=false before the first Ensure and true after it, also with no backends (where an Ensure or Update with no nodes succeeded).
 //     Source: controllers/service/controller.go syncLoadBalancerIfNeeded, lockedUpdateLoadBalancerHosts.
 //   - LB-IDEMPOTENT: Repeating EnsureLoadBalancer with an equal Service and the same nodes in any order succeeds, returns the same ingress and creates nothing.
 //     Source: controllers/service/controller.go New (AddFunc), processServiceCreateOrUpdate.
@@ -158,6 +160,8 @@
 //     Source: controllers/nodelifecycle/node_lifecycle_controller.go MonitorNodes.
 //   - CTRL-SERVICE-LB: Through the service controller, a LoadBalancer Service gets the cleanup finalizer and an ingress.
 //     Source: controllers/service/controller.go syncLoadBalancerIfNeeded, addFinalizer, patchStatus.
+//   - CTRL-SERVICE-BEFORE-NODES: Through the service controller, a LoadBalancer Service created before any Node gets the cleanup finalizer, and once a Node is ready an ingress and that Node behind its load balancer, whether EnsureLoadBalancer with no nodes succeeded or not (within Config.Timeout and the controller's first retry delay, 5s).
+//     Source: controllers/service/controller.go ensureLoadBalancer (with no nodes: a Warning event, then the call), processNextServiceItem (an error requeues the Service after minRetryDelay 5s, doubling), nodeSyncService.
 //   - CTRL-SERVICE-PORT: Through the service controller, a changed Service port reaches the cloud.
 //     Source: controllers/service/controller.go needsUpdate.
 //   - CTRL-SERVICE-DELETE: Through the service controller, a deleted Service releases its load balancer, then its finalizer.

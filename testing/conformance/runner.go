@@ -379,15 +379,17 @@ func (r *rt) zones() retryZones {
 func guarded[T any](r *rt, v T) T {
 	g := &guard{r: r, direct: true}
 	var w any
-	switch c := any(v).(type) {
-	case cloudprovider.LoadBalancer:
-		w = guardLB{g, c}
-	case cloudprovider.InstancesV2:
-		w = guardInst{g, c}
-	case cloudprovider.Routes:
-		w = guardRoutes{g, c}
-	case cloudprovider.Zones:
-		w = guardZones{g, c}
+	// By the capability T names, not by v's dynamic type: one value may
+	// implement several (k8s.io/cloud-provider/fake does).
+	switch c := any(v); any((*T)(nil)).(type) {
+	case *cloudprovider.LoadBalancer:
+		w = guardLB{g, c.(cloudprovider.LoadBalancer)}
+	case *cloudprovider.InstancesV2:
+		w = guardInst{g, c.(cloudprovider.InstancesV2)}
+	case *cloudprovider.Routes:
+		w = guardRoutes{g, c.(cloudprovider.Routes)}
+	case *cloudprovider.Zones:
+		w = guardZones{g, c.(cloudprovider.Zones)}
 	default:
 		return v
 	}
