@@ -422,9 +422,10 @@ func Run(t *testing.T, cfg Config) []Outcome {
 		t.Fatalf("conformance: %v", err)
 	}
 	var outs []Outcome
+	var raced []string
 	for i := range rules {
 		rl := &rules[i]
-		t.Run(rl.id, func(t *testing.T) {
+		ok := t.Run(rl.id, func(t *testing.T) {
 			o := outcome(rl, execute(t.Context(), c, rl))
 			outs = append(outs, o)
 			for _, l := range o.Logs {
@@ -444,8 +445,48 @@ func Run(t *testing.T, cfg Config) []Outcome {
 				}
 			}
 		})
+		if o := outs[len(outs)-1]; !ok && o.Rule == rl.id && o.Status != Failed {
+			// Only the race detector fails a subtest whose rule did not
+			// fail: testing reports "race detected during execution of
+			// test" for any race in code that ran meanwhile.
+			raced = append(raced, fmt.Sprintf("%s (%s)", rl.id, o.Status))
+		}
+	}
+	if len(outs) > 0 {
+		t.Log(Summary(outs))
+	}
+	if len(raced) > 0 {
+		t.Logf("conformance: the race detector, not the suite, failed %d subtests whose rules did not fail: %s; the race reports above name the racing code (often the provider's or its vendor's, running in the background); the rules' verdicts are the summary's", len(raced), strings.Join(raced, ", "))
 	}
 	return outs
+}
+
+// Summary renders outs as the suite's verdict: counts of passed, failed
+// and skipped rules, then one line per failed rule. Run logs it at the end;
+// it is the suite's own verdict, which go test's FAIL lines can exceed
+// under -race (see "Concurrency and output" in the package
+// documentation).
+func Summary(outs []Outcome) string {
+	var n [3]int
+	var failed []string
+	for _, o := range outs {
+		switch o.Status {
+		case Passed:
+			n[0]++
+		case Failed:
+			n[1]++
+			failed = append(failed, "\n  "+o.Rule+": "+mark(o.Recommendation)+firstLine(o.Messages[0]))
+		default:
+			n[2]++
+		}
+	}
+	return fmt.Sprintf("conformance: %d rules: %d passed, %d failed, %d skipped%s", len(outs), n[0], n[1], n[2], strings.Join(failed, ""))
+}
+
+// firstLine returns s up to its first newline.
+func firstLine(s string) string {
+	line, _, _ := strings.Cut(s, "\n")
+	return line
 }
 
 // outcome is the Outcome of rule rl that gave res.

@@ -120,6 +120,24 @@
 // Service namespace, name and UID (two clusters restored from one etcd
 // backup). Without it they tell the clusters apart by clusterName alone.
 //
+// # One cause, one failure
+//
+// Each provider method has a rule that owns it (EnsureLoadBalancer:
+// LB-ENSURE-STATUS, InstanceShutdown: INST-SHUTDOWN, …). A method that
+// answers cloudprovider.NotImplemented, to the rule or to a controller the
+// rule runs, fails its owner; any other rule that then fails is reported
+// skipped, "precondition failed: … see OWNER", with what it observed in its
+// logs, and a rule that passes despite the answer (the node lifecycle
+// controller logs InstanceShutdown's error and still deletes the Node of a
+// terminated instance) passes. Upstream takes NotImplemented from these
+// methods for an error like any other.
+//
+// The controller scenarios follow a cluster's order: the Nodes a Service
+// needs are initialized before it is created, as in a cluster whose
+// kubelets came first, so a provider that refuses EnsureLoadBalancer with
+// no nodes (upstream retries it) fails only LB-NO-NODES, a recommendation;
+// a Service created before any Node is CTRL-SERVICE-BEFORE-NODES' scenario.
+//
 // # Concurrency and output
 //
 // Run and Check run the rules one after the other; rules start goroutines of
@@ -129,6 +147,15 @@
 // 4×(Config.Timeout+Config.MaxStaleness) and is abandoned. The upstream
 // controllers log through klog; silence it in your test with klog.SetOutput
 // and klog.LogToStderr(false) if the output is noisy.
+//
+// Reading the verdict under -race. The race detector fails whichever
+// subtest is running when it sees a race, wherever the racing code is, so
+// a provider or vendor library with goroutines of its own (a watcher, a
+// metrics loop) can fail subtests whose rules passed. The rules' verdicts
+// are the suite's: Run ends with a Summary (counts, then each failed rule),
+// names the subtests only the race detector failed, and returns each
+// Outcome; Evaluate and Check report the rules alone. Read the race
+// reports for the racing code, and the Summary for the verdict.
 //
 // The rules, with the upstream source each comes from, follow.
 package conformance

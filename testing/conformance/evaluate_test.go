@@ -92,3 +92,16 @@ func TestEvaluate(t *testing.T) {
 		})
 	}
 }
+
+func TestSummary(t *testing.T) {
+	outs := []conformance.Outcome{
+		{Rule: "LB-A", Status: conformance.Passed},
+		{Rule: "LB-B", Status: conformance.Failed, Messages: []string{"first line\nsecond line", "another"}},
+		{Rule: "LB-C", Status: conformance.Failed, Recommendation: true, Messages: []string{"rec"}},
+		{Rule: "LB-D", Status: conformance.Skipped, SkipReason: "why"},
+	}
+	want := "conformance: 4 rules: 1 passed, 2 failed, 1 skipped\n  LB-B: first line\n  LB-C: [recommendation] rec"
+	if got := conformance.Summary(outs); got != want {
+		t.Errorf("Summary = %q, want %q", got, want)
+	}
+}
