@@ -88,7 +88,10 @@ func brokenLBFeatures() []brokenCase {
 			name: "opens-unclaimed-annotation-to-all", want: "LB-SOURCE-RANGES", clause: "unclaimed, a restricting annotation is rejected, not opened to all",
 			reason: "SourceRangesAnnotation unclaimed: a valid restricting annotation is ignored instead of rejected, the load balancer open to all",
 			claims: func(c *conformance.Claims) { c.SourceRangesAnnotation = false },
-			b:      stripSourceRangesAnnotation(true),
+			config: func(c *conformance.Config) {
+				c.Unclaimed = map[string]string{"SourceRangesAnnotation": "the provider reads spec.loadBalancerSourceRanges only"}
+			},
+			b: stripSourceRangesAnnotation(true),
 		},
 		{
 			name: "dual-stack-opens-ipv4-only", want: "LB-SOURCE-RANGES", clause: "else all of each IP family of the Service",

@@ -187,7 +187,7 @@ func (tc brokenCase) wrap(tgt *conformance.Target) {
 // and must fail exactly the rule named (and the rules it also names).
 func brokenCases() []brokenCase {
 	type bc = brokenCase
-	return slices.Concat(brokenProvider(), brokenLB(), brokenLBShared(), brokenLBFeatures(), brokenLBSteps(), brokenInstances(), brokenRoutes(), brokenNotImplemented(), []bc{
+	return slices.Concat(brokenProvider(), brokenLB(), brokenLBShared(), brokenLBFeatures(), brokenLBSteps(), brokenInstances(), brokenRoutes(), brokenNotImplemented(), brokenFit(), []bc{
 		{
 			name: "metadata-wraps-instance-not-found", want: "", // correct: passes every rule
 			reason: "InstanceMetadata of a missing instance returns fmt.Errorf(\"...: %w\", cloudprovider.InstanceNotFound): no upstream caller compares InstancesV2 errors with ==, so this is correct",

@@ -32,6 +32,18 @@ func TestConfigErrors(t *testing.T) {
 		{name: "negative-staleness", reason: "a negative MaxStaleness has no meaning",
 			change: func(c *conformance.Config) { c.MaxStaleness = -time.Minute },
 			want:   []string{"Config.MaxStaleness", "-1m0s", "expected"}},
+		{name: "claim-split-unannounced", reason: "a Config written before SourceRangesAnnotation was split off SourceRanges is told, not failed on LB-SOURCE-RANGES",
+			change: func(c *conformance.Config) { c.Claims.SourceRanges, c.Claims.SourceRangesAnnotation = true, false },
+			want:   []string{"Config.Claims.SourceRanges is claimed", "SourceRangesAnnotation", "Config.Unclaimed", "expected"}},
+		{name: "unclaimed-unknown", reason: "Unclaimed names claims split off another",
+			change: func(c *conformance.Config) { c.Unclaimed = map[string]string{"UDP": "no"} },
+			want:   []string{"Config.Unclaimed", `"UDP"`, "expected one of", "SourceRangesAnnotation"}},
+		{name: "unclaimed-but-claimed", reason: "acknowledging a claim as not offered contradicts claiming it",
+			change: func(c *conformance.Config) {
+				c.Claims.SourceRangesAnnotation = true
+				c.Unclaimed = map[string]string{"SourceRangesAnnotation": "no"}
+			},
+			want: []string{"Config.Unclaimed", `"SourceRangesAnnotation"`, "is claimed", "expected"}},
 		{name: "skip-unknown-rule", reason: "a Skip key must name a rule",
 			change: func(c *conformance.Config) { c.Skip = map[string]string{"LB-NO-SUCH": "x"} },
 			want:   []string{"Config.Skip", `"LB-NO-SUCH"`, "does not exist"}},
@@ -135,4 +147,16 @@ func skipAllBut(reason string, keep ...string) map[string]string {
 		}
 	}
 	return skip
+}
+
+// TestClaimSplitAcknowledged checks that a provider that claims
+// SourceRanges and deliberately not SourceRangesAnnotation says so in
+// Config.Unclaimed, and is then valid.
+func TestClaimSplitAcknowledged(t *testing.T) {
+	cfg := fakeConfig()
+	cfg.Claims.SourceRanges, cfg.Claims.SourceRangesAnnotation = true, false
+	cfg.Unclaimed = map[string]string{"SourceRangesAnnotation": "the cloud's firewall takes spec.loadBalancerSourceRanges only"}
+	if err := cfg.Validate(); err != nil {
+		t.Errorf("Validate with the split acknowledged: %v", err)
+	}
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/netip"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -59,7 +60,7 @@ type Config struct {
 	// retries of a provider call that fails with an api.RetryError (see
 	// "Retries" in the package documentation), and every single provider
 	// call made with a cancelled context. Default 30s; negative is an error.
-	// A rule as a whole is abandoned after 4×(Timeout+MaxStaleness).
+	// A rule as a whole is abandoned after 4×(Timeout+MaxStaleness)+5s.
 	Timeout time.Duration
 
 	// MaxStaleness declares how long the provider may keep answering from
@@ -67,12 +68,19 @@ type Config struct {
 	// cache TTL, such as instances.CacheOptions.TTL): every wait for such a
 	// change to show through the provider (an instance stopped, started,
 	// terminated or created by a hook) lasts Timeout+MaxStaleness instead of
-	// Timeout. Default 0: a provider with caches either drops them in
-	// Hooks.CloudChanged, or declares its TTL here; otherwise the rules
-	// that wait for such a change (INST-TERMINATED, INST-STOPPED,
-	// INST-NEW-INSTANCE, CTRL-NODE-TERMINATED, CTRL-NODE-SHUTDOWN, and
-	// LB-PARTIAL-REPAIR after Hooks.Damage) fail when its TTL is longer
-	// than Timeout. Negative is an error.
+	// Timeout. Default 0: a provider with caches drops them in
+	// Hooks.CloudChanged, reports its TTL itself, or declares it here. A
+	// provider reports it by a method MaxStaleness() time.Duration on
+	// Target.Cloud or a capability it offers (provider.Cloud,
+	// instances.Cache, loadbalancer.Cache and the adapters over them have
+	// one): the suite then waits the longer of the two, so a provider
+	// composed from ccmkit's caches at their defaults passes with no
+	// configuration (slower than with CloudChanged, which makes the change
+	// show at once). With none of these, the rules that wait for such a
+	// change (INST-TERMINATED, INST-STOPPED, INST-NEW-INSTANCE,
+	// CTRL-NODE-TERMINATED, CTRL-NODE-SHUTDOWN, and LB-PARTIAL-REPAIR
+	// after Hooks.Damage) fail when its TTL is longer than Timeout.
+	// Negative is an error.
 	MaxStaleness time.Duration
 
 	// BusyAfterWrite is how long the provider's cloud stays busy with a
@@ -100,6 +108,15 @@ type Config struct {
 	// too, and their failures are marked "[recommendation]".
 	UpstreamOnly bool
 
+	// Unclaimed acknowledges claims split off a claim the provider makes
+	// (see Claims) that it does not offer: the new claim's field name,
+	// such as "SourceRangesAnnotation", to the reason. A Config that
+	// claims the old field and neither claims nor acknowledges the new
+	// one is invalid, naming both: so a provider's test written before a
+	// split stops with that announcement rather than failing a rule that
+	// now expects a rejection.
+	Unclaimed map[string]string
+
 	// Skip maps what not to run to the reason (a known failure, a rule
 	// that does not apply): a rule ID, such as "LB-SOURCE-RANGES", skips the
 	// rule; "RULE/case", such as "LB-UNSUPPORTED-REJECTED/udp", skips one
@@ -113,6 +130,11 @@ type Config struct {
 // checked to work, while the load-balancer variants of unclaimed features are
 // checked to be rejected with an error (LB-UNSUPPORTED-REJECTED).
 // Claim only what the provider builds as asked.
+//
+// A claim is never narrowed in place without notice: when part of what one
+// covered becomes a claim of its own (SourceRangesAnnotation was split off
+// SourceRanges), a Config claiming the old one must claim the new one or
+// acknowledge it in Config.Unclaimed, or Validate rejects it naming both.
 type Claims struct {
 	// Capabilities: the accessors of cloudprovider.Interface that return
 	// (impl, true).
@@ -142,6 +164,13 @@ type Claims struct {
 	HostnameIngress bool
 	// NodePortless: Services with allocateLoadBalancerNodePorts=false.
 	NodePortless bool
+	// PassThrough: the load balancers pass traffic through to the nodes,
+	// still addressed to the load balancer's IP and the Service port,
+	// where kube-proxy takes it (a pass-through network load balancer, such
+	// as GCE's target pools), instead of forwarding it to a node port.
+	// Hooks.Listeners then reports NodePort 0 for every listener, and the
+	// rules expect 0 (see Listener).
+	PassThrough bool
 	// SourceRanges: load balancers restricted to the client CIDRs of
 	// spec.loadBalancerSourceRanges. Unclaimed, a Service with that field
 	// must be rejected, not opened to everyone (LB-UNSUPPORTED-REJECTED).
@@ -305,7 +334,11 @@ type Hooks struct {
 }
 
 // Listener is one front-end port of a load balancer, forwarding to NodePort
-// on the backends (0 for a Service with allocateLoadBalancerNodePorts=false).
+// on the backends: 0 for a Service with allocateLoadBalancerNodePorts=false,
+// and for every listener of a load balancer that passes traffic through
+// (Claims.PassThrough). On a cloud whose listeners have backend pools of
+// their own (a pool per port), report each listener with the node port its
+// pool's members are reached on.
 type Listener struct {
 	Protocol v1.Protocol
 	Port     int32
@@ -605,7 +638,48 @@ func (cfg Config) normalize() (*Config, error) {
 	if err := checkSkip(c.Skip); err != nil {
 		return nil, err
 	}
+	if err := checkSplits(c.Claims, c.Unclaimed); err != nil {
+		return nil, err
+	}
 	return &c, nil
+}
+
+// claimSplits are the claims split off another: from covered to until
+// the suite named it apart.
+var claimSplits = []struct{ from, to, what string }{
+	{"SourceRanges", "SourceRangesAnnotation", "the service.beta.kubernetes.io/load-balancer-source-ranges annotation, which SourceRanges alone no longer covers (unclaimed, a restricting annotation must be rejected: LB-SOURCE-RANGES)"},
+}
+
+// checkSplits checks that every claim split off one claims makes is
+// claimed or acknowledged in unclaimed, and that unclaimed names only such
+// claims, not claimed ones.
+func checkSplits(claims Claims, unclaimed map[string]string) error {
+	v := reflect.ValueOf(claims)
+	claimed := func(field string) bool { return v.FieldByName(field).Bool() }
+	for key := range unclaimed {
+		i := slices.IndexFunc(claimSplits, func(sp struct{ from, to, what string }) bool { return sp.to == key })
+		switch {
+		case i < 0:
+			return fmt.Errorf("Config.Unclaimed key %q names no claim split off another: expected one of %q", key, splitNames())
+		case claimed(key):
+			return fmt.Errorf("Config.Unclaimed key %q is claimed in Config.Claims: expected a claim the provider does not make", key)
+		}
+	}
+	for _, sp := range claimSplits {
+		if _, ack := unclaimed[sp.to]; claimed(sp.from) && !claimed(sp.to) && !ack {
+			return fmt.Errorf("Config.Claims.%s is claimed, and %s neither claimed nor in Config.Unclaimed: Claims.%s now covers %s; expected Claims.%s set, or Config.Unclaimed[%q] giving the reason the provider does not offer it", sp.from, sp.to, sp.to, sp.what, sp.to, sp.to)
+		}
+	}
+	return nil
+}
+
+// splitNames returns the names of the claims split off another.
+func splitNames() []string {
+	var out []string
+	for _, sp := range claimSplits {
+		out = append(out, sp.to)
+	}
+	return out
 }
 
 // checkClusterCIDRs checks Config.ClusterCIDRs: canonical CIDRs, each with

@@ -90,13 +90,17 @@
 // CreateInstance and Damage change the cloud behind the provider's back;
 // the suite calls Hooks.CloudChanged right after each, and a provider that
 // answers from caches drops them there (instances.Cache.Invalidate,
-// loadbalancer.Cache.Invalidate). A provider that cannot declares its
-// longest cache TTL in Config.MaxStaleness, and every wait for such a
-// change (INST-TERMINATED, INST-STOPPED, INST-NEW-INSTANCE,
+// loadbalancer.Cache.Invalidate). A provider that does not has its longest
+// cache TTL declared in Config.MaxStaleness, or reports it with a method
+// MaxStaleness() time.Duration on Target.Cloud or a capability (ccmkit's
+// caches, adapters and provider.Cloud report theirs), and every wait for
+// such a change (INST-TERMINATED, INST-STOPPED, INST-NEW-INSTANCE,
 // CTRL-NODE-TERMINATED, CTRL-NODE-SHUTDOWN, LB-PARTIAL-REPAIR) lasts
-// Config.Timeout+MaxStaleness. With neither, a cache whose TTL is longer
-// than Config.Timeout (instances.Cache's default is one minute, the
-// suite's Timeout 30s) fails those rules.
+// Config.Timeout plus the longer of the two. So a provider built from
+// ccmkit's caches at their defaults (instances.Cache: one minute) passes
+// with no configuration, and a faster test drops the caches in
+// CloudChanged. A cache that neither drops nor tells, with a TTL longer
+// than Config.Timeout (30s), fails those rules.
 //
 // Busy clouds. A cloud that stays busy with a load balancer for a while
 // after each write, refusing the next one meanwhile (OpenStack Octavia's
@@ -144,7 +148,7 @@
 // their own (the concurrency rules and the controllers), so run the suite
 // with -race. A provider that panics fails the rule it panicked in; a
 // provider call that blocks fails its rule after
-// 4×(Config.Timeout+Config.MaxStaleness) and is abandoned. The upstream
+// 4×(Config.Timeout+Config.MaxStaleness)+5s and is abandoned. The upstream
 // controllers log through klog; silence it in your test with klog.SetOutput
 // and klog.LogToStderr(false) if the output is noisy.
 //

@@ -204,6 +204,15 @@ func (g *guard) do(c call, f func() (string, error)) {
 	c.result, c.err = f()
 }
 
+// each calls f with every call recorded so far, in order.
+func (g *guard) each(f func(call)) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	for _, c := range g.calls {
+		f(c)
+	}
+}
+
 // count returns how many calls satisfy match.
 func (g *guard) count(match func(call) bool) int {
 	g.mu.Lock()

@@ -384,11 +384,16 @@ func sortListeners(ls []Listener) []Listener {
 }
 
 // wantListeners are the listeners svc asks for, each with the
-// appProtocol of its port.
-func wantListeners(svc *v1.Service) []Listener {
+// appProtocol of its port, forwarding to its node port, or to none with
+// Claims.PassThrough.
+func (r *rt) wantListeners(svc *v1.Service) []Listener {
 	var out []Listener
 	for _, p := range svc.Spec.Ports {
-		out = append(out, Listener{Protocol: p.Protocol, Port: p.Port, NodePort: p.NodePort, AppProtocol: ptr.Deref(p.AppProtocol, "")})
+		l := Listener{Protocol: p.Protocol, Port: p.Port, NodePort: p.NodePort, AppProtocol: ptr.Deref(p.AppProtocol, "")}
+		if r.cfg.Claims.PassThrough {
+			l.NodePort = 0
+		}
+		out = append(out, l)
 	}
 	return sortListeners(out)
 }
@@ -406,7 +411,7 @@ func ruleLBPorts(r *rt) {
 	svc := service("ports")
 	r.mustEnsure(lb, c, svc, nodes)
 	check := func(what string) {
-		if d := cmp.Diff(wantListeners(svc), r.listeners(svc), cmpOpts, ignoreAppProtocol); d != "" {
+		if d := cmp.Diff(r.wantListeners(svc), r.listeners(svc), cmpOpts, ignoreAppProtocol); d != "" {
 			r.Errorf("%s, the listeners of %s differ from its ports (-want +got):\n%s", what, svcKey(svc), d)
 		}
 	}

@@ -292,7 +292,7 @@ func ruleLBClaimedFeatures(r *rt) {
 			}
 		}
 		if r.target().Hooks.Listeners != nil {
-			if d := cmp.Diff(wantListeners(fc.svc), r.listeners(fc.svc), cmpOpts, ignoreAppProtocol); d != "" {
+			if d := cmp.Diff(r.wantListeners(fc.svc), r.listeners(fc.svc), cmpOpts, ignoreAppProtocol); d != "" {
 				r.Errorf("with claimed feature %s, the listeners of %s differ from its ports (-want +got):\n%s", fc.name, svcKey(fc.svc), d)
 			}
 		}

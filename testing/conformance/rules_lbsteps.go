@@ -106,7 +106,7 @@ func ruleLBMultiStep(r *rt) {
 	nodes := r.nodes(1)
 	svc := multiStepService()
 	r.mustEnsure(lb, r.cfg.ClusterName, svc, nodes)
-	if d := cmp.Diff(wantListeners(svc), r.listeners(svc), cmpOpts, ignoreAppProtocol); d != "" {
+	if d := cmp.Diff(r.wantListeners(svc), r.listeners(svc), cmpOpts, ignoreAppProtocol); d != "" {
 		r.Skipf("precondition failed: the listeners of %s differ from its ports (-want +got): see LB-PORTS\n%s", svcKey(svc), d)
 	}
 	r.quiet()
@@ -196,11 +196,11 @@ func (r *rt) checkConverged(lb retryLB, svc *v1.Service, nodes []*v1.Node, st *v
 	if st == nil || len(st.Ingress) == 0 {
 		r.Fatalf("EnsureLoadBalancer(%s) with %s succeeded with status %v, expected an ingress", svcKey(svc), what, st)
 	}
-	if d := cmp.Diff(wantListeners(svc), r.listeners(svc), cmpOpts, ignoreAppProtocol); d != "" {
+	if d := cmp.Diff(r.wantListeners(svc), r.listeners(svc), cmpOpts, ignoreAppProtocol); d != "" {
 		if _, err := lb.EnsureLoadBalancer(r.ctx, r.cfg.ClusterName, svc.DeepCopy(), copyNodes(nodes)); err != nil {
 			r.Skipf("precondition failed: EnsureLoadBalancer(%s) with %s succeeded, but the listeners differ from the ports, and the next call fails: %v: see %s", svcKey(svc), what, err, r.owningRule())
 		}
-		if again := cmp.Diff(wantListeners(svc), r.listeners(svc), cmpOpts, ignoreAppProtocol); again != "" {
+		if again := cmp.Diff(r.wantListeners(svc), r.listeners(svc), cmpOpts, ignoreAppProtocol); again != "" {
 			r.Skipf("precondition failed: the listeners of %s differ from its ports with %s, also after another EnsureLoadBalancer (-want +got): see %s\n%s", svcKey(svc), what, r.owningRule(), again)
 		}
 		r.Fatalf("EnsureLoadBalancer(%s) with %s succeeded with part of the change made, and only another call made the rest: the service controller, told all is well, makes no other call for an unchanged Service; listeners after the first success (-want +got):\n%s", svcKey(svc), what, d)
@@ -259,7 +259,7 @@ func (r *rt) claimedAppProtocols(lb retryLB, nodes []*v1.Node, apps []string) {
 		r.Errorf("EnsureLoadBalancer(%s) with a port of each claimed application protocol %q = (%v, %v), expected a status with an ingress", svcKey(svc), apps, st, err)
 		return
 	}
-	if d := cmp.Diff(wantListeners(svc), r.listeners(svc), cmpOpts); d != "" {
+	if d := cmp.Diff(r.wantListeners(svc), r.listeners(svc), cmpOpts); d != "" {
 		r.Errorf("the listeners of %s differ from its ports and their appProtocol, expected each listener to serve its port's claimed application protocol (a Hooks.Listeners that leaves Listener.AppProtocol empty fails here) (-want +got):\n%s", svcKey(svc), d)
 	}
 }
@@ -372,7 +372,7 @@ func (r *rt) converged(lb retryLB, svc *v1.Service, nodes []*v1.Node) []Listener
 		r.Skipf("precondition failed: the backends of %s differ from the nodes given (-want +got): see LB-BACKENDS\n%s", svcKey(svc), d)
 	}
 	listeners := r.listeners(svc)
-	if d := cmp.Diff(wantListeners(svc), listeners, cmpOpts, ignoreAppProtocol); d != "" {
+	if d := cmp.Diff(r.wantListeners(svc), listeners, cmpOpts, ignoreAppProtocol); d != "" {
 		r.Skipf("precondition failed: the listeners of %s differ from its ports (-want +got): see LB-PORTS\n%s", svcKey(svc), d)
 	}
 	r.quiet()

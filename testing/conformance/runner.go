@@ -8,6 +8,7 @@ import (
 	"runtime/debug"
 	"slices"
 	"sync"
+	"time"
 
 	v1 "k8s.io/api/core/v1"
 	k8sruntime "k8s.io/apimachinery/pkg/runtime"
@@ -71,6 +72,14 @@ type rt struct {
 	inf  informers.SharedInformerFactory
 	stop chan struct{}
 
+	// start is when the rule started; staleness is the longest of
+	// Config.MaxStaleness and what the target reports (see
+	// reportedStaleness); limit is when the rule is abandoned, extended
+	// with staleness. Guarded by mu.
+	start     time.Time
+	staleness time.Duration
+	limit     *time.Timer
+
 	// unimpl and directUnimpl record cloudprovider.NotImplemented answers
 	// of methods other rules own (see noteAnswer); guarded by mu.
 	unimpl       *unimplemented
@@ -87,10 +96,11 @@ func execute(parent context.Context, cfg *Config, rl *rule) result {
 	if rl.kind == recommendation && cfg.UpstreamOnly {
 		return result{skip: "a ccmkit recommendation, not an upstream contract: skipped by Config.UpstreamOnly"}
 	}
-	limit := 4 * (cfg.Timeout + cfg.MaxStaleness)
-	ctx, cancel := context.WithTimeout(parent, limit)
+	ctx, cancel := context.WithCancel(parent)
 	defer cancel()
-	r := &rt{ctx: ctx, cfg: cfg, rl: rl}
+	r := &rt{ctx: ctx, cfg: cfg, rl: rl, start: time.Now(), staleness: cfg.MaxStaleness}
+	r.limit = time.NewTimer(r.ruleLimit())
+	defer r.limit.Stop()
 	finished := make(chan struct{})
 	go func() {
 		defer close(finished)
@@ -100,12 +110,14 @@ func execute(parent context.Context, cfg *Config, rl *rule) result {
 	}()
 	select {
 	case <-finished:
-	case <-ctx.Done():
-		if parent.Err() != nil {
-			r.errorf("rule interrupted: %v", parent.Err())
-		} else {
-			r.errorf("rule did not finish within %v (4×(Config.Timeout+Config.MaxStaleness)): a provider call or hook may be blocked", limit)
-		}
+	case <-parent.Done():
+		r.errorf("rule interrupted: %v", parent.Err())
+	case <-r.limit.C:
+		cancel()
+		r.mu.Lock()
+		limit := r.ruleLimit()
+		r.mu.Unlock()
+		r.errorf("rule did not finish within %v (4×(Config.Timeout+MaxStaleness)+5s): a provider call or hook may be blocked", limit)
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -115,6 +127,67 @@ func execute(parent context.Context, cfg *Config, rl *rule) result {
 		res.skip = ""
 	}
 	return r.ownedElsewhere(res)
+}
+
+// ruleLimit is how long the rule may run: 4×(Config.Timeout+staleness),
+// plus the service controller's first retry delay, which
+// CTRL-SERVICE-BEFORE-NODES waits for. The caller holds mu, or is alone.
+func (r *rt) ruleLimit() time.Duration { return 4*(r.cfg.Timeout+r.staleness) + serviceRetryDelay }
+
+// maxStaleness is how long the provider may answer from state read before
+// a change the suite made behind its back: Config.MaxStaleness, or longer
+// when the target reports longer (reportedStaleness).
+func (r *rt) maxStaleness() time.Duration {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.staleness
+}
+
+// learnStaleness raises the rule's staleness to what tgt reports, and its
+// limit with it, logging where it came from.
+func (r *rt) learnStaleness(tgt *Target) {
+	d, from := reportedStaleness(tgt)
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if d <= r.staleness {
+		return
+	}
+	r.staleness = d
+	r.limit.Reset(time.Until(r.start.Add(r.ruleLimit())))
+	if !r.done {
+		r.res.logs = append(r.res.logs, fmt.Sprintf("%s reports MaxStaleness %v, longer than Config.MaxStaleness %v: waits for changes made behind its back last Config.Timeout+%v", from, d, r.cfg.MaxStaleness, d))
+	}
+}
+
+// staleReporter is what a provider that answers from caches may
+// implement (provider.Cloud, instances.Cache, loadbalancer.Cache and the
+// adapters over them do): the longest its answers may lag a change made
+// to the cloud behind its back.
+type staleReporter interface{ MaxStaleness() time.Duration }
+
+// reportedStaleness returns the longest MaxStaleness reported by
+// tgt.Cloud and the capabilities it offers, and which reported it.
+func reportedStaleness(tgt *Target) (time.Duration, string) {
+	var best time.Duration
+	var from string
+	consider := func(name string, v any, ok bool) {
+		if s, is := v.(staleReporter); ok && is && !check.IsNil(v) {
+			if d := s.MaxStaleness(); d > best {
+				best, from = d, name
+			}
+		}
+	}
+	c := tgt.Cloud
+	consider("Target.Cloud", c, true)
+	lb, ok := c.LoadBalancer()
+	consider("Target.Cloud.LoadBalancer()", lb, ok)
+	inst, ok := c.InstancesV2()
+	consider("Target.Cloud.InstancesV2()", inst, ok)
+	rs, ok := c.Routes()
+	consider("Target.Cloud.Routes()", rs, ok)
+	z, ok := c.Zones()
+	consider("Target.Cloud.Zones()", z, ok)
+	return best, from
 }
 
 // recoverPanic turns a panic of the rule goroutine (typically in the
@@ -273,6 +346,7 @@ func (r *rt) newTarget() *Target {
 func (r *rt) initialize(tgt *Target, kube *fake.Clientset) {
 	r.tgt = tgt
 	r.inf, r.stop = r.initCloud(tgt.Cloud, kube)
+	r.learnStaleness(tgt)
 	if tgt.OtherCluster != nil {
 		r.initCloud(tgt.OtherCluster, nodeClientset(allNodes(tgt)))
 	}

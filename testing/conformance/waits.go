@@ -176,7 +176,8 @@ func (r *rt) eventually(what string, cond func() (bool, string)) {
 // provider's back (see changeCloud): the provider may answer from state up
 // to Config.MaxStaleness old, so the wait is that much longer.
 func (r *rt) eventuallyChanged(what string, cond func() (bool, string)) {
-	r.await(r.cfg.Timeout+r.cfg.MaxStaleness, fmt.Sprintf("Config.Timeout %v + Config.MaxStaleness %v", r.cfg.Timeout, r.cfg.MaxStaleness), what, cond)
+	st := r.maxStaleness()
+	r.await(r.cfg.Timeout+st, fmt.Sprintf("Config.Timeout %v + MaxStaleness %v", r.cfg.Timeout, st), what, cond)
 }
 
 // await polls cond until it reports true or budget (described as
