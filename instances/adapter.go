@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"time"
 
 	v1 "k8s.io/api/core/v1"
 	cloudprovider "k8s.io/cloud-provider"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/ccmkit/ccmkit/internal/check"
 	"github.com/ccmkit/ccmkit/internal/nodelabel"
+	"github.com/ccmkit/ccmkit/internal/staleness"
 	"github.com/ccmkit/ccmkit/internal/throttle"
 	"github.com/ccmkit/ccmkit/provider"
 )
@@ -70,12 +72,16 @@ type Options struct {
 // Node arguments are never modified. An Adapter is safe for concurrent use if
 // its Driver is. Create it with NewAdapter; the zero value is not usable.
 type Adapter struct {
-	driver Driver
+	driver Driver // as the Adapter calls it: metered unless a Cache (meteredDriver)
+	given  Driver // as given (MaxStaleness)
 	codec  provider.Codec
 	opts   Options
 }
 
-var _ cloudprovider.InstancesV2 = (*Adapter)(nil)
+var (
+	_ cloudprovider.InstancesV2 = (*Adapter)(nil)
+	_ provider.Staleness        = (*Adapter)(nil)
+)
 
 // NewAdapter returns an Adapter over d that parses and formats provider IDs
 // with codec. codec.Scheme is required: the provider name the provider is
@@ -97,8 +103,15 @@ func NewAdapter(d Driver, codec provider.Codec, opts Options) (*Adapter, error) 
 		return nil, fmt.Errorf("instances.NewAdapter: Options.Addresses.ProvidedNodeIP %q: expected empty, it is read from each Node's %s annotation",
 			opts.Addresses.ProvidedNodeIP, cloudproviderapi.AnnotationAlphaProvidedIPAddr)
 	}
-	return &Adapter{driver: meteredDriver(d), codec: codec, opts: opts}, nil
+	return &Adapter{driver: meteredDriver(d), given: d, codec: codec, opts: opts}, nil
 }
+
+// MaxStaleness implements provider.Staleness: the MaxStaleness of the
+// Adapter's Driver when it implements provider.Staleness (a Cache's TTL,
+// or a provider's Driver embedding a Cache), and otherwise 0: the
+// Adapter itself remembers nothing between calls. It is safe for
+// concurrent use and calls no Driver method but MaxStaleness.
+func (a *Adapter) MaxStaleness() time.Duration { return staleness.Of(a.given) }
 
 // InstanceExists implements cloudprovider.InstancesV2; see Adapter for the
 // answers.

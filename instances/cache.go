@@ -11,6 +11,7 @@ import (
 	"github.com/ccmkit/ccmkit/internal/check"
 	"github.com/ccmkit/ccmkit/internal/cloudmetrics"
 	"github.com/ccmkit/ccmkit/internal/listcache"
+	"github.com/ccmkit/ccmkit/internal/staleness"
 	"github.com/ccmkit/ccmkit/provider"
 )
 
@@ -80,7 +81,7 @@ type CacheOptions struct {
 // may come up to TTL late. Instances created after the List are found by the
 // direct look-up (one direct call per look-up until the next List). Call
 // Invalidate to drop the list at once, for example after the provider itself
-// deleted or created an instance.
+// deleted or created an instance. MaxStaleness reports that window.
 //
 // Metrics: a Cache records its calls to the wrapped Driver and each
 // look-up as a hit or a miss (see the package doc, Metrics).
@@ -94,9 +95,14 @@ type Cache struct {
 	selfMetered                            // it records its calls to d; see meteredDriver
 	d           ListDriver                 // the wrapped ListDriver, metered
 	lists       *listcache.List[*snapshot] // the List results: TTL, single flight, failures
+	given       ListDriver                 // d as given, unmetered (MaxStaleness)
+	ttl         time.Duration              // CacheOptions.TTL, with its default
 }
 
-var _ ListDriver = (*Cache)(nil)
+var (
+	_ ListDriver         = (*Cache)(nil)
+	_ provider.Staleness = (*Cache)(nil)
+)
 
 // NewCache returns a Cache over d. It returns an error when d is nil (a
 // typed nil included) or opts.TTL is negative. It starts nothing and does
@@ -109,7 +115,7 @@ func NewCache(d ListDriver, opts CacheOptions) (*Cache, error) {
 		return nil, fmt.Errorf("instances.NewCache: CacheOptions.TTL %v: expected 0 (the default, %v) or positive", opts.TTL, defaultCacheTTL)
 	}
 	opts = opts.withDefaults()
-	c := &Cache{d: metered{d}}
+	c := &Cache{d: metered{d}, given: d, ttl: opts.TTL}
 	c.lists = listcache.New[*snapshot](listcache.Options{TTL: opts.TTL, ErrorTTL: opts.ErrorTTL, Clock: opts.Clock,
 		Err: listError, Name: "instances cache: List"})
 	return c, nil
@@ -187,6 +193,18 @@ func (c *Cache) List(ctx context.Context) ([]Instance, error) {
 // it, but it is not kept, and look-ups that start after Invalidate run a new
 // List.
 func (c *Cache) Invalidate() { c.lists.Invalidate() }
+
+// MaxStaleness implements provider.Staleness: the longest a look-up may
+// answer from a List that no longer matches the cloud, CacheOptions.TTL
+// (one minute by default; see Cache, Staleness), plus the MaxStaleness
+// of the wrapped ListDriver when it implements provider.Staleness (0 for
+// a Driver that reads the cloud on every call). ErrorTTL does not count:
+// a failed List is returned as an error, never as a stale answer, and
+// the list it did not replace is not served past its TTL. Direct
+// look-ups (GetByID, GetByName of the wrapped Driver) are as fresh as
+// that Driver. It is safe for concurrent use and calls nothing of the
+// wrapped ListDriver but its MaxStaleness.
+func (c *Cache) MaxStaleness() time.Duration { return c.ttl + staleness.Of(c.given) }
 
 // snapshot is one List result with its indexes. It is immutable once built.
 type snapshot struct {

@@ -10,6 +10,8 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/ccmkit/ccmkit/internal/check"
+	"github.com/ccmkit/ccmkit/internal/staleness"
+	"github.com/ccmkit/ccmkit/provider"
 )
 
 // The defaults of CacheOptions, stated in its field docs.
@@ -142,7 +144,7 @@ func (o CacheOptions) withDefaults() CacheOptions {
 // Query the list matches with another load balancer (never from one the
 // list matches with none: that asks the cloud). Call Invalidate to drop
 // the list at once, for example when the cloud notifies the provider of a
-// change.
+// change. MaxStaleness reports that window.
 //
 // Pools: when the wrapped Driver is a PoolListDriver, the Cache is one
 // too, and caches the shared backend pools in the same way, in a list of
@@ -170,9 +172,14 @@ type Cache struct {
 	pd          PoolListDriver // the same, when it lists pools (metered); else nil
 	lbs         *listCache[*LoadBalancer]
 	pools       *listCache[*Pool] // nil with pd
+	given       ListDriver        // d as given, unmetered (MaxStaleness)
+	ttl         time.Duration     // CacheOptions.TTL, with its default: of both lists
 }
 
-var _ PoolListDriver = (*Cache)(nil)
+var (
+	_ PoolListDriver     = (*Cache)(nil)
+	_ provider.Staleness = (*Cache)(nil)
+)
 
 // NewCache returns a Cache over d. It returns an error when d is nil (a
 // typed nil included) or opts.TTL is negative. It starts nothing and does
@@ -186,7 +193,7 @@ func NewCache(d ListDriver, opts CacheOptions) (*Cache, error) {
 	}
 	opts = opts.withDefaults()
 	m := metered{d}
-	c := &Cache{d: m, lbs: newListCache("load balancers", cacheName, m.List,
+	c := &Cache{d: m, given: d, ttl: opts.TTL, lbs: newListCache("load balancers", cacheName, m.List,
 		func(ctx context.Context, q query) ([]*LoadBalancer, error) {
 			return m.Find(ctx, Query{ID: q.id, Name: q.name, Tags: q.tags})
 		}, opts)}
@@ -199,6 +206,19 @@ func NewCache(d ListDriver, opts CacheOptions) (*Cache, error) {
 	}
 	return c, nil
 }
+
+// MaxStaleness implements provider.Staleness: the longest a Find, List,
+// FindPools or ListPools may answer from a List that no longer matches
+// the cloud, CacheOptions.TTL (one minute by default; the load-balancer
+// and the pool lists share it; see Cache, Staleness), plus the
+// MaxStaleness of the wrapped ListDriver when it implements
+// provider.Staleness (0 for a Driver that reads the cloud on every
+// call). ErrorTTL does not count: a failed List is returned as an error,
+// never as a stale answer. What the Cache learns from its own writes and
+// direct Finds is newer than its list, and is dropped with it. It is safe
+// for concurrent use and calls nothing of the wrapped ListDriver but its
+// MaxStaleness.
+func (c *Cache) MaxStaleness() time.Duration { return c.ttl + staleness.Of(c.given) }
 
 // Find returns the load balancers matching q: from the list when it can
 // vouch for every match, otherwise the wrapped Driver's Find answer,

@@ -19,6 +19,7 @@ import (
 
 	"github.com/ccmkit/ccmkit/annotation"
 	"github.com/ccmkit/ccmkit/internal/check"
+	"github.com/ccmkit/ccmkit/internal/staleness"
 	"github.com/ccmkit/ccmkit/internal/throttle"
 	"github.com/ccmkit/ccmkit/provider"
 )
@@ -84,6 +85,7 @@ type serviceLock struct {
 var (
 	_ cloudprovider.LoadBalancer = (*Reconciler)(nil)
 	_ provider.Initializer       = (*Reconciler)(nil)
+	_ provider.Staleness         = (*Reconciler)(nil)
 )
 
 // NewReconciler returns a Reconciler that manages load balancers through
@@ -139,6 +141,18 @@ func NewReconciler(d Driver, opts Options) (*Reconciler, error) {
 	}
 	return &Reconciler{driver: d, calls: calls, pools: pools, opts: opts.withDefaults(), namer: namer,
 		locks: map[string]*serviceLock{}, skipped: map[string]string{}, throttles: map[string]int{}, updateMisses: map[types.UID]bool{}}, nil
+}
+
+// MaxStaleness implements provider.Staleness: the longest MaxStaleness of
+// the Reconciler's Driver (a Cache's TTL; it serves the shared pools too)
+// and of Options.Instances (it decides which backends are added: a Node
+// whose instance was terminated is added until Instances reports it
+// gone), counting a part that does not implement provider.Staleness as
+// 0. The Reconciler itself remembers nothing of the cloud between calls.
+// It is safe for concurrent use and calls no Driver method but
+// MaxStaleness.
+func (r *Reconciler) MaxStaleness() time.Duration {
+	return staleness.Max(r.driver, r.opts.Instances)
 }
 
 // desiredInput is the input of Desired the Reconciler uses for clusterName.

@@ -7,11 +7,13 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"time"
 
 	"k8s.io/client-go/informers"
 	cloudprovider "k8s.io/cloud-provider"
 
 	"github.com/ccmkit/ccmkit/internal/check"
+	"github.com/ccmkit/ccmkit/internal/staleness"
 )
 
 // Options configures a Cloud: the cluster it serves and the optional
@@ -53,6 +55,29 @@ type Initializer interface {
 	Initialize(ctx context.Context, clientBuilder cloudprovider.ControllerClientBuilder)
 }
 
+// Staleness is implemented by a value whose answers may come from state
+// it read earlier: a cache, or a capability over one. MaxStaleness
+// reports the longest time the value's answers may lag a change made to
+// the cloud behind its back (0: they never do). It calls no cloud API, is
+// safe for concurrent use and is never negative.
+//
+// A provider's CCM does not need it: the controllers know nothing of
+// it. testing/conformance waits that much longer for such a change to
+// show (a terminated instance, a load balancer changed in the cloud's
+// console), so a provider composed from ccmkit's caches passes at their
+// defaults without declaring their TTLs.
+//
+// ccmkit's blocks report it up the composition: instances.Cache and
+// loadbalancer.Cache report their TTL, routes.Table its ListTTL, each
+// plus the MaxStaleness of what it wraps; instances.Adapter and
+// loadbalancer.Reconciler report what they wrap; Cloud reports the
+// longest of its capabilities. A value that does not implement it
+// counts as 0. A provider's Driver that caches answers of its own
+// implements it to be counted.
+type Staleness interface {
+	MaxStaleness() time.Duration
+}
+
 // Cloud is a cloudprovider.Interface composed from the capabilities of its
 // Options. Construct it
 // with New. Its accessors are safe for concurrent use; Initialize and
@@ -71,6 +96,7 @@ type Cloud struct {
 var (
 	_ cloudprovider.Interface    = (*Cloud)(nil)
 	_ cloudprovider.InformerUser = (*Cloud)(nil)
+	_ Staleness                  = (*Cloud)(nil)
 )
 
 // New returns a Cloud named name (the value of ProviderName, and the scheme
@@ -143,6 +169,12 @@ func (c *Cloud) ProviderName() string { return c.name }
 // Options.ClusterID is not empty. Without one the cloud-controller-manager
 // stops unless --allow-untagged-cloud is set.
 func (c *Cloud) HasClusterID() bool { return c.opts.ClusterID != "" }
+
+// MaxStaleness implements Staleness: the longest MaxStaleness of the
+// capabilities of its Options (LoadBalancer, InstancesV2, Instances,
+// Zones, Clusters, Routes) that implement Staleness, 0 when none does.
+// It is safe for concurrent use.
+func (c *Cloud) MaxStaleness() time.Duration { return staleness.Max(c.distinct()...) }
 
 // distinct returns the present capabilities, each once, in field order.
 func (c *Cloud) distinct() []any {

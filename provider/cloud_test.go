@@ -212,3 +212,49 @@ func TestNewRejectsBadInput(t *testing.T) {
 		}
 	}
 }
+
+// lag, embedded beside a capability, makes it report MaxStaleness lag.
+type lag time.Duration
+
+func (l lag) MaxStaleness() time.Duration { return time.Duration(l) }
+
+// lagging is the k8s.io/cloud-provider fake (a value of every capability
+// interface) reporting its lag as MaxStaleness.
+type lagging struct {
+	*fakecloud.Cloud
+	lag
+}
+
+func TestCloudMaxStaleness(t *testing.T) {
+	plain := &fakecloud.Cloud{}
+	var typedNil *lagging
+	minute := &lagging{&fakecloud.Cloud{}, lag(time.Minute)}
+	tests := []struct {
+		name   string
+		reason string
+		opts   Options
+		want   time.Duration
+	}{
+		{name: "none", reason: "no capability: nothing lags", want: 0},
+		{name: "fresh capabilities", reason: "a capability without MaxStaleness counts 0",
+			opts: Options{LoadBalancer: plain, InstancesV2: plain, Routes: plain}, want: 0},
+		{name: "typed nil", reason: "a typed nil is no capability and is not called", opts: Options{LoadBalancer: typedNil}, want: 0},
+		{name: "longest", reason: "the longest of the capabilities, not their sum",
+			opts: Options{LoadBalancer: &lagging{plain, lag(10 * time.Second)}, InstancesV2: minute, Routes: plain}, want: time.Minute},
+		{name: "every field", reason: "each capability field counts",
+			opts: Options{Instances: minute, Zones: &lagging{plain, lag(2 * time.Minute)}, Clusters: &lagging{plain, lag(3 * time.Minute)}}, want: 3 * time.Minute},
+		{name: "routes", reason: "a route table that remembers its list counts",
+			opts: Options{InstancesV2: minute, Routes: &lagging{plain, lag(90 * time.Second)}}, want: 90 * time.Second},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c, err := New("acme", tt.opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := c.MaxStaleness(); got != tt.want {
+				t.Errorf("MaxStaleness() = %v, want %v (%s)", got, tt.want, tt.reason)
+			}
+		})
+	}
+}

@@ -92,7 +92,8 @@
 // lets ListRoutes answer from its last answer for that long, dropped by
 // every write of the Table, so a converged cluster costs one table read
 // (and one Options.Instances check) per ListTTL; changes made outside the
-// Table are then seen up to ListTTL late.
+// Table are then seen up to ListTTL late, which Table.MaxStaleness
+// reports.
 //
 // # Metrics
 //

@@ -18,6 +18,7 @@ import (
 
 	"github.com/ccmkit/ccmkit/internal/check"
 	"github.com/ccmkit/ccmkit/internal/clip"
+	"github.com/ccmkit/ccmkit/internal/staleness"
 )
 
 // Table defaults, used for the zero values of Options' fields.
@@ -175,6 +176,7 @@ type Table struct {
 	driverMu sync.Mutex // serializes every TableDriver call
 	batch    batcher
 	lists    listCache // ListRoutes answers kept for Options.ListTTL
+	given    []any     // the driver and Options.Instances as given (MaxStaleness)
 	stats    struct{ batches, writes, conflicts, calls, throttled atomic.Uint64 }
 }
 
@@ -194,6 +196,7 @@ func NewTable(d RouteDriver, opts Options) (*Table, error) {
 		return nil, err
 	}
 	t.routes = listedRoutes{meteredRoutes{d}, &t.lists}
+	t.given = append(t.given, d)
 	return t, nil
 }
 
@@ -210,6 +213,7 @@ func NewWholeTable(d TableDriver, opts Options) (*Table, error) {
 		return nil, err
 	}
 	t.table = listedTable{meteredTable{d}, &t.lists}
+	t.given = append(t.given, d)
 	return t, nil
 }
 
@@ -233,6 +237,7 @@ func newTable(fn string, opts Options) (*Table, error) {
 	t.clock = t.opts.Clock
 	t.lists = listCache{ttl: t.opts.ListTTL, now: t.clock.Now}
 	if t.opts.Instances != nil {
+		t.given = []any{t.opts.Instances}
 		t.opts.Instances = meteredChecker{t.opts.Instances}
 	}
 	return t, nil
@@ -271,6 +276,21 @@ func (o Options) withDefaults() Options {
 // changing routes, or terminating instances, outside the Table. Safe for
 // concurrent use; a no-op without a ListTTL.
 func (t *Table) Invalidate() { t.lists.drop() }
+
+// MaxStaleness reports the longest time ListRoutes may lag a change made
+// outside the Table (a route deleted by hand, an instance terminated):
+// Options.ListTTL (0 by default: every ListRoutes reads the cloud), plus
+// the longest MaxStaleness of the driver and of Options.Instances, for
+// those that implement interface{ MaxStaleness() time.Duration }
+// (provider.Staleness; 0 for the others): an answer remembered for
+// ListTTL may hold what they answered that late. A ListRoutes that fails
+// is an error, never a stale answer. The Table's own writes are seen at
+// once. testing/conformance waits that much longer for such a change to
+// show; a CCM does not need it. It is safe for concurrent use and calls
+// no driver method but MaxStaleness.
+func (t *Table) MaxStaleness() time.Duration {
+	return t.opts.ListTTL + staleness.Max(t.given...)
+}
 
 // Namer returns the Namer the Table names routes with.
 func (t *Table) Namer() *Namer { return t.namer }
