@@ -73,7 +73,8 @@ type Config struct {
 	// provider reports it by a method MaxStaleness() time.Duration on
 	// Target.Cloud or a capability it offers (provider.Cloud,
 	// instances.Cache, loadbalancer.Cache and the adapters over them have
-	// one): the suite then waits the longer of the two, so a provider
+	// one): without Hooks.CloudChanged the suite then waits the longer of
+	// the two (with it, answers after it are taken to be fresh), so a provider
 	// composed from ccmkit's caches at their defaults passes with no
 	// configuration (slower than with CloudChanged, which makes the change
 	// show at once). With none of these, the rules that wait for such a

@@ -90,10 +90,10 @@
 // CreateInstance and Damage change the cloud behind the provider's back;
 // the suite calls Hooks.CloudChanged right after each, and a provider that
 // answers from caches drops them there (instances.Cache.Invalidate,
-// loadbalancer.Cache.Invalidate). A provider that does not has its longest
-// cache TTL declared in Config.MaxStaleness, or reports it with a method
-// MaxStaleness() time.Duration on Target.Cloud or a capability (ccmkit's
-// caches, adapters and provider.Cloud report theirs), and every wait for
+// loadbalancer.Cache.Invalidate). A provider without CloudChanged has its
+// longest cache TTL declared in Config.MaxStaleness, or reports it with a
+// method MaxStaleness() time.Duration on Target.Cloud or a capability
+// (ccmkit's caches, adapters and provider.Cloud report theirs), and every wait for
 // such a change (INST-TERMINATED, INST-STOPPED, INST-NEW-INSTANCE,
 // CTRL-NODE-TERMINATED, CTRL-NODE-SHUTDOWN, LB-PARTIAL-REPAIR) lasts
 // Config.Timeout plus the longer of the two. So a provider built from

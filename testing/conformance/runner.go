@@ -144,8 +144,13 @@ func (r *rt) maxStaleness() time.Duration {
 }
 
 // learnStaleness raises the rule's staleness to what tgt reports, and its
-// limit with it, logging where it came from.
+// limit with it, logging where it came from. A target with
+// Hooks.CloudChanged reports nothing: there the provider drops its caches
+// when told of a change, and its answers are fresh after it.
 func (r *rt) learnStaleness(tgt *Target) {
+	if tgt.Hooks.CloudChanged != nil {
+		return
+	}
 	d, from := reportedStaleness(tgt)
 	r.mu.Lock()
 	defer r.mu.Unlock()
