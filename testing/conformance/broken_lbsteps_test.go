@@ -91,7 +91,7 @@ func brokenLBSteps() []brokenCase {
 		// LB-PARTIAL-REPAIR
 		{
 			name: "damage-never-repaired", want: "LB-PARTIAL-REPAIR", clause: "restores exactly its backends and listeners",
-			reason:  "the provider answers from its load-balancer cache, which Hooks.CloudChanged does not drop and whose one-minute TTL outlasts Config.Timeout: a backend removed behind its back is never put back",
+			reason:  "the provider answers from its load-balancer cache, which Hooks.CloudChanged does not drop and whose one-minute TTL, which it does not report (no MaxStaleness), outlasts Config.Timeout: a backend removed behind its back is never put back",
 			timeout: brokenTimeout,
 			target:  stepsTarget(stepsOptions{staleCache: true}),
 		},
@@ -230,8 +230,9 @@ type stepsOptions struct {
 	apps []string
 	// busy, if set, makes the fake's cloud busy after each write.
 	busy func() *busyCloud
-	// staleCache leaves Hooks.CloudChanged unset: the provider does not
-	// see what Hooks.Damage did until its load-balancer cache expires.
+	// staleCache leaves Hooks.CloudChanged unset and hides the caches' TTL
+	// (MaxStaleness): the provider does not see what Hooks.Damage did
+	// until its load-balancer cache expires, and does not say when.
 	staleCache bool
 	// wrap, if set, breaks the provider: it wraps Target.Cloud, given the
 	// fake.
@@ -279,6 +280,13 @@ func stepsTarget(o stepsOptions) func(context.Context) (*conformance.Target, err
 				cloud.SetInterceptor(opts.Interceptor) // the same Funcs: drops the caches
 				return nil
 			}
+		} else {
+			// Wrapped, the capabilities no longer report the caches' TTL
+			// (MaxStaleness), which the suite would wait out.
+			tgt.Cloud = &wrapped{Interface: tgt.Cloud,
+				lb:     func(b wrappedLB) cloudprovider.LoadBalancer { return b },
+				inst:   func(b wrappedInst) cloudprovider.InstancesV2 { return b },
+				routes: func(b wrappedRoutes) cloudprovider.Routes { return b }}
 		}
 		if o.wrap != nil {
 			w := o.wrap(cloud)
