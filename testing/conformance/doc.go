@@ -56,6 +56,21 @@
 // fails, because the rule that owns that precondition reports it: one
 // mistake, one failing rule.
 //
+// # What Initialize gets
+//
+// Initialize receives a cloudprovider.ControllerClientBuilder whose clients
+// are real clientsets (kubernetes.NewForConfig) over HTTP, served in-process
+// on 127.0.0.1 from the rule's fake clientset: the very objects the suite's
+// controllers see (Nodes, Services, ConfigMaps, Events…), with watches, so
+// a provider's CoreV1().RESTClient(), ListWatch and informers work, and see
+// every change the suite makes. Config(name) gives that server's rest.Config
+// (user agent ".../name") to build other clients: dynamic, discovery,
+// informer factories. Every kind of client-go's scheme is served, with its
+// status subresource; not deletecollection, other subresources or
+// watch-list (informers fall back to list and watch). The suite's own
+// controllers use the fake clientset directly; the server stops when the
+// rule ends, after the stop channel closes.
+//
 // Hooks arrange and inspect cloud state that the cloudprovider interfaces
 // cannot: stop, start, terminate or create an instance, list what the
 // provider owns (to find leaks), count cloud writes, simulate an outage,

@@ -2,7 +2,6 @@ package conformance
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"runtime"
 	"runtime/debug"
@@ -360,16 +359,19 @@ func (r *rt) initialize(tgt *Target, kube *fake.Clientset) {
 // initCloud does to cloud what app/controllermanager.go startControllers
 // does before starting controllers: cloud.Initialize(clientBuilder, stop),
 // then SetInformers for a cloudprovider.InformerUser, then starts the
-// informers. The stop channel closes, and the informers shut down, when the
-// rule ends.
+// informers. The builder's clients reach kube over HTTP (serveClientset).
+// When the rule ends the stop channel closes and the informers shut down,
+// then the server stops, ending the provider's open watches.
 func (r *rt) initCloud(cloud cloudprovider.Interface, kube *fake.Clientset) (informers.SharedInformerFactory, chan struct{}) {
+	cfg, stopServe := serveClientset(kube)
+	r.Cleanup(stopServe) // cleanups run last registered first: after the one below
 	stop := make(chan struct{})
 	inf := informers.NewSharedInformerFactory(kube, 0)
 	r.Cleanup(func() {
 		close(stop)
 		inf.Shutdown()
 	})
-	cloud.Initialize(clientBuilder{kube}, stop)
+	cloud.Initialize(clientBuilder{cfg}, stop)
 	if iu, ok := cloud.(cloudprovider.InformerUser); ok {
 		iu.SetInformers(inf)
 	}
@@ -532,17 +534,35 @@ func describe(v any) string {
 }
 
 // clientBuilder is the cloudprovider.ControllerClientBuilder given to
-// Initialize: every client is the rule's fake clientset.
-type clientBuilder struct{ kube clientset.Interface }
+// Initialize. Its clients are real clientsets (kubernetes.NewForConfig) over
+// HTTP, served in-process by serveClientset from the rule's fake clientset:
+// the very Nodes, Services, ConfigMaps, Events… that the suite's controllers
+// see through the fake, with watches, so CoreV1().RESTClient() works and a
+// ListWatch or informer of the provider sees every change the suite makes.
+// Config gives the rest.Config of that server, to build other clients
+// (dynamic, discovery, informer factories). As in the cloud-controller-manager
+// (k8s.io/controller-manager pkg/clientbuilder SimpleControllerClientBuilder),
+// each config is a copy with the user agent ".../name".
+type clientBuilder struct{ cfg *restclient.Config }
 
+// Config returns a copy of the served config with the user agent for name.
 func (b clientBuilder) Config(name string) (*restclient.Config, error) {
-	return nil, errors.New("conformance: no REST config, the suite runs against a fake clientset (use Client)")
+	return restclient.AddUserAgent(restclient.CopyConfig(b.cfg), name), nil
 }
 
+// ConfigOrDie is Config, which does not fail.
 func (b clientBuilder) ConfigOrDie(name string) *restclient.Config {
-	return &restclient.Config{Host: "http://127.0.0.1:0", UserAgent: name}
+	cfg, _ := b.Config(name)
+	return cfg
 }
 
-func (b clientBuilder) Client(name string) (clientset.Interface, error) { return b.kube, nil }
+// Client returns a clientset over Config(name).
+func (b clientBuilder) Client(name string) (clientset.Interface, error) {
+	cfg, _ := b.Config(name)
+	return clientset.NewForConfig(cfg)
+}
 
-func (b clientBuilder) ClientOrDie(name string) clientset.Interface { return b.kube }
+// ClientOrDie is Client, panicking on an error.
+func (b clientBuilder) ClientOrDie(name string) clientset.Interface {
+	return clientset.NewForConfigOrDie(b.ConfigOrDie(name))
+}
