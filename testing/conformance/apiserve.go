@@ -273,7 +273,7 @@ func translate(req *http.Request, res apiResource, gvr schema.GroupVersionResour
 		opts, err := query[metav1.DeleteOptions](req) // a body, as client-go sends, takes precedence
 		if body, _ := io.ReadAll(req.Body); err == nil && len(body) > 0 {
 			if _, _, err = scheme.Codecs.UniversalDeserializer().Decode(body, nil, &opts); err != nil {
-				err = apierrors.NewBadRequest(fmt.Sprintf("decoding the request body: %v; expected DeleteOptions", err))
+				err = apierrors.NewBadRequest(fmt.Sprintf("decoding the request body: %v: expected DeleteOptions", err))
 			}
 		}
 		return clienttesting.NewDeleteActionWithOptions(gvr, ns, name, opts), err
@@ -409,11 +409,11 @@ func relay(in <-chan watch.Event, done <-chan struct{}) <-chan watch.Event {
 func selects(opts metav1.ListOptions) (func(runtime.Object) bool, error) {
 	ls, err := labels.Parse(opts.LabelSelector)
 	if err != nil {
-		return nil, apierrors.NewBadRequest(fmt.Sprintf("labelSelector %q: %v; expected a label selector such as a=b,c!=d", opts.LabelSelector, err))
+		return nil, apierrors.NewBadRequest(fmt.Sprintf("labelSelector %q: %v: expected a label selector such as a=b,c!=d", opts.LabelSelector, err))
 	}
 	fs, err := fields.ParseSelector(opts.FieldSelector)
 	if err != nil {
-		return nil, apierrors.NewBadRequest(fmt.Sprintf("fieldSelector %q: %v; expected a field selector such as metadata.name=a", opts.FieldSelector, err))
+		return nil, apierrors.NewBadRequest(fmt.Sprintf("fieldSelector %q: %v: expected a field selector such as metadata.name=a", opts.FieldSelector, err))
 	}
 	byMeta := !slices.ContainsFunc(fs.Requirements(), func(r fields.Requirement) bool { return r.Field != "metadata.name" && r.Field != "metadata.namespace" })
 	return func(obj runtime.Object) bool {
@@ -432,7 +432,7 @@ func query[T any, P interface {
 }](req *http.Request) (T, error) {
 	var opts T
 	if err := scheme.ParameterCodec.DecodeParameters(req.URL.Query(), metav1.Unversioned, P(&opts)); err != nil {
-		return opts, apierrors.NewBadRequest(fmt.Sprintf("query %q: %v; expected the parameters of %T", req.URL.RawQuery, err, opts))
+		return opts, apierrors.NewBadRequest(fmt.Sprintf("query %q: %v: expected the parameters of %T", req.URL.RawQuery, err, opts))
 	}
 	return opts, nil
 }
@@ -448,7 +448,7 @@ func decodeBody(req *http.Request, want schema.GroupVersionKind, name string) (r
 		obj, got, err = scheme.Codecs.UniversalDeserializer().Decode(body, &want, into)
 	}
 	if err != nil {
-		return nil, apierrors.NewBadRequest(fmt.Sprintf("decoding the request body: %v; expected a %s (%s) as JSON, YAML or protobuf", err, want.Kind, want.GroupVersion()))
+		return nil, apierrors.NewBadRequest(fmt.Sprintf("decoding the request body: %v: expected a %s (%s) as JSON, YAML or protobuf", err, want.Kind, want.GroupVersion()))
 	}
 	if *got != want {
 		return nil, apierrors.NewBadRequest(fmt.Sprintf("the request body is a %s (%s), expected a %s (%s)", got.Kind, got.GroupVersion(), want.Kind, want.GroupVersion()))
@@ -476,7 +476,7 @@ func fail(w http.ResponseWriter, err error) {
 
 // notFound is the 404 of a path the server does not serve.
 func notFound(req *http.Request) error {
-	return statusError(http.StatusNotFound, metav1.StatusReasonNotFound, "the server could not find the requested resource: %s %s; expected /version, /api, /apis, "+
+	return statusError(http.StatusNotFound, metav1.StatusReasonNotFound, "the server could not find the requested resource: %s %s: expected /version, /api, /apis, "+
 		"or /api/v1/..., /apis/GROUP/VERSION/... of a kind of k8s.io/client-go/kubernetes/scheme", req.Method, req.URL.Path)
 }
 

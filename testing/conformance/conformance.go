@@ -668,7 +668,7 @@ func checkSplits(claims Claims, unclaimed map[string]string) error {
 	}
 	for _, sp := range claimSplits {
 		if _, ack := unclaimed[sp.to]; claimed(sp.from) && !claimed(sp.to) && !ack {
-			return fmt.Errorf("Config.Claims.%s is claimed, and %s neither claimed nor in Config.Unclaimed: Claims.%s now covers %s; expected Claims.%s set, or Config.Unclaimed[%q] giving the reason the provider does not offer it", sp.from, sp.to, sp.to, sp.what, sp.to, sp.to)
+			return fmt.Errorf("Config.Claims.%s is claimed, and %s neither claimed nor in Config.Unclaimed: Claims.%s now covers %s: expected Claims.%s set, or Config.Unclaimed[%q] giving the reason the provider does not offer it", sp.from, sp.to, sp.to, sp.what, sp.to, sp.to)
 		}
 	}
 	return nil
