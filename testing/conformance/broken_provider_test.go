@@ -305,7 +305,7 @@ func providerControllers() []brokenCase {
 			b: lbWrap(func(b *wrappedLB) {
 				var empty counter
 				b.ensure = func(next cloudprovider.LoadBalancer, ctx context.Context, c string, s *v1.Service, n []*v1.Node) (*v1.LoadBalancerStatus, error) {
-					if _, ok := empty.get(lbKey(c, s)); !ok && len(n) == 0 {
+					if len(n) == 0 {
 						empty.set(lbKey(c, s), 1)
 					}
 					return next.EnsureLoadBalancer(ctx, c, s, n)

@@ -18,6 +18,7 @@ import (
 	cloudprovider "k8s.io/cloud-provider"
 
 	"github.com/ccmkit/ccmkit/internal/check"
+	"github.com/ccmkit/ccmkit/internal/staleness"
 )
 
 // kind says what a rule checks: an upstream contract or a ccmkit
@@ -163,22 +164,16 @@ func (r *rt) learnStaleness(tgt *Target) {
 	}
 }
 
-// staleReporter is what a provider that answers from caches may
-// implement (provider.Cloud, instances.Cache, loadbalancer.Cache and the
-// adapters over them do): the longest its answers may lag a change made
-// to the cloud behind its back.
-type staleReporter interface{ MaxStaleness() time.Duration }
-
-// reportedStaleness returns the longest MaxStaleness reported by
-// tgt.Cloud and the capabilities it offers, and which reported it.
+// reportedStaleness returns the longest MaxStaleness (provider.Staleness)
+// reported by tgt.Cloud and the capabilities it offers, and which
+// reported it: provider.Cloud reports its capabilities' itself, a
+// provider of its own over ccmkit's adapters through them.
 func reportedStaleness(tgt *Target) (time.Duration, string) {
 	var best time.Duration
 	var from string
 	consider := func(name string, v any, ok bool) {
-		if s, is := v.(staleReporter); ok && is && !check.IsNil(v) {
-			if d := s.MaxStaleness(); d > best {
-				best, from = d, name
-			}
+		if d := staleness.Of(v); ok && d > best {
+			best, from = d, name
 		}
 	}
 	c := tgt.Cloud
