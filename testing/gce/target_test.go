@@ -140,12 +140,14 @@ func unexported(g *gcp.Cloud, name string) (reflect.Value, error) {
 // makeStateful sets the hooks that give the mock the state a real project
 // keeps, where the generated methods are no-ops or share objects without
 // the mock's lock. GCE's fakeGCECloud sets the vendor's hooks from
-// pkg/cloud/mock for the same methods; those that write the mock's objects
-// without its lock (mock.AddInstanceHook, RemoveInstanceHook,
-// UpdateFirewallHook: data races under the suite's concurrent rules), or
-// give every address the same IP (mock.InsertAddressHook: its IP counter
-// is passed by value and never advances), are replaced by equivalents that
-// replace objects under the lock. HttpHealthChecks.Update is a no-op in the
+// pkg/cloud/mock for the same methods; those that give every address the
+// same IP (mock.InsertAddressHook: its IP counter is passed by value and
+// never advances, so every load balancer gets 1.2.3.0), or change stored
+// objects without the mock's lock while its Get hands the stored object
+// itself to GCE (mock.AddInstanceHook, RemoveInstanceHook,
+// UpdateFirewallHook: a latent data race, not reported by -race on the
+// suite's concurrent rules), are replaced by equivalents that replace
+// objects under the lock. HttpHealthChecks.Update is a no-op in the
 // mock and in fakeGCECloud; here it stores the update. Two behaviours of
 // the compute API that GCE relies on and the mock lacks are added: a
 // forwarding rule created without a load-balancing scheme is EXTERNAL (the
