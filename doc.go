@@ -102,5 +102,9 @@
 // testing/e2e (a nested module): a real etcd and kube-apiserver on loopback,
 // the example CCM against them, and the demo.
 //
+// testing/gce (a nested module): the conformance suite on Google's GCE
+// provider over its own compute mock, every rule's outcome pinned and
+// explained.
+//
 // example: the CCM main to copy, and example/deploy with its manifests.
 package ccmkit

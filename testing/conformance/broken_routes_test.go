@@ -244,6 +244,24 @@ func brokenRoutes() []brokenCase {
 			target: oneClusterTarget,
 		},
 		{
+			name: "routes-listed-by-name-prefix", want: "ROUTE-CLUSTER-SCOPE", clause: "ListRoutes for one cluster never returns another cluster's routes",
+			reason: "ListRoutes selects a cluster's routes by a name prefix (GCE's gce_routes.go ListRoutes filters on \"<cluster>-.*\"), so it also lists those of a cluster whose name starts with this one's and a dash",
+			// Without OtherCluster, as GCE's target has none: the fake's
+			// OtherCluster owns its routes by a cluster ID of its own,
+			// which no name filter crosses.
+			target: oneClusterTarget,
+			b: routesWrap(func(b *wrappedRoutes) {
+				b.list = func(next cloudprovider.Routes, ctx context.Context, c string) ([]*cloudprovider.Route, error) {
+					own, err := next.ListRoutes(ctx, c)
+					if err != nil {
+						return nil, err
+					}
+					prefixed, err := next.ListRoutes(ctx, c+"-other")
+					return append(own, prefixed...), err
+				}
+			}),
+		},
+		{
 			name: "routes-shared-across-clusters", want: "ROUTE-CLUSTER-SCOPE", clause: "nor (with Target.OtherCluster) those of another cluster of the same name on the same network",
 			reason: "with Target.OtherCluster: the other cluster's provider lists routes by cluster name, equal in both clusters, not by its own cluster ID",
 			target: twoClusters(false, true),

@@ -305,7 +305,10 @@ type Hooks struct {
 	// must be back to what it was.
 	Owned func(ctx context.Context) ([]string, error)
 	// Writes returns how many mutating calls the provider has made to the
-	// cloud API so far.
+	// cloud API so far. A Meter gives Writes and Outage from one
+	// interception point of the provider's cloud client (an
+	// http.RoundTripper, a mock's per-call hook), so that no write method
+	// needs a wrapper of its own.
 	Writes func() int64
 	// Outage makes every cloud API call fail until the returned function is
 	// called. It is for the rules that check the provider reports doubt as

@@ -471,15 +471,27 @@ func ruleRouteClusterScope(r *rt) {
 		if d := cmp.Diff(baseB, r.listRoutes(rs, b), cmpOpts); d != "" {
 			r.Errorf("ListRoutes(cluster %q) changed when cluster %q created a route (-before +after): cluster %q's route controller would delete it (without Target.OtherCluster the clusters are told apart by the clusterName argument only: give a provider that owns routes by a cluster ID of its own a Target.OtherCluster)\n%s", b, a, b, d)
 		}
-		return
-	}
-	if d := cmp.Diff(baseOther, r.listRoutes(retryRoutes{r, rsB}, a), cmpOpts); d != "" {
+	} else if d := cmp.Diff(baseOther, r.listRoutes(retryRoutes{r, rsB}, a), cmpOpts); d != "" {
 		r.Errorf("ListRoutes(%q) of Target.OtherCluster changed when Target.Cloud, another cluster of the same name on the same network, created a route (-before +after): the other cluster's route controller would delete it\n%s", a, d)
+	}
+	// The other direction, by name: CrossClusterName is ClusterName +
+	// "-other", so a provider that selects a cluster's routes by a name
+	// prefix (a "<cluster>-.*" filter) lists that cluster's routes too. The
+	// route is created by OtherCluster when there is one, so that a
+	// provider owning routes by a cluster ID of its own is not asked to
+	// tell two names of one cluster apart.
+	creator := cloudprovider.Routes(rs)
+	if hasOther {
+		creator = rsB
+	}
+	baseA := r.listRoutes(rs, a)
+	sb := newRoute(n, r.podCIDRs(1)[0])
+	r.createRoute(creator, b, sb)
+	if d := cmp.Diff(baseA, r.listRoutes(rs, a), cmpOpts); d != "" {
+		r.Errorf("ListRoutes(cluster %q) changed when cluster %q created a route (-before +after): cluster %q's route controller would delete the other cluster's route (a filter on the name prefix %q also matches %q)\n%s", a, b, a, a+"-", b, d)
 	}
 }
 
-// concurrently runs calls at once, each in a goroutine of the rule, and
-// waits for them all.
 func (r *rt) concurrently(calls []func()) {
 	waits := make([]func(), len(calls))
 	for i, f := range calls {

@@ -3,7 +3,8 @@ package gce
 import (
 	"reflect"
 	"strings"
-	"sync/atomic"
+
+	"github.com/ccmkit/ccmkit/testing/conformance"
 )
 
 // The GCE compute mock (github.com/GoogleCloudPlatform/k8s-cloud-provider
@@ -15,30 +16,18 @@ import (
 // behaviour when it is false. The helpers below wrap those fields
 // generically, by reflection, so that no resource has to be listed by hand.
 
-// countHooks wraps every "<Method>Hook" func field of structs (pointers to
-// mock structs, such as *cloud.MockTargetPools) whose Method satisfies
-// match, and returns the number of calls of the wrapped hooks so far. A
-// wrapped hook calls the hook it replaces, or, where there was none,
-// returns zero values ((false, nil) for an interceptor, nil for the others),
-// so that the mock behaves as before. Wrap after setting the hooks that
-// give the mock its state.
-func countHooks(match func(method string) bool, structs ...any) func() int64 {
-	var n atomic.Int64
-	wrapHooks(match, structs, func(orig reflect.Value, args []reflect.Value) []reflect.Value {
-		n.Add(1)
-		return callOrZero(orig, args)
-	})
-	return n.Load
-}
-
-// failHooks wraps every "<Method>Hook" func field of structs so that, while
-// fail returns an error, every call fails with it without reaching the
-// mock: the hook returns true for an interceptor's bool, the error last,
-// zero values otherwise. While fail returns nil, the wrapped hook calls
-// the one it replaces, or returns zero values where there was none.
-func failHooks(fail func() error, structs ...any) {
-	wrapHooks(func(string) bool { return true }, structs, func(orig reflect.Value, args []reflect.Value) []reflect.Value {
-		err := fail()
+// meterHooks wraps every "<Method>Hook" func field of structs (pointers to
+// mock structs, such as *cloud.MockTargetPools) so that each call goes
+// through m first (conformance.Meter.Call, a write when isMutation says
+// so): during an outage the hook returns m's error without reaching the
+// mock (and true for an interceptor's bool, zero values otherwise), and
+// otherwise it calls the hook it replaces, or, where there was none,
+// returns zero values ((false, nil) for an interceptor, nil for the
+// others), so that the mock behaves as before. Wrap after setting the
+// hooks that give the mock its state.
+func meterHooks(m *conformance.Meter, structs ...any) {
+	wrapHooks(structs, func(method string, orig reflect.Value, args []reflect.Value) []reflect.Value {
+		err := m.Call(method, isMutation(method))
 		if err == nil {
 			return callOrZero(orig, args)
 		}
@@ -88,18 +77,14 @@ func isMutation(method string) bool {
 // CloneRules).
 var mutatingPrefixes = []string{"Insert", "Delete", "Update", "Patch", "Set", "Add", "Remove", "Attach", "Detach", "Resize", "Create", "Clone"}
 
-// wrapHooks replaces each "<Method>Hook" func field of structs whose
-// Method satisfies match with a function of the same type that calls
-// body(orig, args), orig being the field's previous value (possibly a nil
-// func).
-func wrapHooks(match func(string) bool, structs []any, body func(orig reflect.Value, args []reflect.Value) []reflect.Value) {
+// wrapHooks replaces each "<Method>Hook" func field of structs with a
+// function of the same type that calls body(method, orig, args), orig
+// being the field's previous value (possibly a nil func).
+func wrapHooks(structs []any, body func(method string, orig reflect.Value, args []reflect.Value) []reflect.Value) {
 	eachHook(structs, func(method string, f reflect.Value) {
-		if !match(method) {
-			return
-		}
 		orig := reflect.New(f.Type()).Elem()
 		orig.Set(f)
-		f.Set(reflect.MakeFunc(f.Type(), func(args []reflect.Value) []reflect.Value { return body(orig, args) }))
+		f.Set(reflect.MakeFunc(f.Type(), func(args []reflect.Value) []reflect.Value { return body(method, orig, args) }))
 	})
 }
 

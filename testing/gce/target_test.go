@@ -44,10 +44,9 @@ type sandbox struct {
 	g    *gcp.Cloud
 	mock *cloud.MockGCE
 
-	down   atomic.Bool  // Hooks.Outage in force
-	vms    atomic.Int32 // instances created, for their IPs
-	lbIPs  atomic.Int32 // static addresses handed out
-	writes func() int64
+	meter conformance.Meter // Hooks.Writes and Hooks.Outage
+	vms   atomic.Int32      // instances created, for their IPs
+	lbIPs atomic.Int32      // static addresses handed out
 }
 
 // newTarget is Config.NewTarget: a fresh fake GCE cloud per rule, with its
@@ -67,7 +66,7 @@ func newTarget(context.Context) (*conformance.Target, error) {
 		nodes = append(nodes, n)
 	}
 	return &conformance.Target{
-		Cloud: skipClusterIDWatch{s.g}, // TEMPORARY (issue 26): remove when the suite serves a RESTClient (Cloud: s.g)
+		Cloud: s.g,
 		Nodes: nodes,
 		Hooks: conformance.Hooks{
 			CreateInstance:    s.createInstance,
@@ -75,8 +74,8 @@ func newTarget(context.Context) (*conformance.Target, error) {
 			StartInstance:     s.setStatus("RUNNING"),
 			TerminateInstance: s.deleteVM,
 			Owned:             s.owned,
-			Writes:            s.writes,
-			Outage:            s.outage,
+			Writes:            s.meter.Writes,
+			Outage:            s.meter.Outage,
 			Backends:          s.backends,
 			Listeners:         s.listeners,
 			SourceRanges:      s.sourceRanges,
@@ -101,11 +100,10 @@ func newSandbox() (*sandbox, error) {
 		return nil, fmt.Errorf("the fake's compute client is a %T, expected *cloud.MockGCE", g.Compute())
 	}
 	s := &sandbox{vals: vals, g: g, mock: m}
+	// During an outage, the error the compute API's front end returns.
+	s.meter.Err = &googleapi.Error{Code: http.StatusServiceUnavailable, Message: "conformance: simulated outage of the compute API"}
 	s.makeStateful()
-	structs := mockStructs(m)
-	s.writes = countHooks(isMutation, structs...)
-	// Outermost, so that a call failed by an outage counts as no write.
-	failHooks(s.outageErr, structs...)
+	meterHooks(&s.meter, mockStructs(m)...)
 	return s, nil
 }
 
@@ -303,18 +301,6 @@ func (s *sandbox) deleteVM(_ context.Context, node *v1.Node) error {
 		return fmt.Errorf("no instance %v", key)
 	}
 	delete(m.Objects, *key)
-	return nil
-}
-
-func (s *sandbox) outage() func() {
-	s.down.Store(true)
-	return func() { s.down.Store(false) }
-}
-
-func (s *sandbox) outageErr() error {
-	if s.down.Load() {
-		return &googleapi.Error{Code: http.StatusServiceUnavailable, Message: "conformance: simulated outage of the compute API"}
-	}
 	return nil
 }
 
