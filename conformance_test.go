@@ -278,3 +278,45 @@ func TestWalkthroughIsRealistic(t *testing.T) {
 		}
 	}
 }
+
+// TestWalkthroughDefaultStaleness: the walkthrough provider with its
+// caches at their one-minute defaults, with neither Hooks.CloudChanged nor
+// Config.MaxStaleness, passes the rules that watch an instance change
+// through those caches: the suite learns the staleness from the provider
+// (provider.Staleness), as issue 26 asks. Each rule waits out up to a
+// minute of cache (about 60 s each, mostly asleep), so each runs alone, in
+// parallel with the others and the package's other tests.
+func TestWalkthroughDefaultStaleness(t *testing.T) {
+	if testing.Short() {
+		t.Skip("waits out the caches' one-minute TTL")
+	}
+	t.Parallel()
+	for _, id := range []string{"INST-TERMINATED", "INST-STOPPED", "CTRL-NODE-TERMINATED", "CTRL-NODE-SHUTDOWN"} {
+		t.Run(id, func(t *testing.T) {
+			t.Parallel()
+			skip := map[string]string{}
+			for _, r := range conformance.Rules() {
+				if r.ID != id {
+					skip[r.ID] = "TestWalkthroughConformance runs it"
+				}
+			}
+			outs := conformance.Run(t, conformance.Config{
+				Claims: conformance.Claims{LoadBalancer: true, InstancesV2: true, Routes: true, UDP: true, SourceRanges: true, SourceRangesAnnotation: true},
+				NewTarget: func(ctx context.Context) (*conformance.Target, error) {
+					tgt, err := newAcmeSandbox(ctx)
+					if err != nil {
+						return nil, err
+					}
+					tgt.Hooks.CloudChanged = nil // only the TTL tells the provider of a change
+					return tgt, nil
+				},
+				Skip: skip,
+			})
+			for _, o := range outs {
+				if o.Rule == id && o.Status != conformance.Passed {
+					t.Errorf("%s: %s at the caches' default TTL with no CloudChanged, expected pass: %v%s", o.Rule, o.Status, o.Messages, o.SkipReason)
+				}
+			}
+		})
+	}
+}
