@@ -264,6 +264,19 @@ type Target struct {
 	// describe the cloud as Cloud sees it, never as OtherCluster does.
 	OtherCluster cloudprovider.Interface
 
+	// Ready, if set, is called once the suite has initialized Cloud (and
+	// OtherCluster) and its informers have synced, before the rule's first
+	// call; it returns when the provider can serve calls, or an error,
+	// which fails the rule naming Target.Ready. It is for a provider whose
+	// Initialize finishes its set-up in a goroutine (GCE's starts a watch
+	// of its cluster-ID ConfigMap, gce.go Initialize): a
+	// cloud-controller-manager gives such a goroutine the time its
+	// controllers spend waiting for their informers to sync over HTTP
+	// (cache.WaitForNamedCacheSync in each controller's Run), while the
+	// suite's informers sync in-process at once. Nil: the provider is
+	// ready when Initialize returns, as ccmkit's are.
+	Ready func(ctx context.Context) error
+
 	// Close, if set, is called when the rule that created the target ends.
 	// It releases Cloud, OtherCluster and the fixtures.
 	Close func()

@@ -345,10 +345,15 @@ func (r *rt) newTarget() *Target {
 func (r *rt) initialize(tgt *Target, kube *fake.Clientset) {
 	r.tgt = tgt
 	r.inf, r.stop = r.initCloud(tgt.Cloud, kube)
-	r.learnStaleness(tgt)
 	if tgt.OtherCluster != nil {
 		r.initCloud(tgt.OtherCluster, nodeClientset(allNodes(tgt)))
 	}
+	if tgt.Ready != nil {
+		if err := tgt.Ready(r.ctx); err != nil {
+			r.Fatalf("Target.Ready: %v, expected the initialized provider to become ready", err)
+		}
+	}
+	r.learnStaleness(tgt)
 }
 
 // initCloud does to cloud what app/controllermanager.go startControllers

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 	"unsafe"
 
 	"github.com/GoogleCloudPlatform/k8s-cloud-provider/pkg/cloud"
@@ -68,6 +69,7 @@ func newTarget(context.Context) (*conformance.Target, error) {
 	return &conformance.Target{
 		Cloud: s.g,
 		Nodes: nodes,
+		Ready: s.ready,
 		Hooks: conformance.Hooks{
 			CreateInstance:    s.createInstance,
 			StopInstance:      s.setStatus("TERMINATED"), // GCE's state of a stopped VM
@@ -82,6 +84,31 @@ func newTarget(context.Context) (*conformance.Target, error) {
 			HealthCheck:       s.healthCheck,
 		},
 	}, nil
+}
+
+// ready waits until GCE's cluster ID can be read. GCE's Initialize
+// (gce.go) starts watchClusterID in a goroutine, which sets up the ID's
+// store (gce_clusterid.go); until that goroutine has run, every call that
+// names a GCE resource after the cluster ID (EnsureLoadBalancer's firewall
+// and health check among them) fails "Cloud.ClusterID is not ready". A
+// CCM's controllers wait for their informers first, which gives it time;
+// here the rule would fail or skip at random without this wait.
+func (s *sandbox) ready(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	tick := time.NewTicker(5 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		_, err := s.g.ClusterID.GetID()
+		if err == nil {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("ClusterID.GetID() = %v after %v", err, context.Cause(ctx))
+		case <-tick.C:
+		}
+	}
 }
 
 // newSandbox builds the fake as GCE's own tests do (gce_util.go
