@@ -69,7 +69,8 @@
 // status subresource; not deletecollection, other subresources or
 // watch-list (informers fall back to list and watch). The suite's own
 // controllers use the fake clientset directly; the server stops when the
-// rule ends, after the stop channel closes.
+// rule ends, after the stop channel closes. A provider whose Initialize
+// finishes its set-up in a goroutine sets Target.Ready to wait for it.
 //
 // Hooks arrange and inspect cloud state that the cloudprovider interfaces
 // cannot: stop, start, terminate or create an instance, list what the
