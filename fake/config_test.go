@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -17,6 +18,7 @@ import (
 	"github.com/ccmkit/ccmkit/fake"
 	"github.com/ccmkit/ccmkit/fake/register"
 	"github.com/ccmkit/ccmkit/instances"
+	"github.com/ccmkit/ccmkit/internal/clip"
 	"github.com/ccmkit/ccmkit/loadbalancer"
 	"github.com/ccmkit/ccmkit/provider"
 )
@@ -77,7 +79,7 @@ func TestConfigValidate(t *testing.T) {
 			want: []string{"instances[1].name", "duplicates instances[0].name"}},
 		{name: "duplicate name, one terminated", reason: "a terminated instance and the one that replaced it, as in a cloud", config: "instances: [{name: node-a, state: terminated}, {name: node-a}]"},
 		{name: "name of 10k characters", reason: "the value is quoted cut", config: "instances: [{name: " + strings.Repeat("n", 10_000) + "}]",
-			want: []string{"instances[0].name", `"nnnn`, "(10000 bytes)", "DNS-1123"}},
+			want: []string{"instances[0].name", strconv.Quote(clip.Quoted(strings.Repeat("n", 10_000))), "DNS-1123"}},
 		{name: "admin address of 10k characters", reason: "the value is quoted cut, in the detail too", config: "admin: {address: '" + strings.Repeat("h", 10_000) + ":1'}",
 			want: []string{"admin.address", `"hhhh`, "(10002 bytes)", "(10000 bytes)", "loopback"}},
 		{name: "bad state", reason: "three states", config: "instances: [{name: a, state: paused}]", want: []string{`instances[0].state: state "paused"`, "expected one of running, stopped, terminated"}},

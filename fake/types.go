@@ -288,8 +288,10 @@ func validateInstance(path *field.Path, in Instance) field.ErrorList {
 	return errs
 }
 
-// clipValue cuts a value quoted by a field.Error to a bounded length.
-func clipValue(s string) string { return bound.Value(s, 80) }
+// clipValue cuts a value quoted by a field.Error to clip.MaxQuoted bytes
+// with its length (clip.Quoted): the one bound of every value ccmkit
+// quotes, so that a huge value never makes a huge message.
+func clipValue(s string) string { return bound.Quoted(s) }
 
 // clip quotes s for an error message, cut to a bounded length (see
 // clipValue).

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -20,6 +21,7 @@ import (
 	"github.com/ccmkit/ccmkit/fake"
 	"github.com/ccmkit/ccmkit/fake/admin"
 	"github.com/ccmkit/ccmkit/instances"
+	"github.com/ccmkit/ccmkit/internal/clip"
 )
 
 // noContentType is the contentType of do that sends no Content-Type.
@@ -255,6 +257,7 @@ func TestAdminAPI(t *testing.T) {
 
 func TestAdminRejectsMalformedRequests(t *testing.T) {
 	c, base := startAdmin(t, fake.Config{}, fake.Options{Instances: []fake.Instance{{Name: "node-a", ID: "i-1"}, {Name: "node-t", ID: "i-t", State: instances.StateTerminated}}})
+	longID := strings.Repeat("i", 1000)
 	tests := []struct {
 		name, method, path, contentType, body string
 		reason                                string
@@ -275,6 +278,7 @@ func TestAdminRejectsMalformedRequests(t *testing.T) {
 		{"method on action", "GET", "/instances/i-1/stop", "", "", "actions are POST", 405, "expected POST"},
 		{"unknown path", "GET", "/nope", "", "", "no such resource", 404, "no such path"},
 		{"unknown action", "POST", "/instances/i-1/reboot", "", "", "three actions", 404, "reboot"},
+		{"long instance id", "POST", "/instances/" + longID + "/stop", "", "", "the ID is quoted cut to the one bound, clip.MaxQuoted", 400, "instance ID " + strconv.Quote(clip.Quoted(longID))},
 		{"unknown instance", "POST", "/instances/i-404/stop", "", "", "no such instance", 404, "i-404"},
 		{"start terminated", "POST", "/instances/i-t/start", "", "", "terminated is final", 409, "terminated"},
 		{"bad fault op", "POST", "/faults", "", `{"op": "Reboot", "times": 1}`, "ops are checked", 400, `op "Reboot"`},

@@ -272,9 +272,10 @@ func isJSONMediaType(ct string) bool {
 	return true
 }
 
-// clip quotes s for an error message, cut to a bounded length (80 bytes,
-// as the fake's own messages).
-func clip(s string) string { return strconv.Quote(bound.Value(s, 80)) }
+// clip quotes s for an error message, cut to clip.MaxQuoted bytes with
+// its length (clip.Quoted): the one bound of every value ccmkit quotes,
+// the fake's own messages included.
+func clip(s string) string { return strconv.Quote(bound.Quoted(s)) }
 
 // pathID returns the {id} of r's path, or writes 400 and returns false
 // when it is not a safe instance ID.

@@ -239,7 +239,7 @@ func (in stateInstance) instance(path *field.Path) (fake.Instance, error) {
 	case in.State == "":
 		return fake.Instance{}, fmt.Errorf("%s: expected running, stopped or terminated", path.Child("state"))
 	case out.State.UnmarshalText([]byte(in.State)) != nil:
-		return fake.Instance{}, field.ErrorList{field.NotSupported(path.Child("state"), bound.Value(in.State, 80), []string{"running", "stopped", "terminated"})}.ToAggregate()
+		return fake.Instance{}, field.ErrorList{field.NotSupported(path.Child("state"), bound.Quoted(in.State), []string{"running", "stopped", "terminated"})}.ToAggregate()
 	}
 	return out, nil
 }

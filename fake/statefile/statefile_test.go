@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -23,6 +24,7 @@ import (
 
 	"github.com/ccmkit/ccmkit/fake"
 	"github.com/ccmkit/ccmkit/fake/statefile"
+	"github.com/ccmkit/ccmkit/internal/clip"
 	"github.com/ccmkit/ccmkit/loadbalancer"
 )
 
@@ -602,6 +604,10 @@ func TestStateFileCorrupt(t *testing.T) {
 		{name: "invalid instance", reason: "instances are validated", want: []string{"instances[0].state", "paused"},
 			content: func(v []byte) []byte {
 				return edit(t, v, func(d map[string]any) { item(d, "instances", 0)["state"] = "paused" })
+			}},
+		{name: "state of 10k characters", reason: "the value is quoted cut to the one bound, clip.MaxQuoted", want: []string{"instances[0].state", strconv.Quote(clip.Quoted(strings.Repeat("s", 10_000)))},
+			content: func(v []byte) []byte {
+				return edit(t, v, func(d map[string]any) { item(d, "instances", 0)["state"] = strings.Repeat("s", 10_000) })
 			}},
 		{name: "other pools", reason: "every process sharing the file has the same cloud-config", want: []string{"cloud.loadBalancers", "same cloud-config"},
 			config: func(c *fake.Config) { c.LoadBalancers.IPv4Pool = "192.0.2.0/24" }},
