@@ -83,8 +83,8 @@ func (r *Reconciler) eligible(ctx context.Context, svc *v1.Service, nodes []*v1.
 	return slices.DeleteFunc(out, func(n *v1.Node) bool { return n == nil }), nil
 }
 
-// checkTargets drops from the backends that actions add (ActionCreate's and
-// ActionAddBackends') those whose instance Options.Instances reports gone,
+// checkTargets drops from the backends that actions add (ActionCreate's,
+// ActionAddBackends' and the members of ActionAddListenerPool's Pool) those whose instance Options.Instances reports gone,
 // under every BackendKey (see Options.Instances for why): a desired backend
 // always carries its Node's provider ID, whatever the key. Only backends
 // being added are checked, so a converged load balancer costs no look-up;
@@ -99,6 +99,11 @@ func (r *Reconciler) checkTargets(ctx context.Context, svc *v1.Service, actions 
 			return &a.Create.Spec.Backends, true
 		case ActionAddBackends:
 			return &a.Backends, false
+		case ActionAddListenerPool:
+			// A Driver may create the pool with the members it will get
+			// (see ActionAddListenerPool): they must be live ones too.
+			a.Pool = a.Pool.clone()
+			return &a.Pool.Backends, true
 		}
 		return nil, false
 	})

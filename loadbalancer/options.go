@@ -100,7 +100,8 @@ type Options struct {
 	//
 	// With Instances set, the Reconciler also checks, under every
 	// BackendKey, that the instance of each backend it is about to add
-	// (ActionCreate's and ActionAddBackends', and a shared pool's) still
+	// (ActionCreate's, ActionAddBackends', ActionAddListenerPool's and a
+	// shared pool's) still
 	// exists (InstanceExists, by the Node's spec.providerID, which every
 	// desired backend carries): a Node whose instance is gone is left out
 	// and reported once (Hooks.NodeSkipped). Its Node object lingers, with
