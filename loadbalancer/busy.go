@@ -162,6 +162,14 @@ func notReady(msg string, d time.Duration) error {
 	return &comeBack{retry: api.NewRetryError(msg, d)}
 }
 
+// converged reports whether err, an ensure error, says the load balancer
+// was converged: nil, or the Reconciler's own "no address yet" (a
+// comeBack wrapping no error), which ensure returns after converging.
+func converged(err error) bool {
+	var cb *comeBack
+	return err == nil || errors.As(err, &cb) && cb.err == nil
+}
+
 // comeBackAfter returns err, an EnsureLoadBalancer error, as a comeBack
 // of exactly the delay of the *stillBusy it wraps, if any; else err.
 func comeBackAfter(err error) error {

@@ -70,15 +70,17 @@ const eventComponent = "service-controller"
 // clientBuilder.Client("service-controller"), so that the Reconciler
 // records the Warning events of the package doc ("Events") on Services
 // and Nodes for Hooks left nil. The broadcaster's goroutines stop when ctx
-// is done. A client the builder cannot make is logged and leaves the
-// Reconciler logging only. Calls after the first do nothing.
+// is done, and so do the coalesced writes (Options.CoalesceWindow), which
+// run with ctx (context.Background before Initialize). A client the
+// builder cannot make is logged and leaves the Reconciler logging only.
+// Calls after the first do nothing.
 func (r *Reconciler) Initialize(ctx context.Context, clientBuilder cloudprovider.ControllerClientBuilder) {
-	if clientBuilder == nil {
-		return
-	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if r.recorder != nil {
+	if !r.co.initialized {
+		r.co.initialized, r.co.life = true, ctx // coalesced writes run, and stop, with it
+	}
+	if clientBuilder == nil || r.recorder != nil {
 		return
 	}
 	client, err := clientBuilder.Client(eventComponent)

@@ -81,9 +81,46 @@ type Options struct {
 	// requeue after the exact delay costs one look-up. 0 means 2s;
 	// negative means never wait.
 	MaxBusyWait time.Duration
+	// CoalesceWindow, when positive, makes UpdateLoadBalancer write
+	// behind: it checks its arguments, keeps the Service's new node set and
+	// returns, and the Reconciler writes the latest set it was given for
+	// that Service once, CoalesceWindow after the first call it has not
+	// written yet. The service controller calls UpdateLoadBalancer for
+	// every LoadBalancer Service in each node-sync round, and runs a round
+	// for each Node change it sees (controllers/service/controller.go,
+	// nodeSyncLoop and updateLoadBalancerHosts): while Nodes join, a cloud
+	// whose load balancers keep their own backends (no
+	// Capabilities.SharedBackendPools) takes one write per load balancer
+	// per round, a shared pool one per round; coalesced, one per window.
+	// A Node deleted within a window is never written.
+	//
+	// A write that fails is not lost: it is retried after the window
+	// doubled for each consecutive failure (at least a throttled cloud's
+	// delay, at most 5 minutes), with the latest set if a newer call came;
+	// it is counted (ccmkit_loadbalancer_coalesced_updates_total, see the
+	// package doc, "Metrics"), recorded on the Service as a Warning event
+	// of reason UpdateLoadBalancerFailed (the service controller's own for
+	// a failed UpdateLoadBalancer, lockedUpdateLoadBalancerHosts), and
+	// returned, wrapped, by the Service's next UpdateLoadBalancer until a
+	// write succeeds: the service controller then records its event and
+	// calls again in its next round (nodeSyncService's servicesToRetry).
+	// An EnsureLoadBalancer that converges the load balancer supersedes
+	// the changes that arrived before it was called; an
+	// EnsureLoadBalancerDeleted drops them. Changes still pending when the
+	// context given to Initialize ends are dropped: the next leader
+	// ensures every Service with the Nodes of that moment (the service
+	// controller syncs each Service when it starts). Flush writes them at
+	// once. The Service and Nodes of a deferred call are kept, unmodified,
+	// until written: a caller must not modify them afterwards (the service
+	// controller's come from its informers, which it never modifies).
+	//
+	// 0 (the default) writes in the call, as before; negative is an
+	// error. RecommendedCoalesceWindow is the measured choice.
+	CoalesceWindow time.Duration
 	// Clock is the clock the waits for throttled cloud calls and for a
-	// busy cloud run on (MaxThrottleWait, MaxBusyWait). Nil means the real
-	// clock; tests pass a k8s.io/utils/clock/testing.FakeClock and step it.
+	// busy cloud run on (MaxThrottleWait, MaxBusyWait), and the coalescing
+	// windows (CoalesceWindow). Nil means the real clock; tests pass a
+	// k8s.io/utils/clock/testing.FakeClock and step it.
 	Clock clock.Clock
 	// Hooks are optional callbacks for events and logs.
 	Hooks Hooks

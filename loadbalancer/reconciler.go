@@ -51,7 +51,9 @@ import (
 //     otherwise, see PoolDriver.DeletePool).
 //
 // A Reconciler is safe for concurrent use. It starts no goroutines, but
-// for the event recorder of Initialize, which stop with its context.
+// for the event recorder of Initialize and, with Options.CoalesceWindow,
+// one per Service with a deferred backend change (its window's timer),
+// which stop with Initialize's context.
 type Reconciler struct {
 	driver Driver     // as given: a Cache, a provider's Driver
 	calls  Driver     // driver as the Reconciler calls it: metered unless a Cache (meteredDriver)
@@ -71,6 +73,8 @@ type Reconciler struct {
 
 	skipMu  sync.Mutex
 	skipped map[string]string // stage/node name → provider ID and reason last reported
+
+	co coalescer // deferred backend changes (Options.CoalesceWindow), under mu
 }
 
 var (
@@ -130,8 +134,12 @@ func NewReconciler(d Driver, opts Options) (*Reconciler, error) {
 	if opts.Capabilities.SharedBackendPools && pools == nil {
 		return nil, fmt.Errorf("%s: Options.Capabilities.SharedBackendPools is true, but the driver (%T) cannot serve pools: expected a loadbalancer.PoolDriver, or a loadbalancer.Cache over a loadbalancer.PoolListDriver", fn, d)
 	}
+	if opts.CoalesceWindow < 0 {
+		return nil, fmt.Errorf("%s: Options.CoalesceWindow %v: expected 0 (off, the default) or more, such as loadbalancer.RecommendedCoalesceWindow (%v)", fn, opts.CoalesceWindow, RecommendedCoalesceWindow)
+	}
 	return &Reconciler{driver: d, calls: calls, pools: pools, opts: opts.withDefaults(), namer: namer,
-		locks: map[string]*serviceLock{}, skipped: map[string]string{}, throttles: map[string]int{}, updateMisses: map[types.UID]bool{}}, nil
+		locks: map[string]*serviceLock{}, skipped: map[string]string{}, throttles: map[string]int{}, updateMisses: map[types.UID]bool{},
+		co: coalescer{pending: map[string]*pendingWrite{}, failed: map[string]failedWrite{}, life: context.Background(), workers: make(chan struct{}, coalesceWorkers)}}, nil
 }
 
 // MaxStaleness implements provider.Staleness: the longest MaxStaleness of
@@ -176,7 +184,13 @@ func (r *Reconciler) MaxStaleness() time.Duration {
 // service controller comes back after D, when the cloud takes writes
 // again, and that call plans what is left.
 func (r *Reconciler) EnsureLoadBalancer(ctx context.Context, clusterName string, svc *v1.Service, nodes []*v1.Node) (*v1.LoadBalancerStatus, error) {
+	seq := r.seqNow()
 	st, err := r.ensure(r.waitBusy(ctx), clusterName, svc, nodes)
+	if svc != nil && converged(err) {
+		// Its nodes were listed after every deferred change that
+		// arrived before the call: they are written.
+		r.supersede(svc.Namespace+"/"+svc.Name, seq)
+	}
 	return st, r.spread(svc, comeBackAfter(err))
 }
 
@@ -198,16 +212,35 @@ func (r *Reconciler) EnsureLoadBalancer(ctx context.Context, clusterName string,
 // nodeSyncService and processNextNodeItem), whose EnsureLoadBalancer then
 // finishes the change.
 func (r *Reconciler) UpdateLoadBalancer(ctx context.Context, clusterName string, svc *v1.Service, nodes []*v1.Node) error {
-	const op = "UpdateLoadBalancer"
 	if svc != nil && svc.Spec.LoadBalancerClass != nil {
 		return cloudprovider.ImplementedElsewhere
 	}
+	if r.opts.CoalesceWindow > 0 {
+		return r.deferUpdate(ctx, clusterName, svc, nodes)
+	}
+	owner, err := r.owner(clusterName, svc)
+	if err != nil {
+		return err
+	}
+	return r.updateLocked(ctx, owner.Cluster, svc, nodes, r.lock(svc))
+}
+
+// updateLocked is UpdateLoadBalancer's write, with the Service's lock held
+// (unlock releases it, and is called before it returns). clusterName is
+// the call's argument, already checked (owner).
+func (r *Reconciler) updateLocked(ctx context.Context, clusterName string, svc *v1.Service, nodes []*v1.Node, unlock func()) error {
+	const op = "UpdateLoadBalancer"
 	ctx = r.waitBusy(r.waitThrottles(ctx))
+	owner, err := r.owner(clusterName, svc)
+	if err != nil {
+		unlock()
+		return err
+	}
 	// A load balancer the Cache's list does not hold is "none" here without
 	// asking the cloud: Update creates nothing, and after its ErrNotFound
 	// the service controller only asks GetLoadBalancer whether the failure
 	// matters (noteUpdateMiss).
-	res, err := r.begin(withMissTrusted(ctx), op, clusterName, svc)
+	res, err := r.beginLocked(withMissTrusted(ctx), op, owner, svc, unlock)
 	if err != nil {
 		return err
 	}
@@ -261,6 +294,9 @@ func (r *Reconciler) EnsureLoadBalancerDeleted(ctx context.Context, clusterName 
 	const op = "EnsureLoadBalancerDeleted"
 	ctx = r.waitBusy(r.waitThrottles(ctx))
 	r.takeUpdateMiss(svc) // forget it: a Service going away asks no more
+	if svc != nil {
+		r.supersede(svc.Namespace+"/"+svc.Name, r.seqNow()) // nothing of it is written after this
+	}
 	res, err := r.begin(ctx, op, clusterName, svc)
 	if err != nil {
 		return err
@@ -290,7 +326,12 @@ func (r *Reconciler) begin(ctx context.Context, op, clusterName string, svc *v1.
 	if err != nil {
 		return nil, err
 	}
-	unlock := r.lock(svc)
+	return r.beginLocked(ctx, op, owner, svc, r.lock(svc))
+}
+
+// beginLocked is begin once the Service's lock is held: unlock releases
+// it, on an error before beginLocked returns, else through res.unlock.
+func (r *Reconciler) beginLocked(ctx context.Context, op string, owner Owner, svc *v1.Service, unlock func()) (*lookup, error) {
 	returned := false
 	defer func() {
 		if !returned {
@@ -298,7 +339,7 @@ func (r *Reconciler) begin(ctx context.Context, op, clusterName string, svc *v1.
 		}
 	}()
 	var res *lookup
-	err = ErrStale
+	err := ErrStale
 	if stillCurrent(ctx) { // RepairLoadBalancer's check, under the lock
 		res, err = r.find(ctx, owner, svc)
 	}

@@ -9,10 +9,12 @@
 //	ccmkit_cloud_requests_total{capability, operation, result}
 //	ccmkit_cloud_request_duration_seconds{capability, operation}
 //	ccmkit_cache_lookups_total{cache, result}
+//	ccmkit_loadbalancer_coalesced_updates_total{result}
 //
 // capability is "loadbalancer", "routes" or "instances"; operation the
 // Driver method ("Find", "Apply", "ReadTable", "GetByID", …); result one
-// of the Result values; a cache look-up's result is "hit" or "miss".
+// of the Result values; a cache look-up's result is "hit" or "miss"; a
+// coalesced backend change's one of the CoalesceResult values.
 // Each Driver call is metered once, by Meter or Metered, where a block
 // hands it to a Driver that is not one of ccmkit's caches (see
 // SelfMetered); a call answered without the cloud wraps ErrNotCalled.
@@ -96,7 +98,7 @@ var (
 // block records anything, so that importing ccmkit registers nothing.
 func registerOnce() {
 	register.Do(func() {
-		legacyregistry.MustRegister(requests, latency, cacheLookups)
+		legacyregistry.MustRegister(requests, latency, cacheLookups, coalesced)
 	})
 }
 

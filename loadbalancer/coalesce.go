@@ -1,0 +1,257 @@
+package loadbalancer
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/klog/v2"
+
+	"github.com/ccmkit/ccmkit/internal/clip"
+	"github.com/ccmkit/ccmkit/internal/cloudmetrics"
+	"github.com/ccmkit/ccmkit/internal/throttle"
+)
+
+// RecommendedCoalesceWindow is the Options.CoalesceWindow the fake cloud
+// and the example cloud-controller-manager use, chosen by measurement on
+// the real control plane (BENCHMARKS.md, "Coalesced node sync"): it turns
+// the backend writes of 50 Nodes joining 50 load balancers from one per
+// load balancer per node-sync round into a few per load balancer, while a
+// single Node change reaches the cloud within it.
+const RecommendedCoalesceWindow = 2 * time.Second
+
+// maxCoalesceRetry bounds the delay between the attempts of a coalesced
+// write that keeps failing.
+const maxCoalesceRetry = 5 * time.Minute
+
+// coalesceWorkers bounds the coalesced writes made at once: the service
+// controller makes its node-sync calls one Service at a time by default
+// (--concurrent-service-syncs 1, k8s.io/cloud-provider@v0.37.2
+// controllers/service/config/v1alpha1/defaults.go), so windows that end
+// together must not turn into a burst on the cloud's rate limit.
+const coalesceWorkers = 4
+
+// eventReasonUpdateFailed is the reason of the Warning event a coalesced
+// write that failed records on its Service: the reason the service
+// controller gives a failed UpdateLoadBalancer
+// (controllers/service/controller.go lockedUpdateLoadBalancerHosts), so
+// that what watches for one sees the other.
+const eventReasonUpdateFailed = "UpdateLoadBalancerFailed"
+
+// pendingWrite is the backend change of one Service that UpdateLoadBalancer
+// accepted and the Reconciler has not written yet: the latest call's
+// arguments, which replace the earlier ones'.
+type pendingWrite struct {
+	cluster string
+	svc     *v1.Service
+	nodes   []*v1.Node
+	seq     uint64        // sequence number of the latest call folded in
+	calls   int           // calls folded in
+	stop    chan struct{} // closed when the entry leaves the map
+}
+
+// failedWrite is the last failure of a Service's coalesced write, kept
+// until one succeeds, the Service's load balancer is ensured or deleted.
+type failedWrite struct {
+	n   int
+	err error
+}
+
+// coalescer holds the pending writes of a Reconciler whose
+// Options.CoalesceWindow is positive.
+type coalescer struct {
+	pending map[string]*pendingWrite // by Service namespace/name
+	failed  map[string]failedWrite
+	seq     uint64
+	life    context.Context // the Reconciler's, from Initialize
+	// initialized: Initialize has set life.
+	initialized bool
+	workers     chan struct{}
+}
+
+// deferUpdate is UpdateLoadBalancer with a coalescing window: it checks
+// the arguments, keeps svc and nodes as the Service's pending change
+// (replacing an earlier one) and, for a Service with none pending, starts
+// the window at whose end the change is written. It returns the last
+// failure of the Service's coalesced write, if one is still unresolved, so
+// that the service controller retries the Service and records its event.
+func (r *Reconciler) deferUpdate(ctx context.Context, clusterName string, svc *v1.Service, nodes []*v1.Node) error {
+	if _, err := r.owner(clusterName, svc); err != nil {
+		return err
+	}
+	key := svc.Namespace + "/" + svc.Name
+	r.mu.Lock()
+	c := &r.co
+	c.seq++
+	e := c.pending[key]
+	if e == nil {
+		e = &pendingWrite{stop: make(chan struct{})}
+		c.pending[key] = e
+		r.scheduleLocked(key, e, r.opts.CoalesceWindow)
+	}
+	e.cluster, e.svc, e.nodes, e.seq = clusterName, svc, append([]*v1.Node(nil), nodes...), c.seq
+	e.calls++
+	f, failing := c.failed[key]
+	r.mu.Unlock()
+	cloudmetrics.Coalesced(cloudmetrics.CoalesceDeferred)
+	klog.FromContext(ctx).V(4).Info("Backend change deferred", "service", klog.KObj(svc), "nodes", len(nodes), "window", r.opts.CoalesceWindow)
+	if failing {
+		return fmt.Errorf("UpdateLoadBalancer for service %s: the last coalesced backend write failed (%d attempts; retried, with this change, within %v): %w", key, f.n, r.opts.CoalesceWindow, f.err)
+	}
+	return nil
+}
+
+// scheduleLocked starts the timer that writes e after d, unless e leaves
+// the map first or the Reconciler's context ends. r.mu must be held.
+func (r *Reconciler) scheduleLocked(key string, e *pendingWrite, d time.Duration) {
+	t := r.opts.Clock.NewTimer(d)
+	life := r.co.life
+	go func() {
+		defer t.Stop()
+		select {
+		case <-t.C():
+			_ = r.flushOne(life, key, e)
+		case <-e.stop:
+		case <-life.Done():
+		}
+	}()
+}
+
+// takeLocked removes e from the pending writes, if it is still key's, and
+// reports whether it was. r.mu must be held.
+func (r *Reconciler) takeLocked(key string, e *pendingWrite) bool {
+	if r.co.pending[key] != e {
+		return false
+	}
+	delete(r.co.pending, key)
+	close(e.stop)
+	return true
+}
+
+// flushOne writes e, key's pending change, under the Service's lock, if it
+// is still pending when the lock is taken (EnsureLoadBalancer and
+// EnsureLoadBalancerDeleted supersede it). A failure is kept for the next
+// UpdateLoadBalancer of the Service to return, recorded as a Warning event
+// and metric, and retried after a back-off, with the latest change if a
+// newer one arrived. It returns the write's error; "no load balancer" is
+// no error (UpdateLoadBalancer creates nothing: the Service's next
+// EnsureLoadBalancer writes its backends).
+func (r *Reconciler) flushOne(ctx context.Context, key string, e *pendingWrite) error {
+	select {
+	case r.co.workers <- struct{}{}:
+	case <-ctx.Done():
+		return ctx.Err() // e stays pending, its timer running
+	}
+	defer func() { <-r.co.workers }()
+	unlock := r.lockKey(key)
+	r.mu.Lock()
+	taken := r.takeLocked(key, e)
+	life := r.co.life
+	r.mu.Unlock()
+	if !taken {
+		unlock()
+		return nil
+	}
+	ctx = klog.NewContext(ctx, klog.FromContext(ctx).WithValues("service", klog.KObj(e.svc)))
+	err := r.updateLocked(ctx, e.cluster, e.svc, e.nodes, unlock)
+	switch {
+	case err == nil, errors.Is(err, ErrNotFound):
+		r.mu.Lock()
+		delete(r.co.failed, key)
+		r.mu.Unlock()
+		r.takeUpdateMiss(e.svc) // no GetLoadBalancer follows a deferred call's miss
+		cloudmetrics.Coalesced(cloudmetrics.CoalesceWritten)
+		klog.FromContext(ctx).V(4).Info("Coalesced backend change written", "calls", e.calls, "nodes", len(e.nodes), "loadBalancer", err == nil)
+		return nil
+	case life.Err() != nil:
+		return err // the Reconciler is stopping: the next leader ensures every Service
+	}
+	r.retry(ctx, key, e, err)
+	return err
+}
+
+// retry keeps err as key's last failure and schedules the next attempt,
+// with e's change unless a newer one is pending.
+func (r *Reconciler) retry(ctx context.Context, key string, e *pendingWrite, err error) {
+	cloudmetrics.Coalesced(cloudmetrics.CoalesceFailed)
+	r.mu.Lock()
+	f := r.co.failed[key]
+	f.n++
+	f.err = err
+	r.co.failed[key] = f
+	delay := coalesceRetry(r.opts.CoalesceWindow, f.n, err)
+	if r.co.pending[key] == nil {
+		e.stop = make(chan struct{})
+		r.co.pending[key] = e
+		r.scheduleLocked(key, e, delay)
+	}
+	r.mu.Unlock()
+	klog.FromContext(ctx).Error(err, "Coalesced backend write failed; retrying", "attempts", f.n, "retryIn", delay)
+	if rec := r.events(); rec != nil {
+		rec.Event(e.svc, v1.EventTypeWarning, eventReasonUpdateFailed, clip.Value(fmt.Sprintf("Error updating load balancer with new hosts (%d nodes; attempt %d, retried within %v): %v", len(e.nodes), f.n, delay, err), maxEventMessage))
+	}
+}
+
+// coalesceRetry is the delay before attempt n+1 of a coalesced write that
+// failed n times, the last with err: the window doubled n-1 times, at
+// least the delay a throttled cloud asked for, at most maxCoalesceRetry.
+func coalesceRetry(window time.Duration, n int, err error) time.Duration {
+	d := window
+	for i := 1; i < n && d < maxCoalesceRetry; i++ {
+		d *= 2
+	}
+	if after, ok := throttle.RetryAfter(err); ok {
+		d = max(d, after)
+	}
+	return min(d, maxCoalesceRetry)
+}
+
+// supersede drops key's pending change when it arrived before seq (the
+// sequence number when a call that wrote the whole load balancer began),
+// and its failure: that call wrote backends as new as the change's.
+func (r *Reconciler) supersede(key string, seq uint64) {
+	if r.opts.CoalesceWindow <= 0 {
+		return
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if e := r.co.pending[key]; e != nil && e.seq <= seq {
+		r.takeLocked(key, e)
+		cloudmetrics.Coalesced(cloudmetrics.CoalesceSuperseded)
+	}
+	delete(r.co.failed, key)
+}
+
+// seqNow is the sequence number of the latest UpdateLoadBalancer call.
+func (r *Reconciler) seqNow() uint64 {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.co.seq
+}
+
+// Flush writes every backend change UpdateLoadBalancer has deferred (see
+// Options.CoalesceWindow) now, instead of at the end of its window, and
+// returns when they are written, or ctx ends. Errors name the Service and
+// are joined; a failed write stays pending, retried as at a window's end.
+// A cloud-controller-manager calls it before it stops leading, tests
+// before they inspect the cloud. With no window it does nothing.
+func (r *Reconciler) Flush(ctx context.Context) error {
+	r.mu.Lock()
+	keys := make(map[string]*pendingWrite, len(r.co.pending))
+	for k, e := range r.co.pending {
+		keys[k] = e
+	}
+	r.mu.Unlock()
+	var errs []error
+	for k, e := range keys {
+		if err := ctx.Err(); err != nil {
+			return errors.Join(append(errs, err)...)
+		}
+		if err := r.flushOne(ctx, k, e); err != nil {
+			errs = append(errs, fmt.Errorf("flush service %s: %w", k, err))
+		}
+	}
+	return errors.Join(errs...)
+}
