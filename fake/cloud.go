@@ -339,11 +339,12 @@ func (c *Cloud) composeLoadBalancers(nodes *instances.Adapter) (*loadbalancer.Re
 		}{freshLoadBalancers: fresh}
 	}
 	lbCfg := loadbalancer.Options{
-		ClusterID:    c.cfg.ClusterID,
-		Capabilities: c.lbCaps,
-		Instances:    nodes, // addresses of nodes not yet patched by the CCM
-		RetryAfter:   provisioningRetry(c.cfg.LoadBalancers.ProvisioningDelay.Duration),
-		Clock:        c.clock,
+		ClusterID:      c.cfg.ClusterID,
+		Capabilities:   c.lbCaps,
+		Instances:      nodes, // addresses of nodes not yet patched by the CCM
+		RetryAfter:     provisioningRetry(c.cfg.LoadBalancers.ProvisioningDelay.Duration),
+		CoalesceWindow: c.cfg.LoadBalancers.CoalesceWindow.Duration,
+		Clock:          c.clock,
 		// The fake's declared annotations (annotations.go): validated on
 		// every Service, settings copied into Spec.Settings.
 		Annotations:           annotations,

@@ -128,9 +128,9 @@ type Config struct {
 	// ignored. Every operation locks <StateFile>.lock (flock, so Unix
 	// only), reloads the file if another process changed it and saves it
 	// atomically if it changed anything. InstanceCIDRs and LoadBalancers
-	// (but for ProvisioningDelay and BusyAfterWrite) must be the same in
-	// every process; the rate limit, the provisioning delay and
-	// BusyAfterWrite apply per process. Empty keeps the state in memory,
+	// (but for ProvisioningDelay, BusyAfterWrite and CoalesceWindow) must
+	// be the same in every process; the rate limit, the provisioning
+	// delay, BusyAfterWrite and CoalesceWindow apply per process. Empty keeps the state in memory,
 	// private to the Cloud. New needs the file opened as
 	// Options.Persistence (statefile.Open; the registered provider opens
 	// it): package fake/statefile documents the file.
@@ -210,6 +210,15 @@ type LoadBalancerSection struct {
 	// so each process may have its own value. Nil (unset): 1s with
 	// Hierarchical, else 0; "0s": never busy; negative is an error.
 	BusyAfterWrite *provider.Duration `json:"busyAfterWrite,omitempty"`
+	// CoalesceWindow is the fake's provider's
+	// loadbalancer.Options.CoalesceWindow: UpdateLoadBalancer keeps a
+	// Service's node set and writes the latest one once per window (the
+	// backends, or with BackendPools shared the pool's members). This is
+	// the provider's behaviour, not the cloud's, in every mode. Unset or
+	// "0s": written in each call (the default of the option); the example
+	// cloud-controller-manager's cloud-config sets
+	// loadbalancer.RecommendedCoalesceWindow (2s); negative is an error.
+	CoalesceWindow *provider.Duration `json:"coalesceWindow,omitempty"`
 }
 
 // BackendPoolMode is how the fake's load balancers hold their backends
@@ -478,6 +487,9 @@ func (s LoadBalancerSection) validate(path *field.Path) field.ErrorList {
 	if d := s.ProvisioningDelay; d != nil && d.Duration < 0 {
 		errs = append(errs, field.Invalid(path.Child("provisioningDelay"), d.String(), "expected zero (no delay) or a positive duration"))
 	}
+	if d := s.CoalesceWindow; d != nil && d.Duration < 0 {
+		errs = append(errs, field.Invalid(path.Child("coalesceWindow"), d.String(), "expected zero (each UpdateLoadBalancer writes) or a positive duration"))
+	}
 	switch s.Backends {
 	case "", BackendsNodeName, BackendsInstanceID:
 	default:
@@ -602,6 +614,11 @@ func (c Config) withDefaults() Config {
 	}
 	if c.LoadBalancers.Backends == "" {
 		c.LoadBalancers.Backends = backends
+	}
+	if c.LoadBalancers.CoalesceWindow == nil {
+		c.LoadBalancers.CoalesceWindow = &provider.Duration{}
+	} else {
+		c.LoadBalancers.CoalesceWindow = ptr.To(*c.LoadBalancers.CoalesceWindow)
 	}
 	if c.LoadBalancers.BackendPools == "" {
 		c.LoadBalancers.BackendPools = BackendPoolsPerService

@@ -93,7 +93,8 @@ type SavedState struct {
 // ProvisioningDelay, which each process may change at run time (each load
 // balancer keeps when it is ready), and BusyAfterWrite, which each process
 // may have its own of (each load balancer keeps until when it is busy),
-// and with BackendPools empty unless shared.
+// nor CoalesceWindow (the provider's, not the cloud's), and with
+// BackendPools empty unless shared.
 type SavedCloud struct {
 	InstanceCIDRs []string
 	LoadBalancers LoadBalancerSection
@@ -122,7 +123,7 @@ type SavedLoadBalancer struct {
 // cloud.
 func savedCloud(cfg Config) SavedCloud {
 	lb := cfg.LoadBalancers
-	lb.ProvisioningDelay, lb.BusyAfterWrite = nil, nil
+	lb.ProvisioningDelay, lb.BusyAfterWrite, lb.CoalesceWindow = nil, nil, nil
 	if lb.BackendPools != BackendPoolsShared {
 		lb.BackendPools = "" // absent otherwise, as in files written before it
 	}

@@ -81,6 +81,9 @@ func (r *Reconciler) deferUpdate(ctx context.Context, clusterName string, svc *v
 	if _, err := r.owner(clusterName, svc); err != nil {
 		return err
 	}
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("UpdateLoadBalancer for service %s/%s: nothing deferred: %w", svc.Namespace, svc.Name, err)
+	}
 	key := svc.Namespace + "/" + svc.Name
 	r.mu.Lock()
 	c := &r.co

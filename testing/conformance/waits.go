@@ -99,8 +99,41 @@ func (l retryLB) EnsureLoadBalancer(ctx context.Context, cluster string, svc *v1
 	})
 }
 
+// UpdateLoadBalancer, once the provider's call succeeds, flushes what a
+// write-behind provider deferred (see Flusher), so that the rule inspects
+// the cloud as the provider will leave it.
 func (l retryLB) UpdateLoadBalancer(ctx context.Context, cluster string, svc *v1.Service, nodes []*v1.Node) error {
-	return retryErr(l.r, ctx, func() error { return l.LoadBalancer.UpdateLoadBalancer(ctx, cluster, svc, nodes) })
+	err := retryErr(l.r, ctx, func() error { return l.LoadBalancer.UpdateLoadBalancer(ctx, cluster, svc, nodes) })
+	if f, ok := flusherOf(l.LoadBalancer); ok && err == nil {
+		if err = f.Flush(ctx); err != nil {
+			err = fmt.Errorf("Flush after UpdateLoadBalancer: %w", err)
+		}
+	}
+	return err
+}
+
+// Flusher is implemented by a LoadBalancer whose UpdateLoadBalancer writes
+// behind: it returns before the cloud is written and writes later (a
+// loadbalancer.Reconciler with Options.CoalesceWindow). Upstream allows it:
+// the service controller only retries an UpdateLoadBalancer that returned
+// an error (controllers/service/controller.go, nodeSyncService). Flush
+// writes what was deferred and returns the writes' errors. The rules that
+// call UpdateLoadBalancer themselves call Flush after each call that
+// succeeded and check the cloud then; the controller rules (CTRL-*) call
+// nothing: their waits (Config.Timeout) cover the provider's own window.
+// A write-behind provider without Flush fails the rules that inspect the
+// cloud right after UpdateLoadBalancer.
+type Flusher interface {
+	Flush(ctx context.Context) error
+}
+
+// flusherOf returns lb's Flusher, looking through the suite's guard.
+func flusherOf(lb cloudprovider.LoadBalancer) (Flusher, bool) {
+	if g, ok := lb.(guardLB); ok {
+		lb = g.lb
+	}
+	f, ok := lb.(Flusher)
+	return f, ok
 }
 
 func (l retryLB) EnsureLoadBalancerDeleted(ctx context.Context, cluster string, svc *v1.Service) error {

@@ -20,6 +20,8 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/ccmkit/ccmkit/fake"
+	"github.com/ccmkit/ccmkit/loadbalancer"
+	"github.com/ccmkit/ccmkit/provider"
 	"github.com/ccmkit/ccmkit/testing/e2e/ccm"
 	"github.com/ccmkit/ccmkit/testing/e2e/controlplane"
 	"github.com/ccmkit/ccmkit/testing/e2e/fakecloud"
@@ -39,6 +41,7 @@ type options struct {
 	timeout                 time.Duration
 	sharedPools, governed   bool
 	routeListTTL            time.Duration
+	coalesceWindow          time.Duration
 }
 
 // cloudConfig is the fake's cloud-config of one run with prefix.
@@ -51,6 +54,7 @@ func (o options) cloudConfig(prefix string) fake.Config {
 		cfg.Governor = &fake.GovernorSection{}
 	}
 	cfg.Routes.ListTTL.Duration = o.routeListTTL
+	cfg.LoadBalancers.CoalesceWindow = &provider.Duration{Duration: o.coalesceWindow}
 	return cfg
 }
 
@@ -66,6 +70,7 @@ func main() {
 	flag.DurationVar(&o.timeout, "timeout", 10*time.Minute, "how long one run may take to converge")
 	flag.BoolVar(&o.sharedPools, "shared-pools", false, "the fake's load balancers share backend pools (cloud-config loadBalancers.backendPools: shared)")
 	flag.DurationVar(&o.routeListTTL, "route-list-ttl", 0, "the fake's routes.listTTL: ListRoutes answered from its last answer for this long (0: none)")
+	flag.DurationVar(&o.coalesceWindow, "coalesce-window", loadbalancer.RecommendedCoalesceWindow, "the fake's loadBalancers.coalesceWindow, as example/cloud-config.yaml sets it (0: each UpdateLoadBalancer writes)")
 	flag.BoolVar(&o.governed, "governor", false, "the fake's provider has a client-side budget with the governor's defaults (cloud-config governor: {})")
 	flag.Parse()
 	if o.nodes < 1 || o.services < 0 || o.runs < 1 {
