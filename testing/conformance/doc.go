@@ -70,7 +70,10 @@
 // watch-list (informers fall back to list and watch). The suite's own
 // controllers use the fake clientset directly; the server stops when the
 // rule ends, after the stop channel closes. A provider whose Initialize
-// finishes its set-up in a goroutine sets Target.Ready to wait for it.
+// finishes its set-up in a goroutine sets Target.Ready to wait for it. A
+// LoadBalancer whose UpdateLoadBalancer writes behind (a
+// loadbalancer.Reconciler with Options.CoalesceWindow) implements Flusher,
+// and the rules flush it before they inspect the cloud.
 //
 // Hooks arrange and inspect cloud state that the cloudprovider interfaces
 // cannot: stop, start, terminate or create an instance, list what the

@@ -476,6 +476,23 @@ func TestFakeVariants(t *testing.T) {
 			cfg:    sharedPoolsConfig(),
 		},
 		{
+			name:   "coalesced",
+			reason: "UpdateLoadBalancer writes behind (loadbalancer.Options.CoalesceWindow, at the recommended 2s): the rules flush it (Flusher), the controller rules wait for its window",
+			claims: fakeClaims,
+			cfg: fake.Config{ClusterID: "conformance", InstanceCIDRs: []string{"10.0.0.0/16", "fd00:10::/64"},
+				LoadBalancers: fake.LoadBalancerSection{CoalesceWindow: &provider.Duration{Duration: loadbalancer.RecommendedCoalesceWindow}}},
+		},
+		{
+			name:   "coalesced-shared-pools",
+			reason: "coalesced pool writes: a write-behind provider over shared backend pools",
+			claims: func() conformance.Claims { c := fakeClaims; c.SharedBackendPools = true; return c }(),
+			cfg: func() fake.Config {
+				c := sharedPoolsConfig()
+				c.LoadBalancers.CoalesceWindow = &provider.Duration{Duration: loadbalancer.RecommendedCoalesceWindow}
+				return c
+			}(),
+		},
+		{
 			name:   "hierarchical",
 			reason: "load balancers built from separate listener, pool, member and monitor objects, busy after each write and refusing writes meanwhile (409), listener ports immutable",
 			claims: fakeClaims,
