@@ -179,6 +179,24 @@
 // that list to the shared pool, as it would to the Service's own backends
 // without pools; the service controller's next node sync corrects it.
 //
+// # Coalesced node sync
+//
+// The service controller runs a node-sync round for each Node change it
+// sees and calls UpdateLoadBalancer for every LoadBalancer Service in it
+// (k8s.io/cloud-provider@v0.37.2 controllers/service/controller.go,
+// nodeSyncLoop, updateLoadBalancerHosts): while 50 Nodes join, 50 load
+// balancers that keep their own backends take a write each per round,
+// about a thousand in all. Options.CoalesceWindow (off by default;
+// RecommendedCoalesceWindow, 2s, is the measured choice) makes
+// UpdateLoadBalancer write behind: it checks its arguments and returns,
+// and the latest node set of each Service is written once at the end of
+// its window, pool writes included with shared backend pools. Nothing is
+// lost: a failed write is retried with back-off and returned by the
+// Service's next UpdateLoadBalancer, which the service controller retries
+// and reports as it does any failure; EnsureLoadBalancer supersedes what
+// arrived before it; EnsureLoadBalancerDeleted drops it; Flush writes at
+// once. See Options.CoalesceWindow.
+//
 // # Load balancer classes
 //
 // A Service with spec.loadBalancerClass set is not ours, as in the upstream
@@ -286,10 +304,17 @@
 // ListPools as cache="backendpools": "hit" when the list already in the
 // Cache answered it, and "miss" otherwise: it listed or waited for a List,
 // needed a direct Find, or got a remembered List
-// failure. Nothing is registered until the first call.
+// failure. With Options.CoalesceWindow, each deferred backend change is
+// counted in ccmkit_loadbalancer_coalesced_updates_total by result:
+// "deferred" (an UpdateLoadBalancer call kept for its window), "written"
+// (a window's write that succeeded, or found no load balancer),
+// "failed" (a window's write that failed, retried) and "superseded"
+// (dropped by an EnsureLoadBalancer or EnsureLoadBalancerDeleted).
+// Nothing is registered until the first call.
 //
-// This package is not a controller: it starts no goroutines, keeps no
-// state beyond the Cache and never reads flags, files or environment
+// This package is not a controller: it starts no goroutines (but the
+// timers of coalescing windows), keeps no state beyond the Cache (and the
+// changes a window holds) and never reads flags, files or environment
 // variables. Drift repair is the provider's business: the service
 // controller calls EnsureLoadBalancer on Service changes and CCM restarts,
 // not periodically.
