@@ -220,11 +220,15 @@ func (r *Reconciler) supersede(key string, seq uint64) {
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if e := r.co.pending[key]; e != nil && e.seq <= seq {
+	e := r.co.pending[key]
+	if e != nil && e.seq <= seq {
 		r.takeLocked(key, e)
 		cloudmetrics.Coalesced(cloudmetrics.CoalesceSuperseded)
+		e = nil
 	}
-	delete(r.co.failed, key)
+	if e == nil {
+		delete(r.co.failed, key) // a newer change keeps the failure until written
+	}
 }
 
 // seqNow is the sequence number of the latest UpdateLoadBalancer call.

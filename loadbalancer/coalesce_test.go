@@ -231,6 +231,21 @@ func TestCoalescedSharedPool(t *testing.T) {
 		if got := members(onlyPool(t, d)); len(got) != 6 {
 			t.Errorf("pool members %v; want n1..n6", got)
 		}
+
+		// A new Service whose Ensure sees a seventh Node references the
+		// pool at once and leaves its member change to the window.
+		late := services(11)[10]
+		mustEnsure(t, r, "c1", late, nodesN("n1", "n2", "n3", "n4", "n5", "n6", "n7"))
+		if w := d.takePoolWrites(); len(w) != 0 {
+			t.Errorf("Ensure of a Service joining the pool wrote it: %v; want the write left to the window", w)
+		}
+		passWindow()
+		if w := d.takePoolWrites(); len(w) != 1 {
+			t.Errorf("pool writes after the window %v; want 1", w)
+		}
+		if got := members(onlyPool(t, d)); len(got) != 7 {
+			t.Errorf("pool members %v; want n1..n7", got)
+		}
 	})
 }
 

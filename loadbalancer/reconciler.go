@@ -262,7 +262,7 @@ func (r *Reconciler) updateLocked(ctx context.Context, clusterName string, svc *
 		return r.fail(ctx, op, svc, err)
 	}
 	want := Spec{BackendKey: r.key(), Backends: r.key().backends(nodes, families), ListenerPools: r.opts.Capabilities.ListenerPools}
-	if err := r.usePool(ctx, svc, res.owner.Cluster, &want, families, nodes); err != nil {
+	if _, err := r.usePool(ctx, svc, res.owner.Cluster, &want, families, nodes, false); err != nil {
 		return r.fail(ctx, op, svc, err)
 	}
 	after, err := r.converge(ctx, svc, withBackends(want), lb, nodes)

@@ -53,12 +53,20 @@ func (r *Reconciler) ensure(ctx context.Context, clusterName string, svc *v1.Ser
 		klog.FromContext(ctx).Info("Service owns several load balancers; managing the first, the others are deleted with the Service",
 			"service", klog.KObj(svc), "ids", ids(res.owned))
 	}
-	if err := r.usePool(ctx, svc, res.owner.Cluster, &desired.Spec, desired.Spec.IPFamilies, eligible); err != nil {
+	deferred, err := r.usePool(ctx, svc, res.owner.Cluster, &desired.Spec, desired.Spec.IPFamilies, eligible, r.opts.CoalesceWindow > 0)
+	if err != nil {
 		return nil, r.fail(ctx, op, svc, err)
 	}
 	lb, err := r.converge(ctx, svc, func(*LoadBalancer) *LoadBalancer { return desired }, res.target(), eligible)
 	if err != nil {
 		return nil, r.fail(ctx, op, svc, err)
+	}
+	if deferred {
+		// The shared pool's members are node sync's: this Service's nodes
+		// join the window's next write of it (see Options.CoalesceWindow).
+		if err := r.deferUpdate(ctx, clusterName, svc, nodes); err != nil {
+			return nil, r.fail(ctx, op, svc, err)
+		}
 	}
 	r.releasedPool(ctx, svc, res.owner.Cluster, res.target(), lb)
 	return r.status(lb, res.owner)

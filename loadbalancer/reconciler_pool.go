@@ -39,17 +39,21 @@ func (r *Reconciler) pooled(svc *v1.Service) bool {
 // ensures the pool and replaces Backends with BackendPool. Otherwise it
 // clears BackendPool, so that a load balancer leaving a pool gets backends
 // of its own.
-func (r *Reconciler) usePool(ctx context.Context, svc *v1.Service, cluster string, spec *Spec, families []v1.IPFamily, nodes []*v1.Node) error {
+//
+// With deferMembers (EnsureLoadBalancer under Options.CoalesceWindow), a
+// pool that exists is only referenced: its member changes are left to the
+// window, and deferred reports that there were some.
+func (r *Reconciler) usePool(ctx context.Context, svc *v1.Service, cluster string, spec *Spec, families []v1.IPFamily, nodes []*v1.Node, deferMembers bool) (deferred bool, err error) {
 	spec.BackendPool = ""
 	if !r.pooled(svc) {
-		return nil
+		return false, nil
 	}
-	id, err := r.ensurePool(ctx, svc, desiredPool(cluster, r.namer, spec.BackendKey, families, spec.Backends), nodes)
+	id, deferred, err := r.ensurePool(ctx, svc, desiredPool(cluster, r.namer, spec.BackendKey, families, spec.Backends), nodes, deferMembers)
 	if err != nil {
-		return err
+		return false, err
 	}
 	spec.Backends, spec.BackendPool = nil, id
-	return nil
+	return deferred, nil
 }
 
 // poolLock is the lockKey of the pool with tags: one Reconciler converges
@@ -61,26 +65,31 @@ func poolLock(tags map[string]string) string {
 
 // ensurePool finds the pool desired describes (by its tags), creates it or
 // converges its members to desired's, and returns its ID. nodes are the
-// Nodes the members were built from (checkTargets). Errors name the pool.
-func (r *Reconciler) ensurePool(ctx context.Context, svc *v1.Service, desired *Pool, nodes []*v1.Node) (string, error) {
+// Nodes the members were built from (checkTargets). With deferMembers, an
+// existing pool's member changes are not written, and deferred says there
+// were some (see usePool). Errors name the pool.
+func (r *Reconciler) ensurePool(ctx context.Context, svc *v1.Service, desired *Pool, nodes []*v1.Node, deferMembers bool) (id string, deferred bool, err error) {
 	defer r.lockKey(poolLock(desired.Tags))()
 	actual, err := r.findPool(ctx, desired.Tags)
 	if err != nil {
-		return "", err
+		return "", false, err
 	}
 	actions, err := planPool(desired, actual)
+	if err == nil && deferMembers && actual != nil {
+		return actual.ID, len(actions) > 0, nil // planPool changes an existing pool's members only
+	}
 	if err == nil {
 		actions, err = r.checkPoolTargets(ctx, svc, actions, nodes)
 	}
 	if err != nil {
-		return "", err
+		return "", false, err
 	}
 	for _, a := range actions {
 		if actual, err = r.applyPool(ctx, svc, a); err != nil {
-			return "", err
+			return "", false, err
 		}
 	}
-	return actual.ID, nil
+	return actual.ID, false, nil
 }
 
 // findPool returns the pool of this cluster carrying tags (TagCluster and
