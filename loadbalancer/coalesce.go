@@ -42,8 +42,12 @@ const eventReasonUpdateFailed = "UpdateLoadBalancerFailed"
 
 // pendingWrite is the backend change of one Service that UpdateLoadBalancer
 // accepted and the Reconciler has not written yet: the latest call's
-// arguments, which replace the earlier ones'.
+// arguments, which replace the earlier ones'. For a Service served from a
+// shared pool it is the pool's change (pool), which the calls of every
+// Service of that pool replace: the pool's members follow the latest
+// Nodes, and its load balancers' reference to it does not change with them.
 type pendingWrite struct {
+	pool    bool
 	cluster string
 	svc     *v1.Service
 	nodes   []*v1.Node
@@ -84,15 +88,15 @@ func (r *Reconciler) deferUpdate(ctx context.Context, clusterName string, svc *v
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("UpdateLoadBalancer for service %s/%s: nothing deferred: %w", svc.Namespace, svc.Name, err)
 	}
-	key := svc.Namespace + "/" + svc.Name
+	key, pool := r.pendingKey(clusterName, svc)
 	r.mu.Lock()
 	c := &r.co
 	c.seq++
 	e := c.pending[key]
 	if e == nil {
-		e = &pendingWrite{stop: make(chan struct{})}
+		e = &pendingWrite{pool: pool, stop: make(chan struct{})}
 		c.pending[key] = e
-		r.scheduleLocked(key, e, r.opts.CoalesceWindow)
+		r.scheduleLocked(key, e, r.windowLeft())
 	}
 	e.cluster, e.svc, e.nodes, e.seq = clusterName, svc, append([]*v1.Node(nil), nodes...), c.seq
 	e.calls++
@@ -104,6 +108,28 @@ func (r *Reconciler) deferUpdate(ctx context.Context, clusterName string, svc *v
 		return fmt.Errorf("UpdateLoadBalancer for service %s: the last coalesced backend write failed (%d attempts; retried, with this change, within %v): %w", key, f.n, r.opts.CoalesceWindow, f.err)
 	}
 	return nil
+}
+
+// pendingKey is the key of svc's pending change: its shared pool's lock
+// key when svc is served from one (its families known), else the
+// Service's namespace/name.
+func (r *Reconciler) pendingKey(clusterName string, svc *v1.Service) (string, bool) {
+	if r.pooled(svc) {
+		if families, err := serviceFamilies(svc); err == nil {
+			return poolLock(desiredPool(r.cluster(clusterName), r.namer, r.key(), families, nil).Tags), true
+		}
+	}
+	return svc.Namespace + "/" + svc.Name, false
+}
+
+// windowLeft is the time from now to the end of the current window:
+// windows end at multiples of Options.CoalesceWindow on the Clock, so that
+// the changes of one node-sync round, for every Service, are written
+// together (a shared pool once), and no change waits longer than a
+// window.
+func (r *Reconciler) windowLeft() time.Duration {
+	w := r.opts.CoalesceWindow
+	return w - time.Duration(r.opts.Clock.Now().UnixNano()%int64(w))
 }
 
 // scheduleLocked starts the timer that writes e after d, unless e leaves
@@ -148,6 +174,9 @@ func (r *Reconciler) flushOne(ctx context.Context, key string, e *pendingWrite) 
 		return ctx.Err() // e stays pending, its timer running
 	}
 	defer func() { <-r.co.workers }()
+	if e.pool {
+		return r.flushPool(ctx, key, e)
+	}
 	unlock := r.lockKey(key)
 	r.mu.Lock()
 	taken := r.takeLocked(key, e)
@@ -158,7 +187,44 @@ func (r *Reconciler) flushOne(ctx context.Context, key string, e *pendingWrite) 
 		return nil
 	}
 	ctx = klog.NewContext(ctx, klog.FromContext(ctx).WithValues("service", klog.KObj(e.svc)))
-	err := r.updateLocked(ctx, e.cluster, e.svc, e.nodes, unlock)
+	return r.flushed(ctx, life, key, e, r.updateLocked(ctx, e.cluster, e.svc, e.nodes, unlock))
+}
+
+// flushPool writes e, the pending change of the shared pool whose lock key
+// is key: the members of the latest Nodes given for any of its Services
+// (e.svc, the latest), if the pool still exists (a pool no load balancer
+// references any more has been deleted: it is not created again).
+func (r *Reconciler) flushPool(ctx context.Context, key string, e *pendingWrite) error {
+	r.mu.Lock()
+	taken := r.takeLocked(key, e)
+	life := r.co.life
+	r.mu.Unlock()
+	if !taken {
+		return nil
+	}
+	ctx = klog.NewContext(ctx, klog.FromContext(ctx).WithValues("pool", key, "service", klog.KObj(e.svc)))
+	return r.flushed(ctx, life, key, e, r.writePool(r.waitBusy(r.waitThrottles(ctx)), e))
+}
+
+// writePool converges the shared pool of e's Service to e's Nodes.
+func (r *Reconciler) writePool(ctx context.Context, e *pendingWrite) error {
+	families, err := serviceFamilies(e.svc)
+	if err != nil {
+		return err
+	}
+	nodes, err := r.eligible(ctx, e.svc, e.nodes)
+	if err != nil {
+		return err
+	}
+	desired := desiredPool(r.cluster(e.cluster), r.namer, r.key(), families, r.key().backends(nodes, families))
+	_, _, err = r.ensurePool(ctx, e.svc, desired, nodes, poolExistingOnly)
+	return err
+}
+
+// flushed ends a flush of e (key's) whose write returned err: a success,
+// or no load balancer to update, clears key's failure; a failure while
+// life lasts is retried (retry).
+func (r *Reconciler) flushed(ctx, life context.Context, key string, e *pendingWrite, err error) error {
 	switch {
 	case err == nil, errors.Is(err, ErrNotFound):
 		r.mu.Lock()

@@ -48,7 +48,11 @@ func (r *Reconciler) usePool(ctx context.Context, svc *v1.Service, cluster strin
 	if !r.pooled(svc) {
 		return false, nil
 	}
-	id, deferred, err := r.ensurePool(ctx, svc, desiredPool(cluster, r.namer, spec.BackendKey, families, spec.Backends), nodes, deferMembers)
+	mode := poolConverge
+	if deferMembers {
+		mode = poolDeferMembers
+	}
+	id, deferred, err := r.ensurePool(ctx, svc, desiredPool(cluster, r.namer, spec.BackendKey, families, spec.Backends), nodes, mode)
 	if err != nil {
 		return false, err
 	}
@@ -63,19 +67,31 @@ func poolLock(tags map[string]string) string {
 	return "pool:" + tags[TagCluster] + "/" + tags[TagPool]
 }
 
+// poolMode is what ensurePool may write.
+type poolMode int
+
+const (
+	poolConverge      poolMode = iota // create the pool or converge its members
+	poolDeferMembers                  // create it, or only report that an existing one's members differ
+	poolExistingOnly                  // converge an existing pool's members; never create one
+)
+
 // ensurePool finds the pool desired describes (by its tags), creates it or
-// converges its members to desired's, and returns its ID. nodes are the
-// Nodes the members were built from (checkTargets). With deferMembers, an
-// existing pool's member changes are not written, and deferred says there
-// were some (see usePool). Errors name the pool.
-func (r *Reconciler) ensurePool(ctx context.Context, svc *v1.Service, desired *Pool, nodes []*v1.Node, deferMembers bool) (id string, deferred bool, err error) {
+// converges its members to desired's, as mode allows, and returns its ID
+// ("" when poolExistingOnly found none). nodes are the Nodes the members
+// were built from (checkTargets). Under poolDeferMembers, deferred says an
+// existing pool's members differ (see usePool). Errors name the pool.
+func (r *Reconciler) ensurePool(ctx context.Context, svc *v1.Service, desired *Pool, nodes []*v1.Node, mode poolMode) (id string, deferred bool, err error) {
 	defer r.lockKey(poolLock(desired.Tags))()
 	actual, err := r.findPool(ctx, desired.Tags)
 	if err != nil {
 		return "", false, err
 	}
+	if actual == nil && mode == poolExistingOnly {
+		return "", false, nil
+	}
 	actions, err := planPool(desired, actual)
-	if err == nil && deferMembers && actual != nil {
+	if err == nil && mode == poolDeferMembers && actual != nil {
 		return actual.ID, len(actions) > 0, nil // planPool changes an existing pool's members only
 	}
 	if err == nil {

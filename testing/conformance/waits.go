@@ -93,10 +93,28 @@ func (l retryLB) GetLoadBalancer(ctx context.Context, cluster string, svc *v1.Se
 	return g.st, g.ok, err
 }
 
+// EnsureLoadBalancer, once the provider's call succeeds, flushes what a
+// write-behind provider deferred (see Flusher).
 func (l retryLB) EnsureLoadBalancer(ctx context.Context, cluster string, svc *v1.Service, nodes []*v1.Node) (*v1.LoadBalancerStatus, error) {
-	return retrying(l.r, ctx, func() (*v1.LoadBalancerStatus, error) {
+	st, err := retrying(l.r, ctx, func() (*v1.LoadBalancerStatus, error) {
 		return l.LoadBalancer.EnsureLoadBalancer(ctx, cluster, svc, nodes)
 	})
+	if err == nil {
+		err = l.flush(ctx, "EnsureLoadBalancer")
+	}
+	return st, err
+}
+
+// flush calls the provider's Flush, if it has one (see Flusher).
+func (l retryLB) flush(ctx context.Context, after string) error {
+	f, ok := flusherOf(l.LoadBalancer)
+	if !ok {
+		return nil
+	}
+	if err := f.Flush(ctx); err != nil {
+		return fmt.Errorf("Flush after %s: %w", after, err)
+	}
+	return nil
 }
 
 // UpdateLoadBalancer, once the provider's call succeeds, flushes what a
@@ -104,10 +122,8 @@ func (l retryLB) EnsureLoadBalancer(ctx context.Context, cluster string, svc *v1
 // the cloud as the provider will leave it.
 func (l retryLB) UpdateLoadBalancer(ctx context.Context, cluster string, svc *v1.Service, nodes []*v1.Node) error {
 	err := retryErr(l.r, ctx, func() error { return l.LoadBalancer.UpdateLoadBalancer(ctx, cluster, svc, nodes) })
-	if f, ok := flusherOf(l.LoadBalancer); ok && err == nil {
-		if err = f.Flush(ctx); err != nil {
-			err = fmt.Errorf("Flush after UpdateLoadBalancer: %w", err)
-		}
+	if err == nil {
+		err = l.flush(ctx, "UpdateLoadBalancer")
 	}
 	return err
 }
@@ -116,10 +132,12 @@ func (l retryLB) UpdateLoadBalancer(ctx context.Context, cluster string, svc *v1
 // behind: it returns before the cloud is written and writes later (a
 // loadbalancer.Reconciler with Options.CoalesceWindow). Upstream allows it:
 // the service controller only retries an UpdateLoadBalancer that returned
-// an error (controllers/service/controller.go, nodeSyncService). Flush
-// writes what was deferred and returns the writes' errors. The rules that
-// call UpdateLoadBalancer themselves call Flush after each call that
-// succeeded and check the cloud then; the controller rules (CTRL-*) call
+// an error (controllers/service/controller.go, nodeSyncService); and one
+// whose EnsureLoadBalancer leaves a shared pool's member change to the
+// same window. Flush writes what was deferred and returns the writes'
+// errors. The rules that call UpdateLoadBalancer or EnsureLoadBalancer
+// themselves call Flush after each call that succeeded and check the
+// cloud then; the controller rules (CTRL-*) call
 // nothing: their waits (Config.Timeout) cover the provider's own window.
 // A write-behind provider without Flush fails the rules that inspect the
 // cloud right after UpdateLoadBalancer.
