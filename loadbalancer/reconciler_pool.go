@@ -71,9 +71,9 @@ func poolLock(tags map[string]string) string {
 type poolMode int
 
 const (
-	poolConverge      poolMode = iota // create the pool or converge its members
-	poolDeferMembers                  // create it, or only report that an existing one's members differ
-	poolExistingOnly                  // converge an existing pool's members; never create one
+	poolConverge     poolMode = iota // create the pool or converge its members
+	poolDeferMembers                 // create it, or only report that an existing one's members differ
+	poolExistingOnly                 // converge an existing pool's members; never create one
 )
 
 // ensurePool finds the pool desired describes (by its tags), creates it or
