@@ -87,6 +87,7 @@ func main() {
 
 type result struct {
 	create, nodes, services, total time.Duration
+	backends                       time.Duration // every load balancer's backends are every Node
 	fullBackends                   int
 	calls                          fake.Calls
 }
@@ -120,9 +121,9 @@ func run(ctx context.Context, o options) error {
 		if err != nil {
 			return fmt.Errorf("run %d: %w", i, err)
 		}
-		fmt.Printf("run %d: nodes initialized %s, services with ingress %s, both %s (creating the objects took %s); load balancers with every node as backend: %d/%d; cloud API calls: %d reads, %d writes\n",
+		fmt.Printf("run %d: nodes initialized %s, services with ingress %s, both %s (creating the objects took %s); load balancers with every node as backend: %d/%d at %s; cloud API calls: %d reads, %d writes, %d in all\n",
 			i, r.nodes.Round(time.Millisecond), r.services.Round(time.Millisecond), r.total.Round(time.Millisecond), r.create.Round(time.Millisecond),
-			r.fullBackends, o.services, r.calls.Reads, r.calls.Writes)
+			r.fullBackends, o.services, r.backends.Round(time.Millisecond), r.calls.Reads, r.calls.Writes, r.calls.Reads+r.calls.Writes)
 		fmt.Printf("run %d: calls by operation: %s\n", i, byOp(r.calls))
 		results = append(results, r)
 	}
@@ -233,14 +234,25 @@ func runOnce(ctx context.Context, o options, run int, client kubernetes.Interfac
 		return res, fmt.Errorf("%w; CCM log %s:\n%s", err, c.LogPath(), c.LogTail(20))
 	}
 	res.total = max(res.nodes, res.services)
+	// Backends converge last: a coalescing window may still hold the
+	// last Nodes' change when the last ingress is set.
+	err = workload.Poll(ctx, o.timeout, fmt.Sprintf("every load balancer with %d backends", o.nodes), func(ctx context.Context) (bool, string) {
+		st, err := admin.State(ctx)
+		if err != nil {
+			return false, err.Error()
+		}
+		res.fullBackends = fullBackends(st, o.nodes)
+		return res.fullBackends == o.services, fmt.Sprintf("%d/%d load balancers with every node as backend", res.fullBackends, o.services)
+	})
+	if err != nil {
+		return res, fmt.Errorf("%w; CCM log %s:\n%s", err, c.LogPath(), c.LogTail(20))
+	}
+	res.backends = time.Since(start)
+	// Count what the last windows still write (nothing, once converged).
+	time.Sleep(o.coalesceWindow + time.Second)
 	if res.calls, err = admin.Calls(ctx); err != nil {
 		return res, err
 	}
-	st, err := admin.State(ctx)
-	if err != nil {
-		return res, err
-	}
-	res.fullBackends = fullBackends(st, o.nodes)
 	return res, nil
 }
 
