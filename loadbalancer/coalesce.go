@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
@@ -136,13 +137,13 @@ func (r *Reconciler) windowLeft() time.Duration {
 // the map first or the Reconciler's context ends. r.mu must be held.
 func (r *Reconciler) scheduleLocked(key string, e *pendingWrite, d time.Duration) {
 	t := r.opts.Clock.NewTimer(d)
-	life := r.co.life
+	life, stop := r.co.life, e.stop // read under r.mu: retry replaces e
 	go func() {
 		defer t.Stop()
 		select {
 		case <-t.C():
 			_ = r.flushOne(life, key, e)
-		case <-e.stop:
+		case <-stop:
 		case <-life.Done():
 		}
 	}()
@@ -187,7 +188,12 @@ func (r *Reconciler) flushOne(ctx context.Context, key string, e *pendingWrite) 
 		return nil
 	}
 	ctx = klog.NewContext(ctx, klog.FromContext(ctx).WithValues("service", klog.KObj(e.svc)))
-	return r.flushed(ctx, life, key, e, r.updateLocked(ctx, e.cluster, e.svc, e.nodes, unlock))
+	owner, err := r.owner(e.cluster, e.svc) // checked when deferred: fails only if the Options did
+	if err != nil {
+		unlock()
+		return r.flushed(ctx, life, key, e, err)
+	}
+	return r.flushed(ctx, life, key, e, r.updateLocked(ctx, owner, e.svc, e.nodes, unlock))
 }
 
 // flushPool writes e, the pending change of the shared pool whose lock key
@@ -242,7 +248,10 @@ func (r *Reconciler) flushed(ctx, life context.Context, key string, e *pendingWr
 }
 
 // retry keeps err as key's last failure and schedules the next attempt,
-// with e's change unless a newer one is pending.
+// with e's change unless a newer one is pending. The attempt is a copy of
+// e: e itself stays as the failed flush and its old timer saw it, so that
+// what they still read is never written (a later call's change is folded
+// into the copy).
 func (r *Reconciler) retry(ctx context.Context, key string, e *pendingWrite, err error) {
 	cloudmetrics.Coalesced(cloudmetrics.CoalesceFailed)
 	r.mu.Lock()
@@ -252,9 +261,10 @@ func (r *Reconciler) retry(ctx context.Context, key string, e *pendingWrite, err
 	r.co.failed[key] = f
 	delay := coalesceRetry(r.opts.CoalesceWindow, f.n, err)
 	if r.co.pending[key] == nil {
-		e.stop = make(chan struct{})
-		r.co.pending[key] = e
-		r.scheduleLocked(key, e, delay)
+		next := *e
+		next.stop = make(chan struct{})
+		r.co.pending[key] = &next
+		r.scheduleLocked(key, &next, delay)
 	}
 	r.mu.Unlock()
 	klog.FromContext(ctx).Error(err, "Coalesced backend write failed; retrying", "attempts", f.n, "retryIn", delay)
@@ -306,16 +316,14 @@ func (r *Reconciler) seqNow() uint64 {
 
 // Flush writes every backend change UpdateLoadBalancer has deferred (see
 // Options.CoalesceWindow) now, instead of at the end of its window, and
-// returns when they are written, or ctx ends. Errors name the Service and
-// are joined; a failed write stays pending, retried as at a window's end.
+// returns when they are written, or ctx ends. Errors name the Service (or
+// the shared pool) and are joined; a failed write stays pending, retried
+// as at a window's end.
 // A cloud-controller-manager calls it before it stops leading, tests
 // before they inspect the cloud. With no window it does nothing.
 func (r *Reconciler) Flush(ctx context.Context) error {
 	r.mu.Lock()
-	keys := make(map[string]*pendingWrite, len(r.co.pending))
-	for k, e := range r.co.pending {
-		keys[k] = e
-	}
+	keys := maps.Clone(r.co.pending)
 	r.mu.Unlock()
 	var errs []error
 	for k, e := range keys {
@@ -323,7 +331,7 @@ func (r *Reconciler) Flush(ctx context.Context) error {
 			return errors.Join(append(errs, err)...)
 		}
 		if err := r.flushOne(ctx, k, e); err != nil {
-			errs = append(errs, fmt.Errorf("flush service %s: %w", k, err))
+			errs = append(errs, fmt.Errorf("flush %s: %w", k, err))
 		}
 	}
 	return errors.Join(errs...)

@@ -32,6 +32,27 @@ func coalescing(t *testing.T, d loadbalancer.Driver, caps loadbalancer.Capabilit
 	return r, events
 }
 
+// coalescedOne returns a coalescing Reconciler over a memory Driver
+// holding svc's load balancer with one backend, n1, its writes taken.
+func coalescedOne(t *testing.T) (*memDriver, *loadbalancer.Reconciler, *eventLog, *v1.Service) {
+	t.Helper()
+	d := newMemDriver()
+	r, events := coalescing(t, d, allCaps)
+	svc := lbService()
+	mustEnsure(t, r, "c1", svc, nodesN("n1"))
+	d.writes()
+	return d, r, events, svc
+}
+
+// mustUpdate calls UpdateLoadBalancer for svc in cluster c1 and fails the
+// test on an error.
+func mustUpdate(t *testing.T, r *loadbalancer.Reconciler, svc *v1.Service, nodes []*v1.Node) {
+	t.Helper()
+	if err := r.UpdateLoadBalancer(t.Context(), "c1", svc, nodes); err != nil {
+		t.Fatalf("UpdateLoadBalancer(%d nodes): %v", len(nodes), err)
+	}
+}
+
 // nodeNames returns the node names of lb's backends, in order.
 func nodeNames(lb *loadbalancer.LoadBalancer) []string {
 	var out []string
@@ -62,11 +83,7 @@ func passWindow() {
 // cloud call.
 func TestCoalescedUpdatesOneWrite(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		d := newMemDriver()
-		r, _ := coalescing(t, d, allCaps)
-		svc := lbService()
-		mustEnsure(t, r, "c1", svc, nodesN("n1"))
-		d.writes()
+		d, r, _, svc := coalescedOne(t)
 		finds := d.findCalls()
 
 		rounds := [][]*v1.Node{nodesN("n1", "n2"), nodesN("n1", "n2", "gone"), nodesN("n1", "n2", "n3"), nodesN("n1", "n2", "n3", "n4")}
@@ -101,11 +118,7 @@ func TestCoalescedUpdatesOneWrite(t *testing.T) {
 // event of the service controller's reason.
 func TestCoalescedWriteFailure(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		d := newMemDriver()
-		r, events := coalescing(t, d, allCaps)
-		svc := lbService()
-		mustEnsure(t, r, "c1", svc, nodesN("n1"))
-		d.writes()
+		d, r, events, svc := coalescedOne(t)
 		cloudDown := errors.New("cloud: 500 internal error")
 		var failing atomic.Bool
 		failing.Store(true)
@@ -116,9 +129,7 @@ func TestCoalescedWriteFailure(t *testing.T) {
 			return nil
 		}
 
-		if err := r.UpdateLoadBalancer(t.Context(), "c1", svc, nodesN("n1", "n2")); err != nil {
-			t.Fatalf("UpdateLoadBalancer: %v", err)
-		}
+		mustUpdate(t, r, svc, nodesN("n1", "n2"))
 		passWindow()
 		if a, _ := d.writes(); len(a) != 1 {
 			t.Fatalf("first window: writes %v; want one attempt", a)
@@ -151,15 +162,9 @@ func TestCoalescedWriteFailure(t *testing.T) {
 // drops what is pending, which is then never written.
 func TestCoalescedSupersededAndDropped(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		d := newMemDriver()
-		r, _ := coalescing(t, d, allCaps)
-		svc := lbService()
-		mustEnsure(t, r, "c1", svc, nodesN("n1"))
-		d.writes()
+		d, r, _, svc := coalescedOne(t)
 
-		if err := r.UpdateLoadBalancer(t.Context(), "c1", svc, nodesN("n1", "n2")); err != nil {
-			t.Fatal(err)
-		}
+		mustUpdate(t, r, svc, nodesN("n1", "n2"))
 		mustEnsure(t, r, "c1", svc, nodesN("n1", "n2"))
 		d.writes()
 		passWindow()
@@ -182,9 +187,7 @@ func TestCoalescedSupersededAndDropped(t *testing.T) {
 			t.Errorf("backends %v; want %v (the change that arrived during the Ensure)", got, want)
 		}
 
-		if err := r.UpdateLoadBalancer(t.Context(), "c1", svc, nodesN("n9")); err != nil {
-			t.Fatal(err)
-		}
+		mustUpdate(t, r, svc, nodesN("n9"))
 		if err := r.EnsureLoadBalancerDeleted(t.Context(), "c1", svc); err != nil {
 			t.Fatal(err)
 		}
@@ -215,9 +218,7 @@ func TestCoalescedSharedPool(t *testing.T) {
 				}
 			})...)
 			for _, s := range svcs {
-				if err := r.UpdateLoadBalancer(t.Context(), "c1", s, nodes); err != nil {
-					t.Fatal(err)
-				}
+				mustUpdate(t, r, s, nodes)
 			}
 			time.Sleep(window / 10)
 		}
@@ -252,14 +253,8 @@ func TestCoalescedSharedPool(t *testing.T) {
 // TestFlush writes what is pending at once.
 func TestFlush(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		d := newMemDriver()
-		r, _ := coalescing(t, d, allCaps)
-		svc := lbService()
-		mustEnsure(t, r, "c1", svc, nodesN("n1"))
-		d.writes()
-		if err := r.UpdateLoadBalancer(t.Context(), "c1", svc, nodesN("n1", "n2")); err != nil {
-			t.Fatal(err)
-		}
+		d, r, _, svc := coalescedOne(t)
+		mustUpdate(t, r, svc, nodesN("n1", "n2"))
 		if err := r.Flush(t.Context()); err != nil {
 			t.Fatalf("Flush: %v", err)
 		}
@@ -284,9 +279,7 @@ func TestCoalescedStopsWithInitialize(t *testing.T) {
 		svc := lbService()
 		mustEnsure(t, r, "c1", svc, nodesN("n1"))
 		d.writes()
-		if err := r.UpdateLoadBalancer(t.Context(), "c1", svc, nodesN("n1", "n2")); err != nil {
-			t.Fatal(err)
-		}
+		mustUpdate(t, r, svc, nodesN("n1", "n2"))
 		cancel()
 		passWindow()
 		if a, _ := d.writes(); len(a) != 0 {

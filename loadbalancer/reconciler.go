@@ -222,20 +222,15 @@ func (r *Reconciler) UpdateLoadBalancer(ctx context.Context, clusterName string,
 	if err != nil {
 		return err
 	}
-	return r.updateLocked(ctx, owner.Cluster, svc, nodes, r.lock(svc))
+	return r.updateLocked(ctx, owner, svc, nodes, r.lock(svc))
 }
 
 // updateLocked is UpdateLoadBalancer's write, with the Service's lock held
-// (unlock releases it, and is called before it returns). clusterName is
-// the call's argument, already checked (owner).
-func (r *Reconciler) updateLocked(ctx context.Context, clusterName string, svc *v1.Service, nodes []*v1.Node, unlock func()) error {
+// (unlock releases it, and is called before it returns). owner is svc's,
+// from the call's cluster name (owner).
+func (r *Reconciler) updateLocked(ctx context.Context, owner Owner, svc *v1.Service, nodes []*v1.Node, unlock func()) error {
 	const op = "UpdateLoadBalancer"
 	ctx = r.waitBusy(r.waitThrottles(ctx))
-	owner, err := r.owner(clusterName, svc)
-	if err != nil {
-		unlock()
-		return err
-	}
 	// A load balancer the Cache's list does not hold is "none" here without
 	// asking the cloud: Update creates nothing, and after its ErrNotFound
 	// the service controller only asks GetLoadBalancer whether the failure
