@@ -247,11 +247,12 @@ func compose(cfg Config, st *store, o Options) (*Cloud, error) {
 // lbCapabilities returns the load-balancer capabilities of a Cloud whose
 // loadBalancers section (with defaults) is lbs: narrowed (nil: every
 // feature), with the BackendKey that lbs.Backends implies,
-// SharedBackendPools as lbs.BackendPools says and ListenerPools as
-// lbs.Hierarchical says. A narrowed BackendKey other than that one or the
-// zero value is an error naming both, and so is a narrowed
-// SharedBackendPools without shared pools or ListenerPools on a cloud
-// that is not hierarchical.
+// SharedBackendPools as lbs.BackendPools says, ListenerPools as
+// lbs.Hierarchical says and UniqueNames as lbs.UniqueNames says. A
+// narrowed BackendKey other than that one or the zero value is an error
+// naming both, and so is a narrowed SharedBackendPools without shared
+// pools, ListenerPools on a cloud that is not hierarchical, or UniqueNames
+// on a cloud that does not enforce them.
 func lbCapabilities(lbs LoadBalancerSection, narrowed *loadbalancer.Capabilities) (loadbalancer.Capabilities, error) {
 	caps := allLoadBalancerCapabilities
 	if narrowed != nil {
@@ -271,7 +272,11 @@ func lbCapabilities(lbs LoadBalancerSection, narrowed *loadbalancer.Capabilities
 	if caps.ListenerPools && !lbs.Hierarchical {
 		return loadbalancer.Capabilities{}, errors.New("Options.LoadBalancerCapabilities: ListenerPools true, but loadBalancers.hierarchical is false: expected false, or hierarchical true")
 	}
+	if caps.UniqueNames && !lbs.UniqueNames {
+		return loadbalancer.Capabilities{}, errors.New("Options.LoadBalancerCapabilities: UniqueNames true, but loadBalancers.uniqueNames is false: expected false, or uniqueNames true")
+	}
 	caps.BackendKey, caps.SharedBackendPools, caps.ListenerPools = key, shared, lbs.Hierarchical
+	caps.UniqueNames = lbs.UniqueNames
 	return caps, nil
 }
 

@@ -210,6 +210,16 @@ type LoadBalancerSection struct {
 	// so each process may have its own value. Nil (unset): 1s with
 	// Hierarchical, else 0; "0s": never busy; negative is an error.
 	BusyAfterWrite *provider.Duration `json:"busyAfterWrite,omitempty"`
+	// UniqueNames makes the cloud refuse to create a load balancer whose
+	// name another one has, as AWS, GCE, Azure and Hetzner do: the create
+	// fails with a 409 wrapping loadbalancer.ErrNameTaken (and
+	// loadbalancer.ErrRefused: nothing changed), and the fake's provider
+	// declares loadbalancer.Capabilities.UniqueNames, so its Reconciler
+	// creates without first confirming the Cache's miss with a Find.
+	// False (the default, Realistic too): names may repeat, as on
+	// OpenStack Octavia and DigitalOcean. The example
+	// cloud-controller-manager's cloud-config sets it.
+	UniqueNames bool `json:"uniqueNames,omitempty"`
 	// CoalesceWindow is the fake's provider's
 	// loadbalancer.Options.CoalesceWindow: UpdateLoadBalancer keeps a
 	// Service's node set and writes the latest one once per window (the

@@ -159,6 +159,9 @@ func (s *store) applyLB(a loadbalancer.Action) (*lbRecord, error) {
 	if err := s.checkPoolRef(a); err != nil {
 		return nil, err
 	}
+	if err := s.checkNameFree(a); err != nil {
+		return nil, err
+	}
 	var cur *lbRecord
 	if a.Kind != loadbalancer.ActionCreate {
 		if cur = s.lbs[a.LoadBalancerID]; cur == nil {
@@ -204,6 +207,20 @@ func (s *store) applyLB(a loadbalancer.Action) (*lbRecord, error) {
 	s.lbs[next.ID] = rec
 	s.indexLB(next)
 	return rec, nil
+}
+
+// checkNameFree refuses an ActionCreate of a name a stored load balancer
+// has, with LoadBalancerSection.UniqueNames (mu held): a 409 wrapping
+// loadbalancer.ErrNameTaken and loadbalancer.ErrRefused.
+func (s *store) checkNameFree(a loadbalancer.Action) error {
+	if !s.lbCfg.UniqueNames || a.Kind != loadbalancer.ActionCreate || a.Create == nil {
+		return nil
+	}
+	ids := s.lbNames[a.Create.Name]
+	if len(ids) == 0 {
+		return nil
+	}
+	return fmt.Errorf("fake: 409 load balancer name %s is taken by %s: %w", clipValue(a.Create.Name), slices.Sorted(maps.Keys(ids))[0], errors.Join(loadbalancer.ErrNameTaken, loadbalancer.ErrRefused))
 }
 
 // errInvalidBackend is wrapped by the error of an ActionCreate or

@@ -619,3 +619,55 @@ func TestLoadBalancerCacheOutage(t *testing.T) {
 		t.Errorf("GetLoadBalancer after DELETE /faults = %v, %v; want true at once", exists, err)
 	}
 }
+
+// TestUniqueNames: with loadBalancers.uniqueNames the cloud refuses a
+// second load balancer of one name (a 409 wrapping ErrNameTaken and
+// ErrRefused), and its provider declares Capabilities.UniqueNames: a
+// bring-up costs no Find confirming the cache's misses, and a second
+// replica whose list predates the load balancer finds it through the
+// refused create, creating none.
+func TestUniqueNames(t *testing.T) {
+	a, nodes := cloudWithNodes(t, fake.Config{ClusterID: "blue", LoadBalancers: fake.LoadBalancerSection{UniqueNames: true}}, 2)
+	b, err := fake.NewPeer(a, "blue", fake.PeerOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(b.Shutdown)
+	if _, exists, err := lbOf(t, b).GetLoadBalancer(t.Context(), cluster, service("web")); exists || err != nil {
+		t.Fatalf("b before anything exists: GetLoadBalancer = %v, %v; want false", exists, err)
+	}
+	a.ResetCalls()
+	for _, name := range []string{"web", "api", "db"} {
+		if _, err := lbOf(t, a).EnsureLoadBalancer(t.Context(), cluster, service(name), nodes); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := a.Calls().ByOp[fake.OpFindLoadBalancers]; got != 0 {
+		t.Errorf("bring-up of 3 Services: %d Finds; want 0 (one List; the creates confirm its misses)", got)
+	}
+	b.ResetCalls()
+	if _, err := lbOf(t, b).EnsureLoadBalancer(t.Context(), cluster, service("web"), nodes); err != nil {
+		t.Fatal(err)
+	}
+	if n := len(a.Snapshot().LoadBalancers); n != 3 {
+		t.Errorf("%d load balancers after both replicas ensured; want 3", n)
+	}
+	if diff := cmp.Diff(map[fake.Op]int64{fake.OpApplyLoadBalancer: 1, fake.OpFindLoadBalancers: 1, fake.OpListInstances: 1}, b.Calls().ByOp); diff != "" {
+		t.Errorf("b's calls (-want +got): its create is refused, a Find finds the load balancer, nothing else is written (its instance list checks the nodes)\n%s", diff)
+	}
+
+	lb, _ := a.LoadBalancerFor(cluster, service("web"))
+	_, err = a.CreateLoadBalancer(loadbalancer.LoadBalancer{Name: lb.Name, Spec: loadbalancer.Spec{IPFamilies: []v1.IPFamily{v1.IPv4Protocol}}})
+	if !errors.Is(err, loadbalancer.ErrNameTaken) || !errors.Is(err, loadbalancer.ErrRefused) || !strings.Contains(err.Error(), lb.Name) {
+		t.Errorf("creating a second %q = %v; want a refusal naming it, wrapping ErrNameTaken and ErrRefused", lb.Name, err)
+	}
+}
+
+// TestUniqueNamesNeedTheCloud: a narrowed capability cannot declare
+// unique names on a cloud that does not enforce them.
+func TestUniqueNamesNeedTheCloud(t *testing.T) {
+	_, err := fake.New(fake.Config{}, fake.Options{LoadBalancerCapabilities: &loadbalancer.Capabilities{UniqueNames: true}})
+	if err == nil || !strings.Contains(err.Error(), "UniqueNames true, but loadBalancers.uniqueNames is false") {
+		t.Errorf("New with UniqueNames on a cloud without them = %v; want an error naming both", err)
+	}
+}

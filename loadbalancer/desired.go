@@ -62,6 +62,19 @@ type Capabilities struct {
 	// action (see ListenerPool and the ActionKind docs). It is not a
 	// feature a Service asks for, and it excludes SharedBackendPools.
 	ListenerPools bool
+	// UniqueNames: the cloud refuses to create a load balancer whose name
+	// another one has, with an error wrapping ErrNameTaken, and creates
+	// nothing (AWS, GCE, Azure within a resource group, Hetzner do;
+	// OpenStack Octavia and DigitalOcean do not). Over a Cache, the
+	// Reconciler then creates a Service's first load balancer when the
+	// list holds none of its, without the Find that otherwise confirms
+	// the list's miss before every create (see Cache): the create itself
+	// is the confirmation, as a second creator's load balancer has the
+	// same name (Namer.Name). A Service whose load balancer was created
+	// since the list under another name (another Namer) is then not seen
+	// until the next List; declare it only for a cloud that enforces it.
+	// It is not a feature a Service asks for: Desired ignores it.
+	UniqueNames bool
 	// AppProtocols are the application protocols the load balancer can
 	// serve on a listener (Listener.AppProtocol), as Services write them
 	// in spec.ports[].appProtocol: IANA service names such as "http" and

@@ -34,6 +34,15 @@ var (
 	// when the stored ID names one that does not exist. Always wrapped:
 	// test with errors.Is.
 	ErrNotFound = errors.New("load balancer not found")
+
+	// ErrNameTaken is wrapped by the error a Driver whose Capabilities
+	// declare UniqueNames returns for an ActionCreate of a name another
+	// load balancer of the cloud already has (AWS, GCE, Azure and Hetzner
+	// refuse such a create with a 409 or 400 "already exists"): the create
+	// changed nothing, so the Driver wraps ErrRefused beside it. The
+	// Reconciler then asks the cloud for the Service's load balancers
+	// again and converges the one it finds, or reports the name's owner.
+	ErrNameTaken = errors.New("load balancer name taken")
 )
 
 // ErrRefused is wrapped by the error of a Driver call that the cloud

@@ -26,11 +26,26 @@ func (l *lookup) target() *LoadBalancer {
 	return l.adoptable
 }
 
+// findMode says which misses of a Cache's list a lookup takes as the
+// cloud's "none" (see Cache and finder.byName).
+type findMode int
+
+const (
+	// findDefault: only the name step's miss (byName).
+	findDefault findMode = iota
+	// findCreate is EnsureLoadBalancer's lookup, whose miss leads to a
+	// create: with Capabilities.UniqueNames the tag step's miss too, as
+	// the create's ErrNameTaken confirms it (see ensureCreated).
+	findCreate
+	// findConfirm: none, after a create was refused with ErrNameTaken.
+	findConfirm
+)
+
 // find follows the documented lookup order: stored ID, ownership tags,
 // name with an ownership check. A Driver error is returned (wrapped, naming
 // the step); what stops EnsureLoadBalancer is in lookup.err.
-func (r *Reconciler) find(ctx context.Context, owner Owner, svc *v1.Service) (*lookup, error) {
-	f := finder{r: r, lookup: lookup{owner: owner}, seen: map[string]bool{}}
+func (r *Reconciler) find(ctx context.Context, owner Owner, svc *v1.Service, mode findMode) (*lookup, error) {
+	f := finder{r: r, lookup: lookup{owner: owner}, seen: map[string]bool{}, mode: mode}
 	if err := f.byStoredID(ctx, svc); err != nil {
 		return nil, err
 	}
@@ -51,6 +66,7 @@ type finder struct {
 	r *Reconciler
 	lookup
 	seen map[string]bool // the IDs in owned
+	mode findMode
 }
 
 // addOwned adds each load balancer of lbs that the owner owns to owned,
@@ -107,6 +123,9 @@ func (f *finder) byStoredID(ctx context.Context, svc *v1.Service) error {
 // byTags is step 2: the load balancers carrying the ownership tags, in ID
 // order (a Driver's order need not be stable).
 func (f *finder) byTags(ctx context.Context) error {
+	if f.mode == findCreate && f.r.opts.Capabilities.UniqueNames {
+		ctx = withMissTrusted(ctx)
+	}
 	lbs, err := f.r.findDriver(ctx, Query{Tags: f.owner.Selector()})
 	if err != nil {
 		return fmt.Errorf("find load balancers by tags: %w", err)
@@ -138,10 +157,15 @@ func (f *finder) refuseAdoptionBesideOwned() {
 // never trusts a miss there), so every load balancer this Service owns is
 // known; what a name adds is another owner's load balancer of that name,
 // and one created since the list was taken makes, at worst, a second load
-// balancer with that name, never a second one of this Service.
+// balancer with that name, never a second one of this Service. After a
+// create was refused because the name is taken (findConfirm), the cloud is
+// asked: the name's load balancer is then this Service's or a conflict.
 func (f *finder) byName(ctx context.Context, svc *v1.Service) error {
 	name := f.r.namer.Name(f.owner.Cluster, svc)
-	lbs, err := f.r.findDriver(withMissTrusted(ctx), Query{Name: name})
+	if f.mode != findConfirm {
+		ctx = withMissTrusted(ctx)
+	}
+	lbs, err := f.r.findDriver(ctx, Query{Name: name})
 	if err != nil {
 		return fmt.Errorf("find load balancers by name %q: %w", name, err)
 	}

@@ -2,6 +2,7 @@ package loadbalancer_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/netip"
 	"runtime"
@@ -88,6 +89,9 @@ type memDriver struct {
 
 	onApply  func(a loadbalancer.Action) error
 	onDelete func(lb *loadbalancer.LoadBalancer) error
+	// uniqueNames refuses an ActionCreate of a name taken, as a cloud of
+	// Capabilities.UniqueNames does.
+	uniqueNames bool
 
 	inflight atomic.Int32
 	overlap  atomic.Bool
@@ -148,6 +152,9 @@ func (d *memDriver) Apply(_ context.Context, a loadbalancer.Action) (*loadbalanc
 	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
+	if err := d.nameTaken(a); err != nil {
+		return nil, err
+	}
 	lb, err := loadbalancer.Apply(d.lbs[a.LoadBalancerID], a)
 	if err != nil {
 		return nil, err
@@ -159,6 +166,20 @@ func (d *memDriver) Apply(_ context.Context, a loadbalancer.Action) (*loadbalanc
 	}
 	d.lbs[lb.ID] = lb
 	return lb.Clone(), nil
+}
+
+// nameTaken is the refusal of a create whose name is taken, with
+// uniqueNames (d.mu held).
+func (d *memDriver) nameTaken(a loadbalancer.Action) error {
+	if !d.uniqueNames || a.Kind != loadbalancer.ActionCreate || a.Create == nil {
+		return nil
+	}
+	for _, lb := range d.lbs {
+		if lb.Name == a.Create.Name {
+			return fmt.Errorf("memdriver: 409 a load balancer named %q exists (%s): %w", lb.Name, lb.ID, errors.Join(loadbalancer.ErrNameTaken, loadbalancer.ErrRefused))
+		}
+	}
+	return nil
 }
 
 func (d *memDriver) Delete(_ context.Context, lb *loadbalancer.LoadBalancer) error {

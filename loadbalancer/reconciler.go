@@ -235,7 +235,7 @@ func (r *Reconciler) updateLocked(ctx context.Context, owner Owner, svc *v1.Serv
 	// asking the cloud: Update creates nothing, and after its ErrNotFound
 	// the service controller only asks GetLoadBalancer whether the failure
 	// matters (noteUpdateMiss).
-	res, err := r.beginLocked(withMissTrusted(ctx), op, owner, svc, unlock)
+	res, err := r.beginLocked(withMissTrusted(ctx), op, owner, svc, unlock, findDefault)
 	if err != nil {
 		return err
 	}
@@ -292,7 +292,7 @@ func (r *Reconciler) EnsureLoadBalancerDeleted(ctx context.Context, clusterName 
 	if svc != nil {
 		r.supersede(svc.Namespace+"/"+svc.Name, r.seqNow()) // nothing of it is written after this
 	}
-	res, err := r.begin(ctx, op, clusterName, svc)
+	res, err := r.begin(ctx, op, clusterName, svc, findDefault)
 	if err != nil {
 		return err
 	}
@@ -312,21 +312,22 @@ func (r *Reconciler) EnsureLoadBalancerDeleted(ctx context.Context, clusterName 
 	return errors.Join(errs...)
 }
 
-// begin checks the arguments, takes the Service's lock and runs the lookup.
+// begin checks the arguments, takes the Service's lock and runs the lookup
+// (in mode: see findMode).
 // The caller must call res.unlock when err is nil. If the Driver's Find
 // panics (or calls runtime.Goexit), the lock is released and the panic goes
 // on unchanged, so a caller that recovers can call again for the Service.
-func (r *Reconciler) begin(ctx context.Context, op, clusterName string, svc *v1.Service) (*lookup, error) {
+func (r *Reconciler) begin(ctx context.Context, op, clusterName string, svc *v1.Service, mode findMode) (*lookup, error) {
 	owner, err := r.owner(clusterName, svc)
 	if err != nil {
 		return nil, err
 	}
-	return r.beginLocked(ctx, op, owner, svc, r.lock(svc))
+	return r.beginLocked(ctx, op, owner, svc, r.lock(svc), mode)
 }
 
 // beginLocked is begin once the Service's lock is held: unlock releases
 // it, on an error before beginLocked returns, else through res.unlock.
-func (r *Reconciler) beginLocked(ctx context.Context, op string, owner Owner, svc *v1.Service, unlock func()) (*lookup, error) {
+func (r *Reconciler) beginLocked(ctx context.Context, op string, owner Owner, svc *v1.Service, unlock func(), mode findMode) (*lookup, error) {
 	returned := false
 	defer func() {
 		if !returned {
@@ -336,7 +337,7 @@ func (r *Reconciler) beginLocked(ctx context.Context, op string, owner Owner, sv
 	var res *lookup
 	err := ErrStale
 	if stillCurrent(ctx) { // RepairLoadBalancer's check, under the lock
-		res, err = r.find(ctx, owner, svc)
+		res, err = r.find(ctx, owner, svc, mode)
 	}
 	returned = true
 	if err != nil {

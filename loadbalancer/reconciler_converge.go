@@ -41,23 +41,22 @@ func (r *Reconciler) ensure(ctx context.Context, clusterName string, svc *v1.Ser
 	if err != nil {
 		return nil, r.fail(ctx, op, svc, err)
 	}
-	res, err := r.begin(ctx, op, clusterName, svc)
+	res, err := r.begin(ctx, op, clusterName, svc, findCreate)
 	if err != nil {
 		return nil, err
 	}
-	defer res.unlock()
-	if res.err != nil {
-		return nil, r.fail(ctx, op, svc, res.err)
-	}
-	if len(res.owned) > 1 {
-		klog.FromContext(ctx).Info("Service owns several load balancers; managing the first, the others are deleted with the Service",
-			"service", klog.KObj(svc), "ids", ids(res.owned))
+	defer func() { res.unlock() }()
+	if err := r.checkLookup(ctx, svc, res); err != nil {
+		return nil, r.fail(ctx, op, svc, err)
 	}
 	deferred, err := r.usePool(ctx, svc, res.owner.Cluster, &desired.Spec, desired.Spec.IPFamilies, eligible, r.opts.CoalesceWindow > 0)
 	if err != nil {
 		return nil, r.fail(ctx, op, svc, err)
 	}
 	lb, err := r.converge(ctx, svc, func(*LoadBalancer) *LoadBalancer { return desired }, res.target(), eligible)
+	if err != nil && res.target() == nil && errors.Is(err, ErrNameTaken) {
+		res, lb, err = r.ensureNameTaken(ctx, svc, res, desired, eligible, err)
+	}
 	if err != nil {
 		return nil, r.fail(ctx, op, svc, err)
 	}
@@ -70,6 +69,46 @@ func (r *Reconciler) ensure(ctx context.Context, clusterName string, svc *v1.Ser
 	}
 	r.releasedPool(ctx, svc, res.owner.Cluster, res.target(), lb)
 	return r.status(lb, res.owner)
+}
+
+// checkLookup returns what stops EnsureLoadBalancer in res (a conflict, a
+// missing stored ID), and logs a Service that owns several load balancers.
+func (r *Reconciler) checkLookup(ctx context.Context, svc *v1.Service, res *lookup) error {
+	if res.err != nil {
+		return res.err
+	}
+	if len(res.owned) > 1 {
+		klog.FromContext(ctx).Info("Service owns several load balancers; managing the first, the others are deleted with the Service",
+			"service", klog.KObj(svc), "ids", ids(res.owned))
+	}
+	return nil
+}
+
+// ensureNameTaken is EnsureLoadBalancer after its create was refused
+// because the name is taken (Capabilities.UniqueNames; taken is the
+// refusal): a load balancer created since the Cache's list, by a second
+// creator or a create whose answer was lost. With the Service's lock still
+// held, the lookup runs again asking the cloud at every step (findConfirm)
+// and the one it finds is converged; a name taken by another owner is the
+// conflict it reports. It returns the new lookup, whose unlock is res's.
+func (r *Reconciler) ensureNameTaken(ctx context.Context, svc *v1.Service, res *lookup, desired *LoadBalancer, eligible []*v1.Node, taken error) (*lookup, *LoadBalancer, error) {
+	klog.FromContext(ctx).V(2).Info("Load balancer name taken since the list; looking it up again", "service", klog.KObj(svc), "err", taken)
+	again, err := r.find(ctx, res.owner, svc, findConfirm)
+	if err != nil {
+		return res, nil, err
+	}
+	again.unlock = res.unlock
+	if err := r.checkLookup(ctx, svc, again); err != nil {
+		return again, nil, err
+	}
+	if again.target() == nil {
+		// The cloud said the name is taken and then that nothing has
+		// it: gone in between, or a Driver whose Find and create
+		// disagree. Return the refusal: the next call creates it.
+		return again, nil, taken
+	}
+	lb, err := r.converge(ctx, svc, func(*LoadBalancer) *LoadBalancer { return desired }, again.target(), eligible)
+	return again, lb, err
 }
 
 // desired returns the load balancer svc should have and the nodes that can

@@ -38,7 +38,7 @@ func (r *Reconciler) GetLoadBalancer(ctx context.Context, clusterName string, sv
 	if r.takeUpdateMiss(svc) {
 		ctx = withMissTrusted(ctx)
 	}
-	res, err := r.begin(ctx, "GetLoadBalancer", clusterName, svc)
+	res, err := r.begin(ctx, "GetLoadBalancer", clusterName, svc, findDefault)
 	if err != nil {
 		return nil, false, err
 	}

@@ -67,7 +67,8 @@ type stateCloud struct {
 // (not the provisioning delay, which each process may change at run time:
 // each load balancer keeps when it is ready; nor busyAfterWrite: each
 // keeps until when it is busy). BackendPools is absent unless shared,
-// Hierarchical unless true (a file written before it is flat).
+// Hierarchical and UniqueNames unless true (a file written before them is
+// flat, and its names may repeat).
 type stateLBConfig struct {
 	IPv4Pool       string                `json:"ipv4Pool"`
 	IPv6Pool       string                `json:"ipv6Pool"`
@@ -76,6 +77,7 @@ type stateLBConfig struct {
 	Backends       fake.BackendMode      `json:"backends,omitempty"`
 	BackendPools   fake.BackendPoolMode  `json:"backendPools,omitempty"`
 	Hierarchical   bool                  `json:"hierarchical,omitempty"`
+	UniqueNames    bool                  `json:"uniqueNames,omitempty"`
 }
 
 // statePool is an address pool's allocation cursor: the next address it
@@ -102,7 +104,7 @@ func cloudOf(c fake.SavedCloud) stateCloud {
 	lb := c.LoadBalancers
 	return stateCloud{InstanceCIDRs: slices.Clone(c.InstanceCIDRs), LoadBalancers: stateLBConfig{
 		IPv4Pool: lb.IPv4Pool, IPv6Pool: lb.IPv6Pool, HostnameSuffix: lb.HostnameSuffix, IPMode: lb.IPMode, Backends: lb.Backends, BackendPools: lb.BackendPools,
-		Hierarchical: lb.Hierarchical,
+		Hierarchical: lb.Hierarchical, UniqueNames: lb.UniqueNames,
 	}}
 }
 
@@ -111,7 +113,7 @@ func (c stateCloud) saved() fake.SavedCloud {
 	lb := c.LoadBalancers
 	return fake.SavedCloud{InstanceCIDRs: c.InstanceCIDRs, LoadBalancers: fake.LoadBalancerSection{
 		IPv4Pool: lb.IPv4Pool, IPv6Pool: lb.IPv6Pool, HostnameSuffix: lb.HostnameSuffix, IPMode: lb.IPMode, Backends: lb.Backends, BackendPools: lb.BackendPools,
-		Hierarchical: lb.Hierarchical,
+		Hierarchical: lb.Hierarchical, UniqueNames: lb.UniqueNames,
 	}}
 }
 

@@ -493,6 +493,16 @@ func TestFakeVariants(t *testing.T) {
 			}(),
 		},
 		{
+			name:   "unique-names",
+			reason: "a cloud that refuses a second load balancer of one name, whose provider creates without confirming its cache's miss (Capabilities.UniqueNames), realistic and over shared pools",
+			claims: func() conformance.Claims { c := fakeClaims; c.SharedBackendPools = true; return c }(),
+			cfg: func() fake.Config {
+				c := sharedPoolsConfig()
+				c.LoadBalancers.UniqueNames = true
+				return c
+			}(),
+		},
+		{
 			name:   "hierarchical",
 			reason: "load balancers built from separate listener, pool, member and monitor objects, busy after each write and refusing writes meanwhile (409), listener ports immutable",
 			claims: fakeClaims,

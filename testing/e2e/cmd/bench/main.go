@@ -42,6 +42,7 @@ type options struct {
 	sharedPools, governed   bool
 	routeListTTL            time.Duration
 	coalesceWindow          time.Duration
+	uniqueNames             bool
 }
 
 // cloudConfig is the fake's cloud-config of one run with prefix.
@@ -55,6 +56,7 @@ func (o options) cloudConfig(prefix string) fake.Config {
 	}
 	cfg.Routes.ListTTL.Duration = o.routeListTTL
 	cfg.LoadBalancers.CoalesceWindow = &provider.Duration{Duration: o.coalesceWindow}
+	cfg.LoadBalancers.UniqueNames = o.uniqueNames
 	return cfg
 }
 
@@ -71,6 +73,7 @@ func main() {
 	flag.BoolVar(&o.sharedPools, "shared-pools", false, "the fake's load balancers share backend pools (cloud-config loadBalancers.backendPools: shared)")
 	flag.DurationVar(&o.routeListTTL, "route-list-ttl", 0, "the fake's routes.listTTL: ListRoutes answered from its last answer for this long (0: none)")
 	flag.DurationVar(&o.coalesceWindow, "coalesce-window", loadbalancer.RecommendedCoalesceWindow, "the fake's loadBalancers.coalesceWindow, as example/cloud-config.yaml sets it (0: each UpdateLoadBalancer writes)")
+	flag.BoolVar(&o.uniqueNames, "unique-names", true, "the fake's loadBalancers.uniqueNames, as example/cloud-config.yaml sets it: the cloud refuses a second load balancer of one name, and creates need no confirming Find")
 	flag.BoolVar(&o.governed, "governor", false, "the fake's provider has a client-side budget with the governor's defaults (cloud-config governor: {})")
 	flag.Parse()
 	if o.nodes < 1 || o.services < 0 || o.runs < 1 {
