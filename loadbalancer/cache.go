@@ -92,6 +92,10 @@ func (o CacheOptions) withDefaults() CacheOptions {
 //     the look-up by name that follows a
 //     look-up by ownership tags the cloud answered (see
 //     Reconciler.EnsureLoadBalancer): there the list's miss is the answer.
+//     With Capabilities.UniqueNames, EnsureLoadBalancer's look-up by tags
+//     is one too: the create that follows its miss is refused when a
+//     load balancer of that name exists (ErrNameTaken), and the
+//     Reconciler then asks the cloud.
 //   - A match without Ingress (still provisioning) is asked for again, so
 //     the address shows at the service controller's next call, not a TTL
 //     later.

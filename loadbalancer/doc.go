@@ -197,6 +197,14 @@
 // arrived before it; EnsureLoadBalancerDeleted drops it; Flush writes at
 // once. See Options.CoalesceWindow.
 //
+// A bring-up pays one more read per Service over a Cache: the Find that
+// confirms the list's "none" before a create, so that a load balancer a
+// second creator made since the list is never duplicated. On a cloud that
+// refuses a second load balancer of one name, the create itself confirms
+// it: declare Capabilities.UniqueNames, return ErrNameTaken from such a
+// create, and the Reconciler creates from the list's miss, looking up
+// again only when the name is taken.
+//
 // # Load balancer classes
 //
 // A Service with spec.loadBalancerClass set is not ours, as in the upstream
