@@ -32,6 +32,16 @@ var (
 	})
 )
 
+// healthCheckAnnotation gives a port's listener pool a health check of its
+// own (loadbalancer.Options.HealthCheckAnnotation): on a hierarchical
+// cloud, whose pools have a health monitor each; elsewhere a Service that
+// sets it is refused.
+var healthCheckAnnotation = annotations.MustDeclare(annotation.Annotation{
+	Name: "fake.ccmkit.io/health-check", Kind: annotation.KindString, PerPort: true,
+	Doc: "The health check of each listed port's pool, on the port's node port: \"tcp\" (a TCP connect) or \"http:\" and a path " +
+		"(an HTTP GET, such as \"http:/ready\"); a port not listed keeps the Service's. Hierarchical clouds only (a health monitor per pool).",
+})
+
 // appProtocolAnnotation gives a port's application protocol
 // (loadbalancer.Options.AppProtocolAnnotation), as
 // spec.ports[].appProtocol does, for tools that cannot set that field.
@@ -61,6 +71,8 @@ func init() {
 			Doc: "A reference to the TLS certificate a listed port presents (an https port terminates TLS with it)."},
 		{Name: "fake.ccmkit.io/proxy-protocol-ports", Kind: annotation.KindBool, PerPort: true, Setting: true,
 			Doc: "Whether each listed port's listener sends the PROXY protocol header to backends."},
+		{Name: "fake.ccmkit.io/https-redirect", Kind: annotation.KindBool, PerPort: true, Setting: true,
+			Doc: "Whether each listed port's listener answers every HTTP request with a redirect to HTTPS (an http port in front of an https one)."},
 	} {
 		annotations.MustDeclare(a)
 	}

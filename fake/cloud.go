@@ -355,6 +355,7 @@ func (c *Cloud) composeLoadBalancers(nodes *instances.Adapter) (*loadbalancer.Re
 		Annotations:           annotations,
 		IDAnnotation:          idAnnotation,
 		RequestedIPAnnotation: requestedIPAnnotation,
+		HealthCheckAnnotation: healthCheckAnnotation,
 	}
 	if len(c.lbCaps.AppProtocols) > 0 {
 		lbCfg.AppProtocolAnnotation = appProtocolAnnotation

@@ -533,8 +533,8 @@ const maxAffinityTimeout = 86400
 func checkPolicies(path *field.Path, s *loadbalancer.Spec) field.ErrorList {
 	var errs field.ErrorList
 	hc := path.Child("healthCheck")
-	if p := s.HealthCheck.Protocol; p != "" && p != loadbalancer.HealthCheckHTTP {
-		errs = append(errs, field.Invalid(hc.Child("protocol"), clipValue(string(p)), "expected HTTP or none"))
+	if p := s.HealthCheck.Protocol; p != "" && p != loadbalancer.HealthCheckHTTP && p != loadbalancer.HealthCheckTCP {
+		errs = append(errs, field.Invalid(hc.Child("protocol"), clipValue(string(p)), "expected HTTP, TCP or none"))
 	}
 	if port := s.HealthCheck.Port; port < 0 || port > 65535 {
 		errs = append(errs, field.Invalid(hc.Child("port"), port, "expected 0 (none) to 65535"))

@@ -169,7 +169,7 @@ func TestCreateLoadBalancerRefuses(t *testing.T) {
 			lb.Spec.RequestedIPs = []netip.Addr{netip.MustParseAddr("10.9.9.9")}
 		}, message: "requested IP 10.9.9.9 is outside the IPv4 pool 198.18.0.0/15: expected an address of the pool"},
 		{name: "unknown backend pool", reason: "a cloud refuses a reference to nothing", edit: func(lb *loadbalancer.LoadBalancer) { lb.Spec.BackendPool = "bp-9" }, message: `backend pool "bp-9" not found`},
-		{name: "health check protocol", reason: "HTTP or none", edit: func(lb *loadbalancer.LoadBalancer) { lb.Spec.HealthCheck.Protocol = "TCP" }, message: `loadBalancer.spec.healthCheck.protocol: Invalid value: "TCP": expected HTTP or none`},
+		{name: "health check protocol", reason: "HTTP, TCP or none", edit: func(lb *loadbalancer.LoadBalancer) { lb.Spec.HealthCheck.Protocol = "ICMP" }, message: `loadBalancer.spec.healthCheck.protocol: Invalid value: "ICMP": expected HTTP, TCP or none`},
 		{name: "affinity timeout without client IP", reason: "a timeout is ClientIP's", edit: func(lb *loadbalancer.LoadBalancer) { lb.Spec.SessionAffinity.TimeoutSeconds = 30 }, message: "loadBalancer.spec.sessionAffinity.timeoutSeconds: Invalid value: 30: expected 0 without clientIP"},
 		{
 			name: "backend without a provider ID", reason: "with instance targets the cloud keeps backends by provider ID", cfg: instanceTargets,

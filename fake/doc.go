@@ -135,9 +135,14 @@
 // The provider declares one Service annotation of every kind
 // (annotation.Set), under fake.ccmkit.io/: load-balancer-id (adopt an
 // existing load balancer by ID), requested-ip (the address to allocate),
-// and the settings idle-timeout, proxy-protocol, algorithm,
-// connection-limit and health-check-source-ranges, which it keeps in the
-// load balancer's Spec.Settings. example/deploy/admission-policy.yaml is
+// the settings idle-timeout, proxy-protocol, algorithm, connection-limit
+// and health-check-source-ranges, which it keeps in the load balancer's
+// Spec.Settings, and per port (PORT=VALUE entries): protocol (the
+// application protocol), the settings certificate, proxy-protocol-ports
+// and https-redirect, kept in each listener's Settings, and health-check,
+// a pool's own health check on a hierarchical cloud ("tcp" or
+// "http:/path" on the port's node port; refused on a flat one).
+// example/deploy/admission-policy.yaml is
 // the admission policy generated from them (package admission).
 //
 // # Identity

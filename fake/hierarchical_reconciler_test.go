@@ -2,14 +2,17 @@ package fake_test
 
 import (
 	"errors"
+	"strings"
 	"testing"
 	"testing/synctest"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/cloud-provider/api"
 
 	"github.com/ccmkit/ccmkit/fake"
+	"github.com/ccmkit/ccmkit/loadbalancer"
 )
 
 // ensureUntilReady calls EnsureLoadBalancer as the service controller does
@@ -82,4 +85,59 @@ func TestHierarchicalThroughReconciler(t *testing.T) {
 			t.Errorf("%d load balancers left after the delete; want none", n)
 		}
 	})
+}
+
+// TestPortHealthCheck: on the hierarchical cloud, fake.ccmkit.io/health-check
+// gives a listed port's pool a health monitor of its own on the port's
+// node port, the other keeping the Service's; changing it is one write, of
+// that pool's monitor. A flat cloud, which has one health check, refuses
+// a Service that sets it and builds nothing.
+func TestPortHealthCheck(t *testing.T) {
+	const hc = "fake.ccmkit.io/health-check"
+	synctest.Test(t, func(t *testing.T) {
+		c, nodes := cloudWithNodes(t, fake.Config{LoadBalancers: fake.LoadBalancerSection{Hierarchical: true}}, 2)
+		svc := twoPorts("web")
+		svc.Annotations = map[string]string{hc: "https=tcp"}
+		ensureUntilReady(t, c, svc, nodes)
+		monitors := func() map[int32]loadbalancer.HealthCheck {
+			t.Helper()
+			lb, ok := c.LoadBalancerFor("kubernetes", svc)
+			if !ok {
+				t.Fatal("no load balancer")
+			}
+			out := map[int32]loadbalancer.HealthCheck{}
+			for _, l := range lb.Spec.Listeners {
+				if l.Pool != nil && l.Pool.HealthCheck != nil {
+					out[l.Port] = *l.Pool.HealthCheck
+				}
+			}
+			return out
+		}
+		service := loadbalancer.HealthCheck{Protocol: loadbalancer.HealthCheckHTTP, Port: 10256, Path: "/healthz"}
+		if diff := cmp.Diff(map[int32]loadbalancer.HealthCheck{80: service, 443: {Protocol: loadbalancer.HealthCheckTCP, Port: 30443}}, monitors()); diff != "" {
+			t.Errorf("health monitors (-want +got):\n%s", diff)
+		}
+
+		time.Sleep(2 * time.Second) // the cloud is free again
+		c.ResetCalls()
+		svc.Annotations[hc] = "https=http:/ready"
+		ensureUntilReady(t, c, svc, nodes)
+		if got := c.Calls(); got.ByOp[fake.OpApplyLoadBalancer] != 1 {
+			t.Errorf("changing one port's health check: %d writes; want 1, that pool's monitor", got.ByOp[fake.OpApplyLoadBalancer])
+		}
+		if diff := cmp.Diff(map[int32]loadbalancer.HealthCheck{80: service, 443: {Protocol: loadbalancer.HealthCheckHTTP, Port: 30443, Path: "/ready"}}, monitors()); diff != "" {
+			t.Errorf("health monitors after the change (-want +got):\n%s", diff)
+		}
+	})
+
+	flat, nodes := cloudWithNodes(t, fake.Config{}, 2)
+	svc := twoPorts("web")
+	svc.Annotations = map[string]string{hc: "https=tcp"}
+	_, err := lbOf(t, flat).EnsureLoadBalancer(t.Context(), "kubernetes", svc, nodes)
+	if !errors.Is(err, loadbalancer.ErrUnsupported) || !strings.Contains(err.Error(), hc) {
+		t.Errorf("flat cloud: EnsureLoadBalancer = %v; want ErrUnsupported naming %s", err, hc)
+	}
+	if n := len(flat.Snapshot().LoadBalancers); n != 0 {
+		t.Errorf("flat cloud: %d load balancers; want none", n)
+	}
 }

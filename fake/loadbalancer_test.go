@@ -302,7 +302,7 @@ func TestLoadBalancerFeatures(t *testing.T) {
 				t.Fatal("no load balancer in the cloud")
 			}
 			for i := range tt.listeners { // the fake's per-port settings, unset on these Services
-				tt.listeners[i].Settings = map[string]string{"fake.ccmkit.io/certificate": "", "fake.ccmkit.io/proxy-protocol-ports": ""}
+				tt.listeners[i].Settings = map[string]string{"fake.ccmkit.io/certificate": "", "fake.ccmkit.io/https-redirect": "", "fake.ccmkit.io/proxy-protocol-ports": ""}
 			}
 			if diff := cmp.Diff(tt.listeners, got.Spec.Listeners, fake.CmpModel); diff != "" {
 				t.Errorf("listeners (-want +got), %s:\n%s", tt.reason, diff)

@@ -113,6 +113,16 @@ type DesiredInput struct {
 	// field). Each value must be one of Capabilities.AppProtocols. When a
 	// port has both they must agree.
 	AppProtocolAnnotation *annotation.Annotation
+	// HealthCheckAnnotation, if set, is a declared per-port string
+	// annotation (annotation.Annotation.PerPort, not a Setting) whose value
+	// for a port is the health check of that listener's pool, probing the
+	// port's node port on each backend instead of the Service's health
+	// check: "tcp" (a TCP connect) or "http:/path" (an HTTP GET of the
+	// path). A port not listed keeps the Service's. It needs
+	// Capabilities.ListenerPools, a health monitor per pool: on a flat
+	// load balancer, which has one health check, a Service that sets it is
+	// refused (ErrUnsupported, Feature "ListenerPools").
+	HealthCheckAnnotation *annotation.Annotation
 }
 
 // maxClientIPAffinitySeconds is the longest ClientIP affinity timeout the
@@ -176,7 +186,7 @@ func Desired(svc *v1.Service, nodes []*v1.Node, in DesiredInput) (*LoadBalancer,
 	b.settings(in.Annotations) // first: a malformed annotation is reported even if the spec is also wrong
 	annotationErrs := len(b.errs)
 	b.listeners()
-	b.perPort(in.AppProtocolAnnotation, annotationErrs)
+	b.perPort(in.AppProtocolAnnotation, in.HealthCheckAnnotation, annotationErrs)
 	b.healthCheck()
 	b.sourceRanges()
 	b.sessionAffinity()
@@ -187,8 +197,8 @@ func Desired(svc *v1.Service, nodes []*v1.Node, in DesiredInput) (*LoadBalancer,
 	lb.Spec.BackendKey = in.Capabilities.BackendKey
 	if in.Capabilities.ListenerPools {
 		lb.Spec.ListenerPools = true
-		hc := lb.Spec.HealthCheck
-		for i := range lb.Spec.Listeners {
+		for i, l := range lb.Spec.Listeners {
+			hc := b.poolHealthCheck(l)
 			lb.Spec.Listeners[i].Pool = &ListenerPool{HealthCheck: &hc}
 		}
 	}
@@ -215,6 +225,9 @@ func checkDesired(svc *v1.Service, in DesiredInput) error {
 	if err := checkAppProtocolAnnotation("loadbalancer.Desired: DesiredInput.AppProtocolAnnotation", in.AppProtocolAnnotation, in.Capabilities); err != nil {
 		return err
 	}
+	if err := checkHealthCheckAnnotation("loadbalancer.Desired: DesiredInput.HealthCheckAnnotation", in.HealthCheckAnnotation, in.Capabilities); err != nil {
+		return err
+	}
 	if in.Capabilities.ListenerPools && in.Capabilities.SharedBackendPools {
 		return errors.New("loadbalancer.Desired: DesiredInput.Capabilities: ListenerPools and SharedBackendPools are both true: expected at most one (a listener's pool is its own)")
 	}
@@ -225,7 +238,8 @@ func checkDesired(svc *v1.Service, in DesiredInput) error {
 // the Service, collecting every error so that the user sees all of them
 // at once.
 type specBuilder struct {
-	perPortAnns []*annotation.Annotation // the declared per-port annotations (settings)
+	perPortAnns []*annotation.Annotation    // the declared per-port annotations (settings)
+	portHealth  map[ListenerKey]HealthCheck // per-port health checks (listenerHealthCheck)
 	svc         *v1.Service
 	key         string // namespace/name, for messages
 	caps        Capabilities

@@ -37,7 +37,8 @@ func checkAppProtocolAnnotation(field string, a *annotation.Annotation, caps Cap
 // (perPortAnns, which settings collects)
 // against spec.ports, and applies them to the listeners built from it:
 // the values of the settings (annotation.PerPort with Setting) to each
-// listener's Settings, and the application protocol of appAnn. A PORT naming no port of the Service, or one port listed
+// listener's Settings, the application protocol of appAnn and the health
+// check of healthAnn. A PORT naming no port of the Service, or one port listed
 // both by number and by name, is an error naming the annotation. A
 // malformed value was already reported (settings validates every declared
 // annotation).
@@ -46,7 +47,7 @@ func checkAppProtocolAnnotation(field string, a *annotation.Annotation, caps Cap
 // listeners: the admission policy checks the PORTs right after the
 // annotations' values, and shows the first problem, as the first line of
 // the Reconciler's Warning event does.
-func (b *specBuilder) perPort(appAnn *annotation.Annotation, at int) {
+func (b *specBuilder) perPort(appAnn, healthAnn *annotation.Annotation, at int) {
 	if len(b.perPortAnns) == 0 {
 		return
 	}
@@ -70,6 +71,8 @@ func (b *specBuilder) perPort(appAnn *annotation.Annotation, at int) {
 			switch {
 			case a == appAnn:
 				b.listenerAppProtocol(a, l, v, listed)
+			case a == healthAnn:
+				b.listenerHealthCheck(a, l, v, listed)
 			case a.Setting && a.PerPort:
 				if !listed {
 					v = a.Default

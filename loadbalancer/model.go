@@ -273,9 +273,18 @@ type Backend struct {
 // HealthCheckProtocol is the protocol of a health check.
 type HealthCheckProtocol string
 
-// HealthCheckHTTP is the only protocol Desired produces: both kube-proxy's
-// health endpoint and the per-Service healthCheckNodePort answer HTTP.
-const HealthCheckHTTP HealthCheckProtocol = "HTTP"
+// The health-check protocols.
+const (
+	// HealthCheckHTTP is the protocol of the Service's health check: both
+	// kube-proxy's health endpoint and the per-Service healthCheckNodePort
+	// answer HTTP. A per-port health check (DesiredInput.HealthCheckAnnotation
+	// "http:/path") is one too, of the path on the listener's node port.
+	HealthCheckHTTP HealthCheckProtocol = "HTTP"
+	// HealthCheckTCP is a TCP connect to Port (Path empty): the per-port
+	// health check "tcp" of DesiredInput.HealthCheckAnnotation, on the
+	// listener's node port.
+	HealthCheckTCP HealthCheckProtocol = "TCP"
+)
 
 // kubeProxyHealthzPort is kube-proxy's health port (--healthz-bind-address
 // default :10256), probed for externalTrafficPolicy=Cluster.

@@ -46,6 +46,13 @@ type Options struct {
 	// DesiredInput.AppProtocolAnnotation). It must come from Annotations,
 	// and Capabilities.AppProtocols must not be empty.
 	AppProtocolAnnotation *annotation.Annotation
+	// HealthCheckAnnotation, if set, is a declared per-port string
+	// annotation giving a port's listener pool a health check of its own,
+	// "tcp" or "http:/path" on the port's node port (see
+	// DesiredInput.HealthCheckAnnotation; Capabilities.ListenerPools only,
+	// else a Service that sets it is refused). It must come from
+	// Annotations.
+	HealthCheckAnnotation *annotation.Annotation
 	// IDAnnotation, if set, is a declared annotation.KindString annotation
 	// holding a stored cloud load-balancer ID: the first step of the
 	// lookup order and the way to adopt an existing load balancer (see the

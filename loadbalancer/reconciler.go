@@ -116,9 +116,18 @@ func NewReconciler(d Driver, opts Options) (*Reconciler, error) {
 	if err := checkAppProtocolAnnotation(fn+": Options.AppProtocolAnnotation", opts.AppProtocolAnnotation, opts.Capabilities); err != nil {
 		return nil, err
 	}
-	if a := opts.AppProtocolAnnotation; a != nil {
-		if d, ok := opts.Annotations.Lookup(a.Name); !ok || d != a {
-			return nil, fmt.Errorf("%s: Options.AppProtocolAnnotation %q is not declared in Options.Annotations: expected an annotation returned by its Declare", fn, a.Name)
+	if err := checkHealthCheckAnnotation(fn+": Options.HealthCheckAnnotation", opts.HealthCheckAnnotation, opts.Capabilities); err != nil {
+		return nil, err
+	}
+	for _, c := range []struct {
+		field string
+		a     *annotation.Annotation
+	}{{"AppProtocolAnnotation", opts.AppProtocolAnnotation}, {"HealthCheckAnnotation", opts.HealthCheckAnnotation}} {
+		if c.a == nil {
+			continue
+		}
+		if d, ok := opts.Annotations.Lookup(c.a.Name); !ok || d != c.a {
+			return nil, fmt.Errorf("%s: Options.%s %q is not declared in Options.Annotations: expected an annotation returned by its Declare", fn, c.field, c.a.Name)
 		}
 	}
 	if opts.Capabilities.ListenerPools && opts.Capabilities.SharedBackendPools {

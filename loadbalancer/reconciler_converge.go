@@ -23,6 +23,7 @@ func (r *Reconciler) desiredInput(clusterName string) DesiredInput {
 		Annotations:           r.opts.Annotations,
 		RequestedIPAnnotation: r.opts.RequestedIPAnnotation,
 		AppProtocolAnnotation: r.opts.AppProtocolAnnotation,
+		HealthCheckAnnotation: r.opts.HealthCheckAnnotation,
 	}
 }
 
