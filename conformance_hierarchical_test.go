@@ -40,6 +40,7 @@ import (
 // routes (octa's network routes pods itself), no shared pools (a pool
 // per listener).
 func TestHierarchicalConformance(t *testing.T) {
+	t.Parallel() // mostly waits out the cloud's busy windows: beside the package's other suites
 	outs := conformance.Run(t, conformance.Config{
 		ProviderName:   "octa",
 		CloudConfig:    "clusterID: conformance\nendpoint: https://api.octa\ntoken: t0k3n\n",

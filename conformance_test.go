@@ -33,6 +33,7 @@ import (
 // change); asynchronous provisioning through the suite's RetryError
 // retries, as the service controller does.
 func TestWalkthroughConformance(t *testing.T) {
+	t.Parallel() // mostly waits for provisioning and controller periods: beside the other suites
 	outs := conformance.Run(t, conformance.Config{
 		ProviderName:   "acme",
 		CloudConfig:    "clusterID: conformance\nendpoint: https://api.acme\ntoken: t0k3n\n",
