@@ -52,7 +52,7 @@ func TestFakeSharedPools(t *testing.T) {
 	if raceBuild {
 		bringUp = 16
 	}
-	checkCloudMinimum(t, r, scale.CloudCosts{CreateWrites: 1, NodeWrites: 1, DeleteWrites: 1, BackendPools: scale.BackendPoolsShared},
+	checkCloudMinimum(t, r, scale.CloudCosts{CreateWrites: 1, NodeWrites: 1, DeleteWrites: 1, BackendPools: scale.BackendPoolsShared, RouteTable: true},
 		map[string]int64{scale.BringUp: bringUp, scale.Churn: 4, scale.Deletion: 6})
 	// Writes only: at this size the reads are mostly the caches' periodic
 	// lists, as many as the scenario lasts TTLs, and a loaded machine
@@ -107,6 +107,74 @@ func TestLoadBalancerCount(t *testing.T) {
 	want := "scale.Run: bring-up: wrong number of load balancers: the cloud holds 2 for the cluster, expected 1 (one per Service)"
 	if !errors.Is(err, scale.ErrLoadBalancerCount) || fmt.Sprint(err) != want {
 		t.Errorf("Run = %v; want %q, wrapping ErrLoadBalancerCount", err, want)
+	}
+}
+
+// TestFakeCoalesced runs the fake's default composition (backends per
+// load balancer) with a coalescing window (issue 27) through bring-up and
+// churn: each converges with every load balancer's backends exactly the
+// live Nodes (Target.Backends). Bring-up's writes stay within twice the
+// coalesced minimum; churn writes each load balancer at most twice, once
+// for the Node joining and once for the one leaving, which come a
+// node-monitor grace period apart (the minimum's floor of one write per
+// load balancer needs both in one window).
+func TestFakeCoalesced(t *testing.T) {
+	cfg := fake.Config{ClusterID: "scale", LoadBalancers: fake.LoadBalancerSection{CoalesceWindow: &provider.Duration{Duration: 200 * time.Millisecond}}}
+	c, err := fake.New(cfg, fake.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := scale.Run(t.Context(), scale.FakeTarget(c, cfg), scale.Config{Nodes: 10, Services: 5, Spread: 100 * time.Millisecond,
+		NodesFirst: raceBuild, Skip: []string{scale.Steady, scale.Restart}})
+	if err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	for _, name := range []string{scale.BringUp, scale.Churn} {
+		s, _ := r.Scenario(name)
+		got, min := scale.Sum(s.Driver), s.CoalescedMinimum
+		t.Logf("%s: %d writes; coalesced minimum %d (%s), per change %d; %v", name, got.Writes, min.Writes, min.Why, s.CloudMinimum.Writes, s.Driver)
+		if name == scale.BringUp && got.Writes > 2*min.Writes {
+			t.Errorf("%s: %d writes; want at most twice the coalesced minimum's %d (%s)", name, got.Writes, min.Writes, min.Why)
+		}
+		if lb := scale.ByCapability(s.Driver)["loadbalancer"].Writes; name == scale.Churn && lb > 2*5 {
+			t.Errorf("%s: %d load-balancer writes; want at most 2 per load balancer, 10", name, lb)
+		}
+	}
+}
+
+// TestBackendsChecked: a provider whose load balancer lacks a live Node
+// (a backend change it lost) does not converge: the bring-up fails with
+// ErrNotConverged naming the load balancer and the Node. Against the
+// real Backends the same run converges.
+func TestBackendsChecked(t *testing.T) {
+	run := func(lose bool) error {
+		cfg := fake.Config{ClusterID: "scale"}
+		c, err := fake.New(cfg, fake.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		target := scale.FakeTarget(c, cfg)
+		if lose {
+			backends := target.Backends
+			target.Backends = func(ctx context.Context) (map[string][]string, error) {
+				got, err := backends(ctx)
+				for lb, nodes := range got {
+					got[lb] = slices.DeleteFunc(nodes, func(n string) bool { return n == "node-00001" })
+				}
+				return got, err
+			}
+		}
+		_, err = scale.Run(t.Context(), target, scale.Config{Nodes: 2, Services: 1, Spread: -1, Timeout: 5 * time.Second,
+			Skip: []string{scale.Steady, scale.Churn, scale.Restart, scale.Deletion}})
+		return err
+	}
+	if err := run(false); err != nil {
+		t.Fatalf("Run with the fake's backends: %v", err)
+	}
+	err := run(true)
+	want := "1 load balancers without exactly the live Nodes as backends, first "
+	if !errors.Is(err, scale.ErrNotConverged) || !strings.Contains(fmt.Sprint(err), want) || !strings.Contains(fmt.Sprint(err), "1 Nodes missing [node-00001]") {
+		t.Errorf("Run = %v; want ErrNotConverged with %q naming node-00001 missing", err, want)
 	}
 }
 
@@ -225,9 +293,11 @@ func TestFakeDriftRepair(t *testing.T) {
 // hierarchical mode (issue 25: a load balancer, then per port a listener,
 // a pool, its members and a monitor, each its own write, the load balancer
 // busy after each write and refusing writes meanwhile) and checks that
-// both stay within twice the cloud minimum the fake states for such a
-// cloud (Target.CloudCosts), writes and load-balancer reads each, with no
-// load balancer duplicated or left over. Busy is 50ms after each write, a twentieth of
+// both stay within twice the coalesced cloud minimum the fake states for
+// such a cloud (Target.CloudCosts; the floor, as the service controller's
+// node syncs in effect coalesce Node changes), writes and load-balancer
+// reads each, with no load balancer duplicated or left over and every
+// pool's members exactly the live Nodes (Target.Backends). Busy is 50ms after each write, a twentieth of
 // Octavia's, as the simulator compresses time.
 func TestFakeHierarchical(t *testing.T) {
 	const compression = 300
@@ -245,8 +315,9 @@ func TestFakeHierarchical(t *testing.T) {
 	}
 	for _, name := range []string{scale.BringUp, scale.Deletion} {
 		s, _ := r.Scenario(name)
-		got, min := scale.Sum(s.Driver), s.CloudMinimum
-		t.Logf("%s: %d reads, %d writes; minimum %d reads, %d writes (%s); by operation %v", name, got.Reads, got.Writes, min.Reads, min.Writes, min.Why, s.Driver)
+		got, min := scale.Sum(s.Driver), s.CoalescedMinimum
+		t.Logf("%s: %d reads, %d writes; coalesced minimum %d reads, %d writes (%s), per change %d writes; by operation %v",
+			name, got.Reads, got.Writes, min.Reads, min.Writes, min.Why, s.CloudMinimum.Writes, s.Driver)
 		// Reads: the load balancers' (the tree this test is about) against
 		// their minimum, a confirming read per new Service; the instance
 		// and route-table reads are the route controller's and the
@@ -257,7 +328,7 @@ func TestFakeHierarchical(t *testing.T) {
 			lbMin = 5 // one per Service
 		}
 		if got.Writes > 2*min.Writes || lbReads > 2*max(lbMin, 1) {
-			t.Errorf("%s: %d writes, %d load-balancer reads; want within twice the cloud minimum's %d writes (%s) and %d reads", name, got.Writes, lbReads, min.Writes, min.Why, lbMin)
+			t.Errorf("%s: %d writes, %d load-balancer reads; want within twice the coalesced minimum's %d writes (%s) and %d reads", name, got.Writes, lbReads, min.Writes, min.Why, lbMin)
 		}
 	}
 	t.Logf("writes refused as busy, in all: %d", c.Calls().Busy)

@@ -26,9 +26,10 @@ import (
 // BackendPools to BackendPoolsPerPort.
 //
 // Each figure is the cost of one change, as CloudMinimum counts: a Node
-// change costs NodeWrites per pool even if another follows at once. A
-// minimum of changes held back and coalesced would charge the same
-// NodeWrites once per pool per batch instead.
+// change costs NodeWrites per pool even if another follows at once.
+// ScenarioReport.CoalescedMinimum charges the changes held back and
+// written together NodeWrites once per pool per batch instead (and, with
+// RouteTable, one route-table write per batch).
 //
 // Reads are not described: on any cloud CloudMinimum counts one read
 // per thing the provider must learn of (a new Node's instance, a new
@@ -60,6 +61,12 @@ type CloudCosts struct {
 	// for each port of its Service, on a cloud that deletes what a load
 	// balancer holds one by one. 0 means none; negative is an error.
 	DeleteWritesPerPort int
+	// RouteTable says the cloud writes its route table whole (one write
+	// sets every route, as a routes.TableDriver does), so that routes
+	// changed together are one write. Only ScenarioReport.CoalescedMinimum
+	// reads it: CloudMinimum charges one write per route either way. The
+	// zero value is a cloud written one route at a time.
+	RouteTable bool
 }
 
 // BackendPoolMode is how a cloud's load balancers hold their backends
@@ -143,8 +150,12 @@ func (c CloudCosts) String() string {
 	default:
 		pools = "one backend pool shared by every load balancer"
 	}
-	return fmt.Sprintf("a load balancer of P ports created in %s, deleted in %s; %s, %s to each per Node change",
+	out := fmt.Sprintf("a load balancer of P ports created in %s, deleted in %s; %s, %s to each per Node change",
 		create, del, pools, plural(int64(c.NodeWrites), "write"))
+	if c.RouteTable {
+		out += "; the route table written whole"
+	}
+	return out
 }
 
 // writesFormula is base + perPort×ports writes, spelt out: "1 write",

@@ -3,6 +3,7 @@ package scale
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 
@@ -38,15 +39,16 @@ func FakeTarget(c *fake.Cloud, cfg fake.Config) *Target {
 // ApplyBackendPool per Node change, the zero CloudCosts; otherwise each
 // holds its backends, one ApplyLoadBalancer per load balancer per Node
 // change (loadbalancer.Plan's one ActionAddBackends or
-// ActionRemoveBackends).
+// ActionRemoveBackends). In every mode the fake's route table is written
+// whole (fake.OpWriteRouteTable), RouteTable.
 func fakeCosts(lbs fake.LoadBalancerSection) CloudCosts {
 	switch {
 	case lbs.Hierarchical: // a create is one write, then four per port (listener, pool, members, monitor); a Node change one write per pool, a pool per port
-		return CloudCosts{CreateWritesPerPort: 4, BackendPools: BackendPoolsPerPort}
+		return CloudCosts{CreateWritesPerPort: 4, BackendPools: BackendPoolsPerPort, RouteTable: true}
 	case lbs.BackendPools == fake.BackendPoolsShared:
-		return CloudCosts{}
+		return CloudCosts{RouteTable: true}
 	default: // "" or fake.BackendPoolsPerService
-		return CloudCosts{BackendPools: BackendPoolsPerService}
+		return CloudCosts{BackendPools: BackendPoolsPerService, RouteTable: true}
 	}
 }
 
@@ -79,6 +81,9 @@ func fakeTarget(c *fake.Cloud, clusterID string, costs CloudCosts, ids *instance
 			return err
 		},
 		DriverCalls: func() []OpCount { return fakeCalls(c.Calls()) },
+		Backends: func(context.Context) (map[string][]string, error) {
+			return fakeBackends(c.Snapshot(), clusterID, ids), nil
+		},
 		LoadBalancers: func(context.Context) (int, error) {
 			n := 0
 			for _, lb := range c.Snapshot().LoadBalancers {
@@ -96,6 +101,51 @@ func fakeTarget(c *fake.Cloud, clusterID string, costs CloudCosts, ids *instance
 			return fakeTarget(peer, clusterID, costs, ids), nil
 		},
 	}
+}
+
+// fakeBackends is the backends of the load balancers of st tagged for
+// clusterID (all of them when it is empty) as Node names, by load
+// balancer name: its own backends, those of the shared pool it
+// references, or under listener pools each listener's pool as an entry
+// "<name> <family>/<protocol>/<port>". A backend the fake keeps by provider ID only is
+// named by the Node that instance was added for.
+func fakeBackends(st fake.State, clusterID string, ids *instanceIDs) map[string][]string {
+	pools := map[string][]loadbalancer.Backend{}
+	for _, p := range st.BackendPools {
+		pools[p.ID] = p.Spec.Backends
+	}
+	nodes := ids.nodesByProviderID()
+	names := func(bs []loadbalancer.Backend) []string {
+		out := make([]string, len(bs))
+		for i, b := range bs {
+			out[i] = b.NodeName
+			if n, ok := nodes[b.ProviderID]; ok && b.NodeName == "" {
+				out[i] = n
+			}
+		}
+		return out
+	}
+	out := map[string][]string{}
+	for _, lb := range st.LoadBalancers {
+		if clusterID != "" && lb.Tags[loadbalancer.TagCluster] != clusterID {
+			continue
+		}
+		switch {
+		case lb.Spec.ListenerPools:
+			for _, l := range lb.Spec.Listeners {
+				var bs []loadbalancer.Backend
+				if l.Pool != nil {
+					bs = l.Pool.Backends
+				}
+				out[fmt.Sprintf("%s %s/%s/%d", lb.Name, l.Family, l.Protocol, l.Port)] = names(bs)
+			}
+		case lb.Spec.BackendPool != "":
+			out[lb.Name] = names(append(slices.Clone(lb.Spec.Backends), pools[lb.Spec.BackendPool]...))
+		default:
+			out[lb.Name] = names(lb.Spec.Backends)
+		}
+	}
+	return out
 }
 
 // fakeCalls converts the fake's counters to OpCounts.
@@ -138,6 +188,18 @@ func (m *instanceIDs) len() int {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	return len(m.byName)
+}
+
+// nodesByProviderID maps the provider ID of each instance, "fake://"
+// and its ID, to the name of its Node.
+func (m *instanceIDs) nodesByProviderID() map[string]string {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	out := make(map[string]string, len(m.byName))
+	for name, id := range m.byName {
+		out["fake://"+id] = name
+	}
+	return out
 }
 
 func (m *instanceIDs) get(name string) (string, bool) {

@@ -167,10 +167,10 @@ func TestCloudMinimum(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			c := tc.costs.withDefaults()
-			if diff := cmp.Diff(tc.bringUp, bringUpCloudMinimum(tc.w, c)); diff != "" {
+			if diff := cmp.Diff(tc.bringUp, bringUpCloudMinimum(tc.w, c, false)); diff != "" {
 				t.Errorf("bring-up: %s (-want +got):\n%s", tc.reason, diff)
 			}
-			if diff := cmp.Diff(tc.churn, churnCloudMinimum(tc.w, c, churned)); diff != "" {
+			if diff := cmp.Diff(tc.churn, churnCloudMinimum(tc.w, c, churned, false)); diff != "" {
 				t.Errorf("churn: %s (-want +got):\n%s", tc.reason, diff)
 			}
 			if diff := cmp.Diff(tc.deletion, deletionCloudMinimum(tc.w, c)); diff != "" {
@@ -198,7 +198,7 @@ func TestServicePorts(t *testing.T) {
 }
 
 // TestFakeCosts: FakeTarget states the fake's own costs, by its
-// loadBalancers.backendPools.
+// loadBalancers.backendPools, its route table always written whole.
 func TestFakeCosts(t *testing.T) {
 	tests := []struct {
 		name   string
@@ -206,9 +206,10 @@ func TestFakeCosts(t *testing.T) {
 		want   CloudCosts
 		reason string
 	}{
-		{name: "default", lbs: fake.LoadBalancerSection{}, want: perService, reason: "the fake's default is backends per Service"},
-		{name: "per Service", lbs: fake.LoadBalancerSection{BackendPools: fake.BackendPoolsPerService}, want: perService, reason: "a backend write per load balancer per Node change"},
-		{name: "shared", lbs: fake.LoadBalancerSection{BackendPools: fake.BackendPoolsShared}, want: flatShared, reason: "one pool for every load balancer: the zero value"},
+		{name: "default", lbs: fake.LoadBalancerSection{}, want: withTable(perService), reason: "the fake's default is backends per Service"},
+		{name: "per Service", lbs: fake.LoadBalancerSection{BackendPools: fake.BackendPoolsPerService}, want: withTable(perService), reason: "a backend write per load balancer per Node change"},
+		{name: "shared", lbs: fake.LoadBalancerSection{BackendPools: fake.BackendPoolsShared}, want: withTable(flatShared), reason: "one pool for every load balancer: the zero value"},
+		{name: "hierarchical", lbs: fake.LoadBalancerSection{Hierarchical: true}, want: withTable(octavia), reason: "four writes per port to create, a pool per port"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -218,3 +219,57 @@ func TestFakeCosts(t *testing.T) {
 		})
 	}
 }
+
+// TestCoalescedMinimum computes the coalesced minimums of bring-up and
+// churn, worked out by hand: the same reads and creates as
+// TestCloudMinimum's, but the Nodes joining at bring-up are one backend
+// write per pool of each load balancer existing when the last Node
+// joins (5 when interleaved, none with Nodes first), churn's two Node
+// changes one write per pool, and with CloudCosts.RouteTable a scenario's
+// routes one table write. Each is at most the per-change minimum.
+func TestCoalescedMinimum(t *testing.T) {
+	tests := []struct {
+		name           string
+		w              shape
+		costs          CloudCosts
+		bringUp, churn int64 // writes
+	}{
+		// 5 creates, the pool's creation, one pool write after Node 9,
+		// 10 routes; churn: one pool write, a route created and one
+		// deleted.
+		{"zero value, interleaved", interleaved, flatShared, 5 + 1 + 1 + 10, 1 + 2},
+		// The same, the routes one table write each time.
+		{"zero value, route table", interleaved, withTable(flatShared), 5 + 1 + 1 + 1, 1 + 1},
+		// 5 creates, a write to each of the 5 load balancers, a table
+		// write; churn: a write to each, a table write.
+		{"per Service, route table", interleaved, withTable(perService), 5 + 5 + 1, 5 + 1},
+		// Nodes first: no load balancer exists as Nodes join.
+		{"per Service, Nodes first", nodesFirst, perService, 5 + 0 + 10, 5 + 2},
+		// 5 creates of 1 + 4×3 writes, a member write to each of the 15
+		// pools, 10 routes; churn: a write to each pool and 2 routes.
+		{"Octavia, three ports", threePorts, octavia, 5*13 + 15 + 10, 15 + 2},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			c := tc.costs.withDefaults()
+			up, perChange := bringUpCloudMinimum(tc.w, c, true), bringUpCloudMinimum(tc.w, c, false)
+			if up.Reads != perChange.Reads || up.Writes != tc.bringUp || up.Writes > perChange.Writes {
+				t.Errorf("bring-up: %d reads, %d writes (%s); want %d reads (the per-change minimum's), %d writes, at most the per-change %d",
+					up.Reads, up.Writes, up.Why, perChange.Reads, tc.bringUp, perChange.Writes)
+			}
+			churn, perChange := churnCloudMinimum(tc.w, c, churned, true), churnCloudMinimum(tc.w, c, churned, false)
+			if churn.Reads != perChange.Reads || churn.Writes != tc.churn || churn.Writes > perChange.Writes {
+				t.Errorf("churn: %d reads, %d writes (%s); want %d reads, %d writes, at most the per-change %d",
+					churn.Reads, churn.Writes, churn.Why, perChange.Reads, tc.churn, perChange.Writes)
+			}
+		})
+	}
+	want := "a read per new Node; a confirming read and a create per Service; once after the last Node joined, a backend write per load balancer created before it (Target.CloudCosts: a backend pool per Service); a route-table read, one table write with a route per Node (Target.CloudCosts: the route table written whole)"
+	if got := bringUpCloudMinimum(interleaved, withTable(perService).withDefaults(), true).Why; got != want {
+		t.Errorf("bring-up Why:\n got %s\nwant %s", got, want)
+	}
+}
+
+// withTable is c with its route table written whole
+// (CloudCosts.RouteTable).
+func withTable(c CloudCosts) CloudCosts { c.RouteTable = true; return c }

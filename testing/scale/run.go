@@ -1,9 +1,11 @@
 package scale
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"time"
@@ -33,6 +35,11 @@ type sim struct {
 
 	next int             // index of the next Node to create
 	live map[string]bool // names of the Nodes that should exist
+
+	// backendsAsked is when backendsExact last asked Target.Backends,
+	// and backendsMissing what it answered.
+	backendsAsked   time.Time
+	backendsMissing string
 }
 
 // Run runs the scenarios over one simulated cluster, in order: bring-up
@@ -45,7 +52,10 @@ type sim struct {
 // controller, the new ones initialized), restart (the controllers stop
 // and new ones start, over Target.Restart's provider if set; goal: every
 // Service ensured again and, with Routes, the routes listed), deletion
-// (every Service deleted; goal: each load balancer deleted). After each
+// (every Service deleted; goal: each load balancer deleted). With
+// Target.Backends, the goals of bring-up and churn also need every load
+// balancer's backends to be exactly the live Nodes, so that a provider
+// holding backend changes back is measured until its last write. After each
 // goal the simulator waits until no write has been made for three
 // compressed route periods, and counts those calls too.
 //
@@ -129,7 +139,9 @@ type scenario struct {
 	goal    func(context.Context) (bool, string, error)
 	minimum []Minimum
 	cloud   CloudMinimum
-	settle  bool
+	// coalesced is the scenario's CoalescedMinimum; zero: cloud.
+	coalesced CloudMinimum
+	settle    bool
 	// lbs is how many load balancers Target.LoadBalancers must report
 	// after the scenario.
 	lbs int
@@ -161,7 +173,8 @@ func (s *sim) run(ctx context.Context, sc scenario) error {
 	if s.target != t {
 		driverBefore = nil
 	}
-	r := ScenarioReport{Name: sc.name, Converged: took, Calls: diff(before, s.meter.snapshot()), Minimum: sc.minimum, CloudMinimum: sc.cloud}
+	r := ScenarioReport{Name: sc.name, Converged: took, Calls: diff(before, s.meter.snapshot()), Minimum: sc.minimum, CloudMinimum: sc.cloud,
+		CoalescedMinimum: cmp.Or(sc.coalesced, sc.cloud)}
 	if s.target.DriverCalls != nil {
 		r.Driver = diff(driverBefore, s.driverCalls())
 	}
@@ -315,6 +328,69 @@ func (s *sim) nodesDone(ctx context.Context) (bool, string, error) {
 	}
 	return true, "", nil
 }
+
+// backendsExact reports whether every load balancer's backends, as
+// Target.Backends reports them, are exactly the live Nodes; it holds
+// when Target.Backends is nil or the provider has no load balancers. It
+// asks the cloud at most every backendsEvery, as a check of hundreds of
+// load balancers of a thousand backends each is not a poll's work.
+func (s *sim) backendsExact(ctx context.Context) (bool, string, error) {
+	if s.target.Backends == nil || !s.hasLB() {
+		return true, "", nil
+	}
+	if time.Since(s.backendsAsked) < backendsEvery {
+		return false, s.backendsMissing, nil
+	}
+	s.backendsAsked = time.Now()
+	got, err := s.target.Backends(ctx)
+	if err != nil {
+		return false, "", fmt.Errorf("Target.Backends: %w", err)
+	}
+	s.backendsMissing = backendsDiff(got, s.live)
+	return s.backendsMissing == "", s.backendsMissing, nil
+}
+
+// backendsEvery is how often backendsExact asks Target.Backends.
+const backendsEvery = 250 * time.Millisecond
+
+// backendsDiff says which of the load balancers of got (name → Node
+// names) lack live Nodes or hold others, with the first of each; "" when
+// every one holds exactly the live Nodes.
+func backendsDiff(got map[string][]string, live map[string]bool) string {
+	var wrong []string
+	for _, lb := range slices.Sorted(maps.Keys(got)) {
+		have := map[string]bool{}
+		var extra []string
+		for _, n := range got[lb] {
+			if have[n] {
+				extra = append(extra, n+" twice")
+			}
+			have[n] = true
+			if !live[n] {
+				extra = append(extra, n)
+			}
+		}
+		var missing []string
+		for n := range live {
+			if !have[n] {
+				missing = append(missing, n)
+			}
+		}
+		if len(missing)+len(extra) == 0 {
+			continue
+		}
+		slices.Sort(missing)
+		slices.Sort(extra)
+		wrong = append(wrong, fmt.Sprintf("%s: %d Nodes missing %v, %d backends not live Nodes %v", lb, len(missing), first(missing, 3), len(extra), first(extra, 3)))
+	}
+	if len(wrong) == 0 {
+		return ""
+	}
+	return fmt.Sprintf("%d load balancers without exactly the live Nodes as backends, first %s", len(wrong), wrong[0])
+}
+
+// first is the first n of s, or s.
+func first(s []string, n int) []string { return s[:min(n, len(s))] }
 
 // servicesReady reports whether every Service has an ingress.
 func (s *sim) servicesReady(ctx context.Context) (bool, string, error) {

@@ -49,6 +49,17 @@ type Target struct {
 	// that there is none (none leaked); otherwise Run returns an error
 	// wrapping ErrLoadBalancerCount. Nil: not checked.
 	LoadBalancers func(ctx context.Context) (int, error)
+	// Backends, if set, returns the backends of each load balancer the
+	// cloud holds for the cluster, as the names of their Nodes, by load
+	// balancer (under any name the provider likes: the simulator names it
+	// in an error only). On a cloud that keeps backends per port, each
+	// port's pool is an entry of its own. The goals of bring-up and churn
+	// then also need every entry to be exactly the live Nodes, so that a
+	// provider that holds backend changes back
+	// (loadbalancer.Options.CoalesceWindow) is measured until its last
+	// write, and one that loses a change does not converge. Nil: not
+	// checked.
+	Backends func(ctx context.Context) (map[string][]string, error)
 	// CloudCosts is what each unit of work costs on the provider's
 	// cloud: the writes that create and delete one load balancer, and
 	// those of one Node joining or leaving. Every scenario's CloudMinimum
@@ -246,6 +257,15 @@ type ScenarioReport struct {
 	// CloudMinimum is the fewest cloud API calls (the Driver boundary)
 	// the scenario needs; compare it with Sum(Driver).
 	CloudMinimum CloudMinimum
+	// CoalescedMinimum is CloudMinimum for a provider that holds changes
+	// back and writes them together (loadbalancer.Options.CoalesceWindow,
+	// routes.Table): the Nodes joining at bring-up are one backend write
+	// per pool of each load balancer created before the last of them,
+	// churn's Nodes leaving and joining one write per pool, and with
+	// CloudCosts.RouteTable the routes of a scenario one table write. No
+	// provider goes below it. It equals CloudMinimum for the scenarios
+	// where nothing can be held back (steady, restart, deletion).
+	CoalescedMinimum CloudMinimum
 }
 
 // CloudMinimum is the fewest cloud API calls a scenario needs, counted as

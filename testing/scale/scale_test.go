@@ -55,7 +55,7 @@ func TestFake(t *testing.T) {
 		if raceBuild {
 			bringUp = 15
 		}
-		checkCloudMinimum(t, r, scale.CloudCosts{CreateWrites: 1, NodeWrites: 1, DeleteWrites: 1, BackendPools: scale.BackendPoolsPerService},
+		checkCloudMinimum(t, r, scale.CloudCosts{CreateWrites: 1, NodeWrites: 1, DeleteWrites: 1, BackendPools: scale.BackendPoolsPerService, RouteTable: true},
 			map[string]int64{scale.BringUp: bringUp, scale.Churn: 12, scale.Deletion: 5})
 		// The floor the fake reaches: one Delete per load balancer. The
 		// shared-pool figure it had before, 6, counted a pool this

@@ -29,11 +29,12 @@ func (s *sim) bringUp(ctx context.Context) error {
 			}
 			return s.bringUpSteps(ctx, 0, m)
 		},
-		goal:    s.all(s.nodesDone, s.servicesReady),
-		minimum: s.bringUpMinimum(),
-		cloud:   bringUpCloudMinimum(s.shape(), s.costs),
-		settle:  true,
-		lbs:     m,
+		goal:      s.all(s.nodesDone, s.servicesReady, s.backendsExact),
+		minimum:   s.bringUpMinimum(),
+		cloud:     bringUpCloudMinimum(s.shape(), s.costs, false),
+		coalesced: bringUpCloudMinimum(s.shape(), s.costs, true),
+		settle:    true,
+		lbs:       m,
 	})
 }
 
@@ -106,18 +107,58 @@ func (s *sim) shape() shape {
 // read once. Each Service's load balancer is created (c's writes for its
 // ports), each Node routed, and each Node joining after a load balancer
 // exists written to the backends (bringUpBackendWrites).
-func bringUpCloudMinimum(w shape, c CloudCosts) CloudMinimum {
+//
+// Coalesced, the Node changes are held back and written together: each
+// load balancer created before the last Node joined is written once
+// after it (coalescedBackendWrites), and with c.RouteTable the routes are
+// one table write. That is the floor of any provider: a load balancer
+// created before a Node joined cannot hold it without a write.
+func bringUpCloudMinimum(w shape, c CloudCosts, coalesced bool) CloudMinimum {
 	n, m := w.nodes, w.services
 	var cm CloudMinimum
 	cm.add(n, 0, "a read per new Node")
 	if w.lb && m > 0 {
 		cm.add(m, m*c.createWrites(w.ports), createWhy(c, w.ports))
-		cm.add(0, bringUpBackendWrites(w, c), bringUpBackendWhy(c, w.ports))
+		if coalesced {
+			cm.add(0, coalescedBackendWrites(w, c), coalescedBackendWhy(c, w.ports))
+		} else {
+			cm.add(0, bringUpBackendWrites(w, c), bringUpBackendWhy(c, w.ports))
+		}
 	}
 	if w.routes {
-		cm.add(1, n, "a route-table read, a route per Node")
+		switch {
+		case coalesced && c.RouteTable && n > 0:
+			cm.add(1, 1, "a route-table read, one table write with a route per Node (Target.CloudCosts: the route table written whole)")
+		default:
+			cm.add(1, n, "a route-table read, a route per Node")
+		}
 	}
 	return cm
+}
+
+// coalescedBackendWrites is the backend writes of the Nodes joining at
+// bring-up when every change is held back and written together: the
+// load balancers that exist when the last Node joins are each written
+// once (per pool, at c's cost), the shared pool once, after its creation.
+func coalescedBackendWrites(w shape, c CloudCosts) int64 {
+	var writes int64
+	if c.shared() {
+		writes = 1
+	}
+	if w.nodes > 0 {
+		writes += c.nodeWrites(lbsAtJoin(w, w.nodes-1), w.ports)
+	}
+	return writes
+}
+
+// coalescedBackendWhy says what the coalesced Node joins at bring-up
+// write.
+func coalescedBackendWhy(c CloudCosts, ports int64) string {
+	if c.shared() {
+		return fmt.Sprintf("the shared backend pool created, then %s to it once after the last Node joined", plural(int64(c.NodeWrites), "write"))
+	}
+	writes, costs := c.perLoadBalancerWhy(ports)
+	return fmt.Sprintf("once after the last Node joined, %s created before it %s", writes, costs)
 }
 
 // createWhy says what creating each Service's load balancer costs.
@@ -211,13 +252,14 @@ func (s *sim) churn(ctx context.Context) error {
 	}
 	r := (s.cfg.Nodes*s.cfg.ChurnPercent + 99) / 100
 	return s.run(ctx, scenario{
-		name:    Churn,
-		act:     func(ctx context.Context) error { return s.replace(ctx, r) },
-		goal:    s.nodesDone,
-		minimum: s.churnMinimum(int64(r)),
-		cloud:   churnCloudMinimum(s.shape(), s.costs, int64(r)),
-		settle:  true,
-		lbs:     s.cfg.Services,
+		name:      Churn,
+		act:       func(ctx context.Context) error { return s.replace(ctx, r) },
+		goal:      s.all(s.nodesDone, s.backendsExact),
+		minimum:   s.churnMinimum(int64(r)),
+		cloud:     churnCloudMinimum(s.shape(), s.costs, int64(r), false),
+		coalesced: churnCloudMinimum(s.shape(), s.costs, int64(r), true),
+		settle:    true,
+		lbs:       s.cfg.Services,
 	})
 }
 
@@ -269,15 +311,32 @@ func (s *sim) churnMinimum(r int64) []Minimum {
 // churnCloudMinimum: each gone instance is confirmed gone and each new
 // one read, once each; each gone Node leaves and each new one joins the
 // backends of every load balancer, at c's cost; each new Node's route is
-// created and each gone one's deleted.
-func churnCloudMinimum(w shape, c CloudCosts, r int64) CloudMinimum {
+// created and each gone one's deleted. Coalesced, every Node leaving and
+// joining is one write to each pool (at c's cost), and with c.RouteTable
+// the routes one table write.
+func churnCloudMinimum(w shape, c CloudCosts, r int64, coalesced bool) CloudMinimum {
 	var cm CloudMinimum
 	cm.add(2*r, 0, "a read per gone and per new instance")
-	if w.lb && w.services > 0 {
-		cm.add(0, 2*r*c.nodeWrites(w.services, w.ports), churnBackendWhy(c, w.ports))
+	if w.lb && w.services > 0 && r > 0 {
+		switch {
+		case coalesced:
+			writes, costs := c.perLoadBalancerWhy(w.ports)
+			why := fmt.Sprintf("the Nodes leaving and joining in one change, %s %s", writes, costs)
+			if c.shared() {
+				why = fmt.Sprintf("the Nodes leaving and joining in one change, %s to the shared backend pool", plural(int64(c.NodeWrites), "write"))
+			}
+			cm.add(0, c.nodeWrites(w.services, w.ports), why)
+		default:
+			cm.add(0, 2*r*c.nodeWrites(w.services, w.ports), churnBackendWhy(c, w.ports))
+		}
 	}
-	if w.routes {
-		cm.add(0, 2*r, "a route created per new Node, deleted per gone one")
+	if w.routes && r > 0 {
+		switch {
+		case coalesced && c.RouteTable:
+			cm.add(0, 1, "one route-table write creating the new Nodes' routes and deleting the gone ones' (Target.CloudCosts: the route table written whole)")
+		default:
+			cm.add(0, 2*r, "a route created per new Node, deleted per gone one")
+		}
 	}
 	return cm
 }

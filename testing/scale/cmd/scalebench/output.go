@@ -149,6 +149,10 @@ func writeDriverTable(w io.Writer, results []result) {
 			return fmt.Sprintf("%d, %d", s.CloudMinimum.Reads, s.CloudMinimum.Writes)
 		})
 		row(w, name, "*calls ÷ cloud minimum*", full, ratioCell)
+		row(w, name, "*coalesced minimum: reads, writes*", full, func(s scale.ScenarioReport) string {
+			return fmt.Sprintf("%d, %d", s.CoalescedMinimum.Reads, s.CoalescedMinimum.Writes)
+		})
+		row(w, name, "*calls ÷ coalesced minimum*", full, func(s scale.ScenarioReport) string { return ratio(s, s.CoalescedMinimum) })
 		if lim := with[0].limit; lim != nil {
 			row(w, name, "*converged (bound: 2 × minimum ÷ rate)*", full, func(s scale.ScenarioReport) string { return boundCell(s, lim) })
 		}
@@ -184,12 +188,15 @@ func readsCell(s scale.ScenarioReport) string {
 }
 
 // ratioCell is the Driver-boundary calls of s over its cloud minimum.
-func ratioCell(s scale.ScenarioReport) string {
+func ratioCell(s scale.ScenarioReport) string { return ratio(s, s.CloudMinimum) }
+
+// ratio is the Driver-boundary calls of s over min.
+func ratio(s scale.ScenarioReport, min scale.CloudMinimum) string {
 	t := scale.Sum(s.Driver)
-	if s.CloudMinimum.Total() == 0 {
+	if min.Total() == 0 {
 		return fmt.Sprintf("%d calls, minimum 0", t.Reads+t.Writes)
 	}
-	return fmt.Sprintf("%.2f", float64(t.Reads+t.Writes)/float64(s.CloudMinimum.Total()))
+	return fmt.Sprintf("%.2f", float64(t.Reads+t.Writes)/float64(min.Total()))
 }
 
 // boundCell is the time s took to converge and its bound under lim: twice

@@ -15,6 +15,8 @@ import (
 	upstream "k8s.io/cloud-provider/fake"
 
 	"github.com/ccmkit/ccmkit/fake"
+	"github.com/ccmkit/ccmkit/loadbalancer"
+	ccmkitprovider "github.com/ccmkit/ccmkit/provider"
 	"github.com/ccmkit/ccmkit/testing/scale"
 )
 
@@ -67,8 +69,11 @@ var limit = rates{reads: 20, writes: 10}
 
 var providers = []provider{
 	{key: "ccmkit", name: "ccmkit fake", target: ccmkitFake},
+	{key: "coalesced", name: "ccmkit fake, coalesced", target: ccmkitCoalesced},
 	{key: "shared", name: "ccmkit fake, shared pools", target: ccmkitSharedPools},
+	{key: "shared-coalesced", name: "ccmkit fake, shared pools, coalesced", target: ccmkitSharedCoalesced},
 	{key: "limited", name: "ccmkit fake, shared pools, rate-limited", target: ccmkitLimited, limit: &limit, realTime: true, timeout: 15 * time.Minute},
+	{key: "limited-coalesced", name: "ccmkit fake, shared pools, coalesced, rate-limited", target: ccmkitLimitedCoalesced, limit: &limit, realTime: true, timeout: 15 * time.Minute},
 	{key: "realistic", name: "ccmkit fake, realistic mode, shared pools", target: ccmkitRealistic, limit: &limit, realTime: true, timeout: 15 * time.Minute},
 	{key: "upstream", name: "upstream fake", target: upstreamFake},
 }
@@ -106,6 +111,29 @@ func ccmkitFake(ttl time.Duration) (*scale.Target, error) {
 	return fakeWith(fake.Config{ClusterID: "scale"}, ttl)
 }
 
+// ccmkitCoalesced is ccmkitFake with the example cloud-controller-
+// manager's coalesced node sync: loadbalancer.RecommendedCoalesceWindow,
+// compressed as the TTLs are (ttl is a simulated minute), so that a
+// window spans the simulated time it would in a cluster.
+func ccmkitCoalesced(ttl time.Duration) (*scale.Target, error) {
+	return fakeWith(coalesced(fake.Config{ClusterID: "scale"}, ttl), ttl)
+}
+
+// ccmkitSharedCoalesced is ccmkitSharedPools with coalesced pool
+// writes, as ccmkitCoalesced.
+func ccmkitSharedCoalesced(ttl time.Duration) (*scale.Target, error) {
+	return fakeWith(coalesced(atScale(ttl), ttl), ttl)
+}
+
+// coalesced sets cfg's coalescing window to
+// loadbalancer.RecommendedCoalesceWindow compressed as ttl, a simulated
+// minute, is.
+func coalesced(cfg fake.Config, ttl time.Duration) fake.Config {
+	w := loadbalancer.RecommendedCoalesceWindow * ttl / time.Minute
+	cfg.LoadBalancers.CoalesceWindow = &ccmkitprovider.Duration{Duration: w}
+	return cfg
+}
+
 // ccmkitSharedPools is ccmkit's fake as the README's "Running at scale"
 // composes a provider: the load balancers of every Service reference one
 // backend pool (loadBalancers.backendPools: shared), so a Node change is
@@ -122,6 +150,14 @@ func ccmkitLimited(ttl time.Duration) (*scale.Target, error) {
 	cfg := atScale(ttl)
 	cfg.RateLimit = fake.RateLimit{ReadsPerSecond: &limit.reads, WritesPerSecond: &limit.writes, Burst: 20}
 	return fakeWith(cfg, ttl)
+}
+
+// ccmkitLimitedCoalesced is ccmkitLimited with coalesced pool writes:
+// loadbalancer.RecommendedCoalesceWindow, in real time as the run is.
+func ccmkitLimitedCoalesced(ttl time.Duration) (*scale.Target, error) {
+	cfg := atScale(ttl)
+	cfg.RateLimit = fake.RateLimit{ReadsPerSecond: &limit.reads, WritesPerSecond: &limit.writes, Burst: 20}
+	return fakeWith(coalesced(cfg, ttl), ttl)
 }
 
 // ccmkitRealistic is ccmkitSharedPools on the fake's realistic mode:
