@@ -40,6 +40,7 @@ func main() {
 	flag.DurationVar(&tuning.NodeMonitorPeriod, "node-monitor-period", 0, "the node-lifecycle controller's period, as set on a cluster (0: the upstream default, 5s); compressed")
 	flag.DurationVar(&tuning.DriftRepairPeriod, "drift-repair-period", 0, "also run ccmkit's drift-repair controller with this period, as set on a cluster (0: off); compressed")
 	flag.IntVar(&tuning.Compression, "compression", 100, "scale.Config.Compression: the controllers' periods and the fake's TTLs are divided by it (the rate-limited provider runs at 1)")
+	flag.DurationVar(&coalesceWindow, "coalesce-window", 0, "the coalesced providers' loadbalancer.Options.CoalesceWindow in real time, not compressed (0: loadbalancer.RecommendedCoalesceWindow divided by -compression)")
 	skip := flag.String("skip", "", "comma-separated scenarios not to run (steady, churn, restart, deletion)")
 	flag.Parse()
 	if *skip != "" {

@@ -63,6 +63,11 @@ func (p provider) config(sz size) scale.Config {
 // rates are a rate-limited cloud's budgets, calls per second.
 type rates struct{ reads, writes float64 }
 
+// coalesceWindow is the -coalesce-window flag: the coalesced providers'
+// window in real time; 0: loadbalancer.RecommendedCoalesceWindow
+// compressed.
+var coalesceWindow time.Duration
+
 // limit is the rate limit of the "limited" provider, the budgets the
 // issue's acceptance names.
 var limit = rates{reads: 20, writes: 10}
@@ -127,9 +132,13 @@ func ccmkitSharedCoalesced(ttl time.Duration) (*scale.Target, error) {
 
 // coalesced sets cfg's coalescing window to
 // loadbalancer.RecommendedCoalesceWindow compressed as ttl, a simulated
-// minute, is.
+// minute, is, or to the -coalesce-window flag's, uncompressed.
 func coalesced(cfg fake.Config, ttl time.Duration) fake.Config {
-	w := loadbalancer.RecommendedCoalesceWindow * ttl / time.Minute
+	if coalesceWindow > 0 { // -coalesce-window, in real time
+		cfg.LoadBalancers.CoalesceWindow = &ccmkitprovider.Duration{Duration: coalesceWindow}
+		return cfg
+	}
+	w := time.Duration(float64(loadbalancer.RecommendedCoalesceWindow) * float64(ttl) / float64(time.Minute)) // in float: 2s × 1m overflows a Duration
 	cfg.LoadBalancers.CoalesceWindow = &ccmkitprovider.Duration{Duration: w}
 	return cfg
 }
