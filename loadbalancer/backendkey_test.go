@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
@@ -585,6 +586,12 @@ func (c clientsOf) Client(string) (kubernetes.Interface, error) { return c.cs, n
 // describe node` and `kubectl describe service` say why. The events go
 // through the broadcaster Initialize starts, to the clientset.
 func TestSkippedNodeEvent(t *testing.T) {
+	synctest.Test(t, testSkippedNodeEvent)
+}
+
+// testSkippedNodeEvent runs in a bubble: synctest.Wait returns once the
+// broadcaster's goroutines have written the events and wait for more.
+func testSkippedNodeEvent(t *testing.T) {
 	cs := k8sfake.NewClientset()
 	r, _ := newReconciler(t, loadbalancer.Options{Codec: provider.Codec{Scheme: "test"}})
 	ctx, cancel := context.WithCancel(t.Context())
@@ -596,16 +603,12 @@ func TestSkippedNodeEvent(t *testing.T) {
 	for range 3 {
 		mustEnsure(t, r, "c1", lbService(), append(threeNodes(), bad))
 	}
-	var events []v1.Event
-	deadline := time.Now().Add(10 * time.Second)
-	for len(events) < 2 && time.Now().Before(deadline) {
-		list, err := cs.CoreV1().Events("").List(ctx, metav1.ListOptions{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		events = list.Items
-		time.Sleep(10 * time.Millisecond)
+	synctest.Wait()
+	list, err := cs.CoreV1().Events("").List(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
 	}
+	events := list.Items
 	type summary struct{ Type, Reason, Kind, Name string }
 	var got []summary
 	for _, e := range events {
