@@ -32,9 +32,20 @@
 // (Target.CloudCosts)"), and Report.CloudCosts holds them. FakeTarget
 // states the fake's, from its cloud-config.
 //
+// Beside it each scenario states a CoalescedMinimum: the floor of a
+// provider that holds changes back and writes them together
+// (loadbalancer.Options.CoalesceWindow; routes.Table, with
+// CloudCosts.RouteTable). CloudMinimum charges each Node change as it
+// comes; the upstream service controller's node syncs already batch
+// Node changes, so a provider can land between the two, never below the
+// coalesced one.
+//
 // A Target that can count the load balancers
 // its cloud holds (Target.LoadBalancers) has that count checked after
-// each scenario: one per Service, none after the deletion.
+// each scenario: one per Service, none after the deletion. One that can
+// list their backends (Target.Backends) has them checked too: bring-up
+// and churn converge only when every load balancer holds exactly the
+// live Nodes.
 //
 // A provider's caches run on real time while the controllers' periods
 // are compressed: give the Target TTLs divided by Config.Compression too
