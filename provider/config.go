@@ -57,7 +57,8 @@ const maxConfigSize = 1 << 20
 // integer in a string field is kept as written, but other numbers are
 // rewritten (0123 becomes "83", 0x1F "31", 1.50 "1.5", 1e3 "1000") and an
 // unquoted y, yes, n, no, on or off becomes "true" or "false": quote such
-// values.
+// values. A cloud-config that begins as JSON ({") must be valid JSON
+// throughout: YAML would accept a trailing comma or a comment in it.
 //
 // When C (or *C) implements Validator, Validate is called and its error is
 // returned wrapped. Every error wraps ErrInvalidConfig. DecodeConfig never
@@ -95,6 +96,38 @@ func DecodeConfig[C any](r io.Reader) (*C, error) {
 		}
 	}
 	return cfg, nil
+}
+
+// checkJSON rejects a cloud-config written as JSON that is not valid
+// JSON. YAML reads JSON, but also reads what JSON refuses (a trailing
+// comma, a comment, a single-quoted string), so a JSON file with such a
+// mistake would be accepted as its author did not write it. A document
+// whose first non-blank characters are { and " is taken as JSON; a YAML
+// flow mapping with bare keys ({clusterID: c}) is still YAML. The error
+// gives the line and column of the mistake, never the text there.
+func checkJSON(data []byte) error {
+	trimmed := bytes.TrimLeft(data, " \t\r\n")
+	if !bytes.HasPrefix(trimmed, []byte("{")) || !bytes.HasPrefix(bytes.TrimLeft(trimmed[1:], " \t\r\n"), []byte(`"`)) {
+		return nil
+	}
+	var v any
+	err := json.NewDecoder(bytes.NewReader(data)).Decode(&v) // the first value: checkOneDocument reports what follows it
+	var syntax *json.SyntaxError
+	if !errors.As(err, &syntax) {
+		return nil // valid JSON, or a mistake the YAML reading reports
+	}
+	line, col := lineColumn(data, syntax.Offset-1) // Offset counts the offending byte
+	return fmt.Errorf("line %d, column %d: the cloud-config begins as JSON ({\") but is not valid JSON there (a trailing comma, a comment or a quote missing?): expected JSON throughout, or YAML", line, col)
+}
+
+// lineColumn is the 1-based line and column of byte offset off of data
+// (0-based).
+func lineColumn(data []byte, off int64) (line, col int) {
+	off = min(max(off, 0), int64(len(data)))
+	before := data[:off]
+	line = bytes.Count(before, []byte("\n")) + 1
+	col = len(before) - bytes.LastIndexByte(before, '\n')
+	return line, col
 }
 
 // readConfig reads all of r, up to maxConfigSize bytes.
@@ -137,6 +170,9 @@ func readConfig(r io.Reader) ([]byte, error) {
 // rejects the rest. Every library error is rebuilt by yamlError or
 // jsonError, which never quote a value.
 func decodeStrict(data []byte, into any) error {
+	if err := checkJSON(data); err != nil {
+		return err
+	}
 	fields := fieldNames(reflect.TypeOf(into))
 	var generic any
 	if err := yaml.Unmarshal(data, &generic); err != nil {

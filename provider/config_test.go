@@ -87,6 +87,21 @@ func TestDecodeConfig(t *testing.T) {
 			want: &testConfig{Endpoint: "https://api.example", Token: "s3cr3t-t0ken"},
 		},
 		{
+			name: "json with a trailing comma", reason: "YAML would read it, but its author wrote JSON, which refuses it (issue 29)",
+			in:      strings.NewReader("{\"endpoint\": \"https://api.example\",\n \"region\": \"eu-1\",\n}"),
+			wantErr: []string{"line 3, column 1", "not valid JSON", "expected JSON throughout, or YAML"},
+		},
+		{
+			name: "json with a comment", reason: "a # comment is YAML, not JSON",
+			in:      strings.NewReader("{\"endpoint\": \"x\", # the API\n\"region\": \"eu-1\"}"),
+			wantErr: []string{"line 1, column 19", "not valid JSON"},
+		},
+		{
+			name: "yaml flow mapping", reason: "bare keys are YAML's flow style, not JSON: still read as YAML",
+			in:   strings.NewReader("{endpoint: https://api.example, region: eu-1,}"),
+			want: &testConfig{Endpoint: "https://api.example", Region: "eu-1"},
+		},
+		{
 			name: "unknown field", reason: "a typo must not be silently ignored",
 			in:      strings.NewReader("endpoint: x\nregoin: eu-1\n"),
 			wantErr: []string{"regoin", "unknown field"},
