@@ -41,7 +41,7 @@ type DriftRepairOptions struct {
 	ClusterName string
 	// Period is how often a pass starts: a drift that is there when a pass
 	// lists the load balancers is repaired by that pass. 0 means 10m;
-	// negative is an error.
+	// negative or positive below MinPeriod (1s) is an error.
 	Period time.Duration
 	// Recorder records a Normal event (reason LoadBalancerDriftRepaired)
 	// on each Service whose load balancer was repaired. nil means no
@@ -159,11 +159,17 @@ func checkCommon(fn, clusterName, periodField string, period, def time.Duration)
 	if clusterName == "" {
 		return fmt.Errorf("%s: Options.ClusterName is empty: expected the CCM's --cluster-name", fn)
 	}
-	if period < 0 {
-		return fmt.Errorf("%s: Options.%s %v: expected 0 (the default, %v) or more", fn, periodField, period, def)
+	if period < 0 || (period > 0 && period < MinPeriod) {
+		return fmt.Errorf("%s: Options.%s %v: expected 0 (the default, %v) or at least %v (MinPeriod: a shorter period is a busy loop against the cloud)", fn, periodField, period, def, MinPeriod)
 	}
 	return nil
 }
+
+// MinPeriod is the shortest Period the housekeeping controllers accept:
+// each pass lists the cloud's load balancers, so a period of a
+// nanosecond would be a busy loop against the cloud API. The scale
+// simulator's compressed periods (a minute divided by 20) stay above it.
+const MinPeriod = time.Second
 
 // Name returns DriftRepairName (k8s.io/controller-manager controller.Interface).
 func (d *DriftRepair) Name() string { return DriftRepairName }

@@ -170,7 +170,11 @@ func TestNewDriftRepairErrors(t *testing.T) {
 		{name: "no cluster", reason: "every call needs the cluster name", opts: DriftRepairOptions{},
 			want: "housekeeping.NewDriftRepair: Options.ClusterName is empty: expected the CCM's --cluster-name"},
 		{name: "negative period", reason: "a period of none is meaningless", opts: DriftRepairOptions{ClusterName: "c", Period: -time.Second},
-			want: "housekeeping.NewDriftRepair: Options.Period -1s: expected 0 (the default, 10m0s) or more"},
+			want: "housekeeping.NewDriftRepair: Options.Period -1s: expected 0 (the default, 10m0s) or at least 1s (MinPeriod: a shorter period is a busy loop against the cloud)"},
+		{name: "nanosecond period", reason: "a pass lists the cloud: 1ns is a busy loop (issue 29)", opts: DriftRepairOptions{ClusterName: "c", Period: time.Nanosecond},
+			want: "housekeeping.NewDriftRepair: Options.Period 1ns: expected 0 (the default, 10m0s) or at least 1s (MinPeriod: a shorter period is a busy loop against the cloud)"},
+		{name: "just under the minimum", reason: "the bound is MinPeriod", opts: DriftRepairOptions{ClusterName: "c", Period: MinPeriod - 1},
+			want: "housekeeping.NewDriftRepair: Options.Period 999.999999ms: expected 0 (the default, 10m0s) or at least 1s (MinPeriod: a shorter period is a busy loop against the cloud)"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			lb := e.lb.(Repairer)

@@ -54,7 +54,7 @@ type OrphanCollectorOptions struct {
 	// --cluster-name. Required.
 	ClusterName string
 	// Period is how often the owned load balancers are listed. 0 means 5m;
-	// negative is an error.
+	// negative or positive below MinPeriod (1s) is an error.
 	Period time.Duration
 	// GracePeriod is how long a load balancer must stay orphaned before it
 	// is deleted, from the pass that first saw it: long enough for any

@@ -164,7 +164,7 @@ func TestBackendsChecked(t *testing.T) {
 				return got, err
 			}
 		}
-		_, err = scale.Run(t.Context(), target, scale.Config{Nodes: 2, Services: 1, Spread: -1, Timeout: 5 * time.Second,
+		_, err = scale.Run(t.Context(), target, scale.Config{Nodes: 2, Services: 1, Spread: -1, Timeout: 5 * time.Second, NodesFirst: raceBuild,
 			Skip: []string{scale.Steady, scale.Churn, scale.Restart, scale.Deletion}})
 		return err
 	}
