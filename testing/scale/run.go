@@ -101,9 +101,6 @@ func validate(target *Target, cfg Config) error {
 	if err := cfg.Validate(); err != nil {
 		return fmt.Errorf("scale.Run: %w", err)
 	}
-	if churned := cfg.Nodes + (cfg.Nodes*cfg.ChurnPercent+99)/100; cfg.Nodes > maxNodes/2 || churned > maxNodes {
-		return fmt.Errorf("scale.Run: Config.Nodes %d: expected at most %d", cfg.Nodes, maxNodes/2)
-	}
 	if target == nil || target.Cloud == nil {
 		return errors.New("scale.Run: Target.Cloud is nil: expected a cloudprovider.Interface")
 	}

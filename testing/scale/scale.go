@@ -6,9 +6,13 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
+	"unicode"
 
 	cloudprovider "k8s.io/cloud-provider"
+
+	"github.com/ccmkit/ccmkit/internal/clip"
 )
 
 // Target is the provider a simulation runs against, and the few things the
@@ -74,10 +78,11 @@ type Target struct {
 // Config describes one simulation. The zero value of each field but the
 // sizes is a documented default.
 type Config struct {
-	// Nodes is how many Nodes join at bring-up; at least 1.
+	// Nodes is how many Nodes join at bring-up; at least 1, at most 8192
+	// (the churn's new Nodes need pod CIDRs too).
 	Nodes int
 	// Services is how many LoadBalancer Services are created at bring-up;
-	// 0 means none.
+	// 0 means none; at most 16384.
 	Services int
 	// ChurnPercent is the percentage of the Nodes the churn scenario
 	// replaces, rounded up. 0 means 10; negative is an error.
@@ -94,7 +99,8 @@ type Config struct {
 	// serviceCache.allServices), which the race detector reports in tests
 	// built with -race. False: interleaved, as in a real cluster.
 	NodesFirst bool
-	// Skip names scenarios not to run (BringUp cannot be skipped); each is
+	// Skip names scenarios not to run (BringUp cannot be skipped, and
+	// another name is an error); each is
 	// reported as skipped. The restart scenario starts the service
 	// controller over existing Nodes and Services, so its node and
 	// service workers run at once and the upstream data race NodesFirst
@@ -133,9 +139,16 @@ type Config struct {
 	// negative is an error.
 	Timeout time.Duration
 	// ClusterName is the --cluster-name the controllers pass. Empty
-	// means "kubernetes", the upstream default.
+	// means "kubernetes", the upstream default; a space or a control
+	// character is an error.
 	ClusterName string
 }
+
+// maxServices is how many Services one simulation can create.
+const maxServices = 1 << 14
+
+// skippable are the scenarios Config.Skip may name.
+var skippable = []string{Steady, Churn, Restart, Deletion}
 
 // Validate reports the first field of c that is out of range, naming it,
 // its value and what was expected.
@@ -149,8 +162,17 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("Config.ChurnPercent %d: expected 0 (the default, 10) to 100", c.ChurnPercent)
 	case c.Compression < 0:
 		return fmt.Errorf("Config.Compression %d: expected 0 (the default, 100) or more", c.Compression)
+	case c.Nodes > maxNodes/2:
+		return fmt.Errorf("Config.Nodes %d: expected at most %d (a /24 pod CIDR per Node in %s, with room for the churn's)", c.Nodes, maxNodes/2, clusterCIDR)
+	case c.Services > maxServices:
+		return fmt.Errorf("Config.Services %d: expected at most %d", c.Services, maxServices)
 	case slices.Contains(c.Skip, BringUp):
 		return fmt.Errorf("Config.Skip %q: expected only %s, %s, %s or %s (every scenario needs the bring-up)", c.Skip, Steady, Churn, Restart, Deletion)
+	case slices.ContainsFunc(c.Skip, func(name string) bool { return !slices.Contains(skippable, name) }):
+		i := slices.IndexFunc(c.Skip, func(name string) bool { return !slices.Contains(skippable, name) })
+		return fmt.Errorf("Config.Skip[%d] %q: expected %s, %s, %s or %s", i, clip.Quoted(c.Skip[i]), Steady, Churn, Restart, Deletion)
+	case strings.IndexFunc(c.ClusterName, func(r rune) bool { return unicode.IsSpace(r) || !unicode.IsPrint(r) }) >= 0:
+		return fmt.Errorf("Config.ClusterName %q: expected printable characters without spaces, as a --cluster-name (empty: %q)", clip.Quoted(c.ClusterName), "kubernetes")
 	case c.RoutePeriod < 0:
 		return fmt.Errorf("Config.RoutePeriod %v: expected 0 (the default, 10s) or more", c.RoutePeriod)
 	case c.NodeMonitorPeriod < 0:

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"slices"
 	"strings"
@@ -240,6 +241,14 @@ func TestConfigValidate(t *testing.T) {
 		{name: "negative steady", cfg: scale.Config{Nodes: 1, Steady: -time.Minute}, want: "Config.Steady -1m0s: expected 0 (the default, 1h) or more", reason: "a duration"},
 		{name: "negative timeout", cfg: scale.Config{Nodes: 1, Timeout: -time.Second}, want: "Config.Timeout -1s: expected 0 (the default, 2m) or more", reason: "a bound"},
 		{name: "skip bring-up", cfg: scale.Config{Nodes: 1, Skip: []string{scale.BringUp}}, want: `Config.Skip ["bring-up"]: expected only steady, churn, restart or deletion (every scenario needs the bring-up)`, reason: "the others run over its cluster"},
+		{name: "MaxInt nodes", cfg: scale.Config{Nodes: math.MaxInt}, want: "Config.Nodes 9223372036854775807: expected at most 8192 (a /24 pod CIDR per Node in 100.64.0.0/10, with room for the churn's)", reason: "a size that cannot run (issue 29)"},
+		{name: "nodes over the bound", cfg: scale.Config{Nodes: 8193}, want: "Config.Nodes 8193: expected at most 8192 (a /24 pod CIDR per Node in 100.64.0.0/10, with room for the churn's)", reason: "the bound is exact"},
+		{name: "nodes at the bound", cfg: scale.Config{Nodes: 8192, Services: 16384}, want: "<nil>", reason: "both bounds are sizes that run"},
+		{name: "MaxInt services", cfg: scale.Config{Nodes: 1, Services: math.MaxInt}, want: "Config.Services 9223372036854775807: expected at most 16384", reason: "a size that cannot run"},
+		{name: "unknown scenario in Skip", cfg: scale.Config{Nodes: 1, Skip: []string{scale.Steady, "stedy"}}, want: `Config.Skip[1] "stedy": expected steady, churn, restart or deletion`, reason: "a misspelt scenario would run unnoticed"},
+		{name: "scenario in another case", cfg: scale.Config{Nodes: 1, Skip: []string{"Churn"}}, want: `Config.Skip[0] "Churn": expected steady, churn, restart or deletion`, reason: "names are exact"},
+		{name: "cluster name with a space", cfg: scale.Config{Nodes: 1, ClusterName: "my cluster"}, want: `Config.ClusterName "my cluster": expected printable characters without spaces, as a --cluster-name (empty: "kubernetes")`, reason: "no CCM runs with it"},
+		{name: "cluster name with NUL", cfg: scale.Config{Nodes: 1, ClusterName: "c\x00"}, want: `Config.ClusterName "c\x00": expected printable characters without spaces, as a --cluster-name (empty: "kubernetes")`, reason: "a control character"},
 		{name: "valid", cfg: scale.Config{Nodes: 1}, want: "<nil>", reason: "defaults fill the rest"},
 	}
 	for _, tc := range tests {
@@ -321,7 +330,7 @@ func TestRunRejects(t *testing.T) {
 		{name: "nil target", target: nil, cfg: scale.Config{Nodes: 1}, want: "scale.Run: Target.Cloud is nil: expected a cloudprovider.Interface", reason: "nothing to run against"},
 		{name: "no AddInstance", target: noAdd, cfg: scale.Config{Nodes: 1}, want: "scale.Run: Target.AddInstance is nil: expected a function that creates an instance", reason: "Nodes need instances"},
 		{name: "invalid costs", target: badCosts, cfg: scale.Config{Nodes: 1}, want: "scale.Run: Target.CloudCosts.NodeWrites -1: expected 0 (the default, 1) or more", reason: "the minimums need valid costs"},
-		{name: "too many nodes", target: scale.FakeTarget(c, cfg), cfg: scale.Config{Nodes: 9000}, want: "scale.Run: Config.Nodes 9000: expected at most 8192", reason: "one /24 pod CIDR per Node in a /10, churn included"},
+		{name: "too many nodes", target: scale.FakeTarget(c, cfg), cfg: scale.Config{Nodes: 9000}, want: "scale.Run: Config.Nodes 9000: expected at most 8192 (a /24 pod CIDR per Node in 100.64.0.0/10, with room for the churn's)", reason: "one /24 pod CIDR per Node in a /10, churn included"},
 		{name: "invalid config", target: scale.FakeTarget(c, cfg), cfg: scale.Config{}, want: "scale.Run: Config.Nodes 0: expected at least 1", reason: "Validate runs first"},
 	}
 	for _, tc := range tests {
