@@ -119,8 +119,8 @@ func fakeBackends(st fake.State, clusterID string, ids *instanceIDs) map[string]
 		out := make([]string, len(bs))
 		for i, b := range bs {
 			out[i] = b.NodeName
-			if n, ok := nodes[b.ProviderID]; ok && b.NodeName == "" {
-				out[i] = n
+			if out[i] == "" {
+				out[i] = nodes[b.ProviderID]
 			}
 		}
 		return out

@@ -126,10 +126,9 @@ func bringUpCloudMinimum(w shape, c CloudCosts, coalesced bool) CloudMinimum {
 		}
 	}
 	if w.routes {
-		switch {
-		case coalesced && c.RouteTable && n > 0:
+		if coalesced && c.RouteTable && n > 0 {
 			cm.add(1, 1, "a route-table read, one table write with a route per Node (Target.CloudCosts: the route table written whole)")
-		default:
+		} else {
 			cm.add(1, n, "a route-table read, a route per Node")
 		}
 	}
@@ -318,27 +317,30 @@ func churnCloudMinimum(w shape, c CloudCosts, r int64, coalesced bool) CloudMini
 	var cm CloudMinimum
 	cm.add(2*r, 0, "a read per gone and per new instance")
 	if w.lb && w.services > 0 && r > 0 {
-		switch {
-		case coalesced:
-			writes, costs := c.perLoadBalancerWhy(w.ports)
-			why := fmt.Sprintf("the Nodes leaving and joining in one change, %s %s", writes, costs)
-			if c.shared() {
-				why = fmt.Sprintf("the Nodes leaving and joining in one change, %s to the shared backend pool", plural(int64(c.NodeWrites), "write"))
-			}
-			cm.add(0, c.nodeWrites(w.services, w.ports), why)
-		default:
+		if coalesced {
+			cm.add(0, c.nodeWrites(w.services, w.ports), coalescedChurnWhy(c, w.ports))
+		} else {
 			cm.add(0, 2*r*c.nodeWrites(w.services, w.ports), churnBackendWhy(c, w.ports))
 		}
 	}
 	if w.routes && r > 0 {
-		switch {
-		case coalesced && c.RouteTable:
+		if coalesced && c.RouteTable {
 			cm.add(0, 1, "one route-table write creating the new Nodes' routes and deleting the gone ones' (Target.CloudCosts: the route table written whole)")
-		default:
+		} else {
 			cm.add(0, 2*r, "a route created per new Node, deleted per gone one")
 		}
 	}
 	return cm
+}
+
+// coalescedChurnWhy says what churn's Node changes, written together,
+// write.
+func coalescedChurnWhy(c CloudCosts, ports int64) string {
+	if c.shared() {
+		return fmt.Sprintf("the Nodes leaving and joining in one change, %s to the shared backend pool", plural(int64(c.NodeWrites), "write"))
+	}
+	writes, costs := c.perLoadBalancerWhy(ports)
+	return fmt.Sprintf("the Nodes leaving and joining in one change, %s %s", writes, costs)
 }
 
 // churnBackendWhy says what each Node leaving or joining writes.

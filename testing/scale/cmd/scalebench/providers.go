@@ -134,11 +134,10 @@ func ccmkitSharedCoalesced(ttl time.Duration) (*scale.Target, error) {
 // loadbalancer.RecommendedCoalesceWindow compressed as ttl, a simulated
 // minute, is, or to the -coalesce-window flag's, uncompressed.
 func coalesced(cfg fake.Config, ttl time.Duration) fake.Config {
-	if coalesceWindow > 0 { // -coalesce-window, in real time
-		cfg.LoadBalancers.CoalesceWindow = &ccmkitprovider.Duration{Duration: coalesceWindow}
-		return cfg
+	w := coalesceWindow // -coalesce-window, in real time
+	if w == 0 {
+		w = time.Duration(float64(loadbalancer.RecommendedCoalesceWindow) * float64(ttl) / float64(time.Minute)) // in float: 2s × 1m overflows a Duration
 	}
-	w := time.Duration(float64(loadbalancer.RecommendedCoalesceWindow) * float64(ttl) / float64(time.Minute)) // in float: 2s × 1m overflows a Duration
 	cfg.LoadBalancers.CoalesceWindow = &ccmkitprovider.Duration{Duration: w}
 	return cfg
 }
@@ -156,17 +155,19 @@ func ccmkitSharedPools(ttl time.Duration) (*scale.Target, error) {
 // and 10 writes a second (burst 20), answering a call over the budget
 // with a throttled error carrying Retry-After.
 func ccmkitLimited(ttl time.Duration) (*scale.Target, error) {
-	cfg := atScale(ttl)
+	return fakeWith(limited(atScale(ttl)), ttl)
+}
+
+// limited sets cfg's rate limit to limit's budgets, burst 20.
+func limited(cfg fake.Config) fake.Config {
 	cfg.RateLimit = fake.RateLimit{ReadsPerSecond: &limit.reads, WritesPerSecond: &limit.writes, Burst: 20}
-	return fakeWith(cfg, ttl)
+	return cfg
 }
 
 // ccmkitLimitedCoalesced is ccmkitLimited with coalesced pool writes:
 // loadbalancer.RecommendedCoalesceWindow, in real time as the run is.
 func ccmkitLimitedCoalesced(ttl time.Duration) (*scale.Target, error) {
-	cfg := atScale(ttl)
-	cfg.RateLimit = fake.RateLimit{ReadsPerSecond: &limit.reads, WritesPerSecond: &limit.writes, Burst: 20}
-	return fakeWith(coalesced(cfg, ttl), ttl)
+	return fakeWith(coalesced(limited(atScale(ttl)), ttl), ttl)
 }
 
 // ccmkitRealistic is ccmkitSharedPools on the fake's realistic mode:
