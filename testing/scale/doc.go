@@ -37,8 +37,9 @@
 // (loadbalancer.Options.CoalesceWindow; routes.Table, with
 // CloudCosts.RouteTable). CloudMinimum charges each Node change as it
 // comes; the upstream service controller's node syncs already batch
-// Node changes, so a provider can land between the two, never below the
-// coalesced one.
+// Node changes, so a provider lands between the two, and below the
+// coalesced one only when its load balancers are created after the Nodes
+// they would otherwise be written for.
 //
 // A Target that can count the load balancers
 // its cloud holds (Target.LoadBalancers) has that count checked after
