@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
-	"log/slog"
 	"maps"
 	"reflect"
 	"slices"
@@ -347,82 +346,3 @@ func collectJSONFields(t reflect.Type, into map[string]reflect.Type) {
 		}
 	}
 }
-
-// Secret is a string that holds a credential: a password, a token, an API
-// key. It decodes from a cloud-config like a string, and prints as
-// "[redacted]" (or "" when empty) so a logged or wrapped configuration never
-// reveals it. Call Reveal to use the value.
-//
-// Safe — each tested in this package: every fmt verb, also inside a struct,
-// a pointer, a slice or a map printed with %v, %+v or %#v; encoding/json and
-// sigs.k8s.io/yaml marshalling; log/slog (text and JSON handlers); klog
-// (klog.InfoS and its text format; its JSON format marshals with
-// encoding/json); go.yaml.in/yaml/v2 and v3 marshalling (MarshalYAML);
-// encoding/xml and other encoders that use encoding.TextMarshaler
-// (MarshalText); errors built with fmt or field.Invalid of
-// k8s.io/apimachinery.
-//
-// Not safe — these reveal it: a Secret in an unexported struct field, printed
-// with %v or %+v of the outer struct (fmt cannot call methods through an
-// unexported field, so it prints the raw string); converting it to a string
-// or []byte (string(s), Reveal) and printing that; printers that read values
-// by reflection instead of calling methods, such as
-// github.com/davecgh/go-spew with DisableMethods, or any library configured
-// to bypass Stringer and Marshaler; encoders that marshal by kind, such as
-// encoding/gob. A Secret does not survive a round trip through any of the
-// safe encoders: configurations are read, not written, by ccmkit.
-type Secret string
-
-const redacted = "[redacted]"
-
-var (
-	_ fmt.Formatter          = Secret("")
-	_ fmt.Stringer           = Secret("")
-	_ fmt.GoStringer         = Secret("")
-	_ json.Marshaler         = Secret("")
-	_ slog.LogValuer         = Secret("")
-	_ encoding.TextMarshaler = Secret("")
-)
-
-// Reveal returns the credential itself. Do not log it.
-func (s Secret) Reveal() string { return string(s) }
-
-// String returns "[redacted]", or "" for an empty Secret (so "is it set?"
-// stays visible).
-func (s Secret) String() string {
-	if s == "" {
-		return ""
-	}
-	return redacted
-}
-
-// GoString implements fmt.GoStringer for %#v.
-func (s Secret) GoString() string { return fmt.Sprintf("%q", s.String()) }
-
-// Format implements fmt.Formatter: every verb prints the redacted form.
-func (s Secret) Format(f fmt.State, verb rune) {
-	switch {
-	case verb == 'q':
-		fmt.Fprintf(f, "%q", s.String())
-	case verb == 'v' && f.Flag('#'):
-		io.WriteString(f, s.GoString())
-	default:
-		io.WriteString(f, s.String())
-	}
-}
-
-// MarshalJSON implements json.Marshaler with the redacted form. A Secret
-// therefore does not survive a JSON round trip; configurations are read, not
-// written, by ccmkit.
-func (s Secret) MarshalJSON() ([]byte, error) { return json.Marshal(s.String()) }
-
-// LogValue implements slog.LogValuer with the redacted form.
-func (s Secret) LogValue() slog.Value { return slog.StringValue(s.String()) }
-
-// MarshalText implements encoding.TextMarshaler with the redacted form, for
-// encoding/xml and other encoders that use it.
-func (s Secret) MarshalText() ([]byte, error) { return []byte(s.String()), nil }
-
-// MarshalYAML implements the Marshaler interface of go.yaml.in/yaml/v2 and
-// v3 (and gopkg.in/yaml) with the redacted form.
-func (s Secret) MarshalYAML() (any, error) { return s.String(), nil }

@@ -257,6 +257,9 @@ func typeName(t reflect.Type) string {
 	if t == nil {
 		return "a value"
 	}
+	if t.Kind() != reflect.Pointer && !reflect.PointerTo(t).Implements(jsonUnmarshaler) && reflect.PointerTo(t).Implements(textUnmarshaler) {
+		return "a string" // encoding/json gives UnmarshalText strings only (Secret)
+	}
 	switch t.Kind() {
 	case reflect.String:
 		return "a string"

@@ -19,13 +19,12 @@
 // errors never quote a value of the input (a YAML syntax error gives the
 // line and the kind of mistake, a wrong type the field path), so a
 // credential cannot leak through them, and a decoded configuration can be
-// printed: a Secret shows "[redacted]" with fmt (every verb, also nested in
-// exported fields of structs, pointers, slices and maps), encoding/json,
-// sigs.k8s.io/yaml, go.yaml.in/yaml/v2 and v3, encoding/xml, log/slog and
-// klog (text and JSON formats). It is not safe to print a Secret held in an
-// unexported struct field (fmt prints that raw), the string from Reveal or
-// string(s), or a configuration through a printer that bypasses methods by
-// reflection (go-spew with DisableMethods, encoding/gob). See Secret.
+// printed by anything: a Secret keeps its text sealed, out of reach of
+// reflection, and shows "[redacted]" with fmt (every verb, at any depth,
+// exported field or not), encoding/json, encoding/xml, the YAML encoders,
+// log/slog and klog; go-spew and dump.Pretty, which bypass methods, show
+// only the sealed bytes. What remains to keep out of logs is the string
+// Reveal returns. See Secret.
 //
 // Provider IDs are parsed strictly (see Codec): no "." or ".." segments,
 // queries, fragments, percent-escapes, backslashes, invisible or
