@@ -161,7 +161,7 @@ func TestBadInput(t *testing.T) {
 	cases := slices.Concat(
 		configInputs(w), providerIDInputs(), annotationInputs(w), serviceInputs(w),
 		addressInputs(), instanceInputs(w), routeInputs(w), fakeConfigInputs(w),
-		stateFileInputs(w), adminInputs(w), lockInputs(w),
+		stateFileInputs(w), adminInputs(w), lockInputs(w), hardeningInputs(w),
 	)
 	if len(cases) < minCases {
 		t.Errorf("the catalogue has %d cases; want at least %d", len(cases), minCases)
@@ -170,7 +170,7 @@ func TestBadInput(t *testing.T) {
 	for _, c := range cases {
 		surfaces[c.surface]++
 	}
-	for _, s := range []string{"config", "providerID", "annotation", "service", "addresses", "instances", "routes", "fakeConfig", "stateFile", "admin", "lock"} {
+	for _, s := range []string{"config", "providerID", "annotation", "service", "addresses", "instances", "routes", "fakeConfig", "stateFile", "admin", "lock", "housekeeping", "governor", "scale"} {
 		if surfaces[s] < 5 {
 			t.Errorf("surface %s has %d cases; want at least 5", s, surfaces[s])
 		}

@@ -159,6 +159,9 @@ func checkCommon(fn, clusterName, periodField string, period, def time.Duration)
 	if clusterName == "" {
 		return fmt.Errorf("%s: Options.ClusterName is empty: expected the CCM's --cluster-name", fn)
 	}
+	if err := check.ClusterName("Options.ClusterName", clusterName); err != nil {
+		return fmt.Errorf("%s: %w", fn, err)
+	}
 	if period < 0 || (period > 0 && period < MinPeriod) {
 		return fmt.Errorf("%s: Options.%s %v: expected 0 (the default, %v) or at least %v (MinPeriod: a shorter period is a busy loop against the cloud)", fn, periodField, period, def, MinPeriod)
 	}

@@ -6,6 +6,10 @@ package check
 import (
 	"fmt"
 	"reflect"
+	"strings"
+	"unicode"
+
+	"github.com/ccmkit/ccmkit/internal/clip"
 )
 
 // IsNil reports whether v is nil or an interface holding a typed nil
@@ -38,4 +42,17 @@ func Driver(fn string, d any, want string) error {
 		return fmt.Errorf("%s: driver is nil: expected a non-nil %s", fn, want)
 	}
 	return fmt.Errorf("%s: driver is a nil %T: expected a non-nil %s", fn, d, want)
+}
+
+// ClusterName returns an error naming field when name, a CCM's
+// --cluster-name, holds a space or a character that is not printable
+// (a control, format or invisible character): the name goes into every
+// load balancer's name and tags, where such a character would forge or
+// hide part of it. The message quotes the name cut (clip.Quoted). An
+// empty name is the caller's to judge.
+func ClusterName(field, name string) error {
+	if strings.IndexFunc(name, func(r rune) bool { return unicode.IsSpace(r) || !unicode.IsPrint(r) }) < 0 {
+		return nil
+	}
+	return fmt.Errorf("%s %q: expected printable characters without spaces, as a --cluster-name (the upstream default is %q)", field, clip.Quoted(name), "kubernetes")
 }

@@ -6,12 +6,11 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"strings"
 	"time"
-	"unicode"
 
 	cloudprovider "k8s.io/cloud-provider"
 
+	"github.com/ccmkit/ccmkit/internal/check"
 	"github.com/ccmkit/ccmkit/internal/clip"
 )
 
@@ -171,8 +170,8 @@ func (c *Config) Validate() error {
 	case slices.ContainsFunc(c.Skip, func(name string) bool { return !slices.Contains(skippable, name) }):
 		i := slices.IndexFunc(c.Skip, func(name string) bool { return !slices.Contains(skippable, name) })
 		return fmt.Errorf("Config.Skip[%d] %q: expected %s, %s, %s or %s", i, clip.Quoted(c.Skip[i]), Steady, Churn, Restart, Deletion)
-	case strings.IndexFunc(c.ClusterName, func(r rune) bool { return unicode.IsSpace(r) || !unicode.IsPrint(r) }) >= 0:
-		return fmt.Errorf("Config.ClusterName %q: expected printable characters without spaces, as a --cluster-name (empty: %q)", clip.Quoted(c.ClusterName), "kubernetes")
+	case check.ClusterName("Config.ClusterName", c.ClusterName) != nil:
+		return check.ClusterName("Config.ClusterName", c.ClusterName)
 	case c.RoutePeriod < 0:
 		return fmt.Errorf("Config.RoutePeriod %v: expected 0 (the default, 10s) or more", c.RoutePeriod)
 	case c.NodeMonitorPeriod < 0:

@@ -247,8 +247,8 @@ func TestConfigValidate(t *testing.T) {
 		{name: "MaxInt services", cfg: scale.Config{Nodes: 1, Services: math.MaxInt}, want: "Config.Services 9223372036854775807: expected at most 16384", reason: "a size that cannot run"},
 		{name: "unknown scenario in Skip", cfg: scale.Config{Nodes: 1, Skip: []string{scale.Steady, "stedy"}}, want: `Config.Skip[1] "stedy": expected steady, churn, restart or deletion`, reason: "a misspelt scenario would run unnoticed"},
 		{name: "scenario in another case", cfg: scale.Config{Nodes: 1, Skip: []string{"Churn"}}, want: `Config.Skip[0] "Churn": expected steady, churn, restart or deletion`, reason: "names are exact"},
-		{name: "cluster name with a space", cfg: scale.Config{Nodes: 1, ClusterName: "my cluster"}, want: `Config.ClusterName "my cluster": expected printable characters without spaces, as a --cluster-name (empty: "kubernetes")`, reason: "no CCM runs with it"},
-		{name: "cluster name with NUL", cfg: scale.Config{Nodes: 1, ClusterName: "c\x00"}, want: `Config.ClusterName "c\x00": expected printable characters without spaces, as a --cluster-name (empty: "kubernetes")`, reason: "a control character"},
+		{name: "cluster name with a space", cfg: scale.Config{Nodes: 1, ClusterName: "my cluster"}, want: `Config.ClusterName "my cluster": expected printable characters without spaces, as a --cluster-name (the upstream default is "kubernetes")`, reason: "no CCM runs with it"},
+		{name: "cluster name with NUL", cfg: scale.Config{Nodes: 1, ClusterName: "c\x00"}, want: `Config.ClusterName "c\x00": expected printable characters without spaces, as a --cluster-name (the upstream default is "kubernetes")`, reason: "a control character"},
 		{name: "valid", cfg: scale.Config{Nodes: 1}, want: "<nil>", reason: "defaults fill the rest"},
 	}
 	for _, tc := range tests {
