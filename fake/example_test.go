@@ -83,7 +83,11 @@ func ExampleFuncs() {
 	fmt.Println(errors.As(err, &retry), retry.RetryAfter() >= 30*time.Second && retry.RetryAfter() < time.Minute)
 
 	cloud.SetInterceptor(fake.Funcs{FindLoadBalancers: func(ctx context.Context, next loadbalancer.Driver, q loadbalancer.Query) ([]*loadbalancer.LoadBalancer, error) {
-		time.Sleep(time.Millisecond) // a slow cloud
+		select { // a slow cloud; a latency Func gives up when the call's context does
+		case <-time.After(time.Millisecond):
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
 		return next.Find(ctx, q)
 	}})
 	_, err = lbs.EnsureLoadBalancer(ctx, "kubernetes", svc, []*v1.Node{node})
