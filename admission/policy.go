@@ -1,11 +1,12 @@
 package admission
 
 import (
-	"bufio"
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"strconv"
 	"strings"
 	"unicode/utf8"
 
@@ -15,6 +16,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/ccmkit/ccmkit/annotation"
+	"github.com/ccmkit/ccmkit/internal/clip"
 	"github.com/ccmkit/ccmkit/loadbalancer"
 )
 
@@ -37,8 +39,11 @@ type PolicyInput struct {
 	// for and are ignored.
 	Capabilities loadbalancer.Capabilities
 	// Regenerate is the command that regenerates WriteYAML's output,
-	// written in its header comment; empty: that line is left out. Policy
-	// ignores it.
+	// written in its header comment; empty: that line is left out. It
+	// must be one line of printable text (valid UTF-8, every rune
+	// strconv.IsPrint: no control, format or line-separator character,
+	// which could end the comment or show it other than it is): WriteYAML
+	// refuses another. Policy ignores it.
 	Regenerate string
 }
 
@@ -53,14 +58,33 @@ type PolicyInput struct {
 // the PerPort ones. Policy only reads in (the
 // Set included) and is safe for concurrent use.
 //
-// Errors start "admission.Policy: " and name the field and the value: an
-// empty or invalid Name, a declared annotation whose enum value is not
-// valid UTF-8 (no Kubernetes annotation can hold it).
+// Errors start "admission.Policy: " and name the field and the value
+// (cut as internal/clip cuts values): an empty or invalid Name, a
+// declared annotation whose enum value is not valid UTF-8 (no Kubernetes
+// annotation can hold it), and declarations that make a policy the
+// apiserver refuses to store or to compile: one of more than
+// MaxObjectBytes (the error lists the annotations that contribute most),
+// or a CEL expression of more than 100,000 code points (the limit of the
+// CEL parser, which the apiserver keeps; a long enum list makes one).
 func Policy(in PolicyInput) (*admissionregistrationv1.ValidatingAdmissionPolicy, *admissionregistrationv1.ValidatingAdmissionPolicyBinding, error) {
-	if err := in.check(); err != nil {
+	p, b, err := build(in)
+	if err != nil {
 		return nil, nil, fmt.Errorf("admission.Policy: %w", err)
 	}
-	return policy(in), binding(in.Name), nil
+	return p, b, nil
+}
+
+// build checks in and returns its policy and binding, or the first
+// problem of in, naming its field; Regenerate is WriteYAML's to check.
+func build(in PolicyInput) (*admissionregistrationv1.ValidatingAdmissionPolicy, *admissionregistrationv1.ValidatingAdmissionPolicyBinding, error) {
+	if err := in.check(); err != nil {
+		return nil, nil, err
+	}
+	p, parts := policy(in)
+	if err := checkSize(p, parts); err != nil {
+		return nil, nil, err
+	}
+	return p, binding(in.Name), nil
 }
 
 // check returns the first problem of in, naming its field.
@@ -69,20 +93,40 @@ func (in PolicyInput) check() error {
 		return errors.New(`PolicyInput.Name is empty: expected the policy's name, a DNS subdomain such as "ccmkit-fake-service-load-balancer"`)
 	}
 	if errs := validation.IsDNS1123Subdomain(in.Name); len(errs) > 0 {
-		return fmt.Errorf(`PolicyInput.Name %q: expected a DNS subdomain such as "ccmkit-fake-service-load-balancer": %s`, in.Name, strings.Join(errs, "; "))
+		return fmt.Errorf(`PolicyInput.Name %q: expected a DNS subdomain such as "ccmkit-fake-service-load-balancer": %s`, clip.Quoted(in.Name), strings.Join(errs, "; "))
 	}
 	for _, a := range in.Annotations.All() {
 		for i, v := range a.Values {
 			if !utf8.ValidString(v) {
-				return fmt.Errorf("PolicyInput.Annotations: annotation %q: Values[%d] %q: expected valid UTF-8", a.Name, i, v)
+				return fmt.Errorf("PolicyInput.Annotations: annotation %q: Values[%d] %q: expected valid UTF-8", a.Name, i, clip.Quoted(v))
 			}
 		}
 	}
 	return nil
 }
 
-// policy builds the policy of a checked in.
-func policy(in PolicyInput) *admissionregistrationv1.ValidatingAdmissionPolicy {
+// checkRegenerate returns the problem of in.Regenerate, which WriteYAML
+// writes in a comment line: a line break would end the comment and make
+// the rest of the command YAML (YAML 1.1 breaks lines at NEL, LS and PS
+// too), and a control or format character (an escape sequence, a bidi
+// override) would show it other than it is.
+func (in PolicyInput) checkRegenerate() error {
+	printable := utf8.ValidString(in.Regenerate)
+	for _, r := range in.Regenerate {
+		if !printable {
+			break
+		}
+		printable = strconv.IsPrint(r)
+	}
+	if !printable {
+		return fmt.Errorf("PolicyInput.Regenerate %q: expected one line of printable text (strconv.IsPrint), the command that regenerates the file", clip.Quoted(in.Regenerate))
+	}
+	return nil
+}
+
+// policy builds the policy of a checked in, and returns with it what
+// each declared annotation adds to it, in the order of in.Annotations.All.
+func policy(in PolicyInput) (*admissionregistrationv1.ValidatingAdmissionPolicy, []annotationPart) {
 	fail := admissionregistrationv1.Fail
 	spec := admissionregistrationv1.ValidatingAdmissionPolicySpec{
 		FailurePolicy: &fail,
@@ -113,17 +157,15 @@ func policy(in PolicyInput) *admissionregistrationv1.ValidatingAdmissionPolicy {
 	}
 	add(before)
 	names := make([]string, len(declared))
+	parts := make([]annotationPart, len(declared))
 	var portVars []admissionregistrationv1.Variable
 	var portChecks []admissionregistrationv1.Validation
 	for i, a := range declared {
 		names[i] = a.Name
-		if !a.PerPort {
-			spec.Validations = append(spec.Validations, annotationValidation(a, i))
-			continue
-		}
-		spec.Validations = append(spec.Validations, perPortValidation(a, i))
-		portVars = append(portVars, perPortVariables(a, i)...)
-		portChecks = append(portChecks, unknownPortValidation(a, i))
+		parts[i] = annotationParts(a, i)
+		spec.Validations = append(spec.Validations, parts[i].validations[0])
+		portChecks = append(portChecks, parts[i].validations[1:]...)
+		portVars = append(portVars, parts[i].variables...)
 	}
 	// The Service's ports are checked once every annotation parses, as
 	// Desired checks them with each one's parsed value.
@@ -137,7 +179,26 @@ func policy(in PolicyInput) *admissionregistrationv1.ValidatingAdmissionPolicy {
 		TypeMeta:   metav1.TypeMeta{APIVersion: admissionregistrationv1.SchemeGroupVersion.String(), Kind: "ValidatingAdmissionPolicy"},
 		ObjectMeta: metav1.ObjectMeta{Name: in.Name},
 		Spec:       spec,
+	}, parts
+}
+
+// annotationPart is what the declared annotation name adds to the
+// policy: its validation, then (a PerPort one) the check of its PORTs,
+// and its variables.
+type annotationPart struct {
+	name        string
+	validations []admissionregistrationv1.Validation
+	variables   []admissionregistrationv1.Variable
+}
+
+// annotationParts returns the part of a, the i-th declared annotation.
+func annotationParts(a *annotation.Annotation, i int) annotationPart {
+	if !a.PerPort {
+		return annotationPart{name: a.Name, validations: []admissionregistrationv1.Validation{annotationValidation(a, i)}}
 	}
+	return annotationPart{name: a.Name,
+		validations: []admissionregistrationv1.Validation{perPortValidation(a, i), unknownPortValidation(a, i)},
+		variables:   perPortVariables(a, i)}
 }
 
 // binding binds the policy name everywhere, denying what it refuses.
@@ -155,35 +216,51 @@ func binding(name string) *admissionregistrationv1.ValidatingAdmissionPolicyBind
 // WriteYAML writes the policy and binding of Policy(in) to w as one YAML
 // stream of two documents, after a header comment saying that it is
 // generated, by what, how to regenerate it (in.Regenerate) and what it
-// needs. The output is deterministic. An in that Policy refuses gets
-// Policy's error, starting "admission.WriteYAML: " instead, and nothing is
-// written; a write error is returned unwrapped. Like Policy, it only reads
-// in and is safe for concurrent use (with a writer each).
+// needs. The objects are marshalled from their Go values (no value of in
+// is written but as a YAML string of theirs), and the comment holds
+// in.Regenerate only when it is one line of printable text: the stream
+// decodes, strictly, to the two objects Policy returns, whatever in
+// holds. The output is deterministic. An in that Policy refuses gets
+// Policy's error, starting "admission.WriteYAML: " instead, as does a
+// Regenerate of another text, and nothing is written; a write error is
+// returned unwrapped. Like Policy, it only reads in and is safe for
+// concurrent use (with a writer each).
 func WriteYAML(w io.Writer, in PolicyInput) error {
-	if err := in.check(); err != nil {
+	b, err := stream(in)
+	if err != nil {
 		return fmt.Errorf("admission.WriteYAML: %w", err)
 	}
-	docs := make([][]byte, 0, 2)
-	for _, obj := range []any{policy(in), binding(in.Name)} {
-		b, err := manifest(obj)
-		if err != nil {
-			return fmt.Errorf("admission.WriteYAML: %w", err) // not reached: the types marshal
-		}
-		docs = append(docs, b)
+	_, err = w.Write(b)
+	return err
+}
+
+// stream returns the YAML stream WriteYAML writes, or the first problem
+// of in.
+func stream(in PolicyInput) ([]byte, error) {
+	if err := in.checkRegenerate(); err != nil {
+		return nil, err
 	}
-	bw := bufio.NewWriter(w)
-	fmt.Fprintf(bw, "# Code generated by github.com/ccmkit/ccmkit/admission (WriteYAML); DO NOT EDIT.\n")
+	p, b, err := build(in)
+	if err != nil {
+		return nil, err
+	}
+	var out bytes.Buffer
+	out.WriteString("# Code generated by github.com/ccmkit/ccmkit/admission (WriteYAML); DO NOT EDIT.\n")
 	if in.Regenerate != "" {
-		fmt.Fprintf(bw, "# Regenerate with: %s\n", in.Regenerate)
+		out.WriteString("# Regenerate with: " + in.Regenerate + "\n") // one printable line: checkRegenerate
 	}
-	bw.WriteString(header)
-	for i, d := range docs {
-		if i > 0 {
-			bw.WriteString("---\n")
+	out.WriteString(header)
+	for i, obj := range []any{p, b} {
+		d, err := manifest(obj)
+		if err != nil {
+			return nil, err // not reached: the types marshal
 		}
-		bw.Write(d)
+		if i > 0 {
+			out.WriteString("---\n") // d ends with a line break: yaml.Marshal
+		}
+		out.Write(d)
 	}
-	return bw.Flush()
+	return out.Bytes(), nil
 }
 
 // manifest returns obj in YAML without its status, which is the

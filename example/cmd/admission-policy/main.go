@@ -26,7 +26,9 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"k8s.io/apimachinery/pkg/util/validation"
 
@@ -163,10 +165,47 @@ func regenerate(o options) string {
 	return cmd
 }
 
-// shellWord quotes s for a POSIX shell when it needs it.
+// shellWord quotes s for a POSIX shell when it needs it: in single
+// quotes, or, when s holds a character that is not printable (a newline
+// in a file name, an escape), in dollar-single quotes ($'…', POSIX.1-2024
+// and every common shell) with each byte of such a character written
+// \NNN (octal), so that the command stays one printable line, which
+// admission.WriteYAML requires of it.
 func shellWord(s string) string {
 	if s != "" && strings.Trim(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_./=:@+,") == "" {
 		return s
 	}
-	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+	if printable(s) {
+		return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+	}
+	var b strings.Builder
+	b.WriteString("$'")
+	for len(s) > 0 {
+		r, n := utf8.DecodeRuneInString(s)
+		switch {
+		case r == '\\' || r == '\'':
+			b.WriteByte('\\')
+			b.WriteByte(s[0])
+		case r != utf8.RuneError && strconv.IsPrint(r):
+			b.WriteString(s[:n])
+		default: // not printable, or not UTF-8: its bytes
+			for i := range n {
+				fmt.Fprintf(&b, "\\%03o", s[i])
+			}
+		}
+		s = s[n:]
+	}
+	b.WriteString("'")
+	return b.String()
+}
+
+// printable reports whether s is valid UTF-8 of printable runes only
+// (strconv.IsPrint).
+func printable(s string) bool {
+	for _, r := range s {
+		if r == utf8.RuneError || !strconv.IsPrint(r) {
+			return false
+		}
+	}
+	return true
 }

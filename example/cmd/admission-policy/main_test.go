@@ -5,6 +5,9 @@ import (
 	"flag"
 	"io"
 	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -110,5 +113,54 @@ func TestErrors(t *testing.T) {
 				t.Errorf("%s: %d bytes written to stdout on error", tc.reason, stdout.Len())
 			}
 		})
+	}
+}
+
+// TestShellWord: a word the command line quotes reads back as itself in
+// a POSIX shell, on one printable line, whatever it holds.
+func TestShellWord(t *testing.T) {
+	sh, err := exec.LookPath("bash")
+	if err != nil {
+		t.Skip("no bash to read the words back:", err)
+	}
+	for _, s := range []string{"plain.yaml", "a b.yaml", "it's", `back\slash`, "a\nkind: Secret", "\x1b[2J", "tab\there", "bidi\u202e.yaml",
+		"é.yaml", "\u2028", "\xff", "$'x'", "\\'", "\ufffd", "\x7f"} {
+		w := shellWord(s)
+		for _, r := range w {
+			if !strconv.IsPrint(r) {
+				t.Errorf("shellWord(%q) = %q: not one printable line", s, w)
+				break
+			}
+		}
+		out, err := exec.Command(sh, "-c", "printf %s "+w).Output()
+		if err != nil {
+			t.Errorf("shellWord(%q) = %q: bash: %v", s, w, err)
+			continue
+		}
+		if string(out) != s {
+			t.Errorf("shellWord(%q) = %q, which bash reads as %q", s, w, out)
+		}
+	}
+}
+
+// TestHostileOut: an --out file name that could break the header comment
+// (a newline, then YAML) is written quoted on the comment's one line, and
+// the manifest still holds the two objects alone.
+func TestHostileOut(t *testing.T) {
+	t.Chdir("../../..")
+	out := filepath.Join(t.TempDir(), "a\n---\nkind: Secret\n.yaml")
+	if err := run([]string{"--cloud-provider=fake", "--cloud-config=example/cloud-config.yaml", "--out", out}, io.Discard, io.Discard); err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	header, _, _ := strings.Cut(string(b), "\napiVersion: ")
+	if want := "\n# Regenerate with: go run ./example/cmd/admission-policy --cloud-provider=fake --cloud-config=example/cloud-config.yaml --out " + shellWord(out) + "\n"; !strings.Contains(header, want) {
+		t.Errorf("the header does not hold %q:\n%s", want, header)
+	}
+	if n := strings.Count(string(b), "\n---\n"); n != 1 || strings.Count(string(b), "\nkind: ") != 2 {
+		t.Errorf("%d document separators, %d kinds; want 1 and 2:\n%s", n, strings.Count(string(b), "\nkind: "), header)
 	}
 }
