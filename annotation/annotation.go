@@ -36,13 +36,13 @@ const (
 	// KindCIDRList accepts a comma-separated, non-empty list of CIDRs
 	// ("10.0.0.0/8, 2001:db8::/32"); host bits are masked off.
 	KindCIDRList Kind = "CIDR list"
-	// KindString accepts any non-empty string of valid UTF-8 without
-	// control or invisible characters: no C0 or C1 control character
+	// KindString accepts any non-empty string without control or
+	// invisible characters: no C0 or C1 control character
 	// (NUL, tab, newline, carriage return, ESC, DEL, ...), no
 	// zero-width, direction-mark, bidirectional-override or -isolate
 	// character and no byte-order mark. Such a value reads other than it
-	// is in a terminal or an event; its error says which character is
-	// where. Surrounding white space, such as the newline a YAML block
+	// is in a terminal or an event; its error quotes the value escaped
+	// and unwraps to the character and its byte offset. Surrounding white space, such as the newline a YAML block
 	// scalar ends with, is trimmed first, as for every kind. The other
 	// kinds need no such rule: their syntax admits none of these
 	// characters, and their errors quote the value escaped ("tr\x00ue").
@@ -164,7 +164,7 @@ type Set struct {
 // that does not parse (that parse error is wrapped; a PerPort
 // annotation's Default is one value of Kind). A Default or an enum value
 // holding a control or invisible character anywhere (those KindString
-// refuses, a tab or newline included), or invalid UTF-8, is an error
+// refuses, a tab or newline included) is an error
 // naming the character and where it is; so is a Doc holding one other
 // than a newline. Every value an error quotes is cut to clip.MaxQuoted
 // bytes. Declaring an enum takes time linear in its number of Values.
@@ -553,7 +553,7 @@ func (a *Annotation) canonicalPlain(raw string) (string, error) {
 		exp := a.kindExpected(maxListed)
 		if h, isHidden := err.(hiddenChar); isHidden { // KindString: where in raw, not in the trimmed value
 			h.offset += len(raw) - len(strings.TrimLeftFunc(raw, unicode.IsSpace))
-			exp, err = hiddenExpected(h), h
+			exp, err = hiddenExpected, h
 		}
 		return "", &Error{Name: a.Name, Value: raw, Expected: exp, Err: err}
 	}
