@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode"
 
 	"k8s.io/apimachinery/pkg/util/validation"
 
@@ -35,7 +36,16 @@ const (
 	// KindCIDRList accepts a comma-separated, non-empty list of CIDRs
 	// ("10.0.0.0/8, 2001:db8::/32"); host bits are masked off.
 	KindCIDRList Kind = "CIDR list"
-	// KindString accepts any non-empty string.
+	// KindString accepts any non-empty string without control or
+	// invisible characters: no C0 or C1 control character
+	// (NUL, tab, newline, carriage return, ESC, DEL, ...), no
+	// zero-width, direction-mark, bidirectional-override or -isolate
+	// character and no byte-order mark. Such a value reads other than it
+	// is in a terminal or an event; its error quotes the value escaped
+	// and unwraps to the character and its byte offset. Surrounding white space, such as the newline a YAML block
+	// scalar ends with, is trimmed first, as for every kind. The other
+	// kinds need no such rule: their syntax admits none of these
+	// characters, and their errors quote the value escaped ("tr\x00ue").
 	KindString Kind = "string"
 )
 
@@ -103,13 +113,21 @@ type Error struct {
 	Value    string // the value as found on the object
 	Expected string // what would have been accepted
 	Err      error
+	// Prefix is set when Name is not declared but begins with a prefix
+	// the Set claims (Set.ClaimPrefix): it is that prefix, as claimed,
+	// and Expected names the declared annotation Name most likely means
+	// or some declared under the prefix. It is "" for a malformed value.
+	Prefix string
 }
 
 // Error names the annotation, the value and what was expected.
 // The value is quoted cut to clip.MaxQuoted bytes (at a rune boundary), so a
 // huge malformed annotation does not make a huge error, event or log line.
 func (e *Error) Error() string {
-	return fmt.Sprintf("annotation %q: invalid value %q: expected %s", e.Name, cut(e.Value), e.Expected)
+	if e.Prefix != "" {
+		return fmt.Sprintf("annotation %q: not declared under prefix %q: expected %s", cut(e.Name), cut(e.Prefix), e.Expected)
+	}
+	return fmt.Sprintf("annotation %q: invalid value %q: expected %s", cut(e.Name), cut(e.Value), e.Expected)
 }
 
 // cut returns s cut to clip.MaxQuoted bytes with its length (clip.Quoted).
@@ -127,8 +145,15 @@ func (e *Error) Unwrap() error { return e.Err }
 // concurrent use, every other method is safe for concurrent use once
 // declaration is done.
 type Set struct {
-	byName map[string]*Annotation
-	list   []*Annotation // sorted by name
+	byName   map[string]*Annotation
+	list     []*Annotation // sorted by name
+	prefixes []string      // claimed (ClaimPrefix), sorted
+	// byFold maps each declared name in lower case (ASCII) to the
+	// declared name, the least one when several differ only by case;
+	// byLen lists the declared names by length. Both serve the
+	// suggestions of Validate for an undeclared name (claim.go).
+	byFold map[string]string
+	byLen  map[int][]string
 }
 
 // Declare validates a and adds it to the set, returning the declared
@@ -137,7 +162,12 @@ type Set struct {
 // missing Doc, Values on a non-enum or an empty enum, Min > Max, PerPort
 // with KindCIDRList or with an enum value holding a comma, or a Default
 // that does not parse (that parse error is wrapped; a PerPort
-// annotation's Default is one value of Kind).
+// annotation's Default is one value of Kind). A Default or an enum value
+// holding a control or invisible character anywhere (those KindString
+// refuses, a tab or newline included) is an error
+// naming the character and where it is; so is a Doc holding one other
+// than a newline. Every value an error quotes is cut to clip.MaxQuoted
+// bytes. Declaring an enum takes time linear in its number of Values.
 func (s *Set) Declare(a Annotation) (*Annotation, error) {
 	p, err := s.declare(a)
 	if err != nil {
@@ -146,10 +176,11 @@ func (s *Set) Declare(a Annotation) (*Annotation, error) {
 	return p, nil
 }
 
-// declare is Declare without the prefix.
+// declare is Declare without the prefix. Its work is linear in the
+// size of a: the enum Values are checked against a set, not each other.
 func (s *Set) declare(a Annotation) (*Annotation, error) {
 	if errs := validation.IsQualifiedName(a.Name); len(errs) > 0 {
-		return nil, fmt.Errorf("Annotation.Name %q: expected a qualified name such as \"lb.example.com/algorithm\": %s", a.Name, strings.Join(errs, "; "))
+		return nil, fmt.Errorf("Annotation.Name %q: expected a qualified name such as \"lb.example.com/algorithm\": %s", cut(a.Name), strings.Join(errs, "; "))
 	}
 	if _, dup := s.byName[a.Name]; dup {
 		return nil, fmt.Errorf("Annotation.Name %q: already declared in this set: expected each name declared once", a.Name)
@@ -157,22 +188,13 @@ func (s *Set) declare(a Annotation) (*Annotation, error) {
 	switch a.Kind {
 	case KindBool, KindInt, KindDuration, KindEnum, KindIP, KindCIDRList, KindString:
 	default:
-		return nil, fmt.Errorf("annotation %q: Kind %q: expected one of bool, int, duration, enum, IP, CIDR list, string", a.Name, a.Kind)
+		return nil, fmt.Errorf("annotation %q: Kind %q: expected one of bool, int, duration, enum, IP, CIDR list, string", a.Name, cut(string(a.Kind)))
 	}
-	if strings.TrimSpace(a.Doc) == "" {
-		return nil, fmt.Errorf("annotation %q: Doc is empty: expected a description for the reference", a.Name)
+	if err := a.checkText(); err != nil {
+		return nil, err
 	}
-	if a.Kind == KindEnum {
-		if len(a.Values) == 0 {
-			return nil, fmt.Errorf("annotation %q: Values is empty: expected the allowed values of the enum", a.Name)
-		}
-		for i, v := range a.Values {
-			if v == "" || strings.TrimSpace(v) != v || slices.Contains(a.Values[:i], v) {
-				return nil, fmt.Errorf("annotation %q: Values[%d] %q: expected a non-empty, unique value without surrounding space", a.Name, i, v)
-			}
-		}
-	} else if len(a.Values) > 0 {
-		return nil, fmt.Errorf("annotation %q: Values %q: expected none for kind %s", a.Name, a.Values, a.Kind)
+	if err := a.checkValues(); err != nil {
+		return nil, err
 	}
 	if a.Kind != KindInt && (a.Min != 0 || a.Max != 0) {
 		return nil, fmt.Errorf("annotation %q: Min %d, Max %d: expected none for kind %s", a.Name, a.Min, a.Max, a.Kind)
@@ -191,14 +213,73 @@ func (s *Set) declare(a Annotation) (*Annotation, error) {
 		}
 		a.Default = c
 	}
+	p := &a
+	s.add(p)
+	return p, nil
+}
+
+// checkText refuses a Doc that is blank or holds a character hidden
+// refuses (but newlines), and a Default that holds one anywhere, even
+// where surrounding white space would be trimmed: a Default is the
+// provider's code, where such a character is a mistake.
+func (a *Annotation) checkText() error {
+	if strings.TrimSpace(a.Doc) == "" {
+		return fmt.Errorf("annotation %q: Doc is empty: expected a description for the reference", a.Name)
+	}
+	if where, found := hidden(a.Doc, true); found {
+		return fmt.Errorf("annotation %q: Doc holds %s: expected text without control or invisible characters (newlines are fine)", a.Name, where.String())
+	}
+	if where, found := hidden(a.Default, false); found {
+		return fmt.Errorf("annotation %q: Default %q holds %s: expected a value without control or invisible characters", a.Name, cut(a.Default), where.String())
+	}
+	return nil
+}
+
+// checkValues checks the Values of an enum: at least one, each non-empty,
+// without surrounding space or a character hidden refuses, and each once
+// (a set, so that declaring n values takes time linear in n); none for
+// another kind.
+func (a *Annotation) checkValues() error {
+	if a.Kind != KindEnum {
+		if len(a.Values) > 0 {
+			return fmt.Errorf("annotation %q: Values %s: expected none for kind %s", a.Name, quoteList(a.Values, maxListed), a.Kind)
+		}
+		return nil
+	}
+	if len(a.Values) == 0 {
+		return fmt.Errorf("annotation %q: Values is empty: expected the allowed values of the enum", a.Name)
+	}
+	seen := make(map[string]int, len(a.Values))
+	for i, v := range a.Values {
+		if where, found := hidden(v, false); found {
+			return fmt.Errorf("annotation %q: Values[%d] %q holds %s: expected a value without control or invisible characters", a.Name, i, cut(v), where.String())
+		}
+		if v == "" || strings.TrimSpace(v) != v {
+			return fmt.Errorf("annotation %q: Values[%d] %q: expected a non-empty, unique value without surrounding space", a.Name, i, cut(v))
+		}
+		if first, dup := seen[v]; dup {
+			return fmt.Errorf("annotation %q: Values[%d] %q repeats Values[%d]: expected a non-empty, unique value without surrounding space", a.Name, i, cut(v), first)
+		}
+		seen[v] = i
+	}
+	return nil
+}
+
+// add adds the declared annotation p to the set and its indexes.
+func (s *Set) add(p *Annotation) {
 	if s.byName == nil {
 		s.byName = map[string]*Annotation{}
+		s.byFold = map[string]string{}
+		s.byLen = map[int][]string{}
 	}
-	p := &a
-	s.byName[a.Name] = p
-	i, _ := slices.BinarySearchFunc(s.list, a.Name, func(x *Annotation, n string) int { return strings.Compare(x.Name, n) })
+	s.byName[p.Name] = p
+	i, _ := slices.BinarySearchFunc(s.list, p.Name, func(x *Annotation, n string) int { return strings.Compare(x.Name, n) })
 	s.list = slices.Insert(s.list, i, p)
-	return p, nil
+	fold := lower(p.Name)
+	if prev, ok := s.byFold[fold]; !ok || p.Name < prev {
+		s.byFold[fold] = p.Name
+	}
+	s.byLen[len(p.Name)] = append(s.byLen[len(p.Name)], p.Name)
 }
 
 // checkPerPort refuses what cannot be per port: a value holding a comma,
@@ -212,7 +293,7 @@ func (a *Annotation) checkPerPort() error {
 	}
 	for i, v := range a.Values {
 		if strings.Contains(v, ",") {
-			return fmt.Errorf("annotation %q: Values[%d] %q: expected no comma in the values of a PerPort enum (commas separate its entries)", a.Name, i, v)
+			return fmt.Errorf("annotation %q: Values[%d] %q: expected no comma in the values of a PerPort enum (commas separate its entries)", a.Name, i, cut(v))
 		}
 	}
 	return nil
@@ -248,22 +329,58 @@ func (s *Set) All() []*Annotation {
 }
 
 // Validate parses every declared annotation present in annotations and
-// returns all malformed ones joined (errors.Join of *Error), or
-// nil. Annotations not declared in the set are ignored; a nil *Set
+// reports each malformed one, and each annotation under a claimed prefix
+// (ClaimPrefix) that is not declared, naming the declared annotation it
+// most likely means: errors.Join of *Error sorted by annotation name,
+// or nil. An undeclared annotation under no claimed prefix is ignored,
+// even one that is a declared name but for case. At most 10 undeclared
+// annotations are reported one by one (those first by name); the others
+// are counted in one last error, which wraps ErrInvalid. A nil *Set
 // declares none.
 func (s *Set) Validate(annotations map[string]string) error {
 	if s == nil {
 		return nil
 	}
-	var errs []error
+	var malformed []namedError
 	for _, a := range s.list {
 		if raw, ok := annotations[a.Name]; ok {
 			if _, err := a.canonical(raw); err != nil {
-				errs = append(errs, err)
+				malformed = append(malformed, namedError{a.Name, err})
 			}
 		}
 	}
+	undeclared, more := s.undeclared(annotations)
+	errs := mergeByName(malformed, undeclared)
+	if more > 0 {
+		errs = append(errs, fmt.Errorf("%w: %d more annotations under the prefixes %s are not declared: expected declared annotations only", ErrInvalid, more, quoteList(s.prefixes, maxListed)))
+	}
 	return errors.Join(errs...)
+}
+
+// namedError is an error about the annotation name.
+type namedError struct {
+	name string
+	err  error
+}
+
+// mergeByName merges x and y, each sorted by name, into one list sorted
+// by name.
+func mergeByName(x []namedError, y []*Error) []error {
+	out := make([]error, 0, len(x)+len(y)+1)
+	for len(x) > 0 && len(y) > 0 {
+		if y[0].Name < x[0].name {
+			out, y = append(out, y[0]), y[1:]
+		} else {
+			out, x = append(out, x[0].err), x[1:]
+		}
+	}
+	for _, e := range x {
+		out = append(out, e.err)
+	}
+	for _, e := range y {
+		out = append(out, e)
+	}
+	return out
 }
 
 // Canonical returns the annotation's value in canonical form (the form used
@@ -367,15 +484,34 @@ func (a *Annotation) kindName() string {
 // adds the entry at fault after ": "), and the "Accepted values" of the
 // Markdown reference; package admission builds its messages from it so
 // that they say what the Reconciler's do. Safe for concurrent use.
-func (a *Annotation) Expected() string {
+//
+// Expected is bounded, as the messages it ends are: each enum value and
+// the example are quoted cut to clip.MaxQuoted bytes, and an enum whose
+// quoted values pass maxListed bytes in all lists the first ones and how
+// many there are ("one of "a", "b", … (1000 values)"). The Markdown
+// reference lists every value.
+func (a *Annotation) Expected() string { return a.expected(maxListed) }
+
+// maxListed bounds the quoted enum values that Expected lists, in bytes
+// (at least one value is listed).
+const maxListed = 2 * clip.MaxQuoted
+
+// expected is Expected listing the enum values within budget bytes;
+// a negative budget lists all of them, uncut (the Markdown reference).
+func (a *Annotation) expected(budget int) string {
 	if a.PerPort {
-		return fmt.Sprintf("comma-separated PORT=VALUE entries such as %q, each PORT a port number or name (a DNS-1123 label) listed once, and each VALUE %s", a.example(), a.kindExpected())
+		example := a.example()
+		if budget >= 0 {
+			example = cut(example)
+		}
+		return fmt.Sprintf("comma-separated PORT=VALUE entries such as %q, each PORT a port number or name (a DNS-1123 label) listed once, and each VALUE %s", example, a.kindExpected(budget))
 	}
-	return a.kindExpected()
+	return a.kindExpected(budget)
 }
 
-// kindExpected is Expected of one value of the kind.
-func (a *Annotation) kindExpected() string {
+// kindExpected is Expected of one value of the kind, listing the enum
+// values within budget bytes (see expected).
+func (a *Annotation) kindExpected(budget int) string {
 	switch a.Kind {
 	case KindBool:
 		return `"true" or "false"`
@@ -387,7 +523,7 @@ func (a *Annotation) kindExpected() string {
 	case KindDuration:
 		return `a non-negative duration such as "30s" or "1m30s"`
 	case KindEnum:
-		return "one of " + quoteList(a.Values)
+		return "one of " + quoteList(a.Values, budget)
 	case KindIP:
 		return "an IPv4 or IPv6 address"
 	case KindCIDRList:
@@ -414,14 +550,22 @@ func (a *Annotation) canonical(raw string) (string, error) {
 func (a *Annotation) canonicalPlain(raw string) (string, error) {
 	c, ok, err := a.plain(raw)
 	if !ok {
-		return "", &Error{Name: a.Name, Value: raw, Expected: a.kindExpected(), Err: err}
+		exp := a.kindExpected(maxListed)
+		if h, isHidden := err.(hiddenChar); isHidden { // KindString: where in raw, not in the trimmed value
+			h.offset += len(raw) - len(strings.TrimLeftFunc(raw, unicode.IsSpace))
+			exp, err = hiddenExpected, h
+		}
+		return "", &Error{Name: a.Name, Value: raw, Expected: exp, Err: err}
 	}
 	return c, nil
 }
 
 // plain parses raw, one value of the kind, without its surrounding white
 // space, and returns its canonical form; ok is false when it is
-// malformed, and err is then the parser's error, if any.
+// malformed, and err is then the parser's error, if any: for a KindString
+// value holding a character hidden refuses, the hiddenChar, its offset
+// in the trimmed value. (Every other kind's syntax refuses those
+// characters already: see Kind.)
 func (a *Annotation) plain(raw string) (c string, ok bool, err error) {
 	v := strings.TrimSpace(raw)
 	switch a.Kind {
@@ -457,6 +601,9 @@ func (a *Annotation) plain(raw string) (c string, ok bool, err error) {
 		}
 		return cidr.Join(ps), true, nil
 	}
+	if h, found := hidden(v, false); found {
+		return "", false, h
+	}
 	return v, v != "", nil
 }
 
@@ -474,7 +621,7 @@ func parseCIDRList(v string) ([]netip.Prefix, error) {
 			return nil, fmt.Errorf("item %d: %w", i, err)
 		}
 		if p.Addr().Zone() != "" {
-			return nil, fmt.Errorf("item %d: %q has a zone", i, s)
+			return nil, fmt.Errorf("item %d: %q has a zone", i, cut(s))
 		}
 		ps = append(ps, p.Masked())
 	}
@@ -482,10 +629,26 @@ func parseCIDRList(v string) ([]netip.Prefix, error) {
 	return slices.Compact(ps), nil
 }
 
-func quoteList(vs []string) string {
-	q := make([]string, len(vs))
+// quoteList quotes vs, joined by ", ". With a budget of 0 or more, each
+// value is cut (clip.Quoted) and the values listed stop before the list
+// passes budget bytes (at least one is listed), followed by ", … (N
+// values)"; a negative budget lists every value as it is.
+func quoteList(vs []string, budget int) string {
+	var b strings.Builder
 	for i, v := range vs {
-		q[i] = strconv.Quote(v)
+		if budget < 0 {
+			b.WriteString(strconv.Quote(v))
+		} else {
+			q := strconv.Quote(cut(v))
+			if i > 0 && b.Len()+len(q) > budget {
+				fmt.Fprintf(&b, "… (%d values)", len(vs))
+				break
+			}
+			b.WriteString(q)
+		}
+		if i < len(vs)-1 {
+			b.WriteString(", ")
+		}
 	}
-	return strings.Join(q, ", ")
+	return b.String()
 }

@@ -357,7 +357,7 @@ func TestWriteMarkdownEmpty(t *testing.T) {
 // value, and that an accepted value's canonical form parses to itself.
 func FuzzAnnotationParse(f *testing.F) {
 	for _, s := range []string{"true", "false", " 42 ", "-1", "9223372036854775808", "1m30s", "-1s", "round-robin",
-		"10.0.0.1", "::ffff:1.2.3.4", "fe80::1%eth0", "10.0.0.0/8,::/0", "10.0.0.0/8,", ",", "", " ", "\x00"} {
+		"10.0.0.1", "::ffff:1.2.3.4", "fe80::1%eth0", "10.0.0.0/8,::/0", "10.0.0.0/8,", ",", "", " ", "\x00", "a\tb", " a\n", "\u202eab", "a\u0085"} {
 		f.Add(s)
 	}
 	set, _ := testAnnotations(f)
@@ -380,6 +380,11 @@ func checkParse(t *testing.T, set *annotation.Set, v string) {
 				t.Fatalf("%s: value %q: error %#v does not name the annotation and value", a.Name, v, err)
 			}
 			continue
+		}
+		for name, h := range hiddenCharacters {
+			if a.Kind == annotation.KindString && strings.Contains(c, h) {
+				t.Fatalf("%s: value %q: canonical %q holds %s", a.Name, v, c, name)
+			}
 		}
 		c2, _, err := a.Canonical(map[string]string{a.Name: c})
 		if err != nil || c2 != c {

@@ -14,7 +14,16 @@
 // variables with MustDeclare, and hands the Set to loadbalancer.Options:
 // the load-balancer Reconciler validates every declared annotation present
 // on a Service before any cloud call, and copies those declared with
-// Setting into the load balancer's provider settings.
+// Setting into the load balancer's provider settings. A provider that owns
+// a prefix alone (its own domain, "lb.example.com/") claims it with
+// Set.ClaimPrefix, so that a misspelt or wrongly cased annotation under it
+// ("lb.example.com/helth-check") is reported, naming the declared one it
+// most likely means, instead of silently ignored.
+//
+// Values are text that people read in terminals and events: a Default,
+// an enum value and a string value hold no control or invisible
+// character (see KindString), and every value an error quotes is cut to a
+// bounded length.
 //
 // This package is not a schema for arbitrary objects: it reads a
 // map[string]string (an object's metadata.annotations) and nothing else,

@@ -32,7 +32,7 @@ func (s *Set) WriteMarkdown(w io.Writer, title string) error {
 		if a.PerPort {
 			fmt.Fprintf(bw, "- Syntax: `PORT=VALUE,PORT=VALUE,…` (PORT a Service port's number or name), for example `%s`\n", a.example())
 		}
-		fmt.Fprintf(bw, "- Accepted values: %s\n", a.Expected())
+		fmt.Fprintf(bw, "- Accepted values: %s\n", a.expected(-1)) // every enum value, uncut
 		fmt.Fprintf(bw, "- Default: %s\n", mdDefault(a))
 		if a.Setting {
 			fmt.Fprintf(bw, "- Provider setting: changing it updates the load balancer\n")

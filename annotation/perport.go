@@ -82,6 +82,9 @@ func (a *Annotation) parsePorts(raw string) ([]portEntry, error) {
 			return fail(nil, "entry %d has PORT %q", n, cut(port))
 		}
 		c, ok, err := a.plain(value)
+		if _, isHidden := err.(hiddenChar); isHidden {
+			return fail(err, "entry %d has VALUE %q, holding a control or invisible character", n, cut(strings.TrimSpace(value)))
+		}
 		if !ok {
 			return fail(err, "entry %d has VALUE %q", n, cut(strings.TrimSpace(value)))
 		}

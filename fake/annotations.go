@@ -51,6 +51,13 @@ var appProtocolAnnotation = annotations.MustDeclare(annotation.Annotation{
 		"a port not listed is its Protocol, or its appProtocol.",
 })
 
+// The fake's annotations all live under fake.ccmkit.io/, a prefix no other
+// provider uses: the Set claims it (annotation.Set.ClaimPrefix), so that
+// the Reconciler refuses a Service with a misspelt or wrongly cased one
+// ("fake.ccmkit.io/helth-check"), naming the annotation it most likely
+// means, instead of ignoring it.
+func init() { annotations.MustClaimPrefix("fake.ccmkit.io/") }
+
 // The provider settings: Setting annotations, copied into Spec.Settings.
 // The fake has no behaviour behind them; they are kept, reported and
 // planned like a real cloud's load-balancer options.

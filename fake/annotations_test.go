@@ -21,7 +21,7 @@ type declarations interface {
 }
 
 // TestDeclaredAnnotations: the fake declares one annotation of every kind,
-// all under fake.ccmkit.io/, none with a Default (a default would change the
+// all under fake.ccmkit.io/, which it claims, none with a Default (a default would change the
 // Settings of every existing load balancer), and hands them to its
 // Reconciler, which reports them with the fake's capabilities.
 func TestDeclaredAnnotations(t *testing.T) {
@@ -58,6 +58,14 @@ func TestDeclaredAnnotations(t *testing.T) {
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("declared annotations (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff([]string{"fake.ccmkit.io/"}, d.Annotations().Prefixes()); diff != "" {
+		t.Errorf("claimed prefixes (-want +got):\n%s", diff)
+	}
+	for _, a := range d.Annotations().All() {
+		if !strings.HasPrefix(a.Name, "fake.ccmkit.io/") {
+			t.Errorf("annotation %q is not under the claimed prefix", a.Name)
+		}
 	}
 	if diff := cmp.Diff(fake.AllLoadBalancerCapabilities, d.Capabilities()); diff != "" {
 		t.Errorf("Capabilities of a default Cloud (-want +got):\n%s", diff)
@@ -157,4 +165,46 @@ func TestAnnotationErrors(t *testing.T) {
 			t.Errorf("the requested address is the VIP (-want +got):\n%s", diff)
 		}
 	})
+}
+
+// TestMisspeltAnnotation: under the fake's claimed prefix, a misspelt or
+// wrongly cased annotation stops EnsureLoadBalancer before any cloud
+// call, with an error (an invalid annotation: the service controller
+// records it as a Warning event and retries) naming the key and the
+// declared annotation it most likely means; one under another prefix is
+// still ignored.
+func TestMisspeltAnnotation(t *testing.T) {
+	c, nodes := cloudWithNodes(t, fake.Config{}, 1)
+	lb := lbOf(t, c)
+	for _, tc := range []struct {
+		name, reason, key, want string
+	}{
+		{name: "misspelt", reason: "the closest declared name", key: "fake.ccmkit.io/helth-check",
+			want: `annotation "fake.ccmkit.io/helth-check": not declared under prefix "fake.ccmkit.io/": expected a declared annotation, such as "fake.ccmkit.io/health-check"`},
+		{name: "wrong case", reason: "names are case-sensitive", key: "fake.ccmkit.io/Health-Check",
+			want: `annotation "fake.ccmkit.io/Health-Check": not declared under prefix "fake.ccmkit.io/": expected "fake.ccmkit.io/health-check" (annotation names are case-sensitive)`},
+		{name: "wrong case of the domain", reason: "the API server accepts it", key: "Fake.ccmkit.io/algorithm",
+			want: `annotation "Fake.ccmkit.io/algorithm": not declared under prefix "fake.ccmkit.io/": expected "fake.ccmkit.io/algorithm" (annotation names are case-sensitive)`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			svc := service("svc-" + strings.ReplaceAll(tc.name, " ", "-"))
+			svc.Annotations = map[string]string{tc.key: "tcp"}
+			c.ResetCalls()
+			_, err := lb.EnsureLoadBalancer(t.Context(), cluster, svc, nodes)
+			if !errors.Is(err, annotation.ErrInvalid) || err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("%s: EnsureLoadBalancer error = %v; want annotation.ErrInvalid containing %q", tc.reason, err, tc.want)
+			}
+			if calls := c.Calls(); calls.Reads+calls.Writes != 0 {
+				t.Errorf("%s: %d reads and %d writes of the cloud API; want none (%v)", tc.reason, calls.Reads, calls.Writes, calls.ByOp)
+			}
+			if got, ok := c.LoadBalancerFor(cluster, svc); ok {
+				t.Errorf("%s: the Service got load balancer %s; want none", tc.reason, got.ID)
+			}
+		})
+	}
+	svc := service("foreign")
+	svc.Annotations = map[string]string{"other.example.com/helth-check": "x", "service.beta.kubernetes.io/fake-anything": "y"}
+	if _, err := lb.EnsureLoadBalancer(t.Context(), cluster, svc, nodes); err != nil {
+		t.Errorf("EnsureLoadBalancer with annotations under other prefixes: %v; want them ignored", err)
+	}
 }

@@ -70,10 +70,14 @@ var (
 //
 // lb must have no ID and no Ingress (the cloud assigns them), a Name that
 // is a DNS-1123 subdomain, tag keys of 1 to 128 bytes and values of at most
-// 256 bytes (valid UTF-8, no control characters), one or two distinct
-// Spec.IPFamilies, listeners of those families with protocol TCP, UDP or
-// SCTP, a port from 1 to 65535, a node port from 0 to 65535 and distinct
-// keys, and backends with distinct keys under the cloud's backend key
+// 256 bytes (valid UTF-8, no control characters), a non-empty
+// loadbalancer.TagCluster when it has that tag (no cluster is named ""),
+// one or two distinct Spec.IPFamilies, listeners of those families with
+// protocol TCP, UDP or SCTP, a port from 1 to 65535, a node port from 0 to
+// 65535 and distinct keys, no node port shared by listeners of one
+// protocol but different ports (as Kubernetes refuses for a Service's
+// ports; listeners of one port in each IP family, and a TCP and a UDP
+// listener, may share one), and backends with distinct keys under the cloud's backend key
 // (Spec.BackendKey empty or that key: a Node name, or with
 // LoadBalancerSection.Backends instanceID a provider ID naming a live
 // instance). Otherwise nothing changes and it returns an error naming each
@@ -376,6 +380,9 @@ func validateLB(path *field.Path, lb *loadbalancer.LoadBalancer, key loadbalance
 			errs = append(errs, field.Invalid(p, clipValue(lb.Tags[k]), problem))
 		}
 	}
+	if cluster, tagged := lb.Tags[loadbalancer.TagCluster]; tagged && cluster == "" {
+		errs = append(errs, field.Invalid(path.Child("tags").Key(loadbalancer.TagCluster), cluster, emptyClusterTag))
+	}
 	spec := path.Child("spec")
 	families, ferrs := checkFamilies(spec, &lb.Spec)
 	errs = append(errs, ferrs...)
@@ -384,6 +391,14 @@ func validateLB(path *field.Path, lb *loadbalancer.LoadBalancer, key loadbalance
 	errs = append(errs, checkPolicies(spec, &lb.Spec)...)
 	return errs
 }
+
+// emptyClusterTag is why loadbalancer.TagCluster cannot be empty: the
+// Reconciler owns load balancers in a non-empty cluster identity only
+// (it refuses an empty clusterName with no Config.ClusterID, and
+// kube-controller-manager's --cluster-name defaults to "kubernetes"), so
+// a load balancer tagged with the empty cluster would be no cluster's,
+// though it looks owned: a misconfigured seed.
+const emptyClusterTag = `expected a cluster identity, such as "kubernetes" (the default --cluster-name) or another cluster's Config.ClusterID; no cluster is named "" (leave the tag out for a load balancer of no cluster)`
 
 // tagProblem says why s cannot be a tag key or value of min to max bytes,
 // or returns "".
@@ -441,9 +456,11 @@ func familyOf(ip netip.Addr) v1.IPFamily {
 }
 
 // checkListeners checks listeners: of one of families, a protocol and
-// port a listener can have (checkListenerKey), a node port, distinct keys.
+// port a listener can have (checkListenerKey), a node port, distinct
+// keys, and node ports shared only as a Service's can be
+// (checkNodePortShared).
 func checkListeners(path *field.Path, ls []loadbalancer.Listener, families map[v1.IPFamily]bool) field.ErrorList {
-	var errs field.ErrorList
+	errs := checkNodePortShared(path, ls)
 	seen := map[loadbalancer.ListenerKey]bool{}
 	for i, l := range ls {
 		p := path.Index(i)
@@ -458,6 +475,41 @@ func checkListeners(path *field.Path, ls []loadbalancer.Listener, families map[v
 			errs = append(errs, field.Duplicate(p, listenerText(l.ListenerKey)))
 		}
 		seen[l.ListenerKey] = true
+	}
+	return errs
+}
+
+// checkNodePortShared refuses two listeners of one protocol but of
+// different ports on the same node port: the node's kube-proxy sends a
+// node port's traffic of a protocol to one Service port, so Kubernetes
+// refuses two ports of a Service that share a nodePort unless their
+// protocols differ (ValidateService in k8s.io/kubernetes
+// pkg/apis/core/validation keys its duplicate check by nodePort and
+// protocol). Sharing stays fine between a TCP and a UDP port (a DNS
+// Service's 53/TCP and 53/UDP) and between the listeners of one port in
+// each IP family (a dual-stack Service). Node port 0 is none.
+func checkNodePortShared(path *field.Path, ls []loadbalancer.Listener) field.ErrorList {
+	type key struct {
+		protocol v1.Protocol
+		nodePort int32
+	}
+	var errs field.ErrorList
+	first := map[key]int{}
+	for i, l := range ls {
+		if l.NodePort <= 0 {
+			continue
+		}
+		k := key{l.Protocol, l.NodePort}
+		j, seen := first[k]
+		if !seen {
+			first[k] = i
+			continue
+		}
+		if other := ls[j]; other.Port != l.Port {
+			errs = append(errs, field.Invalid(path.Index(i).Child("nodePort"), l.NodePort,
+				fmt.Sprintf("listener %s has the node port of listener %s (%s): expected a node port of its own, shared only by the listeners of one port (one per IP family) or with a port of another protocol",
+					listenerText(l.ListenerKey), listenerText(other.ListenerKey), path.Index(j))))
+		}
 	}
 	return errs
 }

@@ -81,6 +81,28 @@ func TestCreateLoadBalancer(t *testing.T) {
 			},
 		},
 		{
+			name: "shared node port", reason: "a TCP and a UDP port may share a node port (Kubernetes allows it: a DNS Service), and so may one port's listeners of each family",
+			edit: func(lb *loadbalancer.LoadBalancer) {
+				lb.Spec.IPFamilies = []v1.IPFamily{v1.IPv4Protocol, v1.IPv6Protocol}
+				for _, k := range []loadbalancer.ListenerKey{{Family: v1.IPv4Protocol, Protocol: v1.ProtocolUDP, Port: 80}, {Family: v1.IPv6Protocol, Protocol: v1.ProtocolTCP, Port: 80}, {Family: v1.IPv6Protocol, Protocol: v1.ProtocolUDP, Port: 80}} {
+					lb.Spec.Listeners = append(lb.Spec.Listeners, loadbalancer.Listener{ListenerKey: k, NodePort: 30080})
+				}
+			},
+			want: func(lb *fake.LoadBalancer) {
+				lb.Spec.IPFamilies = []v1.IPFamily{v1.IPv4Protocol, v1.IPv6Protocol}
+				for _, k := range []loadbalancer.ListenerKey{{Family: v1.IPv4Protocol, Protocol: v1.ProtocolUDP, Port: 80}, {Family: v1.IPv6Protocol, Protocol: v1.ProtocolTCP, Port: 80}, {Family: v1.IPv6Protocol, Protocol: v1.ProtocolUDP, Port: 80}} {
+					lb.Spec.Listeners = append(lb.Spec.Listeners, loadbalancer.Listener{ListenerKey: k, NodePort: 30080})
+				}
+				lb.VIPs = []string{"198.18.0.1", "2001:db8:1b::1"}
+				lb.Ingress = []loadbalancer.Ingress{{IP: "198.18.0.1"}, {IP: "2001:db8:1b::1"}}
+			},
+		},
+		{
+			name: "no cluster tag", reason: "a load balancer of no cluster leaves the tag out",
+			edit: func(lb *loadbalancer.LoadBalancer) { delete(lb.Tags, loadbalancer.TagCluster) },
+			want: func(lb *fake.LoadBalancer) { delete(lb.Tags, loadbalancer.TagCluster) },
+		},
+		{
 			name: "instance targets", reason: "with backends instanceID the cloud keeps the provider ID only, and keys backends by it",
 			cfg:  fake.Config{LoadBalancers: fake.LoadBalancerSection{Backends: fake.BackendsInstanceID}},
 			edit: func(lb *loadbalancer.LoadBalancer) { lb.Spec.Backends[0].ProviderID = "fake://i-1" },
@@ -158,6 +180,15 @@ func TestCreateLoadBalancerRefuses(t *testing.T) {
 		{name: "listener twice", reason: "one listener per key", edit: func(lb *loadbalancer.LoadBalancer) {
 			lb.Spec.Listeners = append(lb.Spec.Listeners, lb.Spec.Listeners[0])
 		}, message: `loadBalancer.spec.listeners[1]: Duplicate value: "IPv4/TCP/80"`},
+		{name: "node port of another port", reason: "two TCP ports cannot share a node port, as in a Service", edit: func(lb *loadbalancer.LoadBalancer) {
+			lb.Spec.Listeners = append(lb.Spec.Listeners, loadbalancer.Listener{ListenerKey: loadbalancer.ListenerKey{Family: v1.IPv4Protocol, Protocol: v1.ProtocolTCP, Port: 443}, NodePort: 30080})
+		}, message: `loadBalancer.spec.listeners[1].nodePort: Invalid value: 30080: listener IPv4/TCP/443 has the node port of listener IPv4/TCP/80 (loadBalancer.spec.listeners[0]): expected a node port of its own, shared only by the listeners of one port (one per IP family) or with a port of another protocol`},
+		{name: "node port of another port, other family", reason: "a port of the other family is still another port", edit: func(lb *loadbalancer.LoadBalancer) {
+			lb.Spec.IPFamilies = []v1.IPFamily{v1.IPv4Protocol, v1.IPv6Protocol}
+			lb.Spec.Listeners = append(lb.Spec.Listeners, loadbalancer.Listener{ListenerKey: loadbalancer.ListenerKey{Family: v1.IPv6Protocol, Protocol: v1.ProtocolTCP, Port: 8080}, NodePort: 30080})
+		}, message: `loadBalancer.spec.listeners[1].nodePort: Invalid value: 30080: listener IPv6/TCP/8080 has the node port of listener IPv4/TCP/80 (loadBalancer.spec.listeners[0])`},
+		{name: "empty cluster tag", reason: "no cluster is named \"\": kube-controller-manager's --cluster-name defaults to \"kubernetes\"", edit: func(lb *loadbalancer.LoadBalancer) { lb.Tags[loadbalancer.TagCluster] = "" },
+			message: `loadBalancer.tags[ccmkit.io/cluster]: Invalid value: "": expected a cluster identity, such as "kubernetes" (the default --cluster-name) or another cluster's Config.ClusterID; no cluster is named "" (leave the tag out for a load balancer of no cluster)`},
 		{name: "backend without its key", reason: "the cloud keeps backends by Node name", edit: func(lb *loadbalancer.LoadBalancer) { lb.Spec.Backends[0].NodeName = "" }, message: "loadBalancer.spec.backends[0]: Required value: expected the backend's Node name"},
 		{name: "backend twice", reason: "one backend per key", edit: func(lb *loadbalancer.LoadBalancer) { lb.Spec.Backends = append(lb.Spec.Backends, lb.Spec.Backends[0]) }, message: `loadBalancer.spec.backends[1]: Duplicate value: "node-01"`},
 		{name: "backend address of the wrong family", reason: "ipv4 holds an IPv4 address", edit: func(lb *loadbalancer.LoadBalancer) { lb.Spec.Backends[0].IPv4 = netip.MustParseAddr("fd00::1") }, message: `loadBalancer.spec.backends[0].ipv4: Invalid value: "fd00::1": expected an IPv4 address`},
