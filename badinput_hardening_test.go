@@ -5,6 +5,7 @@ package ccmkit_test
 // testing/scale's Config. Each case is held to TestBadInput's rule.
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"maps"
@@ -14,11 +15,14 @@ import (
 	"strings"
 	"time"
 
+	v1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/informers"
 	coreinformers "k8s.io/client-go/informers/core/v1"
 	"k8s.io/client-go/kubernetes"
 	k8sfake "k8s.io/client-go/kubernetes/fake"
 
+	"github.com/ccmkit/ccmkit/admission"
+	"github.com/ccmkit/ccmkit/annotation"
 	"github.com/ccmkit/ccmkit/governor"
 	"github.com/ccmkit/ccmkit/housekeeping"
 	"github.com/ccmkit/ccmkit/loadbalancer"
@@ -27,7 +31,7 @@ import (
 
 // hardeningInputs are the cases of the surfaces issue 29 added.
 func hardeningInputs(w *badWorld) []badInput {
-	return append(append(housekeepingInputs(w), governorInputs()...), scaleInputs()...)
+	return slices.Concat(housekeepingInputs(w), governorInputs(), scaleInputs(), declarationInputs(), claimedInputs(w), admissionInputs())
 }
 
 // refused returns err, the error of a constructor that must refuse its
@@ -193,5 +197,172 @@ func scaleInputs() []badInput {
 	} {
 		s(strings.TrimPrefix(f.field, "Config.")+" -1s", "a negative duration", base(f.set), f.field, "-1s", "expected")
 	}
+	return out
+}
+
+// hiddenText are values that read other than they are: each holds a
+// control or invisible character.
+var hiddenText = map[string]string{
+	"NUL":            "a\x00b",
+	"ESC":            "\x1b[31mred",
+	"newline":        "a\nb",
+	"CR":             "a\rb",
+	"DEL":            "a\x7f",
+	"C1 NEL":         "a\u0085b",
+	"zero-width":     "a\u200bb",
+	"bidi override":  "a\u202eb",
+	"isolate":        "a\u2066b",
+	"BOM":            "\ufeffab",
+	"line separator": "a\u2028b",
+}
+
+// declarationInputs: annotations a provider declares (annotation.Set's
+// Declare and ClaimPrefix) that no Service could use or no reader see as
+// written. A refused declaration leaves the Set as it was.
+func declarationInputs() []badInput {
+	var out []badInput
+	d := func(name, reason string, decl func(*annotation.Set) error, field, value, expect string) {
+		set := &annotation.Set{}
+		set.MustDeclare(annotation.Annotation{Name: "lb.example.com/kept", Kind: annotation.KindBool, Doc: "d"})
+		out = append(out, badInput{surface: "declarations", name: name, reason: reason,
+			call:  func(context.Context) error { return decl(set) },
+			state: func() any { return [][]string{names(set), set.Prefixes()} },
+			field: field, value: value, expect: expect})
+	}
+	declare := func(a annotation.Annotation) func(*annotation.Set) error {
+		return func(s *annotation.Set) error { _, err := s.Declare(a); return err }
+	}
+	for _, what := range slices.Sorted(maps.Keys(hiddenText)) {
+		v := hiddenText[what]
+		d("enum value with a "+what, "an enum value a user cannot type or see", declare(annotation.Annotation{Name: "lb.example.com/algo", Kind: annotation.KindEnum, Values: []string{"ok", v}, Doc: "d"}),
+			"Values[1]", q(v), "expected")
+		d("string default with a "+what, "a default every Service would get, unseen", declare(annotation.Annotation{Name: "lb.example.com/cert", Kind: annotation.KindString, Default: v, Doc: "d"}),
+			"Default", q(v), "expected")
+	}
+	big := strings.Repeat("n", huge)
+	d("1 MiB name", "a name no apiserver takes, quoted whole before", declare(annotation.Annotation{Name: "lb.example.com/" + big, Kind: annotation.KindBool, Doc: "d"}),
+		"Annotation.Name", q("lb.example.com/"+big), "expected a qualified name")
+	d("1 MiB enum value, repeated", "a repeated value, quoted whole before", declare(annotation.Annotation{Name: "lb.example.com/algo", Kind: annotation.KindEnum, Values: []string{big, big}, Doc: "d"}),
+		"Values[1]", q(big), "expected")
+	d("1 MiB kind", "an unknown kind", declare(annotation.Annotation{Name: "lb.example.com/k", Kind: annotation.Kind(big), Doc: "d"}),
+		"Kind", q(big), "expected one of")
+	d("doc with ESC", "documentation that rewrites a terminal", declare(annotation.Annotation{Name: "lb.example.com/x", Kind: annotation.KindBool, Doc: "see \x1b[2J"}),
+		"Doc", "U+001B", "expected")
+	d("name declared twice", "one name, two meanings", declare(annotation.Annotation{Name: "lb.example.com/kept", Kind: annotation.KindInt, Doc: "d"}),
+		"Annotation.Name", q("lb.example.com/kept"), "expected each name declared once")
+	claim := func(p string) func(*annotation.Set) error {
+		return func(s *annotation.Set) error { return s.ClaimPrefix(p) }
+	}
+	for _, p := range []struct{ name, prefix, expect string }{
+		{"a shared Kubernetes prefix", "service.beta.kubernetes.io/", "expected a prefix this provider alone uses"},
+		{"an empty prefix", "", "expected"},
+		{"no slash", "lb.example.com", "expected"},
+		{"upper-case domain", "LB.example.com/", "expected"},
+		{"1 MiB prefix", strings.Repeat("a", huge) + "/", "expected"},
+		{"a NUL in the prefix", "lb.exa\x00mple.com/", "expected"},
+	} {
+		d("claim "+p.name, "a prefix that is not the provider's alone, or no prefix at all", claim(p.prefix), "prefix", q(p.prefix), p.expect)
+	}
+	return out
+}
+
+// names returns the names s declares.
+func names(s *annotation.Set) []string {
+	var out []string
+	for _, a := range s.All() {
+		out = append(out, a.Name)
+	}
+	return out
+}
+
+// claimedInputs: Service annotations under a claimed prefix that no
+// declaration has, and string values holding hidden characters, given to
+// loadbalancer.Desired, which must only read the Service and its Nodes.
+func claimedInputs(w *badWorld) []badInput {
+	set := &annotation.Set{}
+	hc := set.MustDeclare(annotation.Annotation{Name: "lb.example.com/health-check", Kind: annotation.KindString, Doc: "d"})
+	set.MustClaimPrefix("lb.example.com/")
+	opts := loadbalancer.DesiredInput{Cluster: badCluster, Capabilities: allLoadBalancerFeatures, Annotations: set}
+	var out []badInput
+	add := func(name, reason, key, value, field, shown, expect string) {
+		svc := webService(func(s *v1.Service) { s.Annotations[key] = value })
+		nodes := w.nodes
+		out = append(out, badInput{surface: "annotation", name: name, reason: reason,
+			call: func(context.Context) error {
+				_, err := loadbalancer.Desired(svc, nodes, opts)
+				return err
+			},
+			state: func() any { return copyOf(svc, nodes) },
+			field: field, value: shown, expect: expect})
+	}
+	for _, k := range []struct{ name, key, expect string }{
+		{"misspelt key", "lb.example.com/helth-check", `expected a declared annotation, such as "lb.example.com/health-check"`},
+		{"wrong-case key", "lb.example.com/Health-Check", `expected "lb.example.com/health-check" (annotation names are case-sensitive)`},
+		{"wrong-case prefix", "LB.Example.com/health-check", `expected "lb.example.com/health-check"`},
+		{"nothing close", "lb.example.com/zzzzzzzzzzzzzz", `expected a declared annotation, such as "lb.example.com/health-check"`},
+		{"1 MiB key", "lb.example.com/" + strings.Repeat("k", huge), "expected"},
+	} {
+		add("claimed prefix/"+k.name, "an annotation the provider would ignore, silently, before", k.key, "tcp", q(k.key), "", k.expect)
+	}
+	for _, what := range slices.Sorted(maps.Keys(hiddenText)) {
+		v := hiddenText[what]
+		add("string value/"+what, "a value that reads other than it is in an event or a log", hc.Name, v, strconv.Quote(hc.Name), q(v), "expected a non-empty string without control or invisible characters")
+	}
+	return out
+}
+
+// admissionInputs: policies admission cannot write: a name no object can
+// have, a regenerate command that would break out of its comment line,
+// and declarations the apiserver would refuse to store. WriteYAML writes
+// nothing for any of them.
+func admissionInputs() []badInput {
+	var out []badInput
+	a := func(name, reason string, in admission.PolicyInput, field, value, expect string) {
+		var buf bytes.Buffer
+		out = append(out, badInput{surface: "admission", name: name, reason: reason,
+			call:  func(context.Context) error { return admission.WriteYAML(&buf, in) },
+			state: func() any { return buf.String() },
+			field: field, value: value, expect: expect})
+	}
+	ok := func(mod func(*admission.PolicyInput)) admission.PolicyInput {
+		in := admission.PolicyInput{Name: "acme-lb", Annotations: &badAnnotations, Regenerate: "go run ./cmd/gen"}
+		mod(&in)
+		return in
+	}
+	for _, r := range []struct{ name, v string }{
+		{"newline and a document", "gen\n---\nkind: Secret"}, {"a key after a newline", "gen\nkind: Secret"}, {"CR", "gen\rx"},
+		{"NUL", "gen\x00"}, {"ESC", "gen\x1b[2J"}, {"bidi override", "gen\u202e"}, {"line separator", "gen\u2028x"}, {"NEL", "gen\u0085x"},
+		{"invalid UTF-8", "gen\xff"},
+	} {
+		a("regenerate with "+r.name, "a comment line the text would end, or show other than it is", ok(func(in *admission.PolicyInput) { in.Regenerate = r.v }),
+			"PolicyInput.Regenerate", q(r.v), "expected one line of printable text")
+	}
+	for _, n := range []struct{ name, v string }{
+		{"empty", ""}, {"upper case", "Acme-LB"}, {"underscore", "acme_lb"}, {"newline", "acme\nkind: Secret"}, {"1 MiB", strings.Repeat("a", huge)},
+	} {
+		value, expect := q(n.v), "expected"
+		if n.v == "" {
+			value = "empty"
+		}
+		a("name "+n.name, "no object can have the name", ok(func(in *admission.PolicyInput) { in.Name = n.v }), "PolicyInput.Name", value, expect)
+	}
+	big := &annotation.Set{}
+	for i := range 20 {
+		values := make([]string, 5000)
+		for j := range values {
+			values[j] = fmt.Sprintf("value-%02d-%05d", i, j)
+		}
+		big.MustDeclare(annotation.Annotation{Name: fmt.Sprintf("lb.example.com/enum-%02d", i), Kind: annotation.KindEnum, Values: values, Doc: "d"})
+	}
+	a("100,000 enum values", "a policy over the apiserver's object size limit", ok(func(in *admission.PolicyInput) { in.Annotations = big }),
+		"PolicyInput.Annotations", "bytes", "expected at most 1572864 bytes")
+	one := &annotation.Set{}
+	values := make([]string, 20000)
+	for j := range values {
+		values[j] = fmt.Sprintf("v%05d", j)
+	}
+	one.MustDeclare(annotation.Annotation{Name: "lb.example.com/long-enum", Kind: annotation.KindEnum, Values: values, Doc: "d"})
+	a("an enum over the CEL bound", "an expression the apiserver's CEL parser refuses", ok(func(in *admission.PolicyInput) { in.Annotations = one }),
+		`"lb.example.com/long-enum"`, "code points", "expected at most 100000")
 	return out
 }

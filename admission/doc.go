@@ -112,8 +112,16 @@
 //
 // # Where it differs from the Reconciler
 //
-// TestKnownDifferences pins each of these:
+// TestKnownDifferences pins each of these (TestClaimedPrefixDifference
+// the first):
 //
+//   - Under a claimed prefix (annotation.Set.ClaimPrefix), an undeclared
+//     key is refused with the Reconciler's message when a declared name
+//     differs from it only by case, and otherwise names the first declared
+//     names under the prefix, where the Reconciler suggests the closest
+//     one by edit distance; the policy names the first such key of each
+//     prefix (by name), the Reconciler up to ten, sorted with the
+//     malformed values.
 //   - A duration within 1.8ms of the largest (2562047h47m16.854775807s),
 //     or of more than 64 components ("1s" 65 times), is refused: the CEL
 //     cost of summing its components, and their float64 sum that tells an

@@ -54,7 +54,7 @@ func hostileSet(t *testing.T) (*annotation.Set, []string) {
 		}
 	}
 	set := &annotation.Set{}
-	doc := "Doc\nkind: Secret\n---\n# \x00\u202e"
+	doc := "Doc\nkind: Secret\n---\n# a: b\n%YAML 1.2" // Declare refuses other control characters in a Doc
 	set.MustDeclare(annotation.Annotation{Name: "x.io/hostile", Kind: annotation.KindEnum, Values: values, Doc: doc})
 	set.MustDeclare(annotation.Annotation{Name: "x.io/hostile-ports", Kind: annotation.KindEnum, Values: perPort, PerPort: true, Doc: doc})
 	set.MustDeclare(annotation.Annotation{Name: "x.io/flag", Kind: annotation.KindBool, Doc: doc})

@@ -33,14 +33,21 @@ func enumSet(t testing.TB, counts ...int) *annotation.Set {
 	return set
 }
 
-// hundredThousandValues are 100,000 enum values in 20 annotations of
-// different lengths: the i-th has 4050 + 100*i values.
+// hundredThousandValues declares 100,000 enum values of 15 bytes in 40
+// annotations of different lengths: the i-th has 2305 + 10*i values, so
+// each expression stays within the CEL parser's bound and the policy
+// alone is too large.
 func hundredThousandValues(t testing.TB) *annotation.Set {
-	counts := make([]int, 20)
-	for i := range counts {
-		counts[i] = 4050 + 100*i
+	t.Helper()
+	set := &annotation.Set{}
+	for i := range 40 {
+		values := make([]string, 2305+10*i)
+		for j := range values {
+			values[j] = fmt.Sprintf("value-%05d-enum", j)
+		}
+		set.MustDeclare(annotation.Annotation{Name: fmt.Sprintf("x.io/enum-%02d", i), Kind: annotation.KindEnum, Values: values, Doc: "d"})
 	}
-	return enumSet(t, counts...)
+	return set
 }
 
 // thousandAnnotations declares 1,000 annotations of every kind, every
@@ -73,13 +80,13 @@ func TestPolicyTooLarge(t *testing.T) {
 		wantStart    string
 		wantLargest  []string // the names the error lists, in order; nil: not checked
 	}{
-		{name: "100k enum values", reason: "20 enum annotations of 4050 to 5950 values", set: hundredThousandValues(t),
-			wantStart:   "admission.Policy: PolicyInput.Annotations (20 declared) make a ValidatingAdmissionPolicy of ",
-			wantLargest: []string{"x.io/enum-19", "x.io/enum-18", "x.io/enum-17", "x.io/enum-16", "x.io/enum-15"}},
+		{name: "100k enum values", reason: "40 enum annotations of 2305 to 2695 values", set: hundredThousandValues(t),
+			wantStart:   "admission.Policy: PolicyInput.Annotations (40 declared) make a ValidatingAdmissionPolicy of ",
+			wantLargest: []string{"x.io/enum-39", "x.io/enum-38", "x.io/enum-37", "x.io/enum-36", "x.io/enum-35"}},
 		{name: "1,000 annotations", reason: "every kind, half of them per port", set: thousandAnnotations(t),
 			wantStart: "admission.Policy: PolicyInput.Annotations (1000 declared) make a ValidatingAdmissionPolicy of "},
-		{name: "a 1 MiB enum value", reason: "one value, in the expression and both messages",
-			set:         func() *annotation.Set { return setOf(t, strings.Repeat("v", 1<<20)) }(),
+		{name: "a 2 MiB enum value", reason: "one value, in the expression (the messages list the first bytes of the values)",
+			set:         func() *annotation.Set { return setOf(t, strings.Repeat("v", 2<<20)) }(),
 			wantStart:   "admission.Policy: PolicyInput.Annotations (1 declared) make a ValidatingAdmissionPolicy of ",
 			wantLargest: []string{"x.io/e"}},
 	} {
@@ -141,8 +148,7 @@ func setOf(t testing.TB, values ...string) *annotation.Set {
 // over it is not. The test measures the JSON as Policy does (on
 // purpose: the limit is on that figure), of 1,200 duration annotations
 // and an enum annotation whose one value is as long as the rest allows
-// (each of its bytes is 3 of the policy's: in the expression and in the
-// two messages).
+// (each of its bytes is a few of the policy's, measured).
 func TestPolicyAtTheLimit(t *testing.T) {
 	in := func(padding int) admission.PolicyInput {
 		set := &annotation.Set{}
@@ -160,20 +166,37 @@ func TestPolicyAtTheLimit(t *testing.T) {
 		b, err := json.Marshal(p)
 		return len(b), err
 	}
-	small, err := size(1)
+	// Past the first bytes (which Expected lists in the messages, up to
+	// its cut), each byte of the value is rate bytes of the policy.
+	const base = 2000
+	small, err := size(base)
 	if err != nil {
 		t.Fatal(err)
 	}
-	padding := 1 + (admission.MaxObjectBytes-small)/3
-	got, err := size(padding)
+	more, err := size(base + 1000)
 	if err != nil {
-		t.Fatalf("a policy of %d bytes: %v", small+3*(padding-1), err)
+		t.Fatal(err)
 	}
-	if got > admission.MaxObjectBytes || got <= admission.MaxObjectBytes-3 {
-		t.Fatalf("the policy is %d bytes; want one within 3 bytes under %d (the test's arithmetic is off)", got, admission.MaxObjectBytes)
+	rate := (more - small) / 1000
+	if rate < 1 || (more-small)%1000 != 0 {
+		t.Fatalf("1,000 bytes of an enum value make %d bytes of the policy: want a whole multiple", more-small)
 	}
-	if _, err := size(padding + 1); err == nil || !strings.Contains(err.Error(), fmt.Sprintf("make a ValidatingAdmissionPolicy of %d bytes (JSON), the largest annotations ", got+3)) {
-		t.Errorf("a policy of %d bytes: error %v; want the size error", got+3, err)
+	// The largest value that fits, searched down from the estimate (JSON
+	// escapes and the value count's digits make a few bytes of slack).
+	padding := base + (admission.MaxObjectBytes-small)/rate + 8
+	got, err := size(padding)
+	for tries := 0; err != nil && tries < 64; tries++ {
+		padding--
+		got, err = size(padding)
+	}
+	if err != nil {
+		t.Fatalf("no value within 64 bytes of the estimate fits: %v", err)
+	}
+	if got > admission.MaxObjectBytes || got <= admission.MaxObjectBytes-16 {
+		t.Fatalf("the policy is %d bytes; want one within 16 bytes under %d (the test's arithmetic is off)", got, admission.MaxObjectBytes)
+	}
+	if _, err := size(padding + 1); err == nil || !strings.Contains(err.Error(), "make a ValidatingAdmissionPolicy of ") || !strings.Contains(err.Error(), "expected at most 1572864 bytes") {
+		t.Errorf("a value one byte longer: error %v; want the size error", err)
 	}
 	var out strings.Builder
 	if err := admission.WriteYAML(&out, in(padding)); err != nil {
@@ -203,7 +226,7 @@ func TestExpressionTooLong(t *testing.T) {
 func TestTooManyAnnotations(t *testing.T) {
 	set := &annotation.Set{}
 	for i := range 1600 {
-		set.MustDeclare(annotation.Annotation{Name: fmt.Sprintf("lb.example.com/a%04d", i), Kind: annotation.KindString, Doc: "d"})
+		set.MustDeclare(annotation.Annotation{Name: fmt.Sprintf("lb.example.com/a%04d", i), Kind: annotation.KindBool, Doc: "d"})
 	}
 	_, _, err := admission.Policy(admission.PolicyInput{Name: "p", Annotations: set})
 	want := regexp.MustCompile(`^admission\.Policy: PolicyInput\.Annotations \(1600 declared\): the policy's variable "quoted" is [0-9]+ code points of CEL: expected at most 100000 \(the CEL parser's limit in the apiserver\): declare fewer annotations$`)

@@ -89,7 +89,7 @@ func perPortVariables(a *annotation.Annotation, i int) []admissionregistrationv1
 		{Name: names.problem, Expression: let("v", value, "v.trim() == '' ? [''] :\n"+
 			let("bad", fmt.Sprintf("variables.%s.filter(e, !(%s))", names.entries, entryValid(a, "e")),
 				fmt.Sprintf("size(bad) > 0 ? [%s] :\nvariables.%s ? [] :\n%s",
-					let("e", "bad[0]", entryProblem(fmt.Sprintf("string(variables.%s.indexOf(e) + 1)", names.entries))),
+					let("e", "bad[0]", entryProblem(a, fmt.Sprintf("string(variables.%s.indexOf(e) + 1)", names.entries))),
 					names.cut, repeatedPort("variables."+names.entries))))},
 	}
 }
@@ -120,12 +120,17 @@ func entryValid(a *annotation.Annotation, e string) string {
 
 // entryProblem returns CEL for the problem of the entry e, one entryValid
 // refuses, the n-th (CEL for its number as a string): the words of
-// annotation's parsePorts, which checks in this order.
-func entryProblem(n string) string {
+// annotation's parsePorts, which checks in this order, and for a
+// KindString VALUE holding a hidden character says so as it does.
+func entryProblem(a *annotation.Annotation, n string) string {
 	at := "': entry ' + " + n
+	value := at + " + ' has VALUE ' + " + quote(entryValue("e"))
+	if a.Kind == annotation.KindString {
+		value += fmt.Sprintf(" + (%s.matches(%s) ? ', holding a control or invisible character' : '')", entryValue("e"), rx(hiddenChars))
+	}
 	return fmt.Sprintf("e == '' ? %s + ' is empty' :\n!e.contains('=') ? %s + ' ' + %s + ' has no \"=\"' :\n%s",
 		at, at, quote("e"), let("p", entryPort("e"),
-			fmt.Sprintf("!(%s) ? %s + ' has PORT ' + %s :\n%s + ' has VALUE ' + %s", portSyntax("p"), at, quote("p"), at, quote(entryValue("e")))))
+			fmt.Sprintf("!(%s) ? %s + ' has PORT ' + %s :\n%s", portSyntax("p"), at, quote("p"), value)))
 }
 
 // repeatedPort returns CEL for the problem of the entries (valid ones) when

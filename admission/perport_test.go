@@ -19,7 +19,7 @@ var perPortValues = map[string]struct{ good, bad []string }{
 	"duration per port": {good: []string{"30s", "1m30s", "0"}, bad: []string{"-1s", "1x", "2562048h", "1h 1m"}},
 	"enum per port":     {good: []string{"round-robin", "least-connections"}, bad: []string{"Round-Robin", "random"}},
 	"IP per port":       {good: []string{"10.0.0.1", "::ffff:1.2.3.4", "2001:DB8::1"}, bad: []string{"fe80::1%eth0", "1.2.3", "010.0.0.1"}},
-	"string per port":   {good: []string{"x", "a b", "a=b"}, bad: []string{"", " "}},
+	"string per port":   {good: []string{"x", "a b", "a=b"}, bad: []string{"", " ", "a\x00b", "\x1b[2J", "a\u200bb", "a\u202eb", "\ufeffa", "a\u0085b"}},
 }
 
 // perPortCorpus returns PerPort values built of good VALUEs g, h and a bad

@@ -167,6 +167,8 @@ func policy(in PolicyInput) (*admissionregistrationv1.ValidatingAdmissionPolicy,
 		portChecks = append(portChecks, parts[i].validations[1:]...)
 		portVars = append(portVars, parts[i].variables...)
 	}
+	// Set.Validate reports the undeclared keys with the malformed values.
+	spec.Validations = append(spec.Validations, claimedValidations(in.Annotations)...)
 	// The Service's ports are checked once every annotation parses, as
 	// Desired checks them with each one's parsed value.
 	spec.Validations = append(spec.Validations, portChecks...)
