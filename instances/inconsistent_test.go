@@ -2,12 +2,12 @@ package instances_test
 
 import (
 	"errors"
-	"strings"
 	"testing"
 	"time"
 
 	"github.com/ccmkit/ccmkit/instances"
 	"github.com/ccmkit/ccmkit/internal/cloudmetrics"
+	"github.com/ccmkit/ccmkit/internal/listcache"
 	"github.com/ccmkit/ccmkit/provider"
 )
 
@@ -19,7 +19,7 @@ func inconsistentLists(t *testing.T) float64 {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return c.Inconsistent["instances/List"]
+	return c.InconsistentOf("instances")["List"]
 }
 
 // renamed is instance n listed under another name.
@@ -29,18 +29,12 @@ func renamed(n int, name string) instances.Instance {
 	return i
 }
 
-// checkInconsistent checks that err is an ErrInconsistent error, never
-// "gone", that names every one of names.
+// checkInconsistent checks that err wraps ErrInconsistent, is never "not
+// found", and quotes every one of names.
 func checkInconsistent(t *testing.T, what string, err error, names ...string) {
 	t.Helper()
-	if !errors.Is(err, instances.ErrInconsistent) || errors.Is(err, instances.ErrNotFound) {
-		t.Errorf("%s: error %v: want one wrapping ErrInconsistent and not ErrNotFound", what, err)
-		return
-	}
-	for _, n := range names {
-		if !strings.Contains(err.Error(), `"`+n+`"`) {
-			t.Errorf("%s: error %q does not name %q", what, err, n)
-		}
+	if bad := listcache.CheckInconsistent(err, instances.ErrNotFound, names...); bad != nil {
+		t.Errorf("%s: %v", what, bad)
 	}
 }
 

@@ -65,6 +65,18 @@ func (c Counts) Of(capability string) map[string]float64 {
 	return out
 }
 
+// InconsistentOf returns capability's inconsistent answers keyed by
+// operation.
+func (c Counts) InconsistentOf(capability string) map[string]float64 {
+	out := map[string]float64{}
+	for k, v := range c.Inconsistent {
+		if op, ok := strings.CutPrefix(k, capability+"/"); ok {
+			out[op] += v
+		}
+	}
+	return out
+}
+
 // Since returns the counts of now that differ from before, by how much.
 func Since(now, before map[string]float64) map[string]float64 {
 	out := map[string]float64{}

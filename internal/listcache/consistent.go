@@ -36,9 +36,12 @@ type Repeat struct {
 // holds it. An item whose key is "" is not indexed by the caller and is
 // left out. The result is nil when every key is held once.
 func Repeats[T any](items []T, key, with func(T) string) []Repeat {
+	type repeat struct {
+		first int // the index of its first item
+		Repeat
+	}
 	seen := make(map[string]int, len(items)) // key → index of its first item, or -1-(its index in reps)
-	var reps []Repeat
-	var first []int // the index of the first item of each of reps
+	var reps []repeat
 	for i, it := range items {
 		k := key(it)
 		if k == "" {
@@ -49,25 +52,20 @@ func Repeats[T any](items []T, key, with func(T) string) []Repeat {
 		case !ok:
 			seen[k] = i
 		case j >= 0:
-			reps = append(reps, Repeat{Key: k, With: []string{with(items[j]), with(it)}})
-			first = append(first, j)
+			reps = append(reps, repeat{first: j, Repeat: Repeat{Key: k, With: []string{with(items[j]), with(it)}}})
 			seen[k] = -len(reps)
 		default:
 			r := &reps[-j-1]
 			r.With = append(r.With, with(it))
 		}
 	}
-	if len(reps) < 2 {
-		return reps
+	if reps == nil {
+		return nil
 	}
-	order := make([]int, len(reps))
-	for i := range order {
-		order[i] = i
-	}
-	slices.SortFunc(order, func(a, b int) int { return cmp.Compare(first[a], first[b]) })
+	slices.SortFunc(reps, func(a, b repeat) int { return cmp.Compare(a.first, b.first) })
 	out := make([]Repeat, len(reps))
-	for i, j := range order {
-		out[i] = reps[j]
+	for i, r := range reps {
+		out[i] = r.Repeat
 	}
 	return out
 }

@@ -101,3 +101,29 @@ func TestInconsistentHugeValues(t *testing.T) {
 		t.Errorf("Inconsistent of 1000 repeated huge IDs: %d bytes, ending %q; want at most 4096 naming 3 and counting 997", len(err.Error()), err.Error()[max(0, len(err.Error())-120):])
 	}
 }
+
+// TestCheckInconsistent checks the blocks' test helper on its own: it
+// fails each error that is not what the blocks must return.
+func TestCheckInconsistent(t *testing.T) {
+	notFound := errors.New("not found")
+	good := listcache.Inconsistent([]listcache.Repeat{{Key: "i-1", With: []string{"a", "b"}}}, "ID", "name", "each ID once")
+	for _, tc := range []struct {
+		name   string
+		err    error
+		names  []string
+		ok     bool
+		reason string
+	}{
+		{name: "good", err: good, names: []string{"i-1", "a", "b"}, ok: true, reason: "wraps the sentinel, quotes every name"},
+		{name: "unquoted name", err: good, names: []string{"i-1", "c"}, reason: "c is not named"},
+		{name: "plain error", err: errors.New(`"i-1"`), names: []string{"i-1"}, reason: "no sentinel"},
+		{name: "nil", err: nil, reason: "no error at all"},
+		{name: "gone", err: errors.Join(good, notFound), names: []string{"i-1"}, reason: "an inconsistent list is never not-found"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := listcache.CheckInconsistent(tc.err, notFound, tc.names...); (got == nil) != tc.ok {
+				t.Errorf("CheckInconsistent(%v) = %v, want ok %v: %s", tc.err, got, tc.ok, tc.reason)
+			}
+		})
+	}
+}
