@@ -57,11 +57,48 @@ type CacheOptions struct {
 // new one).
 //
 // "Gone" is never decided from the list alone. An instance that is missing
-// from the list, listed as StateTerminated, or ambiguous (its ID listed
-// twice, or its name held by more than one live instance) is looked up
-// directly with the wrapped GetByID or GetByName, and that answer is
-// returned. A failed List is returned as an error (wrapped, and never
-// matching ErrNotFound), never as "not found".
+// from the list or listed as StateTerminated is looked up directly with
+// the wrapped GetByID or GetByName, and that answer is returned. A failed
+// List is returned as an error (wrapped, and never matching ErrNotFound),
+// never as "not found".
+//
+// Inconsistent lists: the Cache never picks one of two instances for one
+// Node. The upstream node controller matches a Node to an instance by
+// spec.providerID, or by name while the Node has none
+// (k8s.io/cloud-provider controllers/node/node_controller.go, syncNode
+// and getNodeModifiersFromCloudProvider: the instance's provider ID is
+// written to the Node once, never reconciled, with its zone, region,
+// type and addresses), and the node-lifecycle controller deletes or taints
+// a Node from the state of the instance it matched
+// (controllers/nodelifecycle/node_lifecycle_controller.go, MonitorNodes:
+// ensureNodeExistsByProviderID, shutdownInCloudProvider). A picked
+// instance may be another VM's: its Node would get that VM's addresses
+// and zone, keep its provider ID for good, and be deleted or tainted
+// shut down from that VM's state. So:
+//
+//   - A List that holds an ID more than once, under two names, with two
+//     States, or as an exact copy, is refused as a whole: the ID is the
+//     instance's identity (Instance.ID is unique within the provider), so
+//     the list is a Driver bug (a paging error, two regions merged, a
+//     mapping bug), no copy can be trusted over the other, and the fix is
+//     in the Driver, which is where a paged API that repeats an item must
+//     drop the repeat. Every look-up (GetByID, GetByName, List) returns
+//     an error wrapping ErrInconsistent that names the IDs and their
+//     names (the first few, with a count of the rest); the list is not
+//     kept: it is a failed List, remembered for ErrorTTL, and the first
+//     look-up after that lists again.
+//   - A name held by more than one live (not terminated) instance can be
+//     the cloud's true state where names are not unique (Driver.GetByName
+//     must then fail too): the list is kept, the look-ups by ID, which
+//     every initialized Node uses, are answered from it, and only
+//     GetByName of that name fails, without a direct call, with an error
+//     wrapping ErrInconsistent that names the instances' IDs, until a List
+//     no longer shares the name. A name held by one live instance and by
+//     terminated ones is no conflict (a replacement).
+//
+// Each such List is counted in
+// ccmkit_cloud_inconsistent_answers_total{capability="instances",
+// operation="List"} (see the package doc, Metrics).
 //
 // Throttling: when List fails with an error wrapping an *api.RetryError
 // (k8s.io/cloud-provider/api) whose RetryAfter D is positive, the Cache
@@ -136,9 +173,10 @@ func (o CacheOptions) withDefaults() CacheOptions {
 	return o
 }
 
-// GetByID returns the listed instance with ID id.ID when it is listed once
-// and not terminated; otherwise it returns the wrapped Driver's GetByID
-// answer unchanged. A failed List is returned as an error; see Cache.
+// GetByID returns the listed instance with ID id.ID when it is not
+// terminated; otherwise it returns the wrapped Driver's GetByID answer
+// unchanged. A failed List, an inconsistent one included, is returned as
+// an error; see Cache.
 func (c *Cache) GetByID(ctx context.Context, id provider.ProviderID) (Instance, error) {
 	s, fresh, err := c.snapshot(ctx)
 	if err != nil {
@@ -146,7 +184,7 @@ func (c *Cache) GetByID(ctx context.Context, id provider.ProviderID) (Instance, 
 		return Instance{}, err
 	}
 	i, ok := s.byID[id.ID]
-	hit := ok && i >= 0 && s.items[i].State != StateTerminated
+	hit := ok && s.items[i].State != StateTerminated
 	cloudmetrics.CacheLookup(cacheName, hit && fresh)
 	if hit {
 		return s.items[i], nil
@@ -155,9 +193,10 @@ func (c *Cache) GetByID(ctx context.Context, id provider.ProviderID) (Instance, 
 }
 
 // GetByName returns the one live (not terminated) listed instance named
-// name; when there is none or more than one, it returns the wrapped Driver's
-// GetByName answer unchanged. A failed List is returned as an error; see
-// Cache.
+// name; when there is none, it returns the wrapped Driver's GetByName
+// answer unchanged. When the list has more than one, it returns an error
+// wrapping ErrInconsistent naming their IDs. A failed List is returned as
+// an error; see Cache.
 func (c *Cache) GetByName(ctx context.Context, name string) (Instance, error) {
 	s, fresh, err := c.snapshot(ctx)
 	if err != nil {
@@ -166,9 +205,12 @@ func (c *Cache) GetByName(ctx context.Context, name string) (Instance, error) {
 	}
 	i, ok := s.byName[name]
 	hit := ok && i >= 0
-	cloudmetrics.CacheLookup(cacheName, hit && fresh)
-	if hit {
+	cloudmetrics.CacheLookup(cacheName, ok && fresh)
+	switch {
+	case hit:
 		return s.items[i], nil
+	case ok:
+		return Instance{}, s.sharedName(name)
 	}
 	return c.d.GetByName(ctx, name)
 }
@@ -209,11 +251,19 @@ func (c *Cache) MaxStaleness() time.Duration { return c.ttl + staleness.Of(c.giv
 // snapshot is one List result with its indexes. It is immutable once built.
 type snapshot struct {
 	items  []Instance
-	byID   map[string]int // index into items; -1 when the ID is listed twice
-	byName map[string]int // index of the one live instance; -1 when ambiguous
+	byID   map[string]int              // index into items
+	byName map[string]int              // index of the one live instance named so; -1 when shared
+	shared map[string]listcache.Repeat // the names held by more than one live instance, with their IDs
 }
 
-func newSnapshot(items []Instance) *snapshot {
+// newSnapshot indexes items, one List's answer, or returns the error
+// wrapping ErrInconsistent of an answer that lists an ID more than once
+// (see Cache, Inconsistent lists). An instance without an ID or a name is
+// not indexed under it: its look-ups are direct.
+func newSnapshot(items []Instance) (*snapshot, error) {
+	if reps := listcache.Repeats(items, instanceID, instanceName); reps != nil {
+		return nil, listcache.Inconsistent(reps, "ID", "name", "each ID once")
+	}
 	s := &snapshot{
 		items:  items,
 		byID:   make(map[string]int, len(items)),
@@ -221,21 +271,41 @@ func newSnapshot(items []Instance) *snapshot {
 	}
 	for i, inst := range items {
 		if inst.ID != "" {
-			if _, dup := s.byID[inst.ID]; dup {
-				s.byID[inst.ID] = -1
-			} else {
-				s.byID[inst.ID] = i
-			}
+			s.byID[inst.ID] = i
 		}
 		if inst.Name != "" && inst.State != StateTerminated {
-			if _, dup := s.byName[inst.Name]; dup {
-				s.byName[inst.Name] = -1
-			} else {
-				s.byName[inst.Name] = i
-			}
+			s.byName[inst.Name] = i
 		}
 	}
-	return s
+	for _, r := range listcache.Repeats(items, liveName, instanceID) {
+		if s.shared == nil {
+			s.shared = map[string]listcache.Repeat{}
+		}
+		s.shared[r.Key] = r
+		s.byName[r.Key] = -1
+	}
+	return s, nil
+}
+
+// instanceID, instanceName and liveName are the keys the Cache indexes
+// on: liveName is the name of an instance that is not terminated, the
+// one a look-up by name may answer with.
+func instanceID(i Instance) string   { return i.ID }
+func instanceName(i Instance) string { return i.Name }
+func liveName(i Instance) string {
+	if i.State == StateTerminated {
+		return ""
+	}
+	return i.Name
+}
+
+// sharedName returns the error of a look-up of name, a name the
+// snapshot's List gave to more than one live instance: it wraps
+// ErrInconsistent and names their IDs.
+func (s *snapshot) sharedName(name string) error {
+	err := listcache.Inconsistent([]listcache.Repeat{s.shared[name]}, "name", "ID",
+		"each name held by one live instance at most, so that a Node without a provider ID matches one instance")
+	return fmt.Errorf("instances cache: %w", err)
 }
 
 // snapshot returns a fresh list, running or joining the one List call;
@@ -257,7 +327,11 @@ func (c *Cache) listSnapshot(ctx context.Context) (*snapshot, error) {
 	if err != nil {
 		return nil, err
 	}
-	return newSnapshot(items), nil
+	s, err := newSnapshot(items)
+	if err != nil || s.shared != nil {
+		cloudmetrics.Inconsistent(capability, "List")
+	}
+	return s, err
 }
 
 // listError wraps the error of a failed List. Not-found from List says

@@ -263,29 +263,8 @@ func TestCacheNeverGoneFromListAlone(t *testing.T) {
 		}
 		checkCalls(t, cloud, calls{List: 1, GetByName: 1}, "the listed name held only a terminated instance")
 	})
-	t.Run("ambiguous name", func(t *testing.T) {
-		cloud := numberedCloud(3)
-		twin := numbered(1)
-		twin.ID = "i-twin"
-		cloud.put(twin)
-		f := newCacheFixture(t, nil, cloud, instances.CacheOptions{})
-		exists, err := f.adapter.InstanceExists(t.Context(), numberedNode(1))
-		if exists || err == nil {
-			t.Errorf("InstanceExists = (%v, %v), want (false, an error)", exists, err)
-		}
-		checkCalls(t, cloud, calls{List: 1, GetByName: 1}, "two live instances share the name: the driver decides")
-	})
-	t.Run("ID listed twice", func(t *testing.T) {
-		cloud := numberedCloud(3)
-		dup := withState(numbered(2), instances.StateStopped)
-		cloud.listed = []instances.Instance{numbered(0), numbered(2), dup}
-		f := newCacheFixture(t, nil, cloud, instances.CacheOptions{})
-		shutdown, err := f.adapter.InstanceShutdown(t.Context(), numberedNode(2))
-		if shutdown || err != nil {
-			t.Errorf("InstanceShutdown = (%v, %v), want the driver's (false, nil)", shutdown, err)
-		}
-		checkCalls(t, cloud, calls{List: 1, GetByID: 1}, "a duplicated ID is looked up directly")
-	})
+	// A name shared by two live instances, and an ID listed twice, are
+	// inconsistent lists: TestCacheInconsistentList.
 }
 
 // TestCacheListErrors checks that a failed List is an error for every

@@ -48,6 +48,7 @@
 //	ccmkit_cloud_requests_total{capability="instances", operation, result}
 //	ccmkit_cloud_request_duration_seconds{capability="instances", operation}
 //	ccmkit_cache_lookups_total{cache="instances", result}
+//	ccmkit_cloud_inconsistent_answers_total{capability="instances", operation="List"}
 //
 // operation is the Driver method called (GetByID, GetByName, List);
 // result is "ok", "throttled" (an error wrapping an *api.RetryError),
@@ -68,8 +69,12 @@
 // Each look-up of a Cache (GetByID, GetByName, List) is also recorded as
 // a cache "hit" when the list already in the Cache answered it, and a
 // "miss" otherwise: it listed or waited for a List, needed a direct
-// GetByID or GetByName, or got a remembered List failure. Nothing is
-// registered until the first call.
+// GetByID or GetByName, or got a remembered List failure. A List call
+// that succeeded but whose answer the Cache found inconsistent (an ID
+// listed twice, refused; a name held by two live instances; see Cache,
+// Inconsistent lists) is counted "ok" as a call, and once in
+// ccmkit_cloud_inconsistent_answers_total. Nothing is registered until
+// the first call.
 //
 // Compose them as
 //

@@ -9,6 +9,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	cloudprovider "k8s.io/cloud-provider"
 
+	"github.com/ccmkit/ccmkit/internal/listcache"
 	"github.com/ccmkit/ccmkit/provider"
 )
 
@@ -31,6 +32,13 @@ var ErrNotFound = cloudprovider.InstanceNotFound
 // empty or mismatched ID or Name, an unknown State, an invalid label, or
 // addresses BuildAddresses rejects. It is a driver bug, never "not found".
 var ErrInvalidInstance = errors.New("driver returned an invalid instance")
+
+// ErrInconsistent is wrapped by the errors a Cache returns when its
+// ListDriver's List answers an ID more than once, or one name for more
+// than one live instance: the Cache refuses to pick one (see Cache,
+// Inconsistent lists). It is a driver bug or a conflict in the cloud,
+// never "not found". It is the same value as loadbalancer.ErrInconsistent.
+var ErrInconsistent = listcache.ErrInconsistent
 
 // State is the lifecycle state of a cloud instance, as the Adapter reports
 // it. The zero value is StateRunning.
@@ -180,8 +188,9 @@ type Driver interface {
 type ListDriver interface {
 	Driver
 	// List returns every instance the provider may be asked about (it may
-	// return more). It returns an error, never a partial list, when it cannot
-	// list everything: an instance missing from a successful List is only a
+	// return more), each ID once: a Cache refuses a list that repeats one,
+	// even as an exact copy (ErrInconsistent; see Cache). It returns an
+	// error, never a partial list, when it cannot list everything: an instance missing from a successful List is only a
 	// hint that it may be gone, which the Cache confirms with GetByID or
 	// GetByName before reporting it. The caller keeps the returned slice
 	// and the Instances in it: do not modify them afterwards. When the

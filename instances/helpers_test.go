@@ -76,6 +76,14 @@ func (c *memCloud) setGetErr(err error) {
 	c.getErr = err
 }
 
+// setListed makes List return listed instead of the stored instances (nil:
+// the stored instances again).
+func (c *memCloud) setListed(listed []instances.Instance) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.listed = listed
+}
+
 func (c *memCloud) setListErr(err error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()

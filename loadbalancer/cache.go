@@ -10,6 +10,7 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/ccmkit/ccmkit/internal/check"
+	"github.com/ccmkit/ccmkit/internal/listcache"
 	"github.com/ccmkit/ccmkit/internal/staleness"
 	"github.com/ccmkit/ccmkit/provider"
 )
@@ -26,6 +27,13 @@ const (
 	cacheName     = "loadbalancers"
 	poolCacheName = "backendpools"
 )
+
+// ErrInconsistent is wrapped by the errors a Cache returns when its
+// ListDriver's List (or ListPools) answers an ID more than once: the Cache
+// refuses that list rather than pick one of the copies (see Cache,
+// Inconsistent lists). It is a driver bug, never "none" or "gone". It is
+// the same value as instances.ErrInconsistent.
+var ErrInconsistent = listcache.ErrInconsistent
 
 // CacheOptions configures a Cache. The zero value is usable: a one-minute
 // TTL, failed List calls remembered for five seconds (longer when the cloud
@@ -119,6 +127,26 @@ func (o CacheOptions) withDefaults() CacheOptions {
 // (errors.As) has RetryAfter equal to the time left in the window. The
 // errors of a direct Find, Apply and Delete are the Driver's, unchanged.
 //
+// Inconsistent lists: a List or ListPools answer that holds an ID more
+// than once, as an exact copy or not, is refused as a whole, never
+// indexed by picking one copy. Two copies may differ, and which one is
+// the cloud's is unknown; even equal ones, were both returned by a Find
+// by tags, would look to the Reconciler like two load balancers of one
+// Service, whose ownership and duplicate handling may then change or
+// delete one of them, the real one. An ID is the object's identity, so
+// such a list is a Driver bug (a paging error, two answers merged), the
+// other objects of it cannot be trusted either, and the fix belongs in
+// the Driver (which is where a paged API that repeats an item must drop
+// the repeat). Every Find and List (FindPools and ListPools for a pool
+// list) then returns an error wrapping ErrInconsistent that names the
+// IDs and their names (the first few, with a count of the rest); the
+// list is a failed List: not kept, remembered for ErrorTTL, listed again
+// by the first look-up after that, and counted in
+// ccmkit_cloud_inconsistent_answers_total{capability="loadbalancer",
+// operation="List" or "ListPools"}. Names are not checked: two load
+// balancers may share one (see Capabilities.UniqueNames). The Driver's
+// direct Find answers are returned as they are.
+//
 // Apply and Delete call the wrapped Driver. When the call took effect (no
 // error, or a *BusyError without ErrRefused: see Driver) the Cache keeps
 // the result: the load balancer Apply returned replaces the one with its
@@ -197,13 +225,13 @@ func NewCache(d ListDriver, opts CacheOptions) (*Cache, error) {
 	}
 	opts = opts.withDefaults()
 	m := metered{d}
-	c := &Cache{d: m, given: d, ttl: opts.TTL, lbs: newListCache("load balancers", cacheName, m.List,
+	c := &Cache{d: m, given: d, ttl: opts.TTL, lbs: newListCache("load balancers", cacheName, "List", m.List,
 		func(ctx context.Context, q query) ([]*LoadBalancer, error) {
 			return m.Find(ctx, Query{ID: q.id, Name: q.name, Tags: q.tags})
 		}, opts)}
 	if _, ok := d.(PoolListDriver); ok {
 		c.pd = m
-		c.pools = newListCache("backend pools", poolCacheName, m.ListPools,
+		c.pools = newListCache("backend pools", poolCacheName, "ListPools", m.ListPools,
 			func(ctx context.Context, q query) ([]*Pool, error) {
 				return m.FindPools(ctx, PoolQuery{ID: q.id, Tags: q.tags})
 			}, opts)

@@ -61,6 +61,7 @@ func (q query) oneField() bool {
 // can vouch for them, kept current from the results of writes.
 type listCache[T cached[T]] struct {
 	metric string // the cache label of cloudmetrics.CacheLookup
+	op     string // the operation label of list ("List", "ListPools")
 	list   func(ctx context.Context) ([]T, error)
 	find   func(ctx context.Context, q query) ([]T, error)
 
@@ -71,9 +72,10 @@ type listCache[T cached[T]] struct {
 }
 
 // newListCache returns the listCache of what ("load balancers", "backend
-// pools": for errors) over list and find, with opts' TTLs and clock.
-func newListCache[T cached[T]](what, metric string, list func(context.Context) ([]T, error), find func(context.Context, query) ([]T, error), opts CacheOptions) *listCache[T] {
-	c := &listCache[T]{metric: metric, list: list, find: find}
+// pools": for errors) over list, the Driver method op, and find, with
+// opts' TTLs and clock.
+func newListCache[T cached[T]](what, metric, op string, list func(context.Context) ([]T, error), find func(context.Context, query) ([]T, error), opts CacheOptions) *listCache[T] {
+	c := &listCache[T]{metric: metric, op: op, list: list, find: find}
 	c.lists = listcache.New[*view[T]](listcache.Options{TTL: opts.TTL, ErrorTTL: opts.ErrorTTL, Clock: opts.Clock, Locker: &c.mu,
 		Err: func(err error) error { return listError(what, err) }, Name: "load-balancer cache: listing " + what})
 	return c
@@ -334,21 +336,41 @@ func (ix index) remove(key, id string) {
 // tagKey is the byTag key of the tag k=v.
 func tagKey(k, v string) string { return k + "\x00" + v }
 
-// newView indexes items, the result of a List begun at seq listed. Nil
-// objects and those without an ID are left out:
-// a look-up they would match asks the cloud.
-func newView[T cached[T]](items []T, listed uint64) *view[T] {
+// newView indexes items, the result of a List begun at seq listed, or
+// returns the error wrapping ErrInconsistent of a List that holds an ID
+// more than once (see Cache, Inconsistent lists). Nil objects and those
+// without an ID are left out: a look-up they would match asks the cloud.
+func newView[T cached[T]](items []T, listed uint64) (*view[T], error) {
+	if reps := listcache.Repeats(items, listedID[T], listedName[T]); reps != nil {
+		return nil, listcache.Inconsistent(reps, "ID", "name", "each ID once")
+	}
 	v := &view[T]{listed: listed, objs: make(map[string]*entry[T], len(items)), byName: index{}, byTag: index{}}
 	var zero T
 	for _, o := range items {
 		if o == zero || o.cacheID() == "" {
 			continue
 		}
-		// An ID listed twice is a Driver bug: the cloud decides.
-		_, twice := v.objs[o.cacheID()]
-		v.set(o.cacheID(), entry[T]{obj: o, at: listed, doubt: twice})
+		v.set(o.cacheID(), entry[T]{obj: o, at: listed})
 	}
-	return v
+	return v, nil
+}
+
+// listedID and listedName are the ID and the name of a listed object, ""
+// for a nil one.
+func listedID[T cached[T]](o T) string {
+	var zero T
+	if o == zero {
+		return ""
+	}
+	return o.cacheID()
+}
+
+func listedName[T cached[T]](o T) string {
+	var zero T
+	if o == zero {
+		return ""
+	}
+	return o.cacheName()
 }
 
 // apply lays p over v, unless v already knows something newer of p.id. A
@@ -452,7 +474,11 @@ func (c *listCache[T]) begin() listcache.Run[*view[T]] {
 			if err != nil {
 				return nil, err
 			}
-			return newView(items, l.at), nil
+			v, err := newView(items, l.at)
+			if err != nil {
+				cloudmetrics.Inconsistent(capability, c.op)
+			}
+			return v, err
 		},
 		Done: func(v *view[T], err error) *view[T] {
 			if c.listing == l {

@@ -9,12 +9,16 @@
 //	ccmkit_cloud_requests_total{capability, operation, result}
 //	ccmkit_cloud_request_duration_seconds{capability, operation}
 //	ccmkit_cache_lookups_total{cache, result}
+//	ccmkit_cloud_inconsistent_answers_total{capability, operation}
 //	ccmkit_loadbalancer_coalesced_updates_total{result}
 //
 // capability is "loadbalancer", "routes" or "instances"; operation the
 // Driver method ("Find", "Apply", "ReadTable", "GetByID", …); result one
 // of the Result values; a cache look-up's result is "hit" or "miss"; a
-// coalesced backend change's one of the CoalesceResult values.
+// coalesced backend change's one of the CoalesceResult values. An
+// inconsistent answer (Inconsistent) is a Driver call that succeeded,
+// counted "ok" in ccmkit_cloud_requests_total, whose answer a cache found
+// inconsistent (an ID listed twice, a name held by two live instances).
 // Each Driver call is metered once, by Meter or Metered, where a block
 // hands it to a Driver that is not one of ccmkit's caches (see
 // SelfMetered); a call answered without the cloud wraps ErrNotCalled.
@@ -90,6 +94,13 @@ var (
 		Help:           "Look-ups answered by a ccmkit cache (hit) or that needed a cloud call (miss), by cache.",
 		StabilityLevel: metrics.ALPHA,
 	}, []string{"cache", "result"})
+	inconsistent = metrics.NewCounterVec(&metrics.CounterOpts{
+		Namespace:      "ccmkit",
+		Subsystem:      "cloud",
+		Name:           "inconsistent_answers_total",
+		Help:           "Driver answers a ccmkit cache found inconsistent (an ID listed twice, a name held by two live instances), by capability and operation.",
+		StabilityLevel: metrics.ALPHA,
+	}, []string{"capability", "operation"})
 
 	register sync.Once
 )
@@ -98,7 +109,7 @@ var (
 // block records anything, so that importing ccmkit registers nothing.
 func registerOnce() {
 	register.Do(func() {
-		legacyregistry.MustRegister(requests, latency, cacheLookups, coalesced)
+		legacyregistry.MustRegister(requests, latency, cacheLookups, inconsistent, coalesced)
 	})
 }
 
@@ -129,4 +140,13 @@ func CacheLookup(cache string, hit bool) {
 		result = "hit"
 	}
 	cacheLookups.WithLabelValues(cache, result).Inc()
+}
+
+// Inconsistent records an answer of capability's Driver method operation
+// that a cache found inconsistent: a call already recorded (Meter) as
+// "ok", whose answer the cache refused in whole or in part (see
+// listcache.ErrInconsistent).
+func Inconsistent(capability, operation string) {
+	registerOnce()
+	inconsistent.WithLabelValues(capability, operation).Inc()
 }

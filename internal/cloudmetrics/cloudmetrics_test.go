@@ -65,3 +65,28 @@ ccmkit_cache_lookups_total{cache="instances",result="hit"} 1
 		t.Errorf("Read = %+v, want what was recorded: one ok ReadTable, one failed WriteTable (one latency sample), one cache hit", c)
 	}
 }
+
+// TestInconsistentRegistered checks that an inconsistent answer appears
+// in legacyregistry under its own name, and in Read.
+func TestInconsistentRegistered(t *testing.T) {
+	before, err := Read()
+	if err != nil {
+		t.Fatal(err)
+	}
+	Inconsistent("loadbalancer", "ListPools")
+	want := `
+# HELP ccmkit_cloud_inconsistent_answers_total [ALPHA] Driver answers a ccmkit cache found inconsistent (an ID listed twice, a name held by two live instances), by capability and operation.
+# TYPE ccmkit_cloud_inconsistent_answers_total counter
+ccmkit_cloud_inconsistent_answers_total{capability="loadbalancer",operation="ListPools"} 1
+`
+	if err := testutil.GatherAndCompare(legacyregistry.DefaultGatherer, strings.NewReader(want), "ccmkit_cloud_inconsistent_answers_total"); err != nil {
+		t.Error(err)
+	}
+	after, err := Read()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := Since(after.Inconsistent, before.Inconsistent); got["loadbalancer/ListPools"] != 1 || len(got) != 1 {
+		t.Errorf("Read().Inconsistent grew by %v, want loadbalancer/ListPools by 1", got)
+	}
+}

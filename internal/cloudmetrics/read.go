@@ -19,12 +19,15 @@ type Counts struct {
 	Timed map[string]uint64
 	// Cache is ccmkit_cache_lookups_total by "cache/result".
 	Cache map[string]float64
+	// Inconsistent is ccmkit_cloud_inconsistent_answers_total by
+	// "capability/operation".
+	Inconsistent map[string]float64
 }
 
 // Read gathers the registry (legacyregistry) into Counts. Its error is
 // the gatherer's.
 func Read() (Counts, error) {
-	c := Counts{Requests: map[string]float64{}, Timed: map[string]uint64{}, Cache: map[string]float64{}}
+	c := Counts{Requests: map[string]float64{}, Timed: map[string]uint64{}, Cache: map[string]float64{}, Inconsistent: map[string]float64{}}
 	families, err := legacyregistry.DefaultGatherer.Gather()
 	if err != nil {
 		return c, fmt.Errorf("cloudmetrics: gathering legacyregistry: %w", err)
@@ -42,6 +45,8 @@ func Read() (Counts, error) {
 				c.Timed[l["capability"]+"/"+l["operation"]] += m.GetHistogram().GetSampleCount()
 			case "ccmkit_cache_lookups_total":
 				c.Cache[l["cache"]+"/"+l["result"]] += m.GetCounter().GetValue()
+			case "ccmkit_cloud_inconsistent_answers_total":
+				c.Inconsistent[l["capability"]+"/"+l["operation"]] += m.GetCounter().GetValue()
 			}
 		}
 	}
@@ -55,6 +60,18 @@ func (c Counts) Of(capability string) map[string]float64 {
 		if rest, ok := strings.CutPrefix(k, capability+"/"); ok {
 			op, result, _ := strings.Cut(rest, "/")
 			out[op+" "+result] += v
+		}
+	}
+	return out
+}
+
+// InconsistentOf returns capability's inconsistent answers keyed by
+// operation.
+func (c Counts) InconsistentOf(capability string) map[string]float64 {
+	out := map[string]float64{}
+	for k, v := range c.Inconsistent {
+		if op, ok := strings.CutPrefix(k, capability+"/"); ok {
+			out[op] += v
 		}
 	}
 	return out
