@@ -45,16 +45,14 @@ func refused[T any](built *T, err error) error {
 
 // hostileClusterNames are --cluster-name values no CCM should run with:
 // each would forge or hide part of every load balancer's name and tags.
-var hostileClusterNames = map[string]string{
-	"space":          "my cluster",
-	"newline":        "c\nkind: Secret",
-	"NUL":            "c\x00",
-	"ESC":            "c\x1b[2J",
-	"tab":            "c\t1",
-	"zero-width":     "c\u200b",
-	"bidi override":  "c\u202eevil",
-	"1 MiB, a space": strings.Repeat("c", huge) + " ",
-}
+// They are the hiddenText values, and names with spaces.
+var hostileClusterNames = func() map[string]string {
+	out := maps.Clone(hiddenText)
+	out["space"] = "my cluster"
+	out["newline and a key"] = "c\nkind: Secret"
+	out["1 MiB, a space"] = strings.Repeat("c", huge) + " "
+	return out
+}()
 
 // housekeepingInputs: the options and arguments of NewDriftRepair and
 // NewOrphanCollector. A refused constructor starts nothing and calls no

@@ -1,6 +1,7 @@
 package admission
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"strings"
@@ -38,8 +39,8 @@ func annotationValidation(a *annotation.Annotation, i int) admissionregistration
 	msgTail := lit(tail)
 	if a.Kind == annotation.KindString {
 		// annotation's canonical: a value holding a hidden character
-		// expects one without (annotation/text.go hiddenExpected).
-		msgTail = fmt.Sprintf("(%s.trim().matches(%s) ? %s : %s)", value, rx(hiddenChars), lit(": expected "+hiddenExpected), lit(tail))
+		// expects one without.
+		msgTail = fmt.Sprintf("(%s.trim().matches(%s) ? %s : %s)", value, rx(hiddenChars), lit(": expected "+hiddenExpected(a)), lit(tail))
 	}
 	return admissionregistrationv1.Validation{
 		Expression: fmt.Sprintf("!(%s in variables.annotations) ||\n(%s in variables.oldAnnotations && variables.oldAnnotations[%s] == %s) ||\n%s",
@@ -84,9 +85,24 @@ func valid(a *annotation.Annotation, v string) string {
 // TestHiddenCharsAgree checks it against the Reconciler, rune by rune.
 const hiddenChars = `[\x00-\x1f\x7f-\x9f\x{061c}\x{200b}-\x{200f}\x{2028}-\x{202e}\x{2066}-\x{2069}\x{feff}]`
 
-// hiddenExpected is annotation's words for what a KindString value holding
-// such a character was expected to be (annotation/text.go).
-const hiddenExpected = "a non-empty string without control or invisible characters"
+// hiddenExpected is what the Reconciler expects of the value of a, a
+// KindString annotation, when it holds such a character: its own words,
+// from its error for a NUL.
+func hiddenExpected(a *annotation.Annotation) string {
+	_, _, err := a.Canonical(map[string]string{a.Name: "\x00"})
+	return expectedOf(err)
+}
+
+// expectedOf returns the Expected of err, the Reconciler's *annotation.Error
+// for a value the policy words a message about. Policy generation is
+// offline: asking the Reconciler for its words keeps them in one place.
+func expectedOf(err error) string {
+	var e *annotation.Error
+	if !errors.As(err, &e) {
+		panic(fmt.Sprintf("admission: the Reconciler's error %v is not an *annotation.Error", err)) // not reached: see the callers
+	}
+	return e.Expected
+}
 
 // validInt is strconv.ParseInt(v, 10, 64) and the bounds: a sign, digits,
 // and a magnitude within int64, checked on the significant digits before

@@ -25,14 +25,15 @@ func claimedValidations(set *annotation.Set) []admissionregistrationv1.Validatio
 	var out []admissionregistrationv1.Validation
 	declared := set.All()
 	for _, p := range set.Prefixes() {
-		folded := strings.ToLower(p) // ClaimPrefix takes ASCII only in the domain; ToLower folds the rest as hasPrefixFold does for ASCII
-		var names, under []string
+		folded := strings.ToLower(p) // a claimed prefix is ASCII: CEL's lowerAscii
+		// A key under p is, or is but for case, only a declared name
+		// under p without regard to case: the others cannot match.
+		var names []string
 		byFold := map[string]string{}
 		for _, a := range declared {
-			names = append(names, lit(a.Name)+": true")
-			byFold[strings.ToLower(a.Name)] = a.Name
-			if strings.HasPrefix(a.Name, p) {
-				under = append(under, a.Name)
+			if fold := strings.ToLower(a.Name); strings.HasPrefix(fold, folded) {
+				names = append(names, lit(a.Name)+": true")
+				byFold[fold] = a.Name
 			}
 		}
 		undeclared := fmt.Sprintf("k.lowerAscii().startsWith(%s) && !(k in {%s}) &&\n  !(k in variables.oldAnnotations && variables.oldAnnotations[k] == variables.annotations[k])",
@@ -46,7 +47,7 @@ func claimedValidations(set *annotation.Set) []admissionregistrationv1.Validatio
 			Expression: fmt.Sprintf("!variables.annotations.exists(k,\n  %s)", undeclared),
 			MessageExpression: let("u", fmt.Sprintf("variables.annotations.filter(k,\n  %s)", undeclared),
 				fmt.Sprintf("size(u) == 0 ? '' :\n'annotation ' + %s + %s + {%s}[?u.min().lowerAscii()].orValue(%s)",
-					let("m", "u.min()", quote("m")), lit(head), strings.Join(folds, ", "), lit(underText(under)))),
+					let("m", "u.min()", quote("m")), lit(head), strings.Join(folds, ", "), lit(underText(set, p)))),
 			Message: fmt.Sprintf("an annotation under prefix %q is not declared: expected a declared annotation", p),
 			Reason:  reasonInvalid(),
 		})
@@ -54,18 +55,12 @@ func claimedValidations(set *annotation.Set) []admissionregistrationv1.Validatio
 	return out
 }
 
-// underText is the Reconciler's suggestion without a close name
-// (annotation's suggest): the first declared names under the prefix.
-func underText(under []string) string {
-	quoted := make([]string, 0, 3)
-	for _, n := range under[:min(3, len(under))] {
-		quoted = append(quoted, fmt.Sprintf("%q", n))
-	}
-	switch len(quoted) {
-	case 0:
-		return "no annotation under it: none is declared there"
-	case 1:
-		return "a declared annotation, such as " + quoted[0]
-	}
-	return "a declared annotation, such as " + strings.Join(quoted[:len(quoted)-1], ", ") + " or " + quoted[len(quoted)-1]
+// underText is the Reconciler's suggestion under p without a close name:
+// the first declared names under p. It is the Expected of Validate's
+// error for a key that no declared name is close to: p and a NUL, which
+// no name holds, one byte after p being too short for a suggestion by
+// edit distance (TestClaimedPrefixAgree checks the words against the
+// Reconciler's).
+func underText(set *annotation.Set, p string) string {
+	return expectedOf(set.Validate(map[string]string{p + "\x00": ""}))
 }

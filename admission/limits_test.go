@@ -17,16 +17,14 @@ import (
 )
 
 // enumSet declares len(counts) enum annotations "x.io/enum-NN", the i-th
-// with counts[i] values "vNNNNN". annotation.Set.Declare compares each
-// value with the ones before it, so a list of many values is declared as
-// several moderate ones.
-func enumSet(t testing.TB, counts ...int) *annotation.Set {
+// with counts[i] values value (a format of the value's index).
+func enumSet(t testing.TB, value string, counts ...int) *annotation.Set {
 	t.Helper()
 	set := &annotation.Set{}
 	for i, n := range counts {
 		values := make([]string, n)
 		for j := range values {
-			values[j] = fmt.Sprintf("v%05d", j)
+			values[j] = fmt.Sprintf(value, j)
 		}
 		set.MustDeclare(annotation.Annotation{Name: fmt.Sprintf("x.io/enum-%02d", i), Kind: annotation.KindEnum, Values: values, Doc: "d"})
 	}
@@ -39,15 +37,11 @@ func enumSet(t testing.TB, counts ...int) *annotation.Set {
 // alone is too large.
 func hundredThousandValues(t testing.TB) *annotation.Set {
 	t.Helper()
-	set := &annotation.Set{}
-	for i := range 40 {
-		values := make([]string, 2305+10*i)
-		for j := range values {
-			values[j] = fmt.Sprintf("value-%05d-enum", j)
-		}
-		set.MustDeclare(annotation.Annotation{Name: fmt.Sprintf("x.io/enum-%02d", i), Kind: annotation.KindEnum, Values: values, Doc: "d"})
+	counts := make([]int, 40)
+	for i := range counts {
+		counts[i] = 2305 + 10*i
 	}
-	return set
+	return enumSet(t, "value-%05d-enum", counts...)
 }
 
 // thousandAnnotations declares 1,000 annotations of every kind, every
@@ -208,12 +202,12 @@ func TestPolicyAtTheLimit(t *testing.T) {
 // in one expression is an error naming the annotation, even in a policy
 // within MaxObjectBytes; the limit is the apiserver's (below).
 func TestExpressionTooLong(t *testing.T) {
-	_, _, err := admission.Policy(admission.PolicyInput{Name: "p", Annotations: enumSet(t, 12000)})
+	_, _, err := admission.Policy(admission.PolicyInput{Name: "p", Annotations: enumSet(t, "v%05d", 12000)})
 	want := regexp.MustCompile(`^admission\.Policy: PolicyInput\.Annotations: annotation "x\.io/enum-00": the validation's expression is [0-9]+ code points of CEL: expected at most 100000 \(the CEL parser's limit in the apiserver\): declare fewer or shorter Values$`)
 	if err == nil || !want.MatchString(err.Error()) {
 		t.Errorf("error %v; want one matching %s", err, want)
 	}
-	p, _, err := admission.Policy(admission.PolicyInput{Name: "p", Annotations: enumSet(t, 5000)})
+	p, _, err := admission.Policy(admission.PolicyInput{Name: "p", Annotations: enumSet(t, "v%05d", 5000)})
 	if err != nil {
 		t.Fatalf("5000 values: %v", err)
 	}

@@ -111,14 +111,7 @@ func (in PolicyInput) check() error {
 // too), and a control or format character (an escape sequence, a bidi
 // override) would show it other than it is.
 func (in PolicyInput) checkRegenerate() error {
-	printable := utf8.ValidString(in.Regenerate)
-	for _, r := range in.Regenerate {
-		if !printable {
-			break
-		}
-		printable = strconv.IsPrint(r)
-	}
-	if !printable {
+	if !utf8.ValidString(in.Regenerate) || strings.ContainsFunc(in.Regenerate, func(r rune) bool { return !strconv.IsPrint(r) }) {
 		return fmt.Errorf("PolicyInput.Regenerate %q: expected one line of printable text (strconv.IsPrint), the command that regenerates the file", clip.Quoted(in.Regenerate))
 	}
 	return nil

@@ -203,14 +203,14 @@ func (c *Cache) GetByName(ctx context.Context, name string) (Instance, error) {
 		cloudmetrics.CacheLookup(cacheName, false)
 		return Instance{}, err
 	}
-	i, ok := s.byName[name]
-	hit := ok && i >= 0
-	cloudmetrics.CacheLookup(cacheName, ok && fresh)
+	i, hit := s.byName[name]
+	shared := s.shared[name]
+	cloudmetrics.CacheLookup(cacheName, (hit || shared != nil) && fresh)
 	switch {
 	case hit:
 		return s.items[i], nil
-	case ok:
-		return Instance{}, s.sharedName(name)
+	case shared != nil:
+		return Instance{}, shared
 	}
 	return c.d.GetByName(ctx, name)
 }
@@ -251,9 +251,9 @@ func (c *Cache) MaxStaleness() time.Duration { return c.ttl + staleness.Of(c.giv
 // snapshot is one List result with its indexes. It is immutable once built.
 type snapshot struct {
 	items  []Instance
-	byID   map[string]int              // index into items
-	byName map[string]int              // index of the one live instance named so; -1 when shared
-	shared map[string]listcache.Repeat // the names held by more than one live instance, with their IDs
+	byID   map[string]int   // index into items
+	byName map[string]int   // index of the one live instance named so
+	shared map[string]error // the error of each name held by more than one live instance
 }
 
 // newSnapshot indexes items, one List's answer, or returns the error
@@ -261,8 +261,8 @@ type snapshot struct {
 // (see Cache, Inconsistent lists). An instance without an ID or a name is
 // not indexed under it: its look-ups are direct.
 func newSnapshot(items []Instance) (*snapshot, error) {
-	if reps := listcache.Repeats(items, instanceID, instanceName); reps != nil {
-		return nil, listcache.Inconsistent(reps, "ID", "name", "each ID once")
+	if err := listcache.IDsOnce(items, instanceID, instanceName); err != nil {
+		return nil, err
 	}
 	s := &snapshot{
 		items:  items,
@@ -273,16 +273,16 @@ func newSnapshot(items []Instance) (*snapshot, error) {
 		if inst.ID != "" {
 			s.byID[inst.ID] = i
 		}
-		if inst.Name != "" && inst.State != StateTerminated {
-			s.byName[inst.Name] = i
+		if name := liveName(inst); name != "" {
+			s.byName[name] = i
 		}
 	}
 	for _, r := range listcache.Repeats(items, liveName, instanceID) {
 		if s.shared == nil {
-			s.shared = map[string]listcache.Repeat{}
+			s.shared = map[string]error{}
 		}
-		s.shared[r.Key] = r
-		s.byName[r.Key] = -1
+		s.shared[r.Key] = sharedName(r)
+		delete(s.byName, r.Key)
 	}
 	return s, nil
 }
@@ -299,11 +299,11 @@ func liveName(i Instance) string {
 	return i.Name
 }
 
-// sharedName returns the error of a look-up of name, a name the
-// snapshot's List gave to more than one live instance: it wraps
-// ErrInconsistent and names their IDs.
-func (s *snapshot) sharedName(name string) error {
-	err := listcache.Inconsistent([]listcache.Repeat{s.shared[name]}, "name", "ID",
+// sharedName returns the error of a look-up of r.Key, a name the List
+// gave to more than one live instance: it wraps ErrInconsistent and names
+// their IDs.
+func sharedName(r listcache.Repeat) error {
+	err := listcache.Inconsistent([]listcache.Repeat{r}, "name", "ID",
 		"each name held by one live instance at most, so that a Node without a provider ID matches one instance")
 	return fmt.Errorf("instances cache: %w", err)
 }

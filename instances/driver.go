@@ -190,12 +190,12 @@ type ListDriver interface {
 	// List returns every instance the provider may be asked about (it may
 	// return more), each ID once: a Cache refuses a list that repeats one,
 	// even as an exact copy (ErrInconsistent; see Cache). It returns an
-	// error, never a partial list, when it cannot list everything: an instance missing from a successful List is only a
-	// hint that it may be gone, which the Cache confirms with GetByID or
-	// GetByName before reporting it. The caller keeps the returned slice
-	// and the Instances in it: do not modify them afterwards. When the
-	// cloud throttles the call, return an error wrapping an *api.RetryError
-	// as for Driver: the Cache then makes no List call before its
-	// RetryAfter has passed.
+	// error, never a partial list, when it cannot list everything: an
+	// instance missing from a successful List is only a hint that it may
+	// be gone, which the Cache confirms with GetByID or GetByName before
+	// reporting it. The caller keeps the returned slice and the Instances
+	// in it: do not modify them afterwards. When the cloud throttles the
+	// call, return an error wrapping an *api.RetryError as for Driver: the
+	// Cache then makes no List call before its RetryAfter has passed.
 	List(ctx context.Context) ([]Instance, error)
 }

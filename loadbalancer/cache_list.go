@@ -341,36 +341,25 @@ func tagKey(k, v string) string { return k + "\x00" + v }
 // more than once (see Cache, Inconsistent lists). Nil objects and those
 // without an ID are left out: a look-up they would match asks the cloud.
 func newView[T cached[T]](items []T, listed uint64) (*view[T], error) {
-	if reps := listcache.Repeats(items, listedID[T], listedName[T]); reps != nil {
-		return nil, listcache.Inconsistent(reps, "ID", "name", "each ID once")
+	if err := listcache.IDsOnce(items, listedID[T], T.cacheName); err != nil {
+		return nil, err
 	}
 	v := &view[T]{listed: listed, objs: make(map[string]*entry[T], len(items)), byName: index{}, byTag: index{}}
-	var zero T
 	for _, o := range items {
-		if o == zero || o.cacheID() == "" {
-			continue
+		if id := listedID(o); id != "" {
+			v.set(id, entry[T]{obj: o, at: listed})
 		}
-		v.set(o.cacheID(), entry[T]{obj: o, at: listed})
 	}
 	return v, nil
 }
 
-// listedID and listedName are the ID and the name of a listed object, ""
-// for a nil one.
+// listedID is the ID of a listed object, "" for a nil one.
 func listedID[T cached[T]](o T) string {
 	var zero T
 	if o == zero {
 		return ""
 	}
 	return o.cacheID()
-}
-
-func listedName[T cached[T]](o T) string {
-	var zero T
-	if o == zero {
-		return ""
-	}
-	return o.cacheName()
 }
 
 // apply lays p over v, unless v already knows something newer of p.id. A

@@ -14,6 +14,7 @@ import (
 // governors in one process, registered once) and checks what
 // legacyregistry serves and what ReadGovernor reads.
 func TestGovernorSeries(t *testing.T) {
+	resetSeries(governorTokens, governorAdmitted, governorRefused, governorPauses, governorPaused)
 	priorities := []string{"urgent", "normal", "background"}
 	m := GovernorSeries("writes", priorities)
 	again := GovernorSeries("writes", priorities) // must not register twice

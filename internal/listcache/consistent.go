@@ -1,10 +1,8 @@
 package listcache
 
 import (
-	"cmp"
 	"errors"
 	"fmt"
-	"slices"
 	"strings"
 
 	"github.com/ccmkit/ccmkit/internal/clip"
@@ -34,40 +32,48 @@ type Repeat struct {
 // Repeats returns the keys that more than one of items holds, in the
 // order of their first item, each with the with value of every item that
 // holds it. An item whose key is "" is not indexed by the caller and is
-// left out. The result is nil when every key is held once.
+// left out; with is called only for the items of a repeated key. The
+// result is nil when every key is held once.
 func Repeats[T any](items []T, key, with func(T) string) []Repeat {
-	type repeat struct {
-		first int // the index of its first item
-		Repeat
-	}
-	seen := make(map[string]int, len(items)) // key → index of its first item, or -1-(its index in reps)
-	var reps []repeat
-	for i, it := range items {
-		k := key(it)
-		if k == "" {
-			continue
-		}
-		j, ok := seen[k]
-		switch {
-		case !ok:
-			seen[k] = i
-		case j >= 0:
-			reps = append(reps, repeat{first: j, Repeat: Repeat{Key: k, With: []string{with(items[j]), with(it)}}})
-			seen[k] = -len(reps)
-		default:
-			r := &reps[-j-1]
-			r.With = append(r.With, with(it))
+	held := make(map[string]int, len(items)) // key → how many items hold it
+	repeated := false
+	for _, it := range items {
+		if k := key(it); k != "" {
+			held[k]++
+			repeated = repeated || held[k] > 1
 		}
 	}
-	if reps == nil {
+	if !repeated {
 		return nil
 	}
-	slices.SortFunc(reps, func(a, b repeat) int { return cmp.Compare(a.first, b.first) })
-	out := make([]Repeat, len(reps))
-	for i, r := range reps {
-		out[i] = r.Repeat
+	var out []Repeat
+	at := map[string]int{} // a repeated key → its index in out
+	for _, it := range items {
+		k := key(it)
+		if held[k] < 2 {
+			continue
+		}
+		i, ok := at[k]
+		if !ok {
+			i = len(out)
+			at[k] = i
+			out = append(out, Repeat{Key: k, With: make([]string, 0, held[k])})
+		}
+		out[i].With = append(out[i].With, with(it))
 	}
 	return out
+}
+
+// IDsOnce returns nil when items, one List's answer, hold each ID once,
+// and otherwise the Inconsistent error naming the repeated IDs with their
+// names: the check every list cache runs once per successful List, before
+// it indexes the answer. An item whose ID is "" is left out; name is
+// called only for the items of a repeated ID.
+func IDsOnce[T any](items []T, id, name func(T) string) error {
+	if reps := Repeats(items, id, name); reps != nil {
+		return Inconsistent(reps, "ID", "name", "each ID once")
+	}
+	return nil
 }
 
 // Inconsistent returns the error of a list that holds reps (at least

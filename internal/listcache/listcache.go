@@ -5,8 +5,8 @@
 // honoured. instances.Cache, loadbalancer.Cache and the ListTTL of a
 // routes.Table keep their lists in it; what a list holds and how it is
 // read stays with them, except the one check every list needs: that it
-// holds each key once (Repeats, and the ErrInconsistent error of a list
-// that does not, Inconsistent).
+// holds each ID once (IDsOnce, built on Repeats and Inconsistent, the
+// ErrInconsistent error of a list that does not).
 //
 // It is internal: users see only what each of those blocks documents.
 package listcache

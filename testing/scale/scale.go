@@ -152,6 +152,7 @@ var skippable = []string{Steady, Churn, Restart, Deletion}
 // Validate reports the first field of c that is out of range, naming it,
 // its value and what was expected.
 func (c *Config) Validate() error {
+	clusterErr := check.ClusterName("Config.ClusterName", c.ClusterName)
 	switch {
 	case c.Nodes < 1:
 		return fmt.Errorf("Config.Nodes %d: expected at least 1", c.Nodes)
@@ -170,8 +171,8 @@ func (c *Config) Validate() error {
 	case slices.ContainsFunc(c.Skip, func(name string) bool { return !slices.Contains(skippable, name) }):
 		i := slices.IndexFunc(c.Skip, func(name string) bool { return !slices.Contains(skippable, name) })
 		return fmt.Errorf("Config.Skip[%d] %q: expected %s, %s, %s or %s", i, clip.Quoted(c.Skip[i]), Steady, Churn, Restart, Deletion)
-	case check.ClusterName("Config.ClusterName", c.ClusterName) != nil:
-		return check.ClusterName("Config.ClusterName", c.ClusterName)
+	case clusterErr != nil:
+		return clusterErr
 	case c.RoutePeriod < 0:
 		return fmt.Errorf("Config.RoutePeriod %v: expected 0 (the default, 10s) or more", c.RoutePeriod)
 	case c.NodeMonitorPeriod < 0:
