@@ -33,7 +33,9 @@ func claimedValidations(set *annotation.Set) []admissionregistrationv1.Validatio
 		for _, a := range declared {
 			if fold := strings.ToLower(a.Name); strings.HasPrefix(fold, folded) {
 				names = append(names, lit(a.Name)+": true")
-				byFold[fold] = a.Name
+				if _, taken := byFold[fold]; !taken {
+					byFold[fold] = a.Name // the least by name, as annotation's Set keeps
+				}
 			}
 		}
 		undeclared := fmt.Sprintf("k.lowerAscii().startsWith(%s) && !(k in {%s}) &&\n  !(k in variables.oldAnnotations && variables.oldAnnotations[k] == variables.annotations[k])",

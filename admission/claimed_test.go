@@ -53,6 +53,25 @@ func TestClaimedPrefixAgree(t *testing.T) {
 	}
 }
 
+// TestClaimedPrefixFoldTie: of two declared names that differ only by
+// case, a key matching both but for case is pointed to the least by name,
+// as the Reconciler points it.
+func TestClaimedPrefixFoldTie(t *testing.T) {
+	set := &annotation.Set{}
+	set.MustDeclare(annotation.Annotation{Name: "lb.example.com/Ab", Kind: annotation.KindBool, Doc: "d"})
+	set.MustDeclare(annotation.Annotation{Name: "lb.example.com/aB", Kind: annotation.KindBool, Doc: "d"})
+	set.MustClaimPrefix("lb.example.com/")
+	p := newPolicies(set).of(t, allCaps)
+	svc := lbService(annotated("lb.example.com/ab", "true"))
+	want := reconciler(svc, set, allCaps)
+	if len(want) != 1 || !strings.Contains(want[0], `expected "lb.example.com/Ab"`) {
+		t.Fatalf("the Reconciler says %q; want the least name suggested", want)
+	}
+	if diff := cmp.Diff(verdict{Denied: want}, p.evaluate(t, svc, nil)); diff != "" {
+		t.Errorf("the policy and the Reconciler disagree (-Reconciler +policy):\n%s", diff)
+	}
+}
+
 // TestClaimedPrefixDifference pins the known difference: for a key one
 // edit from a declared name the Reconciler suggests that name, the policy
 // the first declared names under the prefix.
