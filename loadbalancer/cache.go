@@ -145,7 +145,9 @@ func (o CacheOptions) withDefaults() CacheOptions {
 // ccmkit_cloud_inconsistent_answers_total{capability="loadbalancer",
 // operation="List" or "ListPools"}. Names are not checked: two load
 // balancers may share one (see Capabilities.UniqueNames). The Driver's
-// direct Find answers are returned as they are.
+// direct Find answers are returned as they are; the Reconciler refuses
+// one that holds an ID twice in the same way, counted with operation
+// "Find".
 //
 // Apply and Delete call the wrapped Driver. When the call took effect (no
 // error, or a *BusyError without ErrRefused: see Driver) the Cache keeps

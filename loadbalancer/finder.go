@@ -7,6 +7,9 @@ import (
 	"slices"
 
 	v1 "k8s.io/api/core/v1"
+
+	"github.com/ccmkit/ccmkit/internal/cloudmetrics"
+	"github.com/ccmkit/ccmkit/internal/listcache"
 )
 
 // lookup is the result of find, and of begin, which adds the lock.
@@ -183,7 +186,13 @@ func sortedByID(lbs []*LoadBalancer) []*LoadBalancer {
 }
 
 // findDriver calls Driver.Find and rejects a nil load balancer in its
-// result (a Driver bug that would otherwise panic the caller).
+// result (a Driver bug that would otherwise panic the caller), and an
+// answer that holds one ID more than once: two copies would look like two
+// load balancers of one Service, and the duplicate handling would then
+// delete one of them, the cloud's only one (see Cache, Inconsistent
+// lists, which refuses a List that does so). Such an answer is counted in
+// ccmkit_cloud_inconsistent_answers_total{capability="loadbalancer",
+// operation="Find"}.
 func (r *Reconciler) findDriver(ctx context.Context, q Query) ([]*LoadBalancer, error) {
 	lbs, err := callFor(ctx, r, func() ([]*LoadBalancer, error) {
 		return r.calls.Find(ctx, q)
@@ -193,6 +202,10 @@ func (r *Reconciler) findDriver(ctx context.Context, q Query) ([]*LoadBalancer, 
 	}
 	if i := slices.Index(lbs, nil); i >= 0 {
 		return nil, fmt.Errorf("driver Find returned a nil load balancer at index %d of %d: expected only non-nil load balancers", i, len(lbs))
+	}
+	if err := listcache.IDsOnce(lbs, (*LoadBalancer).cacheID, (*LoadBalancer).cacheName); err != nil {
+		cloudmetrics.Inconsistent(capability, "Find")
+		return nil, fmt.Errorf("driver Find: %w", err)
 	}
 	return lbs, nil
 }

@@ -18,6 +18,8 @@ import (
 	"k8s.io/cloud-provider/api"
 
 	"github.com/ccmkit/ccmkit/annotation"
+	"github.com/ccmkit/ccmkit/internal/cloudmetrics"
+	"github.com/ccmkit/ccmkit/internal/listcache"
 	"github.com/ccmkit/ccmkit/loadbalancer"
 )
 
@@ -669,6 +671,50 @@ func TestNilFromFindIsAnError(t *testing.T) {
 		if err := r.EnsureLoadBalancerDeleted(ctx, "c1", svc); err == nil || !strings.Contains(err.Error(), "nil load balancer") {
 			t.Errorf("call %d: EnsureLoadBalancerDeleted error = %v; want one naming the nil load balancer", i, err)
 		}
+	}
+}
+
+// twiceFind is a buggy Driver whose Find reports each load balancer it
+// finds twice, as one paged API answer merged with itself would.
+type twiceFind struct{ *memDriver }
+
+func (d twiceFind) Find(ctx context.Context, q loadbalancer.Query) ([]*loadbalancer.LoadBalancer, error) {
+	lbs, err := d.memDriver.Find(ctx, q)
+	for _, lb := range slices.Clone(lbs) {
+		lbs = append(lbs, lb.Clone())
+	}
+	return lbs, err
+}
+
+// TestRepeatedIDFromFindIsAnError checks that a Driver whose Find lists
+// one load balancer twice gets an error wrapping ErrInconsistent that
+// names it, counted once per answer, and that the Reconciler then changes
+// nothing: neither copy is taken for a duplicate and deleted.
+func TestRepeatedIDFromFindIsAnError(t *testing.T) {
+	mem := newMemDriver()
+	svc := lbService()
+	mustEnsure(t, newReconcilerOver(t, mem, loadbalancer.Options{}), "c1", svc, threeNodes())
+	lb := onlyLB(t, mem)
+	r := newReconcilerOver(t, twiceFind{mem}, loadbalancer.Options{})
+	mem.writes()
+	before, finds := inconsistentAnswers(t), mem.findCalls()
+	ctx := t.Context()
+	checks := map[string]error{
+		"GetLoadBalancer":           func() error { _, _, err := r.GetLoadBalancer(ctx, "c1", svc); return err }(),
+		"EnsureLoadBalancer":        func() error { _, err := r.EnsureLoadBalancer(ctx, "c1", svc, threeNodes()); return err }(),
+		"UpdateLoadBalancer":        r.UpdateLoadBalancer(ctx, "c1", svc, threeNodes()),
+		"EnsureLoadBalancerDeleted": r.EnsureLoadBalancerDeleted(ctx, "c1", svc),
+	}
+	for name, err := range checks {
+		if err := listcache.CheckInconsistent(err, loadbalancer.ErrNotFound, lb.ID, lb.Name); err != nil {
+			t.Errorf("%s: %v", name, err)
+		}
+	}
+	if applied, deleted := mem.writes(); applied != nil || deleted != nil {
+		t.Errorf("writes after the repeated answers: applied %v, deleted %v; want none", applied, deleted)
+	}
+	if diff := cmp.Diff(map[string]float64{"Find": float64(mem.findCalls() - finds)}, cloudmetrics.Since(inconsistentAnswers(t), before)); diff != "" {
+		t.Errorf("ccmkit_cloud_inconsistent_answers_total (-want: one per Find +got):\n%s", diff)
 	}
 }
 
