@@ -24,8 +24,8 @@ import (
 // provider did not create (another cluster's, or ones without ccmkit
 // tags). Like the rest of the control surface they act on the store
 // directly: they are not cloud API calls, so they are not counted
-// (Calls), rate limited or failed by faults (Funcs). Each change goes
-// through loadbalancer.Apply (store.applyLB), the reference semantics of
+// (Calls), rate limited, failed by faults (AddFault) or intercepted
+// (Funcs). Each change goes through loadbalancer.Apply (store.applyLB), the reference semantics of
 // the matching loadbalancer.Action, in one transaction: on error nothing
 // changes. With Config.StateFile the change is saved before the method
 // returns.

@@ -20,8 +20,10 @@
 // example/cloud-config.yaml is its annotated sample. NewPeer is another
 // cluster over the same cloud; Config.StateFile shares one cloud between
 // processes, kept by a Persistence (package fake/statefile keeps it in the
-// file); Funcs is the one fault mechanism. The admin endpoint
-// (Config.Admin) lives in package fake/admin, built on the control surface
+// file). Every call of the fake's cloud API takes one path (gate, in
+// instrument.go): counted and rate limited, then the fault script
+// (AddFault), then the user's interceptor Funcs, then the store. The
+// admin endpoint (Config.Admin) lives in package fake/admin, built on the control surface
 // (the Cloud methods, their …Context forms, AddFault, SetRateLimit,
 // SetProvisioningDelay) and the error kinds ErrInvalid, ErrNotFound and
 // ErrConflict; admin.Handler documents its API.

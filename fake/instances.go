@@ -118,3 +118,35 @@ func toInstance(in *Instance) instances.Instance {
 		Addresses: addrs, Labels: in.Labels,
 	}
 }
+
+// instanceAPI is cloudAPI as an instances.ListDriver: its List is the
+// instances', where cloudAPI's is the load balancers'. Its calls go through
+// the same gate.
+type instanceAPI cloudAPI
+
+func (a instanceAPI) GetByID(ctx context.Context, id provider.ProviderID) (instances.Instance, error) {
+	return gate(ctx, cloudAPI(a), OpGetInstance, func(f *Funcs, next cloudAPI) (instances.Instance, error) {
+		if f == nil || f.GetInstance == nil {
+			return instanceDriver{a.s}.GetByID(ctx, id)
+		}
+		return f.GetInstance(ctx, instanceAPI(next), id)
+	})
+}
+
+func (a instanceAPI) GetByName(ctx context.Context, name string) (instances.Instance, error) {
+	return gate(ctx, cloudAPI(a), OpGetInstanceByName, func(f *Funcs, next cloudAPI) (instances.Instance, error) {
+		if f == nil || f.GetInstanceByName == nil {
+			return instanceDriver{a.s}.GetByName(ctx, name)
+		}
+		return f.GetInstanceByName(ctx, instanceAPI(next), name)
+	})
+}
+
+func (a instanceAPI) List(ctx context.Context) ([]instances.Instance, error) {
+	return gate(ctx, cloudAPI(a), OpListInstances, func(f *Funcs, next cloudAPI) ([]instances.Instance, error) {
+		if f == nil || f.ListInstances == nil {
+			return instanceDriver{a.s}.List(ctx)
+		}
+		return f.ListInstances(ctx, instanceAPI(next))
+	})
+}

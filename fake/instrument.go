@@ -3,51 +3,12 @@ package fake
 import (
 	"context"
 	"maps"
-	"slices"
 	"sync"
 
 	"github.com/ccmkit/ccmkit/instances"
 	"github.com/ccmkit/ccmkit/loadbalancer"
-	"github.com/ccmkit/ccmkit/provider"
 	"github.com/ccmkit/ccmkit/routes"
 )
-
-// Op names one operation of the fake's cloud API: one driver method.
-type Op string
-
-// The operations, each a read or a write of the cloud.
-const (
-	OpFindLoadBalancers  Op = "FindLoadBalancers"  // read: loadbalancer.Driver.Find
-	OpListLoadBalancers  Op = "ListLoadBalancers"  // read: loadbalancer.ListDriver.List
-	OpApplyLoadBalancer  Op = "ApplyLoadBalancer"  // write: loadbalancer.Driver.Apply
-	OpDeleteLoadBalancer Op = "DeleteLoadBalancer" // write: loadbalancer.Driver.Delete
-	OpFindBackendPools   Op = "FindBackendPools"   // read: loadbalancer.PoolDriver.FindPools
-	OpListBackendPools   Op = "ListBackendPools"   // read: loadbalancer.PoolListDriver.ListPools
-	OpApplyBackendPool   Op = "ApplyBackendPool"   // write: loadbalancer.PoolDriver.ApplyPool
-	OpDeleteBackendPool  Op = "DeleteBackendPool"  // write: loadbalancer.PoolDriver.DeletePool
-	OpReadRouteTable     Op = "ReadRouteTable"     // read: routes.TableDriver.ReadTable
-	OpWriteRouteTable    Op = "WriteRouteTable"    // write: routes.TableDriver.WriteTable
-	OpGetInstance        Op = "GetInstance"        // read: instances.Driver.GetByID
-	OpGetInstanceByName  Op = "GetInstanceByName"  // read: instances.Driver.GetByName
-	OpListInstances      Op = "ListInstances"      // read: instances.ListDriver.List
-)
-
-// ops is every operation, in the order of the constants.
-var ops = []Op{OpFindLoadBalancers, OpListLoadBalancers, OpApplyLoadBalancer, OpDeleteLoadBalancer,
-	OpFindBackendPools, OpListBackendPools, OpApplyBackendPool, OpDeleteBackendPool,
-	OpReadRouteTable, OpWriteRouteTable, OpGetInstance, OpGetInstanceByName, OpListInstances}
-
-// Writes reports whether op changes the cloud: its calls count as
-// Calls.Writes and take from the rate limit's write budget.
-func (op Op) Writes() bool {
-	switch op {
-	case OpApplyLoadBalancer, OpDeleteLoadBalancer, OpApplyBackendPool, OpDeleteBackendPool, OpWriteRouteTable:
-		return true
-	}
-	return false
-}
-
-func (op Op) valid() bool { return slices.Contains(ops, op) }
 
 // Calls counts the calls this Cloud made to the fake's cloud API since it
 // was built or the admin endpoint's POST /calls/reset: every call that
@@ -78,12 +39,10 @@ type Calls struct {
 }
 
 // meter is the fake's cloud API gate: it counts calls, applies the rate
-// limit and hands each call the interceptor Funcs it runs with: the admin
-// endpoint's faults (faults, fixed) in front of the user's (funcs). It is
-// safe for concurrent use.
+// limit, keeps the admin endpoint's fault script and hands each call the
+// user's interceptor Funcs it runs with. It is safe for concurrent use.
 type meter struct {
 	limits *limiter // shared by every Cloud of the store; never changes
-	faults *Funcs   // the admin endpoint's fault script; never changes
 	script faultScript
 
 	mu    sync.Mutex
@@ -92,9 +51,7 @@ type meter struct {
 }
 
 func newMeter(limits *limiter, funcs Funcs) *meter {
-	m := &meter{limits: limits, calls: Calls{ByOp: map[Op]int64{}}, funcs: funcs}
-	m.faults = new(failing(m.scripted))
-	return m
+	return &meter{limits: limits, calls: Calls{ByOp: map[Op]int64{}}, funcs: funcs}
 }
 
 // enter counts a call of op and returns the user's interceptor Funcs the
@@ -167,26 +124,16 @@ func (c *Cloud) resetCalls() {
 // cloudAPI is the fake's cloud API over the store: a
 // loadbalancer.PoolListDriver and a routes.TableDriver, and, as
 // instanceAPI, an instances.ListDriver (both have a List). Every method
-// goes through gate,
-// the one path of a call: counted and rate limited (meter.enter), then
-// the admin endpoint's faults (meter.faults), then the user's Funcs, then
-// the store. This is where a real provider has its cloud client. It is
-// safe for concurrent use.
+// goes through gate, the one path of a call: counted and rate limited
+// (meter.enter), then the admin endpoint's fault script, then the user's
+// Funcs, then the store. This is where a real provider has its cloud
+// client. Each method sits beside the store's (loadbalancer.go, routes.go,
+// instances.go). It is safe for concurrent use.
 type cloudAPI struct {
-	m     *meter
-	s     *store
-	user  *Funcs // the user's Funcs of the call, once past the gate
-	stage stage  // where the call is on its path
+	m    *meter
+	s    *store
+	past bool // past the gate: the call was counted; the store is next
 }
-
-// stage is where a call of cloudAPI is on its path.
-type stage uint8
-
-const (
-	atGate  stage = iota // not counted yet: meter.enter, then the faults
-	atUser               // the user's Funcs next
-	atStore              // the store next
-)
 
 var (
 	_ loadbalancer.PoolListDriver = cloudAPI{}
@@ -194,205 +141,47 @@ var (
 	_ instances.ListDriver        = instanceAPI{}
 )
 
-// gate takes one call of op one stage on: at the gate it counts the call
-// and applies the rate limit (a refusal ends it, before any fault is
-// consumed), then runs step with the admin endpoint's fault Funcs,
-// counting a refusal of a busy load balancer (Calls.Busy); then
-// step with the user's Funcs; then step with nil, for the store. step
-// calls its Funcs' hook for the call with next, the API a stage on
-// (next is not counted again), or next's method when the hook is nil.
+// gate runs one call of op. At the gate it counts the call and applies the
+// rate limit (a refusal ends it, before any fault is consumed), then takes
+// the fault script's next fault for op: a fault fails the call at once, or,
+// for a write with LostResponse, after the call took effect. The call
+// itself is step with the user's Funcs and next, the API past the gate (so
+// next is not counted again). Past the gate, step runs with nil Funcs: the
+// store. step calls its Funcs' hook for the call with next, or the store
+// when there is none. A failed call returns
+// the zero T, except a busy answer that took effect (appliedBusy), whose
+// result stands; a write refused because its load balancer was busy counts
+// as Calls.Busy.
 func gate[T any](ctx context.Context, a cloudAPI, op Op, step func(f *Funcs, next cloudAPI) (T, error)) (T, error) {
-	switch a.stage {
-	case atGate:
-		user, err := a.m.enter(ctx, op)
-		if err != nil {
-			var zero T
-			return zero, err
-		}
-		a.user, a.stage = user, atUser
-		out, err := step(a.m.faults, a)
-		if err != nil && refusedBusy(err) {
-			a.m.countBusy(op)
-		}
-		return out, err
-	case atUser:
-		next := a
-		next.stage = atStore
-		return step(a.user, next)
+	var zero T
+	if a.past {
+		return step(nil, a)
 	}
-	return step(nil, a)
+	user, err := a.m.enter(ctx, op)
+	if err != nil {
+		return zero, err
+	}
+	next := a
+	next.past = true
+	out := zero
+	fault, late := a.m.scripted(op)
+	if fault == nil || late && op.Writes() {
+		out, err = step(user, next)
+	}
+	if fault != nil {
+		err = fault
+	}
+	if err != nil && refusedBusy(err) {
+		a.m.countBusy(op)
+	}
+	if err != nil && !appliedBusy(err) {
+		return zero, err
+	}
+	return out, err
 }
 
-func (a cloudAPI) Find(ctx context.Context, q loadbalancer.Query) ([]*loadbalancer.LoadBalancer, error) {
-	return gate(ctx, a, OpFindLoadBalancers, func(f *Funcs, next cloudAPI) ([]*loadbalancer.LoadBalancer, error) {
-		switch {
-		case f == nil:
-			return lbDriver{a.s}.Find(ctx, q)
-		case f.FindLoadBalancers != nil:
-			return f.FindLoadBalancers(ctx, next, q)
-		}
-		return next.Find(ctx, q)
-	})
-}
-
-func (a cloudAPI) List(ctx context.Context) ([]*loadbalancer.LoadBalancer, error) {
-	return gate(ctx, a, OpListLoadBalancers, func(f *Funcs, next cloudAPI) ([]*loadbalancer.LoadBalancer, error) {
-		switch {
-		case f == nil:
-			return lbDriver{a.s}.List(ctx)
-		case f.ListLoadBalancers != nil:
-			return f.ListLoadBalancers(ctx, next)
-		}
-		return next.List(ctx)
-	})
-}
-
-func (a cloudAPI) Apply(ctx context.Context, act loadbalancer.Action) (*loadbalancer.LoadBalancer, error) {
-	return gate(ctx, a, OpApplyLoadBalancer, func(f *Funcs, next cloudAPI) (*loadbalancer.LoadBalancer, error) {
-		switch {
-		case f == nil:
-			return lbDriver{a.s}.Apply(ctx, act)
-		case f.ApplyLoadBalancer != nil:
-			return f.ApplyLoadBalancer(ctx, next, act)
-		}
-		return next.Apply(ctx, act)
-	})
-}
-
-func (a cloudAPI) Delete(ctx context.Context, lb *loadbalancer.LoadBalancer) error {
-	_, err := gate(ctx, a, OpDeleteLoadBalancer, func(f *Funcs, next cloudAPI) (struct{}, error) {
-		switch {
-		case f == nil:
-			return struct{}{}, lbDriver{a.s}.Delete(ctx, lb)
-		case f.DeleteLoadBalancer != nil:
-			return struct{}{}, f.DeleteLoadBalancer(ctx, next, lb)
-		}
-		return struct{}{}, next.Delete(ctx, lb)
-	})
+// gateErr is gate for an operation that returns only an error.
+func gateErr(ctx context.Context, a cloudAPI, op Op, step func(f *Funcs, next cloudAPI) error) error {
+	_, err := gate(ctx, a, op, func(f *Funcs, next cloudAPI) (struct{}, error) { return struct{}{}, step(f, next) })
 	return err
-}
-
-func (a cloudAPI) FindPools(ctx context.Context, q loadbalancer.PoolQuery) ([]*loadbalancer.Pool, error) {
-	return gate(ctx, a, OpFindBackendPools, func(f *Funcs, next cloudAPI) ([]*loadbalancer.Pool, error) {
-		switch {
-		case f == nil:
-			return lbDriver{a.s}.FindPools(ctx, q)
-		case f.FindBackendPools != nil:
-			return f.FindBackendPools(ctx, next, q)
-		}
-		return next.FindPools(ctx, q)
-	})
-}
-
-func (a cloudAPI) ListPools(ctx context.Context) ([]*loadbalancer.Pool, error) {
-	return gate(ctx, a, OpListBackendPools, func(f *Funcs, next cloudAPI) ([]*loadbalancer.Pool, error) {
-		switch {
-		case f == nil:
-			return lbDriver{a.s}.ListPools(ctx)
-		case f.ListBackendPools != nil:
-			return f.ListBackendPools(ctx, next)
-		}
-		return next.ListPools(ctx)
-	})
-}
-
-func (a cloudAPI) ApplyPool(ctx context.Context, act loadbalancer.PoolAction) (*loadbalancer.Pool, error) {
-	return gate(ctx, a, OpApplyBackendPool, func(f *Funcs, next cloudAPI) (*loadbalancer.Pool, error) {
-		switch {
-		case f == nil:
-			return lbDriver{a.s}.ApplyPool(ctx, act)
-		case f.ApplyBackendPool != nil:
-			return f.ApplyBackendPool(ctx, next, act)
-		}
-		return next.ApplyPool(ctx, act)
-	})
-}
-
-func (a cloudAPI) DeletePool(ctx context.Context, p *loadbalancer.Pool) error {
-	_, err := gate(ctx, a, OpDeleteBackendPool, func(f *Funcs, next cloudAPI) (struct{}, error) {
-		switch {
-		case f == nil:
-			return struct{}{}, lbDriver{a.s}.DeletePool(ctx, p)
-		case f.DeleteBackendPool != nil:
-			return struct{}{}, f.DeleteBackendPool(ctx, next, p)
-		}
-		return struct{}{}, next.DeletePool(ctx, p)
-	})
-	return err
-}
-
-// table is a route table read: its entries and revision, one value for
-// gate.
-type table struct {
-	entries  []routes.Entry
-	revision string
-}
-
-func (a cloudAPI) ReadTable(ctx context.Context) ([]routes.Entry, string, error) {
-	t, err := gate(ctx, a, OpReadRouteTable, func(f *Funcs, next cloudAPI) (t table, err error) {
-		switch {
-		case f == nil:
-			t.entries, t.revision, err = routeDriver{a.s}.ReadTable(ctx)
-		case f.ReadRouteTable != nil:
-			t.entries, t.revision, err = f.ReadRouteTable(ctx, next)
-		default:
-			t.entries, t.revision, err = next.ReadTable(ctx)
-		}
-		return t, err
-	})
-	return t.entries, t.revision, err
-}
-
-func (a cloudAPI) WriteTable(ctx context.Context, revision string, entries []routes.Entry) error {
-	_, err := gate(ctx, a, OpWriteRouteTable, func(f *Funcs, next cloudAPI) (struct{}, error) {
-		switch {
-		case f == nil:
-			return struct{}{}, routeDriver{a.s}.WriteTable(ctx, revision, entries)
-		case f.WriteRouteTable != nil:
-			return struct{}{}, f.WriteRouteTable(ctx, next, revision, entries)
-		}
-		return struct{}{}, next.WriteTable(ctx, revision, entries)
-	})
-	return err
-}
-
-// instanceAPI is cloudAPI as an instances.ListDriver: its List is the
-// instances', where cloudAPI's is the load balancers'. Its calls go through
-// the same gate.
-type instanceAPI cloudAPI
-
-func (a instanceAPI) GetByID(ctx context.Context, id provider.ProviderID) (instances.Instance, error) {
-	return gate(ctx, cloudAPI(a), OpGetInstance, func(f *Funcs, next cloudAPI) (instances.Instance, error) {
-		switch {
-		case f == nil:
-			return instanceDriver{a.s}.GetByID(ctx, id)
-		case f.GetInstance != nil:
-			return f.GetInstance(ctx, instanceAPI(next), id)
-		}
-		return instanceAPI(next).GetByID(ctx, id)
-	})
-}
-
-func (a instanceAPI) GetByName(ctx context.Context, name string) (instances.Instance, error) {
-	return gate(ctx, cloudAPI(a), OpGetInstanceByName, func(f *Funcs, next cloudAPI) (instances.Instance, error) {
-		switch {
-		case f == nil:
-			return instanceDriver{a.s}.GetByName(ctx, name)
-		case f.GetInstanceByName != nil:
-			return f.GetInstanceByName(ctx, instanceAPI(next), name)
-		}
-		return instanceAPI(next).GetByName(ctx, name)
-	})
-}
-
-func (a instanceAPI) List(ctx context.Context) ([]instances.Instance, error) {
-	return gate(ctx, cloudAPI(a), OpListInstances, func(f *Funcs, next cloudAPI) ([]instances.Instance, error) {
-		switch {
-		case f == nil:
-			return instanceDriver{a.s}.List(ctx)
-		case f.ListInstances != nil:
-			return f.ListInstances(ctx, instanceAPI(next))
-		}
-		return instanceAPI(next).List(ctx)
-	})
 }

@@ -2,6 +2,7 @@ package fake
 
 import (
 	"context"
+	"slices"
 
 	"github.com/ccmkit/ccmkit/instances"
 	"github.com/ccmkit/ccmkit/loadbalancer"
@@ -9,15 +10,53 @@ import (
 	"github.com/ccmkit/ccmkit/routes"
 )
 
+// Op names one operation of the fake's cloud API: one driver method.
+type Op string
+
+// The operations, each a read or a write of the cloud.
+const (
+	OpFindLoadBalancers  Op = "FindLoadBalancers"  // read: loadbalancer.Driver.Find
+	OpListLoadBalancers  Op = "ListLoadBalancers"  // read: loadbalancer.ListDriver.List
+	OpApplyLoadBalancer  Op = "ApplyLoadBalancer"  // write: loadbalancer.Driver.Apply
+	OpDeleteLoadBalancer Op = "DeleteLoadBalancer" // write: loadbalancer.Driver.Delete
+	OpFindBackendPools   Op = "FindBackendPools"   // read: loadbalancer.PoolDriver.FindPools
+	OpListBackendPools   Op = "ListBackendPools"   // read: loadbalancer.PoolListDriver.ListPools
+	OpApplyBackendPool   Op = "ApplyBackendPool"   // write: loadbalancer.PoolDriver.ApplyPool
+	OpDeleteBackendPool  Op = "DeleteBackendPool"  // write: loadbalancer.PoolDriver.DeletePool
+	OpReadRouteTable     Op = "ReadRouteTable"     // read: routes.TableDriver.ReadTable
+	OpWriteRouteTable    Op = "WriteRouteTable"    // write: routes.TableDriver.WriteTable
+	OpGetInstance        Op = "GetInstance"        // read: instances.Driver.GetByID
+	OpGetInstanceByName  Op = "GetInstanceByName"  // read: instances.Driver.GetByName
+	OpListInstances      Op = "ListInstances"      // read: instances.ListDriver.List
+)
+
+// ops is every operation, in the order of the constants.
+var ops = []Op{OpFindLoadBalancers, OpListLoadBalancers, OpApplyLoadBalancer, OpDeleteLoadBalancer,
+	OpFindBackendPools, OpListBackendPools, OpApplyBackendPool, OpDeleteBackendPool,
+	OpReadRouteTable, OpWriteRouteTable, OpGetInstance, OpGetInstanceByName, OpListInstances}
+
+// Writes reports whether op changes the cloud: its calls count as
+// Calls.Writes and take from the rate limit's write budget.
+func (op Op) Writes() bool {
+	switch op {
+	case OpApplyLoadBalancer, OpDeleteLoadBalancer, OpApplyBackendPool, OpDeleteBackendPool, OpWriteRouteTable:
+		return true
+	}
+	return false
+}
+
+func (op Op) valid() bool { return slices.Contains(ops, op) }
+
 // Funcs intercept the calls of the fake's cloud API, in the style of
-// controller-runtime's interceptor.Funcs: the fake's one fault mechanism.
+// controller-runtime's interceptor.Funcs: the test's hooks on every call.
 // A non-nil func is called instead of the operation, with the driver that
 // performs it (next), so it can return an error (a fault, an outage, a
 // throttle as an *api.RetryError), sleep (latency), change arguments or
 // results, or call next and then fail (a lost response). A nil func lets
-// the call through. Funcs run after the call is counted and the rate limit
-// let it pass; they are called concurrently and must be safe for
-// concurrent use. next is not counted again.
+// the call through. Funcs run after the call is counted, the rate limit
+// let it pass and the fault script (AddFault) did not fail it; they are
+// called concurrently and must be safe for concurrent use. next is not
+// counted again.
 //
 // Set them with Options.Interceptor or, at run time, with SetInterceptor.
 type Funcs struct {
@@ -63,95 +102,4 @@ func (c *Cloud) DropCaches() { c.dropCaches() }
 func (c *Cloud) dropCaches() {
 	c.cache.Invalidate()
 	c.lbCache.Invalidate()
-}
-
-// failing returns the Funcs of an injected fault: before each call, take
-// decides whether the call of op fails, with which error, and whether the
-// error comes only after the call took effect (late: a lost response; for
-// writes only, a read fails at once).
-func failing(take func(op Op) (err error, late bool)) Funcs {
-	// run is one call of op: call unless the fault comes first.
-	run := func(op Op, call func() error) error {
-		fault, late := take(op)
-		if fault == nil {
-			return call()
-		}
-		if late && op.Writes() {
-			_ = call()
-		}
-		return fault
-	}
-	f := Funcs{
-		FindLoadBalancers: func(ctx context.Context, next loadbalancer.Driver, q loadbalancer.Query) (out []*loadbalancer.LoadBalancer, err error) {
-			err = run(OpFindLoadBalancers, func() (err error) { out, err = next.Find(ctx, q); return err })
-			return nilOnError(out, err)
-		},
-		ListLoadBalancers: func(ctx context.Context, next loadbalancer.ListDriver) (out []*loadbalancer.LoadBalancer, err error) {
-			err = run(OpListLoadBalancers, func() (err error) { out, err = next.List(ctx); return err })
-			return nilOnError(out, err)
-		},
-		ApplyLoadBalancer: func(ctx context.Context, next loadbalancer.Driver, a loadbalancer.Action) (out *loadbalancer.LoadBalancer, err error) {
-			err = run(OpApplyLoadBalancer, func() (err error) { out, err = next.Apply(ctx, a); return err })
-			if appliedBusy(err) {
-				return out, err // applied: the result stands
-			}
-			return nilOnError(out, err)
-		},
-		DeleteLoadBalancer: func(ctx context.Context, next loadbalancer.Driver, lb *loadbalancer.LoadBalancer) error {
-			return run(OpDeleteLoadBalancer, func() error { return next.Delete(ctx, lb) })
-		},
-		ReadRouteTable: func(ctx context.Context, next routes.TableDriver) (out []routes.Entry, rev string, err error) {
-			err = run(OpReadRouteTable, func() (err error) { out, rev, err = next.ReadTable(ctx); return err })
-			if err != nil {
-				return nil, "", err
-			}
-			return out, rev, nil
-		},
-		WriteRouteTable: func(ctx context.Context, next routes.TableDriver, revision string, entries []routes.Entry) error {
-			return run(OpWriteRouteTable, func() error { return next.WriteTable(ctx, revision, entries) })
-		},
-		GetInstance: func(ctx context.Context, next instances.ListDriver, id provider.ProviderID) (out instances.Instance, err error) {
-			err = run(OpGetInstance, func() (err error) { out, err = next.GetByID(ctx, id); return err })
-			return nilOnError(out, err)
-		},
-		GetInstanceByName: func(ctx context.Context, next instances.ListDriver, name string) (out instances.Instance, err error) {
-			err = run(OpGetInstanceByName, func() (err error) { out, err = next.GetByName(ctx, name); return err })
-			return nilOnError(out, err)
-		},
-		ListInstances: func(ctx context.Context, next instances.ListDriver) (out []instances.Instance, err error) {
-			err = run(OpListInstances, func() (err error) { out, err = next.List(ctx); return err })
-			return nilOnError(out, err)
-		},
-	}
-	failingPools(&f, run)
-	return f
-}
-
-// failingPools sets the backend pool operations of f to fail as run, the
-// one call of an operation in failing, decides.
-func failingPools(f *Funcs, run func(op Op, call func() error) error) {
-	f.FindBackendPools = func(ctx context.Context, next loadbalancer.PoolDriver, q loadbalancer.PoolQuery) (out []*loadbalancer.Pool, err error) {
-		err = run(OpFindBackendPools, func() (err error) { out, err = next.FindPools(ctx, q); return err })
-		return nilOnError(out, err)
-	}
-	f.ListBackendPools = func(ctx context.Context, next loadbalancer.PoolListDriver) (out []*loadbalancer.Pool, err error) {
-		err = run(OpListBackendPools, func() (err error) { out, err = next.ListPools(ctx); return err })
-		return nilOnError(out, err)
-	}
-	f.ApplyBackendPool = func(ctx context.Context, next loadbalancer.PoolDriver, a loadbalancer.PoolAction) (out *loadbalancer.Pool, err error) {
-		err = run(OpApplyBackendPool, func() (err error) { out, err = next.ApplyPool(ctx, a); return err })
-		return nilOnError(out, err)
-	}
-	f.DeleteBackendPool = func(ctx context.Context, next loadbalancer.PoolDriver, p *loadbalancer.Pool) error {
-		return run(OpDeleteBackendPool, func() error { return next.DeletePool(ctx, p) })
-	}
-}
-
-// nilOnError returns the zero T with a non-nil err, else v.
-func nilOnError[T any](v T, err error) (T, error) {
-	if err != nil {
-		var zero T
-		return zero, err
-	}
-	return v, nil
 }

@@ -403,3 +403,75 @@ func (d freshLoadBalancers) Invalidate() {
 
 // invalidator is a Driver with a cache to drop (loadbalancer.Cache).
 type invalidator interface{ Invalidate() }
+
+func (a cloudAPI) Find(ctx context.Context, q loadbalancer.Query) ([]*loadbalancer.LoadBalancer, error) {
+	return gate(ctx, a, OpFindLoadBalancers, func(f *Funcs, next cloudAPI) ([]*loadbalancer.LoadBalancer, error) {
+		if f == nil || f.FindLoadBalancers == nil {
+			return lbDriver{a.s}.Find(ctx, q)
+		}
+		return f.FindLoadBalancers(ctx, next, q)
+	})
+}
+
+func (a cloudAPI) List(ctx context.Context) ([]*loadbalancer.LoadBalancer, error) {
+	return gate(ctx, a, OpListLoadBalancers, func(f *Funcs, next cloudAPI) ([]*loadbalancer.LoadBalancer, error) {
+		if f == nil || f.ListLoadBalancers == nil {
+			return lbDriver{a.s}.List(ctx)
+		}
+		return f.ListLoadBalancers(ctx, next)
+	})
+}
+
+func (a cloudAPI) Apply(ctx context.Context, act loadbalancer.Action) (*loadbalancer.LoadBalancer, error) {
+	return gate(ctx, a, OpApplyLoadBalancer, func(f *Funcs, next cloudAPI) (*loadbalancer.LoadBalancer, error) {
+		if f == nil || f.ApplyLoadBalancer == nil {
+			return lbDriver{a.s}.Apply(ctx, act)
+		}
+		return f.ApplyLoadBalancer(ctx, next, act)
+	})
+}
+
+func (a cloudAPI) Delete(ctx context.Context, lb *loadbalancer.LoadBalancer) error {
+	return gateErr(ctx, a, OpDeleteLoadBalancer, func(f *Funcs, next cloudAPI) error {
+		if f == nil || f.DeleteLoadBalancer == nil {
+			return lbDriver{a.s}.Delete(ctx, lb)
+		}
+		return f.DeleteLoadBalancer(ctx, next, lb)
+	})
+}
+
+func (a cloudAPI) FindPools(ctx context.Context, q loadbalancer.PoolQuery) ([]*loadbalancer.Pool, error) {
+	return gate(ctx, a, OpFindBackendPools, func(f *Funcs, next cloudAPI) ([]*loadbalancer.Pool, error) {
+		if f == nil || f.FindBackendPools == nil {
+			return lbDriver{a.s}.FindPools(ctx, q)
+		}
+		return f.FindBackendPools(ctx, next, q)
+	})
+}
+
+func (a cloudAPI) ListPools(ctx context.Context) ([]*loadbalancer.Pool, error) {
+	return gate(ctx, a, OpListBackendPools, func(f *Funcs, next cloudAPI) ([]*loadbalancer.Pool, error) {
+		if f == nil || f.ListBackendPools == nil {
+			return lbDriver{a.s}.ListPools(ctx)
+		}
+		return f.ListBackendPools(ctx, next)
+	})
+}
+
+func (a cloudAPI) ApplyPool(ctx context.Context, act loadbalancer.PoolAction) (*loadbalancer.Pool, error) {
+	return gate(ctx, a, OpApplyBackendPool, func(f *Funcs, next cloudAPI) (*loadbalancer.Pool, error) {
+		if f == nil || f.ApplyBackendPool == nil {
+			return lbDriver{a.s}.ApplyPool(ctx, act)
+		}
+		return f.ApplyBackendPool(ctx, next, act)
+	})
+}
+
+func (a cloudAPI) DeletePool(ctx context.Context, p *loadbalancer.Pool) error {
+	return gateErr(ctx, a, OpDeleteBackendPool, func(f *Funcs, next cloudAPI) error {
+		if f == nil || f.DeleteBackendPool == nil {
+			return lbDriver{a.s}.DeletePool(ctx, p)
+		}
+		return f.DeleteBackendPool(ctx, next, p)
+	})
+}

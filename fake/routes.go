@@ -510,3 +510,31 @@ func (r checkedRoutes) CreateRoute(ctx context.Context, clusterName, nameHint st
 	}
 	return r.Table.CreateRoute(ctx, clusterName, nameHint, route)
 }
+
+// table is a route table read: its entries and revision, one value for
+// gate.
+type table struct {
+	entries  []routes.Entry
+	revision string
+}
+
+func (a cloudAPI) ReadTable(ctx context.Context) ([]routes.Entry, string, error) {
+	t, err := gate(ctx, a, OpReadRouteTable, func(f *Funcs, next cloudAPI) (t table, err error) {
+		if f == nil || f.ReadRouteTable == nil {
+			t.entries, t.revision, err = routeDriver{a.s}.ReadTable(ctx)
+		} else {
+			t.entries, t.revision, err = f.ReadRouteTable(ctx, next)
+		}
+		return t, err
+	})
+	return t.entries, t.revision, err
+}
+
+func (a cloudAPI) WriteTable(ctx context.Context, revision string, entries []routes.Entry) error {
+	return gateErr(ctx, a, OpWriteRouteTable, func(f *Funcs, next cloudAPI) error {
+		if f == nil || f.WriteRouteTable == nil {
+			return routeDriver{a.s}.WriteTable(ctx, revision, entries)
+		}
+		return f.WriteRouteTable(ctx, next, revision, entries)
+	})
+}
