@@ -21,6 +21,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/apimachinery/pkg/util/wait"
 	corev1apply "k8s.io/client-go/applyconfigurations/core/v1"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/discovery/cached/memory"
@@ -45,13 +46,20 @@ func served(t *testing.T, objs ...k8sruntime.Object) (*fake.Clientset, *restclie
 	return kube, cfg
 }
 
-// eventually polls cond every 10ms for up to 10s.
+// poll reports whether cond held within 10s, asking every 10ms (what
+// cond waits for runs on real goroutines and sockets, outside any
+// synctest bubble).
+func poll(ctx context.Context, cond func() bool) bool {
+	return wait.PollUntilContextTimeout(ctx, 10*time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) {
+		return cond(), nil
+	}) == nil
+}
+
+// eventually fails t unless cond holds within 10s (poll).
 func eventually(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	for deadline := time.Now().Add(10 * time.Second); !cond(); time.Sleep(10 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("after 10s: expected %s", what)
-		}
+	if !poll(t.Context(), cond) {
+		t.Fatalf("after 10s: expected %s", what)
 	}
 }
 
@@ -59,11 +67,9 @@ func eventually(t *testing.T, what string, cond func() bool) {
 // their stacks if they do not within 10s.
 func settled(t *testing.T, base int) {
 	t.Helper()
-	for deadline := time.Now().Add(10 * time.Second); runtime.NumGoroutine() > base; time.Sleep(20 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			buf := make([]byte, 1<<20)
-			t.Fatalf("%d goroutines after stop, expected at most %d as before:\n%s", runtime.NumGoroutine(), base, buf[:runtime.Stack(buf, true)])
-		}
+	if !poll(context.Background(), func() bool { return runtime.NumGoroutine() <= base }) {
+		buf := make([]byte, 1<<20)
+		t.Fatalf("%d goroutines after stop, expected at most %d as before:\n%s", runtime.NumGoroutine(), base, buf[:runtime.Stack(buf, true)])
 	}
 }
 
@@ -476,10 +482,8 @@ func TestClientBuilderInitialize(t *testing.T) {
 		if _, err := kube.CoreV1().ConfigMaps("kube-system").Create(r.ctx, &v1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "cloud-config"}}, metav1.CreateOptions{}); err != nil {
 			r.Fatalf("create configmap: %v", err)
 		}
-		for deadline := time.Now().Add(10 * time.Second); len(cloud.store.ListKeys()) == 0; time.Sleep(10 * time.Millisecond) {
-			if time.Now().After(deadline) {
-				r.Fatalf("the provider's informer did not see kube-system/cloud-config within 10s")
-			}
+		if !poll(r.ctx, func() bool { return len(cloud.store.ListKeys()) > 0 }) {
+			r.Fatalf("the provider's informer did not see kube-system/cloud-config within 10s")
 		}
 	}}
 	res := execute(t.Context(), &Config{Timeout: 10 * time.Second}, rl)
