@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/ccmkit/ccmkit/instances"
+	"github.com/ccmkit/ccmkit/internal/check"
 )
 
 // Validate implements provider.Validator. It returns every problem found,
@@ -80,7 +81,7 @@ func validateInstanceCIDRs(path *field.Path, cidrs []string) field.ErrorList {
 func (s LoadBalancerSection) validate(path *field.Path) field.ErrorList {
 	errs := s.validatePools(path)
 	if suffix := s.HostnameSuffix; suffix != "" {
-		errs = append(errs, checkValue(path.Child("hostnameSuffix"), suffix, validation.IsDNS1123Subdomain, "expected a DNS-1123 subdomain")...)
+		errs = append(errs, check.Field(path.Child("hostnameSuffix"), suffix, validation.IsDNS1123Subdomain, "expected a DNS-1123 subdomain")...)
 		if s.IPMode != "" {
 			errs = append(errs, field.Invalid(path.Child("ipMode"), clipValue(string(s.IPMode)), "expected empty with hostnameSuffix: ipMode applies to IP ingress only"))
 		}

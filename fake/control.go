@@ -15,6 +15,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/ccmkit/ccmkit/instances"
+	"github.com/ccmkit/ccmkit/internal/netaddr"
 	"github.com/ccmkit/ccmkit/loadbalancer"
 	"github.com/ccmkit/ccmkit/provider"
 	"github.com/ccmkit/ccmkit/routes"
@@ -177,7 +178,7 @@ func (c *Cloud) AddRoute(r Route) error {
 	e := routes.Entry{Name: r.Name, Cluster: r.Cluster, DestinationCIDR: r.DestinationCIDR, TargetNode: types.NodeName(r.TargetNode)}
 	for i, a := range r.TargetNodeAddresses {
 		// An address is stored as an InternalIP: it must be an IP.
-		ip, problem := nodeIP(a)
+		ip, problem := netaddr.NodeIP(a)
 		if problem != "" {
 			err := field.Invalid(field.NewPath("route", "targetNodeAddresses").Index(i), clipValue(a), problem)
 			return fmt.Errorf("fake: %w", routeError(routes.ErrInvalidRoute, &e, field.ErrorList{err}))

@@ -4,17 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"maps"
-	"net/netip"
 	"slices"
 	"strings"
-	"unicode"
-	"unicode/utf8"
 
 	v1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
+	"github.com/ccmkit/ccmkit/fake/internal/lbcheck"
 	"github.com/ccmkit/ccmkit/loadbalancer"
 )
 
@@ -132,7 +128,7 @@ func (c *Cloud) RemoveBackendPoolMember(poolID, key string) (loadbalancer.Pool, 
 // ctx.Err()); CreateLoadBalancer waits without a deadline.
 func (c *Cloud) CreateLoadBalancerContext(ctx context.Context, lb loadbalancer.LoadBalancer) (out LoadBalancer, err error) {
 	key := c.lbCaps.BackendKey
-	if errs := validateLB(field.NewPath("loadBalancer"), &lb, key); len(errs) > 0 {
+	if errs := lbcheck.LoadBalancer(field.NewPath("loadBalancer"), &lb, key); len(errs) > 0 {
 		return LoadBalancer{}, fmt.Errorf("%w: %w", errInvalidLoadBalancer, errs.ToAggregate())
 	}
 	lb.Spec.BackendKey = key
@@ -149,7 +145,7 @@ func (c *Cloud) CreateLoadBalancerContext(ctx context.Context, lb loadbalancer.L
 }
 
 // refusedLB returns err, applyLB's refusal of a load balancer to create
-// that validateLB let through, as CreateLoadBalancer reports it: every
+// that lbcheck.LoadBalancer let through, as CreateLoadBalancer reports it: every
 // cause is in the input (a requested IP outside its pool or taken, a
 // backend pool that does not exist, a backend that is not a live
 // instance), so it is an invalidLB, but for a pool without a free address
@@ -172,7 +168,7 @@ func (e invalidLB) Unwrap() error        { return e.error }
 // RemoveListenerContext is RemoveListener, waiting for a state file's lock
 // at most until ctx ends (see CreateLoadBalancerContext).
 func (c *Cloud) RemoveListenerContext(ctx context.Context, id string, protocol v1.Protocol, port int32) (LoadBalancer, error) {
-	if errs := checkListenerKey(field.NewPath("listener"), protocol, port); len(errs) > 0 {
+	if errs := lbcheck.ListenerKey(field.NewPath("listener"), protocol, port); len(errs) > 0 {
 		return LoadBalancer{}, fmt.Errorf("%w: %w", errInvalidListener, errs.ToAggregate())
 	}
 	return c.store.editLB(ctx, id, func(lb *loadbalancer.LoadBalancer) ([]loadbalancer.Action, error) {
@@ -209,7 +205,7 @@ func (c *Cloud) RemoveBackendContext(ctx context.Context, id, key string) (LoadB
 				return []loadbalancer.Action{{Kind: loadbalancer.ActionRemoveBackends, LoadBalancerID: id, Listener: &l, Backends: matched}}, nil
 			}
 		}
-		where := fmt.Sprintf("load balancer %s backend %s (by %s)", clip(id), clip(key), keyNames[k])
+		where := fmt.Sprintf("load balancer %s backend %s (by %s)", clip(id), clip(key), lbcheck.KeyNames[k])
 		if pool := lb.Spec.BackendPool; pool != "" {
 			return nil, fmt.Errorf("%w: %s: expected one of its own backends (%s): it sends traffic to backend pool %s, whose members RemoveBackendPoolMember (DELETE /backendpools/{id}/backends/{key}) removes",
 				errBackendNotFound, where, backendNames(k, lb.Spec.Backends), clip(pool))
@@ -230,7 +226,7 @@ func (c *Cloud) RemoveBackendPoolMemberContext(ctx context.Context, poolID, key 
 		k := p.Spec.BackendKey
 		matched := withKey(k, p.Spec.Backends, key)
 		if len(matched) == 0 {
-			return false, fmt.Errorf("%w: backend pool %s member %s (by %s): expected one of its members: %s", errBackendNotFound, clip(poolID), clip(key), keyNames[k], backendNames(k, p.Spec.Backends))
+			return false, fmt.Errorf("%w: backend pool %s member %s (by %s): expected one of its members: %s", errBackendNotFound, clip(poolID), clip(key), lbcheck.KeyNames[k], backendNames(k, p.Spec.Backends))
 		}
 		next, err := c.store.applyPool(loadbalancer.PoolAction{Kind: loadbalancer.PoolActionRemoveBackends, PoolID: poolID, Reason: "removed through the control surface", Backends: matched})
 		if err != nil {
@@ -275,34 +271,11 @@ func (s *store) editLB(ctx context.Context, id string, plan func(*loadbalancer.L
 	return out, err
 }
 
-// keyNames are the backend keys in words, for messages.
-var keyNames = map[loadbalancer.BackendKey]string{
-	loadbalancer.BackendKeyNodeName:   "Node name",
-	loadbalancer.BackendKeyProviderID: "provider ID",
-	loadbalancer.BackendKeyAddress:    "address",
-}
-
-// backendID returns b's key under k as text: what RemoveBackend's key is
-// compared with ("" when b lacks it).
-func backendID(k loadbalancer.BackendKey, b loadbalancer.Backend) string {
-	switch {
-	case k == loadbalancer.BackendKeyProviderID:
-		return b.ProviderID
-	case k != loadbalancer.BackendKeyAddress:
-		return b.NodeName
-	case b.IPv4.IsValid():
-		return b.IPv4.String()
-	case b.IPv6.IsValid():
-		return b.IPv6.String()
-	}
-	return ""
-}
-
 // withKey returns the backends of bs whose key under k is key.
 func withKey(k loadbalancer.BackendKey, bs []loadbalancer.Backend, key string) []loadbalancer.Backend {
 	var out []loadbalancer.Backend
 	for _, b := range bs {
-		if backendID(k, b) == key {
+		if lbcheck.BackendID(k, b) == key {
 			out = append(out, b)
 		}
 	}
@@ -328,280 +301,16 @@ func listed(names []string) string {
 func listenerNames(ls []loadbalancer.Listener) string {
 	names := make([]string, 0, len(ls))
 	for _, l := range ls {
-		names = append(names, listenerText(l.ListenerKey))
+		names = append(names, lbcheck.ListenerText(l.ListenerKey))
 	}
 	return listed(names)
-}
-
-// listenerText is "IPv4/TCP/80".
-func listenerText(k loadbalancer.ListenerKey) string {
-	return fmt.Sprintf("%s/%s/%d", k.Family, k.Protocol, k.Port)
 }
 
 // backendNames lists the keys of bs under k, quoted, for messages.
 func backendNames(k loadbalancer.BackendKey, bs []loadbalancer.Backend) string {
 	names := make([]string, 0, len(bs))
 	for _, b := range bs {
-		names = append(names, clip(backendID(k, b)))
+		names = append(names, clip(lbcheck.BackendID(k, b)))
 	}
 	return listed(names)
-}
-
-// Bounds of the tags of a load balancer created through the control
-// surface, in bytes (those of the larger clouds' tags).
-const (
-	maxTagKey   = 128
-	maxTagValue = 256
-)
-
-// validateLB checks a load balancer to create under the cloud's backend
-// key (field by field, each problem named by its path); the cloud's own
-// checks (addresses of the pools, backend pools, live instances) follow in
-// applyLB.
-func validateLB(path *field.Path, lb *loadbalancer.LoadBalancer, key loadbalancer.BackendKey) field.ErrorList {
-	var errs field.ErrorList
-	if lb.ID != "" {
-		errs = append(errs, field.Invalid(path.Child("id"), clipValue(lb.ID), "expected none: the cloud assigns the ID"))
-	}
-	if len(lb.Ingress) > 0 {
-		errs = append(errs, field.Forbidden(path.Child("ingress"), "expected none: the cloud reports a load balancer's ingress"))
-	}
-	if lb.Name == "" {
-		errs = append(errs, field.Required(path.Child("name"), "expected the load balancer's name, a DNS-1123 subdomain"))
-	} else {
-		errs = append(errs, checkValue(path.Child("name"), lb.Name, validation.IsDNS1123Subdomain, "expected a DNS-1123 subdomain")...)
-	}
-	for _, k := range slices.Sorted(maps.Keys(lb.Tags)) {
-		p := path.Child("tags").Key(clipValue(k))
-		if problem := tagProblem(k, 1, maxTagKey); problem != "" {
-			errs = append(errs, field.Invalid(p, clipValue(k), "key: "+problem))
-		}
-		if problem := tagProblem(lb.Tags[k], 0, maxTagValue); problem != "" {
-			errs = append(errs, field.Invalid(p, clipValue(lb.Tags[k]), problem))
-		}
-	}
-	if cluster, tagged := lb.Tags[loadbalancer.TagCluster]; tagged && cluster == "" {
-		errs = append(errs, field.Invalid(path.Child("tags").Key(loadbalancer.TagCluster), cluster, emptyClusterTag))
-	}
-	spec := path.Child("spec")
-	families, ferrs := checkFamilies(spec, &lb.Spec)
-	errs = append(errs, ferrs...)
-	errs = append(errs, checkListeners(spec.Child("listeners"), lb.Spec.Listeners, families)...)
-	errs = append(errs, checkBackends(spec, &lb.Spec, key)...)
-	errs = append(errs, checkPolicies(spec, &lb.Spec)...)
-	return errs
-}
-
-// emptyClusterTag is why loadbalancer.TagCluster cannot be empty: the
-// Reconciler owns load balancers in a non-empty cluster identity only
-// (it refuses an empty clusterName with no Config.ClusterID, and
-// kube-controller-manager's --cluster-name defaults to "kubernetes"), so
-// a load balancer tagged with the empty cluster would be no cluster's,
-// though it looks owned: a misconfigured seed.
-const emptyClusterTag = `expected a cluster identity, such as "kubernetes" (the default --cluster-name) or another cluster's Config.ClusterID; no cluster is named "" (leave the tag out for a load balancer of no cluster)`
-
-// tagProblem says why s cannot be a tag key or value of min to max bytes,
-// or returns "".
-func tagProblem(s string, minLen, maxLen int) string {
-	switch {
-	case len(s) < minLen || len(s) > maxLen:
-		return fmt.Sprintf("expected %d to %d bytes, got %d", minLen, maxLen, len(s))
-	case !utf8.ValidString(s):
-		return "expected valid UTF-8"
-	case strings.IndexFunc(s, unicode.IsControl) >= 0:
-		return "expected no control characters"
-	}
-	return ""
-}
-
-// checkFamilies checks spec's IP families and requested IPs, and returns
-// the valid families and the problems found.
-func checkFamilies(path *field.Path, s *loadbalancer.Spec) (map[v1.IPFamily]bool, field.ErrorList) {
-	var errs field.ErrorList
-	families := map[v1.IPFamily]bool{}
-	if len(s.IPFamilies) == 0 {
-		errs = append(errs, field.Required(path.Child("ipFamilies"), "expected IPv4 and/or IPv6: the cloud allocates a VIP of each"))
-	}
-	for i, f := range s.IPFamilies {
-		p := path.Child("ipFamilies").Index(i)
-		switch {
-		case f != v1.IPv4Protocol && f != v1.IPv6Protocol:
-			errs = append(errs, field.Invalid(p, clipValue(string(f)), "expected IPv4 or IPv6"))
-		case families[f]:
-			errs = append(errs, field.Duplicate(p, string(f)))
-		}
-		families[f] = true
-	}
-	requested := map[v1.IPFamily]bool{}
-	for i, ip := range s.RequestedIPs {
-		p := path.Child("requestedIPs").Index(i)
-		if _, problem := nodeIP(ip.String()); problem != "" {
-			errs = append(errs, field.Invalid(p, ip.String(), problem))
-			continue
-		}
-		if f := familyOf(ip); !families[f] || requested[f] {
-			errs = append(errs, field.Invalid(p, ip.String(), "expected at most one address of each of spec.ipFamilies"))
-		}
-		requested[familyOf(ip)] = true
-	}
-	return families, errs
-}
-
-// familyOf returns the IP family of ip.
-func familyOf(ip netip.Addr) v1.IPFamily {
-	if ip.Is4() {
-		return v1.IPv4Protocol
-	}
-	return v1.IPv6Protocol
-}
-
-// checkListeners checks listeners: of one of families, a protocol and
-// port a listener can have (checkListenerKey), a node port, distinct
-// keys, and node ports shared only as a Service's can be
-// (checkNodePortShared).
-func checkListeners(path *field.Path, ls []loadbalancer.Listener, families map[v1.IPFamily]bool) field.ErrorList {
-	errs := checkNodePortShared(path, ls)
-	seen := map[loadbalancer.ListenerKey]bool{}
-	for i, l := range ls {
-		p := path.Index(i)
-		if !families[l.Family] {
-			errs = append(errs, field.Invalid(p.Child("family"), clipValue(string(l.Family)), "expected one of spec.ipFamilies"))
-		}
-		errs = append(errs, checkListenerKey(p, l.Protocol, l.Port)...)
-		if l.NodePort < 0 || l.NodePort > 65535 {
-			errs = append(errs, field.Invalid(p.Child("nodePort"), l.NodePort, "expected 0 (none) to 65535"))
-		}
-		if seen[l.ListenerKey] {
-			errs = append(errs, field.Duplicate(p, listenerText(l.ListenerKey)))
-		}
-		seen[l.ListenerKey] = true
-	}
-	return errs
-}
-
-// checkNodePortShared refuses two listeners of one protocol but of
-// different ports on the same node port: the node's kube-proxy sends a
-// node port's traffic of a protocol to one Service port, so Kubernetes
-// refuses two ports of a Service that share a nodePort unless their
-// protocols differ (ValidateService in k8s.io/kubernetes
-// pkg/apis/core/validation keys its duplicate check by nodePort and
-// protocol). Sharing stays fine between a TCP and a UDP port (a DNS
-// Service's 53/TCP and 53/UDP) and between the listeners of one port in
-// each IP family (a dual-stack Service). Node port 0 is none.
-func checkNodePortShared(path *field.Path, ls []loadbalancer.Listener) field.ErrorList {
-	type key struct {
-		protocol v1.Protocol
-		nodePort int32
-	}
-	var errs field.ErrorList
-	first := map[key]int{}
-	for i, l := range ls {
-		if l.NodePort <= 0 {
-			continue
-		}
-		k := key{l.Protocol, l.NodePort}
-		j, seen := first[k]
-		if !seen {
-			first[k] = i
-			continue
-		}
-		if other := ls[j]; other.Port != l.Port {
-			errs = append(errs, field.Invalid(path.Index(i).Child("nodePort"), l.NodePort,
-				fmt.Sprintf("listener %s has the node port of listener %s (%s): expected a node port of its own, shared only by the listeners of one port (one per IP family) or with a port of another protocol",
-					listenerText(l.ListenerKey), listenerText(other.ListenerKey), path.Index(j))))
-		}
-	}
-	return errs
-}
-
-// checkListenerKey checks a listener's protocol and port.
-func checkListenerKey(path *field.Path, protocol v1.Protocol, port int32) field.ErrorList {
-	var errs field.ErrorList
-	switch protocol {
-	case v1.ProtocolTCP, v1.ProtocolUDP, v1.ProtocolSCTP:
-	default:
-		errs = append(errs, field.Invalid(path.Child("protocol"), clipValue(string(protocol)), "expected TCP, UDP or SCTP"))
-	}
-	if port < 1 || port > 65535 {
-		errs = append(errs, field.Invalid(path.Child("port"), port, "expected 1 to 65535"))
-	}
-	return errs
-}
-
-// checkBackends checks spec's backend key (empty or key, the cloud's) and
-// backends: each with a distinct key under key, a Node name when set, and
-// addresses that fit their fields (checkBackendIPs).
-func checkBackends(path *field.Path, s *loadbalancer.Spec, key loadbalancer.BackendKey) field.ErrorList {
-	var errs field.ErrorList
-	if s.BackendKey != "" && s.BackendKey != key {
-		errs = append(errs, field.Invalid(path.Child("backendKey"), clipValue(string(s.BackendKey)), fmt.Sprintf("expected none or %q: the cloud keeps backends by %s (loadBalancers.backends)", key, keyNames[key])))
-	}
-	seen := map[string]bool{}
-	for i, b := range s.Backends {
-		p := path.Child("backends").Index(i)
-		switch id := backendID(key, b); {
-		case id == "":
-			errs = append(errs, field.Required(p, fmt.Sprintf("expected the backend's %s: the cloud keeps backends by it", keyNames[key])))
-		case seen[id]:
-			errs = append(errs, field.Duplicate(p, clipValue(id)))
-		default:
-			seen[id] = true
-		}
-		if b.NodeName != "" {
-			errs = append(errs, checkValue(p.Child("nodeName"), b.NodeName, validation.IsDNS1123Subdomain, "expected a Node name (a DNS-1123 subdomain)")...)
-		}
-		errs = append(errs, checkBackendIPs(p, b)...)
-	}
-	return errs
-}
-
-// checkBackendIPs checks the addresses b has: each a node address
-// (nodeIP) of its field's family.
-func checkBackendIPs(path *field.Path, b loadbalancer.Backend) field.ErrorList {
-	var errs field.ErrorList
-	for _, f := range []struct {
-		name string
-		ip   netip.Addr
-		want v1.IPFamily
-	}{{"ipv4", b.IPv4, v1.IPv4Protocol}, {"ipv6", b.IPv6, v1.IPv6Protocol}} {
-		if !f.ip.IsValid() {
-			continue
-		}
-		if _, problem := nodeIP(f.ip.String()); problem != "" {
-			errs = append(errs, field.Invalid(path.Child(f.name), f.ip.String(), problem))
-		} else if familyOf(f.ip) != f.want {
-			errs = append(errs, field.Invalid(path.Child(f.name), f.ip.String(), "expected an "+string(f.want)+" address"))
-		}
-	}
-	return errs
-}
-
-// Bounds of a session affinity's timeout, in seconds (those of a
-// Service's spec.sessionAffinityConfig.clientIP.timeoutSeconds).
-const maxAffinityTimeout = 86400
-
-// checkPolicies checks spec's health check, source ranges and session
-// affinity.
-func checkPolicies(path *field.Path, s *loadbalancer.Spec) field.ErrorList {
-	var errs field.ErrorList
-	hc := path.Child("healthCheck")
-	if p := s.HealthCheck.Protocol; p != "" && p != loadbalancer.HealthCheckHTTP && p != loadbalancer.HealthCheckTCP {
-		errs = append(errs, field.Invalid(hc.Child("protocol"), clipValue(string(p)), "expected HTTP, TCP or none"))
-	}
-	if port := s.HealthCheck.Port; port < 0 || port > 65535 {
-		errs = append(errs, field.Invalid(hc.Child("port"), port, "expected 0 (none) to 65535"))
-	}
-	for i, r := range s.SourceRanges {
-		if !r.IsValid() {
-			errs = append(errs, field.Invalid(path.Child("sourceRanges").Index(i), r.String(), "expected a CIDR"))
-		}
-	}
-	sa, timeout := s.SessionAffinity, path.Child("sessionAffinity", "timeoutSeconds")
-	switch {
-	case sa.ClientIP && (sa.TimeoutSeconds < 1 || sa.TimeoutSeconds > maxAffinityTimeout):
-		errs = append(errs, field.Invalid(timeout, sa.TimeoutSeconds, fmt.Sprintf("expected 1 to %d with clientIP", maxAffinityTimeout)))
-	case !sa.ClientIP && sa.TimeoutSeconds != 0:
-		errs = append(errs, field.Invalid(timeout, sa.TimeoutSeconds, "expected 0 without clientIP"))
-	}
-	return errs
 }

@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/ccmkit/ccmkit/fake/internal/lbcheck"
 	"github.com/ccmkit/ccmkit/internal/throttle"
 	"github.com/ccmkit/ccmkit/loadbalancer"
 )
@@ -97,7 +98,7 @@ func (s *store) admit(a loadbalancer.Action, now time.Time) (loadbalancer.Action
 	case a.Kind == loadbalancer.ActionUpdateListener && a.OldListener != nil:
 		if o, n := a.OldListener.ListenerKey, a.Listener.ListenerKey; o != n {
 			return a, fmt.Errorf("fake: listener %s (%s) of load balancer %s cannot become %s: listener ports and protocols are immutable on this cloud: expected a RemoveListener and an AddListener (%w)",
-				listenerText(o), clip(a.OldListener.ID), clip(a.LoadBalancerID), listenerText(n), throttle.ErrRefused)
+				lbcheck.ListenerText(o), clip(a.OldListener.ID), clip(a.LoadBalancerID), lbcheck.ListenerText(n), throttle.ErrRefused)
 		}
 		if cur != nil {
 			a.Listener = keepTree(cur.lb, *a.Listener)

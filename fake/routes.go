@@ -16,6 +16,8 @@ import (
 	cloudprovider "k8s.io/cloud-provider"
 
 	"github.com/ccmkit/ccmkit/instances"
+	"github.com/ccmkit/ccmkit/internal/check"
+	"github.com/ccmkit/ccmkit/internal/netaddr"
 	"github.com/ccmkit/ccmkit/routes"
 )
 
@@ -152,17 +154,17 @@ func validateRoute(path *field.Path, e routes.Entry) (netip.Prefix, field.ErrorL
 		errs = append(errs, err)
 	}
 	if n := string(e.TargetNode); n != "" {
-		errs = append(errs, checkValue(path.Child("targetNode"), n, validation.IsDNS1123Subdomain, "expected a Node name (a DNS-1123 subdomain)")...)
+		errs = append(errs, check.Field(path.Child("targetNode"), n, validation.IsDNS1123Subdomain, "expected a Node name (a DNS-1123 subdomain)")...)
 	}
 	for i, a := range e.TargetNodeAddresses {
 		p := path.Child("targetNodeAddresses").Index(i)
 		switch a.Type {
 		case v1.NodeInternalIP, v1.NodeExternalIP:
-			if _, problem := nodeIP(a.Address); problem != "" {
+			if _, problem := netaddr.NodeIP(a.Address); problem != "" {
 				errs = append(errs, field.Invalid(p.Child("address"), clipValue(a.Address), problem+" (the address type is "+string(a.Type)+")"))
 			}
 		case v1.NodeInternalDNS, v1.NodeExternalDNS, v1.NodeHostName:
-			errs = append(errs, checkValue(p.Child("address"), a.Address, validation.IsDNS1123Subdomain, "expected a DNS-1123 subdomain (the address type is "+string(a.Type)+")")...)
+			errs = append(errs, check.Field(p.Child("address"), a.Address, validation.IsDNS1123Subdomain, "expected a DNS-1123 subdomain (the address type is "+string(a.Type)+")")...)
 		default:
 			errs = append(errs, field.NotSupported(p.Child("type"), clipValue(string(a.Type)), nodeAddressTypes))
 		}

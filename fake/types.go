@@ -16,7 +16,9 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/ccmkit/ccmkit/instances"
+	"github.com/ccmkit/ccmkit/internal/check"
 	bound "github.com/ccmkit/ccmkit/internal/clip"
+	"github.com/ccmkit/ccmkit/internal/netaddr"
 	"github.com/ccmkit/ccmkit/internal/nodelabel"
 	"github.com/ccmkit/ccmkit/loadbalancer"
 )
@@ -70,7 +72,7 @@ func (in *Instance) validate(path *field.Path) field.ErrorList {
 	if in.Name == "" {
 		errs = append(errs, field.Required(path.Child("name"), "expected the name of the Node the instance registers as"))
 	} else {
-		errs = append(errs, checkValue(path.Child("name"), in.Name, validation.IsDNS1123Subdomain, "expected a DNS-1123 subdomain (a Node name)")...)
+		errs = append(errs, check.Field(path.Child("name"), in.Name, validation.IsDNS1123Subdomain, "expected a DNS-1123 subdomain (a Node name)")...)
 	}
 	if in.ID != "" {
 		// The ID is the last segment of the provider ID: the codec the
@@ -81,7 +83,7 @@ func (in *Instance) validate(path *field.Path) field.ErrorList {
 	}
 	for _, f := range []struct{ name, value string }{{"zone", in.Zone}, {"region", in.Region}, {"type", in.Type}} {
 		if f.value != "" {
-			errs = append(errs, checkValue(path.Child(f.name), f.value, validation.IsValidLabelValue, "expected a valid label value")...)
+			errs = append(errs, check.Field(path.Child(f.name), f.value, validation.IsValidLabelValue, "expected a valid label value")...)
 		}
 	}
 	for _, list := range []struct {
@@ -90,7 +92,7 @@ func (in *Instance) validate(path *field.Path) field.ErrorList {
 	}{{"internalIPs", in.InternalIPs}, {"externalIPs", in.ExternalIPs}} {
 		seen := map[netip.Addr]bool{}
 		for i, s := range list.ips {
-			ip, problem := nodeIP(s)
+			ip, problem := netaddr.NodeIP(s)
 			switch {
 			case problem != "":
 				errs = append(errs, field.Invalid(path.Child(list.name).Index(i), clipValue(s), problem))
@@ -101,7 +103,7 @@ func (in *Instance) validate(path *field.Path) field.ErrorList {
 		}
 	}
 	if in.Hostname != "" {
-		errs = append(errs, checkValue(path.Child("hostname"), in.Hostname, validation.IsDNS1123Subdomain, "expected a DNS-1123 subdomain")...)
+		errs = append(errs, check.Field(path.Child("hostname"), in.Hostname, validation.IsDNS1123Subdomain, "expected a DNS-1123 subdomain")...)
 	}
 	for k, v := range in.Labels {
 		p := path.Child("labels").Key(k)
@@ -116,24 +118,6 @@ func (in *Instance) validate(path *field.Path) field.ErrorList {
 		errs = append(errs, field.NotSupported(path.Child("state"), int(in.State), stateNames))
 	}
 	return errs
-}
-
-// nodeIP parses s as the IP address of a node (an instance's address, a
-// route's target address) and returns it, or says what was expected: an
-// IPv4 or IPv6 address in standard notation, without zone, an IPv4 address
-// spelled as IPv4 (not IPv4-mapped IPv6, which instances.BuildAddresses
-// rejects too), and unicast.
-func nodeIP(s string) (netip.Addr, string) {
-	ip, err := netip.ParseAddr(s)
-	switch {
-	case err != nil || ip.Zone() != "":
-		return netip.Addr{}, "expected an IPv4 or IPv6 address without zone"
-	case ip.Is4In6():
-		return netip.Addr{}, "expected an IPv4 address in dotted form (" + ip.Unmap().String() + "), not IPv4-mapped IPv6"
-	case ip.IsUnspecified() || ip.IsMulticast():
-		return netip.Addr{}, "expected a unicast address"
-	}
-	return ip, ""
 }
 
 // LoadBalancer is one load balancer of the fake cloud, as the fake
@@ -296,15 +280,3 @@ func clipValue(s string) string { return bound.Quoted(s) }
 // clip quotes s for an error message, cut to a bounded length (see
 // clipValue).
 func clip(s string) string { return strconv.Quote(clipValue(s)) }
-
-// checkValue checks value, found at path, with is (one of apimachinery's
-// validation.Is… functions) and returns the error for what it finds:
-// what was expected, then is's messages, with value cut (clipValue); nil
-// when it finds nothing.
-func checkValue(path *field.Path, value string, is func(string) []string, expected string) field.ErrorList {
-	msgs := is(value)
-	if len(msgs) == 0 {
-		return nil
-	}
-	return field.ErrorList{field.Invalid(path, clipValue(value), expected+": "+strings.Join(msgs, "; "))}
-}

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"unicode"
 
+	"k8s.io/apimachinery/pkg/util/validation/field"
+
 	"github.com/ccmkit/ccmkit/internal/clip"
 )
 
@@ -55,4 +57,16 @@ func ClusterName(field, name string) error {
 		return nil
 	}
 	return fmt.Errorf("%s %q: expected printable characters without spaces, as a --cluster-name (the upstream default is %q)", field, clip.Quoted(name), "kubernetes")
+}
+
+// Field checks value, found at path, with is (one of apimachinery's
+// validation.Is… functions) and returns the error for what it finds:
+// what was expected, then is's messages, with value cut (clip.Quoted); nil
+// when it finds nothing.
+func Field(path *field.Path, value string, is func(string) []string, expected string) field.ErrorList {
+	msgs := is(value)
+	if len(msgs) == 0 {
+		return nil
+	}
+	return field.ErrorList{field.Invalid(path, clip.Quoted(value), expected+": "+strings.Join(msgs, "; "))}
 }

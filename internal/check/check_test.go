@@ -1,9 +1,14 @@
 package check
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/ccmkit/ccmkit/internal/clip"
 )
 
 type impl struct{}
@@ -61,5 +66,26 @@ func TestDriver(t *testing.T) {
 				t.Errorf("Driver error (-want +got):\n%s\n%s", diff, tc.reason)
 			}
 		})
+	}
+}
+
+func TestField(t *testing.T) {
+	path := field.NewPath("spec", "name")
+	if errs := Field(path, "web", validation.IsDNS1123Subdomain, "expected a DNS-1123 subdomain"); errs != nil {
+		t.Errorf("Field(valid) = %v; want nil", errs)
+	}
+	long := strings.Repeat("A", 10_000)
+	errs := Field(path, long, validation.IsDNS1123Subdomain, "expected a DNS-1123 subdomain")
+	if len(errs) != 1 {
+		t.Fatalf("Field(invalid) = %v; want one error", errs)
+	}
+	msg := errs[0].Error()
+	for _, want := range []string{"spec.name", "expected a DNS-1123 subdomain: ", "(10000 bytes)"} {
+		if !strings.Contains(msg, want) {
+			t.Errorf("Field(invalid) = %q; want it to contain %q", msg, want)
+		}
+	}
+	if len(msg) > 2*clip.MaxQuoted+500 {
+		t.Errorf("Field(invalid) is %d bytes; want the value cut to clip.MaxQuoted", len(msg))
 	}
 }

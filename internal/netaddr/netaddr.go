@@ -20,3 +20,21 @@ func Last(p netip.Prefix) netip.Addr {
 	a, _ := netip.AddrFromSlice(b)
 	return a
 }
+
+// NodeIP parses s as the IP address of a node (an instance's address, a
+// route's target address) and returns it, or says what was expected: an
+// IPv4 or IPv6 address in standard notation, without zone, an IPv4 address
+// spelled as IPv4 (not IPv4-mapped IPv6, which instances.BuildAddresses
+// rejects too), and unicast.
+func NodeIP(s string) (netip.Addr, string) {
+	ip, err := netip.ParseAddr(s)
+	switch {
+	case err != nil || ip.Zone() != "":
+		return netip.Addr{}, "expected an IPv4 or IPv6 address without zone"
+	case ip.Is4In6():
+		return netip.Addr{}, "expected an IPv4 address in dotted form (" + ip.Unmap().String() + "), not IPv4-mapped IPv6"
+	case ip.IsUnspecified() || ip.IsMulticast():
+		return netip.Addr{}, "expected a unicast address"
+	}
+	return ip, ""
+}

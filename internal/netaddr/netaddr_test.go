@@ -32,3 +32,27 @@ func TestLast(t *testing.T) {
 		})
 	}
 }
+
+func TestNodeIP(t *testing.T) {
+	tests := []struct {
+		in, want, problem string
+	}{
+		{in: "10.0.0.1", want: "10.0.0.1"},
+		{in: "2001:db8::1", want: "2001:db8::1"},
+		{in: "not-an-ip", problem: "expected an IPv4 or IPv6 address without zone"},
+		{in: "fe80::1%eth0", problem: "expected an IPv4 or IPv6 address without zone"},
+		{in: "::ffff:10.0.0.1", problem: "expected an IPv4 address in dotted form (10.0.0.1), not IPv4-mapped IPv6"},
+		{in: "0.0.0.0", problem: "expected a unicast address"},
+		{in: "224.0.0.1", problem: "expected a unicast address"},
+	}
+	for _, tc := range tests {
+		ip, problem := NodeIP(tc.in)
+		got := ""
+		if ip.IsValid() {
+			got = ip.String()
+		}
+		if got != tc.want || problem != tc.problem {
+			t.Errorf("NodeIP(%q) = %q, %q; want %q, %q", tc.in, got, problem, tc.want, tc.problem)
+		}
+	}
+}
