@@ -138,6 +138,11 @@ type cloudAPI struct {
 var (
 	_ loadbalancer.PoolListDriver = cloudAPI{}
 	_ routes.TableDriver          = cloudAPI{}
+)
+
+var (
+	_ loadbalancer.PoolListDriver = cloudAPI{}
+	_ routes.TableDriver          = cloudAPI{}
 	_ instances.ListDriver        = instanceAPI{}
 )
 

@@ -423,7 +423,10 @@ func meterWrite[T any](ctx context.Context, operation string, f func(ctx context
 	return v, err
 }
 
-var _ PoolListDriver = metered{}
+var (
+	_ PoolListDriver = metered{}
+	_ PoolListDriver = (*Cache)(nil)
+)
 
 func (m metered) Find(ctx context.Context, q Query) ([]*LoadBalancer, error) {
 	return cloudmetrics.Metered(ctx, capability, "Find", func(ctx context.Context) ([]*LoadBalancer, error) { return m.d.Find(ctx, q) })
