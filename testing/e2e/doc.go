@@ -5,7 +5,7 @@
 //
 // The module github.com/ccmkit/ccmkit/testing/e2e is nested so that its
 // heavy, test-only dependencies never reach library users. etcd and
-// kube-apiserver are built from their own modules under tools/ (see package
+// kube-apiserver are built from one module of their own, tools/ (see package
 // controlplane), the CCM from the checked-out root module (package ccm).
 //
 // Run everything (the first run builds kube-apiserver, which takes minutes):

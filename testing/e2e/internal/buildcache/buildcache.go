@@ -11,6 +11,8 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
+	"strings"
 	"syscall"
 	"time"
 )
@@ -62,15 +64,28 @@ func Dir() (string, error) {
 	return dir, nil
 }
 
+// Tools lists the commands of the tool module (testing/e2e/tools), one
+// directory each. They share one go.mod, so the packages etcd and
+// kube-apiserver have in common (etcd's client and API, gRPC, protobuf,
+// Prometheus, zap, OpenTelemetry) are resolved to one version and compiled
+// once.
+var Tools = []string{"etcd", "kube-apiserver"}
+
 // ToolKey returns the cache key of the tool module in dir: a hash of its
-// go.mod, go.sum and main.go and of the Go version.
+// go.mod and go.sum, of the main.go of each of Tools and of the Go version.
+// Every tool of the module has the same key, since one changed dependency
+// may change them all.
 func ToolKey(dir string) (string, error) {
 	h := sha256.New()
 	fmt.Fprintf(h, "%s %s/%s\n", runtime.Version(), runtime.GOOS, runtime.GOARCH)
-	for _, name := range []string{"go.mod", "go.sum", "main.go"} {
+	names := []string{"go.mod", "go.sum"}
+	for _, tool := range Tools {
+		names = append(names, filepath.Join(tool, "main.go"))
+	}
+	for _, name := range names {
 		b, err := os.ReadFile(filepath.Join(dir, name))
 		if err != nil {
-			return "", fmt.Errorf("buildcache: hashing tool %s: %w", dir, err)
+			return "", fmt.Errorf("buildcache: hashing tool module %s: %w", dir, err)
 		}
 		fmt.Fprintf(h, "%s %d\n", name, len(b))
 		h.Write(b)
@@ -79,18 +94,22 @@ func ToolKey(dir string) (string, error) {
 }
 
 // Tool returns the path of the cached binary of testing/e2e/tools/<name>
-// ("etcd" or "kube-apiserver"), building it first if it is missing. Build
-// output goes to progress (which may be nil). Building kube-apiserver from a
-// cold module cache takes minutes; ctx bounds it.
+// (one of Tools), building every tool first if one is missing: one `go
+// build` of all the module's commands, so that a cold cache compiles the
+// packages they share once. Build output goes to progress (which may be
+// nil). Building from a cold Go cache takes minutes; ctx bounds it.
 //
 // Safe for concurrent use, also across processes. Errors name the tool and
 // include the go command's output.
 func Tool(ctx context.Context, name string, progress io.Writer) (string, error) {
+	if !slices.Contains(Tools, name) {
+		return "", fmt.Errorf("buildcache: tool %q: expected one of %v", name, Tools)
+	}
 	mod, err := ModuleDir()
 	if err != nil {
 		return "", err
 	}
-	src := filepath.Join(mod, "tools", name)
+	src := filepath.Join(mod, "tools")
 	key, err := ToolKey(src)
 	if err != nil {
 		return "", err
@@ -99,29 +118,36 @@ func Tool(ctx context.Context, name string, progress io.Writer) (string, error) 
 	if err != nil {
 		return "", err
 	}
-	bin := filepath.Join(cache, "bin", name+"-"+key)
-	if isExecutable(bin) {
-		return bin, nil
+	binDir := filepath.Join(cache, "bin")
+	binOf := func(tool string) string { return filepath.Join(binDir, tool+"-"+key) }
+	if isExecutable(binOf(name)) {
+		return binOf(name), nil
 	}
-	unlock, err := lock(ctx, filepath.Join(cache, "bin", "."+name+".lock"))
+	unlock, err := lock(ctx, filepath.Join(binDir, ".tools.lock"))
 	if err != nil {
 		return "", err
 	}
 	defer unlock()
-	if isExecutable(bin) { // built by another process while we waited
-		return bin, nil
+	if isExecutable(binOf(name)) { // built by another process while we waited
+		return binOf(name), nil
 	}
 	if progress != nil {
-		fmt.Fprintf(progress, "building %s into %s (first run only; minutes on a cold cache)\n", name, bin)
+		fmt.Fprintf(progress, "building %s into %s (first run only; minutes on a cold cache)\n",
+			strings.Join(Tools, " and "), binDir)
 	}
 	start := time.Now()
-	if err := GoBuild(ctx, src, ".", bin); err != nil {
+	pkgs := make([]string, len(Tools))
+	outs := make([]string, len(Tools))
+	for i, tool := range Tools {
+		pkgs[i], outs[i] = "./"+tool, binOf(tool)
+	}
+	if err := goBuildAll(ctx, src, pkgs, outs); err != nil {
 		return "", err
 	}
 	if progress != nil {
-		fmt.Fprintf(progress, "built %s in %s\n", name, time.Since(start).Round(time.Second))
+		fmt.Fprintf(progress, "built %s in %s\n", strings.Join(Tools, " and "), time.Since(start).Round(time.Second))
 	}
-	return bin, nil
+	return binOf(name), nil
 }
 
 // GoBuild runs `go -C dir build [flags] -o out pkg` with GOWORK=off,
@@ -129,19 +155,39 @@ func Tool(ctx context.Context, name string, progress io.Writer) (string, error) 
 // that a reader never sees a half-written binary. The error includes the go
 // command's combined output.
 func GoBuild(ctx context.Context, dir, pkg, out string, flags ...string) error {
-	tmp := fmt.Sprintf("%s.tmp-%d", out, os.Getpid())
+	return goBuildAll(ctx, dir, []string{pkg}, []string{out}, flags...)
+}
+
+// goBuildAll builds the main packages pkgs in one go command (so that what
+// they share compiles once) into a temporary directory next to the first
+// out, then renames each binary to its out, in order.
+func goBuildAll(ctx context.Context, dir string, pkgs, outs []string, flags ...string) error {
+	tmp, err := os.MkdirTemp(filepath.Dir(outs[0]), ".build-")
+	if err != nil {
+		return fmt.Errorf("buildcache: %w", err)
+	}
+	defer os.RemoveAll(tmp)
 	args := append([]string{"-C", dir, "build"}, flags...)
-	cmd := exec.CommandContext(ctx, "go", append(args, "-o", tmp, pkg)...)
+	if len(pkgs) == 1 {
+		args = append(args, "-o", filepath.Join(tmp, "0"))
+	} else {
+		args = append(args, "-o", tmp+string(filepath.Separator))
+	}
+	cmd := exec.CommandContext(ctx, "go", append(args, pkgs...)...)
 	cmd.Env = append(os.Environ(), "GOWORK=off")
 	cmd.WaitDelay = 10 * time.Second
 	output, err := cmd.CombinedOutput()
 	if err != nil {
-		os.Remove(tmp)
-		return fmt.Errorf("buildcache: go build %s in %s: %w\n%s", pkg, dir, err, output)
+		return fmt.Errorf("buildcache: go build %s in %s: %w\n%s", strings.Join(pkgs, " "), dir, err, output)
 	}
-	if err := os.Rename(tmp, out); err != nil {
-		os.Remove(tmp)
-		return fmt.Errorf("buildcache: %w", err)
+	for i, pkg := range pkgs {
+		built := filepath.Join(tmp, filepath.Base(pkg))
+		if len(pkgs) == 1 {
+			built = filepath.Join(tmp, "0")
+		}
+		if err := os.Rename(built, outs[i]); err != nil {
+			return fmt.Errorf("buildcache: %w", err)
+		}
 	}
 	return nil
 }

@@ -21,10 +21,27 @@ func writeTool(t *testing.T, dir, mainBody string) {
 	}
 }
 
+// writeToolModule writes a module with one command per entry of Tools,
+// the layout of testing/e2e/tools.
+func writeToolModule(t *testing.T, dir, mainBody string) {
+	t.Helper()
+	writeTool(t, dir, "")
+	os.Remove(filepath.Join(dir, "main.go"))
+	for _, tool := range Tools {
+		if err := os.MkdirAll(filepath.Join(dir, tool), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		body := "package main\n\nfunc main() {" + mainBody + "}\n"
+		if err := os.WriteFile(filepath.Join(dir, tool, "main.go"), []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
 func TestToolKey(t *testing.T) {
 	a, b := t.TempDir(), t.TempDir()
-	writeTool(t, a, "")
-	writeTool(t, b, "")
+	writeToolModule(t, a, "")
+	writeToolModule(t, b, "")
 	ka, err := ToolKey(a)
 	if err != nil {
 		t.Fatal(err)
@@ -36,12 +53,55 @@ func TestToolKey(t *testing.T) {
 	if ka != kb {
 		t.Errorf("same files, different keys %q and %q: the key must depend on content only", ka, kb)
 	}
-	writeTool(t, b, "println()")
+	writeToolModule(t, b, "println()")
 	if kb2, _ := ToolKey(b); kb2 == ka {
-		t.Errorf("changing main.go kept the key %q: a changed tool would never be rebuilt", ka)
+		t.Errorf("changing the tools' main.go kept the key %q: a changed tool would never be rebuilt", ka)
 	}
 	if _, err := ToolKey(t.TempDir()); err == nil || !strings.Contains(err.Error(), "go.mod") {
 		t.Errorf("ToolKey of an empty dir: err = %v, want one naming go.mod", err)
+	}
+}
+
+// TestToolModuleLayout checks the real tool module: one go.mod for every
+// tool, none of its own, so the shared packages build once.
+func TestToolModuleLayout(t *testing.T) {
+	mod, err := ModuleDir()
+	if err != nil {
+		t.Fatal(err)
+	}
+	src := filepath.Join(mod, "tools")
+	if _, err := ToolKey(src); err != nil {
+		t.Fatal(err)
+	}
+	for _, tool := range Tools {
+		if _, err := os.Stat(filepath.Join(src, tool, "go.mod")); err == nil {
+			t.Errorf("tools/%s has a go.mod of its own: it would resolve and compile the shared packages apart", tool)
+		}
+	}
+}
+
+func TestGoBuildAll(t *testing.T) {
+	dir := t.TempDir()
+	writeToolModule(t, dir, "")
+	bin := t.TempDir()
+	var pkgs, outs []string
+	for _, tool := range Tools {
+		pkgs = append(pkgs, "./"+tool)
+		outs = append(outs, filepath.Join(bin, tool+"-key"))
+	}
+	if err := goBuildAll(t.Context(), dir, pkgs, outs); err != nil {
+		t.Fatal(err)
+	}
+	for _, out := range outs {
+		if !isExecutable(out) {
+			t.Errorf("goBuildAll did not produce an executable at %s", out)
+		}
+	}
+	if entries, _ := os.ReadDir(bin); len(entries) != len(outs) {
+		t.Errorf("bin holds %d entries, want the %d binaries and no temporary directory", len(entries), len(outs))
+	}
+	if _, err := Tool(t.Context(), "kubelet", nil); err == nil || !strings.Contains(err.Error(), `"kubelet"`) {
+		t.Errorf("Tool(kubelet): err = %v, want one naming the unknown tool", err)
 	}
 }
 

@@ -3,10 +3,11 @@
 // ones in a cache directory so that they are built once per machine.
 //
 // The cache directory is $CCMKIT_E2E_CACHE when set, otherwise
-// testing/e2e/.cache in the source tree (git-ignored). Tools under
-// testing/e2e/tools/<name> are cached under bin/<name>-<key>, where key hashes
-// the tool's go.mod, go.sum and main.go and the Go version, so a version bump
-// gives a new file and an unchanged tool is never rebuilt. Concurrent test
-// binaries building the same tool serialise on a file lock; the loser finds
-// the winner's binary.
+// testing/e2e/.cache in the source tree (git-ignored). The tools are the
+// commands testing/e2e/tools/<name> of one module, testing/e2e/tools, built
+// together in one go build and cached under bin/<name>-<key>, where key hashes
+// the module's go.mod and go.sum, every tool's main.go and the Go version, so
+// a version bump gives new files and unchanged tools are never rebuilt.
+// Concurrent test binaries building the tools serialise on one file lock; the
+// loser finds the winner's binaries.
 package buildcache
