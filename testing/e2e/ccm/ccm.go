@@ -299,6 +299,10 @@ func (c *Process) PID() int { return c.p.PID() }
 // LogPath returns Config.LogPath.
 func (c *Process) LogPath() string { return c.p.LogPath() }
 
+// Usage returns the resident memory (now and peak) and CPU time the CCM has
+// used so far, or an error once it has exited.
+func (c *Process) Usage() (proc.Usage, error) { return c.p.Usage() }
+
 // LogTail returns the last n lines of the CCM's log.
 func (c *Process) LogTail(n int) string { return c.p.LogTail(n) }
 

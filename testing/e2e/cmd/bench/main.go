@@ -93,6 +93,7 @@ type result struct {
 	backends                       time.Duration // every load balancer's backends are every Node
 	fullBackends                   int
 	calls                          fake.Calls
+	usage                          usage // the CCM process's, from creating the objects to the end
 }
 
 func run(ctx context.Context, o options) error {
@@ -128,6 +129,7 @@ func run(ctx context.Context, o options) error {
 			i, r.nodes.Round(time.Millisecond), r.services.Round(time.Millisecond), r.total.Round(time.Millisecond), r.create.Round(time.Millisecond),
 			r.fullBackends, o.services, r.backends.Round(time.Millisecond), r.calls.Reads, r.calls.Writes, r.calls.Reads+r.calls.Writes)
 		fmt.Printf("run %d: calls by operation: %s\n", i, byOp(r.calls))
+		fmt.Printf("run %d: CCM process: %s\n", i, r.usage)
 		results = append(results, r)
 	}
 	med := func(f func(result) time.Duration) time.Duration {
@@ -184,6 +186,10 @@ func runOnce(ctx context.Context, o options, run int, client kubernetes.Interfac
 		return res, err
 	}
 
+	meter, err := sample(c.Usage)
+	if err != nil {
+		return res, err
+	}
 	start := time.Now()
 	var nodeNames []string
 	for i := range o.nodes {
@@ -255,6 +261,9 @@ func runOnce(ctx context.Context, o options, run int, client kubernetes.Interfac
 	time.Sleep(o.coalesceWindow + time.Second)
 	if res.calls, err = admin.Calls(ctx); err != nil {
 		return res, err
+	}
+	if res.usage, err = meter.stop(); err != nil {
+		return res, fmt.Errorf("reading the CCM's usage: %w", err)
 	}
 	return res, nil
 }
