@@ -36,6 +36,11 @@ func TestStartStop(t *testing.T) {
 		t.Fatalf("loading %s: %v", cp.KubeconfigPath(), err)
 	}
 	admin := kubernetes.NewForConfigOrDie(restCfg)
+	// kube-apiserver reports the release it is built from (buildcache
+	// ToolFlags), not v0.0.0-master.
+	if v, err := admin.Discovery().ServerVersion(); err != nil || !strings.HasPrefix(v.GitVersion, "v1.") || v.Major != "1" {
+		t.Errorf("/version = %+v, %v: want the v1.x release of the tool module", v, err)
+	}
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "cp-test"}}
 	if _, err := admin.CoreV1().Namespaces().Create(ctx, ns, metav1.CreateOptions{}); err != nil {
 		t.Fatalf("admin creating a namespace: %v", err)

@@ -78,6 +78,11 @@ var Tools = []string{"etcd", "kube-apiserver"}
 func ToolKey(dir string) (string, error) {
 	h := sha256.New()
 	fmt.Fprintf(h, "%s %s/%s\n", runtime.Version(), runtime.GOOS, runtime.GOARCH)
+	flags, err := ToolFlags(dir)
+	if err != nil {
+		return "", err
+	}
+	fmt.Fprintf(h, "flags %q\n", flags)
 	names := []string{"go.mod", "go.sum"}
 	for _, tool := range Tools {
 		names = append(names, filepath.Join(tool, "main.go"))
@@ -141,7 +146,11 @@ func Tool(ctx context.Context, name string, progress io.Writer) (string, error) 
 	for i, tool := range Tools {
 		pkgs[i], outs[i] = "./"+tool, binOf(tool)
 	}
-	if err := goBuildAll(ctx, src, pkgs, outs); err != nil {
+	flags, err := ToolFlags(src)
+	if err != nil {
+		return "", err
+	}
+	if err := goBuildAll(ctx, src, pkgs, outs, flags...); err != nil {
 		return "", err
 	}
 	if progress != nil {
@@ -220,4 +229,51 @@ func lock(ctx context.Context, path string) (func(), error) {
 		case <-time.After(500 * time.Millisecond):
 		}
 	}
+}
+
+// ToolFlags returns the go build flags of the tool module in dir: the
+// version of k8s.io/kubernetes its go.mod requires, stamped into
+// kube-apiserver the way Kubernetes' release build does
+// (hack/lib/version.sh kube::version::ldflags sets these variables of
+// k8s.io/component-base/version and k8s.io/client-go/pkg/version). Without
+// it the server reports v0.0.0-master+$Format:%H$ at /version, which
+// clients that check the server's version (Helm's kubeVersion, among
+// others) refuse. A module that does not require k8s.io/kubernetes gets no
+// flags.
+func ToolFlags(dir string) ([]string, error) {
+	b, err := os.ReadFile(filepath.Join(dir, "go.mod"))
+	if err != nil {
+		return nil, fmt.Errorf("buildcache: reading the tool module's go.mod: %w", err)
+	}
+	version := ""
+	for line := range strings.SplitSeq(string(b), "\n") {
+		if f := strings.Fields(line); len(f) >= 2 && f[0] == "k8s.io/kubernetes" {
+			version = f[1]
+		} else if len(f) >= 3 && f[0] == "require" && f[1] == "k8s.io/kubernetes" {
+			version = f[2]
+		}
+	}
+	if version == "" {
+		return nil, nil // no kube-apiserver to stamp
+	}
+	var major, minor string
+	if v, ok := strings.CutPrefix(version, "v"); ok {
+		parts := strings.SplitN(v, ".", 3)
+		if len(parts) == 3 {
+			major, minor = parts[0], parts[1]
+		}
+	}
+	if major == "" {
+		return nil, fmt.Errorf("buildcache: %s requires k8s.io/kubernetes at %q: expected a version vMAJOR.MINOR.PATCH", filepath.Join(dir, "go.mod"), version)
+	}
+	var ld []string
+	for _, pkg := range []string{"k8s.io/component-base/version", "k8s.io/client-go/pkg/version"} {
+		ld = append(ld,
+			"-X", pkg+".gitVersion="+version,
+			"-X", pkg+".gitMajor="+major,
+			"-X", pkg+".gitMinor="+minor,
+			"-X", pkg+".gitTreeState=clean",
+		)
+	}
+	return []string{"-ldflags=" + strings.Join(ld, " ")}, nil
 }

@@ -155,3 +155,31 @@ func isDir(p string) bool {
 	fi, err := os.Stat(p)
 	return err == nil && fi.IsDir()
 }
+
+// TestToolFlags: the real tool module stamps kube-apiserver with the
+// version of k8s.io/kubernetes it requires; a malformed one is an error
+// naming it; a module without it gets no flags.
+func TestToolFlags(t *testing.T) {
+	mod, err := ModuleDir()
+	if err != nil {
+		t.Fatal(err)
+	}
+	flags, err := ToolFlags(filepath.Join(mod, "tools"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(flags) != 1 || !strings.Contains(flags[0], "-X k8s.io/component-base/version.gitVersion=v1.") || !strings.Contains(flags[0], "k8s.io/client-go/pkg/version.gitMinor=") {
+		t.Errorf("ToolFlags(tools) = %q: want -ldflags stamping component-base's and client-go's version", flags)
+	}
+	dir := t.TempDir()
+	writeToolModule(t, dir, "")
+	if flags, err := ToolFlags(dir); err != nil || flags != nil {
+		t.Errorf("ToolFlags of a module without k8s.io/kubernetes = %q, %v: want none", flags, err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "go.mod"), []byte("module x\n\nrequire k8s.io/kubernetes master\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ToolFlags(dir); err == nil || !strings.Contains(err.Error(), `"master": expected a version vMAJOR.MINOR.PATCH`) {
+		t.Errorf("ToolFlags with k8s.io/kubernetes at master: error %v, want one naming the version", err)
+	}
+}
