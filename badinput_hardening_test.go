@@ -38,7 +38,7 @@ func hardeningInputs(w *badWorld) []badInput {
 // input, or an error wrapping errWrongOutcome when it built a *T anyway.
 func refused[T any](built *T, err error) error {
 	if built != nil {
-		return fmt.Errorf("%w: a %T was built: %v", errWrongOutcome, built, err)
+		return fmt.Errorf("%w: a %T was built: %v", errWrongOutcome, built, err) //nolint:errorlint // err is nil when it was built: %v prints <nil> where %w would print %!w(<nil>)
 	}
 	return err
 }

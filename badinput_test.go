@@ -554,7 +554,7 @@ func configInputs(w *badWorld) []badInput {
 		return func(context.Context) error {
 			c, err := cloudprovider.GetCloudProvider(name, strings.NewReader(cfg))
 			if c != nil {
-				return fmt.Errorf("%w: a provider was built: %v", errWrongOutcome, err)
+				return fmt.Errorf("%w: a provider was built: %v", errWrongOutcome, err) //nolint:errorlint // err is nil when it was built: %v prints <nil> where %w would print %!w(<nil>)
 			}
 			return err
 		}
@@ -1100,7 +1100,7 @@ func fakeConfigInputs(w *badWorld) []badInput {
 				c, err := openFake(cfg, fake.Options{})
 				if c != nil {
 					c.Shutdown()
-					return fmt.Errorf("%w: a Cloud was built: %v", errWrongOutcome, err)
+					return fmt.Errorf("%w: a Cloud was built: %v", errWrongOutcome, err) //nolint:errorlint // err is nil when it was built: %v prints <nil> where %w would print %!w(<nil>)
 				}
 				return err
 			},
@@ -1229,10 +1229,10 @@ func stateFileInputs(w *badWorld) []badInput {
 				c, err := openFake(fake.Config{StateFile: path}, fake.Options{})
 				if c != nil {
 					c.Shutdown()
-					return fmt.Errorf("%w: a Cloud was built: %v", errWrongOutcome, err)
+					return fmt.Errorf("%w: a Cloud was built: %v", errWrongOutcome, err) //nolint:errorlint // err is nil when it was built: %v prints <nil> where %w would print %!w(<nil>)
 				}
 				if !errors.Is(err, fake.ErrStateFile) {
-					return fmt.Errorf("%w: not an ErrStateFile: %v", errWrongOutcome, err)
+					return fmt.Errorf("%w: not an ErrStateFile: %w", errWrongOutcome, err)
 				}
 				return err
 			},
@@ -1406,7 +1406,7 @@ func adminInputs(w *badWorld) []badInput {
 func adminRequest(ctx context.Context, base, method, path string, header map[string]string, body string, status int) error {
 	req, err := http.NewRequestWithContext(ctx, method, base, strings.NewReader(body))
 	if err != nil {
-		return fmt.Errorf("%w: %v", errWrongOutcome, err)
+		return fmt.Errorf("%w: %w", errWrongOutcome, err)
 	}
 	req.URL.Opaque = path // sent as is, not cleaned or escaped
 	req.Header.Set("Authorization", "Bearer "+plantedSecret)
@@ -1426,12 +1426,12 @@ func adminRequest(ctx context.Context, base, method, path string, header map[str
 	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
-		return fmt.Errorf("%w: %v", errWrongOutcome, err)
+		return fmt.Errorf("%w: %w", errWrongOutcome, err)
 	}
 	defer resp.Body.Close()
 	raw, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
 	if err != nil {
-		return fmt.Errorf("%w: reading the response: %v", errWrongOutcome, err)
+		return fmt.Errorf("%w: reading the response: %w", errWrongOutcome, err)
 	}
 	var e struct {
 		Error string `json:"error"`

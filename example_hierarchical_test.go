@@ -633,7 +633,7 @@ func (a *octaAPI) CreateLoadBalancer(name string, tags map[string]string, family
 	lb := &octaLB{ID: a.newID("lb"), Name: name, Tags: maps.Clone(tags), AllowedCIDRs: slices.Clone(allowed),
 		Status: "PENDING_CREATE", Until: a.clock.Now().Add(a.busy)}
 	n, _ := strconv.Atoi(strings.TrimPrefix(lb.ID, "lb-"))
-	lb.VIP = netip.AddrFrom4([4]byte{198, 51, 100, byte(n)})
+	lb.VIP = netip.AddrFrom4([4]byte{198, 51, 100, byte(n)}) //nolint:gosec // G115: n numbers the example's load balancers, a handful
 	if family == v1.IPv6Protocol {
 		lb.VIP = netip.MustParseAddr("2001:db8::" + strconv.FormatInt(int64(n), 16))
 	}
@@ -733,7 +733,7 @@ func (a *octaAPI) ReplaceMembers(poolID string, ms []octaMember) error {
 				m.ID = p.Members[j].ID
 			}
 			next[i] = m
-			desc = append(desc, netip.AddrPortFrom(m.Address, uint16(m.Port)).String())
+			desc = append(desc, netip.AddrPortFrom(m.Address, uint16(m.Port)).String()) //nolint:gosec // G115: a member port is a node port, 1-65535
 		}
 		p.Members = next
 		return strings.Join(desc, " "), nil

@@ -333,7 +333,7 @@ func TestWriteYAML(t *testing.T) {
 		t.Error("the YAML has a status")
 	}
 	errWrite := errors.New("disk full")
-	if err := admission.WriteYAML(failingWriter{errWrite}, in); err != errWrite {
+	if err := admission.WriteYAML(failingWriter{errWrite}, in); err != errWrite { //nolint:errorlint // the writer's error must come back unwrapped
 		t.Errorf("WriteYAML to a failing writer = %v; want its error, unwrapped", err)
 	}
 }

@@ -551,7 +551,7 @@ func (a *Annotation) canonicalPlain(raw string) (string, error) {
 	c, ok, err := a.plain(raw)
 	if !ok {
 		exp := a.kindExpected(maxListed)
-		if h, isHidden := err.(hiddenChar); isHidden { // KindString: where in raw, not in the trimmed value
+		if h := (hiddenChar{}); errors.As(err, &h) { // KindString: where in raw, not in the trimmed value
 			h.offset += len(raw) - len(strings.TrimLeftFunc(raw, unicode.IsSpace))
 			exp, err = hiddenExpected, h
 		}

@@ -151,7 +151,7 @@ func TestValidateUndeclaredSortedAndBounded(t *testing.T) {
 	err := set.Validate(anns)
 	var names []string
 	for _, e := range err.(interface{ Unwrap() []error }).Unwrap() {
-		names = append(names, e.(*annotation.Error).Name)
+		names = append(names, errorName(e))
 	}
 	if diff := cmp.Diff([]string{"lb.example.com/aa", "lb.example.com/port", "lb.example.com/zz"}, names); diff != "" {
 		t.Errorf("errors not sorted by name (-want +got):\n%s", diff)
@@ -162,7 +162,7 @@ func TestValidateUndeclaredSortedAndBounded(t *testing.T) {
 		many[fmt.Sprintf("lb.example.com/unknown-%02d", i)] = "v"
 	}
 	errs := set.Validate(many).(interface{ Unwrap() []error }).Unwrap()
-	if len(errs) != 11 || errs[0].(*annotation.Error).Name != "lb.example.com/unknown-00" || errs[9].(*annotation.Error).Name != "lb.example.com/unknown-09" {
+	if len(errs) != 11 || errorName(errs[0]) != "lb.example.com/unknown-00" || errorName(errs[9]) != "lb.example.com/unknown-09" {
 		t.Fatalf("Validate of 25 undeclared: %d errors %v; want the first 10 by name and one counting the others", len(errs), errs)
 	}
 	last := errs[10]
@@ -172,6 +172,16 @@ func TestValidateUndeclaredSortedAndBounded(t *testing.T) {
 
 	huge := "lb.example.com/" + strings.Repeat("x", 1<<20)
 	checkBounded(t, set.Validate(map[string]string{huge: "v"}))
+}
+
+// errorName is the Name of the *annotation.Error in e's chain, or "" if
+// there is none.
+func errorName(e error) string {
+	var ae *annotation.Error
+	if !errors.As(e, &ae) {
+		return ""
+	}
+	return ae.Name
 }
 
 // TestValidateUndeclaredManyDeclarations: with 1,000 declarations under

@@ -2,6 +2,7 @@ package annotation
 
 import (
 	"cmp"
+	"errors"
 	"fmt"
 	"slices"
 	"strconv"
@@ -82,7 +83,7 @@ func (a *Annotation) parsePorts(raw string) ([]portEntry, error) {
 			return fail(nil, "entry %d has PORT %q", n, cut(port))
 		}
 		c, ok, err := a.plain(value)
-		if _, isHidden := err.(hiddenChar); isHidden {
+		if h := (hiddenChar{}); errors.As(err, &h) {
 			return fail(err, "entry %d has VALUE %q, holding a control or invisible character", n, cut(strings.TrimSpace(value)))
 		}
 		if !ok {

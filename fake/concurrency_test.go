@@ -91,7 +91,7 @@ func TestConcurrentMix(t *testing.T) {
 						}
 					}
 					_, err2 := v2.InstanceShutdown(ctx, &v1.Node{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("w%d-%d", w, i-1)}})
-					if err == nil && err2 != nil && err2 != cloudprovider.InstanceNotFound {
+					if err == nil && err2 != nil && err2 != cloudprovider.InstanceNotFound { //nolint:errorlint // controllers compare InstanceNotFound with ==: a wrapped one is a failure
 						err = err2
 					}
 				case 10:

@@ -62,7 +62,7 @@ func TestInstanceStates(t *testing.T) {
 					t.Errorf("InstanceMetadata(%q) = nil, nil; never allowed", node.Name)
 				}
 				// Sentinels are compared with == by the controllers.
-				if diff := cmp.Diff(tt.want, got, cmp.Comparer(func(a, b error) bool { return a == b }), fake.CmpModel); diff != "" {
+				if diff := cmp.Diff(tt.want, got, cmp.Comparer(func(a, b error) bool { return a == b }), fake.CmpModel); diff != "" { //nolint:errorlint // sentinels must come back unwrapped: the controllers compare them with ==
 					t.Errorf("node %q (providerID %q), %s (-want +got):\n%s", node.Name, node.Spec.ProviderID, tt.reason, diff)
 				}
 			}

@@ -312,17 +312,17 @@ func (d lbDriver) Delete(ctx context.Context, lb *loadbalancer.LoadBalancer) err
 	})
 }
 
-func (s *cloudState) indexLB(lb *loadbalancer.LoadBalancer) {
-	s.lbNames.add(lb.Name, lb.ID)
+func (st *cloudState) indexLB(lb *loadbalancer.LoadBalancer) {
+	st.lbNames.add(lb.Name, lb.ID)
 	if uid, ok := lb.Tags[loadbalancer.TagServiceUID]; ok {
-		s.lbUIDs.add(uid, lb.ID)
+		st.lbUIDs.add(uid, lb.ID)
 	}
 }
 
-func (s *cloudState) unindexLB(lb *loadbalancer.LoadBalancer) {
-	s.lbNames.remove(lb.Name, lb.ID)
+func (st *cloudState) unindexLB(lb *loadbalancer.LoadBalancer) {
+	st.lbNames.remove(lb.Name, lb.ID)
 	if uid, ok := lb.Tags[loadbalancer.TagServiceUID]; ok {
-		s.lbUIDs.remove(uid, lb.ID)
+		st.lbUIDs.remove(uid, lb.ID)
 	}
 }
 

@@ -361,10 +361,10 @@ func TestLoadBalancerClassIsNotOurs(t *testing.T) {
 	svc := service("web")
 	svc.Spec.LoadBalancerClass = ptr.To("example.com/other")
 	_, err := lbOf(t, c).EnsureLoadBalancer(t.Context(), cluster, svc, nodes)
-	if err != cloudprovider.ImplementedElsewhere {
+	if err != cloudprovider.ImplementedElsewhere { //nolint:errorlint // the service controller compares ImplementedElsewhere with ==: it must come back unwrapped
 		t.Errorf("Ensure with loadBalancerClass = %v; want cloudprovider.ImplementedElsewhere, unwrapped", err)
 	}
-	if err := lbOf(t, c).UpdateLoadBalancer(t.Context(), cluster, svc, nodes); err != cloudprovider.ImplementedElsewhere {
+	if err := lbOf(t, c).UpdateLoadBalancer(t.Context(), cluster, svc, nodes); err != cloudprovider.ImplementedElsewhere { //nolint:errorlint // the service controller compares ImplementedElsewhere with ==: it must come back unwrapped
 		t.Errorf("Update with loadBalancerClass = %v; want cloudprovider.ImplementedElsewhere, unwrapped", err)
 	}
 	if n := len(c.Snapshot().LoadBalancers); n != 0 {

@@ -57,8 +57,8 @@ func stateOf(x *routeIndex) indexState {
 func TestRouteIndexIncremental(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))
 	randomRoute := func(n int) routes.Entry {
-		bits := 8 + rng.IntN(17) // /8 … /24 inside 10.0.0.0/8: often nested
-		a := netip.AddrFrom4([4]byte{10, byte(rng.IntN(4)), byte(rng.IntN(4) * 64), 0})
+		bits := 8 + rng.IntN(17)                                                        // /8 … /24 inside 10.0.0.0/8: often nested
+		a := netip.AddrFrom4([4]byte{10, byte(rng.IntN(4)), byte(rng.IntN(4) * 64), 0}) //nolint:gosec // G115: at most 3 and 192
 		return routes.Entry{
 			Cluster:         []string{"", "a", "b"}[rng.IntN(3)],
 			Name:            fmt.Sprintf("r%d", n),

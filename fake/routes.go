@@ -118,12 +118,12 @@ func (s *store) addRoute(e routes.Entry) error {
 // the route table's rules, and leaves the state unchanged otherwise: the
 // one way into the table, for a table write, AddRoute and a state file
 // being loaded (store.mu held for writing, or the state not shared yet).
-func (s *cloudState) setRoutes(entries []routes.Entry, path func(i int) *field.Path) error {
-	if err := s.routeIdx.replace(s.routes, entries, path); err != nil {
+func (st *cloudState) setRoutes(entries []routes.Entry, path func(i int) *field.Path) error {
+	if err := st.routeIdx.replace(st.routes, entries, path); err != nil {
 		return err
 	}
-	s.routes = entries
-	s.routeRev++
+	st.routes = entries
+	st.routeRev++
 	return nil
 }
 

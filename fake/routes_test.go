@@ -174,7 +174,7 @@ func TestRoutesCoalesce(t *testing.T) {
 	if writes >= n/2 {
 		t.Errorf("%d CreateRoute calls made %d table writes; want them coalesced (well under %d)", n, writes, n/2)
 	}
-	if s := fake.RouteStats(c); s.Calls != n || uint64(writes) != s.Writes {
+	if s := fake.RouteStats(c); s.Calls != n || uint64(writes) != s.Writes { //nolint:gosec // G115: a call count, never negative
 		t.Errorf("RouteStats = %+v; want Calls %d and Writes equal to the counted %d", s, n, writes)
 	}
 }

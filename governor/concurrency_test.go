@@ -23,7 +23,7 @@ func TestConcurrentAdmit(t *testing.T) {
 	for w := range workers {
 		wg.Go(func() {
 			for i := range calls {
-				p := governor.Priority((w + i) % 3)
+				p := governor.Priority((w + i) % 3) //nolint:gosec // G115: 0, 1 or 2
 				if g.Admit(governor.Writes, p) == nil {
 					byPriority[p].Add(1)
 				}

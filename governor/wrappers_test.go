@@ -161,7 +161,7 @@ func TestWrappersPassThrough(t *testing.T) {
 			}
 			c.setErr(cloudErr)
 			_, err = m.call(t.Context(), g, c)
-			if err != cloudErr {
+			if err != cloudErr { //nolint:errorlint // the wrapper must return the cloud's error itself, unwrapped
 				t.Errorf("%s = %v, want the cloud's error itself", m.name, err)
 			}
 			assertCalls(t, c, []string{m.name, m.name})
@@ -292,7 +292,7 @@ func TestWrapperPauses(t *testing.T) {
 	g := newGovernor(t, newClock(), governor.Options{})
 	answer := throttled(7 * time.Second)
 	c.setErr(answer)
-	if _, err := g.LoadBalancer(lbAPI{c}).Apply(t.Context(), loadbalancer.Action{Kind: loadbalancer.ActionAddBackends}); err != answer {
+	if _, err := g.LoadBalancer(lbAPI{c}).Apply(t.Context(), loadbalancer.Action{Kind: loadbalancer.ActionAddBackends}); err != answer { //nolint:errorlint // the throttled answer must reach the caller unchanged, unwrapped
 		t.Fatalf("Apply = %v, want the cloud's throttled answer itself", err)
 	}
 	c.setErr(nil)

@@ -73,7 +73,7 @@ func sleep(ctx context.Context, c clock.Clock, d time.Duration) bool {
 // of the first period (rand.N), then period after the start of the last
 // call, or at once when that call overran its period.
 func every(ctx context.Context, c clock.Clock, period time.Duration, fn func()) {
-	next := c.Now().Add(rand.N(period))
+	next := c.Now().Add(rand.N(period)) //nolint:gosec // G404: jitter of a timer, not a secret
 	for sleep(ctx, c, next.Sub(c.Now())) {
 		start := c.Now()
 		fn()

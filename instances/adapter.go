@@ -117,7 +117,7 @@ func (a *Adapter) MaxStaleness() time.Duration { return staleness.Of(a.given) }
 // answers.
 func (a *Adapter) InstanceExists(ctx context.Context, node *v1.Node) (bool, error) {
 	_, err := a.lookup(ctx, node)
-	if err == errGone {
+	if errors.Is(err, errGone) {
 		return false, nil
 	}
 	if err != nil {
@@ -130,7 +130,7 @@ func (a *Adapter) InstanceExists(ctx context.Context, node *v1.Node) (bool, erro
 // answers.
 func (a *Adapter) InstanceShutdown(ctx context.Context, node *v1.Node) (bool, error) {
 	inst, err := a.lookup(ctx, node)
-	if err == errGone {
+	if errors.Is(err, errGone) {
 		return false, cloudprovider.InstanceNotFound
 	}
 	if err != nil {
@@ -143,7 +143,7 @@ func (a *Adapter) InstanceShutdown(ctx context.Context, node *v1.Node) (bool, er
 // answers and the validation applied.
 func (a *Adapter) InstanceMetadata(ctx context.Context, node *v1.Node) (*cloudprovider.InstanceMetadata, error) {
 	inst, err := a.lookup(ctx, node)
-	if err == errGone {
+	if errors.Is(err, errGone) {
 		return nil, cloudprovider.InstanceNotFound
 	}
 	if err != nil {

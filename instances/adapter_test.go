@@ -25,17 +25,17 @@ var errAny = errors.New("any error but not-found")
 // (InstanceNotFound must be returned unwrapped: controllers compare with ==).
 func checkErr(t *testing.T, what string, got, want error) {
 	t.Helper()
-	switch {
-	case want == nil:
+	switch want {
+	case nil:
 		if got != nil {
 			t.Errorf("%s: unexpected error %v", what, got)
 		}
-	case want == errAny:
+	case errAny: //nolint:errorlint // want is one of the table's sentinels itself, never wrapped
 		if got == nil || errors.Is(got, cloudprovider.InstanceNotFound) {
 			t.Errorf("%s: error %v, want an error that is not InstanceNotFound", what, got)
 		}
-	case want == cloudprovider.InstanceNotFound:
-		if got != cloudprovider.InstanceNotFound {
+	case cloudprovider.InstanceNotFound:
+		if got != cloudprovider.InstanceNotFound { //nolint:errorlint // controllers compare InstanceNotFound with ==: it must come back unwrapped
 			t.Errorf("%s: error %v, want cloudprovider.InstanceNotFound unwrapped", what, got)
 		}
 	default:

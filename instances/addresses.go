@@ -108,7 +108,7 @@ func BuildAddresses(addrs []v1.NodeAddress, policy AddressPolicy) ([]v1.NodeAddr
 	for i, a := range addrs {
 		e, err := parseAddress(a, policy.PreferIPv6)
 		if err != nil {
-			return nil, fmt.Errorf("%w: addresses[%d] (type %q, address %q): %v", ErrInvalidAddress, i, cut(string(a.Type)), cut(a.Address), err)
+			return nil, fmt.Errorf("%w: addresses[%d] (type %q, address %q): %w", ErrInvalidAddress, i, cut(string(a.Type)), cut(a.Address), err)
 		}
 		entries = append(entries, e)
 	}
@@ -156,7 +156,7 @@ func checkInternalIPs(out []v1.NodeAddress, policy AddressPolicy) error {
 		}
 	}
 	switch {
-	case policy.RequireDualStack && !(v4 && v6):
+	case policy.RequireDualStack && (!v4 || !v6):
 		missing := "IPv4"
 		if !v6 {
 			missing = "IPv6"
@@ -231,7 +231,7 @@ func parseAddress(a v1.NodeAddress, preferIPv6 bool) (addrEntry, error) {
 		case err != nil && len(a.Address) > clip.MaxQuoted:
 			return addrEntry{}, errors.New("expected an IPv4 or IPv6 address") // netip's error quotes it whole
 		case err != nil:
-			return addrEntry{}, fmt.Errorf("expected an IPv4 or IPv6 address: %v", err)
+			return addrEntry{}, fmt.Errorf("expected an IPv4 or IPv6 address: %w", err)
 		case ip.Zone() != "":
 			return addrEntry{}, fmt.Errorf("zone %q: expected an IP address without a zone", cut(ip.Zone()))
 		case ip.Is4In6():

@@ -152,7 +152,7 @@ func TestCacheConcurrentMissesCoalesce(t *testing.T) {
 			for i := w; i < n; i += workers {
 				exists, err := f.adapter.InstanceExists(t.Context(), numberedNode(i))
 				if err != nil || !exists {
-					errs <- fmt.Errorf("node %d: InstanceExists = (%v, %v)", i, exists, err)
+					errs <- fmt.Errorf("node %d: InstanceExists = (%v, %v)", i, exists, err) //nolint:errorlint // err is nil when exists is false: %v prints <nil> where %w would print %!w(<nil>)
 					return
 				}
 			}

@@ -18,7 +18,7 @@ const (
 // an Adapter over it (or over a provider's Driver embedding it) does not
 // meter them again (meteredDriver). The alias keeps the embedded field
 // unexported.
-type selfMetered = cloudmetrics.SelfMetered
+type selfMetered = cloudmetrics.SelfMetered //nolint:unused // embedded in Cache as a marker, found by cloudmetrics.MetersItself through its promoted method
 
 // meteredDriver returns the Driver an Adapter calls for d: d itself when
 // it records its own calls (a Cache, see selfMetered), else d metered.

@@ -32,7 +32,7 @@ func TestStateText(t *testing.T) {
 			}
 		})
 	}
-	var empty instances.State = instances.StateStopped
+	empty := instances.StateStopped
 	if err := empty.UnmarshalText(nil); err != nil || empty != instances.StateRunning {
 		t.Errorf(`UnmarshalText("") = %v, %v; want StateRunning (the zero value)`, empty, err)
 	}

@@ -202,7 +202,7 @@ func (o CacheOptions) withDefaults() CacheOptions {
 // the look-up that needed it. It is safe for concurrent use if the wrapped
 // ListDriver is. Create it with NewCache; the zero value is not usable.
 type Cache struct {
-	selfMetered                // it records its calls to d; see meteredDriver
+	selfMetered                //nolint:unused // a marker found by cloudmetrics.MetersItself through its promoted method: it records its calls to d; see meteredDriver
 	d           ListDriver     // the wrapped ListDriver, metered
 	pd          PoolListDriver // the same, when it lists pools (metered); else nil
 	lbs         *listCache[*LoadBalancer]
@@ -375,7 +375,7 @@ const capability = "loadbalancer"
 // a Reconciler over it (or over a provider's Driver embedding it) does not
 // meter them again (meteredDriver). The alias keeps the embedded field
 // unexported.
-type selfMetered = cloudmetrics.SelfMetered
+type selfMetered = cloudmetrics.SelfMetered //nolint:unused // embedded in Cache as a marker, found by cloudmetrics.MetersItself through its promoted method
 
 // meteredDriver returns the Driver and PoolDriver (poolDriverOf d) a
 // Reconciler calls for d: d itself when it records its own calls (a

@@ -489,7 +489,7 @@ func (c *listCache[T]) begin() listcache.Run[*view[T]] {
 // throttle's RetryError).
 func listError(what string, err error) error {
 	if errors.Is(err, ErrNotFound) {
-		return fmt.Errorf("load-balancer cache: listing %s: %v", what, err)
+		return fmt.Errorf("load-balancer cache: listing %s: %v", what, err) //nolint:errorlint // drops ErrNotFound on purpose, see above
 	}
 	return fmt.Errorf("load-balancer cache: listing %s: %w", what, err)
 }

@@ -31,15 +31,15 @@ func TestDeadTargetsInNewListenerPool(t *testing.T) {
 			var poolActions int
 			d.onApply = func(a loadbalancer.Action) error {
 				bs := slices.Clone(a.Backends)
-				switch {
-				case a.Kind == loadbalancer.ActionCreate:
+				switch a.Kind {
+				case loadbalancer.ActionCreate:
 					bs = append(bs, a.Create.Spec.Backends...)
 					for _, l := range a.Create.Spec.Listeners {
 						if l.Pool != nil {
 							bs = append(bs, l.Pool.Backends...)
 						}
 					}
-				case a.Kind == loadbalancer.ActionAddListenerPool:
+				case loadbalancer.ActionAddListenerPool:
 					poolActions++
 					bs = append(bs, a.Pool.Backends...)
 				}

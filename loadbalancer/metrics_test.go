@@ -100,7 +100,7 @@ func TestDriverCallMetrics(t *testing.T) {
 	if diff := cmp.Diff(wantReq, gotReq); diff != "" {
 		t.Errorf("ccmkit_cloud_requests_total{capability=loadbalancer} added by the calls (-want: the Driver's own counts +got):\n%s", diff)
 	}
-	wantTimed := map[string]uint64{"Find": uint64(finds), "Apply": uint64(applies), "Delete": uint64(deletes)}
+	wantTimed := map[string]uint64{"Find": uint64(finds), "Apply": uint64(applies), "Delete": uint64(deletes)} //nolint:gosec // G115: call counts, never negative
 	if diff := cmp.Diff(wantTimed, gotTimed); diff != "" {
 		t.Errorf("ccmkit_cloud_request_duration_seconds samples added (-want +got):\n%s", diff)
 	}

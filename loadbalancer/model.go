@@ -203,7 +203,7 @@ func (l Listener) clone() Listener {
 // when want has a pool, 0 in have counts as unknown while have has no
 // pool or an empty one, see Listener.NodePort), application protocol and
 // the settings want names.
-func (want Listener) attrsEqual(have Listener) bool {
+func (want Listener) attrsEqual(have Listener) bool { //nolint:staticcheck // ST1016: want and have name the two sides compared, as in Plan
 	return want.ListenerKey == have.ListenerKey && want.nodePortMatches(have) &&
 		want.AppProtocol == have.AppProtocol &&
 		len(changedKeys(want.Settings, have.Settings)) == 0

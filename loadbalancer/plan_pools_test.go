@@ -320,9 +320,7 @@ func FuzzPlanListenerPools(f *testing.F) {
 		actual.Tags = copyMap(ownerTags)
 		actual.Spec = loadbalancer.CloneSpec(desired.Spec)
 		actual.Spec.Listeners = nil
-		for _, l := range randomLB(rand.New(rand.NewPCG(s2, 3)), "").Spec.Listeners {
-			actual.Spec.Listeners = append(actual.Spec.Listeners, l)
-		}
+		actual.Spec.Listeners = append(actual.Spec.Listeners, randomLB(rand.New(rand.NewPCG(s2, 3)), "").Spec.Listeners...)
 		randomPools(rng, actual, members)
 		actions, err := loadbalancer.Plan(desired, actual)
 		if err != nil {

@@ -244,16 +244,16 @@ func randomLB(rng *rand.Rand, id string) *loadbalancer.LoadBalancer {
 	protos := []v1.Protocol{v1.ProtocolTCP, v1.ProtocolUDP, v1.ProtocolSCTP}
 	seen := map[loadbalancer.ListenerKey]bool{}
 	for i := pick(6); i > 0; i-- {
-		k := loadbalancer.ListenerKey{Family: []v1.IPFamily{v1.IPv4Protocol, v1.IPv6Protocol}[pick(2)], Protocol: protos[pick(3)], Port: int32(80 + pick(4))}
+		k := loadbalancer.ListenerKey{Family: []v1.IPFamily{v1.IPv4Protocol, v1.IPv6Protocol}[pick(2)], Protocol: protos[pick(3)], Port: int32(80 + pick(4))} //nolint:gosec // G115: ports 80-83
 		if !seen[k] {
 			seen[k] = true
-			lb.Spec.Listeners = append(lb.Spec.Listeners, loadbalancer.Listener{ListenerKey: k, NodePort: int32(30000 + pick(4))})
+			lb.Spec.Listeners = append(lb.Spec.Listeners, loadbalancer.Listener{ListenerKey: k, NodePort: int32(30000 + pick(4))}) //nolint:gosec // G115: node ports 30000-30003
 		}
 	}
 	for i := 0; i < 8; i++ {
 		if pick(2) == 0 {
 			lb.Spec.Backends = append(lb.Spec.Backends, loadbalancer.Backend{NodeName: fmt.Sprintf("n%d", i), ProviderID: fmt.Sprintf("p%d", pick(2)),
-				IPv4: netip.AddrFrom4([4]byte{10, 0, 0, byte(pick(3))})})
+				IPv4: netip.AddrFrom4([4]byte{10, 0, 0, byte(pick(3))})}) //nolint:gosec // G115: 0, 1 or 2
 		}
 	}
 	lb.Spec.HealthCheck = []loadbalancer.HealthCheck{{}, {Protocol: loadbalancer.HealthCheckHTTP, Port: 10256, Path: "/healthz"}, {Protocol: loadbalancer.HealthCheckHTTP, Port: 32000, Path: "/healthz"}}[pick(3)]
@@ -263,7 +263,7 @@ func randomLB(rng *rand.Rand, id string) *loadbalancer.LoadBalancer {
 		}
 	}
 	if pick(2) == 0 {
-		lb.Spec.SessionAffinity = loadbalancer.SessionAffinity{ClientIP: true, TimeoutSeconds: int32(10 * pick(3))}
+		lb.Spec.SessionAffinity = loadbalancer.SessionAffinity{ClientIP: true, TimeoutSeconds: int32(10 * pick(3))} //nolint:gosec // G115: 0, 10 or 20
 	}
 	for _, k := range []string{"x.io/a", "x.io/b", "cloud.io/c"} {
 		if pick(2) == 0 {

@@ -328,10 +328,10 @@ func TestMalformedAnnotationChangesNothing(t *testing.T) {
 func TestImplementedElsewhere(t *testing.T) {
 	r, d := newReconciler(t, loadbalancer.Options{})
 	svc := lbService(func(s *v1.Service) { s.Spec.LoadBalancerClass = ptr("example.com/other") })
-	if _, err := r.EnsureLoadBalancer(t.Context(), "c1", svc, threeNodes()); err != cloudprovider.ImplementedElsewhere {
+	if _, err := r.EnsureLoadBalancer(t.Context(), "c1", svc, threeNodes()); err != cloudprovider.ImplementedElsewhere { //nolint:errorlint // the service controller compares ImplementedElsewhere with ==: it must come back unwrapped
 		t.Errorf("Ensure = %v; want ImplementedElsewhere unwrapped", err)
 	}
-	if err := r.UpdateLoadBalancer(t.Context(), "c1", svc, threeNodes()); err != cloudprovider.ImplementedElsewhere {
+	if err := r.UpdateLoadBalancer(t.Context(), "c1", svc, threeNodes()); err != cloudprovider.ImplementedElsewhere { //nolint:errorlint // the service controller compares ImplementedElsewhere with ==: it must come back unwrapped
 		t.Errorf("Update = %v; want ImplementedElsewhere unwrapped", err)
 	}
 	if _, exists, err := r.GetLoadBalancer(t.Context(), "c1", svc); exists || err != nil {

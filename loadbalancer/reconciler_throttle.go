@@ -57,5 +57,5 @@ func backoff(d time.Duration, n int) time.Duration {
 		d *= 2
 	}
 	d = min(d, maxThrottleDelay)
-	return d + rand.N(d)
+	return d + rand.N(d) //nolint:gosec // G404: jitter of a back-off, not a secret
 }

@@ -203,7 +203,7 @@ func checkOneDocument(data []byte, fields map[string]bool) error {
 	for n := 1; ; n++ {
 		var doc any
 		err := dec.Decode(&doc)
-		if err == io.EOF {
+		if errors.Is(err, io.EOF) {
 			return nil
 		}
 		if n == 1 {
@@ -309,7 +309,7 @@ func checkText(v any, t reflect.Type, path string) error {
 // cannot forge a log line or a path.
 func pathKey(key string) string {
 	for _, r := range key {
-		if !(unicode.IsLetter(r) || unicode.IsDigit(r) || r == '-' || r == '_') {
+		if !unicode.IsLetter(r) && !unicode.IsDigit(r) && r != '-' && r != '_' {
 			return quote(key)
 		}
 	}

@@ -106,7 +106,7 @@ func (c Codec) Format(id string, path ...string) (string, error) {
 	}
 	for _, s := range append(append([]string(nil), path...), id) {
 		if err := checkSegment(s); err != nil {
-			return "", fmt.Errorf("%w: segment %s: %v", ErrMalformedProviderID, quote(s), err)
+			return "", fmt.Errorf("%w: segment %s: %w", ErrMalformedProviderID, quote(s), err)
 		}
 	}
 	return ProviderID{Scheme: c.Scheme, Path: path, ID: id}.String(), nil
@@ -146,7 +146,7 @@ func parseAny(providerID string) (ProviderID, error) {
 	segs := strings.Split(rest, "/")
 	for _, s := range segs {
 		if err := checkSegment(s); err != nil {
-			return ProviderID{}, fmt.Errorf("%w: %s: %v", ErrMalformedProviderID, quote(providerID), err)
+			return ProviderID{}, fmt.Errorf("%w: %s: %w", ErrMalformedProviderID, quote(providerID), err)
 		}
 	}
 	p := ProviderID{Scheme: scheme, ID: segs[len(segs)-1]}
@@ -161,7 +161,7 @@ func checkScheme(s string) error {
 		return fmt.Errorf("%w: scheme is empty: expected the provider name", ErrMalformedProviderID)
 	}
 	for _, r := range s {
-		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-' || r == '_' || r == '.' || r == '+') {
+		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-' || r == '_' || r == '.' || r == '+') { //nolint:staticcheck // QF1001: "not one of the allowed characters" reads best as one negation
 			return fmt.Errorf("%w: scheme %s: character %q: expected a letter, digit, '-', '_', '.' or '+'", ErrMalformedProviderID, quote(s), r)
 		}
 	}

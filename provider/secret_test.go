@@ -15,8 +15,8 @@ import (
 	"github.com/davecgh/go-spew/spew"
 	yamlv2 "go.yaml.in/yaml/v2"
 	yamlv3 "go.yaml.in/yaml/v3"
-	"k8s.io/apimachinery/pkg/util/dump"
 	"k8s.io/klog/v2/textlogger"
+	"k8s.io/utils/dump"
 	"sigs.k8s.io/yaml"
 )
 
@@ -235,6 +235,6 @@ func wrap(v reflect.Value, kind byte) reflect.Value {
 func inStruct(v reflect.Value, f reflect.StructField) reflect.Value {
 	s := reflect.New(reflect.StructOf([]reflect.StructField{f})).Elem()
 	field := s.Field(0)
-	reflect.NewAt(field.Type(), unsafe.Pointer(field.UnsafeAddr())).Elem().Set(v)
+	reflect.NewAt(field.Type(), unsafe.Pointer(field.UnsafeAddr())).Elem().Set(v) //nolint:gosec // G103: sets an unexported field of a test struct, which reflection cannot
 	return s
 }

@@ -142,7 +142,7 @@ func TestBatchContextErrors(t *testing.T) {
 			if !errors.Is(err, context.Canceled) {
 				t.Fatalf("%s: %v; want an error wrapping context.Canceled", tc.reason, err)
 			}
-			if err == context.Canceled {
+			if err == context.Canceled { //nolint:errorlint // a bare, unwrapped context.Canceled is the failure checked for
 				t.Errorf("%s: a bare context.Canceled; want it wrapped with what the call waited for", tc.reason)
 			}
 			for _, w := range tc.want {

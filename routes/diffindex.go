@@ -70,8 +70,8 @@ func (x *desiredIndex) put() {
 // add indexes desired[di], whose node name hashes to h; its CIDRs are
 // wanted.
 func (x *desiredIndex) add(di int, h uint64) {
-	x.index.insert(h, int32(len(x.slots)))
-	x.slots = append(x.slots, diffSlot{d: int32(di), at: int32(len(x.state))})
+	x.index.insert(h, int32(len(x.slots)))                                     //nolint:gosec // G115: 2^31 NodeRoutes would take >100 GiB; route tables hold thousands
+	x.slots = append(x.slots, diffSlot{d: int32(di), at: int32(len(x.state))}) //nolint:gosec // G115: likewise, and 2^31 CIDRs >32 GiB
 	for range x.desired[di].CIDRs {
 		x.state = append(x.state, stateWanted)
 	}
@@ -106,7 +106,7 @@ func (x *desiredIndex) find(h uint64, node types.NodeName, cidr string) (int, *N
 // for the CIDRs still wanted.
 func (x *desiredIndex) wanted(hash func(types.NodeName) uint64, f func(d *NodeRoutes, cidr string)) {
 	for si, sl := range x.slots {
-		end := int32(len(x.state))
+		end := int32(len(x.state)) //nolint:gosec // G115: an offset in state, bounded as in add
 		if si+1 < len(x.slots) {
 			end = x.slots[si+1].at
 		}
@@ -159,7 +159,7 @@ func (x *nodeIndex) reset(n int) {
 		x.tab = x.tab[:size]
 		clear(x.tab)
 	}
-	x.mask = uint64(size - 1)
+	x.mask = uint64(size - 1) //nolint:gosec // G115: size is at least 8
 }
 
 // insert adds slot under hash h. reset sized the table so that it never

@@ -114,7 +114,7 @@ func TestNodeIndexReset(t *testing.T) {
 		if size&(size-1) != 0 || size < 8 || 4*n > 3*size || (size > 8 && 4*n <= 3*size/2) {
 			t.Errorf("reset(%d): %d entries, want the least power of two (at least 8) holding it three quarters full", n, size)
 		}
-		if x.mask != uint64(size-1) {
+		if x.mask != uint64(size-1) { //nolint:gosec // G115: size is at least 8, checked above
 			t.Errorf("reset(%d): mask %#x for %d entries", n, x.mask, size)
 		}
 		for i, e := range x.tab {

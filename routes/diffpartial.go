@@ -216,7 +216,7 @@ func (c *partial) indexWanted(in *DiffInput, seed maphash.Seed) (wanted []wanted
 			if g < 0 {
 				g = len(dests)
 				dests = append(dests, p.Masked())
-				byDest.insert(maphash.Comparable(seed, p.Masked()), int32(g))
+				byDest.insert(maphash.Comparable(seed, p.Masked()), int32(g)) //nolint:gosec // G115: 2^31 desired CIDRs would take >32 GiB; route tables hold thousands
 			}
 			wanted = append(wanted, wantedRoute{d: di, cidr: cidr, group: g})
 		}

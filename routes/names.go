@@ -213,11 +213,11 @@ func encodeKey(hint, cidr string) []byte {
 	case p.Addr().Is4():
 		buf[0] |= hdrCIDRv4
 		a := p.Addr().As4()
-		buf = append(append(buf, a[:]...), byte(p.Bits()))
+		buf = append(append(buf, a[:]...), byte(p.Bits())) //nolint:gosec // G115: a prefix length, 0-32
 	default:
 		buf[0] |= hdrCIDRv6
 		a := p.Addr().As16()
-		buf = append(append(buf, a[:]...), byte(p.Bits()))
+		buf = append(append(buf, a[:]...), byte(p.Bits())) //nolint:gosec // G115: a prefix length, 0-128
 	}
 	return buf
 }
@@ -235,10 +235,10 @@ func decodeKey(b []byte) (NameKey, bool) {
 		k.NameHint, b = uuidString(b[:16]), b[16:]
 	} else {
 		l, n := binary.Uvarint(b)
-		if n <= 0 || l > uint64(len(b)-n) {
+		if n <= 0 || l > uint64(len(b)-n) { //nolint:gosec // G115: 0 < n <= len(b), the bytes Uvarint read of b
 			return NameKey{}, false
 		}
-		k.NameHint, b = string(b[n:n+int(l)]), b[n+int(l):]
+		k.NameHint, b = string(b[n:n+int(l)]), b[n+int(l):] //nolint:gosec // G115: l is at most len(b)-n, checked above
 	}
 	switch h & hdrCIDR {
 	case hdrCIDRRaw:

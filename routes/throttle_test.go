@@ -158,7 +158,7 @@ func TestThrottledDriverCallsAreRetried(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			var throttled uint64
 			for _, n := range tt.throttle {
-				throttled += uint64(n)
+				throttled += uint64(n) //nolint:gosec // G115: throttle counts of the table, small and positive
 			}
 			th := newThrottler(time.Millisecond, tt.throttle)
 			seed := seeded(t)
@@ -306,7 +306,7 @@ func TestWholeTableThrottledBatchRetriedAsWhole(t *testing.T) {
 			if diff := cmp.Diff(want, th.calls); diff != "" {
 				t.Errorf("driver calls (-want +got):\n%s\n(one throttle is one retry of the batch)", diff)
 			}
-			if diff := cmp.Diff(routes.Stats{Batches: 2, Writes: uint64(want["WriteTable"]), Calls: 400, Throttled: 1}, tbl.Stats()); diff != "" {
+			if diff := cmp.Diff(routes.Stats{Batches: 2, Writes: uint64(want["WriteTable"]), Calls: 400, Throttled: 1}, tbl.Stats()); diff != "" { //nolint:gosec // G115: a call count, never negative
 				t.Errorf("Stats (-want +got):\n%s", diff)
 			}
 		})

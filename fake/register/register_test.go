@@ -5,11 +5,12 @@ import (
 	"strings"
 	"testing"
 
+	cloudprovider "k8s.io/cloud-provider"
+	"k8s.io/utils/ptr"
+
 	"github.com/ccmkit/ccmkit/fake"
 	"github.com/ccmkit/ccmkit/fake/admin"
 	"github.com/ccmkit/ccmkit/provider"
-	cloudprovider "k8s.io/cloud-provider"
-	"k8s.io/utils/ptr"
 )
 
 func TestRegistration(t *testing.T) {

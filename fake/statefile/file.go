@@ -51,7 +51,7 @@ func Open(path string) (*File, error) {
 	}
 	lockPath := path + ".lock"
 	var err error
-	if f.lockf, err = os.OpenFile(lockPath, os.O_RDWR|os.O_CREATE, 0o600); err != nil {
+	if f.lockf, err = os.OpenFile(lockPath, os.O_RDWR|os.O_CREATE, 0o600); err != nil { //nolint:gosec // G304: the state file's path is the fake cloud's own configuration (fake.Config.StateFile), checked absolute above
 		return nil, f.errorf("opening the lock file: %w", err)
 	}
 	return f, nil

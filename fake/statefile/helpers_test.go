@@ -101,7 +101,7 @@ func retryAfter(t *testing.T, what string, err error) time.Duration {
 	t.Helper()
 	var last *api.RetryError
 	for _, e := range chain(err) {
-		if re, ok := e.(*api.RetryError); ok {
+		if re, ok := e.(*api.RetryError); ok { //nolint:errorlint // e is one link of the chain, walked by hand for the innermost; errors.As finds the outermost
 			last = re
 		}
 	}
@@ -117,7 +117,7 @@ func chain(err error) []error {
 		return nil
 	}
 	out := []error{err}
-	switch u := err.(type) {
+	switch u := err.(type) { //nolint:errorlint // unwraps one level by hand to list the chain
 	case interface{ Unwrap() error }:
 		out = append(out, chain(u.Unwrap())...)
 	case interface{ Unwrap() []error }:

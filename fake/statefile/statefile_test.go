@@ -318,7 +318,7 @@ func TestStateFileConcurrent(t *testing.T) {
 				return
 			}
 			if _, ok, err := lbOf(t, other).GetLoadBalancer(ctx, cluster, svc); !ok || err != nil {
-				errs <- fmt.Errorf("GetLoadBalancer %s through the other Cloud = %v, %v; want true", svc.Name, ok, err)
+				errs <- fmt.Errorf("GetLoadBalancer %s through the other Cloud = %v, %v; want true", svc.Name, ok, err) //nolint:errorlint // err is nil when ok is false: %v prints <nil> where %w would print %!w(<nil>)
 			}
 			if _, err := other.AddInstance(fake.Instance{Name: fmt.Sprintf("w-%02d", i)}); err != nil {
 				errs <- fmt.Errorf("AddInstance: %w", err)

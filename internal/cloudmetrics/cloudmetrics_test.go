@@ -42,7 +42,7 @@ func TestRegistered(t *testing.T) {
 		t.Fatal(err)
 	}
 	boom := errors.New("boom")
-	if err := Call("routes", "WriteTable", func() error { return boom }); err != boom {
+	if err := Call("routes", "WriteTable", func() error { return boom }); err != boom { //nolint:errorlint // f's error must come back unchanged, unwrapped
 		t.Fatalf("Call returned %v, want f's error unchanged", err)
 	}
 	CacheLookup("instances", true)

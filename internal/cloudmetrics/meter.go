@@ -23,7 +23,7 @@ import (
 // counts its refusals in metrics of its own).
 var ErrNotCalled = errors.New("answered without a cloud call")
 
-// SelfMetered, embedded in a Driver of ccmkit's, marks it as recording
+// SelfMetered marks a Driver of ccmkit's that embeds it as recording
 // the cloud calls made on its behalf itself (a cache: the calls it makes
 // to the Driver it wraps), so that the block it is given to does not
 // meter it again (MetersItself). A struct that embeds such a Driver (a

@@ -62,7 +62,7 @@ func TestMeter(t *testing.T) {
 		})
 	}
 	boom := errors.New("boom")
-	if err := meter("Outer", func(context.Context) error { return boom })(t.Context()); err != boom {
+	if err := meter("Outer", func(context.Context) error { return boom })(t.Context()); err != boom { //nolint:errorlint // f's error must come back unchanged, unwrapped
 		t.Errorf("Meter returned %v, want f's error unchanged", err)
 	}
 	if v, err := cloudmetrics.Metered(t.Context(), "metertest", "Value", func(context.Context) (int, error) { return 7, nil }); v != 7 || err != nil {

@@ -204,7 +204,7 @@ func TestGetThrottled(t *testing.T) {
 				return n, nil
 			}
 			c := listcache.New[int64](listcache.Options{TTL: time.Minute, ErrorTTL: tt.errorTTL, Clock: clk,
-				Err: func(err error) error { return fmt.Errorf("cache: %v", err) }}) // drops the RetryError
+				Err: func(err error) error { return fmt.Errorf("cache: %v", err) }}) //nolint:errorlint // drops the RetryError on purpose
 			checkThrottled := func(when string, left time.Duration) {
 				t.Helper()
 				_, _, err := c.Get(t.Context(), l.run)
@@ -283,7 +283,7 @@ func TestGetCanceledJoiner(t *testing.T) {
 	clk.setOnNow(cancel)
 	_, o, err := c.Get(ctx, l.run)
 	clk.setOnNow(nil)
-	if o != listcache.Joined || err != context.Canceled {
+	if o != listcache.Joined || err != context.Canceled { //nolint:errorlint // the joiner's own context error, unwrapped
 		t.Errorf("canceled joiner: (%v, %v), want (Joined, context.Canceled) unwrapped", o, err)
 	}
 	close(release)

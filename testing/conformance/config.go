@@ -121,21 +121,20 @@ type Config struct {
 	Skip map[string]string
 }
 
-// Validate reports the first thing wrong with cfg, naming the field, the
+// Validate reports the first thing wrong with c, naming the field, the
 // value and what was expected: a nil NewTarget, a negative Timeout,
 // MaxStaleness or BusyAfterWrite, inconsistent Claims, an empty or
 // repeated Claims.AppProtocols entry, a PortSetting without an annotation
 // or two usable values, a malformed or repeated ClusterCIDRs entry, or a
 // Skip key that names no rule or case. Run and Check call it
 // first; call it yourself to check a Config built outside a test.
-func (cfg Config) Validate() error {
-	_, err := cfg.normalize()
+func (c Config) Validate() error {
+	_, err := c.normalize()
 	return err
 }
 
-// normalize validates cfg and fills in defaults.
-func (cfg Config) normalize() (*Config, error) {
-	c := cfg
+// normalize validates c and fills in defaults.
+func (c Config) normalize() (*Config, error) {
 	if c.NewTarget == nil {
 		return nil, errors.New("Config.NewTarget is nil: expected a constructor of a fresh provider under test")
 	}

@@ -264,7 +264,7 @@ func fakeTargetOf(cloud *fake.Cloud, funcs fake.Funcs) (*conformance.Target, err
 				seen := map[conformance.Listener]bool{}
 				var out []conformance.Listener
 				for _, l := range lb.Spec.Listeners { // one per IP family
-					c := conformance.Listener{Protocol: v1.Protocol(l.Protocol), Port: l.Port, NodePort: l.NodePort, AppProtocol: l.AppProtocol}
+					c := conformance.Listener{Protocol: l.Protocol, Port: l.Port, NodePort: l.NodePort, AppProtocol: l.AppProtocol}
 					if !seen[c] {
 						seen[c] = true
 						out = append(out, c)

@@ -270,7 +270,7 @@ func addressProblems(addrs []v1.NodeAddress, dualStack bool) []string {
 		}
 		seen[a] = true
 	}
-	if dualStack && !(fams[false] && fams[true]) {
+	if dualStack && (!fams[false] || !fams[true]) {
 		out = append(out, fmt.Sprintf("Claims.DualStackNodeAddresses, but the IP addresses %v are not of both families", addrs))
 	}
 	return out
@@ -318,7 +318,7 @@ func (c *Config) podCIDR(i int, v6 bool) (string, bool) {
 		if !v6 {
 			byteIdx += 12
 		}
-		a[byteIdx] += byte(i + 1)
+		a[byteIdx] += byte(i + 1) //nolint:gosec // G115: i numbers a fixture's few addresses
 		addr := netip.AddrFrom16(a)
 		if !v6 {
 			addr = addr.Unmap()

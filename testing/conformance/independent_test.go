@@ -222,7 +222,7 @@ func (c *indieCloud) provision(lb *indieLB) {
 		return
 	}
 	c.seq++
-	lb.Address = netip.AddrFrom4([4]byte{198, 18, byte(c.seq >> 8), byte(c.seq)}).String()
+	lb.Address = netip.AddrFrom4([4]byte{198, 18, byte(c.seq >> 8), byte(c.seq)}).String() //nolint:gosec // G115: the low bytes of the sequence number, truncated on purpose
 }
 
 // CreateLoadBalancer creates a load balancer; the response has no address

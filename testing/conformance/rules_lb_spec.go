@@ -21,7 +21,7 @@ func prefixSet(cidrs []string) ([]string, error) {
 	for _, s := range cidrs {
 		p, err := netip.ParsePrefix(s)
 		if err != nil {
-			return nil, fmt.Errorf("%q is not a CIDR: %v", s, err)
+			return nil, fmt.Errorf("%q is not a CIDR: %w", s, err)
 		}
 		out = append(out, p.Masked().String())
 	}

@@ -223,7 +223,7 @@ func unclaimedAppProtocol(claimed []string) string {
 // appProtocolPort is a TCP port of application protocol app, port
 // 8000+i, node port 31000+i.
 func appProtocolPort(i int, app string) v1.ServicePort {
-	p := tcpPort(fmt.Sprintf("app-%d", i), int32(8000+i), int32(31000+i))
+	p := tcpPort(fmt.Sprintf("app-%d", i), int32(8000+i), int32(31000+i)) //nolint:gosec // G115: i numbers a Service's few ports
 	p.AppProtocol = ptr.To(app)
 	return p
 }

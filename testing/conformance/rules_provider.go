@@ -211,7 +211,7 @@ func ruleSentinelsUnwrapped(r *rt) {
 	cl := r.cfg.ClusterName
 	const where = "controllers/service/controller.go syncLoadBalancerIfNeeded"
 	check := func(what, where string, err error) {
-		if err != cloudprovider.ImplementedElsewhere && errors.Is(err, cloudprovider.ImplementedElsewhere) {
+		if err != cloudprovider.ImplementedElsewhere && errors.Is(err, cloudprovider.ImplementedElsewhere) { //nolint:errorlint // the rule: the controller compares it with ==, so a wrapped one is the failure
 			r.Errorf("%s returned %q, which wraps cloudprovider.ImplementedElsewhere: %s compares it with ==, expected the sentinel itself", what, err, where)
 		}
 	}

@@ -112,7 +112,7 @@ func (l retryLB) flush(ctx context.Context, after string) error {
 		return nil
 	}
 	if err := f.Flush(ctx); err != nil {
-		return fmt.Errorf("Flush after %s: %w", after, err)
+		return fmt.Errorf("Flush after %s: %w", after, err) //nolint:staticcheck // ST1005: starts with the name of the provider's method, Flush
 	}
 	return nil
 }

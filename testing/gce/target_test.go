@@ -105,7 +105,7 @@ func (s *sandbox) ready(ctx context.Context) error {
 		}
 		select {
 		case <-ctx.Done():
-			return fmt.Errorf("ClusterID.GetID() = %v after %v", err, context.Cause(ctx))
+			return fmt.Errorf("ClusterID.GetID() = %w after %w", err, context.Cause(ctx))
 		case <-tick.C:
 		}
 	}
@@ -159,7 +159,7 @@ func unexported(g *gcp.Cloud, name string) (reflect.Value, error) {
 	if !f.IsValid() {
 		return reflect.Value{}, fmt.Errorf("gce.Cloud has no field %s: a workaround for k8s.io/cloud-provider-gcp v0.28.2 needs updating", name)
 	}
-	return reflect.NewAt(f.Type(), unsafe.Pointer(f.UnsafeAddr())).Elem(), nil
+	return reflect.NewAt(f.Type(), unsafe.Pointer(f.UnsafeAddr())).Elem(), nil //nolint:gosec // G103: works around k8s.io/cloud-provider-gcp v0.28.2 by setting an unexported field, which reflection cannot
 }
 
 // makeStateful sets the hooks that give the mock the state a real project
@@ -241,7 +241,7 @@ func (s *sandbox) addVM(name string) (*v1.Node, error) {
 	key := meta.ZonalKey(name, s.vals.ZoneName)
 	vm := &compute.Instance{
 		Name:        name,
-		Id:          uint64(1000 + i),
+		Id:          uint64(1000 + i), //nolint:gosec // G115: i numbers the test's few nodes
 		Zone:        s.zoneLink(),
 		MachineType: s.zoneLink() + "/machineTypes/" + machineType,
 		Status:      "RUNNING",
@@ -533,7 +533,7 @@ func (s *sandbox) healthCheck(ctx context.Context, cluster string, svc *v1.Servi
 		return conformance.HealthCheck{}, fmt.Errorf("target pool %s references health check %s, which does not exist", tp.Name, name)
 	}
 	hc := o.ToGA()
-	return conformance.HealthCheck{Port: int32(hc.Port), Path: hc.RequestPath}, nil
+	return conformance.HealthCheck{Port: int32(hc.Port), Path: hc.RequestPath}, nil //nolint:gosec // G115: a health-check port the GCE provider set, 1-65535
 }
 
 // ---------------------------------------------------------------------------

@@ -315,7 +315,7 @@ type CloudMinimum struct {
 }
 
 // Total is Reads plus Writes.
-func (m CloudMinimum) Total() int64 { return m.Reads + m.Writes }
+func (c CloudMinimum) Total() int64 { return c.Reads + c.Writes }
 
 // Minimum is the fewest calls of one interface operation a scenario needs.
 type Minimum struct {

@@ -95,7 +95,7 @@ func run(args []string, stdout, stderr io.Writer) error {
 		_, err = stdout.Write(b)
 		return err
 	}
-	if err := os.WriteFile(o.out, b, 0o644); err != nil {
+	if err := os.WriteFile(o.out, b, 0o644); err != nil { //nolint:gosec // G306: a manifest to review and apply, readable like any generated file; it holds no secret
 		return fmt.Errorf("--out=%q: expected a writable file: %w", o.out, err)
 	}
 	return nil

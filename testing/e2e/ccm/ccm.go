@@ -337,7 +337,7 @@ func (c *Process) WaitLeader(ctx context.Context) error {
 			return nil
 		}
 		if exited, err := c.Exited(); exited {
-			return fmt.Errorf("ccm %s exited (%v) before acquiring its lease; last log lines:\n%s", c.Name(), err, c.LogTail(40))
+			return fmt.Errorf("ccm %s exited (%v) before acquiring its lease; last log lines:\n%s", c.Name(), err, c.LogTail(40)) //nolint:errorlint // err is nil for a zero exit status: %v prints <nil> where %w would print %!w(<nil>)
 		}
 		select {
 		case <-ctx.Done():

@@ -272,7 +272,7 @@ func waitReady(ctx context.Context, p *proc.Process, check func(context.Context)
 		}
 		select {
 		case <-ctx.Done():
-			return fmt.Errorf("controlplane: %s not ready: %w (last check: %v); last log lines:\n%s", p.Name(), ctx.Err(), last, p.LogTail(30))
+			return fmt.Errorf("controlplane: %s not ready: %w (last check: %v); last log lines:\n%s", p.Name(), ctx.Err(), last, p.LogTail(30)) //nolint:errorlint // the error is ctx's; the last check is context for the reader, kept out of errors.As (Start retries on an *earlyExitError)
 		case <-time.After(200 * time.Millisecond):
 		}
 	}

@@ -104,7 +104,7 @@ func WaitAdmin(ctx context.Context, addressFile string, exited func() error) (*A
 		}
 		select {
 		case <-ctx.Done():
-			return nil, fmt.Errorf("fakecloud: waiting for the admin endpoint in %s: %w (last: %v)", addressFile, ctx.Err(), last)
+			return nil, fmt.Errorf("fakecloud: waiting for the admin endpoint in %s: %w (last: %v)", addressFile, ctx.Err(), last) //nolint:errorlint // the error is ctx's; the last attempt's is context for the reader, kept out of errors.Is and errors.As
 		case <-time.After(100 * time.Millisecond):
 		}
 	}

@@ -61,7 +61,7 @@ func StartCCM(dir, name string, cloud fake.Config, cfg ccm.Config) (*CCM, error)
 func (c *CCM) Admin(ctx context.Context) (*fakecloud.Admin, error) {
 	return fakecloud.WaitAdmin(ctx, c.AddressFile, func() error {
 		if exited, err := c.Exited(); exited {
-			return fmt.Errorf("CCM %s exited (%v); last log lines:\n%s", c.Name(), err, c.LogTail(40))
+			return fmt.Errorf("CCM %s exited (%v); last log lines:\n%s", c.Name(), err, c.LogTail(40)) //nolint:errorlint // err is nil for a zero exit status: %v prints <nil> where %w would print %!w(<nil>)
 		}
 		return nil
 	})

@@ -71,7 +71,7 @@ func (s *sampler) loop() {
 				return
 			}
 			s.last = u
-			s.peak = max(s.peak, (u.CPU - prev.CPU).Seconds()/now.Sub(prevAt).Seconds())
+			s.peak = max(s.peak, (u.CPU-prev.CPU).Seconds()/now.Sub(prevAt).Seconds())
 			s.mu.Unlock()
 			prev, prevAt = u, now
 		}

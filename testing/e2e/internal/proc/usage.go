@@ -85,6 +85,6 @@ func parseUsage(status, stat []byte) (Usage, error) {
 		}
 		ticks += n
 	}
-	u.CPU = time.Duration(ticks) * time.Second / userHZ
+	u.CPU = time.Duration(ticks) * time.Second / userHZ //nolint:gosec // G115: CPU ticks of a test's process; overflow needs years of CPU time
 	return u, nil
 }

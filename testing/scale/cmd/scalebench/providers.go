@@ -228,7 +228,7 @@ func upstreamFake(time.Duration) (*scale.Target, error) {
 			mu.Lock()
 			defer mu.Unlock()
 			i := len(addrs) + 1
-			addrs[name] = net.IPv4(10, 1, byte(i>>8), byte(i)).String()
+			addrs[name] = net.IPv4(10, 1, byte(i>>8), byte(i)).String() //nolint:gosec // G115: the low bytes of the instance number, truncated on purpose
 			return "", nil
 		},
 	}, nil
