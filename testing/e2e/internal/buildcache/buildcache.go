@@ -150,7 +150,7 @@ func Tool(ctx context.Context, name string, progress io.Writer) (string, error) 
 	if err != nil {
 		return "", err
 	}
-	if err := goBuildAll(ctx, src, pkgs, outs, flags...); err != nil {
+	if err := goBuildAll(ctx, src, nil, pkgs, outs, flags...); err != nil {
 		return "", err
 	}
 	if progress != nil {
@@ -164,13 +164,19 @@ func Tool(ctx context.Context, name string, progress io.Writer) (string, error) 
 // that a reader never sees a half-written binary. The error includes the go
 // command's combined output.
 func GoBuild(ctx context.Context, dir, pkg, out string, flags ...string) error {
-	return goBuildAll(ctx, dir, []string{pkg}, []string{out}, flags...)
+	return goBuildAll(ctx, dir, nil, []string{pkg}, []string{out}, flags...)
+}
+
+// GoBuildEnv is GoBuild with env (NAME=value, such as CGO_ENABLED=0) added
+// to the go command's environment.
+func GoBuildEnv(ctx context.Context, dir string, env []string, pkg, out string, flags ...string) error {
+	return goBuildAll(ctx, dir, env, []string{pkg}, []string{out}, flags...)
 }
 
 // goBuildAll builds the main packages pkgs in one go command (so that what
 // they share compiles once) into a temporary directory next to the first
 // out, then renames each binary to its out, in order.
-func goBuildAll(ctx context.Context, dir string, pkgs, outs []string, flags ...string) error {
+func goBuildAll(ctx context.Context, dir string, env, pkgs, outs []string, flags ...string) error {
 	tmp, err := os.MkdirTemp(filepath.Dir(outs[0]), ".build-")
 	if err != nil {
 		return fmt.Errorf("buildcache: %w", err)
@@ -183,7 +189,7 @@ func goBuildAll(ctx context.Context, dir string, pkgs, outs []string, flags ...s
 		args = append(args, "-o", tmp+string(filepath.Separator))
 	}
 	cmd := exec.CommandContext(ctx, "go", append(args, pkgs...)...)
-	cmd.Env = append(os.Environ(), "GOWORK=off")
+	cmd.Env = append(append(os.Environ(), "GOWORK=off"), env...)
 	cmd.WaitDelay = 10 * time.Second
 	output, err := cmd.CombinedOutput()
 	if err != nil {

@@ -89,7 +89,7 @@ func TestGoBuildAll(t *testing.T) {
 		pkgs = append(pkgs, "./"+tool)
 		outs = append(outs, filepath.Join(bin, tool+"-key"))
 	}
-	if err := goBuildAll(t.Context(), dir, pkgs, outs); err != nil {
+	if err := goBuildAll(t.Context(), dir, nil, pkgs, outs); err != nil {
 		t.Fatal(err)
 	}
 	for _, out := range outs {
