@@ -163,7 +163,7 @@ func unpack(t *testing.T, img v1.Image) string {
 		case tar.TypeDir:
 			err = os.MkdirAll(dst, 0o755)
 		case tar.TypeReg:
-			err = writeFile(dst, tr, os.FileMode(h.Mode).Perm())
+			err = writeFile(dst, tr, h.FileInfo().Mode().Perm())
 		default:
 			t.Fatalf("layer entry %q of type %c: want a directory or a regular file", h.Name, h.Typeflag)
 		}

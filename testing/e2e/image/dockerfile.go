@@ -168,7 +168,8 @@ func validName(s string) bool {
 		return false
 	}
 	for _, r := range s {
-		if !(r == '_' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9') {
+		letter := r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z'
+		if r != '_' && !letter && (r < '0' || r > '9') {
 			return false
 		}
 	}
