@@ -22,12 +22,22 @@ type BuildOptions struct {
 	Race bool
 }
 
-// Build builds github.com/ccmkit/ccmkit/example from the root module of the
-// source tree into dir and returns the binary's path. It always runs
-// `go build` (cheap when nothing changed, thanks to the Go build cache), so
-// the binary matches the checked-out source.
+// Build builds github.com/ccmkit/ccmkit/example (the source tree's, through
+// the replace directive of testing/e2e/go.mod) into dir and returns the
+// binary's path. It always runs `go build` (cheap when nothing changed,
+// thanks to the Go build cache), so the binary matches the checked-out
+// source.
+//
+// The build runs in the testing/e2e module, where the example is a tool
+// (the go.mod's tool directive), not in the root module: the dependencies
+// then have this module's versions, which are also the tool module's
+// (buildcache.TestSharedVersions), so a cold first run compiles client-go,
+// the API types and the rest once for the demo or the tests, the servers
+// and the CCM, instead of once per module. A provider's own build uses its
+// module's versions, of course; the root module's minimums are built by
+// its own tests and by the image (package image).
 func Build(ctx context.Context, dir string, opts BuildOptions) (string, error) {
-	root, err := buildcache.RootDir()
+	mod, err := buildcache.ModuleDir()
 	if err != nil {
 		return "", err
 	}
@@ -37,7 +47,7 @@ func Build(ctx context.Context, dir string, opts BuildOptions) (string, error) {
 		out += "-race"
 		flags = append(flags, "-race")
 	}
-	if err := buildcache.GoBuild(ctx, root, "./example", out, flags...); err != nil {
+	if err := buildcache.GoBuild(ctx, mod, "github.com/ccmkit/ccmkit/example", out, flags...); err != nil {
 		return "", err
 	}
 	return out, nil

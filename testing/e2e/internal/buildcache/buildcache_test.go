@@ -1,7 +1,9 @@
 package buildcache
 
 import (
+	"errors"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -182,4 +184,75 @@ func TestToolFlags(t *testing.T) {
 	if _, err := ToolFlags(dir); err == nil || !strings.Contains(err.Error(), `"master": expected a version vMAJOR.MINOR.PATCH`) {
 		t.Errorf("ToolFlags with k8s.io/kubernetes at master: error %v, want one naming the version", err)
 	}
+}
+
+// moduleVersions returns the module path → version (after replace
+// directives) of every package pkgs depend on, as the go command resolves
+// them in the module in dir.
+func moduleVersions(t *testing.T, dir string, pkgs ...string) map[string]string {
+	t.Helper()
+	args := append([]string{"-C", dir, "list", "-deps", "-f",
+		"{{with .Module}}{{.Path}} {{with .Replace}}{{.Version}}{{else}}{{.Version}}{{end}}{{end}}"}, pkgs...)
+	cmd := exec.Command("go", args...)
+	cmd.Env = append(os.Environ(), "GOWORK=off")
+	out, err := cmd.Output()
+	if err != nil {
+		var stderr []byte
+		if ee := (*exec.ExitError)(nil); errors.As(err, &ee) {
+			stderr = ee.Stderr
+		}
+		t.Fatalf("go %s: %v\n%s", strings.Join(args, " "), err, stderr)
+	}
+	versions := map[string]string{}
+	for line := range strings.SplitSeq(strings.TrimSpace(string(out)), "\n") {
+		if path, version, ok := strings.Cut(line, " "); ok && version != "" {
+			versions[path] = version
+		}
+	}
+	return versions
+}
+
+// TestSharedVersions checks that every module both the demo (and the
+// example CCM, built in this module by package ccm) and the servers of the
+// tool module depend on has one version in both build lists. The go
+// command's build cache keys a compiled package by its dependencies'
+// versions too, so one differing version low in the graph (golang.org/x/sys,
+// go-logr) makes a cold first demo compile client-go, the API types and the
+// rest twice: the demo took 3m22s to compile before the servers'
+// 7m16s, sharing almost nothing with them. Raise tools/go.mod to the
+// version this module resolves (go get MODULE@VERSION in testing/e2e/tools)
+// when this fails.
+func TestSharedVersions(t *testing.T) {
+	if testing.Short() {
+		t.Skip("loads every package of kube-apiserver")
+	}
+	mod, err := ModuleDir()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ours := moduleVersions(t, mod, "./cmd/demo", "github.com/ccmkit/ccmkit/example")
+	servers := moduleVersions(t, filepath.Join(mod, "tools"), prefixed("./", Tools)...)
+	shared := 0
+	for path, v := range ours {
+		if sv, ok := servers[path]; ok {
+			shared++
+			if sv != v {
+				t.Errorf("module %s: testing/e2e resolves %s, testing/e2e/tools %s: expected one version", path, v, sv)
+			}
+		}
+	}
+	for _, want := range []string{"k8s.io/client-go", "k8s.io/api", "golang.org/x/sys"} {
+		if _, ok := servers[want]; !ok || ours[want] == "" {
+			t.Errorf("module %s: expected both build lists to have it (ours %q)", want, ours[want])
+		}
+	}
+	t.Logf("%d modules shared, %d ours, %d the servers'", shared, len(ours), len(servers))
+}
+
+func prefixed(prefix string, names []string) []string {
+	out := make([]string, len(names))
+	for i, n := range names {
+		out[i] = prefix + n
+	}
+	return out
 }
