@@ -6,7 +6,10 @@
 // The module github.com/ccmkit/ccmkit/testing/e2e is nested so that its
 // heavy, test-only dependencies never reach library users. etcd and
 // kube-apiserver are built from one module of their own, tools/ (see package
-// controlplane), the CCM from the checked-out root module (package ccm).
+// controlplane), the CCM from the checked-out root module's sources (package
+// ccm). The three builds resolve every module they share to one version
+// (TestSharedVersions in internal/buildcache), so a cold build compiles
+// Kubernetes' libraries once for all of them.
 //
 // Run everything (the first run builds kube-apiserver, which takes minutes):
 //

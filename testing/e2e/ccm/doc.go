@@ -1,5 +1,6 @@
 // Package ccm builds and runs ccmkit's example cloud-controller-manager
-// (example/main.go in the root module) as a separate process against a real
+// (example/main.go in the root module, built with the testing/e2e module's
+// dependency versions; see Build) as a separate process against a real
 // API server, the way a cluster runs it: flags, a kubeconfig, a
 // cloud-config file, leader election through a Lease.
 //

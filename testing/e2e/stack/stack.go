@@ -124,7 +124,7 @@ func Start(ctx context.Context, cfg Config) (_ *Stack, err error) {
 	if s.Client, err = kubernetes.NewForConfig(s.ControlPlane.RESTConfig()); err != nil {
 		return nil, fmt.Errorf("stack: %w", err)
 	}
-	progressf(cfg.Progress, "building the example CCM (go build ./example)")
+	progressf(cfg.Progress, "building the example CCM (go build github.com/ccmkit/ccmkit/example in testing/e2e)")
 	ccmCfg := cfg.CCM
 	if ccmCfg.Binary, err = ccm.Build(ctx, s.Dir, ccm.BuildOptions{}); err != nil {
 		return nil, err
