@@ -196,10 +196,7 @@ func (d *Dockerfile) Stage(name string) (*Stage, error) {
 // ARG, with their stage default, else the global default, else the value
 // given to the build (buildArgs wins over both defaults).
 func (d *Dockerfile) scope(s *Stage, buildArgs map[string]string) (map[string]string, error) {
-	global := map[string]string{}
-	for _, a := range d.Args {
-		global[a.Name] = a.Default
-	}
+	global := d.globalScope(buildArgs)
 	vars := map[string]string{}
 	for _, in := range s.Instructions {
 		if in.Command != "ARG" {
@@ -219,6 +216,33 @@ func (d *Dockerfile) scope(s *Stage, buildArgs map[string]string) (map[string]st
 		}
 	}
 	return vars, nil
+}
+
+// platformArgs are the build arguments BuildKit defines in the global
+// scope without an ARG instruction, so that FROM can use them.
+var platformArgs = []string{
+	"TARGETPLATFORM", "TARGETOS", "TARGETARCH", "TARGETVARIANT",
+	"BUILDPLATFORM", "BUILDOS", "BUILDARCH", "BUILDVARIANT",
+}
+
+// globalScope returns the variables a FROM line sees: the global ARGs
+// (their defaults, or buildArgs' values) and those of platformArgs that
+// buildArgs gives. A stage's `ARG NAME` without a default inherits from it.
+func (d *Dockerfile) globalScope(buildArgs map[string]string) map[string]string {
+	global := map[string]string{}
+	for _, name := range platformArgs {
+		if v, ok := buildArgs[name]; ok {
+			global[name] = v
+		}
+	}
+	for _, a := range d.Args {
+		if v, ok := buildArgs[a.Name]; ok {
+			global[a.Name] = v
+		} else {
+			global[a.Name] = a.Default
+		}
+	}
+	return global
 }
 
 // expand replaces $NAME and ${NAME} in s with vars; a name not in vars is
@@ -249,7 +273,7 @@ func expand(s string, vars map[string]string) (string, error) {
 		}
 		v, ok := vars[n]
 		if !ok || !validName(n) {
-			return "", fmt.Errorf("%q: variable %q: expected one of the stage's ARGs %q", s, n, slices.Sorted(maps.Keys(vars)))
+			return "", fmt.Errorf("%q: variable %q: expected one of the ARGs in scope %q", s, n, slices.Sorted(maps.Keys(vars)))
 		}
 		b.WriteString(v)
 	}

@@ -123,7 +123,8 @@ func TestParseErrors(t *testing.T) {
 		{"bad ARG", "ARG 1X=2\nFROM scratch\n", []string{`ARG name "1X"`}},
 		{"empty instruction", "FROM scratch\nUSER\n", []string{"Dockerfile:2", "USER has no arguments"}},
 		{"shell operator", strings.Replace(good, "./example", "./example && rm -rf /", 1), []string{"Dockerfile:2", "shell operator", "single command"}},
-		{"unknown variable", strings.Replace(good, "CGO_ENABLED=0", "GOOS=$TARGETOS", 1), []string{"Dockerfile:2", `"TARGETOS"`, "stage's ARGs"}},
+		{"unknown variable", strings.Replace(good, "CGO_ENABLED=0", "GOOS=$TARGETOS", 1), []string{"Dockerfile:2", `"TARGETOS"`, "ARGs in scope"}},
+		{"stage ARG in FROM", strings.Replace(strings.Replace(good, "FROM scratch", "FROM $BASE", 1), "FROM golang AS build", "FROM golang AS build\nARG BASE=scratch", 1), []string{"Dockerfile:4: FROM", `"BASE"`, "before the first FROM"}},
 		{"no go build", strings.Replace(good, "go build", "make", 1), []string{`stage "build" has 0 RUN`, "expected one"}},
 		{"two packages", strings.Replace(good, "./example", "./a ./b", 1), []string{"expected one package"}},
 		{"relative output", strings.Replace(good, "-o /out/ccm", "-o ccm", 1), []string{`-o "ccm"`, "absolute output path"}},
@@ -148,6 +149,37 @@ func TestParseErrors(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestRecipeBase checks that the final FROM sees the global ARGs, as
+// docker build's does: their defaults, the build's values, and the
+// platform arguments BuildKit predefines.
+func TestRecipeBase(t *testing.T) {
+	const text = "ARG BASE=gcr.io/distroless/static-debian12\nARG FLAVOUR=nonroot\n" +
+		"FROM golang AS build\nRUN go build -o /out/ccm ./example\n" +
+		"FROM ${BASE}:${FLAVOUR}-$TARGETARCH\nCOPY --from=build /out/ccm /ccm\nUSER 65532:65532\nENTRYPOINT [\"/ccm\"]\n"
+	d, err := Parse("Dockerfile", []byte(text))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		args map[string]string
+		want string
+	}{
+		{map[string]string{"TARGETARCH": "arm64"}, "gcr.io/distroless/static-debian12:nonroot-arm64"},
+		{map[string]string{"TARGETARCH": "amd64", "BASE": "registry.example.com/base"}, "registry.example.com/base:nonroot-amd64"},
+	} {
+		r, err := d.Recipe(tc.args)
+		if err != nil {
+			t.Fatalf("Recipe(%v): %v", tc.args, err)
+		}
+		if r.Base != tc.want {
+			t.Errorf("Recipe(%v).Base = %q: want %q", tc.args, r.Base, tc.want)
+		}
+	}
+	if _, err := d.Recipe(nil); err == nil || !strings.Contains(err.Error(), `"TARGETARCH"`) {
+		t.Errorf("Recipe without TARGETARCH: error %v, want one naming it", err)
 	}
 }
 

@@ -12,7 +12,8 @@ import (
 // compiles with `go build` and the final stage copies in, and the image
 // configuration it declares.
 type Recipe struct {
-	// Base is the final stage's FROM reference.
+	// Base is the final stage's FROM reference, with the global ARGs
+	// expanded.
 	Base string
 	// Binary is where the binary is in the image (COPY's destination).
 	Binary string
@@ -54,7 +55,11 @@ func (d *Dockerfile) Recipe(buildArgs map[string]string) (*Recipe, error) {
 	if err != nil {
 		return nil, err
 	}
-	r := &Recipe{Base: final.Base, Labels: map[string]string{}}
+	base, err := expand(final.Base, d.globalScope(buildArgs))
+	if err != nil {
+		return nil, fmt.Errorf("%s:%d: FROM: %w (FROM sees only the ARGs before the first FROM)", d.Name, final.Line, err)
+	}
+	r := &Recipe{Base: base, Labels: map[string]string{}}
 	var copies int
 	for _, in := range final.Instructions {
 		at := fmt.Sprintf("%s:%d: %s", d.Name, in.Line, in.Command)
