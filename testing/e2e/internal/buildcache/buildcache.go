@@ -141,10 +141,10 @@ func Tool(ctx context.Context, name string, progress io.Writer) (string, error) 
 			strings.Join(Tools, " and "), binDir)
 	}
 	start := time.Now()
-	pkgs := make([]string, len(Tools))
+	pkgs := toolPackages()
 	outs := make([]string, len(Tools))
 	for i, tool := range Tools {
-		pkgs[i], outs[i] = "./"+tool, binOf(tool)
+		outs[i] = binOf(tool)
 	}
 	flags, err := ToolFlags(src)
 	if err != nil {
@@ -157,6 +157,16 @@ func Tool(ctx context.Context, name string, progress io.Writer) (string, error) 
 		fmt.Fprintf(progress, "built %s in %s\n", strings.Join(Tools, " and "), time.Since(start).Round(time.Second))
 	}
 	return binOf(name), nil
+}
+
+// toolPackages returns the main packages of Tools, relative to the tool
+// module's directory.
+func toolPackages() []string {
+	pkgs := make([]string, len(Tools))
+	for i, tool := range Tools {
+		pkgs[i] = "./" + tool
+	}
+	return pkgs
 }
 
 // GoBuild runs `go -C dir build [flags] -o out pkg` with GOWORK=off,

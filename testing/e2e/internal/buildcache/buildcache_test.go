@@ -231,7 +231,7 @@ func TestSharedVersions(t *testing.T) {
 		t.Fatal(err)
 	}
 	ours := moduleVersions(t, mod, "./cmd/demo", "github.com/ccmkit/ccmkit/example")
-	servers := moduleVersions(t, filepath.Join(mod, "tools"), prefixed("./", Tools)...)
+	servers := moduleVersions(t, filepath.Join(mod, "tools"), toolPackages()...)
 	shared := 0
 	for path, v := range ours {
 		if sv, ok := servers[path]; ok {
@@ -247,12 +247,4 @@ func TestSharedVersions(t *testing.T) {
 		}
 	}
 	t.Logf("%d modules shared, %d ours, %d the servers'", shared, len(ours), len(servers))
-}
-
-func prefixed(prefix string, names []string) []string {
-	out := make([]string, len(names))
-	for i, n := range names {
-		out[i] = prefix + n
-	}
-	return out
 }
