@@ -67,8 +67,8 @@
 //     Cases (Config.Skip "LB-CLAIMED-FEATURES/case"): udp, sctp, mixed-protocols, dual-stack, node-port-less, source-ranges.
 //   - LB-CLUSTER-ISOLATION: Two clusters with a Service of the same namespace and name (with Target.OtherCluster: also the same UID and cluster name, through two providers) never see, update or delete each other's load balancer.
 //     Source: cloud.go LoadBalancer (clusterName); controllers/service/controller.go syncLoadBalancerIfNeeded.
-//   - LB-CONCURRENT: Concurrent Ensure and Update calls, on one Service and on several, all succeed and leave every load balancer converged.
-//     Source: controllers/service/controller.go Run (service and node workers), lockedUpdateLoadBalancerHosts.
+//   - LB-CONCURRENT: Ensure and Update calls concurrent as the service controller makes them (one Ensure of a Service at a time, beside one Update of it and the Ensure calls of other Services) all succeed and leave every load balancer converged.
+//     Source: controllers/service/controller.go Run (service and node workers), processNextServiceItem (the workqueue hands a key to one worker at a time), updateLoadBalancerHosts, lockedUpdateLoadBalancerHosts.
 //   - LB-NODE-SYNC: After a node joins and after one leaves, delivered as the service controller delivers them (UpdateLoadBalancer of every Service, concurrently, with the same nodes), every Service's backends are exactly the nodes given, also where their load balancers share a backend pool.
 //     Source: controllers/service/controller.go syncNodes, updateLoadBalancerHosts, nodeSyncService.
 //   - LB-DELETE-SHARED: Deleting one of several Services leaves the other Services' backends as they were: a backend pool they share is never emptied, nor deleted while referenced; and deleting the last leaves nothing the provider created.

@@ -478,6 +478,19 @@ func ruleLBClusterIsolation(r *rt) {
 	r.checkOwned(fmt.Sprintf("after %s created and deleted its own load balancer", b.desc), ownedA)
 }
 
+// ruleLBConcurrent makes the calls the service controller can have in
+// flight at once (controllers/service/controller.go Run), and no others.
+// Its service workers share one workqueue, which never hands a key to two
+// workers at once (processNextServiceItem): the Ensure calls of one Service
+// run one after another, those of different Services concurrently. Its
+// node worker runs one syncNodes round at a time, which calls
+// UpdateLoadBalancer once per Service (updateLoadBalancerHosts) with no
+// lock against the service workers: one Update of a Service can overlap
+// one Ensure of it. So the shared Service is ensured lbConcurrentRounds
+// times in a row while it is updated as often beside them, and four other
+// Services are ensured meanwhile. Two Ensure calls of one Service at once
+// are never made: a provider need not survive them (GCE's, whose every
+// Ensure reserves and releases the static IP, does not).
 func ruleLBConcurrent(r *rt) {
 	lb := r.lb()
 	nodes := r.nodes(1)
@@ -488,20 +501,24 @@ func ruleLBConcurrent(r *rt) {
 	for i := range 4 {
 		others = append(others, service(fmt.Sprintf("concurrent-%d", i)))
 	}
-	var waits []func()
-	// Each goroutine gets deep copies of its Service and Nodes: a provider
-	// that modifies its arguments fails ARGS-NOT-MUTATED, and does not race
-	// the other goroutines here (a data race would end the test binary).
-	for i := range 3 {
-		waits = append(waits, r.Go(func() {
-			if _, err := lb.EnsureLoadBalancer(r.ctx, c, shared.DeepCopy(), copyNodes(nodes)); err != nil {
-				r.Errorf("concurrent EnsureLoadBalancer(%s) #%d: %v", svcKey(shared), i, err)
+	// Each call gets deep copies of its Service and Nodes: a provider that
+	// modifies its arguments fails ARGS-NOT-MUTATED, and does not race the
+	// other goroutines here (a data race would end the test binary).
+	waits := []func(){
+		r.Go(func() {
+			for i := range lbConcurrentRounds {
+				if _, err := lb.EnsureLoadBalancer(r.ctx, c, shared.DeepCopy(), copyNodes(nodes)); err != nil {
+					r.Errorf("EnsureLoadBalancer(%s) #%d, concurrent with UpdateLoadBalancer of it and EnsureLoadBalancer of other Services: %v", svcKey(shared), i, err)
+				}
 			}
-		}), r.Go(func() {
-			if err := lb.UpdateLoadBalancer(context.TODO(), c, shared.DeepCopy(), copyNodes(nodes)); err != nil {
-				r.Errorf("concurrent UpdateLoadBalancer(%s) #%d: %v", svcKey(shared), i, err)
+		}),
+		r.Go(func() {
+			for i := range lbConcurrentRounds {
+				if err := lb.UpdateLoadBalancer(context.TODO(), c, shared.DeepCopy(), copyNodes(nodes)); err != nil {
+					r.Errorf("UpdateLoadBalancer(%s) #%d, concurrent with EnsureLoadBalancer of it and of other Services: %v", svcKey(shared), i, err)
+				}
 			}
-		}))
+		}),
 	}
 	for _, s := range others {
 		waits = append(waits, r.Go(func() {
@@ -520,6 +537,10 @@ func ruleLBConcurrent(r *rt) {
 		r.checkBackends("after concurrent Ensure and Update calls with the same nodes", c, s, nodes)
 	}
 }
+
+// lbConcurrentRounds is how many Ensure and Update calls LB-CONCURRENT
+// makes of its shared Service, each kind one after another.
+const lbConcurrentRounds = 3
 
 func ruleLBOutage(r *rt) {
 	lb := r.lb()
