@@ -560,6 +560,21 @@ func brokenLB() []brokenCase {
 			}),
 		},
 
+		{
+			name: "ensure-once-at-a-time", want: "", // correct: passes every rule
+			reason: "an EnsureLoadBalancer of a Service while another Ensure of it is in flight fails (GCE's provider races itself there: each Ensure reserves the static IP and releases it); the service controller's workqueue never makes that call, so LB-CONCURRENT must not either",
+			b: lbWrap(func(b *wrappedLB) {
+				var ensuring lbBusy
+				b.ensure = func(next cloudprovider.LoadBalancer, ctx context.Context, c string, s *v1.Service, n []*v1.Node) (*v1.LoadBalancerStatus, error) {
+					defer ensuring.enter(lbKey(c, s))()
+					if ensuring.others(lbKey(c, s)) {
+						return nil, fmt.Errorf("load balancer of %s/%s: static IP address released by a concurrent Ensure", s.Namespace, s.Name)
+					}
+					return next.EnsureLoadBalancer(ctx, c, s, n)
+				}
+			}),
+		},
+
 		// LB-OUTAGE
 		{
 			name: "get-not-exists-on-error", want: "LB-OUTAGE", clause: "GetLoadBalancer returns an error, never exists=false",
