@@ -525,17 +525,11 @@ func brokenLB() []brokenCase {
 			reason: "a call on a load balancer that another call is changing fails with \"operation in progress\" instead of waiting for it",
 			b: lbWrap(func(b *wrappedLB) {
 				var busy lbBusy
-				b.ensure = func(next cloudprovider.LoadBalancer, ctx context.Context, c string, s *v1.Service, n []*v1.Node) (*v1.LoadBalancerStatus, error) {
-					defer busy.enter(lbKey(c, s))()
-					if busy.others(lbKey(c, s)) {
-						return nil, fmt.Errorf("load balancer of %s/%s: operation in progress", s.Namespace, s.Name)
-					}
-					return next.EnsureLoadBalancer(ctx, c, s, n)
-				}
+				b.ensure = ensureAlone(&busy, "operation in progress")
 				b.update = func(next cloudprovider.LoadBalancer, ctx context.Context, c string, s *v1.Service, n []*v1.Node) error {
 					defer busy.enter(lbKey(c, s))()
-					if busy.others(lbKey(c, s)) {
-						return fmt.Errorf("load balancer of %s/%s: operation in progress", s.Namespace, s.Name)
+					if err := busy.refuse(c, s, "operation in progress"); err != nil {
+						return err
 					}
 					return next.UpdateLoadBalancer(ctx, c, s, n)
 				}
@@ -565,13 +559,7 @@ func brokenLB() []brokenCase {
 			reason: "an EnsureLoadBalancer of a Service while another Ensure of it is in flight fails (GCE's provider races itself there: each Ensure reserves the static IP and releases it); the service controller's workqueue never makes that call, so LB-CONCURRENT must not either",
 			b: lbWrap(func(b *wrappedLB) {
 				var ensuring lbBusy
-				b.ensure = func(next cloudprovider.LoadBalancer, ctx context.Context, c string, s *v1.Service, n []*v1.Node) (*v1.LoadBalancerStatus, error) {
-					defer ensuring.enter(lbKey(c, s))()
-					if ensuring.others(lbKey(c, s)) {
-						return nil, fmt.Errorf("load balancer of %s/%s: static IP address released by a concurrent Ensure", s.Namespace, s.Name)
-					}
-					return next.EnsureLoadBalancer(ctx, c, s, n)
-				}
+				b.ensure = ensureAlone(&ensuring, "static IP address released by a concurrent Ensure")
 			}),
 		},
 
@@ -882,6 +870,29 @@ func (b *lbBusy) enter(k string) (leave func()) {
 		b.mu.Lock()
 		b.n[k]--
 		b.mu.Unlock()
+	}
+}
+
+// refuse returns the error, ending in why, that a call on the load
+// balancer of s in cluster c fails with while another call on it is in
+// flight, or nil.
+func (b *lbBusy) refuse(c string, s *v1.Service, why string) error {
+	if !b.others(lbKey(c, s)) {
+		return nil
+	}
+	return fmt.Errorf("load balancer of %s/%s: %s", s.Namespace, s.Name, why)
+}
+
+// ensureAlone returns an EnsureLoadBalancer that counts itself in busy and
+// fails (busy.refuse) while another call counted there is in flight on the
+// same load balancer.
+func ensureAlone(busy *lbBusy, why string) func(cloudprovider.LoadBalancer, context.Context, string, *v1.Service, []*v1.Node) (*v1.LoadBalancerStatus, error) {
+	return func(next cloudprovider.LoadBalancer, ctx context.Context, c string, s *v1.Service, n []*v1.Node) (*v1.LoadBalancerStatus, error) {
+		defer busy.enter(lbKey(c, s))()
+		if err := busy.refuse(c, s, why); err != nil {
+			return nil, err
+		}
+		return next.EnsureLoadBalancer(ctx, c, s, n)
 	}
 }
 
